@@ -1,0 +1,186 @@
+//! The measuring harness: run one contender on N threads, time it.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Barrier};
+use std::thread;
+use std::time::{Duration, Instant};
+
+/// One contender of one workload: a data structure plus the operation mix.
+pub trait Contender: Sync {
+    /// Short name shown in reports (`"larder Snapshot::load"`).
+    fn name(&self) -> String;
+    /// Performs `ops` operations as thread `thread` of `threads`. Returns a
+    /// checksum of what it read, so the optimizer cannot remove the work.
+    fn run(&self, thread: usize, threads: usize, ops: u64) -> u64;
+    /// Called once before a measurement; may start background writers that
+    /// stop when the returned guard is dropped.
+    fn start(&self) -> Option<Background> {
+        None
+    }
+    /// An extra figure to report beside throughput (hit ratio, init count).
+    fn extra(&self) -> Option<(String, f64)> {
+        None
+    }
+}
+
+/// A background thread that runs `tick` every `period` until dropped.
+pub struct Background {
+    stop: Arc<AtomicBool>,
+    handle: Option<thread::JoinHandle<()>>,
+}
+
+impl Background {
+    /// Starts a thread calling `tick` every `period`.
+    pub fn every(period: Duration, mut tick: impl FnMut() + Send + 'static) -> Self {
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = Arc::clone(&stop);
+        let handle = thread::spawn(move || {
+            while !flag.load(Ordering::Relaxed) {
+                tick();
+                thread::sleep(period);
+            }
+        });
+        Self {
+            stop,
+            handle: Some(handle),
+        }
+    }
+}
+
+impl Drop for Background {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(handle) = self.handle.take() {
+            let _ = handle.join();
+        }
+    }
+}
+
+/// Runs `ops` operations split over `threads` threads released together;
+/// returns the wall time from release to the last thread's end.
+pub fn run_parallel(contender: &dyn Contender, threads: usize, ops: u64) -> Duration {
+    let per_thread = ops.div_ceil(threads as u64).max(1);
+    let barrier = Barrier::new(threads + 1);
+    thread::scope(|s| {
+        let handles: Vec<_> = (0..threads)
+            .map(|t| {
+                let barrier = &barrier;
+                s.spawn(move || {
+                    barrier.wait();
+                    std::hint::black_box(contender.run(t, threads, per_thread));
+                })
+            })
+            .collect();
+        barrier.wait();
+        let start = Instant::now();
+        for handle in handles {
+            handle.join().expect("bench thread panicked");
+        }
+        start.elapsed()
+    })
+}
+
+/// Measures throughput (operations per second over all threads) for about
+/// `budget`: calibrates an op count, then times one run of it.
+pub fn throughput(contender: &dyn Contender, threads: usize, budget: Duration) -> f64 {
+    let _background = contender.start();
+    let mut ops = 1_000u64 * threads as u64;
+    loop {
+        let elapsed = run_parallel(contender, threads, ops);
+        if elapsed >= budget / 4 || ops >= 1 << 40 {
+            let target =
+                (ops as f64 * budget.as_secs_f64() / elapsed.as_secs_f64().max(1e-9)) as u64;
+            let elapsed = run_parallel(contender, threads, target.max(ops));
+            return target.max(ops) as f64 / elapsed.as_secs_f64();
+        }
+        ops *= 4;
+    }
+}
+
+/// Reports whether the machine looks idle: two spinning threads should get
+/// close to twice the work of one. Returns the measured ratio.
+pub fn idle_check() -> f64 {
+    fn spin(threads: usize) -> f64 {
+        let stop = AtomicBool::new(false);
+        let counts: Vec<u64> = thread::scope(|s| {
+            let handles: Vec<_> = (0..threads)
+                .map(|_| {
+                    s.spawn(|| {
+                        let mut n = 0u64;
+                        while !stop.load(Ordering::Relaxed) {
+                            for _ in 0..1000 {
+                                n = std::hint::black_box(n.wrapping_add(1));
+                            }
+                        }
+                        n
+                    })
+                })
+                .collect();
+            thread::sleep(Duration::from_millis(200));
+            stop.store(true, Ordering::Relaxed);
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        counts.iter().sum::<u64>() as f64
+    }
+    let one = spin(1);
+    let two = spin(2);
+    two / one
+}
+
+/// A small fast PRNG (xorshift64*) for per-thread op streams.
+#[derive(Clone)]
+pub struct Rng(u64);
+
+impl Rng {
+    /// A generator seeded from `seed` (never zero internally).
+    pub fn new(seed: u64) -> Self {
+        Self(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
+    }
+    /// The next 64 random bits.
+    #[inline]
+    pub fn next_u64(&mut self) -> u64 {
+        let mut x = self.0;
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        self.0 = x;
+        x.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+    /// A value below `n`.
+    #[inline]
+    pub fn below(&mut self, n: u64) -> u64 {
+        ((self.next_u64() as u128 * n as u128) >> 64) as u64
+    }
+}
+
+/// Registers `contenders` as a criterion group measured at each thread
+/// count, reporting element throughput (ops/s over all threads).
+pub fn criterion_group_for(
+    c: &mut criterion::Criterion,
+    group: &str,
+    contenders: &[Box<dyn Contender>],
+    threads: &[usize],
+) {
+    let mut g = c.benchmark_group(group);
+    g.throughput(criterion::Throughput::Elements(1));
+    for contender in contenders {
+        let _background = contender.start();
+        for &t in threads {
+            g.bench_with_input(
+                criterion::BenchmarkId::new(contender.name(), format!("{t}t")),
+                &t,
+                |b, &t| b.iter_custom(|iters| run_parallel(contender.as_ref(), t, iters)),
+            );
+        }
+    }
+    g.finish();
+}
+
+/// The criterion configuration all benches share: short but repeatable.
+pub fn criterion_config() -> criterion::Criterion {
+    criterion::Criterion::default()
+        .sample_size(10)
+        .warm_up_time(Duration::from_millis(500))
+        .measurement_time(Duration::from_secs(2))
+        .configure_from_args()
+}

@@ -1,0 +1,1 @@
+//! Workloads of the `indexed` family (filled in with the primitive).

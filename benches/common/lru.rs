@@ -1,0 +1,1 @@
+//! Workloads of the `lru` family (filled in with the primitive).

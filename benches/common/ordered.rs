@@ -1,0 +1,1 @@
+//! Workloads of the `ordered` family (filled in with the primitive).

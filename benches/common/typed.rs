@@ -1,0 +1,1 @@
+//! Workloads of the `typed` family (filled in with the primitive).

@@ -1,0 +1,49 @@
+//! # larder
+//!
+//! Concurrent cache primitives for Rust services and controllers: the pieces
+//! of a Kubernetes-style informer cache and the fixes for the classic misuses
+//! of concurrent maps, each model-checked with loom and benchmarked against
+//! the maps people would otherwise wrap in a lock.
+//!
+//! | primitive | use it for | instead of |
+//! |---|---|---|
+//! | [`Snapshot`] | a read-mostly value replaced whole (configuration, routing table) | `RwLock<Arc<T>>`, load-then-store on an `ArcSwap` |
+//!
+//! Every primitive documents its guarantees: what is atomic, what a
+//! concurrent reader can observe, and which loom model proves it
+//! (`docs/verification.md`).
+//!
+//! ## Choosing
+//!
+//! - [`Snapshot`] when readers vastly outnumber writers and the value is
+//!   replaced as a whole. Reads are lock-free and write no shared memory, so
+//!   they scale with cores where `RwLock<Arc<T>>` does not. Do not use it for
+//!   a value that is modified piecewise by many writers at a high rate: every
+//!   write copies the value.
+//!
+//! ## Example
+//!
+//! ```
+//! use larder::Snapshot;
+//!
+//! let routes = Snapshot::new(vec!["/a", "/b"]);
+//! routes.update(|old| {
+//!     let mut new = old.clone();
+//!     new.push("/c");
+//!     new
+//! });
+//! assert_eq!(routes.load().len(), 3);
+//! assert_eq!(routes.version(), 1);
+//! ```
+#![deny(missing_docs)]
+#![forbid(unsafe_code)]
+#![doc(test(attr(deny(warnings))))]
+
+mod snapshot;
+mod sync;
+
+pub use snapshot::{CachedReader, CompareAndSwapError, Guard, Snapshot, Versioned};
+
+#[cfg(loom)]
+#[doc(hidden)]
+pub use snapshot::Fault as SnapshotFault;

@@ -1,0 +1,479 @@
+//! [`Snapshot`]: an atomically replaced immutable value with lock-free reads.
+//!
+//! This is Go's `atomic.Value` holding an immutable struct, done right: the
+//! value is shared as an `Arc`, replaced whole, stamped with a version, and
+//! modified with read-copy-update instead of load-then-store.
+//!
+//! # The lost update, and `update`
+//!
+//! The most common misuse of an atomically swapped value is to read it, build
+//! a modified copy and store that copy. Two threads doing so at once both read
+//! the same old value, and the second store silently discards the first
+//! thread's change:
+//!
+//! ```
+//! use larder::Snapshot;
+//!
+//! let counter = Snapshot::new(0_u64);
+//!
+//! // BROKEN: load-then-store. If another thread stores between the two
+//! // lines, its update is lost.
+//! let current = counter.load();
+//! counter.store(**current + 1);
+//!
+//! // CORRECT: `update` retries the closure until its result is stored on
+//! // top of exactly the value it was computed from.
+//! counter.update(|n| n + 1);
+//! assert_eq!(**counter.load(), 2);
+//! ```
+//!
+//! The loom model `snapshot_update_loses_nothing` in `loom-tests/` proves
+//! `update` loses nothing and that the load-then-store variant does.
+
+mod cached;
+mod versioned;
+
+pub use cached::CachedReader;
+pub use versioned::Versioned;
+
+use std::fmt;
+use std::ops::Deref;
+
+use crate::sync::{self, Arc, AtomicArc};
+
+/// An atomically replaced, immutable, versioned value with lock-free reads.
+///
+/// Readers call [`load`](Snapshot::load) (a short-lived guard),
+/// [`load_full`](Snapshot::load_full) (an owned `Arc`) or keep a
+/// [`CachedReader`] in their hottest loop. Writers publish a whole new value
+/// with [`store`](Snapshot::store), [`swap`](Snapshot::swap),
+/// [`compare_and_swap`](Snapshot::compare_and_swap) or
+/// [`update`](Snapshot::update). Readers never block writers and never wait
+/// for them; a read writes no shared memory (built on `arc_swap::ArcSwap`).
+///
+/// # Guarantees
+///
+/// - Every write is atomic: a reader sees the old value or the new one,
+///   never a mix (the value is immutable behind an `Arc`).
+/// - Writes are linearizable: they take effect in one total order, and a
+///   load sees the latest write that completed before it started.
+/// - Every successful write stamps the published value with the previous
+///   version plus one, inside the same allocation as the value. So versions
+///   follow the write order exactly, and the versions one thread observes
+///   never decrease.
+/// - [`update`](Snapshot::update) never loses a concurrent write: its result
+///   is published on top of exactly the value it was computed from.
+///
+/// # When to use it
+///
+/// Configuration, routing tables, feature flags, any read-mostly value that is
+/// replaced whole. A `RwLock<Arc<T>>` does the same job, but every read writes
+/// the lock word, so readers on different cores contend on one cache line;
+/// see `docs/benchmarks.md` for the measured difference. For values that
+/// change often and are read rarely, a `Mutex<T>` is simpler.
+///
+/// # Examples
+///
+/// ```
+/// use larder::Snapshot;
+/// use std::sync::Arc;
+/// use std::thread;
+///
+/// #[derive(Debug, Clone)]
+/// struct Config { workers: usize, greeting: String }
+///
+/// let config = Arc::new(Snapshot::new(Config { workers: 4, greeting: "hi".into() }));
+/// let reader = {
+///     let config = Arc::clone(&config);
+///     thread::spawn(move || config.load().workers)
+/// };
+/// config.update(|old| Config { workers: old.workers * 2, ..old.clone() });
+/// let seen = reader.join().unwrap();
+/// assert!(seen == 4 || seen == 8);
+/// assert_eq!(config.load().workers, 8);
+/// assert_eq!(config.load().greeting, "hi");
+/// assert_eq!(config.version(), 1);
+/// ```
+pub struct Snapshot<T> {
+    inner: AtomicArc<Versioned<T>>,
+    #[cfg(loom)]
+    fault: Fault,
+    #[cfg(loom)]
+    fault_counter: sync::AtomicU64,
+}
+
+/// A deliberately broken protocol, for the loom suite's negative controls.
+#[cfg(loom)]
+#[doc(hidden)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fault {
+    /// The correct protocol.
+    None,
+    /// `update` loads, computes and stores without checking (lost update).
+    LoadThenStore,
+    /// `store` takes its version from a counter, then swaps unconditionally
+    /// (versions can be published out of order).
+    VersionBeforeSwap,
+    /// `compare_and_swap` compares, then stores in a second step.
+    CheckThenSwap,
+}
+
+/// A short-lived read guard returned by [`Snapshot::load`].
+///
+/// It dereferences to [`Versioned<T>`], which dereferences to `T`. Keep it
+/// for the duration of one unit of work, then drop it: while many guards of
+/// one thread are alive, further loads fall back to a slower path, and the
+/// value it protects cannot be freed. Do not hold it across an `.await`; take
+/// [`Snapshot::load_full`] (or [`Guard::into_arc`]) if the value must live
+/// longer.
+pub struct Guard<T> {
+    inner: sync::ArcGuard<Versioned<T>>,
+}
+
+impl<T> Guard<T> {
+    /// Turns the guard into an owned `Arc` that may be kept as long as needed.
+    pub fn into_arc(guard: Self) -> Arc<Versioned<T>> {
+        sync::guard_into_arc(guard.inner)
+    }
+}
+
+impl<T> Deref for Guard<T> {
+    type Target = Versioned<T>;
+    #[inline]
+    fn deref(&self) -> &Versioned<T> {
+        &self.inner
+    }
+}
+
+impl<T: fmt::Debug> fmt::Debug for Guard<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&**self, f)
+    }
+}
+
+/// The error of a failed [`Snapshot::compare_and_swap`]: the value that was
+/// not stored, and the value that was current instead.
+pub struct CompareAndSwapError<T> {
+    /// The value the caller wanted to store, handed back.
+    pub new: T,
+    /// The value that was current when the exchange failed.
+    pub current: Arc<Versioned<T>>,
+}
+
+impl<T> fmt::Debug for CompareAndSwapError<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CompareAndSwapError")
+            .field("current_version", &self.current.version())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<T> fmt::Display for CompareAndSwapError<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "compare_and_swap failed: the snapshot moved on to version {}",
+            self.current.version()
+        )
+    }
+}
+
+impl<T> std::error::Error for CompareAndSwapError<T> {}
+
+impl<T> Snapshot<T> {
+    /// Creates a snapshot holding `value` at version 0.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let snap = larder::Snapshot::new(vec![1, 2, 3]);
+    /// assert_eq!(snap.load().len(), 3);
+    /// assert_eq!(snap.version(), 0);
+    /// ```
+    pub fn new(value: T) -> Self {
+        Self {
+            inner: AtomicArc::new(Arc::new(Versioned { version: 0, value })),
+            #[cfg(loom)]
+            fault: Fault::None,
+            #[cfg(loom)]
+            fault_counter: sync::AtomicU64::new(0),
+        }
+    }
+
+    /// A snapshot whose protocol is broken as `fault` says: the loom suite's
+    /// negative controls use it to prove the models can catch that bug.
+    #[cfg(loom)]
+    #[doc(hidden)]
+    pub fn with_fault(value: T, fault: Fault) -> Self {
+        let mut snapshot = Self::new(value);
+        snapshot.fault = fault;
+        snapshot
+    }
+
+    /// The current value, behind a short-lived guard.
+    ///
+    /// Lock-free; on the fast path it writes only a slot owned by the calling
+    /// thread, never a shared cache line. Sees every write that completed
+    /// before the call. See [`Guard`] for how long to keep it.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let snap = larder::Snapshot::new(String::from("v0"));
+    /// let guard = snap.load();
+    /// assert_eq!(guard.as_str(), "v0");
+    /// assert_eq!(guard.version(), 0);
+    /// ```
+    #[inline]
+    pub fn load(&self) -> Guard<T> {
+        Guard {
+            inner: self.inner.load(),
+        }
+    }
+
+    /// The current value as an owned `Arc`, to keep beyond a unit of work.
+    ///
+    /// Costs one increment of the value's shared reference count (a write to
+    /// a shared cache line), so prefer [`load`](Snapshot::load) or a
+    /// [`CachedReader`] in hot loops.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let snap = larder::Snapshot::new(1);
+    /// let kept = snap.load_full();
+    /// snap.store(2);
+    /// assert_eq!(**kept, 1); // an old value stays valid while it is held
+    /// ```
+    pub fn load_full(&self) -> Arc<Versioned<T>> {
+        self.inner.load_full()
+    }
+
+    /// The version of the current value (see [`Versioned::version`]).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let snap = larder::Snapshot::new(0);
+    /// snap.store(1);
+    /// snap.store(2);
+    /// assert_eq!(snap.version(), 2);
+    /// ```
+    pub fn version(&self) -> u64 {
+        self.inner.load().version
+    }
+
+    /// A reader handle for one thread's hot loop; see [`CachedReader`].
+    pub fn cached_reader(&self) -> CachedReader<'_, T> {
+        CachedReader::new(self)
+    }
+
+    /// Publishes `value`, replacing whatever is current; returns the version
+    /// it was stamped with.
+    ///
+    /// Unconditional: a value computed from an earlier load replaces writes
+    /// made since (the lost update in the [module docs](self)); use
+    /// [`update`](Snapshot::update) to derive the new value from the old.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let snap = larder::Snapshot::new("old");
+    /// assert_eq!(snap.store("new"), 1);
+    /// assert_eq!(**snap.load(), "new");
+    /// ```
+    pub fn store(&self, value: T) -> u64 {
+        #[cfg(loom)]
+        if self.fault == Fault::VersionBeforeSwap {
+            // BROKEN on purpose: the version is drawn before the swap, so two
+            // racing stores can publish their versions out of order.
+            let version = self.fault_counter.fetch_add(1, sync::Ordering::AcqRel) + 1;
+            self.inner.swap(Arc::new(Versioned { version, value }));
+            return version;
+        }
+        self.publish(value).0.version
+    }
+
+    /// Publishes `value` and returns the value it replaced.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let snap = larder::Snapshot::new(1);
+    /// let old = snap.swap(2);
+    /// assert_eq!((**old, old.version()), (1, 0));
+    /// ```
+    pub fn swap(&self, value: T) -> Arc<Versioned<T>> {
+        self.publish(value).1
+    }
+
+    /// Publishes `new` only if `current` is still the current value (compared
+    /// by identity, not by `==`), atomically.
+    ///
+    /// Returns the replaced value on success. On failure nothing is stored
+    /// and the error hands `new` back together with the value that is current.
+    /// Of several threads racing to replace the same value, exactly one
+    /// succeeds.
+    ///
+    /// # Errors
+    ///
+    /// [`CompareAndSwapError`] when another write got there first.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let snap = larder::Snapshot::new(1);
+    /// let seen = snap.load_full();
+    /// assert!(snap.compare_and_swap(&seen, 2).is_ok());
+    /// // `seen` is no longer current: the second exchange fails.
+    /// let err = snap.compare_and_swap(&seen, 3).unwrap_err();
+    /// assert_eq!((err.new, **err.current), (3, 2));
+    /// ```
+    pub fn compare_and_swap(
+        &self,
+        current: &Versioned<T>,
+        new: T,
+    ) -> Result<Arc<Versioned<T>>, CompareAndSwapError<T>> {
+        let expected: *const Versioned<T> = current;
+        let candidate = Arc::new(Versioned {
+            version: current.version + 1,
+            value: new,
+        });
+        #[cfg(loom)]
+        if self.fault == Fault::CheckThenSwap {
+            // BROKEN on purpose: the comparison and the store are two steps.
+            let now = self.inner.load_full();
+            if std::ptr::eq(Arc::as_ptr(&now), expected) {
+                return Ok(self.inner.swap(candidate));
+            }
+            return Err(CompareAndSwapError {
+                new: unwrap_unshared(candidate),
+                current: now,
+            });
+        }
+        match self.inner.compare_exchange(expected, candidate) {
+            Ok(previous) => Ok(sync::guard_into_arc(previous)),
+            Err(candidate) => Err(CompareAndSwapError {
+                new: unwrap_unshared(candidate),
+                current: self.inner.load_full(),
+            }),
+        }
+    }
+
+    /// Read-copy-update: publishes `f(current)` on top of exactly the value it
+    /// was computed from, and returns what was published.
+    ///
+    /// If another write lands between the load and the publish, `f` runs
+    /// again on the newer value, so **`f` may run more than once** and must
+    /// not have side effects that cannot be repeated. No concurrent write is
+    /// ever lost. `f` runs outside every lock; if it panics, nothing is
+    /// stored.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use larder::Snapshot;
+    /// use std::sync::Arc;
+    ///
+    /// let hits = Arc::new(Snapshot::new(0_u64));
+    /// std::thread::scope(|s| {
+    ///     for _ in 0..4 {
+    ///         s.spawn(|| for _ in 0..100 { hits.update(|n| n + 1); });
+    ///     }
+    /// });
+    /// assert_eq!(**hits.load(), 400);
+    /// assert_eq!(hits.version(), 400);
+    /// ```
+    pub fn update<F>(&self, mut f: F) -> Arc<Versioned<T>>
+    where
+        F: FnMut(&T) -> T,
+    {
+        #[cfg(loom)]
+        if self.fault == Fault::LoadThenStore {
+            // BROKEN on purpose: the lost update of the module docs.
+            let current = self.inner.load();
+            let next = Arc::new(Versioned {
+                version: current.version + 1,
+                value: f(&current.value),
+            });
+            self.inner.swap(Arc::clone(&next));
+            return next;
+        }
+        let mut current = self.inner.load();
+        loop {
+            let next = Arc::new(Versioned {
+                version: current.version + 1,
+                value: f(&current.value),
+            });
+            match self
+                .inner
+                .compare_exchange(Arc::as_ptr(&*current), Arc::clone(&next))
+            {
+                Ok(_) => return next,
+                Err(_) => current = self.inner.load(),
+            }
+        }
+    }
+
+    /// Publishes `value` as the successor of whatever is current, retrying
+    /// the exchange (not the value) until it lands; returns the new and the
+    /// previous value.
+    fn publish(&self, value: T) -> (Arc<Versioned<T>>, Arc<Versioned<T>>) {
+        let mut current = self.inner.load();
+        let mut next = Arc::new(Versioned {
+            version: current.version + 1,
+            value,
+        });
+        loop {
+            match self
+                .inner
+                .compare_exchange(Arc::as_ptr(&*current), Arc::clone(&next))
+            {
+                Ok(previous) => return (next, sync::guard_into_arc(previous)),
+                Err(clone) => {
+                    // Drop the second reference the failed exchange gave back,
+                    // so `next` is unshared again and its stamp can change.
+                    drop(clone);
+                    current = self.inner.load();
+                    match Arc::get_mut(&mut next) {
+                        Some(unpublished) => unpublished.version = current.version + 1,
+                        None => unreachable!("a value that was never published is shared"),
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Takes the value out of an `Arc` that was never published.
+fn unwrap_unshared<T>(arc: Arc<Versioned<T>>) -> T {
+    match Arc::try_unwrap(arc) {
+        Ok(versioned) => versioned.value,
+        Err(_) => unreachable!("a value that was never published is shared"),
+    }
+}
+
+impl<T: Default> Default for Snapshot<T> {
+    fn default() -> Self {
+        Self::new(T::default())
+    }
+}
+
+impl<T> From<T> for Snapshot<T> {
+    fn from(value: T) -> Self {
+        Self::new(value)
+    }
+}
+
+impl<T: fmt::Debug> fmt::Debug for Snapshot<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let current = self.load();
+        f.debug_struct("Snapshot")
+            .field("version", &current.version)
+            .field("value", &current.value)
+            .finish()
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests;

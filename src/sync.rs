@@ -1,0 +1,323 @@
+//! The synchronization facade: the only module that names `std::sync`,
+//! `parking_lot`, `arc_swap`, `crossbeam_utils` or `loom`.
+//!
+//! Every other module imports its locks, atomics and atomically swapped
+//! pointers from here, so that a `--cfg loom` build model-checks the code that
+//! ships. Normal builds get the fast types (parking_lot locks, arc-swap,
+//! crossbeam's `ShardedLock`); loom builds get loom-visible stand-ins with the
+//! same *contract* (parking_lot-shaped API, no poisoning):
+//!
+//! | normal build | loom build | what loom therefore cannot check |
+//! |---|---|---|
+//! | `parking_lot::{Mutex, RwLock, Condvar}` | wrappers over `loom::sync` | parking_lot's own lock implementation, fairness |
+//! | `crossbeam_utils::sync::ShardedLock` | wrapper over `loom::sync::RwLock` | the per-shard lock words |
+//! | `arc_swap::ArcSwap` ([`AtomicArc`]) | `loom::sync::RwLock<Arc<T>>` | arc-swap's debt lists and hazard protocol |
+//! | `std::sync::atomic::*` | `loom::sync::atomic::*` | nothing: loom explores these (SeqCst is modelled as AcqRel) |
+//!
+//! Waiting threads always block on a [`Mutex`]/[`Condvar`]; nothing spins, so
+//! loom's branch limit is not exhausted by `yield_now` loops.
+//!
+//! `Arc` is `std::sync::Arc` in both builds: reference counting is not a
+//! protocol larder implements, and public signatures stay the same.
+
+#![allow(dead_code, unused_imports)]
+
+pub(crate) use std::sync::Arc;
+
+/// A fixed-seed hasher for loom builds (models must be deterministic) and the
+/// default `ahash::RandomState` otherwise.
+#[cfg(loom)]
+pub(crate) fn default_hasher() -> ahash::RandomState {
+    ahash::RandomState::with_seeds(1, 2, 3, 4)
+}
+
+/// The default hasher: ahash's `RandomState` (hash-flooding resistant).
+#[cfg(not(loom))]
+pub(crate) fn default_hasher() -> ahash::RandomState {
+    ahash::RandomState::new()
+}
+
+#[cfg(not(loom))]
+mod imp {
+    pub(crate) use crossbeam_utils::CachePadded;
+    pub(crate) use parking_lot::{
+        Condvar, Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard,
+    };
+    pub(crate) use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering, fence};
+
+    /// A read-mostly reader-writer lock whose read path writes only a
+    /// per-thread shard of the lock state (crossbeam's `ShardedLock`), so
+    /// readers on different cores do not bounce one cache line.
+    ///
+    /// parking_lot-shaped: no poisoning (a panic while a guard is held leaves
+    /// the data as it was at that moment; callers keep their invariants by
+    /// never running user code under a write guard).
+    #[derive(Default)]
+    pub(crate) struct ShardedLock<T>(crossbeam_utils::sync::ShardedLock<T>);
+
+    /// Shared guard of a [`ShardedLock`].
+    pub(crate) type ShardedReadGuard<'a, T> = crossbeam_utils::sync::ShardedLockReadGuard<'a, T>;
+    /// Exclusive guard of a [`ShardedLock`].
+    pub(crate) type ShardedWriteGuard<'a, T> = crossbeam_utils::sync::ShardedLockWriteGuard<'a, T>;
+
+    impl<T> ShardedLock<T> {
+        pub(crate) fn new(value: T) -> Self {
+            Self(crossbeam_utils::sync::ShardedLock::new(value))
+        }
+        #[inline]
+        pub(crate) fn read(&self) -> ShardedReadGuard<'_, T> {
+            self.0.read().unwrap_or_else(|poison| poison.into_inner())
+        }
+        #[inline]
+        pub(crate) fn write(&self) -> ShardedWriteGuard<'_, T> {
+            self.0.write().unwrap_or_else(|poison| poison.into_inner())
+        }
+        pub(crate) fn get_mut(&mut self) -> &mut T {
+            self.0
+                .get_mut()
+                .unwrap_or_else(|poison| poison.into_inner())
+        }
+    }
+
+    /// An atomically swappable `Arc<T>`: arc-swap's `ArcSwap`.
+    pub(crate) struct AtomicArc<T>(arc_swap::ArcSwap<T>);
+
+    /// A short-lived read guard of an [`AtomicArc`].
+    pub(crate) type ArcGuard<T> = arc_swap::Guard<std::sync::Arc<T>>;
+
+    /// A per-thread caching reader of an [`AtomicArc`]: arc-swap's `Cache`,
+    /// which revalidates with one relaxed pointer load and writes nothing
+    /// shared while the value is unchanged.
+    pub(crate) struct ArcCache<'a, T>(arc_swap::Cache<&'a arc_swap::ArcSwap<T>, std::sync::Arc<T>>);
+
+    impl<'a, T> ArcCache<'a, T> {
+        pub(crate) fn new(source: &'a AtomicArc<T>) -> Self {
+            Self(arc_swap::Cache::new(&source.0))
+        }
+        #[inline]
+        pub(crate) fn load(&mut self) -> &std::sync::Arc<T> {
+            self.0.load()
+        }
+    }
+
+    /// Turns a guard into an owned `Arc` (arc-swap's `Guard::into_inner`).
+    #[inline]
+    pub(crate) fn guard_into_arc<T>(guard: ArcGuard<T>) -> std::sync::Arc<T> {
+        arc_swap::Guard::into_inner(guard)
+    }
+
+    impl<T> AtomicArc<T> {
+        pub(crate) fn new(value: std::sync::Arc<T>) -> Self {
+            Self(arc_swap::ArcSwap::new(value))
+        }
+        #[inline]
+        pub(crate) fn load(&self) -> ArcGuard<T> {
+            self.0.load()
+        }
+        #[inline]
+        pub(crate) fn load_full(&self) -> std::sync::Arc<T> {
+            self.0.load_full()
+        }
+        pub(crate) fn swap(&self, new: std::sync::Arc<T>) -> std::sync::Arc<T> {
+            self.0.swap(new)
+        }
+        /// Stores `new` if the current value is `current` (by address).
+        /// Returns `Ok(previous)` on success and gives `new` back on failure.
+        pub(crate) fn compare_exchange(
+            &self,
+            current: *const T,
+            new: std::sync::Arc<T>,
+        ) -> Result<ArcGuard<T>, std::sync::Arc<T>> {
+            // `compare_and_swap` consumes its argument, so hand it a second
+            // reference and keep ours to return on failure.
+            let prev = self
+                .0
+                .compare_and_swap(current, std::sync::Arc::clone(&new));
+            if std::ptr::eq(std::sync::Arc::as_ptr(&*prev), current) {
+                Ok(prev)
+            } else {
+                Err(new)
+            }
+        }
+    }
+}
+
+#[cfg(loom)]
+mod imp {
+    pub(crate) use loom::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering, fence};
+    use std::ops::{Deref, DerefMut};
+
+    /// loom has no `CachePadded`; padding is irrelevant to a model.
+    #[derive(Default, Debug)]
+    pub(crate) struct CachePadded<T>(T);
+    impl<T> CachePadded<T> {
+        pub(crate) fn new(value: T) -> Self {
+            Self(value)
+        }
+    }
+    impl<T> Deref for CachePadded<T> {
+        type Target = T;
+        fn deref(&self) -> &T {
+            &self.0
+        }
+    }
+
+    /// parking_lot-shaped mutex over loom's (no poisoning).
+    #[derive(Default, Debug)]
+    pub(crate) struct Mutex<T>(loom::sync::Mutex<T>);
+    /// Guard of [`Mutex`]; the `Option` lets [`Condvar::wait`] take it by `&mut`.
+    pub(crate) struct MutexGuard<'a, T>(Option<loom::sync::MutexGuard<'a, T>>);
+
+    impl<T> Mutex<T> {
+        pub(crate) fn new(value: T) -> Self {
+            Self(loom::sync::Mutex::new(value))
+        }
+        pub(crate) fn lock(&self) -> MutexGuard<'_, T> {
+            MutexGuard(Some(self.0.lock().unwrap_or_else(|p| p.into_inner())))
+        }
+        pub(crate) fn try_lock(&self) -> Option<MutexGuard<'_, T>> {
+            self.0.try_lock().ok().map(|guard| MutexGuard(Some(guard)))
+        }
+        pub(crate) fn get_mut(&mut self) -> &mut T {
+            self.0.get_mut().unwrap_or_else(|p| p.into_inner())
+        }
+        pub(crate) fn into_inner(self) -> T {
+            self.0.into_inner().unwrap_or_else(|p| p.into_inner())
+        }
+    }
+    impl<T> Deref for MutexGuard<'_, T> {
+        type Target = T;
+        fn deref(&self) -> &T {
+            self.0.as_ref().expect("guard present")
+        }
+    }
+    impl<T> DerefMut for MutexGuard<'_, T> {
+        fn deref_mut(&mut self) -> &mut T {
+            self.0.as_mut().expect("guard present")
+        }
+    }
+
+    /// parking_lot-shaped condition variable over loom's.
+    #[derive(Default, Debug)]
+    pub(crate) struct Condvar(loom::sync::Condvar);
+    impl Condvar {
+        pub(crate) fn new() -> Self {
+            Self(loom::sync::Condvar::new())
+        }
+        pub(crate) fn wait<T>(&self, guard: &mut MutexGuard<'_, T>) {
+            let inner = guard.0.take().expect("guard present");
+            guard.0 = Some(self.0.wait(inner).unwrap_or_else(|p| p.into_inner()));
+        }
+        pub(crate) fn notify_all(&self) -> usize {
+            self.0.notify_all();
+            0
+        }
+        pub(crate) fn notify_one(&self) -> bool {
+            self.0.notify_one();
+            false
+        }
+    }
+
+    /// parking_lot-shaped reader-writer lock over loom's.
+    #[derive(Default, Debug)]
+    pub(crate) struct RwLock<T>(loom::sync::RwLock<T>);
+    /// Shared guard of [`RwLock`].
+    pub(crate) type RwLockReadGuard<'a, T> = loom::sync::RwLockReadGuard<'a, T>;
+    /// Exclusive guard of [`RwLock`].
+    pub(crate) type RwLockWriteGuard<'a, T> = loom::sync::RwLockWriteGuard<'a, T>;
+    impl<T> RwLock<T> {
+        pub(crate) fn new(value: T) -> Self {
+            Self(loom::sync::RwLock::new(value))
+        }
+        pub(crate) fn read(&self) -> RwLockReadGuard<'_, T> {
+            self.0.read().unwrap_or_else(|p| p.into_inner())
+        }
+        pub(crate) fn write(&self) -> RwLockWriteGuard<'_, T> {
+            self.0.write().unwrap_or_else(|p| p.into_inner())
+        }
+        pub(crate) fn get_mut(&mut self) -> &mut T {
+            self.0.get_mut().unwrap_or_else(|p| p.into_inner())
+        }
+        pub(crate) fn into_inner(self) -> T {
+            self.0.into_inner().unwrap_or_else(|p| p.into_inner())
+        }
+    }
+
+    /// Stand-in for crossbeam's `ShardedLock`: one loom `RwLock`.
+    pub(crate) type ShardedLock<T> = RwLock<T>;
+    /// Shared guard of [`ShardedLock`].
+    pub(crate) type ShardedReadGuard<'a, T> = RwLockReadGuard<'a, T>;
+    /// Exclusive guard of [`ShardedLock`].
+    pub(crate) type ShardedWriteGuard<'a, T> = RwLockWriteGuard<'a, T>;
+
+    /// Stand-in for `ArcSwap`: the same contract (atomic load, swap and
+    /// compare-exchange by address) on a loom `RwLock<Arc<T>>`.
+    pub(crate) struct AtomicArc<T>(loom::sync::RwLock<std::sync::Arc<T>>);
+    /// Stand-in for arc-swap's guard: an owned `Arc`, dereferencing to the
+    /// `Arc` as arc-swap's guard does.
+    pub(crate) struct ArcGuard<T>(std::sync::Arc<T>);
+    impl<T> Deref for ArcGuard<T> {
+        type Target = std::sync::Arc<T>;
+        fn deref(&self) -> &std::sync::Arc<T> {
+            &self.0
+        }
+    }
+
+    /// Stand-in for arc-swap's `Cache`: compares addresses under the read
+    /// lock and reloads when they differ.
+    pub(crate) struct ArcCache<'a, T> {
+        source: &'a AtomicArc<T>,
+        cached: std::sync::Arc<T>,
+    }
+
+    impl<'a, T> ArcCache<'a, T> {
+        pub(crate) fn new(source: &'a AtomicArc<T>) -> Self {
+            Self {
+                source,
+                cached: source.load_full(),
+            }
+        }
+        pub(crate) fn load(&mut self) -> &std::sync::Arc<T> {
+            let current = self.source.0.read().unwrap();
+            if !std::sync::Arc::ptr_eq(&current, &self.cached) {
+                self.cached = std::sync::Arc::clone(&current);
+            }
+            drop(current);
+            &self.cached
+        }
+    }
+
+    /// Turns a guard into an owned `Arc` (identity: the guard is an `Arc`).
+    pub(crate) fn guard_into_arc<T>(guard: ArcGuard<T>) -> std::sync::Arc<T> {
+        guard.0
+    }
+
+    impl<T> AtomicArc<T> {
+        pub(crate) fn new(value: std::sync::Arc<T>) -> Self {
+            Self(loom::sync::RwLock::new(value))
+        }
+        pub(crate) fn load(&self) -> ArcGuard<T> {
+            ArcGuard(self.load_full())
+        }
+        pub(crate) fn load_full(&self) -> std::sync::Arc<T> {
+            std::sync::Arc::clone(&self.0.read().unwrap())
+        }
+        pub(crate) fn swap(&self, new: std::sync::Arc<T>) -> std::sync::Arc<T> {
+            std::mem::replace(&mut *self.0.write().unwrap(), new)
+        }
+        pub(crate) fn compare_exchange(
+            &self,
+            current: *const T,
+            new: std::sync::Arc<T>,
+        ) -> Result<ArcGuard<T>, std::sync::Arc<T>> {
+            let mut slot = self.0.write().unwrap();
+            if std::ptr::eq(std::sync::Arc::as_ptr(&slot), current) {
+                Ok(ArcGuard(std::mem::replace(&mut *slot, new)))
+            } else {
+                Err(new)
+            }
+        }
+    }
+}
+
+pub(crate) use imp::*;
