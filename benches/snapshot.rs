@@ -4,13 +4,9 @@
 mod common;
 
 fn snapshot(c: &mut criterion::Criterion) {
-    let contenders = common::snapshot::contenders();
-    common::criterion_group_for(
-        c,
-        "snapshot/read_under_1ms_writer",
-        &contenders,
-        common::snapshot::THREADS,
-    );
+    for workload in common::snapshot::workloads(common::Size::Full) {
+        common::criterion_workload(c, &workload);
+    }
 }
 
 criterion::criterion_group! {

@@ -39,8 +39,12 @@
 #![forbid(unsafe_code)]
 #![doc(test(attr(deny(warnings))))]
 
+mod indexed;
+mod lru;
+mod ordered;
 mod snapshot;
 mod sync;
+mod typed;
 
 pub use snapshot::{CachedReader, CompareAndSwapError, Guard, Snapshot, Versioned};
 

@@ -23,6 +23,36 @@ pub trait Contender: Sync {
     }
 }
 
+/// How big a workload should be: `Full` for criterion and the showdown,
+/// `Quick` for `showdown --quick` and CI's smoke run (smaller key sets).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Size {
+    /// The sizes the goals are stated at.
+    Full,
+    /// Small sizes: builds in well under a second.
+    Quick,
+}
+
+/// One workload of a family: a set of contenders measured at each thread
+/// count. Shared by the criterion benches and the showdown.
+pub struct Workload {
+    /// The family (`"snapshot"`, `"indexed"`, ...).
+    pub family: &'static str,
+    /// The workload's name within the family (`"get-heavy 100K"`).
+    pub name: String,
+    /// Contenders, larder's first; ratios are reported against the others.
+    pub contenders: Vec<Box<dyn Contender>>,
+    /// Thread counts to measure.
+    pub threads: Vec<usize>,
+}
+
+/// Registers every contender of `workload` at each of its thread counts as
+/// one criterion group named `family/name`.
+pub fn criterion_workload(c: &mut criterion::Criterion, workload: &Workload) {
+    let group = format!("{}/{}", workload.family, workload.name);
+    criterion_group_for(c, &group, &workload.contenders, &workload.threads);
+}
+
 /// A background thread that runs `tick` every `period` until dropped.
 pub struct Background {
     stop: Arc<AtomicBool>,

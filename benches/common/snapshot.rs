@@ -182,6 +182,16 @@ impl Contender for ArcSwapCache {
     }
 }
 
+/// The family's workloads (one: reads under a 1 ms writer).
+pub fn workloads(_size: super::Size) -> Vec<super::Workload> {
+    vec![super::Workload {
+        family: "snapshot",
+        name: "read_under_1ms_writer".to_string(),
+        contenders: contenders(),
+        threads: THREADS.to_vec(),
+    }]
+}
+
 /// Every contender of the family, larder first.
 pub fn contenders() -> Vec<Box<dyn Contender>> {
     vec![

@@ -1,0 +1,2 @@
+//! Placeholder: the indexed bench lands with the primitive.
+fn main() {}

@@ -1,0 +1,2 @@
+//! Placeholder: the lru bench lands with the primitive.
+fn main() {}

@@ -1,0 +1,2 @@
+//! Placeholder: the ordered bench lands with the primitive.
+fn main() {}

@@ -1,0 +1,2 @@
+//! Placeholder: the typed bench lands with the primitive.
+fn main() {}
