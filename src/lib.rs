@@ -39,6 +39,7 @@
 #![forbid(unsafe_code)]
 #![doc(test(attr(deny(warnings))))]
 
+mod flight;
 mod indexed;
 mod lru;
 mod ordered;
@@ -48,6 +49,9 @@ mod typed;
 
 pub use snapshot::{CachedReader, CompareAndSwapError, Guard, Snapshot, Versioned};
 
+#[cfg(loom)]
+#[doc(hidden)]
+pub use flight::FlightFault;
 #[cfg(loom)]
 #[doc(hidden)]
 pub use snapshot::Fault as SnapshotFault;

@@ -45,6 +45,14 @@ mod imp {
     };
     pub(crate) use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering, fence};
 
+    pub(crate) use std::thread::ThreadId;
+
+    /// The id of the calling thread.
+    #[inline]
+    pub(crate) fn current_thread_id() -> ThreadId {
+        std::thread::current().id()
+    }
+
     /// A read-mostly reader-writer lock whose read path writes only a
     /// per-thread shard of the lock state (crossbeam's `ShardedLock`), so
     /// readers on different cores do not bounce one cache line.
@@ -146,6 +154,13 @@ mod imp {
 mod imp {
     pub(crate) use loom::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering, fence};
     use std::ops::{Deref, DerefMut};
+
+    pub(crate) use loom::thread::ThreadId;
+
+    /// The id of the calling (loom) thread.
+    pub(crate) fn current_thread_id() -> ThreadId {
+        loom::thread::current().id()
+    }
 
     /// loom has no `CachePadded`; padding is irrelevant to a model.
     #[derive(Default, Debug)]
