@@ -8,6 +8,7 @@
 //! | primitive | use it for | instead of |
 //! |---|---|---|
 //! | [`Snapshot`] | a read-mostly value replaced whole (configuration, routing table) | `RwLock<Arc<T>>`, load-then-store on an `ArcSwap` |
+//! | [`OrderedIndex`] | keys looked up, scanned and consumed in order (offsets, timestamps, versions) | an unordered map iterated as if ordered, `RwLock<BTreeMap>` |
 //!
 //! Every primitive documents its guarantees: what is atomic, what a
 //! concurrent reader can observe, and which loom model proves it
@@ -20,6 +21,13 @@
 //!   they scale with cores where `RwLock<Arc<T>>` does not. Do not use it for
 //!   a value that is modified piecewise by many writers at a high rate: every
 //!   write copies the value.
+//!
+//! - [`OrderedIndex`] when keys must be read in order or consumed in order
+//!   (offsets up to a committed one, the oldest timestamp first). Reads
+//!   scale across cores where `RwLock<BTreeMap>` does not; `pop_first` and
+//!   `drain_to` hand every entry to exactly one consumer; `snapshot` is O(1).
+//!   Writes take one exclusive lock, so for write-dominated work at many
+//!   cores a lock-free tree such as `scc::TreeIndex` scales better.
 //!
 //! ## Example
 //!
@@ -39,6 +47,11 @@
 #![forbid(unsafe_code)]
 #![doc(test(attr(deny(warnings))))]
 
+/// The README's code examples, compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
+
 mod flight;
 mod indexed;
 mod lru;
@@ -47,6 +60,7 @@ mod snapshot;
 mod sync;
 mod typed;
 
+pub use ordered::{OrderedIndex, OrderedSnapshot};
 pub use snapshot::{CachedReader, CompareAndSwapError, Guard, Snapshot, Versioned};
 
 #[cfg(loom)]
@@ -55,3 +69,7 @@ pub use flight::FlightFault;
 #[cfg(loom)]
 #[doc(hidden)]
 pub use snapshot::Fault as SnapshotFault;
+
+#[cfg(loom)]
+#[doc(hidden)]
+pub use ordered::Fault as OrderedFault;

@@ -182,25 +182,31 @@ impl Contender for ArcSwapCache {
     }
 }
 
-/// The family's workloads (one: reads under a 1 ms writer).
+/// The family's workloads: plain loads against locks and `ArcSwap::load`,
+/// and cached per-thread readers against arc-swap's `Cache`.
 pub fn workloads(_size: super::Size) -> Vec<super::Workload> {
-    vec![super::Workload {
-        family: "snapshot",
-        name: "read_under_1ms_writer".to_string(),
-        contenders: contenders(),
-        threads: THREADS.to_vec(),
-    }]
-}
-
-/// Every contender of the family, larder first.
-pub fn contenders() -> Vec<Box<dyn Contender>> {
     vec![
-        Box::new(LarderLoad::new()),
-        Box::new(LarderCached::new()),
-        Box::new(ArcSwapLoad::new()),
-        Box::new(ArcSwapCache::new()),
-        Box::new(ParkingLotRwLock::new()),
-        Box::new(StdRwLock::new()),
-        Box::new(StdMutex::new()),
+        super::Workload {
+            family: "snapshot",
+            name: "load under 1ms writer".to_string(),
+            contenders: vec![
+                Box::new(LarderLoad::new()),
+                Box::new(ArcSwapLoad::new()),
+                Box::new(ParkingLotRwLock::new()),
+                Box::new(StdRwLock::new()),
+                Box::new(StdMutex::new()),
+            ],
+            threads: THREADS.to_vec(),
+        },
+        super::Workload {
+            family: "snapshot",
+            name: "cached reader under 1ms writer".to_string(),
+            contenders: vec![
+                Box::new(LarderCached::new()),
+                Box::new(ArcSwapCache::new()),
+                Box::new(ArcSwapLoad::new()),
+            ],
+            threads: THREADS.to_vec(),
+        },
     ]
 }

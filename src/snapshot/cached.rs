@@ -29,14 +29,12 @@ use crate::sync::ArcCache;
 /// assert_eq!(reader.load().version(), 1);
 /// ```
 pub struct CachedReader<'a, T> {
-    source: &'a Snapshot<T>,
     cache: ArcCache<'a, Versioned<T>>,
 }
 
 impl<'a, T> CachedReader<'a, T> {
     pub(super) fn new(source: &'a Snapshot<T>) -> Self {
         Self {
-            source,
             cache: ArcCache::new(&source.inner),
         }
     }
@@ -49,11 +47,6 @@ impl<'a, T> CachedReader<'a, T> {
     #[inline]
     pub fn load(&mut self) -> &Versioned<T> {
         self.cache.load()
-    }
-
-    /// The snapshot this handle reads.
-    pub fn source(&self) -> &'a Snapshot<T> {
-        self.source
     }
 }
 

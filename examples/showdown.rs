@@ -1,0 +1,527 @@
+//! The showdown: every larder primitive against the maps and crates people
+//! would use instead, side by side, in one run.
+//!
+//! ```text
+//! cargo run --release --example showdown                 # about two minutes
+//! cargo run --release --example showdown -- --quick      # a few seconds (smoke run)
+//! cargo run --release --example showdown -- --only lru --threads 1,2,4,8
+//! cargo run --release --example showdown -- --json       # JSON on stdout
+//! ```
+//!
+//! It measures the workloads of the criterion benches (shared through
+//! `benches/common/`, not copied), prints Markdown tables, and writes
+//! `target/showdown/report.md`, `report.json` and SVG charts.
+//! Each cell is one timed run of a calibrated operation count (about
+//! `budget` long), so figures are indicative; `cargo bench` gives the
+//! statistically careful numbers.
+
+#[path = "../benches/common/mod.rs"]
+mod common;
+
+use common::{Contender, Size, Workload};
+use indicatif::{ProgressBar, ProgressStyle};
+use serde_json::json;
+use std::fmt::Write as _;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+const FAMILIES: &[&str] = &["snapshot", "indexed", "ordered", "lru", "typed"];
+
+struct Options {
+    quick: bool,
+    only: Option<String>,
+    threads: Option<Vec<usize>>,
+    json: bool,
+    out: PathBuf,
+    seconds: f64,
+}
+
+fn usage() -> ! {
+    eprintln!(
+        "usage: showdown [--quick] [--only FAMILY] [--threads 1,2,4] [--json] [--out DIR] [--seconds N]\n\
+         families: {}",
+        FAMILIES.join(", ")
+    );
+    std::process::exit(2)
+}
+
+fn parse_options() -> Options {
+    let mut options = Options {
+        quick: false,
+        only: None,
+        threads: None,
+        json: false,
+        out: PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/target/showdown")),
+        seconds: 120.0,
+    };
+    let mut args = std::env::args().skip(1);
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "--quick" => options.quick = true,
+            "--json" => options.json = true,
+            "--only" => {
+                let family = args.next().unwrap_or_else(|| usage());
+                if !FAMILIES.contains(&family.as_str()) {
+                    eprintln!("unknown family {family:?}");
+                    usage();
+                }
+                options.only = Some(family);
+            }
+            "--threads" => {
+                let list = args.next().unwrap_or_else(|| usage());
+                let threads: Result<Vec<usize>, _> = list.split(',').map(str::parse).collect();
+                match threads {
+                    Ok(t) if !t.is_empty() && t.iter().all(|&n| n > 0) => {
+                        options.threads = Some(t)
+                    }
+                    _ => usage(),
+                }
+            }
+            "--out" => options.out = PathBuf::from(args.next().unwrap_or_else(|| usage())),
+            "--seconds" => {
+                options.seconds = args
+                    .next()
+                    .and_then(|s| s.parse().ok())
+                    .filter(|s: &f64| *s > 0.0)
+                    .unwrap_or_else(|| usage())
+            }
+            "--bench" => {} // passed by `cargo bench`-style runners; ignore
+            "-h" | "--help" => usage(),
+            other => {
+                eprintln!("unknown argument {other:?}");
+                usage()
+            }
+        }
+    }
+    if options.quick {
+        options.seconds = options.seconds.min(10.0);
+    }
+    options
+}
+
+fn workloads_of(family: &str, size: Size) -> Vec<Workload> {
+    match family {
+        "snapshot" => common::snapshot::workloads(size),
+        "indexed" => common::indexed::workloads(size),
+        "ordered" => common::ordered::workloads(size),
+        "lru" => common::lru::workloads(size),
+        "typed" => common::typed::workloads(size),
+        _ => Vec::new(),
+    }
+}
+
+/// One measured cell.
+struct Cell {
+    threads: usize,
+    ops_per_sec: f64,
+    extra: Option<(String, f64)>,
+}
+
+struct Row {
+    contender: String,
+    cells: Vec<Cell>,
+}
+
+struct Measured {
+    family: &'static str,
+    workload: String,
+    rows: Vec<Row>,
+}
+
+fn measure(contender: &dyn Contender, threads: usize, budget: Duration) -> Cell {
+    let ops_per_sec = common::throughput(contender, threads, budget);
+    Cell {
+        threads,
+        ops_per_sec,
+        extra: contender.extra(),
+    }
+}
+
+fn main() {
+    let options = parse_options();
+    let size = if options.quick { Size::Quick } else { Size::Full };
+    let started = Instant::now();
+
+    eprintln!("checking that the machine is idle...");
+    let idle_ratio = common::idle_check();
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let idle_warning = (cores >= 2 && idle_ratio < 1.7).then(|| {
+        format!(
+            "two spinning threads did {idle_ratio:.2}x the work of one (expected close to 2x): \
+             the machine is busy, so these figures understate what it can do"
+        )
+    });
+    if let Some(warning) = &idle_warning {
+        eprintln!("WARNING: {warning}");
+    }
+
+    eprintln!("building workloads ({size:?})...");
+    let families: Vec<&'static str> = FAMILIES
+        .iter()
+        .copied()
+        .filter(|f| options.only.as_deref().is_none_or(|only| only == *f))
+        .collect();
+    let mut plan: Vec<Workload> = Vec::new();
+    for family in &families {
+        let mut workloads = workloads_of(family, size);
+        if let Some(threads) = &options.threads {
+            for w in &mut workloads {
+                w.threads = threads.clone();
+            }
+        }
+        plan.extend(workloads);
+    }
+    let cells: usize = plan
+        .iter()
+        .map(|w| w.contenders.len() * w.threads.len())
+        .sum();
+    if cells == 0 {
+        eprintln!("nothing to measure");
+        std::process::exit(1);
+    }
+    let budget = Duration::from_secs_f64((options.seconds / cells as f64).clamp(0.005, 2.0));
+
+    let bar = ProgressBar::new(cells as u64);
+    bar.set_style(
+        ProgressStyle::with_template("{elapsed_precise} [{bar:40}] {pos}/{len} {msg}")
+            .expect("valid template")
+            .progress_chars("=> "),
+    );
+    let mut results = Vec::new();
+    for workload in &plan {
+        let mut rows = Vec::new();
+        for contender in &workload.contenders {
+            let mut row = Row {
+                contender: contender.name(),
+                cells: Vec::new(),
+            };
+            for &threads in &workload.threads {
+                bar.set_message(format!(
+                    "{}/{}: {} @{}t",
+                    workload.family,
+                    workload.name,
+                    row.contender,
+                    threads
+                ));
+                row.cells.push(measure(contender.as_ref(), threads, budget));
+                bar.inc(1);
+            }
+            rows.push(row);
+        }
+        results.push(Measured {
+            family: workload.family,
+            workload: workload.name.clone(),
+            rows,
+        });
+    }
+    bar.finish_and_clear();
+
+    let elapsed = started.elapsed();
+    let markdown = render_markdown(&results, &options, idle_ratio, &idle_warning, elapsed);
+    let report = render_json(&results, &options, idle_ratio, &idle_warning, elapsed);
+
+    std::fs::create_dir_all(&options.out).expect("create the output folder");
+    std::fs::write(options.out.join("report.md"), &markdown).expect("write report.md");
+    std::fs::write(
+        options.out.join("report.json"),
+        serde_json::to_string_pretty(&report).expect("serialize"),
+    )
+    .expect("write report.json");
+    let charts = draw_charts(&results, &options.out);
+
+    if options.json {
+        println!("{}", serde_json::to_string_pretty(&report).expect("serialize"));
+    } else {
+        println!("{markdown}");
+    }
+    eprintln!(
+        "wrote {} (report.md, report.json, {} charts) in {:.1} s",
+        options.out.display(),
+        charts,
+        elapsed.as_secs_f64()
+    );
+}
+
+fn machine_line() -> String {
+    let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
+    let cpu = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|info| {
+            info.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split(':').nth(1))
+                .map(|s| s.trim().to_string())
+        })
+        .unwrap_or_else(|| "unknown CPU".to_string());
+    format!("{cores} cores, {cpu}, {} {}", std::env::consts::OS, std::env::consts::ARCH)
+}
+
+fn render_markdown(
+    results: &[Measured],
+    options: &Options,
+    idle_ratio: f64,
+    idle_warning: &Option<String>,
+    elapsed: Duration,
+) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "# larder showdown\n");
+    let _ = writeln!(
+        out,
+        "Machine: {}. Mode: {}. Idle check: 2 threads did {idle_ratio:.2}x one. Total {:.1} s.\n",
+        machine_line(),
+        if options.quick { "quick" } else { "full" },
+        elapsed.as_secs_f64()
+    );
+    if let Some(warning) = idle_warning {
+        let _ = writeln!(out, "> **Warning:** {warning}.\n");
+    }
+    let _ = writeln!(
+        out,
+        "Cells: million operations per second over all threads; in parentheses, how many \
+         times faster the first (larder) row is. Thread counts above the core count \
+         oversubscribe the cores.\n"
+    );
+    for m in results {
+        let _ = writeln!(out, "## {} / {}\n", m.family, m.workload);
+        let threads: Vec<usize> = m.rows[0].cells.iter().map(|c| c.threads).collect();
+        let extra_label = m
+            .rows
+            .iter()
+            .flat_map(|r| r.cells.iter())
+            .find_map(|c| c.extra.as_ref().map(|(label, _)| label.clone()));
+        let mut header = String::from("| contender |");
+        let mut rule = String::from("|---|");
+        for t in &threads {
+            let _ = write!(header, " {t} thread{} |", if *t == 1 { "" } else { "s" });
+            rule.push_str("---:|");
+        }
+        if let Some(label) = &extra_label {
+            let _ = write!(header, " {label} |");
+            rule.push_str("---:|");
+        }
+        let _ = writeln!(out, "{header}\n{rule}");
+        let first = &m.rows[0];
+        for row in &m.rows {
+            let mut line = format!("| {} |", row.contender);
+            for (i, cell) in row.cells.iter().enumerate() {
+                let ratio = first.cells[i].ops_per_sec / cell.ops_per_sec.max(f64::MIN_POSITIVE);
+                if std::ptr::eq(row, first) {
+                    let _ = write!(line, " {:.2} |", cell.ops_per_sec / 1e6);
+                } else {
+                    let _ = write!(line, " {:.2} (x{ratio:.2}) |", cell.ops_per_sec / 1e6);
+                }
+            }
+            if extra_label.is_some() {
+                let extras: Vec<String> = row
+                    .cells
+                    .iter()
+                    .filter_map(|c| c.extra.as_ref().map(|(_, v)| format_extra(*v)))
+                    .collect();
+                let _ = write!(line, " {} |", extras.join(" / "));
+            }
+            let _ = writeln!(out, "{line}");
+        }
+        let _ = writeln!(out);
+    }
+    out
+}
+
+fn format_extra(value: f64) -> String {
+    if value.fract() == 0.0 && value.abs() < 1e15 {
+        format!("{value:.0}")
+    } else {
+        format!("{value:.3}")
+    }
+}
+
+fn render_json(
+    results: &[Measured],
+    options: &Options,
+    idle_ratio: f64,
+    idle_warning: &Option<String>,
+    elapsed: Duration,
+) -> serde_json::Value {
+    json!({
+        "machine": machine_line(),
+        "mode": if options.quick { "quick" } else { "full" },
+        "idle_ratio": idle_ratio,
+        "idle_warning": idle_warning,
+        "seconds": elapsed.as_secs_f64(),
+        "workloads": results.iter().map(|m| json!({
+            "family": m.family,
+            "workload": m.workload,
+            "contenders": m.rows.iter().map(|r| json!({
+                "name": r.contender,
+                "cells": r.cells.iter().map(|c| json!({
+                    "threads": c.threads,
+                    "ops_per_sec": c.ops_per_sec,
+                    "extra": c.extra.as_ref().map(|(label, value)| json!({"label": label, "value": value})),
+                })).collect::<Vec<_>>(),
+            })).collect::<Vec<_>>(),
+        })).collect::<Vec<_>>(),
+    })
+}
+
+fn file_stem(text: &str) -> String {
+    text.chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_lowercase() } else { '_' })
+        .collect()
+}
+
+/// Draws one throughput-versus-threads chart per workload, and one hit
+/// ratio chart per family whose workloads report a hit ratio. Returns the
+/// number of charts written.
+fn draw_charts(results: &[Measured], out: &std::path::Path) -> usize {
+    use plotters::prelude::*;
+    let mut written = 0;
+    let palette = [
+        RGBColor(0xd6, 0x27, 0x28),
+        RGBColor(0x1f, 0x77, 0xb4),
+        RGBColor(0x2c, 0xa0, 0x2c),
+        RGBColor(0xff, 0x7f, 0x0e),
+        RGBColor(0x94, 0x67, 0xbd),
+        RGBColor(0x8c, 0x56, 0x4b),
+        RGBColor(0xe3, 0x77, 0xc2),
+        RGBColor(0x7f, 0x7f, 0x7f),
+    ];
+    for m in results {
+        let path = out.join(format!("{}_{}.svg", m.family, file_stem(&m.workload)));
+        let max_threads = m.rows[0].cells.iter().map(|c| c.threads).max().unwrap_or(1);
+        let max_ops = m
+            .rows
+            .iter()
+            .flat_map(|r| r.cells.iter().map(|c| c.ops_per_sec / 1e6))
+            .fold(0.0_f64, f64::max)
+            * 1.1;
+        let root = SVGBackend::new(&path, (800, 480)).into_drawing_area();
+        let drawn = (|| -> Result<(), Box<dyn std::error::Error>> {
+            root.fill(&WHITE)?;
+            let mut chart = ChartBuilder::on(&root)
+                .caption(format!("{} / {}", m.family, m.workload), ("sans-serif", 20))
+                .margin(12)
+                .x_label_area_size(36)
+                .y_label_area_size(56)
+                .build_cartesian_2d(1usize..max_threads.max(2), 0.0..max_ops.max(1e-3))?;
+            chart
+                .configure_mesh()
+                .x_desc("threads")
+                .y_desc("M ops/s")
+                .draw()?;
+            for (i, row) in m.rows.iter().enumerate() {
+                let color = palette[i % palette.len()];
+                let points: Vec<(usize, f64)> = row
+                    .cells
+                    .iter()
+                    .map(|c| (c.threads, c.ops_per_sec / 1e6))
+                    .collect();
+                chart
+                    .draw_series(LineSeries::new(points.clone(), color.stroke_width(2)))?
+                    .label(row.contender.clone())
+                    .legend(move |(x, y)| {
+                        PathElement::new(vec![(x, y), (x + 16, y)], color.stroke_width(2))
+                    });
+                chart.draw_series(points.into_iter().map(|p| Circle::new(p, 3, color.filled())))?;
+            }
+            chart
+                .configure_series_labels()
+                .background_style(WHITE.mix(0.8))
+                .border_style(BLACK)
+                .position(SeriesLabelPosition::UpperRight)
+                .draw()?;
+            root.present()?;
+            Ok(())
+        })();
+        match drawn {
+            Ok(()) => written += 1,
+            Err(e) => eprintln!("chart {} failed: {e}", path.display()),
+        }
+    }
+    written + draw_hit_ratio_charts(results, out)
+}
+
+/// Hit ratio versus capacity, for workloads named `... cap=<percent>% ...`
+/// that report a "hit ratio" extra (the LRU family).
+fn draw_hit_ratio_charts(results: &[Measured], out: &std::path::Path) -> usize {
+    use plotters::prelude::*;
+    use std::collections::BTreeMap;
+    // (family, trace) -> contender -> [(capacity %, hit ratio)]
+    let mut series: BTreeMap<(String, String), BTreeMap<String, Vec<(f64, f64)>>> =
+        BTreeMap::new();
+    for m in results {
+        let Some(capacity) = capacity_percent(&m.workload) else {
+            continue;
+        };
+        let trace = m.workload.replace(&format!("cap={capacity}%"), "").trim().to_string();
+        for row in &m.rows {
+            let hit = row.cells.iter().find_map(|c| {
+                c.extra
+                    .as_ref()
+                    .filter(|(label, _)| label.contains("hit ratio"))
+                    .map(|(_, v)| *v)
+            });
+            if let Some(hit) = hit {
+                series
+                    .entry((m.family.to_string(), trace.clone()))
+                    .or_default()
+                    .entry(row.contender.clone())
+                    .or_default()
+                    .push((capacity, hit));
+            }
+        }
+    }
+    let mut written = 0;
+    for ((family, trace), contenders) in series {
+        let path = out.join(format!("{family}_hit_ratio_{}.svg", file_stem(&trace)));
+        let max_cap = contenders
+            .values()
+            .flat_map(|points| points.iter().map(|p| p.0))
+            .fold(0.0_f64, f64::max)
+            * 1.1;
+        let root = SVGBackend::new(&path, (800, 480)).into_drawing_area();
+        let drawn = (|| -> Result<(), Box<dyn std::error::Error>> {
+            root.fill(&WHITE)?;
+            let mut chart = ChartBuilder::on(&root)
+                .caption(format!("{family}: hit ratio vs capacity ({trace})"), ("sans-serif", 20))
+                .margin(12)
+                .x_label_area_size(36)
+                .y_label_area_size(56)
+                .build_cartesian_2d(0.0..max_cap.max(1.0), 0.0..1.0)?;
+            chart
+                .configure_mesh()
+                .x_desc("capacity, % of keys")
+                .y_desc("hit ratio")
+                .draw()?;
+            for (i, (name, mut points)) in contenders.into_iter().enumerate() {
+                points.sort_by(|a, b| a.0.total_cmp(&b.0));
+                let color = Palette99::pick(i);
+                chart
+                    .draw_series(LineSeries::new(points.clone(), color.stroke_width(2)))?
+                    .label(name)
+                    .legend(move |(x, y)| {
+                        PathElement::new(vec![(x, y), (x + 16, y)], color.stroke_width(2))
+                    });
+            }
+            chart
+                .configure_series_labels()
+                .background_style(WHITE.mix(0.8))
+                .border_style(BLACK)
+                .position(SeriesLabelPosition::LowerRight)
+                .draw()?;
+            root.present()?;
+            Ok(())
+        })();
+        match drawn {
+            Ok(()) => written += 1,
+            Err(e) => eprintln!("chart {} failed: {e}", path.display()),
+        }
+    }
+    written
+}
+
+/// Parses `cap=<percent>%` out of a workload name.
+fn capacity_percent(name: &str) -> Option<f64> {
+    let start = name.find("cap=")? + 4;
+    let rest = &name[start..];
+    let end = rest.find('%')?;
+    rest[..end].parse().ok()
+}
