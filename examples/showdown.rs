@@ -71,9 +71,7 @@ fn parse_options() -> Options {
                 let list = args.next().unwrap_or_else(|| usage());
                 let threads: Result<Vec<usize>, _> = list.split(',').map(str::parse).collect();
                 match threads {
-                    Ok(t) if !t.is_empty() && t.iter().all(|&n| n > 0) => {
-                        options.threads = Some(t)
-                    }
+                    Ok(t) if !t.is_empty() && t.iter().all(|&n| n > 0) => options.threads = Some(t),
                     _ => usage(),
                 }
             }
@@ -139,7 +137,11 @@ fn measure(contender: &dyn Contender, threads: usize, budget: Duration) -> Cell 
 
 fn main() {
     let options = parse_options();
-    let size = if options.quick { Size::Quick } else { Size::Full };
+    let size = if options.quick {
+        Size::Quick
+    } else {
+        Size::Full
+    };
     let started = Instant::now();
 
     eprintln!("checking that the machine is idle...");
@@ -198,10 +200,7 @@ fn main() {
             for &threads in &workload.threads {
                 bar.set_message(format!(
                     "{}/{}: {} @{}t",
-                    workload.family,
-                    workload.name,
-                    row.contender,
-                    threads
+                    workload.family, workload.name, row.contender, threads
                 ));
                 row.cells.push(measure(contender.as_ref(), threads, budget));
                 bar.inc(1);
@@ -230,7 +229,10 @@ fn main() {
     let charts = draw_charts(&results, &options.out);
 
     if options.json {
-        println!("{}", serde_json::to_string_pretty(&report).expect("serialize"));
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&report).expect("serialize")
+        );
     } else {
         println!("{markdown}");
     }
@@ -253,7 +255,11 @@ fn machine_line() -> String {
                 .map(|s| s.trim().to_string())
         })
         .unwrap_or_else(|| "unknown CPU".to_string());
-    format!("{cores} cores, {cpu}, {} {}", std::env::consts::OS, std::env::consts::ARCH)
+    format!(
+        "{cores} cores, {cpu}, {} {}",
+        std::env::consts::OS,
+        std::env::consts::ARCH
+    )
 }
 
 fn render_markdown(
@@ -364,7 +370,13 @@ fn render_json(
 
 fn file_stem(text: &str) -> String {
     text.chars()
-        .map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_lowercase() } else { '_' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_lowercase()
+            } else {
+                '_'
+            }
+        })
         .collect()
 }
 
@@ -420,7 +432,11 @@ fn draw_charts(results: &[Measured], out: &std::path::Path) -> usize {
                     .legend(move |(x, y)| {
                         PathElement::new(vec![(x, y), (x + 16, y)], color.stroke_width(2))
                     });
-                chart.draw_series(points.into_iter().map(|p| Circle::new(p, 3, color.filled())))?;
+                chart.draw_series(
+                    points
+                        .into_iter()
+                        .map(|p| Circle::new(p, 3, color.filled())),
+                )?;
             }
             chart
                 .configure_series_labels()
@@ -444,14 +460,19 @@ fn draw_charts(results: &[Measured], out: &std::path::Path) -> usize {
 fn draw_hit_ratio_charts(results: &[Measured], out: &std::path::Path) -> usize {
     use plotters::prelude::*;
     use std::collections::BTreeMap;
-    // (family, trace) -> contender -> [(capacity %, hit ratio)]
-    let mut series: BTreeMap<(String, String), BTreeMap<String, Vec<(f64, f64)>>> =
-        BTreeMap::new();
+    // contender -> [(capacity %, hit ratio)]
+    type Curves = BTreeMap<String, Vec<(f64, f64)>>;
+    // (family, trace) -> curves
+    let mut series: BTreeMap<(String, String), Curves> = BTreeMap::new();
     for m in results {
         let Some(capacity) = capacity_percent(&m.workload) else {
             continue;
         };
-        let trace = m.workload.replace(&format!("cap={capacity}%"), "").trim().to_string();
+        let trace = m
+            .workload
+            .replace(&format!("cap={capacity}%"), "")
+            .trim()
+            .to_string();
         for row in &m.rows {
             let hit = row.cells.iter().find_map(|c| {
                 c.extra
@@ -481,7 +502,10 @@ fn draw_hit_ratio_charts(results: &[Measured], out: &std::path::Path) -> usize {
         let drawn = (|| -> Result<(), Box<dyn std::error::Error>> {
             root.fill(&WHITE)?;
             let mut chart = ChartBuilder::on(&root)
-                .caption(format!("{family}: hit ratio vs capacity ({trace})"), ("sans-serif", 20))
+                .caption(
+                    format!("{family}: hit ratio vs capacity ({trace})"),
+                    ("sans-serif", 20),
+                )
                 .margin(12)
                 .x_label_area_size(36)
                 .y_label_area_size(56)

@@ -4,31 +4,7 @@
 //! value is shared as an `Arc`, replaced whole, stamped with a version, and
 //! modified with read-copy-update instead of load-then-store.
 //!
-//! # The lost update, and `update`
-//!
-//! The most common misuse of an atomically swapped value is to read it, build
-//! a modified copy and store that copy. Two threads doing so at once both read
-//! the same old value, and the second store silently discards the first
-//! thread's change:
-//!
-//! ```
-//! use larder::Snapshot;
-//!
-//! let counter = Snapshot::new(0_u64);
-//!
-//! // BROKEN: load-then-store. If another thread stores between the two
-//! // lines, its update is lost.
-//! let current = counter.load();
-//! counter.store(**current + 1);
-//!
-//! // CORRECT: `update` retries the closure until its result is stored on
-//! // top of exactly the value it was computed from.
-//! counter.update(|n| n + 1);
-//! assert_eq!(**counter.load(), 2);
-//! ```
-//!
-//! The loom model `snapshot_update_loses_nothing` in `loom-tests/` proves
-//! `update` loses nothing and that the load-then-store variant does.
+//! The type's docs show the lost update of load-then-store beside `update`.
 
 mod cached;
 mod versioned;
@@ -71,6 +47,32 @@ use crate::sync::{self, Arc, AtomicArc};
 /// the lock word, so readers on different cores contend on one cache line;
 /// see `docs/benchmarks.md` for the measured difference. For values that
 /// change often and are read rarely, a `Mutex<T>` is simpler.
+///
+/// # The lost update, and `update`
+///
+/// The most common misuse of an atomically swapped value is to read it, build
+/// a modified copy and store that copy. Two threads doing so at once both read
+/// the same old value, and the second store silently discards the first
+/// thread's change:
+///
+/// ```
+/// use larder::Snapshot;
+///
+/// let counter = Snapshot::new(0_u64);
+///
+/// // BROKEN: load-then-store. If another thread stores between the two
+/// // lines, its update is lost.
+/// let current = counter.load();
+/// counter.store(**current + 1);
+///
+/// // CORRECT: `update` retries the closure until its result is stored on
+/// // top of exactly the value it was computed from.
+/// counter.update(|n| n + 1);
+/// assert_eq!(**counter.load(), 2);
+/// ```
+///
+/// The loom model `snapshot_update_loses_nothing` in `loom-tests/` proves
+/// `update` loses nothing and that the load-then-store variant does.
 ///
 /// # Examples
 ///
@@ -272,7 +274,7 @@ impl<T> Snapshot<T> {
     /// it was stamped with.
     ///
     /// Unconditional: a value computed from an earlier load replaces writes
-    /// made since (the lost update in the [module docs](self)); use
+    /// made since (see [the lost update](Snapshot#the-lost-update-and-update)); use
     /// [`update`](Snapshot::update) to derive the new value from the old.
     ///
     /// # Examples
@@ -390,7 +392,7 @@ impl<T> Snapshot<T> {
     {
         #[cfg(loom)]
         if self.fault == Fault::LoadThenStore {
-            // BROKEN on purpose: the lost update of the module docs.
+            // BROKEN on purpose: the lost update shown in the type docs.
             let current = self.inner.load();
             let next = Arc::new(Versioned {
                 version: current.version + 1,
