@@ -1,2 +1,77 @@
-//! Placeholder: the typed bench lands with the primitive.
-fn main() {}
+//! TypedCache single-flight init and warm hits against moka, DashMap,
+//! `Mutex<HashMap<K, Arc<OnceLock<V>>>>` and quick_cache.
+//! `cargo bench --bench typed`; results in docs/benchmarks.md.
+//!
+//! After each workload it prints every contender's inits per key (must be
+//! exactly 1 for larder), and for the cold key sets the wall time of whole
+//! sets against the ideal keys / threads x 1 ms.
+
+mod common;
+
+use common::typed::{COLD_SET_THREADS, INIT_TIME, cold_set_keys};
+
+fn typed(c: &mut criterion::Criterion) {
+    let size = common::Size::Full;
+    for workload in common::typed::workloads(size) {
+        common::criterion_workload(c, &workload);
+        if workload.name.starts_with("cold_keys") {
+            let keys = cold_set_keys(size);
+            let ideal = INIT_TIME.as_secs_f64() * keys as f64 / COLD_SET_THREADS as f64;
+            // The floor this machine allows: the same sleeps, perfectly
+            // partitioned, no cache (`thread::sleep(1 ms)` oversleeps).
+            let floor_start = std::time::Instant::now();
+            std::thread::scope(|s| {
+                for _ in 0..COLD_SET_THREADS {
+                    s.spawn(|| {
+                        for _ in 0..keys / COLD_SET_THREADS as u64 {
+                            std::thread::sleep(INIT_TIME);
+                        }
+                    });
+                }
+            });
+            println!(
+                "{}/{} sleep floor (no cache): {:.1} ms, {:.3} x ideal",
+                workload.family,
+                workload.name,
+                floor_start.elapsed().as_secs_f64() * 1e3,
+                floor_start.elapsed().as_secs_f64() / ideal,
+            );
+            for contender in &workload.contenders {
+                let _background = contender.start();
+                let sets = 3;
+                let elapsed = common::run_parallel(
+                    contender.as_ref(),
+                    COLD_SET_THREADS,
+                    (sets * COLD_SET_THREADS) as u64,
+                );
+                let per_set = elapsed.as_secs_f64() / sets as f64;
+                println!(
+                    "{}/{} {}: {:.1} ms per set of {keys} keys, {:.3} x ideal ({:.1} ms)",
+                    workload.family,
+                    workload.name,
+                    contender.name(),
+                    per_set * 1e3,
+                    per_set / ideal,
+                    ideal * 1e3,
+                );
+            }
+        }
+        for contender in &workload.contenders {
+            if let Some((what, value)) = contender.extra() {
+                println!(
+                    "{}/{} {}: {what} = {value:.4}",
+                    workload.family,
+                    workload.name,
+                    contender.name()
+                );
+            }
+        }
+    }
+}
+
+criterion::criterion_group! {
+    name = benches;
+    config = common::criterion_config();
+    targets = typed
+}
+criterion::criterion_main!(benches);

@@ -40,9 +40,6 @@
 //! lookup of step 1 (a panic there leaves the shard as it was: the lookup
 //! only reads).
 
-// Used by the caches once they land; remove this allow then.
-#![allow(dead_code)]
-
 use std::any::Any;
 use std::fmt;
 
@@ -277,14 +274,21 @@ impl<K, V> Leader<'_, K, V> {
     /// Wakes the waiters with `outcome` and removes the flight.
     fn complete(&mut self, outcome: State<V>) {
         self.finished = true;
-        self.flight.finish(outcome);
-        let mut bucket = self.group.shards[self.shard].lock();
-        if let Some(at) = bucket
-            .iter()
-            .position(|(_, _, f)| Arc::ptr_eq(f, &self.flight))
+        // Remove the flight first, then wake its waiters: a waiter woken by
+        // `Abandoned` goes back to step 1 and must not find this flight
+        // still registered (it would join it again and spin until the
+        // removal). A value was published before this call, so a caller
+        // arriving after the removal finds it in step 2.
         {
-            bucket.swap_remove(at);
+            let mut bucket = self.group.shards[self.shard].lock();
+            if let Some(at) = bucket
+                .iter()
+                .position(|(_, _, f)| Arc::ptr_eq(f, &self.flight))
+            {
+                bucket.swap_remove(at);
+            }
         }
+        self.flight.finish(outcome);
     }
 }
 

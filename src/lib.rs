@@ -9,6 +9,9 @@
 //! |---|---|---|
 //! | [`Snapshot`] | a read-mostly value replaced whole (configuration, routing table) | `RwLock<Arc<T>>`, load-then-store on an `ArcSwap` |
 //! | [`OrderedIndex`] | keys looked up, scanned and consumed in order (offsets, timestamps, versions) | an unordered map iterated as if ordered, `RwLock<BTreeMap>` |
+//! | [`IndexedStore`] | keyed immutable objects with named secondary indexes (an informer cache: pods by namespace, by label) that always agree with the objects | `RwLock<HashMap>` + filtered scans (kube-rs), client-go's one-`RWMutex` indexer, a `DashMap` per index (torn views) |
+//! | [`LruCache`] | a bounded cache of expensive lookups with hit/miss statistics and load-on-miss (`lru_cache` + `cache_info()`) | `Mutex<lru::LruCache>`, moka, quick_cache |
+//! | [`TypedCache`], [`AnyCache`] | lazily built shared resources (parsed schemas, compiled patterns, clients): one init per key under contention, expiry, stats; `AnyCache` holds many value types under one key type | `ConcurrentDictionary<K, Lazy<V>>`, `DashMap::entry().or_insert_with`, `Mutex<HashMap<K, Arc<OnceLock<V>>>>`, moka `get_with` |
 //!
 //! Every primitive documents its guarantees: what is atomic, what a
 //! concurrent reader can observe, and which loom model proves it
@@ -28,6 +31,32 @@
 //!   `drain_to` hand every entry to exactly one consumer; `snapshot` is O(1).
 //!   Writes take one exclusive lock, so for write-dominated work at many
 //!   cores a lock-free tree such as `scc::TreeIndex` scales better.
+//!
+//! - [`IndexedStore`] when objects are looked up by key and by secondary
+//!   values (namespace, labels) and every answer must agree with the
+//!   objects: `by_index` costs time proportional to the answer instead of a
+//!   scan, `replace` and `transaction` are atomic, and reads scale across
+//!   cores (each reader locks only its own shard). Writes are serialized
+//!   and pay for index maintenance, so for write-dominated data with no
+//!   secondary lookups a sharded map such as `DashMap` is cheaper.
+//!
+//! - [`LruCache`] when a cache must never hold more than N entries, evict the
+//!   least recently used, report hits and misses, and load each missing key
+//!   once however many threads miss it. Sharded exact LRU with one short
+//!   lock per operation, so it scales where one `Mutex<lru::LruCache>` does
+//!   not. Do not use it when a scan-resistant policy (W-TinyLFU, S3-FIFO) would
+//!   serve the access pattern better, or for per-entry time-to-live.
+//!
+//! - [`TypedCache`] when each value is expensive to build and many threads
+//!   may ask for the same missing key at once: the init runs once per key
+//!   with no lock held (other keys never wait), an error is shared with the
+//!   callers already waiting and never cached, a panic is never poisoned, and
+//!   hits write no shared lock word, so they scale where `Mutex<HashMap>` and
+//!   moka do not. Expiry composes (time to live, time to idle, max entries).
+//!   [`AnyCache`] is the same for values of many types under one key type,
+//!   type-checked per call. Do not use it as a size-bounded hot cache with a
+//!   strict LRU order (use [`LruCache`]) or when inits are cheap and a
+//!   duplicate init is harmless (a plain sharded map is simpler).
 //!
 //! ## Example
 //!
@@ -60,16 +89,30 @@ mod snapshot;
 mod sync;
 mod typed;
 
+pub use indexed::{IndexError, IndexedBuildError, IndexedStore, IndexedStoreBuilder, Transaction};
+pub use lru::{CacheStats, LoadingLruCache, LruBuildError, LruCache, LruCacheBuilder, LruIter};
 pub use ordered::{OrderedIndex, OrderedSnapshot};
 pub use snapshot::{CachedReader, CompareAndSwapError, Guard, Snapshot, Versioned};
+pub use typed::{
+    AnyCache, AnyCacheBuilder, Clock, CoarseClock, ManualClock, SystemClock, TypedBuildError,
+    TypedCache, TypedCacheBuilder, TypedCacheStats,
+};
 
 #[cfg(loom)]
 #[doc(hidden)]
 pub use flight::FlightFault;
 #[cfg(loom)]
 #[doc(hidden)]
-pub use snapshot::Fault as SnapshotFault;
-
+pub use indexed::Fault as IndexedFault;
+#[cfg(loom)]
+#[doc(hidden)]
+pub use lru::Fault as LruFault;
 #[cfg(loom)]
 #[doc(hidden)]
 pub use ordered::Fault as OrderedFault;
+#[cfg(loom)]
+#[doc(hidden)]
+pub use snapshot::Fault as SnapshotFault;
+#[cfg(loom)]
+#[doc(hidden)]
+pub use typed::Fault as TypedFault;

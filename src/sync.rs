@@ -53,6 +53,36 @@ mod imp {
         std::thread::current().id()
     }
 
+    /// A number unique among the live threads (a number given back by an
+    /// exited thread if there is one, else the next of 0, 1, 2, ...; taken
+    /// when the thread first asks, given back when it exits), so numbers
+    /// stay as small as the number of threads alive at once, and
+    /// a thread with a small number can own a padded counter stripe and
+    /// update it without a locked instruction. Cheaper than hashing a
+    /// `ThreadId`: one thread-local read. Returns `usize::MAX` ("no number")
+    /// while the thread's locals are being destroyed.
+    ///
+    /// A number's next owner sees everything its previous owner wrote: the
+    /// hand-over goes through the `FREE` mutex.
+    #[inline]
+    pub(crate) fn thread_stripe() -> usize {
+        static NEXT: AtomicUsize = AtomicUsize::new(0);
+        static FREE: Mutex<Vec<usize>> = parking_lot::const_mutex(Vec::new());
+        struct Number(usize);
+        impl Drop for Number {
+            fn drop(&mut self) {
+                FREE.lock().push(self.0);
+            }
+        }
+        thread_local! {
+            static NUMBER: Number = Number(
+                // Relaxed: only uniqueness matters, and fetch_add is atomic.
+                FREE.lock().pop().unwrap_or_else(|| NEXT.fetch_add(1, Ordering::Relaxed)),
+            );
+        }
+        NUMBER.try_with(|number| number.0).unwrap_or(usize::MAX)
+    }
+
     /// A read-mostly reader-writer lock whose read path writes only a
     /// per-thread shard of the lock state (crossbeam's `ShardedLock`), so
     /// readers on different cores do not bounce one cache line.
@@ -160,6 +190,13 @@ mod imp {
     /// The id of the calling (loom) thread.
     pub(crate) fn current_thread_id() -> ThreadId {
         loom::thread::current().id()
+    }
+
+    /// Stand-in for the per-thread number: `usize::MAX` for every loom
+    /// thread ("no stripe of its own"), so callers take their shared,
+    /// fully atomic fallback path.
+    pub(crate) fn thread_stripe() -> usize {
+        usize::MAX
     }
 
     /// loom has no `CachePadded`; padding is irrelevant to a model.

@@ -87,27 +87,40 @@ impl Drop for Background {
 }
 
 /// Runs `ops` operations split over `threads` threads released together;
-/// returns the wall time from release to the last thread's end.
+/// returns the wall time from the first thread's start to the last thread's
+/// end (each thread reads the clock itself, so a main thread scheduled late
+/// cannot shorten the measured interval).
 pub fn run_parallel(contender: &dyn Contender, threads: usize, ops: u64) -> Duration {
     let per_thread = ops.div_ceil(threads as u64).max(1);
-    let barrier = Barrier::new(threads + 1);
-    thread::scope(|s| {
+    let barrier = Barrier::new(threads);
+    let spans: Vec<(Instant, Instant)> = thread::scope(|s| {
         let handles: Vec<_> = (0..threads)
             .map(|t| {
                 let barrier = &barrier;
                 s.spawn(move || {
                     barrier.wait();
+                    let start = Instant::now();
                     std::hint::black_box(contender.run(t, threads, per_thread));
+                    (start, Instant::now())
                 })
             })
             .collect();
-        barrier.wait();
-        let start = Instant::now();
-        for handle in handles {
-            handle.join().expect("bench thread panicked");
-        }
-        start.elapsed()
-    })
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("bench thread panicked"))
+            .collect()
+    });
+    let first = spans
+        .iter()
+        .map(|s| s.0)
+        .min()
+        .expect("at least one thread");
+    let last = spans
+        .iter()
+        .map(|s| s.1)
+        .max()
+        .expect("at least one thread");
+    last - first
 }
 
 /// Measures throughput (operations per second over all threads) for about

@@ -1,1 +1,688 @@
-//! Placeholder: filled in with the primitive.
+//! [`OrderedIndex`]: an ordered concurrent map for read-mostly indexes and for
+//! consuming keys in order.
+//!
+//! The Go misuse this answers: keys that must be consumed in order (message
+//! offsets, timestamps, versions) go into an unordered concurrent map, and the
+//! consumer iterates it, getting them in hash order. The fix the Go documents
+//! give is an ordered map under a read/write lock; `OrderedIndex` is that fix
+//! with the atomic multi-step operations a consumer needs built in.
+//!
+//! # Design
+//!
+//! One `BTreeMap<K, Arc<V>>` behind an `Arc`, behind one reader-writer lock
+//! (crossbeam's `ShardedLock`, chosen by measurement: see `docs/ordered.md`).
+//! The map is written copy-on-write, which makes
+//! [`snapshot`](OrderedIndex::snapshot) O(1). The sequential core, with the
+//! multi-step operations run as one locked step, is in `sequential.rs`.
+
+mod sequential;
+mod view;
+
+pub use view::OrderedSnapshot;
+
+use std::borrow::Borrow;
+use std::fmt;
+use std::ops::{Bound, RangeBounds};
+
+use self::sequential::{Entry, OrderedCore};
+use crate::sync::{Arc, ShardedLock};
+
+/// An ordered concurrent map: a `BTreeMap` under one reader-writer lock whose
+/// reads scale across cores, with atomic ordered consumption
+/// ([`pop_first`](OrderedIndex::pop_first),
+/// [`drain_to`](OrderedIndex::drain_to)), consistent range reads and O(1)
+/// immutable snapshots.
+///
+/// It is the fix for a classic misuse: keys that must be consumed in order
+/// (message offsets, timestamps, versions) kept in an unordered concurrent map
+/// that is then iterated, in hash order (see `examples/ordered_offsets.rs`).
+///
+/// Values are stored as `Arc<V>` and handed out as `Arc<V>` clones; no method
+/// returns a guard that holds the lock. Keys are cloned out, so the methods
+/// that return or write entries need `K: Clone`.
+///
+/// # Guarantees
+///
+/// - Every method except [`retain`](OrderedIndex::retain) is one atomic step:
+///   it runs entirely under the lock, so it is linearizable, and a
+///   concurrent reader sees the index before the step or after it, never in
+///   between.
+/// - A [`range`](OrderedIndex::range), [`iter`](OrderedIndex::iter),
+///   [`range_count`](OrderedIndex::range_count),
+///   [`for_each_in`](OrderedIndex::for_each_in) or
+///   [`snapshot`](OrderedIndex::snapshot) is a consistent cut, the index as it
+///   was at one instant during the call: sorted, no entry twice, nothing
+///   missed that was present throughout the call.
+/// - [`pop_first`](OrderedIndex::pop_first),
+///   [`pop_last`](OrderedIndex::pop_last), [`drain_to`](OrderedIndex::drain_to)
+///   and [`remove`](OrderedIndex::remove) from any number of threads hand
+///   every entry to exactly one caller.
+/// - User code never runs under the lock, except `K`'s `Ord` and `Clone`
+///   (which the map needs) and the closure of
+///   [`for_each_in`](OrderedIndex::for_each_in) (its documented purpose).
+///   Replaced and removed values are dropped by the caller, after unlocking.
+///
+/// # The check-then-remove race, and `pop_first`
+///
+/// Consuming the least entry in two steps, look then remove, hands the same
+/// entry to two consumers when they look at the same time:
+///
+/// ```
+/// use larder::OrderedIndex;
+///
+/// let pending = OrderedIndex::new();
+/// pending.insert(7_u64, "message 7");
+///
+/// // BROKEN: check-then-remove. Two consumers can both see offset 7 in
+/// // `first()` before either removes it, and both process it.
+/// if let Some((offset, _message)) = pending.first() {
+///     pending.remove(&offset);
+/// }
+///
+/// // CORRECT: `pop_first` looks and removes in one step under the write
+/// // lock, so every entry goes to exactly one caller.
+/// pending.insert(8, "message 8");
+/// assert_eq!(pending.pop_first().map(|(offset, _)| offset), Some(8));
+/// ```
+///
+/// The loom model `ordered_consumers_take_each_entry_once` in `loom-tests/`
+/// proves `pop_first` and `drain_to` hand out every entry exactly once, and
+/// that the check-then-remove variant does not.
+///
+/// # A key type whose `Ord` is inconsistent
+///
+/// If `K`'s `Ord` is not a total order, or a key's order changes while it is
+/// in the index, `OrderedIndex` gives exactly what `BTreeMap` gives: memory
+/// safety, and unspecified but contained results. Lookups may miss entries
+/// that are there, inserts may store a key twice, ranges may skip entries or
+/// panic on bounds that look inverted, and std allows even non-termination of
+/// a search. What `OrderedIndex` adds: nothing is poisoned, ever. A panic in
+/// `cmp` or `clone` unwinds out of the one call that made it with the lock
+/// released and the index as it was before that call (comparisons happen
+/// before the map changes), and every later call works. Operations that do
+/// not search, [`len`](OrderedIndex::len), [`iter`](OrderedIndex::iter),
+/// [`pop_first`](OrderedIndex::pop_first), [`pop_last`](OrderedIndex::pop_last),
+/// [`clear`](OrderedIndex::clear) and `drain_to(Bound::Unbounded)`, work on
+/// the map's stored order and still account for every stored entry exactly
+/// once. The test `inconsistent_ord_poisons_nothing` in `tests/ordered.rs`
+/// checks this with a key whose `cmp` is random.
+///
+/// # When to use it
+///
+/// Offsets, timestamps, versions or names that are looked up and also
+/// scanned or consumed in order, with more reads than writes. Against
+/// `parking_lot::RwLock<BTreeMap>`, reads scale with cores (each read writes
+/// only the calling thread's shard of the lock) at the price of dearer
+/// writes. For unordered point lookups use a hash map; for write-dominated
+/// work at many cores, a lock-free tree (`scc::TreeIndex`) scales writes
+/// better. `docs/benchmarks.md` has the measured trade-offs.
+///
+/// # Examples
+///
+/// ```
+/// use larder::OrderedIndex;
+/// use std::ops::Bound;
+///
+/// let offsets = OrderedIndex::new();
+/// for offset in [105_u64, 101, 103, 102, 104] {
+///     offsets.insert(offset, format!("message {offset}"));
+/// }
+/// // Consume everything up to the committed offset, in order, in one step.
+/// let done = offsets.drain_to(Bound::Included(&103));
+/// let drained: Vec<u64> = done.iter().map(|(offset, _)| *offset).collect();
+/// assert_eq!(drained, [101, 102, 103]);
+/// assert_eq!(offsets.first().map(|(offset, _)| offset), Some(104));
+/// ```
+pub struct OrderedIndex<K, V> {
+    core: ShardedLock<OrderedCore<K, V>>,
+    #[cfg(loom)]
+    fault: Fault,
+}
+
+/// A deliberately broken protocol, for the loom suite's negative controls.
+#[cfg(loom)]
+#[doc(hidden)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fault {
+    /// The correct protocol.
+    None,
+    /// `pop_first` and `drain_to` look under the read lock, then remove what
+    /// they saw in a second step (the same entry goes to two callers).
+    CheckThenRemove,
+    /// `range`, `iter` and `snapshot` read one entry per read lock (a torn
+    /// cut).
+    TornCut,
+}
+
+impl<K, V> OrderedIndex<K, V> {
+    /// Creates an empty index.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let index: larder::OrderedIndex<u64, String> = larder::OrderedIndex::new();
+    /// assert!(index.is_empty());
+    /// ```
+    pub fn new() -> Self {
+        Self::from_core(OrderedCore::new())
+    }
+
+    fn from_core(core: OrderedCore<K, V>) -> Self {
+        Self {
+            core: ShardedLock::new(core),
+            #[cfg(loom)]
+            fault: Fault::None,
+        }
+    }
+
+    /// An index whose protocol is broken as `fault` says: the loom suite's
+    /// negative controls use it to prove the models can catch that bug.
+    #[cfg(loom)]
+    #[doc(hidden)]
+    pub fn with_fault(fault: Fault) -> Self {
+        let mut index = Self::new();
+        index.fault = fault;
+        index
+    }
+
+    /// The number of entries, at one instant.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let index = larder::OrderedIndex::new();
+    /// index.insert(1, 'a');
+    /// index.insert(1, 'b');
+    /// assert_eq!(index.len(), 1);
+    /// ```
+    pub fn len(&self) -> usize {
+        self.core.read().map().len()
+    }
+
+    /// Whether the index has no entries, at one instant.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let index = larder::OrderedIndex::new();
+    /// assert!(index.is_empty());
+    /// index.insert("k", 0);
+    /// assert!(!index.is_empty());
+    /// ```
+    pub fn is_empty(&self) -> bool {
+        self.core.read().map().is_empty()
+    }
+
+    /// Removes every entry, atomically. The removed values are dropped after
+    /// the lock is released (or later, by whoever still holds them).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let index: larder::OrderedIndex<u8, u8> = (0..10).map(|k| (k, k)).collect();
+    /// index.clear();
+    /// assert!(index.is_empty());
+    /// ```
+    pub fn clear(&self) {
+        let retired = {
+            let mut core = self.core.write();
+            core.clear();
+            core.take_retired()
+        };
+        drop(retired);
+    }
+
+    /// An immutable view of the whole index at this instant, in O(1).
+    ///
+    /// The view shares the index's map. The price is paid by the index's
+    /// next write while any snapshot of the current version is alive: that
+    /// write first copies the map (O(n) clones of keys and `Arc`s, under the
+    /// write lock). Writes after that are in place again until the next
+    /// snapshot. So take snapshots for a unit of work and drop them, rather
+    /// than one per write.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use larder::OrderedIndex;
+    ///
+    /// let index = OrderedIndex::new();
+    /// index.insert(10, "ten");
+    /// let before = index.snapshot();
+    /// index.remove(&10);
+    /// assert_eq!(before.get(&10).map(|v| **v), Some("ten"));
+    /// assert!(index.get(&10).is_none());
+    /// ```
+    pub fn snapshot(&self) -> OrderedSnapshot<K, V>
+    where
+        K: Ord + Clone,
+    {
+        #[cfg(loom)]
+        if self.fault == Fault::TornCut {
+            // BROKEN on purpose: a map assembled from one entry per lock.
+            let entries = self.torn_range::<K, _>(..);
+            return OrderedSnapshot::new(Arc::new(entries.into_iter().collect()));
+        }
+        OrderedSnapshot::new(self.core.read().share())
+    }
+
+    /// Runs one write step under the write lock, then drops whatever map
+    /// version the step displaced after unlocking.
+    fn write<R>(&self, step: impl FnOnce(&mut OrderedCore<K, V>) -> R) -> R {
+        let mut core = self.core.write();
+        let result = step(&mut core);
+        let retired = core.take_retired();
+        drop(core);
+        drop(retired);
+        result
+    }
+}
+
+impl<K: Ord + Clone, V> OrderedIndex<K, V> {
+    /// The value stored under `key`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let index = larder::OrderedIndex::new();
+    /// index.insert(String::from("alpha"), 1);
+    /// assert_eq!(index.get("alpha").as_deref(), Some(&1));
+    /// assert_eq!(index.get("beta"), None);
+    /// ```
+    #[inline]
+    pub fn get<Q>(&self, key: &Q) -> Option<Arc<V>>
+    where
+        K: Borrow<Q>,
+        Q: Ord + ?Sized,
+    {
+        self.core.read().map().get(key).cloned()
+    }
+
+    /// Whether `key` has an entry, at this instant.
+    ///
+    /// Acting on the answer is a check-then-act race: by the time the caller
+    /// acts, another thread may have inserted or removed `key`. Use the
+    /// return value of [`insert`](OrderedIndex::insert) or
+    /// [`remove`](OrderedIndex::remove) instead.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let index = larder::OrderedIndex::new();
+    /// index.insert(3, ());
+    /// assert!(index.contains_key(&3));
+    /// assert!(!index.contains_key(&4));
+    /// ```
+    pub fn contains_key<Q>(&self, key: &Q) -> bool
+    where
+        K: Borrow<Q>,
+        Q: Ord + ?Sized,
+    {
+        self.core.read().map().contains_key(key)
+    }
+
+    /// Inserts `value` under `key`, atomically; returns the value it
+    /// replaced. As with `BTreeMap`, replacing keeps the stored key.
+    ///
+    /// The value is wrapped in its `Arc` before the lock is taken.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let index = larder::OrderedIndex::new();
+    /// assert_eq!(index.insert(1, "a"), None);
+    /// assert_eq!(index.insert(1, "b").as_deref(), Some(&"a"));
+    /// assert_eq!(index.get(&1).as_deref(), Some(&"b"));
+    /// ```
+    pub fn insert(&self, key: K, value: V) -> Option<Arc<V>> {
+        let value = Arc::new(value);
+        let (replaced, _unused_key) = self.write(|core| core.insert(key, value));
+        replaced
+    }
+
+    /// Removes `key`, atomically; returns its value. Of several threads
+    /// removing the same key, exactly one gets the value.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let index = larder::OrderedIndex::new();
+    /// index.insert(5, "five");
+    /// assert_eq!(index.remove(&5).as_deref(), Some(&"five"));
+    /// assert_eq!(index.remove(&5), None);
+    /// ```
+    pub fn remove<Q>(&self, key: &Q) -> Option<Arc<V>>
+    where
+        K: Borrow<Q>,
+        Q: Ord + ?Sized,
+    {
+        self.write(|core| core.remove(key))
+            .map(|(_key, value)| value)
+    }
+
+    /// Keeps only the entries for which `f` returns `true`.
+    ///
+    /// **Not one atomic step**, so that `f` never runs under the lock: `f`
+    /// sees every entry of one snapshot of the index, in key order, outside
+    /// any lock; then the entries it rejected are removed in one atomic step,
+    /// each only if it still holds the very value `f` saw. An entry inserted,
+    /// replaced or removed while `f` runs is therefore left as the concurrent
+    /// writer made it, never removed on the strength of a stale look. If `f`
+    /// panics, nothing is removed.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let index: larder::OrderedIndex<u32, u32> = (0..10).map(|k| (k, k * k)).collect();
+    /// index.retain(|_, square| square % 2 == 0);
+    /// let keys: Vec<u32> = index.iter().map(|(k, _)| k).collect();
+    /// assert_eq!(keys, [0, 2, 4, 6, 8]);
+    /// ```
+    pub fn retain<F>(&self, mut f: F)
+    where
+        F: FnMut(&K, &V) -> bool,
+    {
+        let view = self.snapshot();
+        let rejected: Vec<Entry<K, V>> = view
+            .iter()
+            .filter(|(key, value)| !f(key, value))
+            .map(|(key, value)| (key.clone(), Arc::clone(value)))
+            .collect();
+        // Let go of the snapshot first, so the removal can write in place.
+        drop(view);
+        if rejected.is_empty() {
+            return;
+        }
+        let removed = self.write(|core| core.remove_identical(&rejected));
+        drop(rejected);
+        drop(removed);
+    }
+
+    /// The entry with the least key, at this instant (key cloned, value
+    /// shared).
+    ///
+    /// Removing it afterwards is a check-then-remove race (see
+    /// [`OrderedIndex`]); use [`pop_first`](OrderedIndex::pop_first).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let index: larder::OrderedIndex<u8, char> = [(2, 'b'), (1, 'a')].into_iter().collect();
+    /// assert_eq!(index.first().map(|(k, v)| (k, *v)), Some((1, 'a')));
+    /// ```
+    pub fn first(&self) -> Option<(K, Arc<V>)> {
+        let core = self.core.read();
+        let (key, value) = core.map().first_key_value()?;
+        Some((key.clone(), Arc::clone(value)))
+    }
+
+    /// The entry with the greatest key, at this instant.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let index: larder::OrderedIndex<u8, char> = [(2, 'b'), (1, 'a')].into_iter().collect();
+    /// assert_eq!(index.last().map(|(k, v)| (k, *v)), Some((2, 'b')));
+    /// ```
+    pub fn last(&self) -> Option<(K, Arc<V>)> {
+        let core = self.core.read();
+        let (key, value) = core.map().last_key_value()?;
+        Some((key.clone(), Arc::clone(value)))
+    }
+
+    /// Removes and returns the entry with the least key, atomically. From
+    /// any number of threads, every entry goes to exactly one caller.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let index: larder::OrderedIndex<u8, char> = [(2, 'b'), (1, 'a')].into_iter().collect();
+    /// assert_eq!(index.pop_first().map(|(k, v)| (k, *v)), Some((1, 'a')));
+    /// assert_eq!(index.pop_first().map(|(k, v)| (k, *v)), Some((2, 'b')));
+    /// assert_eq!(index.pop_first(), None);
+    /// ```
+    pub fn pop_first(&self) -> Option<(K, Arc<V>)> {
+        #[cfg(loom)]
+        if self.fault == Fault::CheckThenRemove {
+            // BROKEN on purpose: look, unlock, then remove in a second step.
+            let (key, value) = self.first()?;
+            self.remove(&key);
+            return Some((key, value));
+        }
+        self.write(|core| core.pop_first())
+    }
+
+    /// Removes and returns the entry with the greatest key, atomically.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let index: larder::OrderedIndex<u8, char> = [(2, 'b'), (1, 'a')].into_iter().collect();
+    /// assert_eq!(index.pop_last().map(|(k, v)| (k, *v)), Some((2, 'b')));
+    /// assert_eq!(index.len(), 1);
+    /// ```
+    pub fn pop_last(&self) -> Option<(K, Arc<V>)> {
+        self.write(|core| core.pop_last())
+    }
+
+    /// Removes and returns, in key order, every entry up to `end`, as one
+    /// atomic step: `Bound::Included(k)` takes keys `<= k`,
+    /// `Bound::Excluded(k)` keys `< k`, `Bound::Unbounded` everything.
+    ///
+    /// This is "consume every offset up to the committed one": no concurrent
+    /// reader sees part of the drain, and of several threads draining (or
+    /// popping) at once, every entry goes to exactly one of them. Cost:
+    /// O(d log n) for d drained entries, O(d) when all are drained.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::ops::Bound;
+    ///
+    /// let index: larder::OrderedIndex<u64, ()> = (1..=6).map(|k| (k, ())).collect();
+    /// let first: Vec<u64> = index.drain_to(Bound::Excluded(&3)).into_iter().map(|(k, _)| k).collect();
+    /// assert_eq!(first, [1, 2]);
+    /// let rest = index.drain_to(Bound::Included(&4));
+    /// assert_eq!(rest.len(), 2);
+    /// assert_eq!(index.len(), 2);
+    /// assert_eq!(index.drain_to(Bound::Unbounded).len(), 2);
+    /// ```
+    pub fn drain_to<Q>(&self, end: Bound<&Q>) -> Vec<(K, Arc<V>)>
+    where
+        K: Borrow<Q>,
+        Q: Ord + ?Sized,
+    {
+        #[cfg(loom)]
+        if self.fault == Fault::CheckThenRemove {
+            // BROKEN on purpose: read what to take, unlock, then remove.
+            let seen = self.core.read().range_cloned((Bound::Unbounded, end));
+            for (key, _) in &seen {
+                self.remove::<K>(key);
+            }
+            return seen;
+        }
+        self.write(|core| core.drain_to(end))
+    }
+
+    /// The entries in `range`, in key order, copied out as one consistent
+    /// cut (keys cloned, values shared).
+    ///
+    /// The copy is made under the read lock, which is then released; the
+    /// result is the caller's to keep. For a large range that need not be
+    /// copied, see [`for_each_in`](OrderedIndex::for_each_in) or
+    /// [`snapshot`](OrderedIndex::snapshot).
+    ///
+    /// # Panics
+    ///
+    /// As `BTreeMap::range`: if the range's start is greater than its end, or
+    /// if start equals end and both bounds are excluded. The index is
+    /// unaffected.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let index: larder::OrderedIndex<u32, String> =
+    ///     (0..100).map(|k| (k, k.to_string())).collect();
+    /// let page = index.range(40..43);
+    /// let keys: Vec<u32> = page.iter().map(|(k, _)| *k).collect();
+    /// assert_eq!(keys, [40, 41, 42]);
+    /// assert_eq!(page[0].1.as_str(), "40");
+    /// ```
+    pub fn range<Q, R>(&self, range: R) -> Vec<(K, Arc<V>)>
+    where
+        K: Borrow<Q>,
+        Q: Ord + ?Sized,
+        R: RangeBounds<Q>,
+    {
+        #[cfg(loom)]
+        if self.fault == Fault::TornCut {
+            return self.torn_range(range);
+        }
+        self.core.read().range_cloned(range)
+    }
+
+    /// The broken `range` of [`Fault::TornCut`]: one entry per read lock.
+    #[cfg(loom)]
+    fn torn_range<Q, R>(&self, range: R) -> Vec<(K, Arc<V>)>
+    where
+        K: Borrow<Q>,
+        Q: Ord + ?Sized,
+        R: RangeBounds<Q>,
+    {
+        let end = range.end_bound();
+        let mut out: Vec<(K, Arc<V>)> = Vec::new();
+        loop {
+            let start = match out.last() {
+                Some((key, _)) => Bound::Excluded(key.borrow()),
+                None => range.start_bound(),
+            };
+            let next = self
+                .core
+                .read()
+                .map()
+                .range::<Q, _>((start, end))
+                .next()
+                .map(|(key, value)| (key.clone(), Arc::clone(value)));
+            match next {
+                Some(entry) => out.push(entry),
+                None => return out,
+            }
+        }
+    }
+
+    /// The number of entries in `range`, at one instant: O(entries counted),
+    /// under the read lock, copying nothing.
+    ///
+    /// # Panics
+    ///
+    /// As [`range`](OrderedIndex::range).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let index: larder::OrderedIndex<u32, ()> = (0..100).map(|k| (k, ())).collect();
+    /// assert_eq!(index.range_count(10..20), 10);
+    /// assert_eq!(index.range_count(..), 100);
+    /// ```
+    pub fn range_count<Q, R>(&self, range: R) -> usize
+    where
+        K: Borrow<Q>,
+        Q: Ord + ?Sized,
+        R: RangeBounds<Q>,
+    {
+        self.core.read().map().range::<Q, R>(range).count()
+    }
+
+    /// Every entry, in key order, as one consistent cut copied out under the
+    /// read lock (the same as `range(..)`). The iterator owns its entries and
+    /// holds no lock.
+    ///
+    /// Copying costs O(n) while writers wait; to walk a large index without
+    /// copying and without blocking writers, iterate a
+    /// [`snapshot`](OrderedIndex::snapshot) instead.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let index = larder::OrderedIndex::new();
+    /// for k in [3, 1, 2] {
+    ///     index.insert(k, k * 10);
+    /// }
+    /// let entries: Vec<(i32, i32)> = index.iter().map(|(k, v)| (k, *v)).collect();
+    /// assert_eq!(entries, [(1, 10), (2, 20), (3, 30)]);
+    /// ```
+    pub fn iter(&self) -> std::vec::IntoIter<(K, Arc<V>)> {
+        self.range::<K, _>(..).into_iter()
+    }
+
+    /// Calls `f` on every entry in `range`, in key order, under the read
+    /// lock: one consistent cut, nothing copied.
+    ///
+    /// # Deadlocks
+    ///
+    /// `f` runs while this thread holds the read lock. If `f` writes to the
+    /// same index (`insert`, `remove`, `pop_first`, ...), it waits for its
+    /// own read lock to be released: a deadlock. If `f` reads the same index,
+    /// it can deadlock too, once a writer is queued between the two reads.
+    /// So `f` must not call into this index at all; every writer waits
+    /// while `f` runs, so keep it short. To call back into the index while
+    /// walking, walk a [`snapshot`](OrderedIndex::snapshot) instead.
+    ///
+    /// # Panics
+    ///
+    /// As [`range`](OrderedIndex::range); and if `f` panics, the panic
+    /// propagates after the lock is released. Nothing is poisoned.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let index: larder::OrderedIndex<u32, u64> = (0..10).map(|k| (k, u64::from(k))).collect();
+    /// let mut sum = 0;
+    /// index.for_each_in(2..=4, |_, value| sum += value);
+    /// assert_eq!(sum, 2 + 3 + 4);
+    /// ```
+    pub fn for_each_in<Q, R, F>(&self, range: R, mut f: F)
+    where
+        K: Borrow<Q>,
+        Q: Ord + ?Sized,
+        R: RangeBounds<Q>,
+        F: FnMut(&K, &V),
+    {
+        let core = self.core.read();
+        for (key, value) in core.map().range::<Q, R>(range) {
+            f(key, value);
+        }
+    }
+}
+
+impl<K, V> Default for OrderedIndex<K, V> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<K: Ord, V> FromIterator<(K, V)> for OrderedIndex<K, V> {
+    /// Builds an index from `(key, value)` pairs; a later pair replaces an
+    /// earlier one with the same key.
+    fn from_iter<I: IntoIterator<Item = (K, V)>>(iter: I) -> Self {
+        let map = iter
+            .into_iter()
+            .map(|(key, value)| (key, Arc::new(value)))
+            .collect();
+        Self::from_core(OrderedCore::from_map(map))
+    }
+}
+
+impl<K: Ord + Clone + fmt::Debug, V: fmt::Debug> fmt::Debug for OrderedIndex<K, V> {
+    /// Formats the entries of one consistent cut, copied out first so that
+    /// no `Debug` code runs under the lock.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let entries = self.range::<K, _>(..);
+        f.debug_map()
+            .entries(entries.iter().map(|(key, value)| (key, value)))
+            .finish()
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests;

@@ -1,1 +1,496 @@
-//! Placeholder: filled in with the primitive.
+//! [`TypedCache`] and [`AnyCache`]: per-key single initialization under
+//! contention, with composable expiry and no poisoning.
+//!
+//! This is .NET's `ConcurrentDictionary<K, Lazy<V>>` done right in Rust:
+//! `get_or_init(key, f)` runs `f` once per key however many threads ask at
+//! once, never under a map lock, never poisoned by a panic, and never
+//! caching an error.
+//!
+//! # The double init, and `get_or_init`
+//!
+//! ```
+//! use larder::TypedCache;
+//! use std::sync::atomic::{AtomicUsize, Ordering};
+//!
+//! let cache: TypedCache<&str, String> = TypedCache::new();
+//! let inits = AtomicUsize::new(0);
+//! let expensive = || {
+//!     inits.fetch_add(1, Ordering::SeqCst);
+//!     "parsed".to_string()
+//! };
+//!
+//! // BROKEN: check-then-act. Two threads can both miss, both run the
+//! // expensive init, and the second insert replaces the first value.
+//! if cache.get("schema").is_none() {
+//!     cache.insert("schema", expensive());
+//! }
+//!
+//! // CORRECT: the check, the init and the insert are one step per key;
+//! // concurrent callers wait for the one init and share its value.
+//! let value = cache.get_or_init("config", expensive);
+//! assert_eq!(*value, "parsed");
+//! assert_eq!(inits.load(Ordering::SeqCst), 2); // one per key here
+//! ```
+//!
+//! The loom models in `loom-tests/tests/typed.rs` check that concurrent
+//! `get_or_init` calls run one init, and that the check-then-act variant
+//! runs two.
+
+mod any;
+mod builder;
+mod clock;
+mod core;
+mod raw;
+mod stats;
+
+pub use any::AnyCache;
+pub use builder::{AnyCacheBuilder, TypedBuildError, TypedCacheBuilder};
+pub use clock::{Clock, CoarseClock, ManualClock, SystemClock};
+pub use stats::TypedCacheStats;
+
+use std::borrow::Borrow;
+use std::fmt;
+use std::hash::{BuildHasher, Hash};
+
+use crate::sync::Arc;
+use raw::Raw;
+
+/// A deliberately broken cache protocol, for the loom suite's negative
+/// controls (the single-flight faults are `FlightFault`).
+#[cfg(loom)]
+#[doc(hidden)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Fault {
+    /// The correct protocol.
+    #[default]
+    None,
+    /// An init publishes its value even if an insert or invalidation landed
+    /// while it ran (a stale value outlives the invalidation).
+    InitIgnoresWrites,
+}
+
+/// A concurrent map from keys to lazily initialized, shared values: each
+/// key's init runs once among concurrent callers.
+///
+/// # Guarantees
+///
+/// - **Exactly once.** Among concurrent `get_or_init` / `get_or_try_init`
+///   callers for one key that find no value, one runs its `f`; the others
+///   block (on a mutex and condition variable, not spinning) and receive the
+///   same `Arc<V>`. A later caller finds the value cached.
+/// - **Independence.** No map or shard lock is held while `f` runs: an init
+///   in progress never blocks callers of other keys, hits included.
+/// - **Errors are shared, never cached.** The caller whose init returned an
+///   error gets it; callers already waiting on that init get the *same*
+///   error (`Arc<E>`), and nothing is cached, so the next call starts a fresh
+///   init. This is Go's `singleflight` and moka's choice. The alternative,
+///   handing the init to the next waiter (quick_cache), turns one failing
+///   backend call into N sequential retries from N waiters, each waiting
+///   for the previous one to time out; sharing gives the backend one call
+///   per burst and still lets a transient error go away with the burst.
+/// - **Panics stay with the panicking caller.** If `f` panics, the panic
+///   unwinds through that caller only; the key is released, one of the
+///   waiters runs its own `f`, and nothing is poisoned (unlike `LazyLock`).
+/// - **Writes win over inits in progress.** An `insert`, `invalidate` or
+///   `invalidate_all` that lands while an init of a key in the same shard
+///   runs makes that init's value uncached (it is still returned to its
+///   caller and waiters): an invalidation is never undone by an init that
+///   started before it. (Tracked per key shard, so a write to another key of
+///   the shard has the same effect: a rare extra init, never a stale value.)
+///
+/// # Expiry and size
+///
+/// Built with [`TypedCache::builder`]: time to live, time to idle and a
+/// maximum entry count compose (an entry is gone once any says so). The
+/// clock is injectable ([`ManualClock`] for tests). Expired entries are
+/// invisible at once and removed lazily (on a read of the key, on inserts
+/// into the shard, or by [`purge_expired`](TypedCache::purge_expired)).
+///
+/// # Performance
+///
+/// A hit takes the key shard's read lock, which writes only the calling
+/// thread's slice of the lock (a `ShardedLock`), looks the key up and clones
+/// the `Arc` (one increment of the value's count, the one write a hit makes
+/// to shared memory). Statistics go to per-thread padded counters; time to
+/// idle writes an entry's access time only when it moved by `tti / 64`. See
+/// `docs/typed.md` for the numbers against moka, DashMap and quick_cache.
+///
+/// # Deadlocks
+///
+/// An init that asks the same cache for the *same key* on the same thread
+/// panics (see [`get_or_init`](TypedCache::get_or_init)); asking for other
+/// keys is fine. Two inits on different threads that each wait for the
+/// other's key (`a`'s init needs `b` while `b`'s init needs `a`) deadlock,
+/// as any pair of locks taken in opposite orders would; this is not
+/// detected.
+///
+/// # Examples
+///
+/// ```
+/// use larder::TypedCache;
+/// use std::sync::Arc;
+///
+/// let schemas: Arc<TypedCache<String, Vec<String>>> = Arc::new(TypedCache::new());
+/// std::thread::scope(|s| {
+///     for _ in 0..4 {
+///         s.spawn(|| {
+///             let fields = schemas.get_or_init("users".to_string(), || {
+///                 vec!["id".into(), "name".into()] // runs once
+///             });
+///             assert_eq!(fields.len(), 2);
+///         });
+///     }
+/// });
+/// let stats = schemas.stats();
+/// assert_eq!(stats.inits, 1);
+/// assert_eq!(stats.hits + stats.misses, 4);
+/// ```
+pub struct TypedCache<K, V, S = ahash::RandomState> {
+    raw: Raw<K, V, S>,
+}
+
+impl<K, V> TypedCache<K, V>
+where
+    K: Hash + Eq + Clone,
+{
+    /// An empty cache without expiry or size bound.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let cache: larder::TypedCache<u32, String> = larder::TypedCache::new();
+    /// assert!(cache.is_empty());
+    /// ```
+    pub fn new() -> Self {
+        Self::builder()
+            .build()
+            .expect("the default settings are valid")
+    }
+
+    /// A builder for expiry, a size bound, the clock and the hasher.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// let cache = larder::TypedCache::<u32, String>::builder()
+    ///     .time_to_live(Duration::from_secs(60))
+    ///     .max_entries(1_000)
+    ///     .build()
+    ///     .unwrap();
+    /// assert_eq!(*cache.get_or_init(1, || "one".into()), "one");
+    /// ```
+    pub fn builder() -> TypedCacheBuilder<K, V> {
+        TypedCacheBuilder::new()
+    }
+
+    /// A cache whose single-flight protocol is broken as `fault` says: the
+    /// loom suite's negative controls use it to prove their models catch it.
+    #[cfg(loom)]
+    #[doc(hidden)]
+    pub fn with_fault(fault: crate::flight::FlightFault) -> Self {
+        Self::builder()
+            .flight_fault(fault)
+            .build()
+            .expect("the default settings are valid")
+    }
+
+    /// A cache whose write-versus-init protocol is broken as `fault` says
+    /// (loom negative controls).
+    #[cfg(loom)]
+    #[doc(hidden)]
+    pub fn with_typed_fault(fault: Fault) -> Self {
+        Self::builder()
+            .typed_fault(fault)
+            .build()
+            .expect("the default settings are valid")
+    }
+}
+
+impl<K, V> Default for TypedCache<K, V>
+where
+    K: Hash + Eq + Clone,
+{
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<K, V, S> TypedCache<K, V, S>
+where
+    K: Hash + Eq + Clone,
+    S: BuildHasher + Clone,
+{
+    pub(crate) fn from_raw(raw: Raw<K, V, S>) -> Self {
+        Self { raw }
+    }
+
+    /// The value of `key`, running `f` to create it if there is none.
+    ///
+    /// Among concurrent callers for one key that find no value, exactly one
+    /// runs its `f` (with no lock held); the others block until it finishes
+    /// and return the same `Arc`. The value is cached unless a write to the
+    /// key's shard landed while `f` ran (see the type's guarantees). A hit
+    /// is linearizable with the writes to the key; a hit counts as a read
+    /// for time to idle.
+    ///
+    /// # Panics
+    ///
+    /// - If `f` panics, the panic resumes in this caller only; the key is
+    ///   released and a waiting caller runs its own `f`.
+    /// - If `f` asks this cache for the same key on the same thread (directly
+    ///   or through other calls), that inner call panics with a message
+    ///   starting `larder: re-entrant load` instead of waiting for itself
+    ///   forever; the panic then unwinds through `f` as above.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use larder::TypedCache;
+    /// use std::sync::Arc;
+    ///
+    /// let cache: TypedCache<u32, String> = TypedCache::new();
+    /// let a = cache.get_or_init(7, || "seven".to_string());
+    /// let b = cache.get_or_init(7, || unreachable!("already cached"));
+    /// assert!(Arc::ptr_eq(&a, &b));
+    /// ```
+    #[inline]
+    pub fn get_or_init(&self, key: K, f: impl FnOnce() -> V) -> Arc<V> {
+        match self.get_or_try_init(key, || Ok::<V, std::convert::Infallible>(f())) {
+            Ok(value) => value,
+            Err(never) => match *never {},
+        }
+    }
+
+    /// The value of `key`, running the fallible `f` to create it if there is
+    /// none; exactly once among concurrent callers, as
+    /// [`get_or_init`](TypedCache::get_or_init).
+    ///
+    /// # Errors
+    ///
+    /// If the init this caller ran returned an error, that error; if this
+    /// caller was waiting on another caller's init that failed, the *same*
+    /// error, shared: hence `Arc<E>`. Nothing is cached on failure, so the
+    /// next call starts a fresh init (a transient error does not stick). A
+    /// waiter whose own `E` differs in type from the failed init's runs its
+    /// own `f` instead.
+    ///
+    /// # Panics
+    ///
+    /// As [`get_or_init`](TypedCache::get_or_init).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use larder::TypedCache;
+    ///
+    /// let cache: TypedCache<&str, u16> = TypedCache::new();
+    /// let err = cache.get_or_try_init("port", || "80a".parse::<u16>()).unwrap_err();
+    /// assert!(err.to_string().contains("invalid digit"));
+    /// assert!(!cache.contains_key("port")); // the error was not cached
+    /// let port = cache.get_or_try_init("port", || "80".parse::<u16>()).unwrap();
+    /// assert_eq!(*port, 80);
+    /// ```
+    #[inline]
+    pub fn get_or_try_init<E>(
+        &self,
+        key: K,
+        f: impl FnOnce() -> Result<V, E>,
+    ) -> Result<Arc<V>, Arc<E>>
+    where
+        E: Send + Sync + 'static,
+    {
+        self.raw.get_or_try_init(key, f, Arc::clone)
+    }
+
+    /// The live value of `key`, if any. Counts a hit or a miss, and a hit as
+    /// a read for time to idle; never waits for an init in progress (it
+    /// returns `None` while the first init of a key runs).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let cache: larder::TypedCache<String, u32> = larder::TypedCache::new();
+    /// cache.insert("a".to_string(), 1);
+    /// assert_eq!(cache.get("a").as_deref(), Some(&1)); // borrowed &str lookup
+    /// assert_eq!(cache.get("b"), None);
+    /// ```
+    #[inline]
+    pub fn get<Q>(&self, key: &Q) -> Option<Arc<V>>
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ?Sized,
+    {
+        self.raw.get(key, Arc::clone)
+    }
+
+    /// Stores `value` under `key`, replacing any value; returns the live
+    /// value it replaced. Atomic per key. An init of the same key in progress
+    /// will not overwrite it (its value goes uncached).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let cache: larder::TypedCache<u8, &str> = larder::TypedCache::new();
+    /// assert_eq!(cache.insert(1, "a"), None);
+    /// assert_eq!(cache.insert(1, "b").as_deref(), Some(&"a"));
+    /// assert_eq!(cache.get(&1).as_deref(), Some(&"b"));
+    /// ```
+    pub fn insert(&self, key: K, value: V) -> Option<Arc<V>> {
+        self.raw.insert(key, Arc::new(value))
+    }
+
+    /// Removes `key`; returns its value if it was live. An init of the key
+    /// in progress will not cache its value afterwards.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let cache: larder::TypedCache<u8, char> = larder::TypedCache::new();
+    /// cache.insert(1, 'x');
+    /// assert_eq!(cache.invalidate(&1).as_deref(), Some(&'x'));
+    /// assert_eq!(cache.invalidate(&1), None);
+    /// ```
+    pub fn invalidate<Q>(&self, key: &Q) -> Option<Arc<V>>
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ?Sized,
+    {
+        self.raw.invalidate(key)
+    }
+
+    /// Removes every entry. Each key shard is emptied atomically, one after
+    /// another: an insert that lands in an already emptied shard while this
+    /// runs survives it. Inits in progress do not cache their values.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let cache: larder::TypedCache<u8, u8> = larder::TypedCache::new();
+    /// cache.insert(1, 1);
+    /// cache.insert(2, 2);
+    /// cache.invalidate_all();
+    /// assert!(cache.is_empty());
+    /// ```
+    pub fn invalidate_all(&self) {
+        self.raw.invalidate_all();
+    }
+
+    /// Whether a live value is stored under `key`. No statistics; not a read
+    /// for time to idle. The answer may be stale by the time it is used: do
+    /// not follow it with `insert` (use `get_or_init`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let cache: larder::TypedCache<u8, u8> = larder::TypedCache::new();
+    /// cache.insert(1, 1);
+    /// assert!(cache.contains_key(&1));
+    /// assert!(!cache.contains_key(&2));
+    /// ```
+    pub fn contains_key<Q>(&self, key: &Q) -> bool
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ?Sized,
+    {
+        self.raw.contains_key(key)
+    }
+
+    /// Removes every expired entry now (they are otherwise removed lazily);
+    /// returns how many.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use larder::{ManualClock, TypedCache};
+    /// use std::time::Duration;
+    ///
+    /// let clock = ManualClock::new();
+    /// let cache = TypedCache::<u8, u8>::builder()
+    ///     .time_to_live(Duration::from_secs(1))
+    ///     .clock(clock.clone())
+    ///     .build()
+    ///     .unwrap();
+    /// cache.insert(1, 1);
+    /// clock.advance(Duration::from_secs(2));
+    /// assert_eq!(cache.purge_expired(), 1);
+    /// assert!(cache.is_empty());
+    /// ```
+    pub fn purge_expired(&self) -> usize {
+        self.raw.purge_expired()
+    }
+
+    /// The number of entries stored, including expired ones not yet removed.
+    /// Exact when no write is in progress; otherwise somewhere between the
+    /// counts before and after the writes in progress.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let cache: larder::TypedCache<u8, u8> = larder::TypedCache::new();
+    /// cache.get_or_init(1, || 1);
+    /// assert_eq!(cache.len(), 1);
+    /// ```
+    pub fn len(&self) -> usize {
+        self.raw.len()
+    }
+
+    /// Whether [`len`](TypedCache::len) is zero.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert!(larder::TypedCache::<u8, u8>::new().is_empty());
+    /// ```
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The counters so far (see [`TypedCacheStats`]).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let cache: larder::TypedCache<u8, u8> = larder::TypedCache::new();
+    /// cache.get_or_init(1, || 1);
+    /// cache.get_or_init(1, || 1);
+    /// let stats = cache.stats();
+    /// assert_eq!((stats.hits, stats.misses, stats.inits), (1, 1, 1));
+    /// ```
+    pub fn stats(&self) -> TypedCacheStats {
+        self.raw.stats()
+    }
+
+    /// The hasher of keys.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::hash::BuildHasher;
+    /// let cache: larder::TypedCache<u8, u8> = larder::TypedCache::new();
+    /// let h = BuildHasher::hash_one(cache.hasher(), 1_u8);
+    /// assert_eq!(h, BuildHasher::hash_one(cache.hasher(), 1_u8));
+    /// ```
+    pub fn hasher(&self) -> &S {
+        self.raw.hasher()
+    }
+
+    /// Asserts internal invariants; for tests, with no other thread using
+    /// the cache.
+    #[doc(hidden)]
+    pub fn check_invariants(&self) {
+        self.raw.check_invariants();
+    }
+}
+
+impl<K, V, S> fmt::Debug for TypedCache<K, V, S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TypedCache")
+            .field("raw", &self.raw)
+            .finish()
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests;

@@ -1,0 +1,177 @@
+//! loom models of `IndexedStore`: every interleaving of a few threads, with
+//! the real store code over loom's stand-in for crossbeam's `ShardedLock`
+//! (one loom `RwLock`). Each model has a negative control that runs a
+//! deliberately broken protocol and must fail.
+#![cfg(loom)]
+
+use larder::{IndexedFault, IndexedStore};
+use loom::sync::Arc;
+use loom::thread;
+
+type Store = IndexedStore<&'static str, &'static str>;
+
+fn colored(fault: IndexedFault) -> Store {
+    IndexedStore::builder()
+        .index("color", |color: &&'static str| [*color])
+        .build()
+        .unwrap()
+        .with_fault(fault)
+}
+
+/// Every object `by_index(color)` returns has that color.
+fn assert_listed_correctly(store: &Store, color: &str) {
+    for object in store.by_index("color", color).unwrap() {
+        assert_eq!(
+            *object, color,
+            "invariant violated: index disagrees with objects: by_index({color}) returned a {object} object"
+        );
+    }
+}
+
+/// One thread updates `a` from red to blue, another removes `b`, while the
+/// main thread reads: at every point the index agrees exactly with the
+/// objects (checked by `check_invariants` at one consistent cut and by
+/// `by_index` results).
+fn index_agrees_with_objects(fault: IndexedFault) {
+    loom::model(move || {
+        let store = Arc::new(colored(fault));
+        store.insert("a", "red").unwrap();
+        store.insert("b", "red").unwrap();
+        let updater = {
+            let store = Arc::clone(&store);
+            thread::spawn(move || {
+                store.insert("a", "blue").unwrap();
+            })
+        };
+        let remover = {
+            let store = Arc::clone(&store);
+            thread::spawn(move || {
+                store.remove("b");
+            })
+        };
+        store.check_invariants();
+        assert_listed_correctly(&store, "red");
+        updater.join().unwrap();
+        remover.join().unwrap();
+        store.check_invariants();
+        assert_eq!(store.index_keys("color", "blue").unwrap(), ["a"]);
+        assert!(store.by_index("color", "red").unwrap().is_empty());
+        assert_eq!(store.index_values("color").unwrap(), ["blue"]);
+    });
+}
+
+#[test]
+fn indexed_index_agrees_with_objects() {
+    index_agrees_with_objects(IndexedFault::None);
+}
+
+#[test]
+#[should_panic(expected = "invariant violated")]
+fn indexed_index_negative_control_index_outside_lock() {
+    index_agrees_with_objects(IndexedFault::IndexOutsideLock);
+}
+
+/// A `replace` and a `transaction` (remove `a`, insert `e`) racing with a
+/// reader: the reader sees the content before or after each of them, never
+/// a mix, in `values()`/`keys()` and in `by_index`.
+fn replace_is_all_or_nothing(fault: IndexedFault) {
+    loom::model(move || {
+        let store = Arc::new(colored(fault));
+        store.insert("a", "red").unwrap();
+        store.insert("b", "red").unwrap();
+        let replacer = {
+            let store = Arc::clone(&store);
+            thread::spawn(move || {
+                store.replace([("c", "blue"), ("d", "blue")]).unwrap();
+            })
+        };
+        let mover = {
+            let store = Arc::clone(&store);
+            thread::spawn(move || {
+                store
+                    .transaction(|tx| {
+                        tx.remove("a");
+                        tx.insert("e", "red")
+                    })
+                    .unwrap();
+            })
+        };
+        let mut seen: Vec<(&str, &str)> = store.iter().map(|(k, v)| (k, *v)).collect();
+        seen.sort();
+        let valid: [&[(&str, &str)]; 4] = [
+            &[("a", "red"), ("b", "red")],
+            &[("b", "red"), ("e", "red")],
+            &[("c", "blue"), ("d", "blue")],
+            &[("c", "blue"), ("d", "blue"), ("e", "red")],
+        ];
+        assert!(
+            valid.contains(&&seen[..]),
+            "replace was torn: a reader saw {seen:?}"
+        );
+        let blue = store.by_index("color", "blue").unwrap().len();
+        assert!(
+            blue == 0 || blue == 2,
+            "replace was torn: {blue} blue objects"
+        );
+        replacer.join().unwrap();
+        mover.join().unwrap();
+        let mut keys = store.keys();
+        keys.sort();
+        assert!(keys == ["c", "d"] || keys == ["c", "d", "e"], "{keys:?}");
+        store.check_invariants();
+    });
+}
+
+#[test]
+fn indexed_replace_is_all_or_nothing() {
+    replace_is_all_or_nothing(IndexedFault::None);
+}
+
+#[test]
+#[should_panic(expected = "replace was torn")]
+fn indexed_replace_negative_control_piecewise() {
+    replace_is_all_or_nothing(IndexedFault::ReplacePiecewise);
+}
+
+/// `add_index` on a live store racing with an insert of a new object and an
+/// update of an existing one (whose values `add_index` may have computed
+/// from the old version): afterwards the new index covers every object, in
+/// its latest version.
+fn add_index_covers_racing_writes(fault: IndexedFault) {
+    loom::model(move || {
+        let store: Arc<Store> = Arc::new(IndexedStore::new().with_fault(fault));
+        store.insert("a", "red").unwrap();
+        let writer = {
+            let store = Arc::clone(&store);
+            thread::spawn(move || {
+                store.insert("b", "blue").unwrap();
+            })
+        };
+        let updater = {
+            let store = Arc::clone(&store);
+            thread::spawn(move || {
+                store.insert("a", "green").unwrap();
+            })
+        };
+        store
+            .add_index("color", |color: &&'static str| [*color])
+            .unwrap();
+        writer.join().unwrap();
+        updater.join().unwrap();
+        store.check_invariants();
+        assert_eq!(store.index_keys("color", "blue").unwrap(), ["b"]);
+        assert_eq!(store.index_keys("color", "green").unwrap(), ["a"]);
+        assert_eq!(store.index_values("color").unwrap(), ["blue", "green"]);
+    });
+}
+
+#[test]
+fn indexed_add_index_covers_racing_writes() {
+    add_index_covers_racing_writes(IndexedFault::None);
+}
+
+#[test]
+#[should_panic(expected = "invariant violated")]
+fn indexed_add_index_negative_control_ignore_schema_change() {
+    add_index_covers_racing_writes(IndexedFault::IgnoreSchemaChange);
+}

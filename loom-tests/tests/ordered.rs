@@ -1,0 +1,136 @@
+//! loom models of `OrderedIndex`: every interleaving of a few threads, with
+//! the real `OrderedIndex` code over loom's stand-in for `ShardedLock` (one
+//! loom `RwLock`). Each model has a negative control that runs a
+//! deliberately broken protocol and must fail.
+#![cfg(loom)]
+
+use larder::{OrderedFault, OrderedIndex};
+use loom::sync::Arc;
+use loom::thread;
+use std::ops::Bound;
+
+/// A producer inserts while two consumers take from the head, one with
+/// `pop_first` (twice), one with `drain_to`: afterwards every key was handed out
+/// exactly once or is still in the index.
+fn consumers_take_each_entry_once(fault: OrderedFault) {
+    loom::model(move || {
+        let index = Arc::new(OrderedIndex::with_fault(fault));
+        index.insert(0_u32, 0_u32);
+        index.insert(1, 10);
+        let producer = {
+            let index = Arc::clone(&index);
+            thread::spawn(move || {
+                index.insert(2, 20);
+            })
+        };
+        let popper = {
+            let index = Arc::clone(&index);
+            thread::spawn(move || {
+                let mut taken: Vec<_> = index.pop_first().into_iter().collect();
+                taken.extend(index.pop_first());
+                taken
+            })
+        };
+        let mut taken = index.drain_to(Bound::Included(&1));
+        producer.join().unwrap();
+        taken.extend(popper.join().unwrap());
+        taken.extend(index.drain_to(Bound::Unbounded));
+        let mut keys: Vec<u32> = taken.iter().map(|(k, _)| *k).collect();
+        for (key, value) in &taken {
+            assert_eq!(**value, key * 10, "a value came apart from its key");
+        }
+        keys.sort_unstable();
+        assert!(
+            keys.windows(2).all(|w| w[0] != w[1]),
+            "an entry was handed out twice: {keys:?}"
+        );
+        assert_eq!(keys, [0, 1, 2], "an entry was lost");
+        assert!(index.is_empty());
+    });
+}
+
+#[test]
+fn ordered_consumers_take_each_entry_once() {
+    consumers_take_each_entry_once(OrderedFault::None);
+}
+
+#[test]
+#[should_panic(expected = "an entry was handed out twice")]
+fn ordered_consumers_negative_control_check_then_remove() {
+    consumers_take_each_entry_once(OrderedFault::CheckThenRemove);
+}
+
+/// How the reader of [`cut_is_consistent`] reads.
+#[derive(Clone, Copy)]
+enum Reader {
+    Range,
+    Snapshot,
+}
+
+/// A writer moves an entry from key 5 to key 1 (insert 1, then remove 5)
+/// while a reader takes `range(..)` or a `snapshot()`: the reader sees one of
+/// the three states the index passes through, never a mix of two, and a
+/// snapshot still shows that state after the writer is done.
+fn cut_is_consistent(fault: OrderedFault, reader: Reader) {
+    loom::model(move || {
+        let index = Arc::new(OrderedIndex::with_fault(fault));
+        index.insert(3_u32, ());
+        index.insert(5, ());
+        let writer = {
+            let index = Arc::clone(&index);
+            thread::spawn(move || {
+                index.insert(1, ());
+                index.remove(&5);
+            })
+        };
+        let (cut, view) = match reader {
+            Reader::Range => (index.range(..).into_iter().map(|(k, _)| k).collect(), None),
+            Reader::Snapshot => {
+                let view = index.snapshot();
+                (
+                    view.iter().map(|(k, _)| *k).collect::<Vec<u32>>(),
+                    Some(view),
+                )
+            }
+        };
+        assert!(
+            [&[3, 5][..], &[1, 3, 5], &[1, 3]].contains(&cut.as_slice()),
+            "a torn cut: {cut:?}"
+        );
+        writer.join().unwrap();
+        if let Some(view) = view {
+            let again: Vec<u32> = view.iter().map(|(k, _)| *k).collect();
+            assert_eq!(cut, again, "a snapshot changed after it was taken");
+        }
+        assert_eq!(
+            index
+                .range(..)
+                .into_iter()
+                .map(|(k, _)| k)
+                .collect::<Vec<_>>(),
+            [1, 3]
+        );
+    });
+}
+
+#[test]
+fn ordered_range_is_a_consistent_cut() {
+    cut_is_consistent(OrderedFault::None, Reader::Range);
+}
+
+#[test]
+#[should_panic(expected = "a torn cut")]
+fn ordered_range_negative_control_torn_cut() {
+    cut_is_consistent(OrderedFault::TornCut, Reader::Range);
+}
+
+#[test]
+fn ordered_snapshot_is_a_consistent_cut() {
+    cut_is_consistent(OrderedFault::None, Reader::Snapshot);
+}
+
+#[test]
+#[should_panic(expected = "a torn cut")]
+fn ordered_snapshot_negative_control_torn_cut() {
+    cut_is_consistent(OrderedFault::TornCut, Reader::Snapshot);
+}

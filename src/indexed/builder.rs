@@ -1,0 +1,199 @@
+//! [`IndexedStoreBuilder`]: registers named index functions, then builds an
+//! [`IndexedStore`].
+
+use std::fmt;
+use std::hash::{BuildHasher, Hash};
+use std::marker::PhantomData;
+
+use super::IndexedStore;
+use super::error::IndexedBuildError;
+use super::index_fn::{BoxError, IndexDef, Schema};
+use crate::sync::Arc;
+
+/// Builds an [`IndexedStore`] with named index functions, a capacity and a
+/// hasher. Created by [`IndexedStore::builder`].
+///
+/// An index function maps an object to zero, one or many index values (a
+/// namespace; every `label=value` pair). The values are strings, as in
+/// client-go: anything that converts into `Arc<str>` (`String`, `&'static
+/// str`, `Arc<str>`, `Box<str>`), returned as any `IntoIterator` (`[v]`,
+/// `Some(v)`, `Vec`, an iterator that owns its data). Duplicates are ignored.
+///
+/// # Examples
+///
+/// ```
+/// use larder::IndexedStore;
+///
+/// #[derive(Debug)]
+/// struct Pod { namespace: String, labels: Vec<(String, String)> }
+///
+/// let pods: IndexedStore<String, Pod> = IndexedStore::builder()
+///     .index("namespace", |pod: &Pod| [pod.namespace.clone()])
+///     .index("label", |pod: &Pod| {
+///         pod.labels.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>()
+///     })
+///     .capacity(1024)
+///     .build()
+///     .unwrap();
+/// assert_eq!(pods.index_names(), ["namespace", "label"]);
+/// ```
+pub struct IndexedStoreBuilder<K, V, S = ahash::RandomState> {
+    defs: Vec<IndexDef<V>>,
+    capacity: usize,
+    hasher: S,
+    _keys: PhantomData<fn() -> K>,
+}
+
+impl<K, V> IndexedStoreBuilder<K, V> {
+    pub(crate) fn new() -> Self {
+        Self {
+            defs: Vec::new(),
+            capacity: 0,
+            hasher: crate::sync::default_hasher(),
+            _keys: PhantomData,
+        }
+    }
+}
+
+impl<K, V, S> IndexedStoreBuilder<K, V, S> {
+    /// Registers an infallible index function under `name`.
+    ///
+    /// The function is user code: the store calls it with no lock held,
+    /// once per written object and index, and never on removal (the values
+    /// are remembered). It should be deterministic: the same object must
+    /// always give the same values.
+    ///
+    /// A closure cannot return an iterator that borrows from its argument;
+    /// collect into a `Vec` instead (see the type's example).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let store = larder::IndexedStore::<u32, String>::builder()
+    ///     .index("len", |s: &String| [s.len().to_string()])
+    ///     .build()
+    ///     .unwrap();
+    /// store.insert(1, "abc".to_string()).unwrap();
+    /// assert_eq!(store.index_keys("len", "3").unwrap(), [1]);
+    /// ```
+    pub fn index<F, I>(mut self, name: &str, func: F) -> Self
+    where
+        F: Fn(&V) -> I + Send + Sync + 'static,
+        I: IntoIterator,
+        I::Item: Into<Arc<str>>,
+        V: 'static,
+    {
+        self.defs.push(IndexDef::infallible(name, func));
+        self
+    }
+
+    /// Registers a fallible index function under `name`: when it returns
+    /// `Err`, the write that needed it is rejected with
+    /// [`IndexError::IndexFunction`](crate::IndexError::IndexFunction) and
+    /// the store is left unchanged.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let store = larder::IndexedStore::<u32, String>::builder()
+    ///     .try_index("number", |s: &String| {
+    ///         s.parse::<u64>().map(|n| [(n % 10).to_string()])
+    ///     })
+    ///     .build()
+    ///     .unwrap();
+    /// assert!(store.insert(1, "42".to_string()).is_ok());
+    /// assert!(store.insert(2, "forty-two".to_string()).is_err());
+    /// assert_eq!(store.len(), 1);
+    /// ```
+    pub fn try_index<F, I, E>(mut self, name: &str, func: F) -> Self
+    where
+        F: Fn(&V) -> Result<I, E> + Send + Sync + 'static,
+        I: IntoIterator,
+        I::Item: Into<Arc<str>>,
+        E: Into<BoxError>,
+        V: 'static,
+    {
+        self.defs.push(IndexDef::fallible(name, func));
+        self
+    }
+
+    /// Reserves room for `capacity` objects.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let store = larder::IndexedStore::<u32, u32>::builder().capacity(100).build().unwrap();
+    /// assert!(store.is_empty());
+    /// ```
+    pub fn capacity(mut self, capacity: usize) -> Self {
+        self.capacity = capacity;
+        self
+    }
+
+    /// Uses `hasher` for the keys (the default is ahash's `RandomState`,
+    /// which resists hash flooding). Index values are always hashed with
+    /// ahash.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::collections::hash_map::RandomState;
+    ///
+    /// let store = larder::IndexedStore::<u32, u32>::builder()
+    ///     .hasher(RandomState::new())
+    ///     .build()
+    ///     .unwrap();
+    /// store.insert(1, 1).unwrap();
+    /// assert!(store.contains_key(&1));
+    /// ```
+    pub fn hasher<S2>(self, hasher: S2) -> IndexedStoreBuilder<K, V, S2> {
+        IndexedStoreBuilder {
+            defs: self.defs,
+            capacity: self.capacity,
+            hasher,
+            _keys: PhantomData,
+        }
+    }
+
+    /// Builds the store.
+    ///
+    /// # Errors
+    ///
+    /// [`IndexedBuildError::DuplicateIndex`] if two indexes share a name.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let store = larder::IndexedStore::<String, String>::builder()
+    ///     .index("upper", |s: &String| [s.to_uppercase()])
+    ///     .build()
+    ///     .unwrap();
+    /// assert_eq!(store.index_names(), ["upper"]);
+    /// ```
+    pub fn build(self) -> Result<IndexedStore<K, V, S>, IndexedBuildError>
+    where
+        K: Hash + Eq + Clone,
+        S: BuildHasher,
+    {
+        let schema = Schema::new(self.defs).map_err(|name| IndexedBuildError::DuplicateIndex {
+            name: name.to_string(),
+        })?;
+        Ok(IndexedStore::from_parts(
+            Arc::new(schema),
+            self.hasher,
+            self.capacity,
+        ))
+    }
+}
+
+impl<K, V, S> fmt::Debug for IndexedStoreBuilder<K, V, S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("IndexedStoreBuilder")
+            .field(
+                "indexes",
+                &self.defs.iter().map(|def| &*def.name).collect::<Vec<_>>(),
+            )
+            .field("capacity", &self.capacity)
+            .finish_non_exhaustive()
+    }
+}

@@ -1,0 +1,602 @@
+//! The sequential core of [`IndexedStore`](super::IndexedStore): objects and
+//! their indexes, `&mut self`, no locks, no user code except `K`'s `Hash`
+//! and `Eq`.
+//!
+//! # Layout
+//!
+//! - `map: HashMap<K, MapEntry>`: key -> (slot id, object). `get` is one
+//!   lookup; the object sits beside the key in the map's own bucket.
+//! - `slots: Vec<Option<Slot>>`: slot id -> (key, object, index values). Ids
+//!   are dense and reused through `free`.
+//! - `indexes[i]: HashMap<value, HashMap<slot id, object>>`: one bucket per
+//!   index value, holding the objects that have it, by slot id. Buckets are
+//!   keyed by ids, not keys, so maintaining them hashes only integers (never
+//!   runs `K`'s `Hash`), and they hold the objects themselves, so
+//!   `by_index` is one sequential walk over the bucket: the only random
+//!   memory access per result is the reference-count increment of the `Arc`
+//!   it returns.
+//!
+//! Each slot stores the values its object had for every index when it was
+//! written, so removing or updating an object never calls an index function
+//! again (client-go re-runs the function on the old object). An empty bucket
+//! is removed at once, so index memory tracks the live objects.
+//!
+//! # Panics in `K`'s `Hash`/`Eq`
+//!
+//! Every write first looks its key up (the only call to `K`'s `Hash`/`Eq`
+//! that can see a new key) and reserves room, before it modifies anything.
+//! So a `Hash` or `Eq` that panics deterministically on some key leaves the
+//! core unchanged. Past that point a write touches integer-keyed sets and
+//! `Arc<str>`-keyed maps only.
+
+use std::borrow::Borrow;
+use std::collections::HashMap;
+use std::hash::{BuildHasher, BuildHasherDefault, Hash, Hasher};
+
+use super::index_fn::{AllValues, Schema, Values};
+use crate::sync::Arc;
+
+/// A hasher for slot ids: Fibonacci hashing. Slot ids are dense integers
+/// chosen by the store, not by users, so no flooding protection is needed;
+/// the multiplication spreads consecutive ids over the table's low bits and
+/// mixes the high bits hashbrown uses as tags.
+#[derive(Default, Clone, Copy)]
+pub(crate) struct IdHasher(u64);
+
+impl Hasher for IdHasher {
+    #[inline]
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    #[inline]
+    fn write(&mut self, bytes: &[u8]) {
+        for &byte in bytes {
+            self.0 = (self.0.rotate_left(8) ^ u64::from(byte)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+    }
+    #[inline]
+    fn write_usize(&mut self, n: usize) {
+        self.0 = (n as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+}
+
+type IdBuild = BuildHasherDefault<IdHasher>;
+/// One bucket: the objects having one index value, by slot id.
+type Bucket<V> = HashMap<usize, Arc<V>, IdBuild>;
+/// One index: a bucket per value.
+type Buckets<V> = HashMap<Arc<str>, Bucket<V>, ahash::RandomState>;
+
+struct MapEntry<V> {
+    id: usize,
+    value: Arc<V>,
+}
+
+struct Slot<K, V> {
+    key: K,
+    value: Arc<V>,
+    /// The object's values for each index, by schema position.
+    values: Vec<Values>,
+}
+
+/// What an insert replaced; dropped by the caller after unlocking.
+pub(crate) enum Inserted<K, V> {
+    /// The key was new; both key copies are in the store.
+    New,
+    /// The key existed: the previous object, the two key copies the write
+    /// brought but did not need, and the previous index values.
+    Updated {
+        previous: Arc<V>,
+        unused: [K; 2],
+        values: Vec<Values>,
+    },
+}
+
+/// What a remove took out; dropped by the caller after unlocking.
+pub(crate) struct Removed<K, V> {
+    pub(crate) value: Arc<V>,
+    /// Only held to be dropped with the rest, after the lock is released.
+    #[allow(dead_code)]
+    pub(crate) rest: ([K; 2], Vec<Values>),
+}
+
+/// Objects plus indexes, kept exactly consistent by every `&mut self` method.
+pub(crate) struct Core<K, V, S> {
+    map: HashMap<K, MapEntry<V>, S>,
+    slots: Vec<Option<Slot<K, V>>>,
+    free: Vec<usize>,
+    indexes: Vec<Buckets<V>>,
+    schema: Arc<Schema<V>>,
+    value_hasher: ahash::RandomState,
+}
+
+impl<K, V, S> Core<K, V, S>
+where
+    K: Hash + Eq,
+    S: BuildHasher,
+{
+    /// An empty core with room for `capacity` objects.
+    pub(crate) fn new(schema: Arc<Schema<V>>, hasher: S, capacity: usize) -> Self {
+        let value_hasher = crate::sync::default_hasher();
+        Self {
+            map: HashMap::with_capacity_and_hasher(capacity, hasher),
+            slots: Vec::with_capacity(capacity),
+            free: Vec::new(),
+            indexes: schema
+                .defs
+                .iter()
+                .map(|_| Buckets::with_hasher(value_hasher.clone()))
+                .collect(),
+            schema,
+            value_hasher,
+        }
+    }
+
+    pub(crate) fn schema(&self) -> &Arc<Schema<V>> {
+        &self.schema
+    }
+
+    pub(crate) fn hasher(&self) -> &S {
+        self.map.hasher()
+    }
+
+    #[inline]
+    pub(crate) fn len(&self) -> usize {
+        self.map.len()
+    }
+
+    #[inline]
+    pub(crate) fn get<Q>(&self, key: &Q) -> Option<&Arc<V>>
+    where
+        K: Borrow<Q>,
+        Q: ?Sized + Hash + Eq,
+    {
+        self.map.get(key).map(|entry| &entry.value)
+    }
+
+    #[inline]
+    pub(crate) fn contains_key<Q>(&self, key: &Q) -> bool
+    where
+        K: Borrow<Q>,
+        Q: ?Sized + Hash + Eq,
+    {
+        self.map.contains_key(key)
+    }
+
+    /// Adds or replaces the object under `key`. `key_copy` must equal `key`
+    /// (the slot keeps it); `values` must come from `self.schema`.
+    pub(crate) fn insert(
+        &mut self,
+        key: K,
+        key_copy: K,
+        value: Arc<V>,
+        values: AllValues,
+    ) -> Inserted<K, V> {
+        let (mut inserted, id, old) = self.insert_unindexed(key, key_copy, value, values);
+        self.reindex(id, old.as_deref());
+        if let (Inserted::Updated { values, .. }, Some(old)) = (&mut inserted, old) {
+            // Dropped by the caller, after the lock is released.
+            *values = old;
+        }
+        inserted
+    }
+
+    /// The object half of `insert`: map and slot, leaving the buckets as
+    /// they were. Returns the slot id and its previous index values, for
+    /// [`reindex`](Self::reindex). Only `insert` and the loom negative
+    /// control call it.
+    pub(crate) fn insert_unindexed(
+        &mut self,
+        key: K,
+        key_copy: K,
+        value: Arc<V>,
+        values: AllValues,
+    ) -> (Inserted<K, V>, usize, Option<Vec<Values>>) {
+        // The first hash of `key`: a panic here changes nothing.
+        if let Some(entry) = self.map.get_mut(&key) {
+            let id = entry.id;
+            let previous = std::mem::replace(&mut entry.value, Arc::clone(&value));
+            let old = self.slots[id].as_mut().map(|slot| {
+                slot.value = value;
+                std::mem::replace(&mut slot.values, values.into_vec())
+            });
+            let inserted = Inserted::Updated {
+                previous,
+                unused: [key, key_copy],
+                values: Vec::new(),
+            };
+            return (inserted, id, old);
+        }
+        // Reserve first: growing the map rehashes existing keys, which must
+        // happen before anything is modified.
+        self.map.reserve(1);
+        if self.free.is_empty() {
+            self.slots.reserve(1);
+        }
+        let id = self.free.last().copied().unwrap_or(self.slots.len());
+        self.map.insert(
+            key,
+            MapEntry {
+                id,
+                value: Arc::clone(&value),
+            },
+        );
+        let slot = Some(Slot {
+            key: key_copy,
+            value,
+            values: values.into_vec(),
+        });
+        if self.free.pop().is_some() {
+            self.slots[id] = slot;
+        } else {
+            self.slots.push(slot);
+        }
+        (Inserted::New, id, None)
+    }
+
+    /// The index half of `insert`: moves slot `id` from the buckets of its
+    /// `old` values (none for a new object) to those of its current values,
+    /// and points the buckets it stays in at its current object. Both lists
+    /// are sorted, so this is one merge.
+    ///
+    /// The `Arc`s this drops from buckets are never the last reference to
+    /// their object (the caller holds the replaced object), so no `Drop` of
+    /// `V` runs here.
+    pub(crate) fn reindex(&mut self, id: usize, old: Option<&[Values]>) {
+        let Some(slot) = self.slots.get(id).and_then(Option::as_ref) else {
+            return;
+        };
+        let object = &slot.value;
+        for (position, buckets) in self.indexes.iter_mut().enumerate() {
+            let new = slot.values.get(position).map_or(&[][..], |v| &v[..]);
+            let old = old
+                .and_then(|old| old.get(position))
+                .map_or(&[][..], |v| &v[..]);
+            let (mut i, mut j) = (0, 0);
+            while i < old.len() || j < new.len() {
+                match (old.get(i), new.get(j)) {
+                    (Some(o), Some(n)) if o == n => {
+                        if let Some(held) = buckets.get_mut(&**o).and_then(|b| b.get_mut(&id)) {
+                            if !Arc::ptr_eq(held, object) {
+                                *held = Arc::clone(object);
+                            }
+                        }
+                        i += 1;
+                        j += 1;
+                    }
+                    (Some(o), Some(n)) if o < n => {
+                        unbucket(buckets, o, id);
+                        i += 1;
+                    }
+                    (Some(o), None) => {
+                        unbucket(buckets, o, id);
+                        i += 1;
+                    }
+                    (_, Some(n)) => {
+                        bucket(buckets, n, id, object);
+                        j += 1;
+                    }
+                    (None, None) => unreachable!("loop condition"),
+                }
+            }
+        }
+    }
+
+    /// Removes the object under `key` from the map, the slots and every
+    /// index.
+    pub(crate) fn remove<Q>(&mut self, key: &Q) -> Option<Removed<K, V>>
+    where
+        K: Borrow<Q>,
+        Q: ?Sized + Hash + Eq,
+    {
+        let (mut removed, id, values) = self.remove_unindexed(key)?;
+        self.unindex(id, &values);
+        // Dropped by the caller, after the lock is released.
+        removed.rest.1 = values;
+        Some(removed)
+    }
+
+    /// The object half of `remove`; [`unindex`](Self::unindex) is the index
+    /// half. Only `remove` and the loom negative control call it.
+    pub(crate) fn remove_unindexed<Q>(
+        &mut self,
+        key: &Q,
+    ) -> Option<(Removed<K, V>, usize, Vec<Values>)>
+    where
+        K: Borrow<Q>,
+        Q: ?Sized + Hash + Eq,
+    {
+        let (map_key, entry) = self.map.remove_entry(key)?;
+        let slot = self.slots[entry.id]
+            .take()
+            .expect("a mapped slot id is live");
+        self.free.push(entry.id);
+        drop(slot.value);
+        let removed = Removed {
+            value: entry.value,
+            rest: ([map_key, slot.key], Vec::new()),
+        };
+        Some((removed, entry.id, slot.values))
+    }
+
+    /// Takes slot `id` out of the buckets of `values`.
+    pub(crate) fn unindex(&mut self, id: usize, values: &[Values]) {
+        for (buckets, values) in self.indexes.iter_mut().zip(values) {
+            for value in values.iter() {
+                unbucket(buckets, value, id);
+            }
+        }
+    }
+
+    /// The objects whose values for index `position` include `value`.
+    pub(crate) fn by_index(&self, position: usize, value: &str) -> Vec<Arc<V>> {
+        match self.indexes[position].get(value) {
+            Some(bucket) => bucket.values().cloned().collect(),
+            None => Vec::new(),
+        }
+    }
+
+    /// The keys of [`by_index`](Self::by_index), unsorted.
+    pub(crate) fn index_keys(&self, position: usize, value: &str) -> Vec<K>
+    where
+        K: Clone,
+    {
+        match self.indexes[position].get(value) {
+            Some(bucket) => bucket.keys().map(|&id| self.slot(id).key.clone()).collect(),
+            None => Vec::new(),
+        }
+    }
+
+    /// Every value of index `position` that at least one object has.
+    pub(crate) fn index_values(&self, position: usize) -> Vec<Arc<str>> {
+        self.indexes[position].keys().cloned().collect()
+    }
+
+    /// The objects having any of `values` for index `position`, each once.
+    pub(crate) fn matching(&self, position: usize, values: &[Arc<str>]) -> Vec<Arc<V>> {
+        let buckets = &self.indexes[position];
+        match values {
+            [] => Vec::new(),
+            [one] => self.by_index(position, one),
+            many => {
+                let mut found: HashMap<usize, &Arc<V>, IdBuild> = HashMap::default();
+                for value in many {
+                    if let Some(bucket) = buckets.get(&**value) {
+                        found.extend(bucket.iter().map(|(&id, object)| (id, object)));
+                    }
+                }
+                found.into_values().cloned().collect()
+            }
+        }
+    }
+
+    /// The number of objects that have `value` for index `position`.
+    pub(crate) fn index_len(&self, position: usize, value: &str) -> usize {
+        self.indexes[position].get(value).map_or(0, HashMap::len)
+    }
+
+    /// The table capacity of one bucket (for tests of memory release).
+    #[cfg(test)]
+    pub(crate) fn bucket_capacity(&self, position: usize, value: &str) -> usize {
+        self.indexes[position]
+            .get(value)
+            .map_or(0, HashMap::capacity)
+    }
+
+    pub(crate) fn keys(&self) -> Vec<K>
+    where
+        K: Clone,
+    {
+        self.map.keys().cloned().collect()
+    }
+
+    pub(crate) fn values(&self) -> Vec<Arc<V>> {
+        self.map.values().map(|e| Arc::clone(&e.value)).collect()
+    }
+
+    pub(crate) fn entries(&self) -> Vec<(K, Arc<V>)>
+    where
+        K: Clone,
+    {
+        self.map
+            .iter()
+            .map(|(k, e)| (k.clone(), Arc::clone(&e.value)))
+            .collect()
+    }
+
+    /// Every live object with its slot id, for `add_index` to compute the
+    /// new index's values outside the lock.
+    pub(crate) fn objects(&self) -> Vec<(usize, Arc<V>)> {
+        self.live()
+            .map(|(id, s)| (id, Arc::clone(&s.value)))
+            .collect()
+    }
+
+    /// Installs `schema` (the current schema plus one index) and the new
+    /// index, with each object's values taken from `computed` (slot id ->
+    /// (the object they were computed from, its values)).
+    ///
+    /// Does nothing and returns the objects whose values are missing or were
+    /// computed from an object that has since been replaced, if any.
+    pub(crate) fn install_index(
+        &mut self,
+        schema: Arc<Schema<V>>,
+        computed: &mut HashMap<usize, (Arc<V>, Values)>,
+    ) -> Result<(), Vec<(usize, Arc<V>)>> {
+        let stale: Vec<(usize, Arc<V>)> = self
+            .live()
+            .filter(|(id, slot)| {
+                computed
+                    .get(id)
+                    .is_none_or(|(from, _)| !Arc::ptr_eq(from, &slot.value))
+            })
+            .map(|(id, slot)| (id, Arc::clone(&slot.value)))
+            .collect();
+        if !stale.is_empty() {
+            return Err(stale);
+        }
+        let mut buckets = Buckets::with_hasher(self.value_hasher.clone());
+        for (id, slot) in self.slots.iter_mut().enumerate() {
+            let Some(slot) = slot else { continue };
+            let (_, values) = computed.remove(&id).expect("checked above");
+            for value in values.iter() {
+                bucket(&mut buckets, value, id, &slot.value);
+            }
+            slot.values.push(values);
+        }
+        self.indexes.push(buckets);
+        self.schema = schema;
+        Ok(())
+    }
+
+    /// Checks every structural invariant; panics with a message starting
+    /// "invariant violated" on the first one broken. Returns each object
+    /// with its stored values so the caller can recompute them (outside the
+    /// lock) and compare.
+    pub(crate) fn check(&self) -> Vec<(Arc<V>, Vec<Values>)> {
+        let live = self.live().count();
+        assert_eq!(
+            self.map.len(),
+            live,
+            "invariant violated: {} keys but {live} live slots",
+            self.map.len()
+        );
+        assert_eq!(
+            self.free.len() + live,
+            self.slots.len(),
+            "invariant violated: free list does not cover the empty slots"
+        );
+        for &id in &self.free {
+            assert!(
+                self.slots[id].is_none(),
+                "invariant violated: free slot {id} is live"
+            );
+        }
+        for (key, entry) in &self.map {
+            let slot = self.slots[entry.id]
+                .as_ref()
+                .unwrap_or_else(|| panic!("invariant violated: key maps to dead slot"));
+            assert!(
+                slot.key == *key,
+                "invariant violated: slot {} holds another key",
+                entry.id
+            );
+            assert!(
+                Arc::ptr_eq(&slot.value, &entry.value),
+                "invariant violated: map and slot {} hold different objects",
+                entry.id
+            );
+        }
+        let positions = self.schema.defs.len();
+        assert_eq!(
+            self.indexes.len(),
+            positions,
+            "invariant violated: index count"
+        );
+        for (position, buckets) in self.indexes.iter().enumerate() {
+            let name = &self.schema.defs[position].name;
+            let mut entries = 0;
+            for (value, bucket) in buckets {
+                assert!(
+                    !bucket.is_empty(),
+                    "invariant violated: empty bucket {name}={value} kept"
+                );
+                for (&id, object) in bucket {
+                    let slot = self.slots.get(id).and_then(Option::as_ref);
+                    let has = slot
+                        .and_then(|slot| slot.values.get(position))
+                        .is_some_and(|values| values.binary_search(value).is_ok());
+                    assert!(
+                        has,
+                        "invariant violated: index disagrees with objects: \
+                         {name}={value} lists an object without that value"
+                    );
+                    assert!(
+                        slot.is_some_and(|slot| Arc::ptr_eq(&slot.value, object)),
+                        "invariant violated: index disagrees with objects: \
+                         {name}={value} holds an old version of an object"
+                    );
+                }
+                entries += bucket.len();
+            }
+            let mut expected = 0;
+            for (id, slot) in self.live() {
+                assert_eq!(
+                    slot.values.len(),
+                    positions,
+                    "invariant violated: index disagrees with objects: \
+                     object {id} has values for {} of {positions} indexes",
+                    slot.values.len()
+                );
+                let values = &slot.values[position];
+                assert!(
+                    values.windows(2).all(|w| w[0] < w[1]),
+                    "invariant violated: values not sorted and unique"
+                );
+                for value in values.iter() {
+                    let listed = buckets.get(value).is_some_and(|b| b.contains_key(&id));
+                    assert!(
+                        listed,
+                        "invariant violated: index disagrees with objects: \
+                         an object with {name}={value} is missing from its bucket"
+                    );
+                }
+                expected += values.len();
+            }
+            assert_eq!(
+                entries, expected,
+                "invariant violated: index disagrees with objects: bucket sizes"
+            );
+        }
+        self.live()
+            .map(|(_, slot)| (Arc::clone(&slot.value), slot.values.clone()))
+            .collect()
+    }
+
+    fn live(&self) -> impl Iterator<Item = (usize, &Slot<K, V>)> {
+        self.slots
+            .iter()
+            .enumerate()
+            .filter_map(|(id, slot)| slot.as_ref().map(|slot| (id, slot)))
+    }
+
+    #[inline]
+    fn slot(&self, id: usize) -> &Slot<K, V> {
+        self.slots[id]
+            .as_ref()
+            .expect("invariant violated: an index lists a removed object")
+    }
+}
+
+/// Puts `object` (slot `id`) in the bucket of `value`, creating the bucket
+/// if needed.
+#[inline]
+fn bucket<V>(buckets: &mut Buckets<V>, value: &Arc<str>, id: usize, object: &Arc<V>) {
+    match buckets.get_mut(&**value) {
+        Some(bucket) => {
+            bucket.insert(id, Arc::clone(object));
+        }
+        None => {
+            let mut bucket = Bucket::default();
+            bucket.insert(id, Arc::clone(object));
+            buckets.insert(Arc::clone(value), bucket);
+        }
+    }
+}
+
+/// Takes slot `id` out of the bucket of `value`, dropping the bucket if it
+/// empties and shrinking it if it is mostly empty. The `Arc` dropped here is
+/// never the object's last reference.
+#[inline]
+fn unbucket<V>(buckets: &mut Buckets<V>, value: &str, id: usize) {
+    if let Some(bucket) = buckets.get_mut(value) {
+        bucket.remove(&id);
+        if bucket.is_empty() {
+            buckets.remove(value);
+        } else if bucket.capacity() > 64 && bucket.len() * 8 < bucket.capacity() {
+            // A bucket that shrank to an eighth of its table gives memory
+            // back; halving at most once per `len` removals keeps this O(1)
+            // amortized.
+            bucket.shrink_to(bucket.len() * 2);
+        }
+    }
+}

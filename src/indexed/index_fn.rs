@@ -1,0 +1,152 @@
+//! Index functions and the schema (the ordered list of named indexes), plus
+//! the one place where user index functions are called.
+//!
+//! Index functions are user code: they may be slow, fail or panic. They are
+//! only ever called by [`Schema::compute`] and [`IndexDef::compute`], and
+//! those are only ever called with no lock held.
+
+use std::error::Error;
+use std::fmt;
+
+use super::error::IndexError;
+use crate::sync::Arc;
+
+/// The values one object has for one index: sorted, without duplicates.
+pub(crate) type Values = Box<[Arc<str>]>;
+
+/// The values one object has for every index of a schema, by position.
+pub(crate) type AllValues = Box<[Values]>;
+
+/// The boxed error a fallible index function returns.
+pub(crate) type BoxError = Box<dyn Error + Send + Sync + 'static>;
+
+/// A type-erased index function.
+pub(crate) type DynIndexFn<V> = dyn Fn(&V) -> Result<Values, BoxError> + Send + Sync;
+
+/// One named index: its name and its function.
+pub(crate) struct IndexDef<V> {
+    pub(crate) name: Arc<str>,
+    pub(crate) func: Arc<DynIndexFn<V>>,
+}
+
+impl<V> Clone for IndexDef<V> {
+    fn clone(&self) -> Self {
+        Self {
+            name: Arc::clone(&self.name),
+            func: Arc::clone(&self.func),
+        }
+    }
+}
+
+impl<V> IndexDef<V> {
+    /// Wraps an infallible index function.
+    pub(crate) fn infallible<F, I>(name: &str, func: F) -> Self
+    where
+        F: Fn(&V) -> I + Send + Sync + 'static,
+        I: IntoIterator,
+        I::Item: Into<Arc<str>>,
+    {
+        Self {
+            name: Arc::from(name),
+            func: Arc::new(move |value: &V| Ok(normalize(func(value)))),
+        }
+    }
+
+    /// Wraps a fallible index function.
+    pub(crate) fn fallible<F, I, E>(name: &str, func: F) -> Self
+    where
+        F: Fn(&V) -> Result<I, E> + Send + Sync + 'static,
+        I: IntoIterator,
+        I::Item: Into<Arc<str>>,
+        E: Into<BoxError>,
+    {
+        Self {
+            name: Arc::from(name),
+            func: Arc::new(move |value: &V| func(value).map(normalize).map_err(Into::into)),
+        }
+    }
+
+    /// Calls the index function (user code: call it with no lock held).
+    pub(crate) fn compute(&self, value: &V) -> Result<Values, IndexError> {
+        (self.func)(value).map_err(|source| IndexError::IndexFunction {
+            index: self.name.to_string(),
+            source,
+        })
+    }
+}
+
+/// Sorts and de-duplicates an object's values for one index, so that an
+/// object is in each bucket at most once and updates can be diffed by a merge.
+fn normalize<I>(values: I) -> Values
+where
+    I: IntoIterator,
+    I::Item: Into<Arc<str>>,
+{
+    let mut values: Vec<Arc<str>> = values.into_iter().map(Into::into).collect();
+    if values.len() > 1 {
+        values.sort_unstable();
+        values.dedup();
+    }
+    values.into_boxed_slice()
+}
+
+/// The indexes of a store, in the order they were added.
+///
+/// Immutable once shared: adding an index publishes a new `Arc<Schema>`, so a
+/// write can tell whether the values it computed (outside the lock) still
+/// match the store's indexes by comparing `Arc` pointers under the lock.
+pub(crate) struct Schema<V> {
+    pub(crate) defs: Vec<IndexDef<V>>,
+}
+
+impl<V> Schema<V> {
+    /// A schema with the given indexes; `Err(name)` if a name repeats.
+    pub(crate) fn new(defs: Vec<IndexDef<V>>) -> Result<Self, Arc<str>> {
+        for (i, def) in defs.iter().enumerate() {
+            if defs[..i].iter().any(|earlier| earlier.name == def.name) {
+                return Err(Arc::clone(&def.name));
+            }
+        }
+        Ok(Self { defs })
+    }
+
+    /// The position of index `name`.
+    #[inline]
+    pub(crate) fn position(&self, name: &str) -> Result<usize, IndexError> {
+        self.defs
+            .iter()
+            .position(|def| &*def.name == name)
+            .ok_or_else(|| IndexError::UnknownIndex {
+                name: name.to_string(),
+            })
+    }
+
+    /// This schema plus `def`, or the clash error.
+    pub(crate) fn with(&self, def: IndexDef<V>) -> Result<Self, IndexError> {
+        if self.defs.iter().any(|existing| existing.name == def.name) {
+            return Err(IndexError::DuplicateIndex {
+                name: def.name.to_string(),
+            });
+        }
+        let mut defs = self.defs.clone();
+        defs.push(def);
+        Ok(Self { defs })
+    }
+
+    /// Calls every index function on `value` (user code: no lock held).
+    ///
+    /// # Errors
+    ///
+    /// The first index function that fails, as [`IndexError::IndexFunction`].
+    pub(crate) fn compute(&self, value: &V) -> Result<AllValues, IndexError> {
+        self.defs.iter().map(|def| def.compute(value)).collect()
+    }
+}
+
+impl<V> fmt::Debug for Schema<V> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list()
+            .entries(self.defs.iter().map(|def| &*def.name))
+            .finish()
+    }
+}

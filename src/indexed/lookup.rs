@@ -1,0 +1,303 @@
+//! The index side of [`IndexedStore`]: lookups by index value
+//! (`by_index`, `index_keys`, `index_values`, `matching`) and adding an
+//! index to a live store.
+//!
+//! # `add_index` protocol
+//!
+//! 1. Read-lock: take every object (with its slot id); release.
+//! 2. No lock: call the new index function on each object.
+//! 3. Write-lock: if every live slot still holds the very object (`Arc`
+//!    pointer) its values were computed from, install the index and the new
+//!    schema in this critical section. Otherwise release, compute the values
+//!    of the objects that changed, and retry step 3.
+//!
+//! Writes racing with step 3 notice the new schema (pointer comparison) and
+//! recompute their own values, so no object is ever missing from the index.
+
+use std::collections::HashMap;
+use std::hash::{BuildHasher, Hash};
+
+use super::IndexedStore;
+use super::error::IndexError;
+use super::index_fn::{BoxError, IndexDef, Values};
+use crate::sync::Arc;
+
+impl<K, V, S> IndexedStore<K, V, S>
+where
+    K: Hash + Eq + Clone,
+    S: BuildHasher,
+{
+    /// The objects whose values for index `name` include `value`, in no
+    /// particular order (client-go `ByIndex`). A consistent cut: each
+    /// returned object had `value` at that instant, and no object that had
+    /// it is missing. Costs time proportional to the answer.
+    ///
+    /// # Errors
+    ///
+    /// [`IndexError::UnknownIndex`] if no index is named `name`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let store = larder::IndexedStore::<u32, String>::builder()
+    ///     .index("word", |s: &String| s.split(' ').map(String::from).collect::<Vec<_>>())
+    ///     .build()
+    ///     .unwrap();
+    /// store.insert(1, "red apple".into()).unwrap();
+    /// store.insert(2, "red car".into()).unwrap();
+    /// assert_eq!(store.by_index("word", "red").unwrap().len(), 2);
+    /// assert_eq!(store.by_index("word", "car").unwrap()[0].as_str(), "red car");
+    /// assert!(store.by_index("word", "blue").unwrap().is_empty());
+    /// ```
+    pub fn by_index(&self, name: &str, value: &str) -> Result<Vec<Arc<V>>, IndexError> {
+        let core = self.state.read();
+        let position = core.schema().position(name)?;
+        Ok(core.by_index(position, value))
+    }
+
+    /// The keys of the objects whose values for index `name` include
+    /// `value`, sorted (client-go `IndexKeys`). A consistent cut; the keys
+    /// are sorted after the lock is released.
+    ///
+    /// # Errors
+    ///
+    /// [`IndexError::UnknownIndex`] if no index is named `name`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let store = larder::IndexedStore::<u32, u32>::builder()
+    ///     .index("mod3", |n: &u32| [(n % 3).to_string()])
+    ///     .build()
+    ///     .unwrap();
+    /// for n in [9, 3, 4, 6] {
+    ///     store.insert(n, n).unwrap();
+    /// }
+    /// assert_eq!(store.index_keys("mod3", "0").unwrap(), [3, 6, 9]);
+    /// ```
+    pub fn index_keys(&self, name: &str, value: &str) -> Result<Vec<K>, IndexError>
+    where
+        K: Ord,
+    {
+        let mut keys = {
+            let core = self.state.read();
+            let position = core.schema().position(name)?;
+            core.index_keys(position, value)
+        };
+        keys.sort_unstable();
+        Ok(keys)
+    }
+
+    /// How many objects have `value` for index `name`: `by_index(..).len()`
+    /// without cloning the objects.
+    ///
+    /// # Errors
+    ///
+    /// [`IndexError::UnknownIndex`] if no index is named `name`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let store = larder::IndexedStore::<u32, u32>::builder()
+    ///     .index("even", |n: &u32| (n % 2 == 0).then_some("yes"))
+    ///     .build()
+    ///     .unwrap();
+    /// for n in 0..10 {
+    ///     store.insert(n, n).unwrap();
+    /// }
+    /// assert_eq!(store.index_len("even", "yes").unwrap(), 5);
+    /// ```
+    pub fn index_len(&self, name: &str, value: &str) -> Result<usize, IndexError> {
+        let core = self.state.read();
+        let position = core.schema().position(name)?;
+        Ok(core.index_len(position, value))
+    }
+
+    /// Every value of index `name` that at least one object has, sorted
+    /// (client-go `ListIndexFuncValues`). A consistent cut; the values are
+    /// copied out and sorted after the lock is released.
+    ///
+    /// # Errors
+    ///
+    /// [`IndexError::UnknownIndex`] if no index is named `name`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let store = larder::IndexedStore::<u32, &str>::builder()
+    ///     .index("ns", |ns: &&str| [*ns])
+    ///     .build()
+    ///     .unwrap();
+    /// store.insert(1, "prod").unwrap();
+    /// store.insert(2, "dev").unwrap();
+    /// store.insert(3, "prod").unwrap();
+    /// assert_eq!(store.index_values("ns").unwrap(), ["dev", "prod"]);
+    /// store.remove(&2);
+    /// assert_eq!(store.index_values("ns").unwrap(), ["prod"]);
+    /// ```
+    pub fn index_values(&self, name: &str) -> Result<Vec<String>, IndexError> {
+        let shared = {
+            let core = self.state.read();
+            let position = core.schema().position(name)?;
+            core.index_values(position)
+        };
+        let mut values: Vec<String> = shared.iter().map(|value| value.to_string()).collect();
+        values.sort_unstable();
+        Ok(values)
+    }
+
+    /// The stored objects sharing at least one of `object`'s values for
+    /// index `name`, each once (client-go `Index`). `object` need not be in
+    /// the store.
+    ///
+    /// The index function runs on `object` with no lock held; the lookup is
+    /// then a consistent cut.
+    ///
+    /// # Errors
+    ///
+    /// [`IndexError::UnknownIndex`] if no index is named `name`;
+    /// [`IndexError::IndexFunction`] if the index function fails on
+    /// `object`.
+    ///
+    /// # Panics
+    ///
+    /// If the index function panics.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let store = larder::IndexedStore::<u32, Vec<&str>>::builder()
+    ///     .index("tag", |tags: &Vec<&str>| tags.clone())
+    ///     .build()
+    ///     .unwrap();
+    /// store.insert(1, vec!["a", "b"]).unwrap();
+    /// store.insert(2, vec!["b", "c"]).unwrap();
+    /// store.insert(3, vec!["d"]).unwrap();
+    /// let probe = vec!["a", "c"];
+    /// assert_eq!(store.matching("tag", &probe).unwrap().len(), 2);
+    /// ```
+    pub fn matching(&self, name: &str, object: &V) -> Result<Vec<Arc<V>>, IndexError> {
+        let (position, def) = {
+            let core = self.state.read();
+            let position = core.schema().position(name)?;
+            (position, core.schema().defs[position].clone())
+        };
+        let values = def.compute(object)?;
+        // Indexes are only ever appended, so `position` still names `def`.
+        Ok(self.state.read().matching(position, &values))
+    }
+
+    /// The names of the indexes, in the order they were added.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let store = larder::IndexedStore::<u32, u32>::new();
+    /// store.add_index("tens", |n: &u32| [(n / 10).to_string()]).unwrap();
+    /// assert_eq!(store.index_names(), ["tens"]);
+    /// ```
+    pub fn index_names(&self) -> Vec<String> {
+        let schema = self.schema();
+        schema.defs.iter().map(|def| def.name.to_string()).collect()
+    }
+
+    /// Adds an index to a live store, indexing every object already there
+    /// (client-go `AddIndexers`). See
+    /// [`IndexedStoreBuilder::index`](crate::IndexedStoreBuilder::index) for what `f` may return.
+    ///
+    /// `f` runs on the existing objects with no lock held; the index is then
+    /// installed in one critical section, so readers see no index or the
+    /// complete one. Objects written meanwhile are indexed in another round
+    /// (a write racing with the installation recomputes its own values), so
+    /// under a sustained stream of writes this may take several rounds.
+    ///
+    /// # Errors
+    ///
+    /// [`IndexError::DuplicateIndex`] if an index is already named `name`;
+    /// nothing changes.
+    ///
+    /// # Panics
+    ///
+    /// If `f` panics; nothing changes.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use larder::{IndexError, IndexedStore};
+    ///
+    /// let store = IndexedStore::<u32, u32>::new();
+    /// store.insert(15, 15).unwrap();
+    /// store.add_index("tens", |n: &u32| [(n / 10).to_string()]).unwrap();
+    /// assert_eq!(store.index_keys("tens", "1").unwrap(), [15]);
+    /// let clash = store.add_index("tens", |_: &u32| ["x"]);
+    /// assert!(matches!(clash, Err(IndexError::DuplicateIndex { .. })));
+    /// ```
+    pub fn add_index<F, I>(&self, name: &str, f: F) -> Result<(), IndexError>
+    where
+        F: Fn(&V) -> I + Send + Sync + 'static,
+        I: IntoIterator,
+        I::Item: Into<Arc<str>>,
+        V: 'static,
+    {
+        self.install(IndexDef::infallible(name, f))
+    }
+
+    /// [`add_index`](IndexedStore::add_index) with a fallible index function
+    /// (see [`IndexedStoreBuilder::try_index`](crate::IndexedStoreBuilder::try_index)).
+    ///
+    /// # Errors
+    ///
+    /// [`IndexError::DuplicateIndex`] on a name clash;
+    /// [`IndexError::IndexFunction`] if `f` fails on an existing object.
+    /// Either way nothing changes.
+    ///
+    /// # Panics
+    ///
+    /// If `f` panics; nothing changes.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let store = larder::IndexedStore::<u32, String>::new();
+    /// store.insert(1, "x".into()).unwrap();
+    /// let failed = store.add_try_index("number", |s: &String| s.parse::<u32>().map(|n| [n.to_string()]));
+    /// assert!(failed.is_err());
+    /// assert!(store.index_names().is_empty());
+    /// ```
+    pub fn add_try_index<F, I, E>(&self, name: &str, f: F) -> Result<(), IndexError>
+    where
+        F: Fn(&V) -> Result<I, E> + Send + Sync + 'static,
+        I: IntoIterator,
+        I::Item: Into<Arc<str>>,
+        E: Into<BoxError>,
+        V: 'static,
+    {
+        self.install(IndexDef::fallible(name, f))
+    }
+
+    /// `add_index`'s protocol: compute with no lock, install under the
+    /// write lock if no object changed meanwhile, else compute the changed
+    /// ones and retry.
+    fn install(&self, def: IndexDef<V>) -> Result<(), IndexError> {
+        let mut todo = {
+            let core = self.state.read();
+            core.schema().with(def.clone())?;
+            core.objects()
+        };
+        let mut computed: HashMap<usize, (Arc<V>, Values)> = HashMap::with_capacity(todo.len());
+        loop {
+            for (id, object) in todo {
+                let values = def.compute(&object)?;
+                computed.insert(id, (object, values));
+            }
+            let mut core = self.state.write();
+            let schema = Arc::new(core.schema().with(def.clone())?);
+            let outcome = core.install_index(schema, &mut computed);
+            drop(core);
+            match outcome {
+                Ok(()) => return Ok(()),
+                Err(stale) => todo = stale,
+            }
+        }
+    }
+}

@@ -1,0 +1,669 @@
+//! [`IndexedStore`]: the concurrent wrapper around the sequential
+//! [`Core`](super::core::Core).
+//!
+//! # Write protocol
+//!
+//! 1. Read-lock briefly to take the current `Arc<Schema>` (the list of
+//!    indexes).
+//! 2. With no lock held: clone the key and call every index function on the
+//!    new object (user code: it may be slow, fail or panic).
+//! 3. Write-lock. If the schema is still the one the values were computed
+//!    for (pointer comparison), apply the write to the core, which runs no
+//!    user code except `K`'s `Hash`/`Eq`; otherwise an index was added
+//!    meanwhile: unlock, recompute for the new schema, and retry.
+//! 4. Unlock, then drop what the write replaced (user `Drop` code).
+//!
+//! Only one lock exists, so there is no lock order to respect.
+
+use std::borrow::Borrow;
+use std::fmt;
+use std::hash::{BuildHasher, Hash};
+
+#[cfg(loom)]
+use super::Fault;
+use super::builder::IndexedStoreBuilder;
+use super::core::{Core, Inserted};
+use super::error::IndexError;
+use super::index_fn::Schema;
+use super::transaction::{self, Transaction};
+use crate::sync::{Arc, ShardedLock};
+
+/// A keyed store of immutable objects (`Arc<V>`) with named secondary
+/// indexes that always agree with the objects: client-go's
+/// `ThreadSafeStore`/`Indexer` for Rust.
+///
+/// Each index is a function from an object to zero, one or many string
+/// values (its namespace; each `label=value` pair), registered with the
+/// [`builder`](IndexedStore::builder) or later with
+/// [`add_index`](IndexedStore::add_index). [`by_index`](IndexedStore::by_index)
+/// then returns the objects having a value in time proportional to the
+/// answer, instead of scanning every object.
+///
+/// # Guarantees
+///
+/// - **Indexes agree with objects at every observable point.** No reader
+///   ever finds an object under an index value it does not have, or misses
+///   a stored object from a bucket of one of its values. Objects and all
+///   indexes are one state behind one lock.
+/// - **Every read is a consistent cut**: each method returns what the store
+///   held at one instant (`values`, `keys`, `by_index`, `index_values`, ...
+///   never mix two writes' effects).
+/// - **Every write is atomic and linearizable**: `insert`, `remove`,
+///   `replace` (a whole new content), `clear` and `transaction` (several
+///   inserts and removes) each take effect at one instant, in one total
+///   order; a read sees every write that completed before it started.
+/// - **A failing or panicking index function changes nothing**: index
+///   functions run before the write lock is taken; an `Err` rejects the
+///   write with [`IndexError::IndexFunction`] (client-go panics here), a
+///   panic unwinds to the caller with the store untouched.
+/// - **Objects cannot change behind their index**: they are stored and
+///   handed out as `Arc<V>` (shared, immutable). Do not give `V` interior
+///   mutability that affects its index values; replace the object instead.
+/// - Index memory tracks live objects: a bucket is dropped when its last
+///   object leaves it.
+///
+/// # User code and locks
+///
+/// Index functions, the `Drop` of replaced or removed objects, `K::clone`
+/// on writes, and the sorting in [`index_keys`](IndexedStore::index_keys)
+/// all run with no lock held. Under the lock the store runs only `K`'s
+/// `Hash` and `Eq` (lookups; `K::clone` too when a read returns keys) and
+/// `S`'s hashing. If `K`'s `Hash` or `Eq` panics, a write is abandoned
+/// before it has modified anything, provided the impl is deterministic
+/// (panics for the same keys every time); an impl that panics at random may
+/// leave a [`transaction`](IndexedStore::transaction) half applied (the
+/// store stays memory-safe and usable). A panic during a read changes
+/// nothing.
+///
+/// # Deadlocks
+///
+/// No method blocks while holding a lock that user code could need, with
+/// one exception: `K`'s `Hash`, `Eq` and `Clone` run under the lock and must
+/// not call back into the same store. Index functions may read the store.
+///
+/// # Performance
+///
+/// Reads (`get`, `by_index`, ...) take the read side of a sharded
+/// reader-writer lock: each thread locks its own cache-padded shard, so
+/// reads on different cores write no shared cache line and scale with
+/// cores (a single `RwLock` makes every reader write the same lock word).
+/// Writes lock all shards and are serialized; they cost about as much as in
+/// a `RwLock<HashMap>` design plus the index maintenance. See
+/// `docs/indexed.md` for measurements against the kube-rs, client-go and
+/// DashMap designs.
+///
+/// # Examples
+///
+/// ```
+/// use larder::IndexedStore;
+///
+/// #[derive(Debug, PartialEq)]
+/// struct Pod { namespace: String, app: String }
+///
+/// let pods: IndexedStore<String, Pod> = IndexedStore::builder()
+///     .index("namespace", |pod: &Pod| [pod.namespace.clone()])
+///     .index("app", |pod: &Pod| [pod.app.clone()])
+///     .build()
+///     .unwrap();
+///
+/// let pod = |ns: &str, app: &str| Pod { namespace: ns.into(), app: app.into() };
+/// pods.insert("default/web-1".into(), pod("default", "web")).unwrap();
+/// pods.insert("default/db-1".into(), pod("default", "db")).unwrap();
+/// pods.insert("prod/web-1".into(), pod("prod", "web")).unwrap();
+///
+/// assert_eq!(pods.by_index("namespace", "default").unwrap().len(), 2);
+/// assert_eq!(pods.index_keys("app", "web").unwrap(), ["default/web-1", "prod/web-1"]);
+///
+/// // Moving a pod to another app updates the index in the same atomic step.
+/// pods.insert("default/db-1".into(), pod("default", "web")).unwrap();
+/// assert_eq!(pods.index_values("app").unwrap(), ["web"]);
+/// ```
+pub struct IndexedStore<K, V, S = ahash::RandomState> {
+    pub(super) state: ShardedLock<Core<K, V, S>>,
+    #[cfg(loom)]
+    fault: Fault,
+}
+
+impl<K, V> IndexedStore<K, V>
+where
+    K: Hash + Eq + Clone,
+{
+    /// An empty store with no indexes (add some with
+    /// [`add_index`](IndexedStore::add_index)), or use
+    /// [`builder`](IndexedStore::builder).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let store = larder::IndexedStore::<&str, u32>::new();
+    /// store.insert("a", 1).unwrap();
+    /// assert_eq!(*store.get("a").unwrap(), 1);
+    /// ```
+    pub fn new() -> Self {
+        Self::from_parts(
+            Arc::new(Schema { defs: Vec::new() }),
+            crate::sync::default_hasher(),
+            0,
+        )
+    }
+
+    /// A builder to register index functions, a capacity and a hasher.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let store = larder::IndexedStore::<u32, String>::builder()
+    ///     .index("first", |s: &String| s.chars().next().map(String::from))
+    ///     .build()
+    ///     .unwrap();
+    /// store.insert(1, "apple".into()).unwrap();
+    /// store.insert(2, String::new()).unwrap(); // no values: in no bucket
+    /// assert_eq!(store.index_keys("first", "a").unwrap(), [1]);
+    /// ```
+    pub fn builder() -> IndexedStoreBuilder<K, V> {
+        IndexedStoreBuilder::new()
+    }
+}
+
+impl<K, V> Default for IndexedStore<K, V>
+where
+    K: Hash + Eq + Clone,
+{
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<K, V, S> IndexedStore<K, V, S>
+where
+    K: Hash + Eq + Clone,
+    S: BuildHasher,
+{
+    pub(crate) fn from_parts(schema: Arc<Schema<V>>, hasher: S, capacity: usize) -> Self {
+        Self {
+            state: ShardedLock::new(Core::new(schema, hasher, capacity)),
+            #[cfg(loom)]
+            fault: Fault::None,
+        }
+    }
+
+    /// A store whose protocol is broken as `fault` says: the loom suite's
+    /// negative controls use it to prove the models can catch that bug.
+    #[cfg(loom)]
+    #[doc(hidden)]
+    pub fn with_fault(mut self, fault: Fault) -> Self {
+        self.fault = fault;
+        self
+    }
+
+    /// The object stored under `key`.
+    ///
+    /// Takes the read side of the lock (this thread's shard only) for one
+    /// hash lookup; sees every write completed before the call.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let store = larder::IndexedStore::<String, u32>::new();
+    /// store.insert("a".to_string(), 1).unwrap();
+    /// assert_eq!(store.get("a").as_deref(), Some(&1));
+    /// assert_eq!(store.get("b"), None);
+    /// ```
+    #[inline]
+    pub fn get<Q>(&self, key: &Q) -> Option<Arc<V>>
+    where
+        K: Borrow<Q>,
+        Q: ?Sized + Hash + Eq,
+    {
+        self.state.read().get(key).cloned()
+    }
+
+    /// Whether an object is stored under `key` (at the instant of the call).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let store = larder::IndexedStore::<u32, u32>::new();
+    /// store.insert(7, 49).unwrap();
+    /// assert!(store.contains_key(&7));
+    /// assert!(!store.contains_key(&8));
+    /// ```
+    pub fn contains_key<Q>(&self, key: &Q) -> bool
+    where
+        K: Borrow<Q>,
+        Q: ?Sized + Hash + Eq,
+    {
+        self.state.read().contains_key(key)
+    }
+
+    /// The number of objects.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let store = larder::IndexedStore::<u32, u32>::new();
+    /// store.insert(1, 1).unwrap();
+    /// store.insert(1, 2).unwrap(); // an update
+    /// assert_eq!(store.len(), 1);
+    /// ```
+    pub fn len(&self) -> usize {
+        self.state.read().len()
+    }
+
+    /// Whether the store holds no object.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let store = larder::IndexedStore::<u32, u32>::new();
+    /// assert!(store.is_empty());
+    /// ```
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Every key, in no particular order: a snapshot taken at one instant.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let store = larder::IndexedStore::<u32, &str>::new();
+    /// store.insert(2, "b").unwrap();
+    /// store.insert(1, "a").unwrap();
+    /// let mut keys = store.keys();
+    /// keys.sort();
+    /// assert_eq!(keys, [1, 2]);
+    /// ```
+    pub fn keys(&self) -> Vec<K> {
+        self.state.read().keys()
+    }
+
+    /// Every object, in no particular order: a snapshot taken at one
+    /// instant (client-go `List`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let store = larder::IndexedStore::<u32, u32>::new();
+    /// store.insert(1, 10).unwrap();
+    /// store.insert(2, 20).unwrap();
+    /// let sum: u32 = store.values().iter().map(|v| **v).sum();
+    /// assert_eq!(sum, 30);
+    /// ```
+    pub fn values(&self) -> Vec<Arc<V>> {
+        self.state.read().values()
+    }
+
+    /// Every `(key, object)` pair, in no particular order: an iterator over
+    /// a snapshot taken at one instant. It holds no lock; writes made while
+    /// it is consumed do not show up in it.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let store = larder::IndexedStore::<u32, u32>::new();
+    /// store.insert(1, 10).unwrap();
+    /// for (key, value) in store.iter() {
+    ///     store.remove(&key); // allowed: the iterator is a snapshot
+    ///     assert_eq!(*value, 10);
+    /// }
+    /// assert!(store.is_empty());
+    /// ```
+    pub fn iter(&self) -> std::vec::IntoIter<(K, Arc<V>)> {
+        self.state.read().entries().into_iter()
+    }
+
+    /// Adds `value` under `key`, or replaces the object there, and updates
+    /// every index, atomically. Returns the object it replaced.
+    ///
+    /// The index functions run first,
+    /// with no lock held; the object and every index then change in one
+    /// critical section.
+    ///
+    /// # Errors
+    ///
+    /// [`IndexError::IndexFunction`] if an index function fails on `value`;
+    /// the store is then unchanged.
+    ///
+    /// # Panics
+    ///
+    /// If an index function panics; the store is then unchanged.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let store = larder::IndexedStore::<&str, u32>::builder()
+    ///     .index("parity", |n: &u32| [if n % 2 == 0 { "even" } else { "odd" }])
+    ///     .build()
+    ///     .unwrap();
+    /// assert_eq!(store.insert("n", 1).unwrap(), None);
+    /// let previous = store.insert("n", 2).unwrap();
+    /// assert_eq!(previous.as_deref(), Some(&1));
+    /// assert!(store.by_index("parity", "odd").unwrap().is_empty());
+    /// ```
+    pub fn insert(&self, key: K, value: V) -> Result<Option<Arc<V>>, IndexError> {
+        self.insert_arc(key, Arc::new(value))
+    }
+
+    /// [`insert`](IndexedStore::insert) of an object that is already in an
+    /// `Arc` (shared with another store, or kept by the caller).
+    ///
+    /// # Errors
+    ///
+    /// [`IndexError::IndexFunction`] if an index function fails on `value`;
+    /// the store is then unchanged.
+    ///
+    /// # Panics
+    ///
+    /// If an index function panics; the store is then unchanged.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    ///
+    /// let store = larder::IndexedStore::<u32, String>::new();
+    /// let shared = Arc::new("object".to_string());
+    /// store.insert_arc(1, Arc::clone(&shared)).unwrap();
+    /// assert!(Arc::ptr_eq(&store.get(&1).unwrap(), &shared));
+    /// ```
+    pub fn insert_arc(&self, key: K, value: Arc<V>) -> Result<Option<Arc<V>>, IndexError> {
+        let key_copy = key.clone();
+        let mut schema = self.schema();
+        let mut values = schema.compute(&value)?;
+        loop {
+            let mut core = self.state.write();
+            #[cfg(loom)]
+            let current =
+                Arc::ptr_eq(core.schema(), &schema) || self.fault == Fault::IgnoreSchemaChange;
+            #[cfg(not(loom))]
+            let current = Arc::ptr_eq(core.schema(), &schema);
+            if current {
+                #[cfg(loom)]
+                if self.fault == Fault::IndexOutsideLock {
+                    // BROKEN on purpose: the index changes in a second
+                    // critical section, after the object.
+                    let (inserted, id, old) = core.insert_unindexed(key, key_copy, value, values);
+                    drop(core);
+                    self.state.write().reindex(id, old.as_deref());
+                    return Ok(previous_of(inserted));
+                }
+                let inserted = core.insert(key, key_copy, value, values);
+                drop(core);
+                return Ok(previous_of(inserted));
+            }
+            schema = Arc::clone(core.schema());
+            drop(core);
+            values = schema.compute(&value)?;
+        }
+    }
+
+    /// Removes the object under `key` from the store and every index,
+    /// atomically, and returns it.
+    ///
+    /// Calls no index function (each object's values are remembered), so it
+    /// cannot fail.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let store = larder::IndexedStore::<String, u32>::builder()
+    ///     .index("all", |_: &u32| ["all"])
+    ///     .build()
+    ///     .unwrap();
+    /// store.insert("a".to_string(), 1).unwrap();
+    /// assert_eq!(store.remove("a").as_deref(), Some(&1));
+    /// assert_eq!(store.remove("a"), None);
+    /// assert!(store.index_values("all").unwrap().is_empty()); // bucket dropped
+    /// ```
+    pub fn remove<Q>(&self, key: &Q) -> Option<Arc<V>>
+    where
+        K: Borrow<Q>,
+        Q: ?Sized + Hash + Eq,
+    {
+        #[cfg(loom)]
+        if self.fault == Fault::IndexOutsideLock {
+            // BROKEN on purpose: the index changes in a second critical
+            // section, after the object.
+            let (removed, id, values) = self.state.write().remove_unindexed(key)?;
+            self.state.write().unindex(id, &values);
+            return Some(removed.value);
+        }
+        let removed = self.state.write().remove(key);
+        removed.map(|removed| removed.value)
+    }
+
+    /// Replaces the whole content with `items` and rebuilds every index,
+    /// atomically: a concurrent reader sees all of the old content or all
+    /// of the new, never a mix (client-go `Replace`). If a key repeats, its
+    /// last object wins.
+    ///
+    /// The new content, its indexes included, is built with no lock held;
+    /// the lock is held only to swap it in. The old objects are dropped
+    /// after the lock is released.
+    ///
+    /// # Errors
+    ///
+    /// [`IndexError::IndexFunction`] if an index function fails on any item;
+    /// the store is then unchanged.
+    ///
+    /// # Panics
+    ///
+    /// If an index function panics; the store is then unchanged.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let store = larder::IndexedStore::<u32, &str>::builder()
+    ///     .index("word", |w: &&str| [*w])
+    ///     .build()
+    ///     .unwrap();
+    /// store.insert(1, "old").unwrap();
+    /// store.replace([(2, "new"), (3, "new")]).unwrap();
+    /// assert!(!store.contains_key(&1));
+    /// assert_eq!(store.index_keys("word", "new").unwrap(), [2, 3]);
+    /// assert_eq!(store.index_values("word").unwrap(), ["new"]);
+    /// ```
+    pub fn replace<I>(&self, items: I) -> Result<(), IndexError>
+    where
+        I: IntoIterator<Item = (K, V)>,
+        S: Clone,
+    {
+        let (mut schema, hasher) = {
+            let core = self.state.read();
+            (Arc::clone(core.schema()), core.hasher().clone())
+        };
+        let items: Vec<(K, Arc<V>)> = items.into_iter().map(|(k, v)| (k, Arc::new(v))).collect();
+        #[cfg(loom)]
+        if self.fault == Fault::ReplacePiecewise {
+            // BROKEN on purpose: clear, then one insert per critical section.
+            self.clear();
+            for (key, value) in items {
+                self.insert_arc(key, value)?;
+            }
+            return Ok(());
+        }
+        let mut fresh = build_core(&schema, hasher.clone(), items)?;
+        loop {
+            let mut core = self.state.write();
+            if Arc::ptr_eq(core.schema(), &schema) {
+                let old = std::mem::replace(&mut *core, fresh);
+                drop(core);
+                drop(old);
+                return Ok(());
+            }
+            schema = Arc::clone(core.schema());
+            drop(core);
+            // An index was added meanwhile: rebuild for the new schema.
+            fresh = build_core(&schema, hasher.clone(), fresh.entries())?;
+        }
+    }
+
+    /// Removes every object, atomically. The objects are dropped after the
+    /// lock is released. The indexes stay registered.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let store = larder::IndexedStore::<u32, u32>::new();
+    /// store.insert(1, 1).unwrap();
+    /// store.clear();
+    /// assert!(store.is_empty());
+    /// ```
+    pub fn clear(&self)
+    where
+        S: Clone,
+    {
+        let mut core = self.state.write();
+        let empty = Core::new(Arc::clone(core.schema()), core.hasher().clone(), 0);
+        let old = std::mem::replace(&mut *core, empty);
+        drop(core);
+        drop(old);
+    }
+
+    /// Applies several inserts and removes atomically (client-go
+    /// `Transaction`): `f` records them on a [`Transaction`], and if it
+    /// returns `Ok`, they are applied in order in one critical section, so
+    /// no reader sees some without the others.
+    ///
+    /// `f` runs with no lock held and the recorded writes are invisible
+    /// until it returns. Reads of the store inside `f` see the live store,
+    /// and other writers may change it before the commit: a transaction is
+    /// atomic, not isolated (there is no compare-and-set).
+    ///
+    /// # Errors
+    ///
+    /// If `f` returns `Err`, or an index function fails on a recorded
+    /// insert (`Transaction::insert` returns that error and, converted by
+    /// `E: From<IndexError>`, so does this method if the failure happens at
+    /// commit), nothing is applied.
+    ///
+    /// # Panics
+    ///
+    /// If `f` or an index function panics; nothing is applied.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use larder::{IndexError, IndexedStore};
+    ///
+    /// let queue = IndexedStore::<&str, &str>::builder()
+    ///     .index("state", |s: &&str| [*s])
+    ///     .build()
+    ///     .unwrap();
+    /// queue.insert("job-1", "pending").unwrap();
+    ///
+    /// // Move a job between states: readers see it in exactly one.
+    /// queue.transaction(|tx| -> Result<(), IndexError> {
+    ///     tx.remove("job-1");
+    ///     tx.insert("job-1/done", "done")?;
+    ///     Ok(())
+    /// }).unwrap();
+    /// assert_eq!(queue.index_keys("state", "done").unwrap(), ["job-1/done"]);
+    /// assert!(queue.index_keys("state", "pending").unwrap().is_empty());
+    /// ```
+    pub fn transaction<F, R, E>(&self, f: F) -> Result<R, E>
+    where
+        F: FnOnce(&mut Transaction<K, V>) -> Result<R, E>,
+        E: From<IndexError>,
+    {
+        let mut tx = Transaction::new(self.schema());
+        let result = f(&mut tx)?;
+        let (mut schema, mut ops) = tx.into_parts();
+        loop {
+            let mut core = self.state.write();
+            if Arc::ptr_eq(core.schema(), &schema) {
+                let garbage = transaction::apply(&mut core, ops);
+                drop(core);
+                drop(garbage);
+                return Ok(result);
+            }
+            schema = Arc::clone(core.schema());
+            drop(core);
+            transaction::recompute(&schema, &mut ops)?;
+        }
+    }
+
+    /// Checks that every index agrees exactly with the objects: the
+    /// structure at one consistent cut, then every object's stored values
+    /// against a fresh call of each index function (made with no lock held).
+    /// For tests.
+    ///
+    /// # Panics
+    ///
+    /// With a message starting "invariant violated" if anything disagrees.
+    #[doc(hidden)]
+    pub fn check_invariants(&self) {
+        let (schema, objects) = {
+            let core = self.state.read();
+            (Arc::clone(core.schema()), core.check())
+        };
+        for (object, stored) in objects {
+            for (def, stored) in schema.defs.iter().zip(&stored) {
+                let fresh = def.compute(&object).unwrap_or_else(|e| {
+                    panic!("invariant violated: index function now fails: {e}")
+                });
+                assert!(
+                    fresh == *stored,
+                    "invariant violated: index disagrees with objects: stored values of {} \
+                     differ from the index function's",
+                    def.name
+                );
+            }
+        }
+    }
+
+    /// The current schema (read lock held briefly).
+    pub(super) fn schema(&self) -> Arc<Schema<V>> {
+        Arc::clone(self.state.read().schema())
+    }
+}
+
+/// The object an insert replaced; the unused key copies drop here, after
+/// the lock is released.
+fn previous_of<K, V>(inserted: Inserted<K, V>) -> Option<Arc<V>> {
+    match inserted {
+        Inserted::New => None,
+        Inserted::Updated {
+            previous,
+            unused,
+            values,
+        } => {
+            drop((unused, values));
+            Some(previous)
+        }
+    }
+}
+
+/// Builds a whole new core (for `replace`) with no lock held.
+fn build_core<K, V, S>(
+    schema: &Arc<Schema<V>>,
+    hasher: S,
+    items: Vec<(K, Arc<V>)>,
+) -> Result<Core<K, V, S>, IndexError>
+where
+    K: Hash + Eq + Clone,
+    S: BuildHasher,
+{
+    let mut core = Core::new(Arc::clone(schema), hasher, items.len());
+    for (key, value) in items {
+        let values = schema.compute(&value)?;
+        let key_copy = key.clone();
+        drop(core.insert(key, key_copy, value, values));
+    }
+    Ok(core)
+}
+
+impl<K, V, S> fmt::Debug for IndexedStore<K, V, S>
+where
+    K: Hash + Eq + Clone,
+    S: BuildHasher,
+{
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let core = self.state.read();
+        f.debug_struct("IndexedStore")
+            .field("len", &core.len())
+            .field("indexes", core.schema())
+            .finish_non_exhaustive()
+    }
+}

@@ -1,0 +1,247 @@
+//! Unit tests of the sequential core and the store's protocol details.
+
+use std::collections::HashMap;
+use std::hash::{BuildHasher, BuildHasherDefault};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use super::core::{Core, IdHasher, Inserted};
+use super::index_fn::{IndexDef, Schema};
+use super::*;
+use crate::sync::Arc;
+
+fn schema() -> Arc<Schema<String>> {
+    Arc::new(
+        Schema::new(vec![
+            IndexDef::infallible("first", |s: &String| s.chars().next().map(String::from)),
+            IndexDef::infallible("chars", |s: &String| {
+                s.chars().map(String::from).collect::<Vec<_>>()
+            }),
+        ])
+        .unwrap(),
+    )
+}
+
+fn core() -> Core<u32, String, ahash::RandomState> {
+    Core::new(schema(), ahash::RandomState::new(), 0)
+}
+
+fn put(core: &mut Core<u32, String, ahash::RandomState>, key: u32, value: &str) -> Option<String> {
+    let value = Arc::new(value.to_string());
+    let values = core.schema().compute(&value).unwrap();
+    match core.insert(key, key, value, values) {
+        Inserted::New => None,
+        Inserted::Updated { previous, .. } => Some((*previous).clone()),
+    }
+}
+
+fn sorted(mut v: Vec<Arc<String>>) -> Vec<String> {
+    let mut out: Vec<String> = v.drain(..).map(|s| (*s).clone()).collect();
+    out.sort();
+    out
+}
+
+#[test]
+fn values_are_sorted_and_deduplicated() {
+    let def = IndexDef::infallible("chars", |s: &String| {
+        s.chars().map(String::from).collect::<Vec<_>>()
+    });
+    let values = def.compute(&"banana".to_string()).unwrap();
+    let values: Vec<&str> = values.iter().map(|v| &**v).collect();
+    assert_eq!(values, ["a", "b", "n"]);
+}
+
+#[test]
+fn update_moves_only_changed_values_and_drops_empty_buckets() {
+    let mut core = core();
+    assert_eq!(put(&mut core, 1, "ab"), None);
+    assert_eq!(put(&mut core, 2, "bc"), None);
+    core.check();
+    assert_eq!(sorted(core.by_index(1, "b")), ["ab", "bc"]);
+    assert_eq!(put(&mut core, 1, "bd").as_deref(), Some("ab"));
+    core.check();
+    assert!(core.by_index(1, "a").is_empty());
+    assert_eq!(sorted(core.by_index(1, "b")), ["bc", "bd"]);
+    assert_eq!(sorted(core.by_index(0, "b")), ["bc", "bd"]);
+    let mut values: Vec<String> = core.index_values(1).iter().map(|v| v.to_string()).collect();
+    values.sort();
+    assert_eq!(values, ["b", "c", "d"]);
+    assert_eq!(core.index_len(1, "b"), 2);
+}
+
+#[test]
+fn removed_slots_are_reused_and_buckets_dropped() {
+    let mut core = core();
+    for key in 0..10 {
+        put(&mut core, key, &format!("x{key}"));
+    }
+    for key in 0..10 {
+        let removed = core.remove(&key).unwrap();
+        assert_eq!(*removed.value, format!("x{key}"));
+    }
+    core.check();
+    assert_eq!(core.len(), 0);
+    assert!(core.index_values(0).is_empty());
+    assert!(core.index_values(1).is_empty());
+    for key in 10..20 {
+        put(&mut core, key, "y");
+    }
+    core.check();
+    assert_eq!(core.index_len(0, "y"), 10);
+    assert!(core.remove(&3).is_none());
+}
+
+#[test]
+fn matching_unions_buckets_without_duplicates() {
+    let mut core = core();
+    put(&mut core, 1, "ab");
+    put(&mut core, 2, "bc");
+    put(&mut core, 3, "cd");
+    let probe: Vec<Arc<str>> = vec![Arc::from("a"), Arc::from("b"), Arc::from("z")];
+    assert_eq!(sorted(core.matching(1, &probe)), ["ab", "bc"]);
+    assert!(core.matching(1, &[]).is_empty());
+}
+
+#[test]
+fn install_index_refuses_stale_values() {
+    let mut core = core();
+    put(&mut core, 1, "a");
+    put(&mut core, 2, "b");
+    let def = IndexDef::infallible("len", |s: &String| [s.len().to_string()]);
+    let objects = core.objects();
+    let mut computed: HashMap<usize, _> = objects
+        .into_iter()
+        .map(|(id, object)| {
+            let values = def.compute(&object).unwrap();
+            (id, (object, values))
+        })
+        .collect();
+    // Object 2 changes after its values were computed.
+    put(&mut core, 2, "bbb");
+    let schema = Arc::new(core.schema().with(def.clone()).unwrap());
+    let stale = core
+        .install_index(Arc::clone(&schema), &mut computed)
+        .unwrap_err();
+    assert_eq!(stale.len(), 1);
+    assert_eq!(*stale[0].1, "bbb");
+    assert_eq!(core.schema().defs.len(), 2, "nothing installed");
+    core.check();
+    for (id, object) in stale {
+        let values = def.compute(&object).unwrap();
+        computed.insert(id, (object, values));
+    }
+    core.install_index(schema, &mut computed).unwrap();
+    core.check();
+    assert_eq!(sorted(core.by_index(2, "3")), ["bbb"]);
+}
+
+#[test]
+fn id_hasher_spreads_dense_ids() {
+    let hasher = BuildHasherDefault::<IdHasher>::default();
+    let mut low_bits = std::collections::HashSet::new();
+    for id in 0usize..64 {
+        low_bits.insert(hasher.hash_one(id) & 63);
+    }
+    assert_eq!(low_bits.len(), 64, "64 dense ids fill 64 buckets");
+}
+
+#[test]
+fn writes_recompute_after_an_index_is_added_concurrently() {
+    // A write whose values were computed before `add_index` must not be
+    // applied with them: the store detects the schema change and recomputes.
+    let store: IndexedStore<u32, String> = IndexedStore::new();
+    let calls = Arc::new(AtomicUsize::new(0));
+    let counted = Arc::clone(&calls);
+    store
+        .add_index("len", move |s: &String| {
+            counted.fetch_add(1, Ordering::Relaxed);
+            [s.len().to_string()]
+        })
+        .unwrap();
+    store.insert(1, "abc".into()).unwrap();
+    assert_eq!(calls.load(Ordering::Relaxed), 1);
+    store.check_invariants();
+    assert_eq!(store.index_keys("len", "3").unwrap(), [1]);
+}
+
+#[test]
+fn transaction_applies_in_order_and_is_all_or_nothing() {
+    let store: IndexedStore<u32, String> = IndexedStore::builder()
+        .try_index("num", |s: &String| {
+            s.parse::<u32>().map(|n| [n.to_string()])
+        })
+        .build()
+        .unwrap();
+    store.insert(1, "1".into()).unwrap();
+    let err = store
+        .transaction(|tx| -> Result<(), IndexError> {
+            tx.remove(1);
+            tx.insert(2, "2".to_string())?;
+            tx.insert(3, "three".to_string())?;
+            Ok(())
+        })
+        .unwrap_err();
+    assert!(matches!(err, IndexError::IndexFunction { .. }));
+    assert_eq!(store.keys(), [1]);
+    store
+        .transaction(|tx| -> Result<(), IndexError> {
+            tx.insert(2, "2".to_string())?;
+            tx.remove(2);
+            tx.insert(3, "3".to_string())?;
+            Ok(())
+        })
+        .unwrap();
+    let mut keys = store.keys();
+    keys.sort();
+    assert_eq!(keys, [1, 3]);
+    store.check_invariants();
+}
+
+#[test]
+fn replace_with_repeated_keys_keeps_the_last() {
+    let store: IndexedStore<u32, String> = IndexedStore::builder()
+        .index("v", |s: &String| [s.clone()])
+        .build()
+        .unwrap();
+    store
+        .replace([(1, "a".to_string()), (1, "b".to_string())])
+        .unwrap();
+    assert_eq!(store.len(), 1);
+    assert_eq!(store.index_values("v").unwrap().len(), 1);
+    assert_eq!(store.index_keys("v", "b").unwrap(), [1]);
+    store.check_invariants();
+}
+
+#[test]
+fn debug_and_display_are_informative() {
+    let store: IndexedStore<u32, String> = IndexedStore::builder()
+        .index("v", |s: &String| [s.clone()])
+        .build()
+        .unwrap();
+    store.insert(1, "a".into()).unwrap();
+    let debug = format!("{store:?}");
+    assert!(
+        debug.contains("len: 1") && debug.contains("\"v\""),
+        "{debug}"
+    );
+    let err = store.by_index("w", "a").unwrap_err();
+    assert_eq!(err.to_string(), "no index named \"w\"");
+    let builder = IndexedStore::<u32, String>::builder().index("x", |s: &String| [s.clone()]);
+    assert!(format!("{builder:?}").contains("\"x\""));
+}
+
+#[test]
+fn a_bucket_that_shrinks_gives_memory_back() {
+    let mut core = core();
+    for key in 0..4096 {
+        put(&mut core, key, "z");
+    }
+    for key in 1..4096 {
+        core.remove(&key);
+    }
+    core.check();
+    assert_eq!(core.index_len(0, "z"), 1);
+    assert!(
+        core.bucket_capacity(0, "z") <= 64,
+        "bucket kept its peak table"
+    );
+}

@@ -1,0 +1,246 @@
+//! [`Transaction`]: inserts and removes recorded with no lock held, then
+//! applied to the store in one critical section.
+
+use std::fmt;
+use std::hash::{BuildHasher, Hash};
+
+use super::core::{Core, Inserted, Removed};
+use super::error::IndexError;
+use super::index_fn::{AllValues, Schema};
+use crate::sync::Arc;
+
+/// One recorded write, with its index values computed.
+pub(crate) enum Op<K, V> {
+    Insert {
+        key: K,
+        key_copy: K,
+        value: Arc<V>,
+        values: AllValues,
+    },
+    Remove {
+        key: K,
+    },
+}
+
+/// What applying the operations replaced or removed; dropped after unlock.
+pub(crate) enum Garbage<K, V> {
+    Inserted(Inserted<K, V>),
+    Removed(Option<Removed<K, V>>),
+    Key(K),
+}
+
+/// The writes of one [`IndexedStore::transaction`](super::IndexedStore::transaction),
+/// applied together, atomically, when the closure returns `Ok`.
+///
+/// Recording a write does not touch the store: the index functions run at
+/// once (so their errors surface at the call) but no lock is taken until
+/// the commit, and nothing recorded is visible before it.
+///
+/// # Examples
+///
+/// ```
+/// use larder::{IndexError, IndexedStore};
+///
+/// let store = IndexedStore::<u32, &str>::new();
+/// store.insert(1, "one").unwrap();
+/// let recorded = store
+///     .transaction(|tx| -> Result<usize, IndexError> {
+///         tx.insert(2, "two")?;
+///         tx.remove(1);
+///         assert!(store.contains_key(&1)); // not applied yet
+///         Ok(tx.len())
+///     })
+///     .unwrap();
+/// assert_eq!(recorded, 2);
+/// assert_eq!(store.keys(), [2]);
+/// ```
+pub struct Transaction<K, V> {
+    schema: Arc<Schema<V>>,
+    ops: Vec<Op<K, V>>,
+}
+
+impl<K: Clone, V> Transaction<K, V> {
+    pub(crate) fn new(schema: Arc<Schema<V>>) -> Self {
+        Self {
+            schema,
+            ops: Vec::new(),
+        }
+    }
+
+    pub(crate) fn into_parts(self) -> (Arc<Schema<V>>, Vec<Op<K, V>>) {
+        (self.schema, self.ops)
+    }
+
+    /// Records an insert (add or update) of `value` under `key`, running the
+    /// index functions on it now.
+    ///
+    /// # Errors
+    ///
+    /// [`IndexError::IndexFunction`] if an index function fails; nothing is
+    /// recorded. Return the error from the closure (`?`) to abandon the
+    /// whole transaction, or carry on without this write.
+    ///
+    /// # Panics
+    ///
+    /// If an index function panics.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let store = larder::IndexedStore::<u32, u32>::new();
+    /// store
+    ///     .transaction(|tx| -> Result<(), larder::IndexError> {
+    ///         tx.insert(1, 10)?;
+    ///         tx.insert(1, 11)?; // applied in order: the last one wins
+    ///         Ok(())
+    ///     })
+    ///     .unwrap();
+    /// assert_eq!(*store.get(&1).unwrap(), 11);
+    /// ```
+    pub fn insert(&mut self, key: K, value: V) -> Result<(), IndexError> {
+        self.insert_arc(key, Arc::new(value))
+    }
+
+    /// [`insert`](Transaction::insert) of an object already in an `Arc`.
+    ///
+    /// # Errors
+    ///
+    /// [`IndexError::IndexFunction`] if an index function fails; nothing is
+    /// recorded.
+    ///
+    /// # Panics
+    ///
+    /// If an index function panics.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    ///
+    /// let store = larder::IndexedStore::<u32, u32>::new();
+    /// let shared = Arc::new(7);
+    /// store
+    ///     .transaction(|tx| tx.insert_arc(1, Arc::clone(&shared)))
+    ///     .unwrap();
+    /// assert!(Arc::ptr_eq(&store.get(&1).unwrap(), &shared));
+    /// ```
+    pub fn insert_arc(&mut self, key: K, value: Arc<V>) -> Result<(), IndexError> {
+        let values = self.schema.compute(&value)?;
+        let key_copy = key.clone();
+        self.ops.push(Op::Insert {
+            key,
+            key_copy,
+            value,
+            values,
+        });
+        Ok(())
+    }
+
+    /// Records a remove of `key` (a no-op at commit if it is absent then).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let store = larder::IndexedStore::<u32, u32>::new();
+    /// store.insert(1, 10).unwrap();
+    /// store
+    ///     .transaction(|tx| -> Result<(), larder::IndexError> {
+    ///         tx.remove(1);
+    ///         tx.remove(2);
+    ///         Ok(())
+    ///     })
+    ///     .unwrap();
+    /// assert!(store.is_empty());
+    /// ```
+    pub fn remove(&mut self, key: K) {
+        self.ops.push(Op::Remove { key });
+    }
+
+    /// How many writes are recorded.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let store = larder::IndexedStore::<u32, u32>::new();
+    /// let n = store
+    ///     .transaction(|tx| -> Result<usize, larder::IndexError> {
+    ///         tx.remove(1);
+    ///         Ok(tx.len())
+    ///     })
+    ///     .unwrap();
+    /// assert_eq!(n, 1);
+    /// ```
+    pub fn len(&self) -> usize {
+        self.ops.len()
+    }
+
+    /// Whether no write is recorded.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let store = larder::IndexedStore::<u32, u32>::new();
+    /// store
+    ///     .transaction(|tx| -> Result<(), larder::IndexError> {
+    ///         assert!(tx.is_empty());
+    ///         Ok(())
+    ///     })
+    ///     .unwrap();
+    /// ```
+    pub fn is_empty(&self) -> bool {
+        self.ops.is_empty()
+    }
+}
+
+impl<K, V> fmt::Debug for Transaction<K, V> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Transaction")
+            .field("writes", &self.ops.len())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Recomputes every insert's index values for `schema` (an index was added
+/// since they were computed). Runs user code: call with no lock held.
+pub(crate) fn recompute<K, V>(schema: &Schema<V>, ops: &mut [Op<K, V>]) -> Result<(), IndexError> {
+    for op in ops {
+        if let Op::Insert { value, values, .. } = op {
+            *values = schema.compute(value)?;
+        }
+    }
+    Ok(())
+}
+
+/// Applies `ops` in order to `core`, whose schema they were computed for.
+///
+/// Every key is looked up once before anything is modified, so a `K` whose
+/// `Hash`/`Eq` panics deterministically aborts the transaction with the
+/// core unchanged.
+pub(crate) fn apply<K, V, S>(core: &mut Core<K, V, S>, ops: Vec<Op<K, V>>) -> Vec<Garbage<K, V>>
+where
+    K: Hash + Eq,
+    S: BuildHasher,
+{
+    if ops.len() > 1 {
+        for op in &ops {
+            let (Op::Insert { key, .. } | Op::Remove { key }) = op;
+            core.contains_key(key);
+        }
+    }
+    let mut garbage = Vec::with_capacity(ops.len());
+    for op in ops {
+        match op {
+            Op::Insert {
+                key,
+                key_copy,
+                value,
+                values,
+            } => garbage.push(Garbage::Inserted(core.insert(key, key_copy, value, values))),
+            Op::Remove { key } => {
+                garbage.push(Garbage::Removed(core.remove(&key)));
+                garbage.push(Garbage::Key(key));
+            }
+        }
+    }
+    garbage
+}

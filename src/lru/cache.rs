@@ -1,0 +1,699 @@
+//! [`LruCache`]: the concurrent wrapper that shards [`LruCore`]s behind
+//! mutexes.
+//!
+//! # Locks
+//!
+//! One `parking_lot::Mutex` per shard, padded to its own cache lines; the
+//! shard's LRU core and its statistics counters live inside it. An operation
+//! takes exactly one shard lock, except `resize` (the resize mutex, then each
+//! shard in turn, never two shard locks at once), `len`, `iter` and `clear`
+//! (each shard in turn), and `stats`, which holds every shard lock at once,
+//! taken in shard-index order: the only place two shard locks are held, so
+//! there is no lock-order cycle. The single-flight group has its own locks
+//! and is never entered with a shard lock held.
+//!
+//! No user code runs under a shard lock except `K: Eq` inside a lookup
+//! (which reads only, so a panic there changes nothing). Hashing, cloning of
+//! keys, loaders, the eviction listener and the `Drop` of every removed key
+//! and value run after the lock is released.
+
+use std::borrow::Borrow;
+use std::fmt;
+use std::hash::{BuildHasher, Hash};
+
+use super::core::{Inserted, LruCore};
+use super::stats::{CacheStats, Counters};
+use super::{Listener, LruBuildError, LruCacheBuilder, LruIter};
+use crate::flight::FlightGroup;
+use crate::sync::{Arc, AtomicUsize, CachePadded, Mutex, MutexGuard, Ordering};
+
+/// The state of one shard: its exact LRU and its counters.
+pub(crate) struct Shard<K, V> {
+    pub(crate) core: LruCore<K, Arc<V>>,
+    pub(crate) counters: Counters,
+}
+
+/// A shard behind its lock, on cache lines of its own.
+pub(crate) type PaddedShard<K, V> = CachePadded<Mutex<Shard<K, V>>>;
+
+/// A bounded, sharded, thread-safe LRU cache with statistics and
+/// single-flight load-on-miss.
+///
+/// The concurrent form of Python's `functools.lru_cache`: a fixed number of
+/// entries, the least recently used evicted first, hit/miss statistics
+/// ([`stats`](Self::stats), like `cache_info()`), and a loader that runs once
+/// per missing key however many threads ask ([`get_or_load`](Self::get_or_load)).
+/// Values are shared as `Arc<V>`; no lock is ever held when a method
+/// returns.
+///
+/// # Policy and guarantees
+///
+/// - **Hard bound**: `len() <= capacity()` at every moment any thread can
+///   observe. An insert into a full shard evicts under the same lock, so
+///   there is no overshoot, ever (moka evicts later and overshoots).
+/// - **Exact LRU per shard**: keys are spread over `shards` independent LRU
+///   lists by hash, each holding `capacity / shards` entries. Within a shard
+///   the order is exact and every operation is linearizable (one lock). Over
+///   the whole cache this approximates global LRU; the test suite checks it
+///   stays within 1 percentage point of an exact global LRU's hit ratio on
+///   Zipf traces, and `shards(1)` is exactly global LRU.
+/// - **Every hit counts**: a [`get`](Self::get) moves its entry to the front
+///   of its shard's list; nothing is sampled or dropped.
+/// - **User code never runs under a lock** (except `K: Eq` during a lookup):
+///   the eviction listener, loaders, and the `Drop` of evicted and removed
+///   values run after the shard lock is released.
+/// - **Panic safety**: a panicking loader, listener, `Hash` or `Eq` leaves
+///   the cache usable, within its bound, with consistent statistics.
+///
+/// # Choosing the shard count
+///
+/// The default is 128 shards per core (rounded to a power of two, at most
+/// 4096), reduced so each shard holds at least 32 entries. More shards mean
+/// fewer threads meeting on one lock and fewer cache lines moving between
+/// cores; on 2 cores, 2-thread throughput rose by 11-14% from 64 to 256
+/// shards. The hit-ratio cost against one global list stays small (0.09
+/// points at 1% of 1M keys with 256 shards, see `docs/lru.md`). Use fewer
+/// shards (down to 1, exact global LRU) when the order matters more than
+/// scaling.
+///
+/// # Examples
+///
+/// ```
+/// use larder::LruCache;
+///
+/// let cache = LruCache::new(2);
+/// cache.insert("a", 1);
+/// cache.insert("b", 2);
+/// assert_eq!(cache.get("a").as_deref(), Some(&1)); // "a" is now the most recent
+/// cache.insert("c", 3); // full: evicts "b", the least recently used
+/// assert!(!cache.contains_key("b"));
+/// assert_eq!(cache.len(), 2);
+/// ```
+///
+/// The check-then-act race, and the atomic alternative:
+///
+/// ```
+/// # use larder::LruCache;
+/// # fn fetch(id: u32) -> String { format!("row {id}") }
+/// let cache: LruCache<u32, String> = LruCache::new(100);
+///
+/// // BROKEN: two threads that miss at once both fetch and both insert.
+/// let row = match cache.get(&7) {
+///     Some(row) => row,
+///     None => {
+///         cache.insert(7, fetch(7));
+///         cache.get(&7).unwrap() // and it may already be evicted again
+///     }
+/// };
+///
+/// // CORRECT: concurrent misses share one fetch, and the value is returned
+/// // directly, never looked up again.
+/// let row2 = cache.get_or_load(&7, || fetch(7));
+/// assert_eq!(row, row2);
+/// ```
+pub struct LruCache<K, V, S = ahash::RandomState> {
+    pub(crate) shards: Box<[PaddedShard<K, V>]>,
+    pub(crate) hasher: S,
+    /// The sum of the shard capacities, or more while a resize is between
+    /// shards (see `resize`).
+    capacity: AtomicUsize,
+    /// Serializes resizes.
+    resize_lock: Mutex<()>,
+    listener: Option<Listener<K, V>>,
+    pub(crate) flights: FlightGroup<K, V>,
+    #[cfg(loom)]
+    pub(crate) fault: super::Fault,
+    #[cfg(loom)]
+    pub(crate) racy_requests: crate::sync::AtomicU64,
+}
+
+/// The capacity of shard `index` of `shards` when the total is `capacity`.
+fn shard_capacity(capacity: usize, shards: usize, index: usize) -> usize {
+    capacity / shards + usize::from(index < capacity % shards)
+}
+
+impl<K: Hash + Eq, V> LruCache<K, V> {
+    /// Creates a cache holding at most `capacity` entries, with the default
+    /// shard count and hasher.
+    ///
+    /// # Panics
+    ///
+    /// If `capacity` is 0. Use [`LruCache::builder`] to get an error
+    /// instead.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let cache = larder::LruCache::<String, u64>::new(1024);
+    /// assert_eq!(cache.capacity(), 1024);
+    /// assert!(cache.is_empty());
+    /// ```
+    pub fn new(capacity: usize) -> Self {
+        match Self::builder(capacity).build() {
+            Ok(cache) => cache,
+            Err(error) => panic!("LruCache::new: {error}"),
+        }
+    }
+
+    /// A builder for a cache of at most `capacity` entries, to set the shard
+    /// count, the hasher or an eviction listener.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let cache = larder::LruCache::<u32, u32>::builder(64).shards(4).build()?;
+    /// assert_eq!(cache.shard_count(), 4);
+    /// # Ok::<(), larder::LruBuildError>(())
+    /// ```
+    pub fn builder(capacity: usize) -> LruCacheBuilder<K, V> {
+        LruCacheBuilder::new(capacity)
+    }
+
+    /// A cache whose protocol is broken as `fault` says: the loom suite's
+    /// negative controls use it to prove the models can catch that bug.
+    #[cfg(loom)]
+    #[doc(hidden)]
+    pub fn with_fault(capacity: usize, shards: usize, fault: super::Fault) -> Self {
+        let mut cache = Self::builder(capacity)
+            .shards(shards)
+            .build()
+            .expect("valid configuration");
+        cache.fault = fault;
+        if fault == super::Fault::SkipFlight {
+            cache.flights = FlightGroup::with_fault(crate::flight::FlightFault::SkipFlight);
+        }
+        cache
+    }
+}
+
+impl<K, V, S> LruCache<K, V, S> {
+    pub(crate) fn from_parts(
+        capacity: usize,
+        shards: usize,
+        hasher: S,
+        listener: Option<Listener<K, V>>,
+    ) -> Self {
+        Self {
+            shards: (0..shards)
+                .map(|i| {
+                    CachePadded::new(Mutex::new(Shard {
+                        core: LruCore::new(shard_capacity(capacity, shards, i)),
+                        counters: Counters::default(),
+                    }))
+                })
+                .collect(),
+            hasher,
+            capacity: AtomicUsize::new(capacity),
+            resize_lock: Mutex::new(()),
+            listener,
+            flights: FlightGroup::new(),
+            #[cfg(loom)]
+            fault: super::Fault::None,
+            #[cfg(loom)]
+            racy_requests: crate::sync::AtomicU64::new(0),
+        }
+    }
+
+    /// The most entries the cache holds.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert_eq!(larder::LruCache::<u8, u8>::new(10).capacity(), 10);
+    /// ```
+    pub fn capacity(&self) -> usize {
+        // Relaxed: `resize` orders this store against the shard capacities
+        // through the shard mutexes (store before raising them, after
+        // lowering them), and a reader that saw a shard's new capacity
+        // acquired that shard's lock after the store.
+        self.capacity.load(Ordering::Relaxed)
+    }
+
+    /// The number of shards.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let cache = larder::LruCache::<u8, u8>::builder(8).shards(2).build().unwrap();
+    /// assert_eq!(cache.shard_count(), 2);
+    /// ```
+    pub fn shard_count(&self) -> usize {
+        self.shards.len()
+    }
+
+    /// The number of entries.
+    ///
+    /// Sums the shards one lock at a time: exact when no other thread writes,
+    /// otherwise a value each shard had at some moment during the call. Every
+    /// shard is within its share of the capacity at every instant, so this is
+    /// at most `capacity()` unless a [`resize`](Self::resize) runs during the
+    /// call; [`stats`](Self::stats) gives a consistent `len` and `capacity`
+    /// pair even then.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let cache = larder::LruCache::new(1);
+    /// cache.insert(1, "a");
+    /// cache.insert(2, "b");
+    /// assert_eq!(cache.len(), 1);
+    /// ```
+    pub fn len(&self) -> usize {
+        self.shards.iter().map(|s| s.lock().core.len()).sum()
+    }
+
+    /// Whether the cache holds no entry (same consistency as [`len`](Self::len)).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let cache = larder::LruCache::<u8, u8>::new(1);
+    /// assert!(cache.is_empty());
+    /// ```
+    pub fn is_empty(&self) -> bool {
+        self.shards.iter().all(|s| s.lock().core.len() == 0)
+    }
+
+    /// The statistics: hits, misses, inserts, evictions, loads, load
+    /// failures, length and capacity, like Python's `cache_info()`.
+    ///
+    /// A consistent snapshot: it holds every shard lock at once (in shard
+    /// order; no other operation holds two), so `len <= capacity` holds in
+    /// the result even while other threads insert and resize, and the
+    /// counters are those of one instant. That makes it slower than one
+    /// operation (one lock per shard); call it for monitoring, not per
+    /// request. See [`CacheStats`] for what each counter counts.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let cache = larder::LruCache::new(8);
+    /// cache.insert(1, "one");
+    /// cache.get(&1);
+    /// cache.get(&2);
+    /// let stats = cache.stats();
+    /// assert_eq!((stats.hits, stats.misses, stats.inserts), (1, 1, 1));
+    /// ```
+    pub fn stats(&self) -> CacheStats {
+        let mut stats = CacheStats::default();
+        let guards: Vec<_> = self.shards.iter().map(|shard| shard.lock()).collect();
+        for shard in &guards {
+            shard.counters.add_to(&mut stats);
+            stats.len += shard.core.len();
+        }
+        // Read while every shard is locked: see `capacity()` and `resize`.
+        stats.capacity = self.capacity();
+        drop(guards);
+        #[cfg(loom)]
+        {
+            // The racy counter of the `RacyStats` negative control. SeqCst:
+            // a model-only counter, read after the model's joins.
+            stats.hits += self.racy_requests.load(Ordering::SeqCst);
+        }
+        stats
+    }
+
+    /// Sets every counter to 0 (like `cache_clear()` does to `cache_info()`,
+    /// without clearing the entries).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let cache = larder::LruCache::<u8, u8>::new(8);
+    /// cache.get(&1);
+    /// cache.reset_stats();
+    /// assert_eq!(cache.stats().misses, 0);
+    /// ```
+    pub fn reset_stats(&self) {
+        for shard in self.shards.iter() {
+            shard.lock().counters = Counters::default();
+        }
+    }
+
+    /// Removes every entry. Their `Drop` runs after each shard's lock is
+    /// released; the eviction listener is not called and no eviction is
+    /// counted.
+    ///
+    /// Clears one shard at a time: an insert racing with `clear` may survive
+    /// it.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let cache = larder::LruCache::new(8);
+    /// cache.insert(1, 1);
+    /// cache.clear();
+    /// assert!(cache.is_empty());
+    /// ```
+    pub fn clear(&self) {
+        for shard in self.shards.iter() {
+            let removed = shard.lock().core.take_all();
+            drop(removed);
+        }
+    }
+
+    /// Calls the listener with each evicted entry, then drops what is left.
+    /// Runs with no lock held.
+    pub(crate) fn dispose(&self, evicted: impl IntoIterator<Item = (K, Arc<V>)>) {
+        if let Some(listener) = &self.listener {
+            for (key, value) in evicted {
+                listener(key, value);
+            }
+        }
+    }
+}
+
+impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
+    #[inline]
+    pub(crate) fn hash<Q: ?Sized + Hash>(&self, key: &Q) -> u64 {
+        self.hasher.hash_one(key)
+    }
+
+    /// The shard of `hash`: bits 24..56 scaled to the shard count, so that a
+    /// shard's keys still differ in the low bits (the table's bucket index)
+    /// and the top 7 bits (hashbrown's tag).
+    #[inline]
+    pub(crate) fn shard(&self, hash: u64) -> &Mutex<Shard<K, V>> {
+        let bits = (hash >> 24) as u32 as u64;
+        let index = (bits * self.shards.len() as u64) >> 32;
+        &self.shards[index as usize]
+    }
+
+    #[inline]
+    fn lock(&self, hash: u64) -> MutexGuard<'_, Shard<K, V>> {
+        self.shard(hash).lock()
+    }
+
+    /// The value of `key`, made the most recently used of its shard.
+    /// Counts a hit or a miss.
+    ///
+    /// Linearizable (one shard lock). Runs `K: Eq` under the lock, `Hash`
+    /// before it.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let cache = larder::LruCache::new(4);
+    /// cache.insert(String::from("k"), 1);
+    /// assert_eq!(cache.get("k").as_deref(), Some(&1)); // lookup by &str
+    /// assert_eq!(cache.get("x"), None);
+    /// ```
+    #[inline]
+    pub fn get<Q>(&self, key: &Q) -> Option<Arc<V>>
+    where
+        K: Borrow<Q>,
+        Q: ?Sized + Hash + Eq,
+    {
+        let hash = self.hash(key);
+        let mut shard = self.lock(hash);
+        #[cfg(loom)]
+        if self.fault == super::Fault::RacyStats {
+            let found = shard.core.get(hash, key).map(Arc::clone);
+            drop(shard);
+            // BROKEN on purpose: a counter read and written back in two
+            // steps, outside the lock (lost updates).
+            // SeqCst: a model-only counter; the bug is the two steps.
+            let n = self.racy_requests.load(Ordering::SeqCst);
+            self.racy_requests.store(n + 1, Ordering::SeqCst);
+            return found;
+        }
+        match shard.core.get(hash, key) {
+            Some(value) => {
+                let value = Arc::clone(value);
+                shard.counters.hits += 1;
+                Some(value)
+            }
+            None => {
+                shard.counters.misses += 1;
+                None
+            }
+        }
+    }
+
+    /// The value of `key` without making it more recent and without
+    /// counting a hit or miss.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let cache = larder::LruCache::builder(2).shards(1).build().unwrap();
+    /// cache.insert(1, "a");
+    /// cache.insert(2, "b");
+    /// assert_eq!(cache.peek(&1).as_deref(), Some(&"a")); // 1 stays least recent
+    /// cache.insert(3, "c");
+    /// assert!(!cache.contains_key(&1));
+    /// ```
+    pub fn peek<Q>(&self, key: &Q) -> Option<Arc<V>>
+    where
+        K: Borrow<Q>,
+        Q: ?Sized + Hash + Eq,
+    {
+        let hash = self.hash(key);
+        self.lock(hash).core.peek(hash, key).map(Arc::clone)
+    }
+
+    /// Whether `key` is present (no recency change, not counted).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let cache = larder::LruCache::new(2);
+    /// cache.insert(1, ());
+    /// assert!(cache.contains_key(&1));
+    /// assert!(!cache.contains_key(&2));
+    /// ```
+    pub fn contains_key<Q>(&self, key: &Q) -> bool
+    where
+        K: Borrow<Q>,
+        Q: ?Sized + Hash + Eq,
+    {
+        let hash = self.hash(key);
+        self.lock(hash).core.contains(hash, key)
+    }
+
+    /// Inserts `value` as the most recently used entry of its shard and
+    /// returns the value it replaced. If the shard is full, its least
+    /// recently used entry is evicted under the same lock (the bound is never
+    /// exceeded) and handed to the eviction listener after the lock is
+    /// released.
+    ///
+    /// If the key is present, its stored key is kept (as in `HashMap`).
+    ///
+    /// # Panics
+    ///
+    /// If the eviction listener panics (the insert itself has completed).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let cache = larder::LruCache::new(2);
+    /// assert_eq!(cache.insert("a", 1), None);
+    /// assert_eq!(cache.insert("a", 2).as_deref(), Some(&1));
+    /// assert_eq!(cache.stats().inserts, 2);
+    /// ```
+    pub fn insert(&self, key: K, value: V) -> Option<Arc<V>> {
+        self.insert_arc(key, Arc::new(value))
+    }
+
+    /// [`insert`](Self::insert) for a value already in an `Arc`.
+    ///
+    /// # Panics
+    ///
+    /// If the eviction listener panics.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// let shared = Arc::new(String::from("v"));
+    /// let cache = larder::LruCache::new(2);
+    /// cache.insert_arc(1, Arc::clone(&shared));
+    /// assert!(Arc::ptr_eq(&cache.get(&1).unwrap(), &shared));
+    /// ```
+    pub fn insert_arc(&self, key: K, value: Arc<V>) -> Option<Arc<V>> {
+        let hash = self.hash(&key);
+        let displaced = self.insert_hashed(hash, key, value, false);
+        let replaced = displaced.replaced.clone();
+        self.finish_insert(displaced);
+        replaced
+    }
+
+    /// Inserts under the shard lock and counts it; returns what was
+    /// displaced, to be disposed of with [`Self::finish_insert`] unlocked.
+    pub(crate) fn insert_hashed(
+        &self,
+        hash: u64,
+        key: K,
+        value: Arc<V>,
+        loaded: bool,
+    ) -> Inserted<K, Arc<V>> {
+        #[cfg(loom)]
+        if self.fault == super::Fault::SplitEviction {
+            return self.insert_split(hash, key, value);
+        }
+        let mut shard = self.lock(hash);
+        let inserted = shard.core.insert(hash, key, value);
+        let counters = &mut shard.counters;
+        counters.inserts += 1;
+        counters.loads += u64::from(loaded);
+        counters.evictions += u64::from(inserted.evicted.is_some());
+        inserted
+    }
+
+    /// BROKEN on purpose (loom negative control): inserts over the capacity
+    /// in one critical section and evicts in a second one.
+    #[cfg(loom)]
+    fn insert_split(&self, hash: u64, key: K, value: Arc<V>) -> Inserted<K, Arc<V>> {
+        let mut shard = self.lock(hash);
+        let capacity = shard.core.capacity();
+        shard.core.set_capacity_lazily(capacity + 1);
+        let mut inserted = shard.core.insert(hash, key, value);
+        shard.core.set_capacity_lazily(capacity);
+        shard.counters.inserts += 1;
+        drop(shard);
+        let mut evicted: Vec<_> = inserted.evicted.take().into_iter().collect();
+        let mut shard = self.lock(hash);
+        shard.core.evict_overflow(&mut evicted);
+        shard.counters.evictions += evicted.len() as u64;
+        drop(shard);
+        // Only one entry goes back to the listener; this path is a model.
+        inserted.evicted = evicted.pop();
+        inserted
+    }
+
+    /// Gives the evicted entry to the listener; drops the rest. Unlocked.
+    pub(crate) fn finish_insert(&self, displaced: Inserted<K, Arc<V>>) {
+        let Inserted {
+            replaced,
+            evicted,
+            unused_key,
+        } = displaced;
+        drop((replaced, unused_key));
+        self.dispose(evicted);
+    }
+
+    /// Removes `key` and returns its value. The key's `Drop` runs after the
+    /// lock is released. Not counted as an eviction.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let cache = larder::LruCache::new(2);
+    /// cache.insert(1, "a");
+    /// assert_eq!(cache.remove(&1).as_deref(), Some(&"a"));
+    /// assert_eq!(cache.remove(&1), None);
+    /// ```
+    pub fn remove<Q>(&self, key: &Q) -> Option<Arc<V>>
+    where
+        K: Borrow<Q>,
+        Q: ?Sized + Hash + Eq,
+    {
+        let hash = self.hash(key);
+        let removed = self.lock(hash).core.remove(hash, key);
+        removed.map(|(_key, value)| value)
+    }
+
+    /// Changes the capacity. Shrinking evicts the least recently used
+    /// entries of each shard (counted, and given to the listener after that
+    /// shard's lock is released).
+    ///
+    /// Concurrent operations stay within the bound throughout: when
+    /// growing, `capacity()` reports the new value before any shard grows;
+    /// when shrinking, only after every shard has shrunk. Resizes are
+    /// serialized.
+    ///
+    /// # Errors
+    ///
+    /// [`LruBuildError`] if `capacity` is 0, below the shard count, or too
+    /// large for one shard; the cache is then unchanged.
+    ///
+    /// # Panics
+    ///
+    /// If the eviction listener panics; the shards already resized keep their
+    /// new capacity and `capacity()` keeps reporting the old, larger one, so
+    /// the bound still holds. A later `resize` completes the change.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let cache = larder::LruCache::builder(4).shards(1).build().unwrap();
+    /// for i in 0..4 {
+    ///     cache.insert(i, i);
+    /// }
+    /// cache.resize(2).unwrap();
+    /// assert_eq!((cache.len(), cache.capacity()), (2, 2));
+    /// assert!(cache.contains_key(&3) && !cache.contains_key(&0));
+    /// assert!(cache.resize(0).is_err());
+    /// ```
+    pub fn resize(&self, capacity: usize) -> Result<(), LruBuildError> {
+        let shards = self.shards.len();
+        super::builder::validate(capacity, shards)?;
+        let _serial = self.resize_lock.lock();
+        let growing = capacity >= self.capacity();
+        if growing {
+            // Relaxed: see `capacity()`; stored before any shard grows.
+            self.capacity.store(capacity, Ordering::Relaxed);
+        }
+        for (index, shard) in self.shards.iter().enumerate() {
+            let mut evicted = Vec::new();
+            {
+                let mut shard = shard.lock();
+                let target = shard_capacity(capacity, shards, index);
+                shard.core.set_capacity(target, &mut evicted);
+                shard.counters.evictions += evicted.len() as u64;
+            }
+            self.dispose(evicted);
+        }
+        if !growing {
+            // Relaxed: see `capacity()`; stored after every shard shrank.
+            self.capacity.store(capacity, Ordering::Relaxed);
+        }
+        Ok(())
+    }
+}
+
+impl<K: Clone, V, S> LruCache<K, V, S> {
+    /// A snapshot of the entries, each shard from most to least recently
+    /// used, shard after shard. With one shard (`shards(1)`) this is the
+    /// exact recency order of the whole cache.
+    ///
+    /// Each shard is copied under its lock (keys cloned, values shared), one
+    /// shard at a time; the snapshot does not change afterwards and holds no
+    /// lock. Recency is not changed and nothing is counted.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let cache = larder::LruCache::builder(3).shards(1).build().unwrap();
+    /// cache.insert("a", 1);
+    /// cache.insert("b", 2);
+    /// cache.get("a");
+    /// let keys: Vec<_> = cache.iter().map(|(k, _)| k).collect();
+    /// assert_eq!(keys, ["a", "b"]);
+    /// ```
+    pub fn iter(&self) -> LruIter<K, V> {
+        let mut entries = Vec::new();
+        for shard in self.shards.iter() {
+            let shard = shard.lock();
+            entries.reserve(shard.core.len());
+            entries.extend(
+                shard
+                    .core
+                    .iter()
+                    .map(|(key, value)| (key.clone(), Arc::clone(value))),
+            );
+        }
+        LruIter::new(entries)
+    }
+}
+
+impl<K, V, S> fmt::Debug for LruCache<K, V, S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("LruCache")
+            .field("len", &self.len())
+            .field("capacity", &self.capacity())
+            .field("shards", &self.shards.len())
+            .field("loads_in_flight", &self.flights.in_flight())
+            .finish_non_exhaustive()
+    }
+}

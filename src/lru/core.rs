@@ -1,0 +1,372 @@
+//! The sequential core of one shard: an exact LRU list (`&mut self`, no
+//! locks), kept apart from the concurrent wrapper in `cache.rs`.
+//!
+//! # Layout
+//!
+//! Entries live in one dense `Vec` of nodes linked into a doubly-linked
+//! recency list by `u32` indices (head = most recently used). A
+//! `hashbrown::HashTable<u32>` maps a key's hash to its node index. Each node
+//! stores its key's full hash, so:
+//!
+//! - the table never calls the user's `Hash` (growth and removal rehash from
+//!   the stored hash), and a lookup calls the user's `Eq` only on a full
+//!   64-bit hash match;
+//! - every user call (`Eq` in [`LruCore::find`]) happens *before* the first
+//!   mutation of an operation, so a panicking `Eq` leaves the core exactly as
+//!   it was;
+//! - nothing the core removes is dropped here: evicted, replaced and removed
+//!   keys and values are handed back to the caller, who drops them (or gives
+//!   them to the eviction listener) after releasing the shard lock.
+//!
+//! Removal keeps the `Vec` dense by moving the last node into the hole; a
+//! full shard recycles its least recently used node for the new entry, so the
+//! steady state of a full cache allocates nothing.
+
+use std::borrow::Borrow;
+
+use hashbrown::HashTable;
+
+/// The "no node" index.
+const NIL: u32 = u32::MAX;
+
+/// The largest capacity of one shard: node indices are `u32` and `NIL` is
+/// reserved.
+pub(crate) const MAX_SHARD_CAPACITY: usize = (u32::MAX - 1) as usize;
+
+struct Node<K, V> {
+    key: K,
+    value: V,
+    hash: u64,
+    prev: u32,
+    next: u32,
+}
+
+/// What an [`LruCore::insert`] displaced; the caller drops it unlocked.
+pub(crate) struct Inserted<K, V> {
+    /// The previous value of the same key.
+    pub(crate) replaced: Option<V>,
+    /// The least recently used entry, evicted to make room.
+    pub(crate) evicted: Option<(K, V)>,
+    /// The key passed in when the key was already present (the stored key
+    /// is kept, as `std::collections::HashMap::insert` does).
+    pub(crate) unused_key: Option<K>,
+}
+
+/// An exact LRU map of at most `capacity` entries.
+pub(crate) struct LruCore<K, V> {
+    table: HashTable<u32>,
+    nodes: Vec<Node<K, V>>,
+    head: u32,
+    tail: u32,
+    capacity: usize,
+}
+
+impl<K, V> LruCore<K, V> {
+    /// An empty core holding at most `capacity` (>= 1) entries.
+    pub(crate) fn new(capacity: usize) -> Self {
+        debug_assert!((1..=MAX_SHARD_CAPACITY).contains(&capacity));
+        Self {
+            table: HashTable::new(),
+            nodes: Vec::new(),
+            head: NIL,
+            tail: NIL,
+            capacity,
+        }
+    }
+
+    #[inline]
+    pub(crate) fn len(&self) -> usize {
+        self.nodes.len()
+    }
+
+    #[cfg(any(test, loom))]
+    pub(crate) fn capacity(&self) -> usize {
+        self.capacity
+    }
+
+    /// The node index of the key, calling `K: Eq` only on a full hash match.
+    #[inline]
+    fn find<Q>(&self, hash: u64, key: &Q) -> Option<u32>
+    where
+        K: Borrow<Q>,
+        Q: ?Sized + Eq,
+    {
+        let nodes = &self.nodes;
+        self.table
+            .find(hash, |&i| {
+                let node = &nodes[i as usize];
+                node.hash == hash && node.key.borrow() == key
+            })
+            .copied()
+    }
+
+    /// Whether the key is present (no recency change).
+    pub(crate) fn contains<Q>(&self, hash: u64, key: &Q) -> bool
+    where
+        K: Borrow<Q>,
+        Q: ?Sized + Eq,
+    {
+        self.find(hash, key).is_some()
+    }
+
+    /// The value of the key, made most recently used.
+    #[inline]
+    pub(crate) fn get<Q>(&mut self, hash: u64, key: &Q) -> Option<&V>
+    where
+        K: Borrow<Q>,
+        Q: ?Sized + Eq,
+    {
+        let i = self.find(hash, key)?;
+        self.touch(i);
+        Some(&self.nodes[i as usize].value)
+    }
+
+    /// The value of the key, without changing its recency.
+    pub(crate) fn peek<Q>(&self, hash: u64, key: &Q) -> Option<&V>
+    where
+        K: Borrow<Q>,
+        Q: ?Sized + Eq,
+    {
+        self.find(hash, key).map(|i| &self.nodes[i as usize].value)
+    }
+
+    /// Inserts or replaces the key's value and makes it most recently used;
+    /// evicts the least recently used entry if the core is full.
+    pub(crate) fn insert(&mut self, hash: u64, key: K, value: V) -> Inserted<K, V>
+    where
+        K: Eq,
+    {
+        // The only user code (`K: Eq`) runs here, before any mutation.
+        if let Some(i) = self.find(hash, &key) {
+            let old = std::mem::replace(&mut self.nodes[i as usize].value, value);
+            self.touch(i);
+            return Inserted {
+                replaced: Some(old),
+                evicted: None,
+                unused_key: Some(key),
+            };
+        }
+        if self.nodes.len() >= self.capacity {
+            // Full: recycle the least recently used node for the new entry.
+            let t = self.tail;
+            self.remove_from_table(t);
+            self.unlink(t);
+            let node = &mut self.nodes[t as usize];
+            let old_key = std::mem::replace(&mut node.key, key);
+            let old_value = std::mem::replace(&mut node.value, value);
+            node.hash = hash;
+            self.push_front(t);
+            self.insert_into_table(hash, t);
+            return Inserted {
+                replaced: None,
+                evicted: Some((old_key, old_value)),
+                unused_key: None,
+            };
+        }
+        let i = self.nodes.len() as u32;
+        self.nodes.push(Node {
+            key,
+            value,
+            hash,
+            prev: NIL,
+            next: NIL,
+        });
+        self.push_front(i);
+        self.insert_into_table(hash, i);
+        Inserted {
+            replaced: None,
+            evicted: None,
+            unused_key: None,
+        }
+    }
+
+    /// Removes the key, returning its entry.
+    pub(crate) fn remove<Q>(&mut self, hash: u64, key: &Q) -> Option<(K, V)>
+    where
+        K: Borrow<Q>,
+        Q: ?Sized + Eq,
+    {
+        let i = self.find(hash, key)?;
+        Some(self.remove_index(i))
+    }
+
+    /// Removes and returns the least recently used entry.
+    pub(crate) fn pop_lru(&mut self) -> Option<(K, V)> {
+        (self.tail != NIL).then(|| self.remove_index(self.tail))
+    }
+
+    /// Sets the capacity, moving the entries over it (least recently used
+    /// first) into `evicted`.
+    pub(crate) fn set_capacity(&mut self, capacity: usize, evicted: &mut Vec<(K, V)>) {
+        debug_assert!((1..=MAX_SHARD_CAPACITY).contains(&capacity));
+        self.capacity = capacity;
+        self.evict_overflow(evicted);
+    }
+
+    /// Moves the entries over the capacity into `evicted`.
+    pub(crate) fn evict_overflow(&mut self, evicted: &mut Vec<(K, V)>) {
+        while self.nodes.len() > self.capacity {
+            let entry = self.pop_lru().expect("non-empty over capacity");
+            evicted.push(entry);
+        }
+        if self.nodes.capacity() > 2 * self.capacity.max(4) {
+            self.nodes.shrink_to(self.capacity);
+            let nodes = &self.nodes;
+            self.table
+                .shrink_to(self.capacity, |&i| nodes[i as usize].hash);
+        }
+    }
+
+    /// Sets the capacity without evicting (a deliberately broken protocol
+    /// for loom's negative controls may hold more than its capacity).
+    #[cfg(loom)]
+    pub(crate) fn set_capacity_lazily(&mut self, capacity: usize) {
+        self.capacity = capacity;
+    }
+
+    /// Empties the core, returning every entry (in no particular order).
+    pub(crate) fn take_all(&mut self) -> Vec<(K, V)> {
+        self.table = HashTable::new();
+        self.head = NIL;
+        self.tail = NIL;
+        std::mem::take(&mut self.nodes)
+            .into_iter()
+            .map(|node| (node.key, node.value))
+            .collect()
+    }
+
+    /// The entries from most to least recently used.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = (&K, &V)> + '_ {
+        let mut at = self.head;
+        std::iter::from_fn(move || {
+            (at != NIL).then(|| {
+                let node = &self.nodes[at as usize];
+                at = node.next;
+                (&node.key, &node.value)
+            })
+        })
+    }
+
+    /// Makes node `i` the most recently used.
+    #[inline]
+    fn touch(&mut self, i: u32) {
+        if self.head != i {
+            self.unlink(i);
+            self.push_front(i);
+        }
+    }
+
+    #[inline]
+    fn unlink(&mut self, i: u32) {
+        let (prev, next) = {
+            let node = &self.nodes[i as usize];
+            (node.prev, node.next)
+        };
+        if prev == NIL {
+            self.head = next;
+        } else {
+            self.nodes[prev as usize].next = next;
+        }
+        if next == NIL {
+            self.tail = prev;
+        } else {
+            self.nodes[next as usize].prev = prev;
+        }
+    }
+
+    #[inline]
+    fn push_front(&mut self, i: u32) {
+        let old_head = self.head;
+        {
+            let node = &mut self.nodes[i as usize];
+            node.prev = NIL;
+            node.next = old_head;
+        }
+        if old_head == NIL {
+            self.tail = i;
+        } else {
+            self.nodes[old_head as usize].prev = i;
+        }
+        self.head = i;
+    }
+
+    fn insert_into_table(&mut self, hash: u64, i: u32) {
+        let nodes = &self.nodes;
+        self.table
+            .insert_unique(hash, i, |&j| nodes[j as usize].hash);
+    }
+
+    fn remove_from_table(&mut self, i: u32) {
+        let hash = self.nodes[i as usize].hash;
+        match self.table.find_entry(hash, |&j| j == i) {
+            Ok(entry) => {
+                entry.remove();
+            }
+            Err(_) => unreachable!("larder: LruCore node {i} missing from its table"),
+        }
+    }
+
+    /// Unlinks and removes node `i`, moving the last node into its slot.
+    fn remove_index(&mut self, i: u32) -> (K, V) {
+        self.remove_from_table(i);
+        self.unlink(i);
+        let last = (self.nodes.len() - 1) as u32;
+        let node = self.nodes.swap_remove(i as usize);
+        if i != last {
+            // The node that was last now lives at `i`: repoint its
+            // neighbours and its table slot.
+            let (prev, next, hash) = {
+                let moved = &self.nodes[i as usize];
+                (moved.prev, moved.next, moved.hash)
+            };
+            if prev == NIL {
+                self.head = i;
+            } else {
+                self.nodes[prev as usize].next = i;
+            }
+            if next == NIL {
+                self.tail = i;
+            } else {
+                self.nodes[next as usize].prev = i;
+            }
+            match self.table.find_mut(hash, |&j| j == last) {
+                Some(slot) => *slot = i,
+                None => unreachable!("larder: LruCore node {last} missing from its table"),
+            }
+        }
+        (node.key, node.value)
+    }
+
+    /// Checks every structural invariant; panics with a description if one
+    /// fails. Used after every operation by the unit and property tests.
+    #[cfg(test)]
+    pub(crate) fn check_invariants(&self) {
+        let n = self.nodes.len();
+        assert!(
+            n <= self.capacity,
+            "len {n} over capacity {}",
+            self.capacity
+        );
+        assert_eq!(self.table.len(), n, "table and node counts differ");
+        let mut seen = vec![false; n];
+        let mut at = self.head;
+        let mut prev = NIL;
+        let mut count = 0;
+        while at != NIL {
+            let node = &self.nodes[at as usize];
+            assert!(!seen[at as usize], "cycle at node {at}");
+            seen[at as usize] = true;
+            assert_eq!(node.prev, prev, "broken prev link at node {at}");
+            assert_eq!(
+                self.table.find(node.hash, |&j| j == at).copied(),
+                Some(at),
+                "node {at} not reachable from the table"
+            );
+            prev = at;
+            at = node.next;
+            count += 1;
+        }
+        assert_eq!(self.tail, prev, "tail is not the last node of the list");
+        assert_eq!(count, n, "list length differs from node count");
+    }
+}

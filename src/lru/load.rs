@@ -1,0 +1,262 @@
+//! Load on miss: [`LruCache::get_or_load`], [`LruCache::try_get_or_load`]
+//! and [`LoadingLruCache`], all through the crate's single-flight module
+//! (`crate::flight`).
+//!
+//! A miss registers a flight for the key (or joins the one in progress),
+//! runs the loader with no lock held, and publishes the value into the cache
+//! *before* the flight ends, so a caller arriving after the flight finds the
+//! value. Errors are shared with the callers already waiting, as `Arc<E>`,
+//! and never cached. A panicking loader abandons its flight and one waiter
+//! takes over. See `src/flight.rs` for the protocol and its loom models.
+
+use std::convert::Infallible;
+use std::fmt;
+use std::hash::{BuildHasher, Hash};
+use std::ops::Deref;
+
+use super::LruCache;
+use crate::sync::Arc;
+
+/// Counts a failed load if the loader unwinds.
+struct FailureGuard<'a, K: Hash + Eq, V, S: BuildHasher> {
+    cache: &'a LruCache<K, V, S>,
+    hash: u64,
+}
+
+impl<K: Hash + Eq, V, S: BuildHasher> Drop for FailureGuard<'_, K, V, S> {
+    fn drop(&mut self) {
+        // Reached only while unwinding from the loader (no lock is held).
+        self.cache.lock_shard(self.hash).counters.load_failures += 1;
+    }
+}
+
+impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
+    fn lock_shard(&self, hash: u64) -> crate::sync::MutexGuard<'_, super::cache::Shard<K, V>> {
+        self.shard(hash).lock()
+    }
+
+    /// The value of `key`; on a miss, runs `load` once however many threads
+    /// miss the same key at the same time, caches its value and returns it
+    /// to all of them.
+    ///
+    /// The loader runs with no lock held; other keys, in any shard, are never
+    /// blocked by it. Counts a hit or a miss, and a load for the caller
+    /// whose loader ran. A value inserted for the key while the load runs is
+    /// replaced by the loaded value.
+    ///
+    /// # Panics
+    ///
+    /// If `load` panics, the panic reaches this caller only: the callers
+    /// waiting for it retry, and one of them loads. Panics if `load` asks
+    /// this cache for the same key on the same thread (it would wait for
+    /// itself forever), and if the eviction listener panics.
+    ///
+    /// # Deadlocks
+    ///
+    /// A loader that waits for another thread which is itself waiting for
+    /// this key deadlocks, as with any lock.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let cache = larder::LruCache::new(16);
+    /// let value = cache.get_or_load(&"answer", || 42);
+    /// assert_eq!(*value, 42);
+    /// let again = cache.get_or_load(&"answer", || unreachable!("cached"));
+    /// assert_eq!(*again, 42);
+    /// let stats = cache.stats();
+    /// assert_eq!((stats.hits, stats.misses, stats.loads), (1, 1, 1));
+    /// ```
+    pub fn get_or_load<F>(&self, key: &K, load: F) -> Arc<V>
+    where
+        K: Clone,
+        F: FnOnce() -> V,
+    {
+        match self.try_get_or_load(key, || Ok::<V, Infallible>(load())) {
+            Ok(value) => value,
+            Err(never) => match *never {},
+        }
+    }
+
+    /// As [`get_or_load`](Self::get_or_load) with a fallible loader.
+    ///
+    /// # Errors
+    ///
+    /// The loader's error, shared as `Arc<E>` by every caller that was
+    /// waiting for that load (a failing backend sees one call, not one per
+    /// waiter). Nothing is cached on error: the next call loads afresh.
+    ///
+    /// # Panics
+    ///
+    /// As [`get_or_load`](Self::get_or_load).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let cache = larder::LruCache::<u32, String>::new(16);
+    /// let err = cache.try_get_or_load(&1, || Err("database down")).unwrap_err();
+    /// assert_eq!(*err, "database down");
+    /// assert!(!cache.contains_key(&1)); // errors are not cached
+    /// let ok = cache.try_get_or_load(&1, || Ok::<_, &str>("row 1".to_string()));
+    /// assert_eq!(ok.unwrap().as_str(), "row 1");
+    /// assert_eq!(cache.stats().load_failures, 1);
+    /// ```
+    pub fn try_get_or_load<E, F>(&self, key: &K, load: F) -> Result<Arc<V>, Arc<E>>
+    where
+        K: Clone,
+        F: FnOnce() -> Result<V, E>,
+        E: Send + Sync + 'static,
+    {
+        let hash = self.hash(key);
+        {
+            let mut shard = self.lock_shard(hash);
+            if let Some(value) = shard.core.get(hash, key) {
+                let value = Arc::clone(value);
+                shard.counters.hits += 1;
+                return Ok(value);
+            }
+            shard.counters.misses += 1;
+        }
+        let mut displaced = None;
+        let outcome = self.flights.load(
+            hash,
+            key,
+            // Re-check after registering: a flight that ended between our
+            // miss and our registration has published its value.
+            || self.lock_shard(hash).core.get(hash, key).map(Arc::clone),
+            || {
+                let guard = FailureGuard { cache: self, hash };
+                let result = load();
+                std::mem::forget(guard);
+                if result.is_err() {
+                    self.lock_shard(hash).counters.load_failures += 1;
+                }
+                result
+            },
+            |value| {
+                let key = key.clone();
+                displaced = Some(self.insert_hashed(hash, key, Arc::clone(value), true));
+            },
+        );
+        if let Some(displaced) = displaced {
+            self.finish_insert(displaced);
+        }
+        outcome.map(|(value, _source)| value)
+    }
+}
+
+/// An [`LruCache`] that owns its loader: the closest thing to Python's
+/// `@lru_cache` decorator. Made by [`LruCache::with_loader`] or
+/// [`LruCacheBuilder::build_with_loader`](super::LruCacheBuilder::build_with_loader).
+///
+/// It dereferences to its [`LruCache`], so `get`, `insert`, `stats` and the
+/// rest are available as well.
+///
+/// # Examples
+///
+/// ```
+/// use larder::LruCache;
+///
+/// let lengths = LruCache::with_loader(128, |path: &String| path.len());
+/// assert_eq!(*lengths.get_or_load(&"/etc/hosts".to_string()), 10);
+/// assert_eq!(lengths.stats().misses, 1);
+/// assert_eq!(*lengths.get_or_load(&"/etc/hosts".to_string()), 10);
+/// assert_eq!(lengths.stats().hits, 1);
+/// ```
+pub struct LoadingLruCache<K, V, F, S = ahash::RandomState> {
+    cache: LruCache<K, V, S>,
+    loader: F,
+}
+
+impl<K: Hash + Eq, V> LruCache<K, V> {
+    /// A cache of at most `capacity` entries that loads missing keys with
+    /// `loader` (see [`LoadingLruCache`]).
+    ///
+    /// # Panics
+    ///
+    /// If `capacity` is 0 (use
+    /// [`build_with_loader`](super::LruCacheBuilder::build_with_loader) for
+    /// an error instead).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let squares = larder::LruCache::with_loader(8, |n: &u32| n * n);
+    /// assert_eq!(*squares.get_or_load(&9), 81);
+    /// ```
+    pub fn with_loader<F>(capacity: usize, loader: F) -> LoadingLruCache<K, V, F> {
+        LoadingLruCache::from_parts(Self::new(capacity), loader)
+    }
+}
+
+impl<K, V, F, S> LoadingLruCache<K, V, F, S> {
+    pub(crate) fn from_parts(cache: LruCache<K, V, S>, loader: F) -> Self {
+        Self { cache, loader }
+    }
+}
+
+impl<K: Hash + Eq + Clone, V, F, S: BuildHasher> LoadingLruCache<K, V, F, S> {
+    /// The value of `key`, loaded by the cache's loader on a miss (once for
+    /// all concurrent callers). See [`LruCache::get_or_load`].
+    ///
+    /// # Panics
+    ///
+    /// As [`LruCache::get_or_load`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let cache = larder::LruCache::with_loader(8, |id: &u32| format!("user {id}"));
+    /// assert_eq!(cache.get_or_load(&7).as_str(), "user 7");
+    /// ```
+    pub fn get_or_load(&self, key: &K) -> Arc<V>
+    where
+        F: Fn(&K) -> V,
+    {
+        self.cache.get_or_load(key, || (self.loader)(key))
+    }
+
+    /// The value of `key`, loaded by the cache's fallible loader on a miss.
+    /// See [`LruCache::try_get_or_load`].
+    ///
+    /// # Errors
+    ///
+    /// The loader's error, shared by the callers waiting for that load; not
+    /// cached.
+    ///
+    /// # Panics
+    ///
+    /// As [`LruCache::get_or_load`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let cache = larder::LruCache::with_loader(8, |id: &u32| {
+    ///     if *id == 0 { Err("no user 0") } else { Ok(format!("user {id}")) }
+    /// });
+    /// assert_eq!(*cache.try_get_or_load(&0).unwrap_err(), "no user 0");
+    /// assert_eq!(cache.try_get_or_load(&3).unwrap().as_str(), "user 3");
+    /// ```
+    pub fn try_get_or_load<E>(&self, key: &K) -> Result<Arc<V>, Arc<E>>
+    where
+        F: Fn(&K) -> Result<V, E>,
+        E: Send + Sync + 'static,
+    {
+        self.cache.try_get_or_load(key, || (self.loader)(key))
+    }
+}
+
+impl<K, V, F, S> Deref for LoadingLruCache<K, V, F, S> {
+    type Target = LruCache<K, V, S>;
+    fn deref(&self) -> &LruCache<K, V, S> {
+        &self.cache
+    }
+}
+
+impl<K, V, F, S> fmt::Debug for LoadingLruCache<K, V, F, S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("LoadingLruCache")
+            .field("cache", &self.cache)
+            .finish_non_exhaustive()
+    }
+}

@@ -1,0 +1,224 @@
+//! Unit tests of the sequential core and the wrapper's internals, with
+//! `check_invariants` after every operation.
+
+use std::collections::VecDeque;
+
+use proptest::prelude::*;
+
+use super::LruCache;
+use super::core::LruCore;
+
+/// A trivially correct LRU: a deque of (key, value), front = most recent.
+struct Model {
+    entries: VecDeque<(u8, u32)>,
+    capacity: usize,
+}
+
+impl Model {
+    fn position(&self, key: u8) -> Option<usize> {
+        self.entries.iter().position(|(k, _)| *k == key)
+    }
+    fn get(&mut self, key: u8) -> Option<u32> {
+        let at = self.position(key)?;
+        let entry = self.entries.remove(at).unwrap();
+        self.entries.push_front(entry);
+        Some(entry.1)
+    }
+    fn insert(&mut self, key: u8, value: u32) -> (Option<u32>, Option<(u8, u32)>) {
+        if let Some(at) = self.position(key) {
+            let (_, old) = self.entries.remove(at).unwrap();
+            self.entries.push_front((key, value));
+            return (Some(old), None);
+        }
+        let evicted = if self.entries.len() == self.capacity {
+            self.entries.pop_back()
+        } else {
+            None
+        };
+        self.entries.push_front((key, value));
+        (None, evicted)
+    }
+}
+
+/// A hash that collides often, so that table probing and the stored-hash
+/// comparison are exercised.
+fn weak_hash(key: u8) -> u64 {
+    u64::from(key % 8) << 24 | u64::from(key % 3)
+}
+
+#[derive(Debug, Clone)]
+enum Op {
+    Get(u8),
+    Peek(u8),
+    Insert(u8, u32),
+    Remove(u8),
+    PopLru,
+    SetCapacity(usize),
+    TakeAll,
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        4 => (0u8..24).prop_map(Op::Get),
+        1 => (0u8..24).prop_map(Op::Peek),
+        4 => (0u8..24, any::<u32>()).prop_map(|(k, v)| Op::Insert(k, v)),
+        2 => (0u8..24).prop_map(Op::Remove),
+        1 => Just(Op::PopLru),
+        1 => (1usize..12).prop_map(Op::SetCapacity),
+        1 => Just(Op::TakeAll),
+    ]
+}
+
+proptest! {
+    #[test]
+    fn core_matches_the_deque_model(capacity in 1usize..10, ops in prop::collection::vec(op(), 1..200)) {
+        let mut core = LruCore::<u8, u32>::new(capacity);
+        let mut model = Model { entries: VecDeque::new(), capacity };
+        for op in ops {
+            match op {
+                Op::Get(k) => prop_assert_eq!(core.get(weak_hash(k), &k).copied(), model.get(k)),
+                Op::Peek(k) => {
+                    let expected = model.position(k).map(|at| model.entries[at].1);
+                    prop_assert_eq!(core.peek(weak_hash(k), &k).copied(), expected);
+                }
+                Op::Insert(k, v) => {
+                    let got = core.insert(weak_hash(k), k, v);
+                    let (replaced, evicted) = model.insert(k, v);
+                    prop_assert_eq!(got.replaced, replaced);
+                    prop_assert_eq!(got.evicted, evicted);
+                    prop_assert_eq!(got.unused_key.is_some(), replaced.is_some());
+                }
+                Op::Remove(k) => {
+                    let expected = model.position(k).map(|at| model.entries.remove(at).unwrap());
+                    prop_assert_eq!(core.remove(weak_hash(k), &k), expected);
+                }
+                Op::PopLru => prop_assert_eq!(core.pop_lru(), model.entries.pop_back()),
+                Op::SetCapacity(c) => {
+                    let mut evicted = Vec::new();
+                    core.set_capacity(c, &mut evicted);
+                    model.capacity = c;
+                    let mut expected = Vec::new();
+                    while model.entries.len() > c {
+                        expected.push(model.entries.pop_back().unwrap());
+                    }
+                    prop_assert_eq!(evicted, expected);
+                }
+                Op::TakeAll => {
+                    let mut all = core.take_all();
+                    all.sort_unstable();
+                    let mut expected: Vec<_> = model.entries.drain(..).collect();
+                    expected.sort_unstable();
+                    prop_assert_eq!(all, expected);
+                }
+            }
+            core.check_invariants();
+            let order: Vec<_> = core.iter().map(|(k, v)| (*k, *v)).collect();
+            let expected: Vec<_> = model.entries.iter().copied().collect();
+            prop_assert_eq!(order, expected);
+        }
+    }
+}
+
+#[test]
+fn a_full_core_recycles_its_least_recent_node() {
+    let mut core = LruCore::<u32, u32>::new(3);
+    for k in 0..3 {
+        core.insert(u64::from(k), k, k);
+    }
+    assert_eq!(core.get(0, &0), Some(&0));
+    let inserted = core.insert(9, 9, 9);
+    assert_eq!(inserted.evicted, Some((1, 1)));
+    core.check_invariants();
+    let order: Vec<_> = core.iter().map(|(k, _)| *k).collect();
+    assert_eq!(order, [9, 0, 2]);
+}
+
+#[test]
+fn removing_the_middle_moves_the_last_node_into_the_hole() {
+    let mut core = LruCore::<u32, u32>::new(8);
+    for k in 0..5 {
+        core.insert(u64::from(k) * 7, k, k * 10);
+    }
+    assert_eq!(core.remove(7, &1), Some((1, 10)));
+    core.check_invariants();
+    assert_eq!(core.peek(28, &4), Some(&40));
+    assert_eq!(core.remove(0, &0), Some((0, 0)));
+    assert_eq!(core.remove(28, &4), Some((4, 40)));
+    core.check_invariants();
+    let order: Vec<_> = core.iter().map(|(k, _)| *k).collect();
+    assert_eq!(order, [3, 2]);
+}
+
+#[test]
+fn shards_split_the_capacity_exactly() {
+    let cache = LruCache::<u32, u32>::builder(10).shards(4).build().unwrap();
+    let caps: Vec<_> = cache
+        .shards
+        .iter()
+        .map(|s| s.lock().core.capacity())
+        .collect();
+    assert_eq!(caps, [3, 3, 2, 2]);
+    cache.resize(7).unwrap();
+    let caps: Vec<_> = cache
+        .shards
+        .iter()
+        .map(|s| s.lock().core.capacity())
+        .collect();
+    assert_eq!(caps, [2, 2, 2, 1]);
+}
+
+#[test]
+fn wrapper_keeps_every_shard_consistent() {
+    let cache = LruCache::<u32, u32>::builder(64).shards(4).build().unwrap();
+    for i in 0..1000u32 {
+        match i % 5 {
+            0 | 1 => {
+                cache.insert(i % 97, i);
+            }
+            2 => {
+                cache.get(&(i % 89));
+            }
+            3 => {
+                cache.remove(&(i % 13));
+            }
+            _ => {
+                cache.resize(32 + (i as usize % 64)).unwrap();
+            }
+        }
+        for shard in cache.shards.iter() {
+            shard.lock().core.check_invariants();
+        }
+        assert!(cache.len() <= cache.capacity());
+    }
+}
+
+#[test]
+fn shard_choice_spreads_keys() {
+    let cache = LruCache::<u32, u32>::builder(4096)
+        .shards(16)
+        .build()
+        .unwrap();
+    let mut counts = [0usize; 16];
+    for k in 0..16_000u32 {
+        let hash = cache.hash(&k);
+        let shard = cache.shard(hash) as *const _;
+        let index = cache
+            .shards
+            .iter()
+            .position(|s| std::ptr::eq(&**s, shard))
+            .unwrap();
+        counts[index] += 1;
+    }
+    assert!(
+        counts.iter().all(|&c| (800..1200).contains(&c)),
+        "{counts:?}"
+    );
+}
+
+#[test]
+fn default_shards_keep_32_entries_per_shard() {
+    assert_eq!(super::builder::default_shards(1), 1);
+    assert_eq!(super::builder::default_shards(100), 2);
+    let big = super::builder::default_shards(1_000_000);
+    assert!(big.is_power_of_two() && (128..=4096).contains(&big));
+}

@@ -1,0 +1,422 @@
+//! [`AnyCache`]: one cache for values of many types, keyed by
+//! `(key, value type)`.
+//!
+//! Entries are stored type-erased as `Arc<dyn Any + Send + Sync>` under a
+//! [`TypedKey`] made of the caller's key and the `TypeId` of the value type
+//! the call names. Every way in (`get_or_init::<V>`, `insert::<V>`) stores a
+//! `V` under `TypeId::of::<V>()`, and every way out looks up
+//! `TypeId::of::<V>()`, so the downcast back to `V` cannot fail: a type
+//! mismatch is a different key, not a failed cast.
+//!
+//! Lookups borrow the key (`&Q` where `K: Borrow<Q>`) through the usual
+//! trick for compound keys: both the stored `TypedKey<K>` and a borrowed
+//! `(&Q, TypeId)` view themselves as `dyn KeyView<Q>`, which hashes and
+//! compares the same way.
+
+use std::any::{Any, TypeId};
+use std::borrow::Borrow;
+use std::fmt;
+use std::hash::{BuildHasher, Hash, Hasher};
+
+use super::builder::AnyCacheBuilder;
+use super::raw::Raw;
+use super::stats::TypedCacheStats;
+use crate::sync::Arc;
+
+/// A key of the type-erased map: the caller's key and the value's type.
+#[derive(Clone, PartialEq, Eq)]
+pub(crate) struct TypedKey<K> {
+    key: K,
+    type_id: TypeId,
+}
+
+impl<K: Hash> Hash for TypedKey<K> {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        // Must match `Hash for dyn KeyView<Q>` (K and Q hash alike, as
+        // `Borrow` requires).
+        self.key.hash(state);
+        self.type_id.hash(state);
+    }
+}
+
+/// A borrowed view of a typed key, shared by `TypedKey<K>` and `(&Q, TypeId)`.
+pub(crate) trait KeyView<Q: ?Sized> {
+    fn key(&self) -> &Q;
+    fn value_type(&self) -> TypeId;
+}
+
+impl<K: Borrow<Q>, Q: ?Sized> KeyView<Q> for TypedKey<K> {
+    fn key(&self) -> &Q {
+        self.key.borrow()
+    }
+    fn value_type(&self) -> TypeId {
+        self.type_id
+    }
+}
+
+impl<Q: ?Sized> KeyView<Q> for (&Q, TypeId) {
+    fn key(&self) -> &Q {
+        self.0
+    }
+    fn value_type(&self) -> TypeId {
+        self.1
+    }
+}
+
+impl<'a, K, Q> Borrow<dyn KeyView<Q> + 'a> for TypedKey<K>
+where
+    K: Borrow<Q> + 'a,
+    Q: ?Sized + 'a,
+{
+    fn borrow(&self) -> &(dyn KeyView<Q> + 'a) {
+        self
+    }
+}
+
+impl<Q: ?Sized + Hash> Hash for dyn KeyView<Q> + '_ {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.key().hash(state);
+        self.value_type().hash(state);
+    }
+}
+
+impl<Q: ?Sized + Eq> PartialEq for dyn KeyView<Q> + '_ {
+    fn eq(&self, other: &Self) -> bool {
+        self.value_type() == other.value_type() && self.key() == other.key()
+    }
+}
+
+impl<Q: ?Sized + Eq> Eq for dyn KeyView<Q> + '_ {}
+
+/// A value stored type-erased; its type is the `TypeId` of its key.
+pub(crate) struct Erased(Arc<dyn Any + Send + Sync>);
+
+/// Recovers the `Arc<V>` stored under a key whose type id is `V`'s.
+fn downcast<V: Any + Send + Sync>(erased: &Arc<Erased>) -> Arc<V> {
+    match Arc::clone(&erased.0).downcast::<V>() {
+        Ok(value) => value,
+        // Every entry under TypeId::of::<V>() was stored as a V.
+        Err(_) => unreachable!("larder: AnyCache entry stored under another type's id"),
+    }
+}
+
+/// A heterogeneous single-flight cache: values of any `'static` type under
+/// keys of one type, each `(key, value type)` pair its own entry.
+///
+/// This is the seed's `GetOrAdd<TValue>(key, factory)` made type-safe:
+/// `get_or_init::<V>(key, f)` is checked by the compiler, a `u32` and a
+/// `String` stored under the same key never collide, and no downcast can
+/// fail (the value type is part of the key). Everything else, from
+/// exactly-once init to expiry and statistics, is as in [`TypedCache`]:
+/// see its documentation for the guarantees, errors, panics and deadlocks.
+///
+/// [`TypedCache`]: crate::TypedCache
+///
+/// # Examples
+///
+/// ```
+/// use larder::AnyCache;
+/// use std::sync::Arc;
+///
+/// #[derive(Debug, PartialEq)]
+/// struct Schema(Vec<&'static str>);
+///
+/// let cache: AnyCache<&str> = AnyCache::new();
+/// let schema: Arc<Schema> = cache.get_or_init("users", || Schema(vec!["id", "name"]));
+/// let rows: Arc<u64> = cache.get_or_init("users", || 1_000);
+/// assert_eq!(schema.0.len(), 2);
+/// assert_eq!(*rows, 1_000);
+/// // Same key, different types: two entries, no collision.
+/// assert_eq!(cache.len(), 2);
+/// assert_eq!(cache.get::<u64, _>("users").as_deref(), Some(&1_000));
+/// assert_eq!(cache.get::<String, _>("users"), None);
+/// ```
+pub struct AnyCache<K, S = ahash::RandomState> {
+    raw: Raw<TypedKey<K>, Erased, S>,
+}
+
+impl<K> AnyCache<K>
+where
+    K: Hash + Eq + Clone,
+{
+    /// An empty cache without expiry or size bound.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let cache: larder::AnyCache<u32> = larder::AnyCache::new();
+    /// assert!(cache.is_empty());
+    /// ```
+    pub fn new() -> Self {
+        Self::builder()
+            .build()
+            .expect("the default settings are valid")
+    }
+
+    /// A builder for expiry, a size bound, the clock and the hasher.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let cache = larder::AnyCache::<u32>::builder().max_entries(100).build().unwrap();
+    /// cache.insert(1, "one");
+    /// assert_eq!(cache.len(), 1);
+    /// ```
+    pub fn builder() -> AnyCacheBuilder<K> {
+        AnyCacheBuilder::new()
+    }
+}
+
+impl<K> Default for AnyCache<K>
+where
+    K: Hash + Eq + Clone,
+{
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<K, S> AnyCache<K, S>
+where
+    K: Hash + Eq + Clone,
+    S: BuildHasher + Clone,
+{
+    pub(crate) fn from_raw(raw: Raw<TypedKey<K>, Erased, S>) -> Self {
+        Self { raw }
+    }
+
+    fn typed<V: 'static>(key: K) -> TypedKey<K> {
+        TypedKey {
+            key,
+            type_id: TypeId::of::<V>(),
+        }
+    }
+
+    /// The `V` under `key`, running `f` to create it if there is none; among
+    /// concurrent callers for the same `(key, V)`, `f` runs once. As
+    /// [`TypedCache::get_or_init`](crate::TypedCache::get_or_init).
+    ///
+    /// # Panics
+    ///
+    /// Resumes `f`'s panic in this caller only; panics with a re-entrant
+    /// load message if `f` asks this cache for the same key and type.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let cache: larder::AnyCache<&str> = larder::AnyCache::new();
+    /// let a = cache.get_or_init("pi", || 3.14_f64);
+    /// let b = cache.get_or_init("pi", || -> f64 { unreachable!() });
+    /// assert!(std::sync::Arc::ptr_eq(&a, &b));
+    /// ```
+    pub fn get_or_init<V>(&self, key: K, f: impl FnOnce() -> V) -> Arc<V>
+    where
+        V: Send + Sync + 'static,
+    {
+        match self.get_or_try_init(key, || Ok::<V, std::convert::Infallible>(f())) {
+            Ok(value) => value,
+            Err(never) => match *never {},
+        }
+    }
+
+    /// The fallible [`get_or_init`](AnyCache::get_or_init); errors as
+    /// [`TypedCache::get_or_try_init`](crate::TypedCache::get_or_try_init).
+    ///
+    /// # Errors
+    ///
+    /// The error of the init this caller ran or joined, shared as `Arc<E>`;
+    /// nothing is cached.
+    ///
+    /// # Panics
+    ///
+    /// As [`get_or_init`](AnyCache::get_or_init).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let cache: larder::AnyCache<&str> = larder::AnyCache::new();
+    /// let port = cache.get_or_try_init("port", || "80a".parse::<u16>());
+    /// assert!(port.is_err());
+    /// let port = cache.get_or_try_init("port", || "80".parse::<u16>());
+    /// assert_eq!(*port.unwrap(), 80);
+    /// ```
+    pub fn get_or_try_init<V, E>(
+        &self,
+        key: K,
+        f: impl FnOnce() -> Result<V, E>,
+    ) -> Result<Arc<V>, Arc<E>>
+    where
+        V: Send + Sync + 'static,
+        E: Send + Sync + 'static,
+    {
+        self.raw.get_or_try_init(
+            Self::typed::<V>(key),
+            || f().map(|value| Erased(Arc::new(value))),
+            downcast::<V>,
+        )
+    }
+
+    /// The live `V` under `key`, if any; counts a hit or a miss.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let cache: larder::AnyCache<String> = larder::AnyCache::new();
+    /// cache.insert("k".to_string(), 7_i32);
+    /// assert_eq!(cache.get::<i32, _>("k").as_deref(), Some(&7));
+    /// assert_eq!(cache.get::<i64, _>("k"), None);
+    /// ```
+    pub fn get<V, Q>(&self, key: &Q) -> Option<Arc<V>>
+    where
+        V: Send + Sync + 'static,
+        K: Borrow<Q>,
+        Q: Hash + Eq + ?Sized,
+    {
+        let view = (key, TypeId::of::<V>());
+        self.raw.get(&view as &dyn KeyView<Q>, downcast::<V>)
+    }
+
+    /// Stores `value` as the `V` under `key`; returns the live `V` it
+    /// replaced. An init of the same `(key, V)` in progress will not
+    /// overwrite it.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let cache: larder::AnyCache<u8> = larder::AnyCache::new();
+    /// assert_eq!(cache.insert(1, 'a'), None);
+    /// assert_eq!(cache.insert(1, 'b').as_deref(), Some(&'a'));
+    /// ```
+    pub fn insert<V>(&self, key: K, value: V) -> Option<Arc<V>>
+    where
+        V: Send + Sync + 'static,
+    {
+        self.raw
+            .insert(Self::typed::<V>(key), Arc::new(Erased(Arc::new(value))))
+            .map(|old| downcast::<V>(&old))
+    }
+
+    /// Removes the `V` under `key` (entries of other types under the same
+    /// key stay); returns it if it was live.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let cache: larder::AnyCache<u8> = larder::AnyCache::new();
+    /// cache.insert(1, 10_u32);
+    /// cache.insert(1, "ten");
+    /// assert_eq!(cache.invalidate::<u32, _>(&1).as_deref(), Some(&10));
+    /// assert_eq!(cache.get::<&str, _>(&1).as_deref(), Some(&"ten"));
+    /// ```
+    pub fn invalidate<V, Q>(&self, key: &Q) -> Option<Arc<V>>
+    where
+        V: Send + Sync + 'static,
+        K: Borrow<Q>,
+        Q: Hash + Eq + ?Sized,
+    {
+        let view = (key, TypeId::of::<V>());
+        self.raw
+            .invalidate(&view as &dyn KeyView<Q>)
+            .map(|old| downcast::<V>(&old))
+    }
+
+    /// Removes every entry, shard by shard (see
+    /// [`TypedCache::invalidate_all`](crate::TypedCache::invalidate_all)).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let cache: larder::AnyCache<u8> = larder::AnyCache::new();
+    /// cache.insert(1, 1_u8);
+    /// cache.invalidate_all();
+    /// assert!(cache.is_empty());
+    /// ```
+    pub fn invalidate_all(&self) {
+        self.raw.invalidate_all();
+    }
+
+    /// Whether a live `V` is stored under `key` (no statistics, does not
+    /// count as a read for time to idle).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let cache: larder::AnyCache<u8> = larder::AnyCache::new();
+    /// cache.insert(1, 1_u8);
+    /// assert!(cache.contains_key::<u8, _>(&1));
+    /// assert!(!cache.contains_key::<u16, _>(&1));
+    /// ```
+    pub fn contains_key<V, Q>(&self, key: &Q) -> bool
+    where
+        V: Send + Sync + 'static,
+        K: Borrow<Q>,
+        Q: Hash + Eq + ?Sized,
+    {
+        let view = (key, TypeId::of::<V>());
+        self.raw.contains_key(&view as &dyn KeyView<Q>)
+    }
+
+    /// Removes every expired entry now; returns how many.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let cache: larder::AnyCache<u8> = larder::AnyCache::new();
+    /// assert_eq!(cache.purge_expired(), 0);
+    /// ```
+    pub fn purge_expired(&self) -> usize {
+        self.raw.purge_expired()
+    }
+
+    /// Entries stored, over all value types (see
+    /// [`TypedCache::len`](crate::TypedCache::len)).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let cache: larder::AnyCache<u8> = larder::AnyCache::new();
+    /// cache.insert(1, 1_u8);
+    /// cache.insert(1, 1_u16);
+    /// assert_eq!(cache.len(), 2);
+    /// ```
+    pub fn len(&self) -> usize {
+        self.raw.len()
+    }
+
+    /// Whether [`len`](AnyCache::len) is zero.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert!(larder::AnyCache::<u8>::new().is_empty());
+    /// ```
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The counters so far (see [`TypedCacheStats`]).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let cache: larder::AnyCache<u8> = larder::AnyCache::new();
+    /// cache.get_or_init(1, || 'x');
+    /// assert_eq!(cache.stats().inits, 1);
+    /// ```
+    pub fn stats(&self) -> TypedCacheStats {
+        self.raw.stats()
+    }
+
+    /// Asserts internal invariants; for tests, with no other thread using
+    /// the cache.
+    #[doc(hidden)]
+    pub fn check_invariants(&self) {
+        self.raw.check_invariants();
+    }
+}
+
+impl<K, S> fmt::Debug for AnyCache<K, S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AnyCache").field("raw", &self.raw).finish()
+    }
+}

@@ -1,0 +1,350 @@
+//! Builders of [`TypedCache`] and [`AnyCache`]: composable expiry, a size
+//! bound, the clock and the hasher, validated by `build()`.
+
+use std::fmt;
+use std::hash::{BuildHasher, Hash};
+use std::marker::PhantomData;
+use std::time::Duration;
+
+use super::TypedCache;
+use super::any::{AnyCache, TypedKey};
+use super::clock::{Clock, SystemClock};
+use super::core::Policy;
+use super::raw::Raw;
+use crate::flight::FlightFault;
+use crate::sync::Arc;
+
+/// Why a [`TypedCacheBuilder`] or [`AnyCacheBuilder`] refused to build.
+///
+/// # Examples
+///
+/// ```
+/// use larder::{TypedBuildError, TypedCache};
+/// use std::time::Duration;
+///
+/// let err = TypedCache::<u32, u32>::builder()
+///     .time_to_live(Duration::ZERO)
+///     .build()
+///     .unwrap_err();
+/// assert_eq!(err, TypedBuildError::ZeroTimeToLive);
+/// assert!(err.to_string().contains("time to live"));
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum TypedBuildError {
+    /// `time_to_live(Duration::ZERO)`: every entry would expire at once.
+    ZeroTimeToLive,
+    /// `time_to_idle(Duration::ZERO)`: every entry would expire at once.
+    ZeroTimeToIdle,
+    /// `max_entries(0)`: nothing could ever be cached.
+    ZeroMaxEntries,
+}
+
+impl fmt::Display for TypedBuildError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::ZeroTimeToLive => "a zero time to live would expire every entry at once",
+            Self::ZeroTimeToIdle => "a zero time to idle would expire every entry at once",
+            Self::ZeroMaxEntries => "max_entries(0) would leave room for nothing",
+        })
+    }
+}
+
+impl std::error::Error for TypedBuildError {}
+
+/// The settings both builders share.
+#[derive(Clone)]
+struct Settings<S> {
+    time_to_live: Option<Duration>,
+    time_to_idle: Option<Duration>,
+    max_entries: Option<usize>,
+    clock: Option<Arc<dyn Clock>>,
+    hasher: S,
+    fault: FlightFault,
+    #[cfg(loom)]
+    typed_fault: super::Fault,
+}
+
+impl<S> Settings<S> {
+    fn new(hasher: S) -> Self {
+        Self {
+            time_to_live: None,
+            time_to_idle: None,
+            max_entries: None,
+            clock: None,
+            hasher,
+            fault: FlightFault::None,
+            #[cfg(loom)]
+            typed_fault: super::Fault::None,
+        }
+    }
+
+    fn with_hasher<S2>(self, hasher: S2) -> Settings<S2> {
+        Settings {
+            time_to_live: self.time_to_live,
+            time_to_idle: self.time_to_idle,
+            max_entries: self.max_entries,
+            clock: self.clock,
+            hasher,
+            fault: self.fault,
+            #[cfg(loom)]
+            typed_fault: self.typed_fault,
+        }
+    }
+
+    fn build<K, V>(self) -> Result<Raw<K, V, S>, TypedBuildError>
+    where
+        K: Hash + Eq + Clone,
+        S: BuildHasher + Clone,
+    {
+        if self.time_to_live == Some(Duration::ZERO) {
+            return Err(TypedBuildError::ZeroTimeToLive);
+        }
+        if self.time_to_idle == Some(Duration::ZERO) {
+            return Err(TypedBuildError::ZeroTimeToIdle);
+        }
+        if self.max_entries == Some(0) {
+            return Err(TypedBuildError::ZeroMaxEntries);
+        }
+        let policy = Policy::new(self.time_to_live, self.time_to_idle, self.max_entries);
+        let clock = self
+            .clock
+            .unwrap_or_else(|| Arc::new(SystemClock::new()) as Arc<dyn Clock>);
+        #[allow(unused_mut)]
+        let mut raw = Raw::new(policy, clock, self.hasher, self.fault);
+        #[cfg(loom)]
+        {
+            raw.fault = self.typed_fault;
+        }
+        Ok(raw)
+    }
+}
+
+impl<S> fmt::Debug for Settings<S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Settings")
+            .field("time_to_live", &self.time_to_live)
+            .field("time_to_idle", &self.time_to_idle)
+            .field("max_entries", &self.max_entries)
+            .field("clock", &self.clock)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Builds a [`TypedCache`]; from [`TypedCache::builder`].
+///
+/// The policies compose: an entry is gone once *any* of them says so (its
+/// time to live has passed since it was stored, or its time to idle since it
+/// was last read, or it was evicted to keep within `max_entries`).
+///
+/// # Examples
+///
+/// ```
+/// use larder::{ManualClock, TypedCache};
+/// use std::time::Duration;
+///
+/// let clock = ManualClock::new();
+/// let cache: TypedCache<&str, u32> = TypedCache::builder()
+///     .time_to_live(Duration::from_secs(60))
+///     .time_to_idle(Duration::from_secs(10))
+///     .max_entries(1_000)
+///     .clock(clock.clone())
+///     .build()
+///     .unwrap();
+/// cache.insert("a", 1);
+/// clock.advance(Duration::from_secs(11)); // idle for longer than 10 s
+/// assert_eq!(cache.get("a"), None);
+/// ```
+pub struct TypedCacheBuilder<K, V, S = ahash::RandomState> {
+    settings: Settings<S>,
+    types: PhantomData<fn() -> (K, V)>,
+}
+
+/// Builds an [`AnyCache`]; from [`AnyCache::builder`]. Same settings as
+/// [`TypedCacheBuilder`]; `max_entries` counts the entries of every type.
+///
+/// # Examples
+///
+/// ```
+/// use larder::AnyCache;
+/// use std::time::Duration;
+///
+/// let cache: AnyCache<&str> = AnyCache::builder()
+///     .time_to_live(Duration::from_secs(300))
+///     .max_entries(10_000)
+///     .build()
+///     .unwrap();
+/// assert_eq!(*cache.get_or_init("port", || 8080_u16), 8080);
+/// ```
+pub struct AnyCacheBuilder<K, S = ahash::RandomState> {
+    settings: Settings<S>,
+    types: PhantomData<fn() -> K>,
+}
+
+macro_rules! setters {
+    ($builder:ident < $($param:ident),* >, $example:literal) => {
+        impl<$($param,)* S> $builder<$($param,)* S> {
+            /// Expire each entry `ttl` after it was stored (by an init or
+            /// `insert`), however often it is read.
+            ///
+            /// # Examples
+            ///
+            #[doc = concat!("```\nuse std::time::Duration;\nlet builder = ", $example, "\n    .time_to_live(Duration::from_secs(30));\n# let _ = builder.build().unwrap();\n```")]
+            pub fn time_to_live(mut self, ttl: Duration) -> Self {
+                self.settings.time_to_live = Some(ttl);
+                self
+            }
+
+            /// Expire each entry once it has not been read for `tti`.
+            ///
+            /// Reads are recorded with a resolution of `tti / 64` (a hit
+            /// writes the entry's access time only when it moved by that
+            /// much, so hot entries are not written on every hit): an entry
+            /// may expire up to `tti / 64` before exactly `tti` of idleness.
+            ///
+            /// # Examples
+            ///
+            #[doc = concat!("```\nuse std::time::Duration;\nlet builder = ", $example, "\n    .time_to_idle(Duration::from_secs(5));\n# let _ = builder.build().unwrap();\n```")]
+            pub fn time_to_idle(mut self, tti: Duration) -> Self {
+                self.settings.time_to_idle = Some(tti);
+                self
+            }
+
+            /// Keep at most `max` entries: storing one more evicts one. The
+            /// victim comes from the stored key's shard (one of 16) when it
+            /// has another entry, else from the next shards: the first entry
+            /// in the shard's insertion queue that is expired or was not read
+            /// since the last sweep (CLOCK: a read entry gets a second
+            /// chance). The bound holds whenever no insert is in progress.
+            /// Approximate LRU per shard, as quick_cache and moka are
+            /// approximate; unlike quick_cache, the budget is global, not
+            /// split per shard.
+            ///
+            /// # Examples
+            ///
+            #[doc = concat!("```\nlet builder = ", $example, "\n    .max_entries(10_000);\n# let _ = builder.build().unwrap();\n```")]
+            pub fn max_entries(mut self, max: usize) -> Self {
+                self.settings.max_entries = Some(max);
+                self
+            }
+
+            /// The clock expiry reads (default: [`SystemClock`]). Tests pass
+            /// a [`ManualClock`](crate::ManualClock) clone and move it by
+            /// hand.
+            ///
+            /// # Examples
+            ///
+            #[doc = concat!("```\nlet clock = larder::ManualClock::new();\nlet builder = ", $example, "\n    .clock(clock.clone());\n# let _ = builder.build().unwrap();\n```")]
+            pub fn clock(mut self, clock: impl Clock) -> Self {
+                self.settings.clock = Some(Arc::new(clock));
+                self
+            }
+
+            /// The hasher of keys (default: `ahash::RandomState`, resistant
+            /// to hash flooding).
+            ///
+            /// # Examples
+            ///
+            #[doc = concat!("```\nlet builder = ", $example, "\n    .hasher(std::collections::hash_map::RandomState::new());\n# let _ = builder.build().unwrap();\n```")]
+            pub fn hasher<S2>(self, hasher: S2) -> $builder<$($param,)* S2> {
+                $builder {
+                    settings: self.settings.with_hasher(hasher),
+                    types: PhantomData,
+                }
+            }
+
+            /// Selects a deliberately broken single-flight protocol (loom
+            /// negative controls only).
+            #[cfg(loom)]
+            #[doc(hidden)]
+            pub fn flight_fault(mut self, fault: FlightFault) -> Self {
+                self.settings.fault = fault;
+                self
+            }
+
+            /// Selects a deliberately broken cache protocol (loom negative
+            /// controls only).
+            #[cfg(loom)]
+            #[doc(hidden)]
+            pub fn typed_fault(mut self, fault: super::Fault) -> Self {
+                self.settings.typed_fault = fault;
+                self
+            }
+        }
+
+        impl<$($param,)* S> fmt::Debug for $builder<$($param,)* S> {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.debug_struct(stringify!($builder))
+                    .field("settings", &self.settings)
+                    .finish()
+            }
+        }
+    };
+}
+
+setters!(TypedCacheBuilder<K, V>, "larder::TypedCache::<String, u64>::builder()");
+setters!(AnyCacheBuilder<K>, "larder::AnyCache::<String>::builder()");
+
+impl<K, V> TypedCacheBuilder<K, V> {
+    pub(crate) fn new() -> Self {
+        Self {
+            settings: Settings::new(crate::sync::default_hasher()),
+            types: PhantomData,
+        }
+    }
+}
+
+impl<K, V, S> TypedCacheBuilder<K, V, S>
+where
+    K: Hash + Eq + Clone,
+    S: BuildHasher + Clone,
+{
+    /// Builds the cache.
+    ///
+    /// # Errors
+    ///
+    /// [`TypedBuildError`] for a zero time to live, time to idle or
+    /// `max_entries`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let cache = larder::TypedCache::<u8, u8>::builder().max_entries(2).build().unwrap();
+    /// assert!(cache.is_empty());
+    /// ```
+    pub fn build(self) -> Result<TypedCache<K, V, S>, TypedBuildError> {
+        Ok(TypedCache::from_raw(self.settings.build()?))
+    }
+}
+
+impl<K> AnyCacheBuilder<K> {
+    pub(crate) fn new() -> Self {
+        Self {
+            settings: Settings::new(crate::sync::default_hasher()),
+            types: PhantomData,
+        }
+    }
+}
+
+impl<K, S> AnyCacheBuilder<K, S>
+where
+    K: Hash + Eq + Clone,
+    S: BuildHasher + Clone,
+{
+    /// Builds the cache.
+    ///
+    /// # Errors
+    ///
+    /// [`TypedBuildError`] for a zero time to live, time to idle or
+    /// `max_entries`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let err = larder::AnyCache::<u8>::builder().max_entries(0).build().unwrap_err();
+    /// assert_eq!(err, larder::TypedBuildError::ZeroMaxEntries);
+    /// ```
+    pub fn build(self) -> Result<AnyCache<K, S>, TypedBuildError> {
+        Ok(AnyCache::from_raw(self.settings.build::<TypedKey<K>, _>()?))
+    }
+}

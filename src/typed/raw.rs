@@ -1,0 +1,474 @@
+//! The concurrent wrapper shared by [`TypedCache`](super::TypedCache) and
+//! [`AnyCache`](super::AnyCache): key shards of [`Core`] behind sharded
+//! reader-writer locks, single-flight init through [`FlightGroup`], the
+//! policy, the clock and the statistics.
+//!
+//! # Locks
+//!
+//! - Each key shard is a [`ShardedLock`]: a read locks only the calling
+//!   thread's slice of the lock state, so hits on different cores share no
+//!   written cache line; a write locks every slice (writes are rare: inits,
+//!   inserts, invalidations).
+//! - At most one shard lock is held at a time. Cross-shard work (eviction
+//!   spilling over, `invalidate_all`) takes them one after another.
+//! - The flight group's locks are never taken while a shard lock is held
+//!   (the flight protocol calls our `lookup` and `publish` with none of its
+//!   locks held).
+//! - No user code runs under a shard lock except `K: Hash + Eq` and the
+//!   clock: inits run with no lock held, and removed values are dropped after
+//!   unlocking.
+
+use std::borrow::Borrow;
+use std::cell::Cell;
+use std::fmt;
+use std::hash::{BuildHasher, Hash};
+
+use super::clock::Clock;
+use super::core::{Core, Policy};
+use super::stats::{Event, Stats, TypedCacheStats};
+use crate::flight::{FlightFault, FlightGroup, Source};
+use crate::sync::{Arc, AtomicUsize, CachePadded, Ordering, ShardedLock};
+
+/// Number of key shards (a power of two). More shards let more writes
+/// proceed at once; reads never contend whatever the count.
+const SHARDS: usize = 16;
+
+/// How many queue entries an insert looks at to drop expired ones.
+const PURGE_BUDGET: usize = 2;
+
+/// What a read-locked lookup found.
+pub(crate) enum Lookup<R> {
+    Live(R),
+    Expired,
+    Missing,
+}
+
+pub(crate) struct Raw<K, V, S> {
+    shards: Box<[ShardedLock<Core<K, V, S>>]>,
+    hasher: S,
+    flights: FlightGroup<K, V>,
+    policy: Policy,
+    clock: Arc<dyn Clock>,
+    /// Entries stored, over all shards (including expired ones not yet
+    /// removed). Updated under the shard lock of each change.
+    len: CachePadded<AtomicUsize>,
+    stats: Stats,
+    #[cfg(loom)]
+    pub(crate) fault: super::Fault,
+}
+
+/// Counts an init failure unless disarmed (so a panicking init counts too).
+struct FailureGuard<'a> {
+    stats: &'a Stats,
+    armed: bool,
+}
+
+impl Drop for FailureGuard<'_> {
+    fn drop(&mut self) {
+        if self.armed {
+            self.stats.record(Event::InitFailure);
+        }
+    }
+}
+
+fn nanos(d: std::time::Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}
+
+impl<K, V, S> Raw<K, V, S>
+where
+    K: Hash + Eq + Clone,
+    S: BuildHasher + Clone,
+{
+    pub(crate) fn new(
+        policy: Policy,
+        clock: Arc<dyn Clock>,
+        hasher: S,
+        fault: FlightFault,
+    ) -> Self {
+        Self {
+            shards: (0..SHARDS)
+                .map(|_| ShardedLock::new(Core::new(hasher.clone(), policy.tracks_order())))
+                .collect(),
+            hasher,
+            flights: FlightGroup::with_fault(fault),
+            policy,
+            clock,
+            len: CachePadded::new(AtomicUsize::new(0)),
+            stats: Stats::new(),
+            #[cfg(loom)]
+            fault: super::Fault::None,
+        }
+    }
+
+    pub(crate) fn hasher(&self) -> &S {
+        &self.hasher
+    }
+
+    #[inline]
+    fn shard_index(hash: u64) -> usize {
+        // Bits the map's own buckets do not depend on (hashbrown uses the
+        // low bits and the top seven).
+        (hash >> 40) as usize & (SHARDS - 1)
+    }
+
+    /// The clock's time, read only when entries can expire.
+    #[inline]
+    fn now(&self) -> u64 {
+        if self.policy.expires() {
+            nanos(self.clock.now())
+        } else {
+            0
+        }
+    }
+
+    /// Looks `key` up under its shard's read lock; on a live entry records
+    /// the access (if `touch`) and returns `project(value)`.
+    #[inline]
+    fn lookup<Q, R>(
+        &self,
+        hash: u64,
+        key: &Q,
+        now: u64,
+        touch: bool,
+        project: impl FnOnce(&Arc<V>) -> R,
+    ) -> Lookup<R>
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ?Sized,
+    {
+        let core = self.shards[Self::shard_index(hash)].read();
+        match core.get(key) {
+            None => Lookup::Missing,
+            Some(slot) if self.policy.is_expired(slot, now) => Lookup::Expired,
+            Some(slot) => {
+                if touch {
+                    self.policy.touch(slot, now);
+                }
+                Lookup::Live(project(&slot.value))
+            }
+        }
+    }
+
+    /// A read: counts a hit or a miss; removes an expired entry it finds.
+    #[inline]
+    pub(crate) fn get<Q, R>(&self, key: &Q, project: impl FnOnce(&Arc<V>) -> R) -> Option<R>
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ?Sized,
+    {
+        let hash = self.hasher.hash_one(key);
+        let now = self.now();
+        match self.lookup(hash, key, now, true, project) {
+            Lookup::Live(found) => {
+                self.stats.record(Event::Hit);
+                Some(found)
+            }
+            Lookup::Expired => {
+                self.stats.record(Event::Miss);
+                let shard = Self::shard_index(hash);
+                let removed = self.write(shard, |core| core.remove_expired(key, &self.policy, now));
+                drop(removed);
+                None
+            }
+            Lookup::Missing => {
+                self.stats.record(Event::Miss);
+                None
+            }
+        }
+    }
+
+    /// Whether a live entry exists; no statistics, no access recorded.
+    pub(crate) fn contains_key<Q>(&self, key: &Q) -> bool
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ?Sized,
+    {
+        let hash = self.hasher.hash_one(key);
+        matches!(
+            self.lookup(hash, key, self.now(), false, |_| ()),
+            Lookup::Live(())
+        )
+    }
+
+    /// The hit path of `get_or_init`; the miss path is out of line.
+    #[inline]
+    pub(crate) fn get_or_try_init<E, F, R, P>(
+        &self,
+        key: K,
+        init: F,
+        project: P,
+    ) -> Result<R, Arc<E>>
+    where
+        E: Send + Sync + 'static,
+        F: FnOnce() -> Result<V, E>,
+        P: Fn(&Arc<V>) -> R,
+    {
+        let hash = self.hasher.hash_one(&key);
+        if let Lookup::Live(found) = self.lookup(hash, &key, self.now(), true, &project) {
+            self.stats.record(Event::Hit);
+            return Ok(found);
+        }
+        self.stats.record(Event::Miss);
+        self.init_slow(hash, key, init, &project)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn init_slow<E, F, R, P>(&self, hash: u64, key: K, init: F, project: &P) -> Result<R, Arc<E>>
+    where
+        E: Send + Sync + 'static,
+        F: FnOnce() -> Result<V, E>,
+        P: Fn(&Arc<V>) -> R,
+    {
+        let shard = Self::shard_index(hash);
+        // The shard's write generation as the leader's re-check saw it: an
+        // insert or invalidation after that point wins over this init.
+        let generation = Cell::new(None);
+        let ran = Cell::new(false);
+        let lookup = || {
+            let now = self.now();
+            let core = self.shards[shard].read();
+            generation.set(Some(core.generation()));
+            let slot = core.get(&key)?;
+            if self.policy.is_expired(slot, now) {
+                return None;
+            }
+            self.policy.touch(slot, now);
+            Some(Arc::clone(&slot.value))
+        };
+        let load = || {
+            ran.set(true);
+            self.stats.record(Event::Init);
+            let mut failure = FailureGuard {
+                stats: &self.stats,
+                armed: true,
+            };
+            let result = init();
+            failure.armed = result.is_err();
+            result
+        };
+        let publish = |value: &Arc<V>| {
+            let stored = self.store(
+                shard,
+                key.clone(),
+                Arc::clone(value),
+                generation.get(),
+                false,
+            );
+            drop(stored);
+        };
+        match self.flights.load(hash, &key, lookup, load, publish) {
+            Ok((value, source)) => {
+                if source == Source::Waited {
+                    self.stats.record(Event::Wait);
+                }
+                Ok(project(&value))
+            }
+            Err(error) => {
+                if !ran.get() {
+                    self.stats.record(Event::Wait);
+                }
+                Err(error)
+            }
+        }
+    }
+
+    /// Runs `f` under shard `shard`'s write lock, keeping `len` in step.
+    fn write<T>(&self, shard: usize, f: impl FnOnce(&mut Core<K, V, S>) -> T) -> T {
+        let mut core = self.shards[shard].write();
+        let before = core.len();
+        let out = f(&mut core);
+        self.account(before, core.len());
+        out
+    }
+
+    /// Applies a shard's size change to `len` (called under that shard's
+    /// write lock).
+    fn account(&self, before: usize, after: usize) {
+        // SeqCst (here and on every `len` access): inserters in different
+        // shards decide evictions from this total; one order over all its
+        // updates and reads keeps them from both acting on a stale total.
+        if after > before {
+            self.len.fetch_add(after - before, Ordering::SeqCst);
+        } else if before > after {
+            self.len.fetch_sub(before - after, Ordering::SeqCst);
+        }
+    }
+
+    /// Stores `value` (from an init if `expect_generation` is `Some`, else
+    /// from `insert`), then enforces `max_entries`. Returns the live value it
+    /// replaced. Every removed value is dropped after the locks are released.
+    fn store(
+        &self,
+        shard: usize,
+        key: K,
+        value: Arc<V>,
+        expect_generation: Option<u64>,
+        user_write: bool,
+    ) -> Option<Arc<V>> {
+        let now = self.now();
+        let mut garbage = Vec::new();
+        let replaced = {
+            let mut core = self.shards[shard].write();
+            let raced = expect_generation.is_some_and(|seen| seen != core.generation());
+            #[cfg(loom)]
+            // BROKEN on purpose (loom negative control): the init's value
+            // overwrites writes that landed while it ran.
+            let raced = raced && self.fault != super::Fault::InitIgnoresWrites;
+            if raced {
+                // A user write landed while the init ran: it wins.
+                return None;
+            }
+            if user_write {
+                core.bump_generation();
+            }
+            let before = core.len();
+            let live = core
+                .get(&key)
+                .is_some_and(|slot| !self.policy.is_expired(slot, now));
+            let old = core.insert(key, value, now);
+            if self.policy.expires() {
+                core.purge_front(&self.policy, now, PURGE_BUDGET, &mut garbage);
+            }
+            self.account(before, core.len());
+            self.evict_locked(&mut core, 1, now, &mut garbage);
+            match old {
+                Some(old) if live => Some(old),
+                old => {
+                    garbage.extend(old);
+                    None
+                }
+            }
+        };
+        self.evict_elsewhere(shard, now, &mut garbage);
+        drop(garbage);
+        replaced
+    }
+
+    /// Evicts from the locked shard while the cache is over `max_entries`
+    /// and the shard holds more than `keep` entries.
+    fn evict_locked(
+        &self,
+        core: &mut Core<K, V, S>,
+        keep: usize,
+        now: u64,
+        garbage: &mut Vec<Arc<V>>,
+    ) {
+        let Some(max) = self.policy.max_entries else {
+            return;
+        };
+        while self.len.load(Ordering::SeqCst) > max && core.len() > keep {
+            let before = core.len();
+            match core.evict_one(&self.policy, now) {
+                Some(value) => garbage.push(value),
+                None => break,
+            }
+            self.account(before, core.len());
+        }
+    }
+
+    /// Evicts from the other shards, one lock at a time, while the cache is
+    /// still over `max_entries` (the stored entry's own shard had nothing
+    /// else to give).
+    fn evict_elsewhere(&self, start: usize, now: u64, garbage: &mut Vec<Arc<V>>) {
+        let Some(max) = self.policy.max_entries else {
+            return;
+        };
+        for step in 1..SHARDS {
+            if self.len.load(Ordering::SeqCst) <= max {
+                return;
+            }
+            let mut core = self.shards[(start + step) % SHARDS].write();
+            self.evict_locked(&mut core, 0, now, garbage);
+        }
+    }
+
+    pub(crate) fn insert(&self, key: K, value: Arc<V>) -> Option<Arc<V>> {
+        let hash = self.hasher.hash_one(&key);
+        self.store(Self::shard_index(hash), key, value, None, true)
+    }
+
+    pub(crate) fn invalidate<Q>(&self, key: &Q) -> Option<Arc<V>>
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ?Sized,
+    {
+        let hash = self.hasher.hash_one(key);
+        let now = self.now();
+        let (removed, live) = self.write(Self::shard_index(hash), |core| {
+            core.bump_generation();
+            let live = core
+                .get(key)
+                .is_some_and(|slot| !self.policy.is_expired(slot, now));
+            (core.remove(key), live)
+        });
+        removed.filter(|_| live)
+    }
+
+    pub(crate) fn invalidate_all(&self) {
+        for shard in 0..SHARDS {
+            let old = self.write(shard, |core| {
+                core.bump_generation();
+                core.take_all()
+            });
+            drop(old);
+        }
+    }
+
+    pub(crate) fn purge_expired(&self) -> usize {
+        if !self.policy.expires() {
+            return 0;
+        }
+        let now = self.now();
+        let mut removed = 0;
+        for shard in 0..SHARDS {
+            let mut garbage = Vec::new();
+            self.write(shard, |core| {
+                core.purge_all(&self.policy, now, &mut garbage)
+            });
+            removed += garbage.len();
+        }
+        removed
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.len.load(Ordering::SeqCst)
+    }
+
+    pub(crate) fn stats(&self) -> TypedCacheStats {
+        self.stats.snapshot()
+    }
+
+    /// Inits in progress.
+    pub(crate) fn in_flight(&self) -> usize {
+        self.flights.in_flight()
+    }
+
+    /// Asserts the cache's invariants; call when no other thread uses it.
+    pub(crate) fn check_invariants(&self) {
+        let mut total = 0;
+        for shard in self.shards.iter() {
+            let core = shard.read();
+            core.check_invariants();
+            total += core.len();
+        }
+        assert_eq!(total, self.len(), "len out of step with the shards");
+        if let Some(max) = self.policy.max_entries {
+            assert!(total <= max, "{total} entries over max_entries {max}");
+        }
+        assert_eq!(self.in_flight(), 0, "an init is still registered");
+    }
+}
+
+impl<K, V, S> fmt::Debug for Raw<K, V, S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Raw")
+            .field("len", &self.len.load(Ordering::SeqCst))
+            .field("policy", &self.policy)
+            .field("clock", &self.clock)
+            .field("stats", &self.stats)
+            .field("in_flight", &self.flights.in_flight())
+            .finish()
+    }
+}

@@ -1,0 +1,160 @@
+//! Statistics: per-thread padded stripes of counters, so that counting a hit
+//! writes only a cache line the calling thread (almost always) owns.
+
+use std::fmt;
+
+use crate::sync::{self, AtomicU64, CachePadded, Ordering};
+
+/// Number of owned counter stripes: threads numbered below this (see
+/// `sync::thread_stripe`) each own one; later threads share a fallback.
+const STRIPES: usize = 32;
+
+/// A snapshot of a cache's counters, from [`TypedCache::stats`] or
+/// [`AnyCache::stats`].
+///
+/// Counted per call: every `get`, `get_or_init` and `get_or_try_init` call
+/// is exactly one hit or one miss. A miss then either ran the init
+/// (`inits`, and `init_failures` if it returned an error or panicked) or
+/// waited for another caller's init (`waits`). So, once the cache is quiet,
+/// `inits + waits <= misses`, and the difference is `get` misses.
+///
+/// The counters are summed from per-thread stripes without a lock: while
+/// other threads work, the snapshot is not an atomic cut (each counter is
+/// exact, but two counters may be read at slightly different moments).
+///
+/// [`TypedCache::stats`]: crate::TypedCache::stats
+/// [`AnyCache::stats`]: crate::AnyCache::stats
+///
+/// # Examples
+///
+/// ```
+/// use larder::TypedCache;
+///
+/// let cache: TypedCache<u32, String> = TypedCache::new();
+/// cache.get_or_init(1, || "one".to_string()); // miss, init
+/// cache.get_or_init(1, || unreachable!());    // hit
+/// assert_eq!(cache.get(&2), None);              // miss
+/// let stats = cache.stats();
+/// assert_eq!((stats.hits, stats.misses, stats.inits), (1, 2, 1));
+/// assert_eq!(stats.hit_ratio(), 1.0 / 3.0);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub struct TypedCacheStats {
+    /// Calls answered from the cache.
+    pub hits: u64,
+    /// Calls that did not find a live value.
+    pub misses: u64,
+    /// Init closures run (each by the one caller that led the init).
+    pub inits: u64,
+    /// Init closures that returned an error or panicked.
+    pub init_failures: u64,
+    /// Callers that blocked on another caller's init instead of running their
+    /// own.
+    pub waits: u64,
+}
+
+impl TypedCacheStats {
+    /// `hits / (hits + misses)`, or 0 before the first call.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert_eq!(larder::TypedCacheStats::default().hit_ratio(), 0.0);
+    /// ```
+    pub fn hit_ratio(&self) -> f64 {
+        let calls = self.hits + self.misses;
+        if calls == 0 {
+            0.0
+        } else {
+            self.hits as f64 / calls as f64
+        }
+    }
+}
+
+#[derive(Default)]
+struct Counters {
+    hits: AtomicU64,
+    misses: AtomicU64,
+    inits: AtomicU64,
+    init_failures: AtomicU64,
+    waits: AtomicU64,
+}
+
+/// Which counter to bump.
+#[derive(Clone, Copy)]
+pub(crate) enum Event {
+    Hit,
+    Miss,
+    Init,
+    InitFailure,
+    Wait,
+}
+
+/// The live counters of one cache: one padded stripe per thread for the
+/// first `STRIPES` threads, written by that thread only, plus a shared
+/// stripe for the rest (the last one).
+pub(crate) struct Stats {
+    stripes: Box<[CachePadded<Counters>]>,
+}
+
+impl Counters {
+    fn get(&self, event: Event) -> &AtomicU64 {
+        match event {
+            Event::Hit => &self.hits,
+            Event::Miss => &self.misses,
+            Event::Init => &self.inits,
+            Event::InitFailure => &self.init_failures,
+            Event::Wait => &self.waits,
+        }
+    }
+}
+
+impl Stats {
+    pub(crate) fn new() -> Self {
+        Self {
+            stripes: (0..=STRIPES)
+                .map(|_| CachePadded::new(Counters::default()))
+                .collect(),
+        }
+    }
+
+    #[inline]
+    pub(crate) fn record(&self, event: Event) {
+        let thread = sync::thread_stripe();
+        if thread < STRIPES {
+            // This thread is the stripe's only writer, so a plain load and
+            // store cannot lose an increment, and cost no locked
+            // instruction on the hit path. Relaxed: a statistic that
+            // publishes no other data; `snapshot` promises each counter's
+            // total, not a cut across counters.
+            let counter = self.stripes[thread].get(event);
+            counter.store(counter.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+        } else {
+            // Shared by every later thread: a real read-modify-write.
+            // Relaxed: as above.
+            self.stripes[STRIPES]
+                .get(event)
+                .fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    pub(crate) fn snapshot(&self) -> TypedCacheStats {
+        let mut total = TypedCacheStats::default();
+        for stripe in self.stripes.iter() {
+            // Relaxed: see `record`.
+            total.hits += stripe.hits.load(Ordering::Relaxed);
+            total.misses += stripe.misses.load(Ordering::Relaxed);
+            total.inits += stripe.inits.load(Ordering::Relaxed);
+            total.init_failures += stripe.init_failures.load(Ordering::Relaxed);
+            total.waits += stripe.waits.load(Ordering::Relaxed);
+        }
+        total
+    }
+}
+
+impl fmt::Debug for Stats {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&self.snapshot(), f)
+    }
+}

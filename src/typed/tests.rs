@@ -1,0 +1,253 @@
+use super::core::{Core, Policy};
+use super::*;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Barrier, mpsc};
+use std::thread;
+use std::time::Duration;
+
+fn core(policy: &Policy) -> Core<u32, u32, ahash::RandomState> {
+    Core::new(ahash::RandomState::new(), policy.tracks_order())
+}
+
+#[test]
+fn core_clock_gives_read_entries_a_second_chance() {
+    let policy = Policy::new(None, None, Some(3));
+    let mut core = core(&policy);
+    for k in 0..3 {
+        core.insert(k, Arc::new(k), 0);
+    }
+    // Inserted entries start referenced; the first sweep clears them all and
+    // evicts the oldest.
+    assert_eq!(core.evict_one(&policy, 0).as_deref(), Some(&0));
+    // Read 1: it survives the next sweep, 2 goes.
+    policy.touch(core.get(&1).unwrap(), 0);
+    assert_eq!(core.evict_one(&policy, 0).as_deref(), Some(&2));
+    assert_eq!(core.evict_one(&policy, 0).as_deref(), Some(&1));
+    assert_eq!(core.evict_one(&policy, 0), None);
+    core.check_invariants();
+}
+
+#[test]
+fn core_evicts_expired_before_referenced() {
+    let policy = Policy::new(Some(Duration::from_nanos(10)), None, Some(10));
+    let mut core = core(&policy);
+    core.insert(1, Arc::new(1), 0);
+    core.insert(2, Arc::new(2), 5);
+    policy.touch(core.get(&1).unwrap(), 12);
+    // At 12 ns, 1 is expired (stored at 0) even though it was just read.
+    assert_eq!(core.evict_one(&policy, 12).as_deref(), Some(&1));
+    core.check_invariants();
+}
+
+#[test]
+fn core_queue_stays_compact_under_churn() {
+    let policy = Policy::new(None, None, Some(1_000));
+    let mut core = core(&policy);
+    for round in 0..1_000 {
+        core.insert(round % 4, Arc::new(round), 0);
+        if round % 3 == 0 {
+            core.remove(&(round % 4));
+        }
+        core.check_invariants();
+    }
+}
+
+#[test]
+fn core_purges_expired_front_and_all() {
+    let policy = Policy::new(Some(Duration::from_nanos(100)), None, None);
+    let mut core = core(&policy);
+    for k in 0..10 {
+        core.insert(k, Arc::new(k), u64::from(k) * 10);
+    }
+    let mut out = Vec::new();
+    // At 150 ns, keys 0..=5 (stored at 0..=50) are expired.
+    core.purge_front(&policy, 150, 2, &mut out);
+    assert_eq!(out.len(), 2);
+    core.purge_all(&policy, 150, &mut out);
+    assert_eq!(out.len(), 6);
+    assert_eq!(core.len(), 4);
+    core.check_invariants();
+}
+
+#[test]
+fn idle_time_is_recorded_only_when_it_moved_a_step() {
+    let policy = Policy::new(None, Some(Duration::from_nanos(6_400)), None);
+    let mut core = core(&policy);
+    core.insert(1, Arc::new(1), 0);
+    // Resolution is 6400 / 64 = 100 ns: a touch at 50 records nothing...
+    policy.touch(core.get(&1).unwrap(), 50);
+    assert!(policy.is_expired(core.get(&1).unwrap(), 6_400));
+    // ...a touch at 100 does.
+    policy.touch(core.get(&1).unwrap(), 100);
+    assert!(!policy.is_expired(core.get(&1).unwrap(), 6_400));
+    assert!(policy.is_expired(core.get(&1).unwrap(), 6_500));
+}
+
+#[test]
+fn invalidate_during_init_keeps_the_value_out_of_the_cache() {
+    let cache: TypedCache<u32, u32> = TypedCache::new();
+    let (started_tx, started_rx) = mpsc::channel();
+    let (release_tx, release_rx) = mpsc::channel::<()>();
+    thread::scope(|s| {
+        let cache = &cache;
+        let init = s.spawn(move || {
+            cache.get_or_init(1, || {
+                started_tx.send(()).unwrap();
+                release_rx.recv().unwrap();
+                10
+            })
+        });
+        started_rx.recv().unwrap();
+        assert_eq!(cache.invalidate(&1), None);
+        release_tx.send(()).unwrap();
+        // The caller still gets its value...
+        assert_eq!(*init.join().unwrap(), 10);
+    });
+    // ...but the invalidation is not undone.
+    assert!(!cache.contains_key(&1));
+    assert_eq!(*cache.get_or_init(1, || 11), 11);
+    cache.check_invariants();
+}
+
+#[test]
+fn insert_during_init_wins() {
+    let cache: TypedCache<u32, u32> = TypedCache::new();
+    let (started_tx, started_rx) = mpsc::channel();
+    let (release_tx, release_rx) = mpsc::channel::<()>();
+    thread::scope(|s| {
+        let cache = &cache;
+        let init = s.spawn(move || {
+            cache.get_or_init(1, || {
+                started_tx.send(()).unwrap();
+                release_rx.recv().unwrap();
+                10
+            })
+        });
+        started_rx.recv().unwrap();
+        cache.insert(1, 20);
+        release_tx.send(()).unwrap();
+        assert_eq!(*init.join().unwrap(), 10);
+    });
+    assert_eq!(cache.get(&1).as_deref(), Some(&20));
+    cache.check_invariants();
+}
+
+#[test]
+fn error_is_shared_with_joined_waiters_and_not_cached() {
+    let cache: TypedCache<u32, u32> = TypedCache::new();
+    let calls = AtomicUsize::new(0);
+    let (started_tx, started_rx) = mpsc::channel();
+    let (release_tx, release_rx) = mpsc::channel::<()>();
+    thread::scope(|s| {
+        let cache = &cache;
+        let calls = &calls;
+        let leader = s.spawn(move || {
+            cache.get_or_try_init(1, || {
+                calls.fetch_add(1, Ordering::SeqCst);
+                started_tx.send(()).unwrap();
+                release_rx.recv().unwrap();
+                Err::<u32, _>("backend down")
+            })
+        });
+        started_rx.recv().unwrap();
+        let waiter = s.spawn(move || {
+            cache.get_or_try_init(1, || {
+                calls.fetch_add(1, Ordering::SeqCst);
+                Ok::<u32, &str>(5)
+            })
+        });
+        // Let the waiter join the flight (it blocks; nothing to observe but
+        // the waits counter).
+        while cache.stats().misses < 2 {
+            thread::yield_now();
+        }
+        thread::sleep(Duration::from_millis(20));
+        release_tx.send(()).unwrap();
+        let leader = leader.join().unwrap().unwrap_err();
+        let waited = waiter.join().unwrap();
+        assert_eq!(*leader, "backend down");
+        match waited {
+            // Joined in time: the same error, one backend call.
+            Err(shared) => {
+                assert!(Arc::ptr_eq(&leader, &shared));
+                assert_eq!(calls.load(Ordering::SeqCst), 1);
+            }
+            // Arrived after the failure: its own init ran.
+            Ok(value) => assert_eq!(*value, 5),
+        }
+    });
+    let stats = cache.stats();
+    assert!(stats.init_failures == 1);
+    assert_eq!(*cache.get_or_try_init(1, || Ok::<u32, ()>(7)).unwrap(), 7);
+    cache.check_invariants();
+}
+
+#[test]
+fn panicking_init_hands_over_to_a_waiter() {
+    let cache: TypedCache<u32, u32> = TypedCache::new();
+    let barrier = Barrier::new(2);
+    let (started_tx, started_rx) = mpsc::channel();
+    thread::scope(|s| {
+        let panicker = s.spawn(|| {
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                cache.get_or_init(1, || {
+                    started_tx.send(()).unwrap();
+                    barrier.wait();
+                    thread::sleep(Duration::from_millis(20));
+                    panic!("init failed")
+                })
+            }))
+        });
+        started_rx.recv().unwrap();
+        let waiter = s.spawn(|| {
+            barrier.wait();
+            cache.get_or_init(1, || 9)
+        });
+        assert!(panicker.join().unwrap().is_err());
+        assert_eq!(*waiter.join().unwrap(), 9);
+    });
+    let stats = cache.stats();
+    assert_eq!((stats.inits, stats.init_failures), (2, 1));
+    cache.check_invariants();
+}
+
+#[test]
+fn reentrant_init_panics_with_a_clear_message() {
+    let cache: TypedCache<u32, u32> = TypedCache::new();
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        cache.get_or_init(1, || *cache.get_or_init(1, || 2) + 1)
+    }));
+    let message = outcome.unwrap_err();
+    let text = message
+        .downcast_ref::<String>()
+        .cloned()
+        .unwrap_or_default();
+    assert!(text.contains("re-entrant load"), "got {text:?}");
+    // Nothing stuck: the key loads normally afterwards, and an init may use
+    // other keys.
+    assert_eq!(*cache.get_or_init(1, || *cache.get_or_init(2, || 2) + 1), 3);
+    cache.check_invariants();
+}
+
+#[test]
+fn max_entries_spills_eviction_into_other_shards() {
+    let cache = TypedCache::<u32, u32>::builder()
+        .max_entries(3)
+        .build()
+        .unwrap();
+    for k in 0..100 {
+        cache.insert(k, k);
+        assert!(cache.len() <= 3);
+        cache.check_invariants();
+    }
+    assert_eq!(cache.get(&99).as_deref(), Some(&99));
+}
+
+#[test]
+fn debug_shows_len_and_stats() {
+    let cache: TypedCache<u32, u32> = TypedCache::new();
+    cache.insert(1, 1);
+    let text = format!("{cache:?}");
+    assert!(text.contains("len: 1"), "{text}");
+    assert!(text.contains("hits"), "{text}");
+}

@@ -1,0 +1,710 @@
+//! Public-API tests of `LruCache`: a proptest against a `VecDeque` LRU
+//! model, hit ratio against an exact global LRU on Zipf traces, panic safety,
+//! and a stress test with more threads than cores.
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::hash::{Hash, Hasher};
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Barrier, Mutex};
+
+use larder::{CacheStats, LoadingLruCache, LruBuildError, LruCache, LruCacheBuilder, LruIter};
+use proptest::prelude::*;
+use rand::SeedableRng;
+use rand::rngs::StdRng;
+use rand_distr::{Distribution, Zipf};
+
+fn assert_send_sync<T: Send + Sync>() {}
+
+#[test]
+fn public_types_are_send_and_sync() {
+    assert_send_sync::<LruCache<String, Vec<u8>>>();
+    assert_send_sync::<LruCacheBuilder<String, Vec<u8>>>();
+    assert_send_sync::<LoadingLruCache<String, u32, fn(&String) -> u32>>();
+    assert_send_sync::<LruIter<String, u32>>();
+    assert_send_sync::<CacheStats>();
+    assert_send_sync::<LruBuildError>();
+}
+
+// ---------------------------------------------------------------------------
+// proptest against a VecDeque model (one shard: the cache is exact global LRU)
+
+/// A trivially correct LRU: front = most recently used.
+#[derive(Default)]
+struct Model {
+    entries: VecDeque<(u8, u16)>,
+    capacity: usize,
+    stats: CacheStats,
+    evicted: Vec<(u8, u16)>,
+}
+
+impl Model {
+    fn position(&self, key: u8) -> Option<usize> {
+        self.entries.iter().position(|(k, _)| *k == key)
+    }
+    fn get(&mut self, key: u8) -> Option<u16> {
+        match self.position(key) {
+            Some(at) => {
+                let entry = self.entries.remove(at).unwrap();
+                self.entries.push_front(entry);
+                self.stats.hits += 1;
+                Some(entry.1)
+            }
+            None => {
+                self.stats.misses += 1;
+                None
+            }
+        }
+    }
+    fn insert(&mut self, key: u8, value: u16) -> Option<u16> {
+        self.stats.inserts += 1;
+        let old = self
+            .position(key)
+            .map(|at| self.entries.remove(at).unwrap().1);
+        if old.is_none() && self.entries.len() == self.capacity {
+            self.evicted.push(self.entries.pop_back().unwrap());
+            self.stats.evictions += 1;
+        }
+        self.entries.push_front((key, value));
+        old
+    }
+    fn shrink(&mut self) {
+        while self.entries.len() > self.capacity {
+            self.evicted.push(self.entries.pop_back().unwrap());
+            self.stats.evictions += 1;
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+enum Op {
+    Get(u8),
+    Peek(u8),
+    Contains(u8),
+    Insert(u8, u16),
+    Remove(u8),
+    Resize(usize),
+    Clear,
+    Load(u8, u16),
+    FailLoad(u8),
+    ResetStats,
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        6 => (0u8..20).prop_map(Op::Get),
+        1 => (0u8..20).prop_map(Op::Peek),
+        1 => (0u8..20).prop_map(Op::Contains),
+        6 => (0u8..20, any::<u16>()).prop_map(|(k, v)| Op::Insert(k, v)),
+        2 => (0u8..20).prop_map(Op::Remove),
+        1 => (1usize..10).prop_map(Op::Resize),
+        1 => Just(Op::Clear),
+        2 => (0u8..20, any::<u16>()).prop_map(|(k, v)| Op::Load(k, v)),
+        1 => (0u8..20).prop_map(Op::FailLoad),
+        1 => Just(Op::ResetStats),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(128))]
+    #[test]
+    fn one_shard_matches_the_model(capacity in 1usize..8, ops in prop::collection::vec(op(), 1..150)) {
+        let evicted = Arc::new(Mutex::new(Vec::new()));
+        let log = Arc::clone(&evicted);
+        let cache = LruCache::builder(capacity)
+            .shards(1)
+            .eviction_listener(move |k: u8, v: Arc<u16>| log.lock().unwrap().push((k, *v)))
+            .build()
+            .unwrap();
+        let mut model = Model { capacity, ..Model::default() };
+        for op in ops {
+            match op {
+                Op::Get(k) => prop_assert_eq!(cache.get(&k).map(|v| *v), model.get(k)),
+                Op::Peek(k) => {
+                    let expected = model.position(k).map(|at| model.entries[at].1);
+                    prop_assert_eq!(cache.peek(&k).map(|v| *v), expected);
+                }
+                Op::Contains(k) => prop_assert_eq!(cache.contains_key(&k), model.position(k).is_some()),
+                Op::Insert(k, v) => prop_assert_eq!(cache.insert(k, v).map(|v| *v), model.insert(k, v)),
+                Op::Remove(k) => {
+                    let expected = model.position(k).map(|at| model.entries.remove(at).unwrap().1);
+                    prop_assert_eq!(cache.remove(&k).map(|v| *v), expected);
+                }
+                Op::Resize(c) => {
+                    cache.resize(c).unwrap();
+                    model.capacity = c;
+                    model.shrink();
+                }
+                Op::Clear => {
+                    cache.clear();
+                    model.entries.clear();
+                }
+                Op::Load(k, v) => {
+                    let got = *cache.get_or_load(&k, || v);
+                    let expected = match model.get(k) {
+                        Some(old) => old,
+                        None => {
+                            model.insert(k, v);
+                            model.stats.loads += 1;
+                            v
+                        }
+                    };
+                    prop_assert_eq!(got, expected);
+                }
+                Op::FailLoad(k) => {
+                    let got = cache.try_get_or_load(&k, || Err::<u16, _>("down"));
+                    match model.get(k) {
+                        Some(old) => prop_assert_eq!(got.map(|v| *v).ok(), Some(old)),
+                        None => {
+                            model.stats.load_failures += 1;
+                            prop_assert_eq!(*got.unwrap_err(), "down");
+                        }
+                    }
+                }
+                Op::ResetStats => {
+                    cache.reset_stats();
+                    model.stats = CacheStats::default();
+                }
+            }
+            let order: Vec<_> = cache.iter().map(|(k, v)| (k, *v)).collect();
+            let expected: Vec<_> = model.entries.iter().copied().collect();
+            prop_assert_eq!(order, expected);
+            let mut stats = model.stats;
+            stats.len = model.entries.len();
+            stats.capacity = model.capacity;
+            prop_assert_eq!(cache.stats(), stats);
+            prop_assert_eq!(&*evicted.lock().unwrap(), &model.evicted);
+        }
+    }
+
+    #[test]
+    fn many_shards_stay_within_bound(capacity in 4usize..40, ops in prop::collection::vec(op(), 1..150)) {
+        let cache = LruCache::builder(capacity).shards(4).build().unwrap();
+        let mut gets = 0;
+        for op in ops {
+            match op {
+                Op::Get(k) => { gets += 1; cache.get(&k); }
+                Op::Insert(k, v) => {
+                    cache.insert(k, v);
+                    // The entry just inserted is the most recent of its shard.
+                    prop_assert_eq!(cache.peek(&k).map(|v| *v), Some(v));
+                }
+                Op::Remove(k) => { cache.remove(&k); prop_assert!(!cache.contains_key(&k)); }
+                Op::Resize(c) => { cache.resize(c.max(4)).unwrap(); }
+                _ => {}
+            }
+            let stats = cache.stats();
+            prop_assert!(stats.len <= stats.capacity);
+            prop_assert_eq!(stats.len, cache.iter().len());
+            prop_assert_eq!(stats.hits + stats.misses, gets);
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// hit ratio against an exact global LRU on Zipf(0.9) traces over 1M keys
+
+/// Exact global LRU in O(log n) per access: key -> last-use tick, and tick ->
+/// key ordered, the smallest tick being the least recently used.
+struct ExactLru {
+    ticks: HashMap<u64, u64>,
+    order: BTreeMap<u64, u64>,
+    capacity: usize,
+    now: u64,
+}
+
+impl ExactLru {
+    fn new(capacity: usize) -> Self {
+        Self {
+            ticks: HashMap::new(),
+            order: BTreeMap::new(),
+            capacity,
+            now: 0,
+        }
+    }
+    /// Accesses `key`; true on a hit. A miss inserts it.
+    fn access(&mut self, key: u64) -> bool {
+        self.now += 1;
+        let hit = match self.ticks.insert(key, self.now) {
+            Some(old) => {
+                self.order.remove(&old);
+                true
+            }
+            None => false,
+        };
+        self.order.insert(self.now, key);
+        if self.ticks.len() > self.capacity {
+            let (_, victim) = self.order.pop_first().unwrap();
+            self.ticks.remove(&victim);
+        }
+        hit
+    }
+}
+
+/// A Zipf(0.9) trace over 1M keys (rank 1 the most popular), drawn by
+/// inverting the exact discrete CDF (binary search in a table built once):
+/// fast enough for debug builds, unlike rejection sampling.
+fn zipf_trace(requests: usize, seed: u64) -> Vec<u64> {
+    static CDF: std::sync::OnceLock<Vec<f64>> = std::sync::OnceLock::new();
+    let cdf = CDF.get_or_init(|| {
+        let mut sum = 0.0;
+        let mut cdf: Vec<f64> = (1..=1_000_000u32)
+            .map(|rank| {
+                sum += f64::from(rank).powf(-0.9);
+                sum
+            })
+            .collect();
+        cdf.iter_mut().for_each(|c| *c /= sum);
+        cdf
+    });
+    let mut rng = StdRng::seed_from_u64(seed);
+    (0..requests)
+        .map(|_| {
+            let u: f64 = rand::Rng::random(&mut rng);
+            cdf.partition_point(|&c| c < u) as u64 + 1
+        })
+        .collect()
+}
+
+/// Runs a Zipf(0.9) trace over 1M keys through the cache (get, insert on
+/// miss) and the exact model; returns both hit ratios.
+fn zipf_hit_ratios(capacity: usize, requests: usize) -> (f64, f64) {
+    let cache = LruCache::new(capacity);
+    let mut model = ExactLru::new(capacity);
+    let (mut cache_hits, mut model_hits) = (0u64, 0u64);
+    for key in zipf_trace(requests, capacity as u64) {
+        if cache.get(&key).is_some() {
+            cache_hits += 1;
+        } else {
+            cache.insert(key, ());
+        }
+        model_hits += u64::from(model.access(key));
+    }
+    assert!(cache.len() <= capacity);
+    assert_eq!(cache.stats().hits, cache_hits);
+    assert!(cache.shard_count() > 1, "the default must shard");
+    (
+        cache_hits as f64 / requests as f64,
+        model_hits as f64 / requests as f64,
+    )
+}
+
+/// Debug builds run 300K requests (the 1% cache is warm well before the
+/// end; the 10% one has just filled); release builds (`cargo test
+/// --release`) run 3M, the steady state.
+const ZIPF_REQUESTS: usize = if cfg!(debug_assertions) {
+    300_000
+} else {
+    3_000_000
+};
+
+#[test]
+fn zipf_hit_ratio_within_one_point_of_global_lru_at_1_percent() {
+    let (cache, exact) = zipf_hit_ratios(10_000, ZIPF_REQUESTS);
+    println!("capacity 1%: sharded {cache:.4} exact {exact:.4}");
+    assert!(
+        (cache - exact).abs() < 0.01,
+        "sharded {cache:.4} vs exact {exact:.4}"
+    );
+}
+
+#[test]
+fn zipf_hit_ratio_within_one_point_of_global_lru_at_10_percent() {
+    let (cache, exact) = zipf_hit_ratios(100_000, ZIPF_REQUESTS);
+    println!("capacity 10%: sharded {cache:.4} exact {exact:.4}");
+    assert!(
+        (cache - exact).abs() < 0.01,
+        "sharded {cache:.4} vs exact {exact:.4}"
+    );
+}
+
+#[test]
+fn one_shard_is_exactly_global_lru_on_a_zipf_trace() {
+    let zipf = Zipf::new(10_000.0, 0.9).unwrap();
+    let mut rng = StdRng::seed_from_u64(7);
+    let cache = LruCache::builder(500).shards(1).build().unwrap();
+    let mut model = ExactLru::new(500);
+    for _ in 0..50_000 {
+        let key = zipf.sample(&mut rng) as u64;
+        let hit = cache.get(&key).is_some();
+        if !hit {
+            cache.insert(key, ());
+        }
+        assert_eq!(hit, model.access(key), "diverged at key {key}");
+    }
+}
+
+// ---------------------------------------------------------------------------
+// API details
+
+#[test]
+fn builder_rejects_nonsense() {
+    assert_eq!(
+        LruCache::<u8, u8>::builder(0).build().unwrap_err(),
+        LruBuildError::ZeroCapacity
+    );
+    assert_eq!(
+        LruCache::<u8, u8>::builder(4)
+            .shards(0)
+            .build()
+            .unwrap_err(),
+        LruBuildError::ZeroShards
+    );
+    assert_eq!(
+        LruCache::<u8, u8>::builder(3)
+            .shards(4)
+            .build()
+            .unwrap_err(),
+        LruBuildError::MoreShardsThanCapacity {
+            shards: 4,
+            capacity: 3
+        }
+    );
+    let err = LruCache::<u8, u8>::builder(0)
+        .build_with_loader(|k: &u8| *k)
+        .unwrap_err();
+    assert!(err.to_string().contains("at least 1"));
+    let cache = LruCache::<u8, u8>::builder(4).shards(4).build().unwrap();
+    assert!(cache.resize(3).is_err());
+    assert_eq!(cache.capacity(), 4);
+}
+
+#[test]
+#[should_panic(expected = "capacity must be at least 1")]
+fn new_with_zero_capacity_panics() {
+    let _ = LruCache::<u8, u8>::new(0);
+}
+
+#[test]
+fn resize_grows_and_shrinks_with_counted_evictions() {
+    let cache = LruCache::builder(8).shards(1).build().unwrap();
+    for i in 0..8 {
+        cache.insert(i, i);
+    }
+    cache.resize(16).unwrap();
+    for i in 8..16 {
+        cache.insert(i, i);
+    }
+    assert_eq!(cache.len(), 16);
+    cache.resize(2).unwrap();
+    let stats = cache.stats();
+    assert_eq!((stats.len, stats.capacity, stats.evictions), (2, 2, 14));
+}
+
+#[test]
+fn loading_cache_loads_once_and_counts() {
+    let calls = AtomicUsize::new(0);
+    let cache = LruCache::with_loader(4, |k: &u32| {
+        calls.fetch_add(1, Ordering::SeqCst);
+        k * 2
+    });
+    assert_eq!(*cache.get_or_load(&5), 10);
+    assert_eq!(*cache.get_or_load(&5), 10);
+    assert_eq!(calls.load(Ordering::SeqCst), 1);
+    let stats = cache.stats();
+    assert_eq!(
+        (stats.hits, stats.misses, stats.loads, stats.inserts),
+        (1, 1, 1, 1)
+    );
+    assert_eq!(cache.get(&5).as_deref(), Some(&10)); // Deref to the cache
+}
+
+#[test]
+fn reentrant_load_of_the_same_key_panics_instead_of_hanging() {
+    let cache = LruCache::<u32, u32>::new(4);
+    let outcome = catch_unwind(AssertUnwindSafe(|| {
+        cache.get_or_load(&1, || *cache.get_or_load(&1, || 1))
+    }));
+    let message = outcome.unwrap_err();
+    let text = message
+        .downcast_ref::<String>()
+        .cloned()
+        .unwrap_or_default();
+    assert!(text.contains("re-entrant load"), "got {text:?}");
+    // Nothing is left stuck: the key loads normally now.
+    assert_eq!(*cache.get_or_load(&1, || 7), 7);
+    // A loader may load *other* keys of the same cache.
+    assert_eq!(
+        *cache.get_or_load(&2, || *cache.get_or_load(&3, || 3) + 1),
+        4
+    );
+}
+
+#[test]
+fn a_load_error_is_shared_by_waiters_and_not_cached() {
+    let cache = LruCache::<u32, u32>::new(4);
+    let started = Barrier::new(2);
+    let calls = AtomicUsize::new(0);
+    std::thread::scope(|s| {
+        let leader = s.spawn(|| {
+            cache.try_get_or_load(&1, || {
+                calls.fetch_add(1, Ordering::SeqCst);
+                started.wait();
+                std::thread::sleep(std::time::Duration::from_millis(50));
+                Err::<u32, _>(String::from("backend down"))
+            })
+        });
+        started.wait();
+        let waiter = cache.try_get_or_load(&1, || {
+            calls.fetch_add(1, Ordering::SeqCst);
+            Err::<u32, _>(String::from("second call"))
+        });
+        let led = leader.join().unwrap();
+        assert_eq!(led.unwrap_err().as_str(), "backend down");
+        // The waiter either joined the failing flight (same error) or came
+        // after it ended and ran its own loader.
+        let err = waiter.unwrap_err();
+        assert!(err.as_str() == "backend down" || err.as_str() == "second call");
+    });
+    assert!(!cache.contains_key(&1));
+    let stats = cache.stats();
+    assert_eq!(stats.load_failures as usize, calls.load(Ordering::SeqCst));
+    assert_eq!(stats.loads, 0);
+    assert_eq!(*cache.get_or_load(&1, || 9), 9);
+}
+
+// ---------------------------------------------------------------------------
+// panic safety
+
+#[test]
+fn a_panicking_loader_leaves_the_cache_usable() {
+    let cache = LruCache::<u32, u32>::builder(2).shards(1).build().unwrap();
+    cache.insert(1, 1);
+    let outcome = catch_unwind(AssertUnwindSafe(|| {
+        cache.get_or_load(&2, || panic!("loader"))
+    }));
+    assert!(outcome.is_err());
+    let stats = cache.stats();
+    assert_eq!(
+        (stats.misses, stats.load_failures, stats.loads, stats.len),
+        (1, 1, 0, 1)
+    );
+    assert_eq!(*cache.get_or_load(&2, || 2), 2);
+    assert_eq!(cache.len(), 2);
+    assert_eq!(cache.get(&1).as_deref(), Some(&1));
+}
+
+#[test]
+fn a_panicking_listener_leaves_the_cache_consistent() {
+    let cache = LruCache::builder(2)
+        .shards(1)
+        .eviction_listener(|key: u32, _value: Arc<u32>| {
+            if key == 1 {
+                panic!("listener");
+            }
+        })
+        .build()
+        .unwrap();
+    cache.insert(1, 1);
+    cache.insert(2, 2);
+    // Evicts key 1: the listener panics after the insert completed.
+    let outcome = catch_unwind(AssertUnwindSafe(|| cache.insert(3, 3)));
+    assert!(outcome.is_err());
+    assert_eq!(cache.len(), 2);
+    assert!(cache.contains_key(&3) && cache.contains_key(&2) && !cache.contains_key(&1));
+    let stats = cache.stats();
+    assert_eq!((stats.inserts, stats.evictions), (3, 1));
+    // Later evictions run the listener as usual.
+    cache.insert(4, 4);
+    assert_eq!(cache.stats().evictions, 2);
+    // A panicking listener during a load: the value is cached anyway.
+    let cache2 = LruCache::builder(1)
+        .eviction_listener(|_key: u32, _value: Arc<u32>| panic!("listener"))
+        .build()
+        .unwrap();
+    cache2.insert(1, 1);
+    assert!(catch_unwind(AssertUnwindSafe(|| cache2.get_or_load(&2, || 2))).is_err());
+    assert_eq!(cache2.get(&2).as_deref(), Some(&2));
+    assert_eq!(cache2.stats().loads, 1);
+}
+
+/// A key whose `Hash` or `Eq` panics while the shared switch says so.
+#[derive(Clone, Debug)]
+struct Touchy {
+    id: u32,
+    panic_hash: &'static AtomicBool,
+    panic_eq: &'static AtomicBool,
+}
+
+impl Hash for Touchy {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        if self.panic_hash.load(Ordering::SeqCst) {
+            panic!("hash");
+        }
+        // Every key collides, so every lookup calls `Eq`.
+        0u32.hash(state);
+    }
+}
+
+impl PartialEq for Touchy {
+    fn eq(&self, other: &Self) -> bool {
+        if self.panic_eq.load(Ordering::SeqCst) {
+            panic!("eq");
+        }
+        self.id == other.id
+    }
+}
+
+impl Eq for Touchy {}
+
+#[test]
+fn panicking_hash_and_eq_leave_the_cache_consistent() {
+    static HASH: AtomicBool = AtomicBool::new(false);
+    static EQ: AtomicBool = AtomicBool::new(false);
+    let key = |id| Touchy {
+        id,
+        panic_hash: &HASH,
+        panic_eq: &EQ,
+    };
+    let cache = LruCache::builder(3).shards(1).build().unwrap();
+    for id in 0..3 {
+        cache.insert(key(id), id);
+    }
+    for (switch, what) in [(&HASH, "hash"), (&EQ, "eq")] {
+        switch.store(true, Ordering::SeqCst);
+        let ops: [&dyn Fn(); 5] = [
+            &|| drop(cache.insert(key(9), 9)),
+            &|| drop(cache.get(&key(1))),
+            &|| drop(cache.remove(&key(0))),
+            &|| drop(cache.get_or_load(&key(8), || 8)),
+            &|| assert!(cache.contains_key(&key(2))),
+        ];
+        for op in ops {
+            assert!(
+                catch_unwind(AssertUnwindSafe(op)).is_err(),
+                "{what} did not panic"
+            );
+        }
+        switch.store(false, Ordering::SeqCst);
+        // Nothing changed: same entries, same order, no counts.
+        let ids: Vec<_> = cache.iter().map(|(k, v)| (k.id, *v)).collect();
+        assert_eq!(ids, [(2, 2), (1, 1), (0, 0)], "after {what}");
+        let stats = cache.stats();
+        assert_eq!(
+            (stats.hits, stats.misses, stats.inserts, stats.len),
+            (0, 0, 3, 3)
+        );
+    }
+    // And it still works.
+    cache.insert(key(5), 5);
+    assert_eq!(cache.len(), 3);
+    assert_eq!(cache.get(&key(5)).as_deref(), Some(&5));
+    assert!(!cache.contains_key(&key(0)));
+}
+
+// ---------------------------------------------------------------------------
+// stress: 8 threads on 2 cores
+
+#[test]
+fn stress_counts_are_exact_and_the_bound_holds() {
+    const THREADS: usize = 8;
+    const OPS: u64 = 20_000;
+    let cache = LruCache::<u64, u64>::builder(256)
+        .shards(8)
+        .build()
+        .unwrap();
+    let gets = AtomicU64::new(0);
+    let inserts = AtomicU64::new(0);
+    let done = AtomicBool::new(false);
+    let start = Barrier::new(THREADS + 1);
+    std::thread::scope(|s| {
+        let watcher = s.spawn(|| {
+            let mut checks = 0u64;
+            while !done.load(Ordering::SeqCst) {
+                // `stats()` is one consistent snapshot, even during resizes.
+                let stats = cache.stats();
+                assert!(stats.len <= stats.capacity, "bound exceeded: {stats:?}");
+                // `len()` sums shards one at a time while resizes run; every
+                // shard stays within its largest share (328 / 8 = 41).
+                assert!(cache.len() <= 328);
+                checks += 1;
+            }
+            checks
+        });
+        for t in 0..THREADS as u64 {
+            let (cache, gets, inserts, start) = (&cache, &gets, &inserts, &start);
+            s.spawn(move || {
+                start.wait();
+                let mut x = t + 1;
+                for i in 0..OPS {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    let key = x % 1024;
+                    if cache.get(&key).is_none() {
+                        cache.insert(key, key * 3);
+                        inserts.fetch_add(1, Ordering::Relaxed);
+                    }
+                    gets.fetch_add(1, Ordering::Relaxed);
+                    if i % 4096 == 0 && t == 0 {
+                        cache.resize(128 + (i as usize / 4096 % 3) * 100).unwrap();
+                    }
+                    if let Some(v) = cache.peek(&key) {
+                        assert_eq!(*v, key * 3);
+                    }
+                }
+            });
+        }
+        start.wait();
+        // Scoped threads other than the watcher are joined at scope end; stop
+        // the watcher once they are (poll the insert counter instead of
+        // joining handles we did not keep).
+        while gets.load(Ordering::SeqCst) < THREADS as u64 * OPS {
+            std::thread::yield_now();
+        }
+        done.store(true, Ordering::SeqCst);
+        assert!(watcher.join().unwrap() > 0);
+    });
+    let stats = cache.stats();
+    assert_eq!(stats.hits + stats.misses, THREADS as u64 * OPS);
+    assert_eq!(stats.misses, inserts.load(Ordering::SeqCst));
+    assert_eq!(stats.inserts, inserts.load(Ordering::SeqCst));
+    assert!(stats.len <= stats.capacity);
+    assert_eq!(stats.len, cache.iter().len());
+    // Every insert either is still cached, or was evicted, or was displaced
+    // by a later insert of the same key (two threads missing at once).
+    assert!(stats.inserts >= stats.len as u64 + stats.evictions);
+}
+
+#[test]
+fn stress_racing_loads_run_each_loader_once() {
+    const THREADS: usize = 8;
+    const KEYS: u64 = 64;
+    // Room for every key in whichever shard it lands: nothing is evicted.
+    let cache = LruCache::<u64, u64>::builder(4 * KEYS as usize)
+        .shards(4)
+        .build()
+        .unwrap();
+    let runs: Vec<AtomicUsize> = (0..KEYS).map(|_| AtomicUsize::new(0)).collect();
+    let start = Barrier::new(THREADS);
+    std::thread::scope(|s| {
+        for t in 0..THREADS as u64 {
+            let (cache, runs, start) = (&cache, &runs, &start);
+            s.spawn(move || {
+                start.wait();
+                for round in 0..3 {
+                    for i in 0..KEYS {
+                        let key = (i + t * 7 + round) % KEYS;
+                        let value = cache.get_or_load(&key, || {
+                            runs[key as usize].fetch_add(1, Ordering::SeqCst);
+                            std::thread::yield_now();
+                            key + 100
+                        });
+                        assert_eq!(*value, key + 100);
+                    }
+                }
+            });
+        }
+    });
+    for (key, count) in runs.iter().enumerate() {
+        assert_eq!(
+            count.load(Ordering::SeqCst),
+            1,
+            "key {key} loaded more than once"
+        );
+    }
+    let stats = cache.stats();
+    assert_eq!(stats.loads, KEYS);
+    assert_eq!(stats.hits + stats.misses, THREADS as u64 * KEYS * 3);
+    assert_eq!((stats.len, stats.evictions), (KEYS as usize, 0));
+}

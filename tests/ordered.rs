@@ -1,0 +1,556 @@
+//! Public-API tests of `OrderedIndex` and `OrderedSnapshot`.
+
+use larder::{OrderedIndex, OrderedSnapshot};
+use proptest::prelude::*;
+use std::cmp::Ordering as CmpOrdering;
+use std::collections::{BTreeMap, HashMap};
+use std::ops::Bound;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock, mpsc};
+use std::thread;
+use std::time::{Duration, Instant};
+
+fn assert_send_sync<T: Send + Sync>() {}
+
+#[test]
+fn public_types_are_send_and_sync() {
+    assert_send_sync::<OrderedIndex<String, Vec<u8>>>();
+    assert_send_sync::<OrderedSnapshot<String, Vec<u8>>>();
+    assert_send_sync::<std::vec::IntoIter<(String, Arc<Vec<u8>>)>>();
+}
+
+fn keys<V>(entries: &[(u32, Arc<V>)]) -> Vec<u32> {
+    entries.iter().map(|(k, _)| *k).collect()
+}
+
+#[test]
+fn ordered_reads_and_consumption() {
+    let index: OrderedIndex<u32, String> = [5, 1, 4, 2, 3]
+        .into_iter()
+        .map(|k| (k, format!("v{k}")))
+        .collect();
+    assert_eq!(index.len(), 5);
+    assert_eq!(keys(&index.range(2..=4)), [2, 3, 4]);
+    assert_eq!(index.range_count((Bound::Excluded(1), Bound::Unbounded)), 4);
+    assert_eq!(index.first().map(|(k, _)| k), Some(1));
+    assert_eq!(
+        index.last().map(|(k, v)| (k, v.to_string())),
+        Some((5, "v5".into()))
+    );
+    let mut seen = Vec::new();
+    index.for_each_in(..3, |k, v| seen.push((*k, v.clone())));
+    assert_eq!(seen, [(1, "v1".to_string()), (2, "v2".to_string())]);
+    assert_eq!(index.pop_last().map(|(k, _)| k), Some(5));
+    assert_eq!(keys(&index.drain_to(Bound::Included(&3))), [1, 2, 3]);
+    assert_eq!(index.iter().map(|(k, _)| k).collect::<Vec<_>>(), [4]);
+    assert!(index.contains_key(&4) && !index.contains_key(&1));
+    assert_eq!(format!("{index:?}"), r#"{4: "v4"}"#);
+}
+
+#[test]
+fn borrowed_lookups_work_for_string_keys() {
+    let index = OrderedIndex::new();
+    index.insert(String::from("b"), 2);
+    index.insert(String::from("a"), 1);
+    assert_eq!(index.get("a").as_deref(), Some(&1));
+    assert_eq!(
+        index
+            .range::<str, _>((Bound::Included("a"), Bound::Excluded("b")))
+            .len(),
+        1
+    );
+    assert_eq!(index.remove("b").as_deref(), Some(&2));
+    assert_eq!(index.drain_to(Bound::Included("zzz")).len(), 1);
+    assert!(index.is_empty());
+}
+
+#[test]
+fn inverted_range_panics_and_poisons_nothing() {
+    let index: OrderedIndex<u32, ()> = (0..10).map(|k| (k, ())).collect();
+    #[allow(clippy::reversed_empty_ranges)]
+    let outcome = catch_unwind(AssertUnwindSafe(|| index.range(5..2)));
+    assert!(outcome.is_err());
+    index.insert(20, ());
+    assert_eq!(index.len(), 11);
+    assert_eq!(index.range(2..5).len(), 3);
+}
+
+#[derive(Clone, Debug)]
+enum Op {
+    Insert(u8, u16),
+    Remove(u8),
+    Get(u8),
+    PopFirst,
+    PopLast,
+    DrainTo(u8, u8),
+    Range(u8, u8),
+    Retain(u8),
+    Clear,
+    Snapshot,
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        6 => (0..40u8, any::<u16>()).prop_map(|(k, v)| Op::Insert(k, v)),
+        2 => (0..40u8).prop_map(Op::Remove),
+        2 => (0..40u8).prop_map(Op::Get),
+        1 => Just(Op::PopFirst),
+        1 => Just(Op::PopLast),
+        1 => (0..3u8, 0..40u8).prop_map(|(kind, k)| Op::DrainTo(kind, k)),
+        2 => (0..40u8, 0..40u8).prop_map(|(a, b)| Op::Range(a.min(b), a.max(b))),
+        1 => (2..5u8).prop_map(Op::Retain),
+        1 => Just(Op::Clear),
+        2 => Just(Op::Snapshot),
+    ]
+}
+
+fn bound(kind: u8, key: &u8) -> Bound<&u8> {
+    match kind {
+        0 => Bound::Included(key),
+        1 => Bound::Excluded(key),
+        _ => Bound::Unbounded,
+    }
+}
+
+fn contents<V: Copy>(snapshot: &OrderedSnapshot<u8, V>) -> Vec<(u8, V)> {
+    snapshot.iter().map(|(k, v)| (*k, **v)).collect()
+}
+
+/// A snapshot and the contents it was taken with.
+type KeptSnapshot = (OrderedSnapshot<u8, u16>, Vec<(u8, u16)>);
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    /// Every operation agrees with `BTreeMap`, and every snapshot keeps the
+    /// contents it was taken with however the index changes afterwards.
+    #[test]
+    fn agrees_with_btreemap(ops in prop::collection::vec(op(), 1..80)) {
+        let index: OrderedIndex<u8, u16> = OrderedIndex::new();
+        let mut model: BTreeMap<u8, u16> = BTreeMap::new();
+        let mut snapshots: Vec<KeptSnapshot> = Vec::new();
+        for op in ops {
+            match op {
+                Op::Insert(k, v) => {
+                    prop_assert_eq!(index.insert(k, v).map(|v| *v), model.insert(k, v));
+                }
+                Op::Remove(k) => prop_assert_eq!(index.remove(&k).map(|v| *v), model.remove(&k)),
+                Op::Get(k) => {
+                    prop_assert_eq!(index.get(&k).map(|v| *v), model.get(&k).copied());
+                    prop_assert_eq!(index.contains_key(&k), model.contains_key(&k));
+                }
+                Op::PopFirst => {
+                    prop_assert_eq!(index.first().map(|(k, v)| (k, *v)), model.first_key_value().map(|(k, v)| (*k, *v)));
+                    prop_assert_eq!(index.pop_first().map(|(k, v)| (k, *v)), model.pop_first());
+                }
+                Op::PopLast => {
+                    prop_assert_eq!(index.last().map(|(k, v)| (k, *v)), model.last_key_value().map(|(k, v)| (*k, *v)));
+                    prop_assert_eq!(index.pop_last().map(|(k, v)| (k, *v)), model.pop_last());
+                }
+                Op::DrainTo(kind, k) => {
+                    let got: Vec<(u8, u16)> = index.drain_to(bound(kind, &k)).into_iter().map(|(k, v)| (k, *v)).collect();
+                    let taken: Vec<u8> = model.range((Bound::Unbounded, bound(kind, &k))).map(|(k, _)| *k).collect();
+                    let expected: Vec<(u8, u16)> = taken.iter().map(|k| (*k, model.remove(k).unwrap())).collect();
+                    prop_assert_eq!(got, expected);
+                }
+                Op::Range(a, b) => {
+                    let got: Vec<(u8, u16)> = index.range(a..b).into_iter().map(|(k, v)| (k, *v)).collect();
+                    let expected: Vec<(u8, u16)> = model.range(a..b).map(|(k, v)| (*k, *v)).collect();
+                    prop_assert_eq!(index.range_count(a..b), expected.len());
+                    let mut visited = Vec::new();
+                    index.for_each_in(a..b, |k, v| visited.push((*k, *v)));
+                    prop_assert_eq!(&got, &expected);
+                    prop_assert_eq!(visited, expected);
+                }
+                Op::Retain(m) => {
+                    index.retain(|k, v| (u32::from(*k) + u32::from(*v)) % u32::from(m) != 0);
+                    model.retain(|k, v| (u32::from(*k) + u32::from(*v)) % u32::from(m) != 0);
+                }
+                Op::Clear => {
+                    index.clear();
+                    model.clear();
+                }
+                Op::Snapshot => {
+                    let view = index.snapshot();
+                    let now: Vec<(u8, u16)> = model.iter().map(|(k, v)| (*k, *v)).collect();
+                    prop_assert_eq!(contents(&view), now.clone());
+                    snapshots.push((view, now));
+                }
+            }
+            prop_assert_eq!(index.len(), model.len());
+            prop_assert_eq!(index.is_empty(), model.is_empty());
+            let all: Vec<(u8, u16)> = index.iter().map(|(k, v)| (k, *v)).collect();
+            prop_assert_eq!(all, model.iter().map(|(k, v)| (*k, *v)).collect::<Vec<_>>());
+            for (view, taken) in &snapshots {
+                prop_assert_eq!(&contents(view), taken, "a snapshot changed");
+            }
+        }
+    }
+}
+
+/// Eight threads (more than the cores): producers insert distinct keys,
+/// consumers take them with `pop_first`, `pop_last`, `drain_to` and `remove`.
+/// Every inserted key is consumed exactly once.
+#[test]
+fn stress_every_key_is_consumed_exactly_once() {
+    const PRODUCERS: u64 = 4;
+    const PER_PRODUCER: u64 = 3_000;
+    let index: OrderedIndex<u64, u64> = OrderedIndex::new();
+    let produced = AtomicU64::new(0);
+    let producers_done = AtomicBool::new(false);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let consumed: Vec<Vec<u64>> = thread::scope(|s| {
+        for p in 0..PRODUCERS {
+            let (index, produced) = (&index, &produced);
+            s.spawn(move || {
+                for i in 0..PER_PRODUCER {
+                    let key = i * PRODUCERS + p;
+                    assert!(
+                        index.insert(key, key * 10).is_none(),
+                        "key {key} inserted twice"
+                    );
+                    produced.fetch_add(1, Ordering::Relaxed);
+                }
+            });
+        }
+        let consumers: Vec<_> = (0..4)
+            .map(|c| {
+                let (index, produced, producers_done) = (&index, &produced, &producers_done);
+                s.spawn(move || {
+                    let mut mine = Vec::new();
+                    let mut take = |key: u64, value: Arc<u64>| {
+                        assert_eq!(*value, key * 10, "value does not match its key");
+                        mine.push(key);
+                    };
+                    loop {
+                        assert!(Instant::now() < deadline, "stress test ran out of time");
+                        let finished = producers_done.load(Ordering::Acquire);
+                        match c {
+                            0 => {
+                                if let Some((k, v)) = index.pop_first() {
+                                    take(k, v);
+                                }
+                            }
+                            1 => {
+                                if let Some((k, v)) = index.pop_last() {
+                                    take(k, v);
+                                }
+                            }
+                            2 => {
+                                let upto = produced.load(Ordering::Relaxed) / 2;
+                                for (k, v) in index.drain_to(Bound::Excluded(&upto)) {
+                                    take(k, v);
+                                }
+                            }
+                            _ => {
+                                // Check-then-act is safe here only because
+                                // `remove`'s result decides who owns the key.
+                                if let Some((k, _)) = index.first() {
+                                    if let Some(v) = index.remove(&k) {
+                                        take(k, v);
+                                    }
+                                }
+                            }
+                        }
+                        if finished && index.is_empty() {
+                            return mine;
+                        }
+                    }
+                })
+            })
+            .collect();
+        // A reader checks that every cut is sorted without duplicates.
+        s.spawn(|| {
+            for _ in 0..200 {
+                let cut = index.range(..);
+                assert!(
+                    cut.windows(2).all(|w| w[0].0 < w[1].0),
+                    "a range was not sorted"
+                );
+                let view = index.snapshot();
+                assert_eq!(view.len(), view.iter().count());
+            }
+        });
+        while produced.load(Ordering::Relaxed) < PRODUCERS * PER_PRODUCER {
+            assert!(Instant::now() < deadline, "producers ran out of time");
+            thread::yield_now();
+        }
+        producers_done.store(true, Ordering::Release);
+        consumers.into_iter().map(|c| c.join().unwrap()).collect()
+    });
+    let mut counts: HashMap<u64, u32> = HashMap::new();
+    for key in consumed.iter().flatten() {
+        *counts.entry(*key).or_default() += 1;
+    }
+    assert_eq!(
+        counts.len() as u64,
+        PRODUCERS * PER_PRODUCER,
+        "an entry was lost"
+    );
+    assert!(
+        counts.values().all(|&n| n == 1),
+        "an entry was consumed twice"
+    );
+    assert!(index.is_empty());
+}
+
+/// Keys inserted in increasing order while the head is popped: every cut a
+/// reader takes (`range`, `iter`, `snapshot`) must be one contiguous run of
+/// keys, since any instant's contents are.
+#[test]
+fn stress_cuts_are_contiguous() {
+    const KEYS: u64 = 20_000;
+    let index: OrderedIndex<u64, ()> = OrderedIndex::new();
+    let done = AtomicBool::new(false);
+    thread::scope(|s| {
+        s.spawn(|| {
+            for k in 0..KEYS {
+                index.insert(k, ());
+                if k % 3 == 0 {
+                    index.pop_first();
+                }
+            }
+            done.store(true, Ordering::Release);
+        });
+        for reader in 0..3 {
+            let (index, done) = (&index, &done);
+            s.spawn(move || {
+                while !done.load(Ordering::Acquire) {
+                    let cut: Vec<u64> = match reader {
+                        0 => index.range(..).into_iter().map(|(k, _)| k).collect(),
+                        1 => index.iter().map(|(k, _)| k).collect(),
+                        _ => index.snapshot().iter().map(|(k, _)| *k).collect(),
+                    };
+                    assert!(
+                        cut.windows(2).all(|w| w[1] == w[0] + 1),
+                        "a torn cut: {:?}",
+                        &cut[..cut.len().min(8)]
+                    );
+                }
+            });
+        }
+    });
+    assert_eq!(index.len() as u64, KEYS - KEYS.div_ceil(3));
+}
+
+#[test]
+fn panicking_retain_removes_nothing() {
+    let index: OrderedIndex<u32, u32> = (0..10).map(|k| (k, k)).collect();
+    let outcome = catch_unwind(AssertUnwindSafe(|| {
+        index.retain(|k, _| {
+            if *k == 5 {
+                panic!("user predicate failed")
+            } else {
+                false
+            }
+        });
+    }));
+    assert!(outcome.is_err());
+    assert_eq!(
+        index.len(),
+        10,
+        "retain removed entries before its predicate finished"
+    );
+    index.retain(|k, _| k % 2 == 0);
+    assert_eq!(index.len(), 5);
+}
+
+#[test]
+fn retain_keeps_entries_replaced_while_it_decides() {
+    let index: OrderedIndex<u32, u32> = (0..4).map(|k| (k, 0)).collect();
+    index.retain(|k, _| {
+        if *k == 0 {
+            // A concurrent writer replaces key 3 while the predicate runs.
+            index.insert(3, 99);
+        }
+        false
+    });
+    let left: Vec<(u32, u32)> = index.iter().map(|(k, v)| (k, *v)).collect();
+    assert_eq!(
+        left,
+        [(3, 99)],
+        "retain removed an entry it never looked at"
+    );
+}
+
+#[test]
+fn panicking_for_each_in_releases_the_lock() {
+    let index: OrderedIndex<u32, u32> = (0..10).map(|k| (k, k)).collect();
+    let outcome = catch_unwind(AssertUnwindSafe(|| {
+        index.for_each_in(.., |k, _| assert!(*k < 3, "visitor failed"));
+    }));
+    assert!(outcome.is_err());
+    index.insert(10, 10); // would deadlock if the read lock were still held
+    assert_eq!(index.len(), 11);
+}
+
+/// A key whose `Ord` and `Clone` panic on demand.
+#[derive(Debug, PartialEq, Eq)]
+struct Touchy(u32);
+static PANIC_IN_CMP: AtomicBool = AtomicBool::new(false);
+static PANIC_IN_CLONE: AtomicBool = AtomicBool::new(false);
+
+impl Ord for Touchy {
+    fn cmp(&self, other: &Self) -> CmpOrdering {
+        assert!(!PANIC_IN_CMP.load(Ordering::Relaxed), "cmp panicked");
+        self.0.cmp(&other.0)
+    }
+}
+impl PartialOrd for Touchy {
+    fn partial_cmp(&self, other: &Self) -> Option<CmpOrdering> {
+        Some(self.cmp(other))
+    }
+}
+impl Clone for Touchy {
+    fn clone(&self) -> Self {
+        assert!(!PANIC_IN_CLONE.load(Ordering::Relaxed), "clone panicked");
+        Touchy(self.0)
+    }
+}
+
+/// One test drives both flags, so no other test sees them set.
+#[test]
+fn panicking_key_code_leaves_the_index_unchanged_and_unpoisoned() {
+    let index: OrderedIndex<Touchy, u32> = (0..8).map(|k| (Touchy(k), k)).collect();
+    let before: Vec<u32> = index.iter().map(|(k, _)| k.0).collect();
+    PANIC_IN_CMP.store(true, Ordering::Relaxed);
+    for attempt in [0, 1, 2] {
+        let outcome = catch_unwind(AssertUnwindSafe(|| match attempt {
+            0 => {
+                index.insert(Touchy(100), 100);
+            }
+            1 => {
+                index.remove(&Touchy(3));
+            }
+            _ => {
+                index.drain_to(Bound::Included(&Touchy(4)));
+            }
+        }));
+        assert!(outcome.is_err(), "attempt {attempt} did not reach cmp");
+    }
+    PANIC_IN_CMP.store(false, Ordering::Relaxed);
+    assert_eq!(index.iter().map(|(k, _)| k.0).collect::<Vec<_>>(), before);
+    // A live snapshot makes the next write copy the map, which clones keys.
+    let view = index.snapshot();
+    PANIC_IN_CLONE.store(true, Ordering::Relaxed);
+    let outcome = catch_unwind(AssertUnwindSafe(|| index.pop_first()));
+    PANIC_IN_CLONE.store(false, Ordering::Relaxed);
+    assert!(outcome.is_err());
+    assert_eq!(index.len(), 8, "a failed copy-on-write changed the index");
+    assert_eq!(view.len(), 8);
+    assert_eq!(index.pop_first().map(|(k, v)| (k.0, *v)), Some((0, 0)));
+    assert_eq!(
+        view.first().map(|(k, _)| k.0),
+        Some(0),
+        "a write showed through a snapshot"
+    );
+    assert_eq!(index.len(), 7);
+}
+
+/// A key whose `Ord` is random: the index must stay usable and account for
+/// every entry through the operations that do not search.
+#[derive(Clone, Debug)]
+struct Erratic(u32);
+static ERRATIC_SEED: AtomicU64 = AtomicU64::new(0x9E37_79B9_7F4A_7C15);
+
+impl Ord for Erratic {
+    fn cmp(&self, _other: &Self) -> CmpOrdering {
+        let mut x = ERRATIC_SEED.load(Ordering::Relaxed);
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        ERRATIC_SEED.store(x, Ordering::Relaxed);
+        match x % 3 {
+            0 => CmpOrdering::Less,
+            1 => CmpOrdering::Equal,
+            _ => CmpOrdering::Greater,
+        }
+    }
+}
+impl PartialOrd for Erratic {
+    fn partial_cmp(&self, other: &Self) -> Option<CmpOrdering> {
+        Some(self.cmp(other))
+    }
+}
+impl PartialEq for Erratic {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == CmpOrdering::Equal
+    }
+}
+impl Eq for Erratic {}
+
+#[test]
+fn inconsistent_ord_poisons_nothing() {
+    let index: OrderedIndex<Erratic, u32> = OrderedIndex::new();
+    let mut inserted = 0;
+    for i in 0..300 {
+        if index.insert(Erratic(i), i).is_none() {
+            inserted += 1;
+        }
+        if i % 50 == 0 {
+            // May panic ("range start is greater than range end"): that
+            // unwinds out of this call only.
+            let _ = catch_unwind(AssertUnwindSafe(|| {
+                index.range(Erratic(0)..Erratic(1)).len()
+            }));
+        }
+        index.get(&Erratic(i));
+        if i % 7 == 0 {
+            index.remove(&Erratic(i));
+        }
+    }
+    let len = index.len();
+    assert!(len <= inserted);
+    assert_eq!(index.iter().count(), len, "iter disagrees with len");
+    let view = index.snapshot();
+    let mut popped = 0;
+    // An insert that compared `Equal` replaced another key's value (keeping
+    // that key), so keys and values may be paired arbitrarily; the count of
+    // stored entries is what must hold.
+    while let Some((key, _)) = index.pop_first() {
+        assert!(key.0 < 300, "a key that was never inserted");
+        popped += 1;
+    }
+    assert_eq!(
+        popped, len,
+        "pop_first did not hand out every stored entry once"
+    );
+    assert_eq!(view.len(), len);
+    index.insert(Erratic(1), 1);
+    assert_eq!(index.drain_to(Bound::Unbounded).len(), 1);
+}
+
+/// A value whose `Drop` writes to the index it was stored in: it would
+/// deadlock if the index dropped values under its lock.
+struct Reentrant(u32);
+static REENTRANT: OnceLock<OrderedIndex<u32, Reentrant>> = OnceLock::new();
+
+impl Drop for Reentrant {
+    fn drop(&mut self) {
+        if self.0 < 1_000 {
+            let index = REENTRANT.get().expect("index initialized");
+            index.insert(self.0 + 1_000, Reentrant(self.0 + 1_000));
+        }
+    }
+}
+
+#[test]
+fn removed_values_are_dropped_outside_the_lock() {
+    let (tx, rx) = mpsc::channel();
+    thread::spawn(move || {
+        let index = REENTRANT.get_or_init(OrderedIndex::new);
+        for k in 0..6 {
+            index.insert(k, Reentrant(k));
+        }
+        index.retain(|k, _| *k >= 2); // drops 0 and 1: inserts 1000, 1001
+        index.insert(2, Reentrant(2_000)); // the replaced value 2 comes back
+        index.clear(); // drops 2..6 and 1000, 1001: inserts 1003..1005
+        let keys: Vec<u32> = index.iter().map(|(k, _)| k).collect();
+        tx.send(keys).unwrap();
+    });
+    let keys = rx
+        .recv_timeout(Duration::from_secs(20))
+        .expect("dropping a removed value deadlocked: it ran under the lock");
+    assert_eq!(keys, [1_003, 1_004, 1_005]);
+}

@@ -1,0 +1,656 @@
+//! Public-API tests of `TypedCache` and `AnyCache`: property tests against
+//! std reference models, expiry on a manual clock, panic safety, and
+//! exactly-once init under contention with more threads than cores.
+
+use std::collections::HashMap;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Barrier, OnceLock};
+use std::thread;
+use std::time::Duration;
+
+use larder::{
+    AnyCache, AnyCacheBuilder, ManualClock, SystemClock, TypedBuildError, TypedCache,
+    TypedCacheBuilder, TypedCacheStats,
+};
+use proptest::prelude::*;
+
+fn assert_send_sync<T: Send + Sync>() {}
+fn assert_send<T: Send>() {}
+
+#[test]
+fn public_types_are_send_and_sync() {
+    assert_send_sync::<TypedCache<String, Vec<u8>>>();
+    assert_send_sync::<AnyCache<String>>();
+    assert_send_sync::<TypedCacheStats>();
+    assert_send_sync::<ManualClock>();
+    assert_send_sync::<SystemClock>();
+    assert_send_sync::<TypedBuildError>();
+    assert_send::<TypedCacheBuilder<String, Vec<u8>>>();
+    assert_send::<AnyCacheBuilder<String>>();
+}
+
+// ---------------------------------------------------------------------------
+// Property tests against std models.
+
+#[derive(Debug, Clone)]
+enum Op {
+    Get(u8),
+    Insert(u8, u32),
+    Invalidate(u8),
+    GetOrInit(u8, u32),
+    GetOrTryInitFails(u8),
+    ContainsKey(u8),
+    InvalidateAll,
+    Advance(u8),
+    PurgeExpired,
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    let key = 0u8..12;
+    prop_oneof![
+        4 => key.clone().prop_map(Op::Get),
+        3 => (key.clone(), any::<u32>()).prop_map(|(k, v)| Op::Insert(k, v)),
+        2 => key.clone().prop_map(Op::Invalidate),
+        4 => (key.clone(), any::<u32>()).prop_map(|(k, v)| Op::GetOrInit(k, v)),
+        1 => key.clone().prop_map(Op::GetOrTryInitFails),
+        2 => key.prop_map(Op::ContainsKey),
+        1 => Just(Op::InvalidateAll),
+        3 => (0u8..5).prop_map(Op::Advance),
+        1 => Just(Op::PurgeExpired),
+    ]
+}
+
+/// A reference entry: value, stored at, last read at (as recorded).
+#[derive(Debug, Clone, Copy)]
+struct Entry {
+    value: u32,
+    created: u64,
+    accessed: u64,
+}
+
+/// The std model of expiry: TTL and TTI in seconds, reads recorded with
+/// the cache's documented resolution (tti / 64).
+struct Model {
+    map: HashMap<u8, Entry>,
+    ttl: Option<u64>,
+    tti: Option<u64>,
+    now: u64,
+}
+
+const SECOND: u64 = 1_000_000_000;
+
+impl Model {
+    fn live(&self, e: &Entry) -> bool {
+        !(self.ttl.is_some_and(|ttl| self.now - e.created >= ttl)
+            || self.tti.is_some_and(|tti| self.now - e.accessed >= tti))
+    }
+    fn get(&mut self, k: u8) -> Option<u32> {
+        let now = self.now;
+        let resolution = self.tti.map_or(0, |tti| (tti / 64).max(1));
+        match self.map.get(&k).copied() {
+            Some(e) if self.live(&e) => {
+                let e = self.map.get_mut(&k).unwrap();
+                if now - e.accessed >= resolution {
+                    e.accessed = now;
+                }
+                Some(e.value)
+            }
+            Some(_) => {
+                self.map.remove(&k);
+                None
+            }
+            None => None,
+        }
+    }
+    fn insert(&mut self, k: u8, value: u32) -> Option<u32> {
+        let old = self.map.get(&k).copied().filter(|e| self.live(e));
+        let now = self.now;
+        self.map.insert(
+            k,
+            Entry {
+                value,
+                created: now,
+                accessed: now,
+            },
+        );
+        old.map(|e| e.value)
+    }
+    fn live_len(&self) -> usize {
+        self.map.values().filter(|e| self.live(e)).count()
+    }
+}
+
+fn run_against_model(ops: Vec<Op>, ttl: Option<u64>, tti: Option<u64>) {
+    let clock = ManualClock::new();
+    let mut builder = TypedCache::<u8, u32>::builder().clock(clock.clone());
+    if let Some(ttl) = ttl {
+        builder = builder.time_to_live(Duration::from_nanos(ttl));
+    }
+    if let Some(tti) = tti {
+        builder = builder.time_to_idle(Duration::from_nanos(tti));
+    }
+    let cache = builder.build().unwrap();
+    let expires = ttl.is_some() || tti.is_some();
+    let mut model = Model {
+        map: HashMap::new(),
+        ttl,
+        tti,
+        now: 0,
+    };
+    for op in ops {
+        match op {
+            Op::Get(k) => assert_eq!(cache.get(&k).as_deref().copied(), model.get(k), "{op:?}"),
+            Op::Insert(k, v) => {
+                assert_eq!(
+                    cache.insert(k, v).as_deref().copied(),
+                    model.insert(k, v),
+                    "{op:?}"
+                )
+            }
+            Op::Invalidate(k) => {
+                let expected = model
+                    .map
+                    .remove(&k)
+                    .filter(|e| model.live(e))
+                    .map(|e| e.value);
+                assert_eq!(cache.invalidate(&k).as_deref().copied(), expected, "{op:?}");
+            }
+            Op::GetOrInit(k, v) => {
+                let expected = match model.get(k) {
+                    Some(found) => found,
+                    None => {
+                        model.insert(k, v);
+                        v
+                    }
+                };
+                assert_eq!(*cache.get_or_init(k, || v), expected, "{op:?}");
+            }
+            Op::GetOrTryInitFails(k) => {
+                let expected = model.get(k).ok_or("refused");
+                let got = cache
+                    .get_or_try_init(k, || Err::<u32, _>("refused"))
+                    .map(|v| *v)
+                    .map_err(|e| *e);
+                assert_eq!(got, expected, "{op:?}");
+            }
+            Op::ContainsKey(k) => {
+                let expected = model.map.get(&k).is_some_and(|e| model.live(e));
+                assert_eq!(cache.contains_key(&k), expected, "{op:?}");
+            }
+            Op::InvalidateAll => {
+                cache.invalidate_all();
+                model.map.clear();
+            }
+            Op::Advance(seconds) => {
+                clock.advance(Duration::from_nanos(u64::from(seconds) * SECOND));
+                model.now += u64::from(seconds) * SECOND;
+            }
+            Op::PurgeExpired => {
+                cache.purge_expired();
+                let now_live: Vec<u8> = model
+                    .map
+                    .iter()
+                    .filter(|(_, e)| model.live(e))
+                    .map(|(k, _)| *k)
+                    .collect();
+                model.map.retain(|k, _| now_live.contains(k));
+                assert_eq!(cache.len(), model.live_len());
+            }
+        }
+        if !expires {
+            assert_eq!(cache.len(), model.map.len());
+        }
+        assert!(cache.len() >= model.live_len());
+        cache.check_invariants();
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(200))]
+
+    #[test]
+    fn matches_hashmap_without_expiry(ops in prop::collection::vec(op(), 1..80)) {
+        run_against_model(ops, None, None);
+    }
+
+    #[test]
+    fn matches_model_with_ttl_and_tti(
+        ops in prop::collection::vec(op(), 1..80),
+        ttl in prop::option::of(1u64..12),
+        tti in prop::option::of(1u64..6),
+    ) {
+        // TTI a multiple of 64 s so whole-second steps are whole resolution
+        // steps; TTL in whole seconds.
+        run_against_model(ops, ttl.map(|s| s * SECOND), tti.map(|s| s * 64 * SECOND / 16));
+    }
+
+    #[test]
+    fn max_entries_bounds_and_never_returns_a_wrong_value(
+        ops in prop::collection::vec(op(), 1..120),
+        max in 1usize..6,
+    ) {
+        let cache = TypedCache::<u8, u32>::builder().max_entries(max).build().unwrap();
+        let mut model: HashMap<u8, u32> = HashMap::new();
+        for op in ops {
+            match op {
+                Op::Get(k) => {
+                    let got = cache.get(&k).as_deref().copied();
+                    prop_assert!(got.is_none() || got == model.get(&k).copied(), "{:?}", op);
+                }
+                Op::Insert(k, v) => {
+                    cache.insert(k, v);
+                    model.insert(k, v);
+                }
+                Op::Invalidate(k) => {
+                    cache.invalidate(&k);
+                    model.remove(&k);
+                }
+                Op::GetOrInit(k, v) => {
+                    let got = *cache.get_or_init(k, || v);
+                    prop_assert!(got == v || Some(got) == model.get(&k).copied(), "{:?}", op);
+                    model.insert(k, got);
+                }
+                Op::InvalidateAll => {
+                    cache.invalidate_all();
+                    model.clear();
+                }
+                _ => {}
+            }
+            prop_assert!(cache.len() <= max);
+            cache.check_invariants();
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Expiry on the injected clock: no sleeps.
+
+fn clocked(
+    builder: TypedCacheBuilder<&'static str, u32>,
+) -> (TypedCache<&'static str, u32>, ManualClock) {
+    let clock = ManualClock::new();
+    (builder.clock(clock.clone()).build().unwrap(), clock)
+}
+
+const S: Duration = Duration::from_secs(1);
+
+#[test]
+fn time_to_live_expires_however_often_read() {
+    let (cache, clock) = clocked(TypedCache::builder().time_to_live(10 * S));
+    cache.insert("a", 1);
+    for _ in 0..9 {
+        clock.advance(S);
+        assert_eq!(cache.get("a").as_deref(), Some(&1));
+    }
+    clock.advance(S);
+    assert_eq!(cache.get("a"), None);
+    assert!(cache.is_empty(), "the expired entry read was removed");
+}
+
+#[test]
+fn time_to_idle_is_extended_by_reads_not_by_contains_key() {
+    let (cache, clock) = clocked(TypedCache::builder().time_to_idle(64 * S));
+    cache.insert("a", 1);
+    clock.advance(60 * S);
+    assert_eq!(cache.get("a").as_deref(), Some(&1)); // read at 60 s
+    clock.advance(60 * S);
+    assert!(cache.contains_key("a")); // idle 60 s: alive; not a read
+    clock.advance(4 * S);
+    assert!(!cache.contains_key("a")); // idle 64 s since the read at 60 s
+}
+
+#[test]
+fn ttl_and_tti_compose() {
+    let (cache, clock) = clocked(
+        TypedCache::builder()
+            .time_to_live(100 * S)
+            .time_to_idle(64 * S),
+    );
+    cache.insert("read", 1);
+    cache.insert("idle", 2);
+    for _ in 0..9 {
+        clock.advance(10 * S);
+        cache.get("read");
+    }
+    // 90 s: "read" is kept alive by reads, "idle" idled out at 64 s.
+    assert!(cache.contains_key("read"));
+    assert!(!cache.contains_key("idle"));
+    clock.advance(10 * S);
+    // 100 s: the time to live ends "read" despite the reads.
+    assert!(!cache.contains_key("read"));
+}
+
+#[test]
+fn expired_entry_is_initialized_again_once() {
+    let (cache, clock) = clocked(TypedCache::builder().time_to_live(5 * S));
+    let inits = AtomicUsize::new(0);
+    let init = || inits.fetch_add(1, Ordering::SeqCst) as u32;
+    assert_eq!(*cache.get_or_init("k", init), 0);
+    assert_eq!(*cache.get_or_init("k", init), 0);
+    clock.advance(5 * S);
+    assert_eq!(*cache.get_or_init("k", init), 1);
+    assert_eq!(*cache.get_or_init("k", init), 1);
+    assert_eq!(inits.load(Ordering::SeqCst), 2);
+    assert_eq!(cache.len(), 1);
+    cache.check_invariants();
+}
+
+#[test]
+fn max_entries_with_expiry_keeps_the_bound_and_the_new_entry() {
+    let (cache, clock) = clocked(TypedCache::builder().time_to_live(10 * S).max_entries(2));
+    cache.insert("old", 1);
+    clock.advance(9 * S);
+    cache.insert("young", 2);
+    cache.get("old");
+    clock.advance(2 * S); // "old" expired (11 s), "young" alive (2 s)
+    cache.insert("new", 3);
+    assert!(cache.contains_key("new"));
+    assert!(!cache.contains_key("old"));
+    assert!(cache.len() <= 2);
+    cache.purge_expired();
+    // Left: "new", and "young" unless the eviction took it (eviction looks
+    // for expired entries in the new key's shard, not everywhere).
+    let live = 1 + usize::from(cache.contains_key("young"));
+    assert_eq!(cache.len(), live);
+    cache.check_invariants();
+}
+
+#[test]
+fn builder_rejects_zero_settings() {
+    let zero = Duration::ZERO;
+    let ttl = TypedCache::<u8, u8>::builder().time_to_live(zero).build();
+    let tti = TypedCache::<u8, u8>::builder().time_to_idle(zero).build();
+    let max = TypedCache::<u8, u8>::builder().max_entries(0).build();
+    assert_eq!(ttl.unwrap_err(), TypedBuildError::ZeroTimeToLive);
+    assert_eq!(tti.unwrap_err(), TypedBuildError::ZeroTimeToIdle);
+    assert_eq!(max.unwrap_err(), TypedBuildError::ZeroMaxEntries);
+    let err: Box<dyn std::error::Error> = Box::new(TypedBuildError::ZeroMaxEntries);
+    assert!(err.to_string().contains("max_entries"));
+}
+
+// ---------------------------------------------------------------------------
+// Panic safety.
+
+#[test]
+fn panicking_init_loses_nothing_else() {
+    let cache: TypedCache<u32, u32> = TypedCache::new();
+    for k in 0..10 {
+        cache.insert(k, k);
+    }
+    let outcome = catch_unwind(AssertUnwindSafe(|| {
+        cache.get_or_init(100, || panic!("init failed"));
+    }));
+    assert!(outcome.is_err());
+    cache.check_invariants();
+    assert_eq!(cache.len(), 10);
+    for k in 0..10 {
+        assert_eq!(cache.get(&k).as_deref(), Some(&k));
+    }
+    assert_eq!(*cache.get_or_init(100, || 7), 7, "the key was not poisoned");
+    let stats = cache.stats();
+    assert_eq!((stats.inits, stats.init_failures), (2, 1));
+}
+
+#[test]
+fn panicking_hasher_key_leaves_the_cache_usable() {
+    #[derive(Clone, PartialEq, Eq)]
+    struct Touchy(u32);
+    impl std::hash::Hash for Touchy {
+        fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+            assert!(self.0 != 13, "unlucky key");
+            self.0.hash(state);
+        }
+    }
+    let cache: TypedCache<Touchy, u32> = TypedCache::new();
+    cache.insert(Touchy(1), 1);
+    for call in 0..3 {
+        let outcome = catch_unwind(AssertUnwindSafe(|| match call {
+            0 => drop(cache.get_or_init(Touchy(13), || 13)),
+            1 => drop(cache.insert(Touchy(13), 13)),
+            _ => drop(cache.get(&Touchy(13))),
+        }));
+        assert!(outcome.is_err());
+    }
+    cache.check_invariants();
+    assert_eq!(cache.get(&Touchy(1)).as_deref(), Some(&1));
+    assert_eq!(cache.len(), 1);
+}
+
+/// A value whose `Drop` reads the cache: it would deadlock if a removed
+/// value were dropped under a shard lock.
+struct ReadsCacheOnDrop(u32);
+
+static DROP_CACHE: OnceLock<TypedCache<u32, ReadsCacheOnDrop>> = OnceLock::new();
+static DROPS: AtomicUsize = AtomicUsize::new(0);
+
+impl Drop for ReadsCacheOnDrop {
+    fn drop(&mut self) {
+        if let Some(cache) = DROP_CACHE.get() {
+            let _ = cache.get(&self.0);
+            let _ = cache.contains_key(&(self.0 + 1));
+            DROPS.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+}
+
+#[test]
+fn removed_values_are_dropped_with_no_lock_held() {
+    let cache = DROP_CACHE.get_or_init(|| TypedCache::builder().max_entries(4).build().unwrap());
+    for k in 0..10 {
+        cache.insert(k, ReadsCacheOnDrop(k)); // evictions drop values
+    }
+    cache.insert(9, ReadsCacheOnDrop(90)); // replaced value dropped by us
+    cache.invalidate(&9);
+    cache.invalidate_all();
+    assert!(DROPS.load(Ordering::SeqCst) >= 10);
+    cache.check_invariants();
+}
+
+// ---------------------------------------------------------------------------
+// Exactly once under contention: more threads than cores.
+
+#[test]
+fn exactly_one_init_per_key_every_round() {
+    const THREADS: usize = 8;
+    const KEYS: u32 = 64;
+    const ROUNDS: u32 = 40;
+    let cache: TypedCache<u32, (u32, u32)> = TypedCache::new();
+    let inits = AtomicUsize::new(0);
+    let round_no = AtomicUsize::new(0);
+    let barrier = Barrier::new(THREADS + 1);
+    thread::scope(|s| {
+        for t in 0..THREADS {
+            let (cache, inits, round_no, barrier) = (&cache, &inits, &round_no, &barrier);
+            s.spawn(move || {
+                for _ in 0..ROUNDS {
+                    barrier.wait();
+                    let round = round_no.load(Ordering::SeqCst) as u32;
+                    // A different order per thread: a rotation, reversed
+                    // for odd threads.
+                    for i in 0..KEYS {
+                        let mut k = (i + t as u32 * 7) % KEYS;
+                        if t % 2 == 1 {
+                            k = KEYS - 1 - k;
+                        }
+                        let value = cache.get_or_init(k, || {
+                            inits.fetch_add(1, Ordering::SeqCst);
+                            thread::yield_now(); // widen the race window
+                            (round, k)
+                        });
+                        assert_eq!(*value, (round, k), "a value from another round or key");
+                    }
+                    barrier.wait();
+                }
+            });
+        }
+        for round in 0..ROUNDS {
+            round_no.store(round as usize, Ordering::SeqCst);
+            barrier.wait();
+            barrier.wait();
+            assert_eq!(
+                inits.swap(0, Ordering::SeqCst),
+                KEYS as usize,
+                "round {round}: not exactly one init per key"
+            );
+            assert_eq!(cache.len(), KEYS as usize);
+            cache.check_invariants();
+            cache.invalidate_all();
+        }
+    });
+    let stats = cache.stats();
+    assert_eq!(stats.inits, u64::from(KEYS * ROUNDS));
+    assert_eq!(
+        stats.hits + stats.misses,
+        u64::from(KEYS * ROUNDS) * THREADS as u64
+    );
+    assert!(stats.waits <= stats.misses);
+}
+
+#[test]
+fn mixed_writers_and_inits_keep_invariants() {
+    const THREADS: usize = 8;
+    let cache = TypedCache::<u32, u32>::builder()
+        .max_entries(20)
+        .build()
+        .unwrap();
+    let barrier = Barrier::new(THREADS);
+    thread::scope(|s| {
+        for t in 0..THREADS {
+            let (cache, barrier) = (&cache, &barrier);
+            s.spawn(move || {
+                barrier.wait();
+                for i in 0..2_000u32 {
+                    let k = (i * 7 + t as u32) % 40;
+                    match i % 5 {
+                        0 => drop(cache.insert(k, k)),
+                        1 => drop(cache.invalidate(&k)),
+                        _ => assert_eq!(*cache.get_or_init(k, || k), k),
+                    }
+                }
+            });
+        }
+    });
+    cache.check_invariants();
+    assert!(cache.len() <= 20);
+}
+
+#[test]
+fn failing_init_shared_error_one_call_per_burst() {
+    const THREADS: usize = 8;
+    let cache: TypedCache<u32, u32> = TypedCache::new();
+    let calls = AtomicUsize::new(0);
+    let barrier = Barrier::new(THREADS);
+    let errors = AtomicUsize::new(0);
+    thread::scope(|s| {
+        for _ in 0..THREADS {
+            s.spawn(|| {
+                barrier.wait();
+                let outcome = cache.get_or_try_init(1, || {
+                    calls.fetch_add(1, Ordering::SeqCst);
+                    thread::sleep(Duration::from_millis(50));
+                    Err::<u32, _>("down")
+                });
+                if let Err(e) = outcome {
+                    assert_eq!(*e, "down");
+                    errors.fetch_add(1, Ordering::SeqCst);
+                }
+            });
+        }
+    });
+    // Every caller failed; the error is never cached, so the calls equal
+    // the inits, and callers that joined a flight shared its error.
+    let stats = cache.stats();
+    assert_eq!(errors.load(Ordering::SeqCst), THREADS);
+    assert_eq!(calls.load(Ordering::SeqCst) as u64, stats.inits);
+    assert_eq!(stats.init_failures, stats.inits);
+    assert_eq!(stats.inits + stats.waits, THREADS as u64);
+    assert!(cache.is_empty());
+    cache.check_invariants();
+}
+
+// ---------------------------------------------------------------------------
+// AnyCache.
+
+#[test]
+fn any_cache_types_under_one_key_never_collide() {
+    let cache: AnyCache<String> = AnyCache::new();
+    let n: Arc<u32> = cache.get_or_init("k".to_string(), || 1);
+    let s: Arc<String> = cache.get_or_init("k".to_string(), || "one".to_string());
+    let v: Arc<Vec<u8>> = cache.get_or_init("k".to_string(), || vec![1]);
+    assert_eq!((*n, s.as_str(), v.as_slice()), (1, "one", &[1u8][..]));
+    assert_eq!(cache.len(), 3);
+    assert_eq!(cache.get::<u32, _>("k").as_deref(), Some(&1));
+    assert_eq!(cache.get::<u64, _>("k"), None);
+    assert_eq!(
+        cache
+            .invalidate::<String, _>("k")
+            .as_deref()
+            .map(String::as_str),
+        Some("one")
+    );
+    assert!(cache.contains_key::<u32, _>("k"));
+    assert!(!cache.contains_key::<String, _>("k"));
+    assert_eq!(cache.insert("k".to_string(), 2_u32).as_deref(), Some(&1));
+    cache.check_invariants();
+}
+
+#[test]
+fn any_cache_exactly_one_init_per_key_and_type() {
+    const THREADS: usize = 8;
+    let cache: AnyCache<u32> = AnyCache::new();
+    let inits = AtomicUsize::new(0);
+    let barrier = Barrier::new(THREADS);
+    thread::scope(|s| {
+        for _ in 0..THREADS {
+            s.spawn(|| {
+                barrier.wait();
+                for k in 0..16u32 {
+                    let a = cache.get_or_init(k, || {
+                        inits.fetch_add(1, Ordering::SeqCst);
+                        k
+                    });
+                    let b = cache.get_or_init(k, || {
+                        inits.fetch_add(1, Ordering::SeqCst);
+                        u64::from(k) * 2
+                    });
+                    assert_eq!((*a, *b), (k, u64::from(k) * 2));
+                }
+            });
+        }
+    });
+    assert_eq!(inits.load(Ordering::SeqCst), 32);
+    assert_eq!(cache.len(), 32);
+    assert_eq!(cache.stats().inits, 32);
+    cache.check_invariants();
+}
+
+#[test]
+fn stats_are_exact_with_more_threads_than_owned_stripes() {
+    // 40 live threads: more than the 32 that own a counter stripe, so some
+    // share the atomic fallback stripe; no count may be lost either way.
+    const THREADS: usize = 40;
+    const CALLS: u64 = 500;
+    let cache: TypedCache<u64, u64> = TypedCache::new();
+    let barrier = Barrier::new(THREADS);
+    thread::scope(|s| {
+        for t in 0..THREADS as u64 {
+            let (cache, barrier) = (&cache, &barrier);
+            s.spawn(move || {
+                barrier.wait(); // all alive at once
+                for i in 0..CALLS {
+                    assert_eq!(*cache.get_or_init(i % 10, || i % 10), i % 10);
+                    let _ = cache.get(&(100 + t));
+                }
+            });
+        }
+    });
+    let stats = cache.stats();
+    let calls = THREADS as u64 * CALLS;
+    assert_eq!(stats.hits + stats.misses, 2 * calls);
+    assert_eq!(stats.inits, 10);
+    assert!(
+        stats.misses >= calls,
+        "every get of an absent key is a miss"
+    );
+}
