@@ -455,7 +455,7 @@ fn draw_charts(results: &[Measured], out: &std::path::Path) -> usize {
     written + draw_hit_ratio_charts(results, out)
 }
 
-/// Hit ratio versus capacity, for workloads named `... cap=<percent>% ...`
+/// Hit ratio versus capacity, for workloads named `... cap<percent>% ...`
 /// that report a "hit ratio" extra (the LRU family).
 fn draw_hit_ratio_charts(results: &[Measured], out: &std::path::Path) -> usize {
     use plotters::prelude::*;
@@ -468,11 +468,8 @@ fn draw_hit_ratio_charts(results: &[Measured], out: &std::path::Path) -> usize {
         let Some(capacity) = capacity_percent(&m.workload) else {
             continue;
         };
-        let trace = m
-            .workload
-            .replace(&format!("cap={capacity}%"), "")
-            .trim()
-            .to_string();
+        let token = capacity_token(&m.workload).unwrap_or_default();
+        let trace = m.workload.replace(token, "").trim().to_string();
         for row in &m.rows {
             let hit = row.cells.iter().find_map(|c| {
                 c.extra
@@ -542,10 +539,18 @@ fn draw_hit_ratio_charts(results: &[Measured], out: &std::path::Path) -> usize {
     written
 }
 
-/// Parses `cap=<percent>%` out of a workload name.
+/// Parses the capacity out of a workload name (`cap1%` or `cap=1%`).
 fn capacity_percent(name: &str) -> Option<f64> {
-    let start = name.find("cap=")? + 4;
-    let rest = &name[start..];
-    let end = rest.find('%')?;
-    rest[..end].parse().ok()
+    capacity_token(name)?
+        .trim_start_matches("cap")
+        .trim_start_matches('=')
+        .trim_end_matches('%')
+        .parse()
+        .ok()
+}
+
+/// The `cap<percent>%` word of a workload name.
+fn capacity_token(name: &str) -> Option<&str> {
+    name.split_whitespace()
+        .find(|word| word.starts_with("cap") && word.ends_with('%'))
 }

@@ -124,17 +124,19 @@ pub fn run_parallel(contender: &dyn Contender, threads: usize, ops: u64) -> Dura
 }
 
 /// Measures throughput (operations per second over all threads) for about
-/// `budget`: calibrates an op count, then times one run of it.
+/// `budget`: calibrates an op count starting from one op per thread (some
+/// workloads take a millisecond per op), then times one run of it.
 pub fn throughput(contender: &dyn Contender, threads: usize, budget: Duration) -> f64 {
     let _background = contender.start();
-    let mut ops = 1_000u64 * threads as u64;
+    let mut ops = threads as u64;
     loop {
         let elapsed = run_parallel(contender, threads, ops);
-        if elapsed >= budget / 4 || ops >= 1 << 40 {
-            let target =
-                (ops as f64 * budget.as_secs_f64() / elapsed.as_secs_f64().max(1e-9)) as u64;
-            let elapsed = run_parallel(contender, threads, target.max(ops));
-            return target.max(ops) as f64 / elapsed.as_secs_f64();
+        if elapsed >= budget / 8 || ops >= 1 << 40 {
+            let scale = budget.as_secs_f64() / elapsed.as_secs_f64().max(1e-9);
+            let target = ((ops as f64 * scale) as u64).max(ops);
+            let elapsed = run_parallel(contender, threads, target);
+            let done = target.div_ceil(threads as u64) * threads as u64;
+            return done as f64 / elapsed.as_secs_f64();
         }
         ops *= 4;
     }
