@@ -311,10 +311,11 @@ fn render_markdown(
             let mut line = format!("| {} |", row.contender);
             for (i, cell) in row.cells.iter().enumerate() {
                 let ratio = first.cells[i].ops_per_sec / cell.ops_per_sec.max(f64::MIN_POSITIVE);
+                let mops = format_mops(cell.ops_per_sec / 1e6);
                 if std::ptr::eq(row, first) {
-                    let _ = write!(line, " {:.2} |", cell.ops_per_sec / 1e6);
+                    let _ = write!(line, " {mops} |");
                 } else {
-                    let _ = write!(line, " {:.2} (x{ratio:.2}) |", cell.ops_per_sec / 1e6);
+                    let _ = write!(line, " {mops} (x{ratio:.2}) |");
                 }
             }
             if extra_label.is_some() {
@@ -330,6 +331,21 @@ fn render_markdown(
         let _ = writeln!(out);
     }
     out
+}
+
+/// Million operations per second, three significant digits (slow
+/// workloads such as 1 ms inits are far below one).
+fn format_mops(mops: f64) -> String {
+    if mops >= 100.0 {
+        format!("{mops:.0}")
+    } else if mops >= 10.0 {
+        format!("{mops:.1}")
+    } else if mops >= 1.0 {
+        format!("{mops:.2}")
+    } else {
+        let digits = (2 - mops.log10().floor() as i32).clamp(3, 9) as usize;
+        format!("{mops:.digits$}")
+    }
 }
 
 fn format_extra(value: f64) -> String {
