@@ -6,7 +6,11 @@
 //! cargo run --release --example showdown -- --quick      # a few seconds (smoke run)
 //! cargo run --release --example showdown -- --only lru --threads 1,2,4,8
 //! cargo run --release --example showdown -- --json       # JSON on stdout
+//! cargo run --release --example showdown -- --sweep 1000,10000,100000,1000000
 //! ```
+//!
+//! `--sweep` measures one representative workload per family at each size
+//! (entries) instead, and charts throughput against size.
 //!
 //! It measures the workloads of the criterion benches (shared through
 //! `benches/common/`, not copied), prints Markdown tables, and writes
@@ -34,11 +38,12 @@ struct Options {
     json: bool,
     out: PathBuf,
     seconds: f64,
+    sweep: Option<Vec<usize>>,
 }
 
 fn usage() -> ! {
     eprintln!(
-        "usage: showdown [--quick] [--only FAMILY] [--threads 1,2,4] [--json] [--out DIR] [--seconds N]\n\
+        "usage: showdown [--quick] [--only FAMILY] [--threads 1,2,4] [--json] [--out DIR] [--seconds N] [--sweep 1000,1000000]\n\
          families: {}",
         FAMILIES.join(", ")
     );
@@ -53,6 +58,7 @@ fn parse_options() -> Options {
         json: false,
         out: PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/target/showdown")),
         seconds: 120.0,
+        sweep: None,
     };
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
@@ -72,6 +78,14 @@ fn parse_options() -> Options {
                 let threads: Result<Vec<usize>, _> = list.split(',').map(str::parse).collect();
                 match threads {
                     Ok(t) if !t.is_empty() && t.iter().all(|&n| n > 0) => options.threads = Some(t),
+                    _ => usage(),
+                }
+            }
+            "--sweep" => {
+                let list = args.next().unwrap_or_else(|| usage());
+                let sizes: Result<Vec<usize>, _> = list.split(',').map(str::parse).collect();
+                match sizes {
+                    Ok(s) if !s.is_empty() && s.iter().all(|&n| n >= 10) => options.sweep = Some(s),
                     _ => usage(),
                 }
             }
@@ -95,6 +109,18 @@ fn parse_options() -> Options {
         options.seconds = options.seconds.min(10.0);
     }
     options
+}
+
+/// The size sweep's workloads of `family` at `entries` (none for snapshot,
+/// whose cost does not depend on a number of entries).
+fn sweep_of(family: &str, entries: usize) -> Vec<Workload> {
+    match family {
+        "indexed" => common::indexed::sweep(entries),
+        "ordered" => common::ordered::sweep(entries),
+        "lru" => common::lru::sweep(entries),
+        "typed" => common::typed::sweep(entries),
+        _ => Vec::new(),
+    }
 }
 
 fn workloads_of(family: &str, size: Size) -> Vec<Workload> {
@@ -165,7 +191,10 @@ fn main() {
         .collect();
     let mut plan: Vec<Workload> = Vec::new();
     for family in &families {
-        let mut workloads = workloads_of(family, size);
+        let mut workloads = match &options.sweep {
+            Some(sizes) => sizes.iter().flat_map(|&n| sweep_of(family, n)).collect(),
+            None => workloads_of(family, size),
+        };
         if let Some(threads) = &options.threads {
             for w in &mut workloads {
                 w.threads = threads.clone();
@@ -226,7 +255,11 @@ fn main() {
         serde_json::to_string_pretty(&report).expect("serialize"),
     )
     .expect("write report.json");
-    let charts = draw_charts(&results, &options.out);
+    let charts = if options.sweep.is_some() {
+        draw_sweep_charts(&results, &options.out)
+    } else {
+        draw_charts(&results, &options.out)
+    };
 
     if options.json {
         println!(
@@ -271,6 +304,13 @@ fn render_markdown(
 ) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "# larder showdown\n");
+    if options.sweep.is_some() {
+        let _ = writeln!(
+            out,
+            "Size sweep: one workload per family at each size (the last word of its name: \
+             entries).\n"
+        );
+    }
     let _ = writeln!(
         out,
         "Machine: {}. Mode: {}. Idle check: 2 threads did {idle_ratio:.2}x one. Total {:.1} s.\n",
@@ -569,4 +609,92 @@ fn capacity_percent(name: &str) -> Option<f64> {
 fn capacity_token(name: &str) -> Option<&str> {
     name.split_whitespace()
         .find(|word| word.starts_with("cap") && word.ends_with('%'))
+}
+
+/// Throughput against size (entries, the last word of each workload name),
+/// one chart per family at its highest thread count. Returns the number of
+/// charts written.
+fn draw_sweep_charts(results: &[Measured], out: &std::path::Path) -> usize {
+    use plotters::prelude::*;
+    use std::collections::BTreeMap;
+    type Curves = BTreeMap<String, Vec<(f64, f64)>>;
+    let mut families: BTreeMap<&str, (usize, Curves)> = BTreeMap::new();
+    for m in results {
+        let Some(entries) = m
+            .workload
+            .split_whitespace()
+            .last()
+            .and_then(|w| w.parse::<f64>().ok())
+        else {
+            continue;
+        };
+        for row in &m.rows {
+            let Some(cell) = row.cells.iter().max_by_key(|c| c.threads) else {
+                continue;
+            };
+            let (threads, curves) = families.entry(m.family).or_default();
+            *threads = cell.threads;
+            curves
+                .entry(row.contender.clone())
+                .or_default()
+                .push((entries, cell.ops_per_sec / 1e6));
+        }
+    }
+    let mut written = 0;
+    for (family, (threads, curves)) in families {
+        let path = out.join(format!("sweep_{family}.svg"));
+        let (lo, hi) = curves
+            .values()
+            .flat_map(|p| p.iter().map(|q| q.0))
+            .fold((f64::MAX, 0.0_f64), |(lo, hi), x| (lo.min(x), hi.max(x)));
+        let top = curves
+            .values()
+            .flat_map(|p| p.iter().map(|q| q.1))
+            .fold(0.0_f64, f64::max)
+            * 1.1;
+        let root = SVGBackend::new(&path, (800, 480)).into_drawing_area();
+        let drawn = (|| -> Result<(), Box<dyn std::error::Error>> {
+            root.fill(&WHITE)?;
+            let mut chart = ChartBuilder::on(&root)
+                .caption(
+                    format!("{family}: throughput vs entries ({threads} threads)"),
+                    ("sans-serif", 20),
+                )
+                .margin(12)
+                .x_label_area_size(36)
+                .y_label_area_size(56)
+                .build_cartesian_2d(
+                    (lo.max(1.0)..hi.max(lo + 1.0) * 1.2).log_scale(),
+                    0.0..top.max(1e-3),
+                )?;
+            chart
+                .configure_mesh()
+                .x_desc("entries")
+                .y_desc("M ops/s")
+                .draw()?;
+            for (i, (name, mut points)) in curves.into_iter().enumerate() {
+                points.sort_by(|a, b| a.0.total_cmp(&b.0));
+                let color = Palette99::pick(i);
+                chart
+                    .draw_series(LineSeries::new(points, color.stroke_width(2)))?
+                    .label(name)
+                    .legend(move |(x, y)| {
+                        PathElement::new(vec![(x, y), (x + 16, y)], color.stroke_width(2))
+                    });
+            }
+            chart
+                .configure_series_labels()
+                .background_style(WHITE.mix(0.8))
+                .border_style(BLACK)
+                .position(SeriesLabelPosition::UpperRight)
+                .draw()?;
+            root.present()?;
+            Ok(())
+        })();
+        match drawn {
+            Ok(()) => written += 1,
+            Err(e) => eprintln!("chart {} failed: {e}", path.display()),
+        }
+    }
+    written
 }

@@ -589,3 +589,20 @@ pub fn workloads(size: Size) -> Vec<Workload> {
     }
     out
 }
+
+/// The size sweep's workload: `get-only` over `n` pods.
+pub fn sweep(n: usize) -> Vec<Workload> {
+    let fixture = Arc::new(OnceLock::new());
+    let (name, mix) = MIXES[0];
+    vec![Workload {
+        family: "indexed",
+        name: format!("{name} {n}"),
+        contenders: vec![
+            contender(&shared::<Larder>(&fixture, n), mix),
+            contender(&shared::<KubeRs>(&fixture, n), mix),
+            contender(&shared::<ClientGo>(&fixture, n), mix),
+            contender(&shared::<NaiveDashMap>(&fixture, n), mix),
+        ],
+        threads: THREADS.to_vec(),
+    }]
+}

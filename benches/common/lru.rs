@@ -373,3 +373,21 @@ pub fn workloads(size: Size) -> Vec<Workload> {
     });
     out
 }
+
+/// The size sweep's workload: get-then-insert, Zipf 0.9, over `n` keys at
+/// a capacity of 10% of them.
+pub fn sweep(n: usize) -> Vec<Workload> {
+    let spec = Spec {
+        keys: n,
+        exponent: 0.9,
+        capacity: (n / 10).max(1),
+        pure_hit: false,
+        trace_len: 1 << 20,
+    };
+    vec![Workload {
+        family: "lru",
+        name: format!("get-insert zipf0.9 cap10% {n}"),
+        contenders: contenders(spec),
+        threads: THREADS.to_vec(),
+    }]
+}

@@ -462,3 +462,13 @@ pub fn workloads(size: Size) -> Vec<Workload> {
     });
     out
 }
+
+/// The size sweep's workload: point reads over `n` keys.
+pub fn sweep(n: usize) -> Vec<Workload> {
+    vec![Workload {
+        family: "ordered",
+        name: format!("{} {n}", Mix::PointRead.label()),
+        contenders: contenders(Mix::PointRead, n as u64),
+        threads: THREADS.to_vec(),
+    }]
+}

@@ -394,3 +394,19 @@ pub fn workloads(size: Size) -> Vec<Workload> {
         },
     ]
 }
+
+/// The size sweep's workload: warm hits over `n` keys.
+pub fn sweep(n: usize) -> Vec<Workload> {
+    vec![Workload {
+        family: "typed",
+        name: format!("warm_hits {n}"),
+        contenders: caches(n)
+            .into_iter()
+            .map(|cache| {
+                Box::new(InitContender::new(cache, Mode::WarmHits { keys: n as u64 }))
+                    as Box<dyn Contender>
+            })
+            .collect(),
+        threads: vec![1, 2, 4],
+    }]
+}
