@@ -57,7 +57,7 @@ fn parse_options() -> Options {
         threads: None,
         json: false,
         out: PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/target/showdown")),
-        seconds: 120.0,
+        seconds: 90.0,
         sweep: None,
     };
     let mut args = std::env::args().skip(1);
