@@ -436,77 +436,106 @@ fn file_stem(text: &str) -> String {
         .collect()
 }
 
+/// The curves of one chart: a label and its points.
+type Curves = Vec<(String, Vec<(f64, f64)>)>;
+/// Points gathered per contender before they become [`Curves`].
+type ByContender = std::collections::BTreeMap<String, Vec<(f64, f64)>>;
+
+/// Writes one SVG line chart of `curves` over the x axis `x`; returns
+/// whether it was written (a failure is reported on stderr).
+fn line_chart<XR>(
+    path: &std::path::Path,
+    caption: &str,
+    axes: (&str, &str),
+    x: XR,
+    curves: Curves,
+) -> bool
+where
+    XR: plotters::coord::ranged1d::AsRangedCoord<Value = f64>,
+    XR::CoordDescType: plotters::coord::ranged1d::ValueFormatter<f64>,
+{
+    use plotters::prelude::*;
+    let y_max = curves
+        .iter()
+        .flat_map(|(_, points)| points.iter().map(|p| p.1))
+        .fold(0.0_f64, f64::max)
+        * 1.1;
+    let root = SVGBackend::new(path, (800, 480)).into_drawing_area();
+    let draw = || -> Result<(), Box<dyn std::error::Error>> {
+        root.fill(&WHITE)?;
+        let mut chart = ChartBuilder::on(&root)
+            .caption(caption, ("sans-serif", 20))
+            .margin(12)
+            .x_label_area_size(36)
+            .y_label_area_size(56)
+            .build_cartesian_2d(x, 0.0..y_max.max(1e-3))?;
+        chart
+            .configure_mesh()
+            .x_desc(axes.0)
+            .y_desc(axes.1)
+            .draw()?;
+        for (i, (name, mut points)) in curves.into_iter().enumerate() {
+            points.sort_by(|a, b| a.0.total_cmp(&b.0));
+            let color = Palette99::pick(i).to_rgba();
+            chart
+                .draw_series(LineSeries::new(points.clone(), color.stroke_width(2)))?
+                .label(name)
+                .legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 16, y)], color.stroke_width(2))
+                });
+            chart.draw_series(
+                points
+                    .into_iter()
+                    .map(|p| Circle::new(p, 3, color.filled())),
+            )?;
+        }
+        chart
+            .configure_series_labels()
+            .background_style(WHITE.mix(0.8))
+            .border_style(BLACK)
+            .position(SeriesLabelPosition::UpperRight)
+            .draw()?;
+        root.present()?;
+        Ok(())
+    };
+    match draw() {
+        Ok(()) => true,
+        Err(e) => {
+            eprintln!("chart {} failed: {e}", path.display());
+            false
+        }
+    }
+}
+
 /// Draws one throughput-versus-threads chart per workload, and one hit
 /// ratio chart per family whose workloads report a hit ratio. Returns the
 /// number of charts written.
 fn draw_charts(results: &[Measured], out: &std::path::Path) -> usize {
-    use plotters::prelude::*;
     let mut written = 0;
-    let palette = [
-        RGBColor(0xd6, 0x27, 0x28),
-        RGBColor(0x1f, 0x77, 0xb4),
-        RGBColor(0x2c, 0xa0, 0x2c),
-        RGBColor(0xff, 0x7f, 0x0e),
-        RGBColor(0x94, 0x67, 0xbd),
-        RGBColor(0x8c, 0x56, 0x4b),
-        RGBColor(0xe3, 0x77, 0xc2),
-        RGBColor(0x7f, 0x7f, 0x7f),
-    ];
     for m in results {
         let path = out.join(format!("{}_{}.svg", m.family, file_stem(&m.workload)));
         let max_threads = m.rows[0].cells.iter().map(|c| c.threads).max().unwrap_or(1);
-        let max_ops = m
+        let curves = m
             .rows
             .iter()
-            .flat_map(|r| r.cells.iter().map(|c| c.ops_per_sec / 1e6))
-            .fold(0.0_f64, f64::max)
-            * 1.1;
-        let root = SVGBackend::new(&path, (800, 480)).into_drawing_area();
-        let drawn = (|| -> Result<(), Box<dyn std::error::Error>> {
-            root.fill(&WHITE)?;
-            let mut chart = ChartBuilder::on(&root)
-                .caption(format!("{} / {}", m.family, m.workload), ("sans-serif", 20))
-                .margin(12)
-                .x_label_area_size(36)
-                .y_label_area_size(56)
-                .build_cartesian_2d(1usize..max_threads.max(2), 0.0..max_ops.max(1e-3))?;
-            chart
-                .configure_mesh()
-                .x_desc("threads")
-                .y_desc("M ops/s")
-                .draw()?;
-            for (i, row) in m.rows.iter().enumerate() {
-                let color = palette[i % palette.len()];
-                let points: Vec<(usize, f64)> = row
+            .map(|row| {
+                let points = row
                     .cells
                     .iter()
-                    .map(|c| (c.threads, c.ops_per_sec / 1e6))
+                    .map(|c| (c.threads as f64, c.ops_per_sec / 1e6))
                     .collect();
-                chart
-                    .draw_series(LineSeries::new(points.clone(), color.stroke_width(2)))?
-                    .label(row.contender.clone())
-                    .legend(move |(x, y)| {
-                        PathElement::new(vec![(x, y), (x + 16, y)], color.stroke_width(2))
-                    });
-                chart.draw_series(
-                    points
-                        .into_iter()
-                        .map(|p| Circle::new(p, 3, color.filled())),
-                )?;
-            }
-            chart
-                .configure_series_labels()
-                .background_style(WHITE.mix(0.8))
-                .border_style(BLACK)
-                .position(SeriesLabelPosition::UpperRight)
-                .draw()?;
-            root.present()?;
-            Ok(())
-        })();
-        match drawn {
-            Ok(()) => written += 1,
-            Err(e) => eprintln!("chart {} failed: {e}", path.display()),
-        }
+                (row.contender.clone(), points)
+            })
+            .collect();
+        let caption = format!("{} / {}", m.family, m.workload);
+        let x = 1.0..(max_threads.max(2) as f64);
+        written += usize::from(line_chart(
+            &path,
+            &caption,
+            ("threads", "M ops/s"),
+            x,
+            curves,
+        ));
     }
     written + draw_hit_ratio_charts(results, out)
 }
@@ -514,12 +543,9 @@ fn draw_charts(results: &[Measured], out: &std::path::Path) -> usize {
 /// Hit ratio versus capacity, for workloads named `... cap<percent>% ...`
 /// that report a "hit ratio" extra (the LRU family).
 fn draw_hit_ratio_charts(results: &[Measured], out: &std::path::Path) -> usize {
-    use plotters::prelude::*;
     use std::collections::BTreeMap;
-    // contender -> [(capacity %, hit ratio)]
-    type Curves = BTreeMap<String, Vec<(f64, f64)>>;
-    // (family, trace) -> curves
-    let mut series: BTreeMap<(String, String), Curves> = BTreeMap::new();
+    // (family, trace) -> contender -> [(capacity %, hit ratio)]
+    let mut series: BTreeMap<(String, String), ByContender> = BTreeMap::new();
     for m in results {
         let Some(capacity) = capacity_percent(&m.workload) else {
             continue;
@@ -551,46 +577,16 @@ fn draw_hit_ratio_charts(results: &[Measured], out: &std::path::Path) -> usize {
             .flat_map(|points| points.iter().map(|p| p.0))
             .fold(0.0_f64, f64::max)
             * 1.1;
-        let root = SVGBackend::new(&path, (800, 480)).into_drawing_area();
-        let drawn = (|| -> Result<(), Box<dyn std::error::Error>> {
-            root.fill(&WHITE)?;
-            let mut chart = ChartBuilder::on(&root)
-                .caption(
-                    format!("{family}: hit ratio vs capacity ({trace})"),
-                    ("sans-serif", 20),
-                )
-                .margin(12)
-                .x_label_area_size(36)
-                .y_label_area_size(56)
-                .build_cartesian_2d(0.0..max_cap.max(1.0), 0.0..1.0)?;
-            chart
-                .configure_mesh()
-                .x_desc("capacity, % of keys")
-                .y_desc("hit ratio")
-                .draw()?;
-            for (i, (name, mut points)) in contenders.into_iter().enumerate() {
-                points.sort_by(|a, b| a.0.total_cmp(&b.0));
-                let color = Palette99::pick(i);
-                chart
-                    .draw_series(LineSeries::new(points.clone(), color.stroke_width(2)))?
-                    .label(name)
-                    .legend(move |(x, y)| {
-                        PathElement::new(vec![(x, y), (x + 16, y)], color.stroke_width(2))
-                    });
-            }
-            chart
-                .configure_series_labels()
-                .background_style(WHITE.mix(0.8))
-                .border_style(BLACK)
-                .position(SeriesLabelPosition::LowerRight)
-                .draw()?;
-            root.present()?;
-            Ok(())
-        })();
-        match drawn {
-            Ok(()) => written += 1,
-            Err(e) => eprintln!("chart {} failed: {e}", path.display()),
-        }
+        let caption = format!("{family}: hit ratio vs capacity ({trace})");
+        let axes = ("capacity, % of keys", "hit ratio");
+        let curves = contenders.into_iter().collect();
+        written += usize::from(line_chart(
+            &path,
+            &caption,
+            axes,
+            0.0..max_cap.max(1.0),
+            curves,
+        ));
     }
     written
 }
@@ -615,10 +611,9 @@ fn capacity_token(name: &str) -> Option<&str> {
 /// one chart per family at its highest thread count. Returns the number of
 /// charts written.
 fn draw_sweep_charts(results: &[Measured], out: &std::path::Path) -> usize {
-    use plotters::prelude::*;
+    use plotters::prelude::IntoLogRange;
     use std::collections::BTreeMap;
-    type Curves = BTreeMap<String, Vec<(f64, f64)>>;
-    let mut families: BTreeMap<&str, (usize, Curves)> = BTreeMap::new();
+    let mut families: BTreeMap<&str, (usize, ByContender)> = BTreeMap::new();
     for m in results {
         let Some(entries) = m
             .workload
@@ -647,54 +642,16 @@ fn draw_sweep_charts(results: &[Measured], out: &std::path::Path) -> usize {
             .values()
             .flat_map(|p| p.iter().map(|q| q.0))
             .fold((f64::MAX, 0.0_f64), |(lo, hi), x| (lo.min(x), hi.max(x)));
-        let top = curves
-            .values()
-            .flat_map(|p| p.iter().map(|q| q.1))
-            .fold(0.0_f64, f64::max)
-            * 1.1;
-        let root = SVGBackend::new(&path, (800, 480)).into_drawing_area();
-        let drawn = (|| -> Result<(), Box<dyn std::error::Error>> {
-            root.fill(&WHITE)?;
-            let mut chart = ChartBuilder::on(&root)
-                .caption(
-                    format!("{family}: throughput vs entries ({threads} threads)"),
-                    ("sans-serif", 20),
-                )
-                .margin(12)
-                .x_label_area_size(36)
-                .y_label_area_size(56)
-                .build_cartesian_2d(
-                    (lo.max(1.0)..hi.max(lo + 1.0) * 1.2).log_scale(),
-                    0.0..top.max(1e-3),
-                )?;
-            chart
-                .configure_mesh()
-                .x_desc("entries")
-                .y_desc("M ops/s")
-                .draw()?;
-            for (i, (name, mut points)) in curves.into_iter().enumerate() {
-                points.sort_by(|a, b| a.0.total_cmp(&b.0));
-                let color = Palette99::pick(i);
-                chart
-                    .draw_series(LineSeries::new(points, color.stroke_width(2)))?
-                    .label(name)
-                    .legend(move |(x, y)| {
-                        PathElement::new(vec![(x, y), (x + 16, y)], color.stroke_width(2))
-                    });
-            }
-            chart
-                .configure_series_labels()
-                .background_style(WHITE.mix(0.8))
-                .border_style(BLACK)
-                .position(SeriesLabelPosition::UpperRight)
-                .draw()?;
-            root.present()?;
-            Ok(())
-        })();
-        match drawn {
-            Ok(()) => written += 1,
-            Err(e) => eprintln!("chart {} failed: {e}", path.display()),
-        }
+        let caption = format!("{family}: throughput vs entries ({threads} threads)");
+        let x = (lo.max(1.0)..hi.max(lo + 1.0) * 1.2).log_scale();
+        let curves = curves.into_iter().collect();
+        written += usize::from(line_chart(
+            &path,
+            &caption,
+            ("entries", "M ops/s"),
+            x,
+            curves,
+        ));
     }
     written
 }
