@@ -83,13 +83,13 @@ fn idle_time_is_recorded_only_when_it_moved_a_step() {
     assert!(policy.is_expired(core.get(&1).unwrap(), 6_500));
 }
 
-#[test]
-fn invalidate_during_init_keeps_the_value_out_of_the_cache() {
-    let cache: TypedCache<u32, u32> = TypedCache::new();
+/// Runs `get_or_init(1, || 10)` on another thread, calls `during` while that
+/// init is paused inside its closure, then lets it finish; returns what the
+/// initializing caller got.
+fn with_init_paused(cache: &TypedCache<u32, u32>, during: impl FnOnce()) -> u32 {
     let (started_tx, started_rx) = mpsc::channel();
     let (release_tx, release_rx) = mpsc::channel::<()>();
     thread::scope(|s| {
-        let cache = &cache;
         let init = s.spawn(move || {
             cache.get_or_init(1, || {
                 started_tx.send(()).unwrap();
@@ -98,11 +98,18 @@ fn invalidate_during_init_keeps_the_value_out_of_the_cache() {
             })
         });
         started_rx.recv().unwrap();
-        assert_eq!(cache.invalidate(&1), None);
+        during();
         release_tx.send(()).unwrap();
-        // The caller still gets its value...
-        assert_eq!(*init.join().unwrap(), 10);
-    });
+        *init.join().unwrap()
+    })
+}
+
+#[test]
+fn invalidate_during_init_keeps_the_value_out_of_the_cache() {
+    let cache: TypedCache<u32, u32> = TypedCache::new();
+    let got = with_init_paused(&cache, || assert_eq!(cache.invalidate(&1), None));
+    // The caller still gets its value...
+    assert_eq!(got, 10);
     // ...but the invalidation is not undone.
     assert!(!cache.contains_key(&1));
     assert_eq!(*cache.get_or_init(1, || 11), 11);
@@ -112,22 +119,10 @@ fn invalidate_during_init_keeps_the_value_out_of_the_cache() {
 #[test]
 fn insert_during_init_wins() {
     let cache: TypedCache<u32, u32> = TypedCache::new();
-    let (started_tx, started_rx) = mpsc::channel();
-    let (release_tx, release_rx) = mpsc::channel::<()>();
-    thread::scope(|s| {
-        let cache = &cache;
-        let init = s.spawn(move || {
-            cache.get_or_init(1, || {
-                started_tx.send(()).unwrap();
-                release_rx.recv().unwrap();
-                10
-            })
-        });
-        started_rx.recv().unwrap();
+    let got = with_init_paused(&cache, || {
         cache.insert(1, 20);
-        release_tx.send(()).unwrap();
-        assert_eq!(*init.join().unwrap(), 10);
     });
+    assert_eq!(got, 10);
     assert_eq!(cache.get(&1).as_deref(), Some(&20));
     cache.check_invariants();
 }
