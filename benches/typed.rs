@@ -12,6 +12,11 @@ use common::typed::{COLD_SET_THREADS, INIT_TIME, cold_set_keys};
 
 fn typed(c: &mut criterion::Criterion) {
     let size = common::Size::Full;
+    let slack = if common::typed::tighten_timer_slack() {
+        "timer slack 1 ns"
+    } else {
+        "default timer slack"
+    };
     for workload in common::typed::workloads(size) {
         common::criterion_workload(c, &workload);
         if workload.name.starts_with("cold_keys") {
@@ -30,7 +35,7 @@ fn typed(c: &mut criterion::Criterion) {
                 }
             });
             println!(
-                "{}/{} sleep floor (no cache): {:.1} ms, {:.3} x ideal",
+                "{}/{} sleep floor (no cache, {slack}): {:.1} ms, {:.3} x ideal",
                 workload.family,
                 workload.name,
                 floor_start.elapsed().as_secs_f64() * 1e3,

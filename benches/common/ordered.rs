@@ -56,6 +56,8 @@ fn checksum(entries: &[(u64, u64)]) -> u64 {
     entries.len() as u64 + entries.first().map_or(0, |e| e.0)
 }
 
+/// larder's map, read the way the peers read theirs: a closure copies the
+/// value out under the read lock (`view`, like TreeIndex's `peek_with`).
 impl OrderedOps for larder::OrderedIndex<u64, u64> {
     const NAME: &'static str = "larder OrderedIndex";
     fn build(keys: &mut dyn Iterator<Item = u64>) -> Self {
@@ -63,7 +65,7 @@ impl OrderedOps for larder::OrderedIndex<u64, u64> {
     }
     #[inline]
     fn get(&self, key: u64) -> u64 {
-        self.get(&key).map_or(0, |v| *v)
+        self.view(&key, |v| *v).unwrap_or(0)
     }
     fn insert(&self, key: u64, value: u64) {
         self.insert(key, value);
@@ -77,6 +79,34 @@ impl OrderedOps for larder::OrderedIndex<u64, u64> {
     }
     fn drain_below(&self, end: u64) -> u64 {
         self.drain_to(Bound::Excluded(&end)).len() as u64
+    }
+}
+
+/// larder's map read with `get`, which clones the value's `Arc` out: what a
+/// caller that keeps the value pays (every reader of a key writes its
+/// reference count).
+pub struct LarderArcGet(larder::OrderedIndex<u64, u64>);
+
+impl OrderedOps for LarderArcGet {
+    const NAME: &'static str = "larder OrderedIndex (get: Arc clone)";
+    fn build(keys: &mut dyn Iterator<Item = u64>) -> Self {
+        Self(keys.map(|k| (k, k)).collect())
+    }
+    #[inline]
+    fn get(&self, key: u64) -> u64 {
+        self.0.get(&key).map_or(0, |v| *v)
+    }
+    fn insert(&self, key: u64, value: u64) {
+        OrderedOps::insert(&self.0, key, value);
+    }
+    fn remove(&self, key: u64) {
+        OrderedOps::remove(&self.0, key);
+    }
+    fn range(&self, start: u64, end: u64) -> u64 {
+        OrderedOps::range(&self.0, start, end)
+    }
+    fn drain_below(&self, end: u64) -> u64 {
+        OrderedOps::drain_below(&self.0, end)
     }
 }
 
@@ -398,14 +428,20 @@ fn boxed<M: OrderedOps>(mix: Mix, n: u64) -> Box<dyn Contender> {
 
 /// larder's contender and the usual peers for `mix` over `n` keys.
 fn contenders(mix: Mix, n: u64) -> Vec<Box<dyn Contender>> {
-    vec![
-        boxed::<larder::OrderedIndex<u64, u64>>(mix, n),
+    let mut all = vec![boxed::<larder::OrderedIndex<u64, u64>>(mix, n)];
+    if matches!(mix, Mix::PointRead | Mix::Scan) {
+        // Only the read-heavy mixes read often enough for `get`'s `Arc`
+        // clone to show.
+        all.push(boxed::<LarderArcGet>(mix, n));
+    }
+    all.extend([
         boxed::<ParkingLotBTree>(mix, n),
         boxed::<StdBTree>(mix, n),
         boxed::<ShardedBTree>(mix, n),
         boxed::<crossbeam_skiplist::SkipMap<u64, u64>>(mix, n),
         boxed::<scc::TreeIndex<u64, u64>>(mix, n),
-    ]
+    ]);
+    all
 }
 
 fn size_label(n: u64) -> String {
