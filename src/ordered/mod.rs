@@ -22,6 +22,7 @@ pub use view::OrderedSnapshot;
 
 use std::borrow::Borrow;
 use std::fmt;
+use std::hash::{BuildHasher, Hash};
 use std::ops::{Bound, RangeBounds};
 
 use self::sequential::{Entry, OrderedCore};
@@ -134,8 +135,10 @@ use crate::sync::{Arc, ShardedLock};
 /// assert_eq!(drained, [101, 102, 103]);
 /// assert_eq!(offsets.first().map(|(offset, _)| offset), Some(104));
 /// ```
-pub struct OrderedIndex<K, V> {
+pub struct OrderedIndex<K, V, S = ahash::RandomState> {
     core: ShardedLock<OrderedCore<K, V>>,
+    /// Hashes keys for the point-lookup table; used outside the lock.
+    hasher: S,
     #[cfg(loom)]
     fault: Fault,
 }
@@ -156,7 +159,7 @@ pub enum Fault {
 }
 
 impl<K, V> OrderedIndex<K, V> {
-    /// Creates an empty index.
+    /// Creates an empty index, hashing keys with ahash's `RandomState`.
     ///
     /// # Examples
     ///
@@ -165,15 +168,7 @@ impl<K, V> OrderedIndex<K, V> {
     /// assert!(index.is_empty());
     /// ```
     pub fn new() -> Self {
-        Self::from_core(OrderedCore::new())
-    }
-
-    fn from_core(core: OrderedCore<K, V>) -> Self {
-        Self {
-            core: ShardedLock::new(core),
-            #[cfg(loom)]
-            fault: Fault::None,
-        }
+        Self::with_hasher(crate::sync::default_hasher())
     }
 
     /// An index whose protocol is broken as `fault` says: the loom suite's
@@ -184,6 +179,38 @@ impl<K, V> OrderedIndex<K, V> {
         let mut index = Self::new();
         index.fault = fault;
         index
+    }
+}
+
+impl<K, V, S> OrderedIndex<K, V, S> {
+    /// Creates an empty index whose point-lookup table hashes keys with
+    /// `hasher`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::collections::hash_map::RandomState;
+    ///
+    /// let index = larder::OrderedIndex::with_hasher(RandomState::new());
+    /// index.insert(1_u8, "one");
+    /// assert_eq!(index.view(&1, |v| *v), Some("one"));
+    /// ```
+    pub fn with_hasher(hasher: S) -> Self {
+        Self::from_core(OrderedCore::new(), hasher)
+    }
+
+    fn from_core(core: OrderedCore<K, V>, hasher: S) -> Self {
+        Self {
+            core: ShardedLock::new(core),
+            hasher,
+            #[cfg(loom)]
+            fault: Fault::None,
+        }
+    }
+
+    /// The index's hasher.
+    pub fn hasher(&self) -> &S {
+        &self.hasher
     }
 
     /// The number of entries, at one instant.
@@ -279,8 +306,9 @@ impl<K, V> OrderedIndex<K, V> {
     }
 }
 
-impl<K: Ord + Clone, V> OrderedIndex<K, V> {
-    /// The value stored under `key`.
+impl<K: Ord + Clone + Hash, V, S: BuildHasher> OrderedIndex<K, V, S> {
+    /// The value stored under `key`: one probe of the point-lookup table
+    /// (by `Hash` and `Eq`), under the read lock.
     ///
     /// # Examples
     ///
@@ -294,9 +322,10 @@ impl<K: Ord + Clone, V> OrderedIndex<K, V> {
     pub fn get<Q>(&self, key: &Q) -> Option<Arc<V>>
     where
         K: Borrow<Q>,
-        Q: Ord + ?Sized,
+        Q: Hash + Eq + ?Sized,
     {
-        self.core.read().map().get(key).cloned()
+        let hash = self.hasher.hash_one(key);
+        self.core.read().lookup(hash, key).cloned()
     }
 
     /// Runs `f` on the value stored under `key`, under the read lock, and
@@ -311,10 +340,10 @@ impl<K: Ord + Clone, V> OrderedIndex<K, V> {
     ///
     /// # Deadlocks
     ///
-    /// `f` runs while the read lock is held: it must not write to the same
-    /// index (insert, remove, `drain_to`, ...), or the call never returns.
-    /// Reading it from `f` is allowed but pointless. A panic in `f` releases
-    /// the lock and changes nothing.
+    /// `f` runs while the read lock is held: it must not call into the same
+    /// index at all. A write from `f` waits for its own read lock (a
+    /// deadlock), and so can a read, once a writer is queued between the
+    /// two. A panic in `f` releases the lock and changes nothing.
     ///
     /// # Examples
     ///
@@ -328,9 +357,10 @@ impl<K: Ord + Clone, V> OrderedIndex<K, V> {
     pub fn view<Q, R>(&self, key: &Q, f: impl FnOnce(&V) -> R) -> Option<R>
     where
         K: Borrow<Q>,
-        Q: Ord + ?Sized,
+        Q: Hash + Eq + ?Sized,
     {
-        self.core.read().map().get(key).map(|value| f(value))
+        let hash = self.hasher.hash_one(key);
+        self.core.read().lookup(hash, key).map(|value| f(value))
     }
 
     /// Whether `key` has an entry, at this instant.
@@ -351,15 +381,17 @@ impl<K: Ord + Clone, V> OrderedIndex<K, V> {
     pub fn contains_key<Q>(&self, key: &Q) -> bool
     where
         K: Borrow<Q>,
-        Q: Ord + ?Sized,
+        Q: Hash + Eq + ?Sized,
     {
-        self.core.read().map().contains_key(key)
+        let hash = self.hasher.hash_one(key);
+        self.core.read().lookup(hash, key).is_some()
     }
 
     /// Inserts `value` under `key`, atomically; returns the value it
     /// replaced. As with `BTreeMap`, replacing keeps the stored key.
     ///
-    /// The value is wrapped in its `Arc` before the lock is taken.
+    /// The value is wrapped in its `Arc`, and the key hashed and cloned (for
+    /// the point-lookup table), before the lock is taken.
     ///
     /// # Examples
     ///
@@ -371,7 +403,9 @@ impl<K: Ord + Clone, V> OrderedIndex<K, V> {
     /// ```
     pub fn insert(&self, key: K, value: V) -> Option<Arc<V>> {
         let value = Arc::new(value);
-        let (replaced, _unused_key) = self.write(|core| core.insert(key, value));
+        let hash = self.hasher.hash_one(&key);
+        let table_key = key.clone();
+        let (replaced, _unused_key) = self.write(|core| core.insert(hash, key, table_key, value));
         replaced
     }
 
@@ -389,9 +423,10 @@ impl<K: Ord + Clone, V> OrderedIndex<K, V> {
     pub fn remove<Q>(&self, key: &Q) -> Option<Arc<V>>
     where
         K: Borrow<Q>,
-        Q: Ord + ?Sized,
+        Q: Ord + Hash + ?Sized,
     {
-        self.write(|core| core.remove(key))
+        let hash = self.hasher.hash_one(key);
+        self.write(|core| core.remove(hash, key))
             .map(|(_key, value)| value)
     }
 
@@ -418,10 +453,13 @@ impl<K: Ord + Clone, V> OrderedIndex<K, V> {
         F: FnMut(&K, &V) -> bool,
     {
         let view = self.snapshot();
-        let rejected: Vec<Entry<K, V>> = view
+        let rejected: Vec<(u64, Entry<K, V>)> = view
             .iter()
             .filter(|(key, value)| !f(key, value))
-            .map(|(key, value)| (key.clone(), Arc::clone(value)))
+            .map(|(key, value)| {
+                let hash = self.hasher.hash_one(key);
+                (hash, (key.clone(), Arc::clone(value)))
+            })
             .collect();
         // Let go of the snapshot first, so the removal can write in place.
         drop(view);
@@ -431,38 +469,6 @@ impl<K: Ord + Clone, V> OrderedIndex<K, V> {
         let removed = self.write(|core| core.remove_identical(&rejected));
         drop(rejected);
         drop(removed);
-    }
-
-    /// The entry with the least key, at this instant (key cloned, value
-    /// shared).
-    ///
-    /// Removing it afterwards is a check-then-remove race (see
-    /// [`OrderedIndex`]); use [`pop_first`](OrderedIndex::pop_first).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// let index: larder::OrderedIndex<u8, char> = [(2, 'b'), (1, 'a')].into_iter().collect();
-    /// assert_eq!(index.first().map(|(k, v)| (k, *v)), Some((1, 'a')));
-    /// ```
-    pub fn first(&self) -> Option<(K, Arc<V>)> {
-        let core = self.core.read();
-        let (key, value) = core.map().first_key_value()?;
-        Some((key.clone(), Arc::clone(value)))
-    }
-
-    /// The entry with the greatest key, at this instant.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// let index: larder::OrderedIndex<u8, char> = [(2, 'b'), (1, 'a')].into_iter().collect();
-    /// assert_eq!(index.last().map(|(k, v)| (k, *v)), Some((2, 'b')));
-    /// ```
-    pub fn last(&self) -> Option<(K, Arc<V>)> {
-        let core = self.core.read();
-        let (key, value) = core.map().last_key_value()?;
-        Some((key.clone(), Arc::clone(value)))
     }
 
     /// Removes and returns the entry with the least key, atomically. From
@@ -484,7 +490,7 @@ impl<K: Ord + Clone, V> OrderedIndex<K, V> {
             self.remove(&key);
             return Some((key, value));
         }
-        self.write(|core| core.pop_first())
+        self.write(|core| core.pop_first(|key| self.hasher.hash_one(key)))
     }
 
     /// Removes and returns the entry with the greatest key, atomically.
@@ -497,7 +503,7 @@ impl<K: Ord + Clone, V> OrderedIndex<K, V> {
     /// assert_eq!(index.len(), 1);
     /// ```
     pub fn pop_last(&self) -> Option<(K, Arc<V>)> {
-        self.write(|core| core.pop_last())
+        self.write(|core| core.pop_last(|key| self.hasher.hash_one(key)))
     }
 
     /// Removes and returns, in key order, every entry up to `end`, as one
@@ -536,7 +542,42 @@ impl<K: Ord + Clone, V> OrderedIndex<K, V> {
             }
             return seen;
         }
-        self.write(|core| core.drain_to(end))
+        self.write(|core| core.drain_to(end, |key| self.hasher.hash_one(key)))
+    }
+}
+
+/// Ordered reads: the tree alone, no hashing.
+impl<K: Ord + Clone, V, S> OrderedIndex<K, V, S> {
+    /// The entry with the least key, at this instant (key cloned, value
+    /// shared).
+    ///
+    /// Removing it afterwards is a check-then-remove race (see
+    /// [`OrderedIndex`]); use [`pop_first`](OrderedIndex::pop_first).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let index: larder::OrderedIndex<u8, char> = [(2, 'b'), (1, 'a')].into_iter().collect();
+    /// assert_eq!(index.first().map(|(k, v)| (k, *v)), Some((1, 'a')));
+    /// ```
+    pub fn first(&self) -> Option<(K, Arc<V>)> {
+        let core = self.core.read();
+        let (key, value) = core.map().first_key_value()?;
+        Some((key.clone(), Arc::clone(value)))
+    }
+
+    /// The entry with the greatest key, at this instant.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let index: larder::OrderedIndex<u8, char> = [(2, 'b'), (1, 'a')].into_iter().collect();
+    /// assert_eq!(index.last().map(|(k, v)| (k, *v)), Some((2, 'b')));
+    /// ```
+    pub fn last(&self) -> Option<(K, Arc<V>)> {
+        let core = self.core.read();
+        let (key, value) = core.map().last_key_value()?;
+        Some((key.clone(), Arc::clone(value)))
     }
 
     /// The entries in `range`, in key order, copied out as one consistent
@@ -696,7 +737,7 @@ impl<K, V> Default for OrderedIndex<K, V> {
     }
 }
 
-impl<K: Ord, V> FromIterator<(K, V)> for OrderedIndex<K, V> {
+impl<K: Ord + Clone + Hash, V> FromIterator<(K, V)> for OrderedIndex<K, V> {
     /// Builds an index from `(key, value)` pairs; a later pair replaces an
     /// earlier one with the same key.
     fn from_iter<I: IntoIterator<Item = (K, V)>>(iter: I) -> Self {
@@ -704,11 +745,18 @@ impl<K: Ord, V> FromIterator<(K, V)> for OrderedIndex<K, V> {
             .into_iter()
             .map(|(key, value)| (key, Arc::new(value)))
             .collect();
-        Self::from_core(OrderedCore::from_map(map))
+        let hasher = crate::sync::default_hasher();
+        let core = OrderedCore::from_map(map, |key| hasher.hash_one(key));
+        Self::from_core(core, hasher)
     }
 }
 
-impl<K: Ord + Clone + fmt::Debug, V: fmt::Debug> fmt::Debug for OrderedIndex<K, V> {
+impl<K, V, S> fmt::Debug for OrderedIndex<K, V, S>
+where
+    K: Ord + Clone + Hash + fmt::Debug,
+    V: fmt::Debug,
+    S: BuildHasher,
+{
     /// Formats the entries of one consistent cut, copied out first so that
     /// no `Debug` code runs under the lock.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

@@ -6,8 +6,22 @@ use std::ops::Bound;
 use super::sequential::OrderedCore;
 use super::*;
 
+/// The tests' key hash: the key itself (the table needs no better).
+fn h(key: &u32) -> u64 {
+    u64::from(*key)
+}
+
 fn core_of(keys: impl IntoIterator<Item = u32>) -> OrderedCore<u32, u32> {
-    OrderedCore::from_map(keys.into_iter().map(|k| (k, Arc::new(k * 10))).collect())
+    OrderedCore::from_map(keys.into_iter().map(|k| (k, Arc::new(k * 10))).collect(), h)
+}
+
+/// Inserts through the core as the wrapper does: hash and key clone first.
+fn put(core: &mut OrderedCore<u32, u32>, key: u32, value: u32) -> Option<Arc<u32>> {
+    core.insert(h(&key), key, key, Arc::new(value)).0
+}
+
+fn take(core: &mut OrderedCore<u32, u32>, key: u32) -> Option<(u32, Arc<u32>)> {
+    core.remove(h(&key), &key)
 }
 
 fn keys(entries: &[(u32, Arc<u32>)]) -> Vec<u32> {
@@ -17,11 +31,17 @@ fn keys(entries: &[(u32, Arc<u32>)]) -> Vec<u32> {
 #[test]
 fn drain_to_respects_each_bound_kind() {
     let mut core = core_of(1..=10);
-    assert!(core.drain_to(Bound::Excluded(&1)).is_empty());
-    assert_eq!(keys(&core.drain_to(Bound::Excluded(&3))), [1, 2]);
-    assert_eq!(keys(&core.drain_to(Bound::Included(&4))), [3, 4]);
-    assert_eq!(keys(&core.drain_to(Bound::Included(&4))), Vec::<u32>::new());
-    assert_eq!(keys(&core.drain_to(Bound::Unbounded)), [5, 6, 7, 8, 9, 10]);
+    assert!(core.drain_to(Bound::Excluded(&1), h).is_empty());
+    assert_eq!(keys(&core.drain_to(Bound::Excluded(&3), h)), [1, 2]);
+    assert_eq!(keys(&core.drain_to(Bound::Included(&4), h)), [3, 4]);
+    assert_eq!(
+        keys(&core.drain_to(Bound::Included(&4), h)),
+        Vec::<u32>::new()
+    );
+    assert_eq!(
+        keys(&core.drain_to(Bound::Unbounded, h)),
+        [5, 6, 7, 8, 9, 10]
+    );
     assert!(core.map().is_empty());
     core.check_invariants();
 }
@@ -29,7 +49,7 @@ fn drain_to_respects_each_bound_kind() {
 #[test]
 fn drain_to_past_the_end_takes_everything() {
     let mut core = core_of([5, 1, 3]);
-    let drained = core.drain_to(Bound::Included(&100));
+    let drained = core.drain_to(Bound::Included(&100), h);
     assert_eq!(keys(&drained), [1, 3, 5]);
     assert_eq!(*drained[2].1, 50);
     assert!(core.map().is_empty());
@@ -39,14 +59,18 @@ fn drain_to_past_the_end_takes_everything() {
 fn writes_copy_a_shared_map_once_and_never_change_it() {
     let mut core = core_of(0..4);
     let shared = core.share();
-    core.insert(9, Arc::new(90));
+    put(&mut core, 9, 90);
     let retired = core.take_retired();
-    assert_eq!(retired.len(), 1, "the shared version was not displaced");
-    assert!(Arc::ptr_eq(&retired[0], &shared));
+    assert_eq!(
+        retired.maps().len(),
+        1,
+        "the shared version was not displaced"
+    );
+    assert!(Arc::ptr_eq(&retired.maps()[0], &shared));
     drop(retired);
     assert_eq!(shared.len(), 4, "a snapshot changed");
     // The copy is now unshared: the next write is in place.
-    core.remove(&0);
+    take(&mut core, 0);
     assert!(core.take_retired().is_empty());
     assert_eq!(core.map().len(), 4);
     assert_eq!(shared.keys().copied().collect::<Vec<_>>(), [0, 1, 2, 3]);
@@ -57,25 +81,29 @@ fn writes_copy_a_shared_map_once_and_never_change_it() {
 fn writes_that_change_nothing_do_not_copy() {
     let mut core = core_of(5..8);
     let shared = core.share();
-    assert!(core.remove(&1).is_none());
-    assert!(core.drain_to(Bound::Excluded(&5)).is_empty());
-    let stale = vec![(6, Arc::new(60))]; // same key, different value
+    assert!(take(&mut core, 1).is_none());
+    assert!(core.drain_to(Bound::Excluded(&5), h).is_empty());
+    let stale = vec![(h(&6), (6, Arc::new(60)))]; // same key, different value
     assert!(core.remove_identical(&stale).is_empty());
     assert!(core.take_retired().is_empty());
     assert_eq!(core.share().len(), 3);
     assert!(Arc::ptr_eq(&core.share(), &shared));
     let mut empty: OrderedCore<u32, u32> = OrderedCore::new();
     let _view = empty.share();
-    assert!(empty.pop_first().is_none() && empty.pop_last().is_none());
+    assert!(empty.pop_first(h).is_none() && empty.pop_last(h).is_none());
     assert!(empty.take_retired().is_empty());
 }
 
 #[test]
 fn remove_identical_skips_replaced_entries() {
     let mut core = core_of(0..3);
-    let seen: Vec<_> = core.range_cloned(..);
-    core.insert(1, Arc::new(111)); // replaced after the look
-    core.remove(&2); // removed after the look
+    let seen: Vec<_> = core
+        .range_cloned(..)
+        .into_iter()
+        .map(|e| (h(&e.0), e))
+        .collect();
+    put(&mut core, 1, 111); // replaced after the look
+    take(&mut core, 2); // removed after the look
     let removed = core.remove_identical(&seen);
     assert_eq!(keys(&removed), [0]);
     assert_eq!(core.map().get(&1).map(|v| **v), Some(111));
@@ -86,13 +114,18 @@ fn remove_identical_skips_replaced_entries() {
 #[test]
 fn insert_hands_back_the_new_key_of_a_replacement() {
     let mut core: OrderedCore<String, u8> = OrderedCore::new();
-    assert_eq!(core.insert("a".into(), Arc::new(1)), (None, None));
-    let (old, key) = core.insert("a".into(), Arc::new(2));
+    let a = || String::from("a");
+    assert_eq!(core.insert(1, a(), a(), Arc::new(1)), (None, None));
+    let (old, key) = core.insert(1, a(), a(), Arc::new(2));
     assert_eq!(old.as_deref(), Some(&1));
     assert_eq!(key.as_deref(), Some("a"));
-    let mut plain: OrderedCore<u8, u8> = OrderedCore::new();
-    plain.insert(1, Arc::new(1));
-    assert_eq!(plain.insert(1, Arc::new(2)).0.as_deref(), Some(&1));
+    // The replaced slot's key clone is retired, to be dropped unlocked.
+    assert!(!core.take_retired().is_empty());
+    assert_eq!(core.lookup(1, "a").map(|v| **v), Some(2));
+    let mut plain: OrderedCore<u32, u32> = OrderedCore::new();
+    put(&mut plain, 1, 1);
+    assert_eq!(put(&mut plain, 1, 2).as_deref(), Some(&1));
+    plain.check_invariants();
 }
 
 #[test]
@@ -101,6 +134,7 @@ fn clear_retires_the_old_map() {
     core.clear();
     assert_eq!(
         core.take_retired()
+            .maps()
             .iter()
             .map(|m| m.len())
             .collect::<Vec<_>>(),
@@ -123,17 +157,17 @@ fn core_matches_btreemap_on_a_fixed_sequence() {
         let key = ((seed >> 33) % 64) as u32;
         match (seed >> 20) % 6 {
             0 | 1 => {
-                let got = core.insert(key, Arc::new(step)).0.map(|v| *v);
+                let got = put(&mut core, key, step).map(|v| *v);
                 assert_eq!(got, model.insert(key, step));
             }
             2 => assert_eq!(
-                core.remove(&key).map(|(k, v)| (k, *v)),
+                take(&mut core, key).map(|(k, v)| (k, *v)),
                 model.remove_entry(&key)
             ),
-            3 => assert_eq!(core.pop_first().map(|(k, v)| (k, *v)), model.pop_first()),
+            3 => assert_eq!(core.pop_first(h).map(|(k, v)| (k, *v)), model.pop_first()),
             4 => {
                 let got: Vec<_> = core
-                    .drain_to(Bound::Included(&(key / 4)))
+                    .drain_to(Bound::Included(&(key / 4)), h)
                     .into_iter()
                     .map(|(k, v)| (k, *v))
                     .collect();
@@ -149,7 +183,25 @@ fn core_matches_btreemap_on_a_fixed_sequence() {
         core.check_invariants();
         let now: Vec<_> = core.map().iter().map(|(k, v)| (*k, **v)).collect();
         assert_eq!(now, model.iter().map(|(k, v)| (*k, *v)).collect::<Vec<_>>());
+        assert_eq!(
+            core.lookup(h(&key), &key).map(|v| **v),
+            model.get(&key).copied(),
+            "the table disagrees with the tree"
+        );
     }
+}
+
+#[test]
+fn a_key_whose_hash_changed_is_still_removed_from_the_table() {
+    let mut core: OrderedCore<u32, u32> = OrderedCore::new();
+    core.insert(1, 7, 7, Arc::new(70));
+    core.insert(2, 8, 8, Arc::new(80));
+    // Removed with another hash than it was inserted with (an inconsistent
+    // `Hash`): the slot is found by the identity of its value.
+    assert_eq!(core.remove(u64::MAX - 5, &7).map(|(k, _)| k), Some(7));
+    assert_eq!(core.pop_first(|_| 0xABCD << 48).map(|(k, _)| k), Some(8));
+    core.check_invariants();
+    assert!(core.lookup(1, &7).is_none() && core.lookup(2, &8).is_none());
 }
 
 #[test]
@@ -166,4 +218,67 @@ fn snapshot_outlives_writes_and_clear() {
         format!("{view:?}"),
         r#"{0: "0", 1: "1", 2: "2", 3: "3", 4: "4"}"#
     );
+}
+
+/// A key whose `Ord` and `Hash` answer at random (an `Eq` from the same
+/// `Ord`): the tree and the point-lookup table must still hold the same
+/// entries after every operation.
+#[derive(Clone, Debug)]
+struct Random(#[allow(dead_code)] u32);
+
+static RANDOM_SEED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0x2545_F491);
+
+fn next_random() -> u64 {
+    use std::sync::atomic::Ordering::Relaxed;
+    let mut x = RANDOM_SEED.load(Relaxed);
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    RANDOM_SEED.store(x, Relaxed);
+    x
+}
+
+impl Ord for Random {
+    fn cmp(&self, _: &Self) -> std::cmp::Ordering {
+        [
+            std::cmp::Ordering::Less,
+            std::cmp::Ordering::Equal,
+            std::cmp::Ordering::Greater,
+        ][(next_random() % 3) as usize]
+    }
+}
+impl PartialOrd for Random {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl PartialEq for Random {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == std::cmp::Ordering::Equal
+    }
+}
+impl Eq for Random {}
+impl std::hash::Hash for Random {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        state.write_u64(next_random() % 8);
+    }
+}
+
+#[test]
+fn random_ord_and_hash_keep_tree_and_table_in_step() {
+    let index: OrderedIndex<Random, u32> = OrderedIndex::new();
+    for i in 0..400_u32 {
+        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match i % 9 {
+            0..=3 => drop(index.insert(Random(i), i)),
+            4 => drop(index.remove(&Random(i))),
+            5 => drop(index.pop_first()),
+            6 => drop(index.drain_to(Bound::Included(&Random(i)))),
+            7 => index.retain(|_, v| v % 3 != 0),
+            _ => drop(index.get(&Random(i))),
+        }));
+        index.core.read().check_table_in_step();
+    }
+    while index.pop_last().is_some() {}
+    index.core.read().check_table_in_step();
+    assert!(index.is_empty());
 }
