@@ -9,11 +9,13 @@
 //!
 //! # Design
 //!
-//! One `BTreeMap<K, Arc<V>>` behind an `Arc`, behind one reader-writer lock
-//! (crossbeam's `ShardedLock`, chosen by measurement: see `docs/ordered.md`).
-//! The map is written copy-on-write, which makes
-//! [`snapshot`](OrderedIndex::snapshot) O(1). The sequential core, with the
-//! multi-step operations run as one locked step, is in `sequential.rs`.
+//! One `BTreeMap<K, Arc<V>>` behind an `Arc`, plus a hash table over the
+//! same entries for point lookups, behind one reader-writer lock (crossbeam's
+//! `ShardedLock`, chosen by measurement: see `docs/ordered.md`). The map is
+//! written copy-on-write, which makes [`snapshot`](OrderedIndex::snapshot)
+//! O(1); the table turns `get` from a walk down the tree into one hash probe.
+//! The sequential core, with the multi-step operations run as one locked
+//! step, is in `sequential.rs`.
 
 mod sequential;
 mod view;
@@ -28,8 +30,9 @@ use std::ops::{Bound, RangeBounds};
 use self::sequential::{Entry, OrderedCore};
 use crate::sync::{Arc, ShardedLock};
 
-/// An ordered concurrent map: a `BTreeMap` under one reader-writer lock whose
-/// reads scale across cores, with atomic ordered consumption
+/// An ordered concurrent map: a `BTreeMap`, with a hash table beside it for
+/// point lookups, under one reader-writer lock whose reads scale across
+/// cores, with atomic ordered consumption
 /// ([`pop_first`](OrderedIndex::pop_first),
 /// [`drain_to`](OrderedIndex::drain_to)), consistent range reads and O(1)
 /// immutable snapshots.
@@ -41,6 +44,26 @@ use crate::sync::{Arc, ShardedLock};
 /// Values are stored as `Arc<V>` and handed out as `Arc<V>` clones; no method
 /// returns a guard that holds the lock. Keys are cloned out, so the methods
 /// that return or write entries need `K: Clone`.
+///
+/// # Point lookups by hash, ranges by order
+///
+/// [`get`](OrderedIndex::get), [`view`](OrderedIndex::view) and
+/// [`contains_key`](OrderedIndex::contains_key) probe a hash table that holds
+/// the same entries as the tree (the key's hash, a clone of the key, and the
+/// same `Arc<V>`), so they cost one hash and one probe instead of O(log n)
+/// comparisons along a tree path: 2x the point reads of
+/// `RwLock<BTreeMap>` at 64K keys here (`docs/benchmarks.md`). Everything
+/// ordered (`range`, `first`, `pop_first`, `drain_to`, ...) and every write's
+/// search use the tree. The price: `K: Hash` for the writes and point
+/// reads, the hasher `S` (ahash's `RandomState` by default), one more key
+/// clone and hash per insert, and a table slot per entry (8 bytes of hash, a
+/// `K` and an `Arc` pointer).
+///
+/// With consistent `Ord`, `Hash` and `Eq` impls (`a == b` exactly when
+/// `a.cmp(b)` is `Equal`, and equal keys hash alike) both paths agree. With
+/// inconsistent impls they may disagree on what is present, but never on
+/// what is stored: the tree and the table are kept in step by the identity
+/// of each entry's `Arc`, never by the user's impls (see below).
 ///
 /// # Guarantees
 ///
@@ -58,8 +81,10 @@ use crate::sync::{Arc, ShardedLock};
 ///   [`pop_last`](OrderedIndex::pop_last), [`drain_to`](OrderedIndex::drain_to)
 ///   and [`remove`](OrderedIndex::remove) from any number of threads hand
 ///   every entry to exactly one caller.
-/// - User code never runs under the lock, except `K`'s `Ord` and `Clone`
-///   (which the map needs) and the closures of
+/// - User code never runs under the lock, except `K`'s `Ord`, `Eq` and
+///   `Clone` (which the map needs), `Hash` of the keys that `pop_first`,
+///   `pop_last` and `drain_to` remove (known only under the lock), and the
+///   closures of
 ///   [`for_each_in`](OrderedIndex::for_each_in) and
 ///   [`view`](OrderedIndex::view) (their documented purpose).
 ///   Replaced and removed values are dropped by the caller, after unlocking.
@@ -91,33 +116,45 @@ use crate::sync::{Arc, ShardedLock};
 /// proves `pop_first` and `drain_to` hand out every entry exactly once, and
 /// that the check-then-remove variant does not.
 ///
-/// # A key type whose `Ord` is inconsistent
+/// # A key type whose `Ord`, `Hash` or `Eq` is inconsistent
 ///
 /// If `K`'s `Ord` is not a total order, or a key's order changes while it is
 /// in the index, `OrderedIndex` gives exactly what `BTreeMap` gives: memory
 /// safety, and unspecified but contained results. Lookups may miss entries
 /// that are there, inserts may store a key twice, ranges may skip entries or
 /// panic on bounds that look inverted, and std allows even non-termination of
-/// a search. What `OrderedIndex` adds: nothing is poisoned, ever. A panic in
-/// `cmp` or `clone` unwinds out of the one call that made it with the lock
-/// released and the index as it was before that call (comparisons happen
-/// before the map changes), and every later call works. Operations that do
-/// not search, [`len`](OrderedIndex::len), [`iter`](OrderedIndex::iter),
+/// a search. A `Hash` or `Eq` that disagrees with `Ord` (or with itself)
+/// makes `get` and `contains_key` answer differently from `range`, as a
+/// `HashMap` and a `BTreeMap` of the same keys would.
+///
+/// What `OrderedIndex` adds: nothing is poisoned, ever, and the tree and the
+/// lookup table always hold exactly the same entries. A panic in `cmp`,
+/// `hash`, `eq` or `clone` unwinds out of the one call that made it with the
+/// lock released and the index as it was before that call (each operation
+/// makes every such call before its first change), and every later call
+/// works. The table finds a slot to remove by its stored hash and the
+/// identity of its `Arc`, and by a scan when the key's hash has changed, so
+/// no entry outlives its removal in either structure. Operations that do not
+/// search, [`len`](OrderedIndex::len), [`iter`](OrderedIndex::iter),
 /// [`pop_first`](OrderedIndex::pop_first), [`pop_last`](OrderedIndex::pop_last),
 /// [`clear`](OrderedIndex::clear) and `drain_to(Bound::Unbounded)`, work on
 /// the map's stored order and still account for every stored entry exactly
 /// once. The test `inconsistent_ord_poisons_nothing` in `tests/ordered.rs`
-/// checks this with a key whose `cmp` is random.
+/// checks this with a key whose `cmp` and `hash` are random, and a unit test
+/// checks the tree and the table after every step of such a run.
 ///
 /// # When to use it
 ///
 /// Offsets, timestamps, versions or names that are looked up and also
 /// scanned or consumed in order, with more reads than writes. Against
-/// `parking_lot::RwLock<BTreeMap>`, reads scale with cores (each read writes
-/// only the calling thread's shard of the lock) at the price of dearer
-/// writes. For unordered point lookups use a hash map; for write-dominated
-/// work at many cores, a lock-free tree (`scc::TreeIndex`) scales writes
-/// better. `docs/benchmarks.md` has the measured trade-offs.
+/// `parking_lot::RwLock<BTreeMap>`, point reads are about twice as fast
+/// (one hash probe) and scale with cores (each read writes only the calling
+/// thread's shard of the lock), at the price of dearer writes: a write takes
+/// every shard of the lock and updates both the tree and the table. For
+/// unordered point lookups alone use a hash map; for write-dominated work, a
+/// lock-free tree (`scc::TreeIndex`) writes about twice as fast at 2
+/// threads. `docs/benchmarks.md` and `docs/ordered.md` have the measured
+/// trade-offs.
 ///
 /// # Examples
 ///

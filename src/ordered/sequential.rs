@@ -250,27 +250,28 @@ fn remove_slot<K, V>(
     value: &Arc<V>,
 ) {
     let same = |slot: &Slot<K, V>| Arc::ptr_eq(&slot.value, value);
-    let hash = if table.find(hash, same).is_some() {
-        hash
-    } else {
-        // The key's `Hash` changed its mind: find the slot by identity.
-        match table.iter().find(|slot| same(slot)) {
-            Some(slot) => slot.hash,
-            None => {
+    let entry = match table.find_entry(hash, same) {
+        Ok(entry) => entry,
+        Err(absent) => {
+            // The key's `Hash` changed its mind: find the slot by identity.
+            let table = absent.into_table();
+            let Some(hash) = table.iter().find(|slot| same(slot)).map(|slot| slot.hash) else {
                 debug_assert!(false, "a tree entry without its slot");
                 return;
+            };
+            match table.find_entry(hash, same) {
+                Ok(entry) => entry,
+                Err(_) => unreachable!("the slot was just seen under this hash"),
             }
         }
     };
-    if let Ok(entry) = table.find_entry(hash, same) {
-        let (slot, _) = entry.remove();
-        if std::mem::needs_drop::<K>() {
-            // The key clone's `Drop` is user code: after unlocking.
-            retired.push(slot);
-        }
-        // Otherwise dropping the slot only decrements a reference count that
-        // is not the last (the tree's entry, now the caller's, holds one).
+    let (slot, _) = entry.remove();
+    if std::mem::needs_drop::<K>() {
+        // The key clone's `Drop` is user code: after unlocking.
+        retired.push(slot);
     }
+    // Otherwise dropping the slot only decrements a reference count that is
+    // not the last (the tree's entry, now the caller's, holds one).
 }
 
 impl<K: Ord + Clone, V> OrderedCore<K, V> {
