@@ -42,6 +42,7 @@ def load(root):
 PRIMARY = {
     "snapshot/load": "larder Snapshot::load",
     "typed/": "larder TypedCache::get_or_init",
+    "ordered/": "larder OrderedIndex",
 }
 
 
