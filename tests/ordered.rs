@@ -1,6 +1,6 @@
 //! Public-API tests of `OrderedIndex` and `OrderedSnapshot`.
 
-use larder::{OrderedIndex, OrderedSnapshot};
+use larder::{OrderedIndex, OrderedIndexBuilder, OrderedLock, OrderedSnapshot};
 use proptest::prelude::*;
 use std::cmp::Ordering as CmpOrdering;
 use std::collections::{BTreeMap, HashMap};
@@ -13,10 +13,39 @@ use std::time::{Duration, Instant};
 
 fn assert_send_sync<T: Send + Sync>() {}
 
+/// Every configuration of the builder: (lock, point lookups).
+const CONFIGS: [(OrderedLock, bool); 4] = [
+    (OrderedLock::Sharded, true),
+    (OrderedLock::Sharded, false),
+    (OrderedLock::Single, true),
+    (OrderedLock::Single, false),
+];
+
+fn configured<K, V>((lock, point_lookups): (OrderedLock, bool)) -> OrderedIndex<K, V> {
+    OrderedIndex::builder()
+        .lock(lock)
+        .point_lookups(point_lookups)
+        .build()
+}
+
+#[test]
+fn builder_settings_are_kept() {
+    for config in CONFIGS {
+        let index: OrderedIndex<u8, u8> = configured(config);
+        assert_eq!((index.lock_kind(), index.has_point_lookups()), config);
+    }
+    let default: OrderedIndex<u8, u8> = OrderedIndex::new();
+    assert_eq!(default.lock_kind(), OrderedLock::Sharded);
+    assert!(default.has_point_lookups());
+    assert!(format!("{:?}", OrderedIndex::<u8, u8>::builder()).contains("Sharded"));
+}
+
 #[test]
 fn public_types_are_send_and_sync() {
     assert_send_sync::<OrderedIndex<String, Vec<u8>>>();
     assert_send_sync::<OrderedSnapshot<String, Vec<u8>>>();
+    assert_send_sync::<OrderedIndexBuilder<String, Vec<u8>>>();
+    assert_send_sync::<OrderedLock>();
     assert_send_sync::<std::vec::IntoIter<(String, Arc<Vec<u8>>)>>();
 }
 
@@ -126,8 +155,8 @@ proptest! {
     /// Every operation agrees with `BTreeMap`, and every snapshot keeps the
     /// contents it was taken with however the index changes afterwards.
     #[test]
-    fn agrees_with_btreemap(ops in prop::collection::vec(op(), 1..80)) {
-        let index: OrderedIndex<u8, u16> = OrderedIndex::new();
+    fn agrees_with_btreemap(config in 0..CONFIGS.len(), ops in prop::collection::vec(op(), 1..80)) {
+        let index: OrderedIndex<u8, u16> = configured(CONFIGS[config]);
         let mut model: BTreeMap<u8, u16> = BTreeMap::new();
         let mut snapshots: Vec<KeptSnapshot> = Vec::new();
         for op in ops {
@@ -195,9 +224,15 @@ proptest! {
 /// Every inserted key is consumed exactly once.
 #[test]
 fn stress_every_key_is_consumed_exactly_once() {
+    // The default, and the write-heavy configuration.
+    for config in [CONFIGS[0], CONFIGS[3]] {
+        consume_exactly_once(configured(config));
+    }
+}
+
+fn consume_exactly_once(index: OrderedIndex<u64, u64>) {
     const PRODUCERS: u64 = 4;
     const PER_PRODUCER: u64 = 3_000;
-    let index: OrderedIndex<u64, u64> = OrderedIndex::new();
     let produced = AtomicU64::new(0);
     let producers_done = AtomicBool::new(false);
     let deadline = Instant::now() + Duration::from_secs(30);

@@ -110,6 +110,40 @@ impl OrderedOps for LarderArcGet {
     }
 }
 
+/// larder's map built for write-heavy use: one lock word
+/// (`OrderedLock::Single`) and no point-lookup table.
+pub struct LarderWriteHeavy(larder::OrderedIndex<u64, u64>);
+
+impl OrderedOps for LarderWriteHeavy {
+    const NAME: &'static str = "larder OrderedIndex (Single lock, no point table)";
+    fn build(keys: &mut dyn Iterator<Item = u64>) -> Self {
+        let index = larder::OrderedIndex::builder()
+            .lock(larder::OrderedLock::Single)
+            .point_lookups(false)
+            .build();
+        for k in keys {
+            index.insert(k, k);
+        }
+        Self(index)
+    }
+    #[inline]
+    fn get(&self, key: u64) -> u64 {
+        OrderedOps::get(&self.0, key)
+    }
+    fn insert(&self, key: u64, value: u64) {
+        OrderedOps::insert(&self.0, key, value);
+    }
+    fn remove(&self, key: u64) {
+        OrderedOps::remove(&self.0, key);
+    }
+    fn range(&self, start: u64, end: u64) -> u64 {
+        OrderedOps::range(&self.0, start, end)
+    }
+    fn drain_below(&self, end: u64) -> u64 {
+        OrderedOps::drain_below(&self.0, end)
+    }
+}
+
 /// `BTreeMap` under a reader-writer lock: the Go documents' fix, as is.
 macro_rules! locked_btree {
     ($ty:ident, $name:expr, $lock:ty, $new:expr, |$l:ident| read: $read:expr, write: $write:expr) => {
@@ -433,6 +467,10 @@ fn contenders(mix: Mix, n: u64) -> Vec<Box<dyn Contender>> {
         // Only the read-heavy mixes read often enough for `get`'s `Arc`
         // clone to show.
         all.push(boxed::<LarderArcGet>(mix, n));
+    }
+    if matches!(mix, Mix::Mixed | Mix::WriteHeavy | Mix::Consumer) {
+        // The configuration the docs recommend for write-heavy use.
+        all.push(boxed::<LarderWriteHeavy>(mix, n));
     }
     all.extend([
         boxed::<ParkingLotBTree>(mix, n),

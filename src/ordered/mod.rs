@@ -17,9 +17,13 @@
 //! The sequential core, with the multi-step operations run as one locked
 //! step, is in `sequential.rs`.
 
+mod builder;
+mod lock;
 mod sequential;
 mod view;
 
+pub use builder::OrderedIndexBuilder;
+pub use lock::OrderedLock;
 pub use view::OrderedSnapshot;
 
 use std::borrow::Borrow;
@@ -27,8 +31,9 @@ use std::fmt;
 use std::hash::{BuildHasher, Hash};
 use std::ops::{Bound, RangeBounds};
 
+use self::lock::CoreLock;
 use self::sequential::{Entry, OrderedCore};
-use crate::sync::{Arc, ShardedLock};
+use crate::sync::Arc;
 
 /// An ordered concurrent map: a `BTreeMap`, with a hash table beside it for
 /// point lookups, under one reader-writer lock whose reads scale across
@@ -173,9 +178,12 @@ use crate::sync::{Arc, ShardedLock};
 /// assert_eq!(offsets.first().map(|(offset, _)| offset), Some(104));
 /// ```
 pub struct OrderedIndex<K, V, S = ahash::RandomState> {
-    core: ShardedLock<OrderedCore<K, V>>,
+    core: CoreLock<OrderedCore<K, V>>,
     /// Hashes keys for the point-lookup table; used outside the lock.
     hasher: S,
+    /// Whether the core keeps the point-lookup table (fixed at
+    /// construction; read here so that no hashing is done without one).
+    point_lookups: bool,
     #[cfg(loom)]
     fault: Fault,
 }
@@ -208,6 +216,27 @@ impl<K, V> OrderedIndex<K, V> {
         Self::with_hasher(crate::sync::default_hasher())
     }
 
+    /// A builder, to choose the lock ([`OrderedLock`]), whether point
+    /// lookups use a hash table, and the hasher.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use larder::{OrderedIndex, OrderedLock};
+    ///
+    /// // A consumer's offsets: written as often as read, never looked up by
+    /// // key, so one lock word and no point-lookup table.
+    /// let offsets: OrderedIndex<u64, String> = OrderedIndex::builder()
+    ///     .lock(OrderedLock::Single)
+    ///     .point_lookups(false)
+    ///     .build();
+    /// offsets.insert(7, "message 7".into());
+    /// assert_eq!(offsets.pop_first().map(|(offset, _)| offset), Some(7));
+    /// ```
+    pub fn builder() -> OrderedIndexBuilder<K, V> {
+        OrderedIndexBuilder::new()
+    }
+
     /// An index whose protocol is broken as `fault` says: the loom suite's
     /// negative controls use it to prove the models can catch that bug.
     #[cfg(loom)]
@@ -233,16 +262,28 @@ impl<K, V, S> OrderedIndex<K, V, S> {
     /// assert_eq!(index.view(&1, |v| *v), Some("one"));
     /// ```
     pub fn with_hasher(hasher: S) -> Self {
-        Self::from_core(OrderedCore::new(), hasher)
+        Self::from_core(OrderedCore::new(true), hasher, OrderedLock::default())
     }
 
-    fn from_core(core: OrderedCore<K, V>, hasher: S) -> Self {
+    fn from_core(core: OrderedCore<K, V>, hasher: S, lock: OrderedLock) -> Self {
         Self {
-            core: ShardedLock::new(core),
+            point_lookups: core.point_lookups(),
+            core: CoreLock::new(lock, core),
             hasher,
             #[cfg(loom)]
             fault: Fault::None,
         }
+    }
+
+    /// The lock this index was built with.
+    pub fn lock_kind(&self) -> OrderedLock {
+        self.core.kind()
+    }
+
+    /// Whether point lookups (`get`, `view`, `contains_key`) use the hash
+    /// table (the default) or search the tree.
+    pub fn has_point_lookups(&self) -> bool {
+        self.point_lookups
     }
 
     /// The index's hasher.
@@ -359,10 +400,21 @@ impl<K: Ord + Clone + Hash, V, S: BuildHasher> OrderedIndex<K, V, S> {
     pub fn get<Q>(&self, key: &Q) -> Option<Arc<V>>
     where
         K: Borrow<Q>,
-        Q: Hash + Eq + ?Sized,
+        Q: Ord + Hash + Eq + ?Sized,
     {
-        let hash = self.hasher.hash_one(key);
+        let hash = self.hash_of(key);
         self.core.read().lookup(hash, key).cloned()
+    }
+
+    /// The key's hash for the table; 0 (and no call of `Hash`) when there is
+    /// no table.
+    #[inline]
+    fn hash_of<Q: Hash + ?Sized>(&self, key: &Q) -> u64 {
+        if self.point_lookups {
+            self.hasher.hash_one(key)
+        } else {
+            0
+        }
     }
 
     /// Runs `f` on the value stored under `key`, under the read lock, and
@@ -394,9 +446,9 @@ impl<K: Ord + Clone + Hash, V, S: BuildHasher> OrderedIndex<K, V, S> {
     pub fn view<Q, R>(&self, key: &Q, f: impl FnOnce(&V) -> R) -> Option<R>
     where
         K: Borrow<Q>,
-        Q: Hash + Eq + ?Sized,
+        Q: Ord + Hash + Eq + ?Sized,
     {
-        let hash = self.hasher.hash_one(key);
+        let hash = self.hash_of(key);
         self.core.read().lookup(hash, key).map(|value| f(value))
     }
 
@@ -418,9 +470,9 @@ impl<K: Ord + Clone + Hash, V, S: BuildHasher> OrderedIndex<K, V, S> {
     pub fn contains_key<Q>(&self, key: &Q) -> bool
     where
         K: Borrow<Q>,
-        Q: Hash + Eq + ?Sized,
+        Q: Ord + Hash + Eq + ?Sized,
     {
-        let hash = self.hasher.hash_one(key);
+        let hash = self.hash_of(key);
         self.core.read().lookup(hash, key).is_some()
     }
 
@@ -440,9 +492,10 @@ impl<K: Ord + Clone + Hash, V, S: BuildHasher> OrderedIndex<K, V, S> {
     /// ```
     pub fn insert(&self, key: K, value: V) -> Option<Arc<V>> {
         let value = Arc::new(value);
-        let hash = self.hasher.hash_one(&key);
-        let table_key = key.clone();
-        let (replaced, _unused_key) = self.write(|core| core.insert(hash, key, table_key, value));
+        let slot_key = self
+            .point_lookups
+            .then(|| (self.hasher.hash_one(&key), key.clone()));
+        let (replaced, _unused_key) = self.write(|core| core.insert(slot_key, key, value));
         replaced
     }
 
@@ -462,7 +515,7 @@ impl<K: Ord + Clone + Hash, V, S: BuildHasher> OrderedIndex<K, V, S> {
         K: Borrow<Q>,
         Q: Ord + Hash + ?Sized,
     {
-        let hash = self.hasher.hash_one(key);
+        let hash = self.hash_of(key);
         self.write(|core| core.remove(hash, key))
             .map(|(_key, value)| value)
     }
@@ -493,10 +546,7 @@ impl<K: Ord + Clone + Hash, V, S: BuildHasher> OrderedIndex<K, V, S> {
         let rejected: Vec<(u64, Entry<K, V>)> = view
             .iter()
             .filter(|(key, value)| !f(key, value))
-            .map(|(key, value)| {
-                let hash = self.hasher.hash_one(key);
-                (hash, (key.clone(), Arc::clone(value)))
-            })
+            .map(|(key, value)| (self.hash_of(key), (key.clone(), Arc::clone(value))))
             .collect();
         // Let go of the snapshot first, so the removal can write in place.
         drop(view);
@@ -784,7 +834,7 @@ impl<K: Ord + Clone + Hash, V> FromIterator<(K, V)> for OrderedIndex<K, V> {
             .collect();
         let hasher = crate::sync::default_hasher();
         let core = OrderedCore::from_map(map, |key| hasher.hash_one(key));
-        Self::from_core(core, hasher)
+        Self::from_core(core, hasher, OrderedLock::default())
     }
 }
 

@@ -103,8 +103,9 @@ impl<K, V> Retired<K, V> {
 pub(crate) struct OrderedCore<K, V> {
     /// The current map version; shared with every live snapshot of it.
     map: Arc<Map<K, V>>,
-    /// One slot per entry of `map`, by the key's hash.
-    table: HashTable<Slot<K, V>>,
+    /// One slot per entry of `map`, by the key's hash; `None` when the
+    /// index was built without point lookups (they then search the tree).
+    table: Option<HashTable<Slot<K, V>>>,
     /// What writes displaced (map versions, slots, a cleared table), waiting
     /// for the wrapper to drop it outside the lock. Empty between locked
     /// steps (except after a step that panicked; the next step hands that
@@ -113,17 +114,18 @@ pub(crate) struct OrderedCore<K, V> {
 }
 
 impl<K, V> OrderedCore<K, V> {
-    /// An empty core.
-    pub(crate) fn new() -> Self {
+    /// An empty core, with or without the point-lookup table.
+    pub(crate) fn new(point_lookups: bool) -> Self {
         Self {
             map: Arc::new(BTreeMap::new()),
-            table: HashTable::new(),
+            table: point_lookups.then(HashTable::new),
             retired: Retired::default(),
         }
     }
 
-    /// A core holding `map`, whose keys `hash` hashes (user code: called
-    /// before the core exists, so a panic leaves nothing behind).
+    /// A core holding `map` with the point-lookup table, whose keys `hash`
+    /// hashes (user code: called before the core exists, so a panic leaves
+    /// nothing behind).
     pub(crate) fn from_map(map: Map<K, V>, hash: impl Fn(&K) -> u64) -> Self
     where
         K: Clone,
@@ -139,9 +141,15 @@ impl<K, V> OrderedCore<K, V> {
         }
         Self {
             map: Arc::new(map),
-            table,
+            table: Some(table),
             retired: Retired::default(),
         }
+    }
+
+    /// Whether the core keeps the point-lookup table.
+    #[inline]
+    pub(crate) fn point_lookups(&self) -> bool {
+        self.table.is_some()
     }
 
     /// The current map, for reads.
@@ -151,16 +159,20 @@ impl<K, V> OrderedCore<K, V> {
     }
 
     /// The value of the key equal to `key` whose hash is `hash`: one probe
-    /// of the table, calling `Eq` on the keys whose hash matches.
+    /// of the table, calling `Eq` on the keys whose hash matches; a search
+    /// of the tree (`Ord`) when there is no table.
     #[inline]
     pub(crate) fn lookup<Q>(&self, hash: u64, key: &Q) -> Option<&Arc<V>>
     where
-        K: Borrow<Q>,
-        Q: Eq + ?Sized,
+        K: Borrow<Q> + Ord,
+        Q: Ord + Eq + ?Sized,
     {
-        self.table
-            .find(hash, |slot| slot.key.borrow() == key)
-            .map(|slot| &slot.value)
+        match &self.table {
+            Some(table) => table
+                .find(hash, |slot| slot.key.borrow() == key)
+                .map(|slot| &slot.value),
+            None => self.map.get(key),
+        }
     }
 
     /// Another reference to the current map: an immutable snapshot in O(1).
@@ -190,11 +202,14 @@ impl<K, V> OrderedCore<K, V> {
     /// slots' `Arc`s are never the last: the tree's entries hold them),
     /// else by retiring the old table whole (O(1)).
     fn take_table(&mut self) {
+        let Some(table) = &mut self.table else {
+            return;
+        };
         if !std::mem::needs_drop::<K>() {
-            self.table.clear();
+            table.clear();
             return;
         }
-        let old = std::mem::take(&mut self.table);
+        let old = std::mem::take(table);
         // A step that panicked earlier may have left a table here; keep
         // both for the wrapper rather than dropping one under the lock.
         if let Some(earlier) = self.retired.table.replace(old) {
@@ -234,8 +249,12 @@ fn unshare<'a, K: Ord + Clone, V>(
     }
 }
 
-/// Adds the slot of a new tree entry. No user code.
-fn add_slot<K, V>(table: &mut HashTable<Slot<K, V>>, hash: u64, key: K, value: Arc<V>) {
+/// Adds the slot of a new tree entry (nothing when there is no table). No
+/// user code.
+fn add_slot<K, V>(table: &mut Option<HashTable<Slot<K, V>>>, hash: u64, key: K, value: Arc<V>) {
+    let Some(table) = table else {
+        return;
+    };
     let slot = Slot { hash, key, value };
     table.insert_unique(hash, slot, |slot| slot.hash);
 }
@@ -244,11 +263,14 @@ fn add_slot<K, V>(table: &mut HashTable<Slot<K, V>>, hash: u64, key: K, value: A
 /// to hash to `hash` (as it did when inserted, if its `Hash` is consistent).
 /// No user code.
 fn remove_slot<K, V>(
-    table: &mut HashTable<Slot<K, V>>,
+    table: &mut Option<HashTable<Slot<K, V>>>,
     retired: &mut Vec<Slot<K, V>>,
     hash: u64,
     value: &Arc<V>,
 ) {
+    let Some(table) = table else {
+        return;
+    };
     let same = |slot: &Slot<K, V>| Arc::ptr_eq(&slot.value, value);
     let entry = match table.find_entry(hash, same) {
         Ok(entry) => entry,
@@ -275,19 +297,19 @@ fn remove_slot<K, V>(
 }
 
 impl<K: Ord + Clone, V> OrderedCore<K, V> {
-    /// Inserts `value` under `key`, whose hash is `hash`, with `table_key`
-    /// (a clone of `key`, made by the caller before locking) for the table;
-    /// returns the value it replaced. On a replacement the map keeps its
+    /// Inserts `value` under `key`; `slot_key` is the key's hash and a clone
+    /// of it (made by the caller before locking) for the table, `None` when
+    /// there is no table. Returns the value it replaced. On a replacement the map keeps its
     /// stored key (as `BTreeMap::insert` does) and hands the caller's key
     /// back, so that its `Drop` runs outside the lock; keys without drop glue
     /// take the one-search path.
     pub(crate) fn insert(
         &mut self,
-        hash: u64,
+        slot_key: Option<(u64, K)>,
         key: K,
-        table_key: K,
         value: Arc<V>,
     ) -> (Option<Arc<V>>, Option<K>) {
+        debug_assert_eq!(slot_key.is_some(), self.table.is_some());
         let Self {
             map,
             table,
@@ -303,14 +325,17 @@ impl<K: Ord + Clone, V> OrderedCore<K, V> {
             },
             false => (map.insert(key, stored), None),
         };
-        if let Some(old) = &replaced {
-            remove_slot(table, &mut retired.slots, hash, old);
+        if let Some((hash, table_key)) = slot_key {
+            if let Some(old) = &replaced {
+                remove_slot(table, &mut retired.slots, hash, old);
+            }
+            add_slot(table, hash, table_key, value);
         }
-        add_slot(table, hash, table_key, value);
         (replaced, unused_key)
     }
 
-    /// Removes `key`, whose hash is `hash`; returns the stored key and value.
+    /// Removes `key`, whose hash is `hash` (any value when there is no
+    /// table); returns the stored key and value.
     pub(crate) fn remove<Q>(&mut self, hash: u64, key: &Q) -> Option<Entry<K, V>>
     where
         K: Borrow<Q>,
@@ -331,7 +356,8 @@ impl<K: Ord + Clone, V> OrderedCore<K, V> {
 
     /// Removes and returns the entry with the least key; `hash` hashes it.
     pub(crate) fn pop_first(&mut self, hash: impl Fn(&K) -> u64) -> Option<Entry<K, V>> {
-        let key_hash = hash(self.map.first_key_value()?.0);
+        let (first, _) = self.map.first_key_value()?;
+        let key_hash = if self.point_lookups() { hash(first) } else { 0 };
         let Self {
             map,
             table,
@@ -344,7 +370,8 @@ impl<K: Ord + Clone, V> OrderedCore<K, V> {
 
     /// Removes and returns the entry with the greatest key; `hash` hashes it.
     pub(crate) fn pop_last(&mut self, hash: impl Fn(&K) -> u64) -> Option<Entry<K, V>> {
-        let key_hash = hash(self.map.last_key_value()?.0);
+        let (last, _) = self.map.last_key_value()?;
+        let key_hash = if self.point_lookups() { hash(last) } else { 0 };
         let Self {
             map,
             table,
@@ -367,21 +394,19 @@ impl<K: Ord + Clone, V> OrderedCore<K, V> {
         K: Borrow<Q>,
         Q: Ord + ?Sized,
     {
-        let everything = matches!(end, Bound::Unbounded);
         // Every user call first: `Ord` to find the drained prefix, `Hash`
-        // of its keys (unless all go, which needs no hash).
-        let hashes: Vec<u64> = match everything {
-            true => Vec::new(),
-            false => self
-                .map
-                .range::<Q, _>((Bound::Unbounded, end))
-                .map(|(key, _)| hash(key))
-                .collect(),
-        };
-        let drained = if everything {
+        // of its keys (unless all go, or there is no table: no hash needed).
+        let mut hashes: Vec<u64> = Vec::new();
+        let drained = if matches!(end, Bound::Unbounded) {
             self.map.len()
         } else {
-            hashes.len()
+            let prefix = self.map.range::<Q, _>((Bound::Unbounded, end));
+            if self.point_lookups() {
+                hashes = prefix.map(|(key, _)| hash(key)).collect();
+                hashes.len()
+            } else {
+                prefix.count()
+            }
         };
         if drained == 0 {
             return Vec::new();
@@ -407,9 +432,10 @@ impl<K: Ord + Clone, V> OrderedCore<K, V> {
         // whose `Ord` disagrees with itself cannot make this loop run past
         // the entries the range saw.
         let mut out = Vec::with_capacity(drained);
-        for key_hash in hashes {
+        for i in 0..drained {
             match map.pop_first() {
                 Some(entry) => {
+                    let key_hash = hashes.get(i).copied().unwrap_or_default();
                     remove_slot(table, &mut retired.slots, key_hash, &entry.1);
                     out.push(entry);
                 }
@@ -488,18 +514,14 @@ impl<K: Ord + Clone, V> OrderedCore<K, V> {
     /// identity) and that nothing retired was left behind; uses no `Ord`.
     #[cfg(all(test, not(loom)))]
     pub(crate) fn check_table_in_step(&self) {
-        assert_eq!(
-            self.table.len(),
-            self.map.len(),
-            "table and tree differ in size"
-        );
-        for value in self.map.values() {
-            assert!(
-                self.table
-                    .iter()
-                    .any(|slot| Arc::ptr_eq(&slot.value, value)),
-                "a tree entry without its slot"
-            );
+        if let Some(table) = &self.table {
+            assert_eq!(table.len(), self.map.len(), "table and tree differ in size");
+            for value in self.map.values() {
+                assert!(
+                    table.iter().any(|slot| Arc::ptr_eq(&slot.value, value)),
+                    "a tree entry without its slot"
+                );
+            }
         }
         assert!(
             self.retired.is_empty(),

@@ -17,7 +17,7 @@ fn core_of(keys: impl IntoIterator<Item = u32>) -> OrderedCore<u32, u32> {
 
 /// Inserts through the core as the wrapper does: hash and key clone first.
 fn put(core: &mut OrderedCore<u32, u32>, key: u32, value: u32) -> Option<Arc<u32>> {
-    core.insert(h(&key), key, key, Arc::new(value)).0
+    core.insert(Some((h(&key), key)), key, Arc::new(value)).0
 }
 
 fn take(core: &mut OrderedCore<u32, u32>, key: u32) -> Option<(u32, Arc<u32>)> {
@@ -88,7 +88,7 @@ fn writes_that_change_nothing_do_not_copy() {
     assert!(core.take_retired().is_empty());
     assert_eq!(core.share().len(), 3);
     assert!(Arc::ptr_eq(&core.share(), &shared));
-    let mut empty: OrderedCore<u32, u32> = OrderedCore::new();
+    let mut empty: OrderedCore<u32, u32> = OrderedCore::new(true);
     let _view = empty.share();
     assert!(empty.pop_first(h).is_none() && empty.pop_last(h).is_none());
     assert!(empty.take_retired().is_empty());
@@ -113,16 +113,16 @@ fn remove_identical_skips_replaced_entries() {
 
 #[test]
 fn insert_hands_back_the_new_key_of_a_replacement() {
-    let mut core: OrderedCore<String, u8> = OrderedCore::new();
+    let mut core: OrderedCore<String, u8> = OrderedCore::new(true);
     let a = || String::from("a");
-    assert_eq!(core.insert(1, a(), a(), Arc::new(1)), (None, None));
-    let (old, key) = core.insert(1, a(), a(), Arc::new(2));
+    assert_eq!(core.insert(Some((1, a())), a(), Arc::new(1)), (None, None));
+    let (old, key) = core.insert(Some((1, a())), a(), Arc::new(2));
     assert_eq!(old.as_deref(), Some(&1));
     assert_eq!(key.as_deref(), Some("a"));
     // The replaced slot's key clone is retired, to be dropped unlocked.
     assert!(!core.take_retired().is_empty());
     assert_eq!(core.lookup(1, "a").map(|v| **v), Some(2));
-    let mut plain: OrderedCore<u32, u32> = OrderedCore::new();
+    let mut plain: OrderedCore<u32, u32> = OrderedCore::new(true);
     put(&mut plain, 1, 1);
     assert_eq!(put(&mut plain, 1, 2).as_deref(), Some(&1));
     plain.check_invariants();
@@ -147,7 +147,7 @@ fn clear_retires_the_old_map() {
 
 #[test]
 fn core_matches_btreemap_on_a_fixed_sequence() {
-    let mut core: OrderedCore<u32, u32> = OrderedCore::new();
+    let mut core: OrderedCore<u32, u32> = OrderedCore::new(true);
     let mut model: BTreeMap<u32, u32> = BTreeMap::new();
     let mut seed = 7_u64;
     for step in 0..2_000_u32 {
@@ -193,9 +193,9 @@ fn core_matches_btreemap_on_a_fixed_sequence() {
 
 #[test]
 fn a_key_whose_hash_changed_is_still_removed_from_the_table() {
-    let mut core: OrderedCore<u32, u32> = OrderedCore::new();
-    core.insert(1, 7, 7, Arc::new(70));
-    core.insert(2, 8, 8, Arc::new(80));
+    let mut core: OrderedCore<u32, u32> = OrderedCore::new(true);
+    core.insert(Some((1, 7)), 7, Arc::new(70));
+    core.insert(Some((2, 8)), 8, Arc::new(80));
     // Removed with another hash than it was inserted with (an inconsistent
     // `Hash`): the slot is found by the identity of its value.
     assert_eq!(core.remove(u64::MAX - 5, &7).map(|(k, _)| k), Some(7));
