@@ -52,6 +52,9 @@ use crate::sync::Arc;
 ///
 /// # Point lookups by hash, ranges by order
 ///
+/// (The default; [`OrderedIndexBuilder::point_lookups`]`(false)` leaves the
+/// table out, and point lookups then search the tree.)
+///
 /// [`get`](OrderedIndex::get), [`view`](OrderedIndex::view) and
 /// [`contains_key`](OrderedIndex::contains_key) probe a hash table that holds
 /// the same entries as the tree (the key's hash, a clone of the key, and the
@@ -156,10 +159,12 @@ use crate::sync::Arc;
 /// (one hash probe) and scale with cores (each read writes only the calling
 /// thread's shard of the lock), at the price of dearer writes: a write takes
 /// every shard of the lock and updates both the tree and the table. For
-/// unordered point lookups alone use a hash map; for write-dominated work, a
-/// lock-free tree (`scc::TreeIndex`) writes about twice as fast at 2
-/// threads. `docs/benchmarks.md` and `docs/ordered.md` have the measured
-/// trade-offs.
+/// unordered point lookups alone use a hash map. For write-dominated work
+/// (a consumer inserting and draining at a high rate), build the index with
+/// [`OrderedIndex::builder`]`.lock(OrderedLock::Single).point_lookups(false)`,
+/// which writes 1.5-2x faster; a lock-free tree (`scc::TreeIndex`) is faster
+/// still at 2 threads. `docs/benchmarks.md` and `docs/ordered.md` have the
+/// measured trade-offs.
 ///
 /// # Examples
 ///
