@@ -56,8 +56,9 @@ fn checksum(entries: &[(u64, u64)]) -> u64 {
     entries.len() as u64 + entries.first().map_or(0, |e| e.0)
 }
 
-/// larder's map, read the way the peers read theirs: a closure copies the
-/// value out under the read lock (`view`, like TreeIndex's `peek_with`).
+/// larder's map, read the way the peers read theirs: closures copy values
+/// out under the read lock (`view` for a point read, like TreeIndex's
+/// `peek_with`; `for_each_in` for a range, like the peers' iterators).
 impl OrderedOps for larder::OrderedIndex<u64, u64> {
     const NAME: &'static str = "larder OrderedIndex";
     fn build(keys: &mut dyn Iterator<Item = u64>) -> Self {
@@ -74,21 +75,22 @@ impl OrderedOps for larder::OrderedIndex<u64, u64> {
         self.remove(&key);
     }
     fn range(&self, start: u64, end: u64) -> u64 {
-        let entries = self.range(start..end);
-        entries.len() as u64 + entries.first().map_or(0, |e| e.0)
+        let mut entries: Vec<(u64, u64)> = Vec::new();
+        self.for_each_in(start..end, |k, v| entries.push((*k, *v)));
+        checksum(&entries)
     }
     fn drain_below(&self, end: u64) -> u64 {
         self.drain_to(Bound::Excluded(&end)).len() as u64
     }
 }
 
-/// larder's map read with `get`, which clones the value's `Arc` out: what a
-/// caller that keeps the value pays (every reader of a key writes its
-/// reference count).
+/// larder's map read with `get` and `range`, which clone the values' `Arc`s
+/// out: what a caller that keeps the values pays (every reader of a key
+/// writes its reference count).
 pub struct LarderArcGet(larder::OrderedIndex<u64, u64>);
 
 impl OrderedOps for LarderArcGet {
-    const NAME: &'static str = "larder OrderedIndex (get: Arc clone)";
+    const NAME: &'static str = "larder OrderedIndex (get, range: Arc clones)";
     fn build(keys: &mut dyn Iterator<Item = u64>) -> Self {
         Self(keys.map(|k| (k, k)).collect())
     }
@@ -103,7 +105,8 @@ impl OrderedOps for LarderArcGet {
         OrderedOps::remove(&self.0, key);
     }
     fn range(&self, start: u64, end: u64) -> u64 {
-        OrderedOps::range(&self.0, start, end)
+        let entries = self.0.range(start..end);
+        entries.len() as u64 + entries.first().map_or(0, |e| e.0)
     }
     fn drain_below(&self, end: u64) -> u64 {
         OrderedOps::drain_below(&self.0, end)
@@ -463,9 +466,9 @@ fn boxed<M: OrderedOps>(mix: Mix, n: u64) -> Box<dyn Contender> {
 /// larder's contender and the usual peers for `mix` over `n` keys.
 fn contenders(mix: Mix, n: u64) -> Vec<Box<dyn Contender>> {
     let mut all = vec![boxed::<larder::OrderedIndex<u64, u64>>(mix, n)];
-    if matches!(mix, Mix::PointRead | Mix::Scan) {
-        // Only the read-heavy mixes read often enough for `get`'s `Arc`
-        // clone to show.
+    if matches!(mix, Mix::PointRead | Mix::Scan | Mix::Range32) {
+        // Only the read-heavy mixes read often enough for the `Arc` clones
+        // of `get` and `range` to show.
         all.push(boxed::<LarderArcGet>(mix, n));
     }
     if matches!(mix, Mix::Mixed | Mix::WriteHeavy | Mix::Consumer) {
