@@ -356,28 +356,33 @@ impl<K: Ord + Clone, V> OrderedCore<K, V> {
 
     /// Removes and returns the entry with the least key; `hash` hashes it.
     pub(crate) fn pop_first(&mut self, hash: impl Fn(&K) -> u64) -> Option<Entry<K, V>> {
-        let (first, _) = self.map.first_key_value()?;
-        let key_hash = if self.point_lookups() { hash(first) } else { 0 };
-        let Self {
-            map,
-            table,
-            retired,
-        } = self;
-        let entry = unshare(map, &mut retired.maps).pop_first()?;
-        remove_slot(table, &mut retired.slots, key_hash, &entry.1);
-        Some(entry)
+        self.pop_end(false, hash)
     }
 
     /// Removes and returns the entry with the greatest key; `hash` hashes it.
     pub(crate) fn pop_last(&mut self, hash: impl Fn(&K) -> u64) -> Option<Entry<K, V>> {
-        let (last, _) = self.map.last_key_value()?;
-        let key_hash = if self.point_lookups() { hash(last) } else { 0 };
+        self.pop_end(true, hash)
+    }
+
+    /// `pop_first` (`last == false`) or `pop_last`: the key is hashed before
+    /// the map changes, then the tree and the table lose the entry together.
+    fn pop_end(&mut self, last: bool, hash: impl Fn(&K) -> u64) -> Option<Entry<K, V>> {
+        let end = match last {
+            true => self.map.last_key_value(),
+            false => self.map.first_key_value(),
+        };
+        let (key, _) = end?;
+        let key_hash = if self.point_lookups() { hash(key) } else { 0 };
         let Self {
             map,
             table,
             retired,
         } = self;
-        let entry = unshare(map, &mut retired.maps).pop_last()?;
+        let map = unshare(map, &mut retired.maps);
+        let entry = match last {
+            true => map.pop_last(),
+            false => map.pop_first(),
+        }?;
         remove_slot(table, &mut retired.slots, key_hash, &entry.1);
         Some(entry)
     }
