@@ -19,6 +19,16 @@ use crate::sync::{
 /// (`docs/ordered.md` has the table): `Single` writes about 1.5-1.7x faster,
 /// `Sharded` point reads do not slow down when a second thread reads (with
 /// `Single` they fell from 16.5 to 11.3 M/s at 64K keys).
+///
+/// # Examples
+///
+/// ```
+/// use larder::{OrderedIndex, OrderedLock};
+///
+/// let index: OrderedIndex<u64, ()> = OrderedIndex::builder().lock(OrderedLock::Single).build();
+/// assert_eq!(index.lock_kind(), OrderedLock::Single);
+/// assert_eq!(OrderedLock::default(), OrderedLock::Sharded);
+/// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum OrderedLock {

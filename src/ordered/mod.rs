@@ -281,17 +281,45 @@ impl<K, V, S> OrderedIndex<K, V, S> {
     }
 
     /// The lock this index was built with.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use larder::{OrderedIndex, OrderedLock};
+    ///
+    /// let index: OrderedIndex<u8, u8> = OrderedIndex::new();
+    /// assert_eq!(index.lock_kind(), OrderedLock::Sharded);
+    /// ```
     pub fn lock_kind(&self) -> OrderedLock {
         self.core.kind()
     }
 
     /// Whether point lookups (`get`, `view`, `contains_key`) use the hash
     /// table (the default) or search the tree.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use larder::OrderedIndex;
+    ///
+    /// let index: OrderedIndex<u8, u8> = OrderedIndex::builder().point_lookups(false).build();
+    /// assert!(!index.has_point_lookups());
+    /// index.insert(1, 10);
+    /// assert_eq!(index.get(&1).as_deref(), Some(&10)); // a search of the tree
+    /// ```
     pub fn has_point_lookups(&self) -> bool {
         self.point_lookups
     }
 
     /// The index's hasher.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let index: larder::OrderedIndex<u8, ()> = larder::OrderedIndex::new();
+    /// let hasher = index.hasher();
+    /// assert_eq!(hasher.hash_one(7_u8), hasher.hash_one(7_u8));
+    /// ```
     pub fn hasher(&self) -> &S {
         &self.hasher
     }
