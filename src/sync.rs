@@ -213,6 +213,11 @@ mod imp {
             &self.0
         }
     }
+    impl<T> std::ops::DerefMut for CachePadded<T> {
+        fn deref_mut(&mut self) -> &mut T {
+            &mut self.0
+        }
+    }
 
     /// parking_lot-shaped mutex over loom's (no poisoning).
     #[derive(Default, Debug)]

@@ -147,6 +147,38 @@ impl OrderedOps for LarderWriteHeavy {
     }
 }
 
+/// larder's map with a lock per leaf (`OrderedLock::Partitioned`).
+pub struct LarderPartitioned(larder::OrderedIndex<u64, u64>);
+
+impl OrderedOps for LarderPartitioned {
+    const NAME: &'static str = "larder OrderedIndex (Partitioned)";
+    fn build(keys: &mut dyn Iterator<Item = u64>) -> Self {
+        let index = larder::OrderedIndex::builder()
+            .lock(larder::OrderedLock::Partitioned)
+            .build();
+        for k in keys {
+            index.insert(k, k);
+        }
+        Self(index)
+    }
+    #[inline]
+    fn get(&self, key: u64) -> u64 {
+        OrderedOps::get(&self.0, key)
+    }
+    fn insert(&self, key: u64, value: u64) {
+        OrderedOps::insert(&self.0, key, value);
+    }
+    fn remove(&self, key: u64) {
+        OrderedOps::remove(&self.0, key);
+    }
+    fn range(&self, start: u64, end: u64) -> u64 {
+        OrderedOps::range(&self.0, start, end)
+    }
+    fn drain_below(&self, end: u64) -> u64 {
+        OrderedOps::drain_below(&self.0, end)
+    }
+}
+
 /// `BTreeMap` under a reader-writer lock: the Go documents' fix, as is.
 macro_rules! locked_btree {
     ($ty:ident, $name:expr, $lock:ty, $new:expr, |$l:ident| read: $read:expr, write: $write:expr) => {
@@ -465,7 +497,10 @@ fn boxed<M: OrderedOps>(mix: Mix, n: u64) -> Box<dyn Contender> {
 
 /// larder's contender and the usual peers for `mix` over `n` keys.
 fn contenders(mix: Mix, n: u64) -> Vec<Box<dyn Contender>> {
-    let mut all = vec![boxed::<larder::OrderedIndex<u64, u64>>(mix, n)];
+    let mut all = vec![
+        boxed::<larder::OrderedIndex<u64, u64>>(mix, n),
+        boxed::<LarderPartitioned>(mix, n),
+    ];
     if matches!(mix, Mix::PointRead | Mix::Scan | Mix::Range32) {
         // Only the read-heavy mixes read often enough for the `Arc` clones
         // of `get` and `range` to show.

@@ -1,20 +1,43 @@
 //! loom models of `OrderedIndex`: every interleaving of a few threads, with
 //! the real `OrderedIndex` code over loom's stand-in for `ShardedLock` (one
-//! loom `RwLock`). Each model has a negative control that runs a
-//! deliberately broken protocol and must fail.
+//! loom `RwLock`) and loom's `RwLock` for each leaf of the partitioned
+//! engine. Each model runs on the default engine and on
+//! `OrderedLock::Partitioned` with two-entry leaves (so the models split,
+//! merge and trim leaves, and ranges span leaves), and each has a negative
+//! control that runs a deliberately broken protocol and must fail.
 #![cfg(loom)]
 
-use larder::{OrderedFault, OrderedIndex};
+use larder::{OrderedFault, OrderedIndex, OrderedLock};
 use loom::sync::Arc;
 use loom::thread;
 use std::ops::Bound;
 
+/// Which engine a model runs on.
+#[derive(Clone, Copy)]
+enum Engine {
+    /// The default: one tree under one (sharded) lock.
+    Default,
+    /// `OrderedLock::Partitioned` with leaves of at most two entries.
+    Leaves,
+}
+
+fn index_of<V>(engine: Engine, fault: OrderedFault) -> OrderedIndex<u32, V> {
+    match engine {
+        Engine::Default => OrderedIndex::with_fault(fault),
+        Engine::Leaves => OrderedIndex::builder()
+            .lock(OrderedLock::Partitioned)
+            .leaf_capacity(2)
+            .build_with_fault(fault),
+    }
+}
+
 /// A producer inserts while two consumers take from the head, one with
 /// `pop_first` (twice), one with `drain_to`: afterwards every key was handed out
-/// exactly once or is still in the index.
-fn consumers_take_each_entry_once(fault: OrderedFault) {
+/// exactly once or is still in the index. On two-entry leaves the producer's
+/// insert splits a leaf, and the consumers empty and trim leaves.
+fn consumers_take_each_entry_once(engine: Engine, fault: OrderedFault) {
     loom::model(move || {
-        let index = Arc::new(OrderedIndex::with_fault(fault));
+        let index = Arc::new(index_of(engine, fault));
         index.insert(0_u32, 0_u32);
         index.insert(1, 10);
         let producer = {
@@ -51,13 +74,24 @@ fn consumers_take_each_entry_once(fault: OrderedFault) {
 
 #[test]
 fn ordered_consumers_take_each_entry_once() {
-    consumers_take_each_entry_once(OrderedFault::None);
+    consumers_take_each_entry_once(Engine::Default, OrderedFault::None);
 }
 
 #[test]
 #[should_panic(expected = "an entry was handed out twice")]
 fn ordered_consumers_negative_control_check_then_remove() {
-    consumers_take_each_entry_once(OrderedFault::CheckThenRemove);
+    consumers_take_each_entry_once(Engine::Default, OrderedFault::CheckThenRemove);
+}
+
+#[test]
+fn partitioned_consumers_take_each_entry_once() {
+    consumers_take_each_entry_once(Engine::Leaves, OrderedFault::None);
+}
+
+#[test]
+#[should_panic(expected = "an entry was handed out twice")]
+fn partitioned_consumers_negative_control_check_then_remove() {
+    consumers_take_each_entry_once(Engine::Leaves, OrderedFault::CheckThenRemove);
 }
 
 /// How the reader of [`cut_is_consistent`] reads.
@@ -133,4 +167,57 @@ fn ordered_snapshot_is_a_consistent_cut() {
 #[should_panic(expected = "a torn cut")]
 fn ordered_snapshot_negative_control_torn_cut() {
     cut_is_consistent(OrderedFault::TornCut, Reader::Snapshot);
+}
+
+/// On two-entry leaves, the index starts as two leaves, `[3]` and `[5, 7]`.
+/// A writer inserts 1 (into the first leaf), then removes 7 (from the
+/// second) while a reader takes `range(..)` or a `snapshot()` across both
+/// leaves: it sees one of the three states, never the first leaf from
+/// before the writer and the second from after it.
+fn cut_across_leaves_is_consistent(fault: OrderedFault, reader: Reader) {
+    loom::model(move || {
+        let index = Arc::new(index_of(Engine::Leaves, fault));
+        for key in [3_u32, 5, 7] {
+            index.insert(key, ());
+        }
+        let writer = {
+            let index = Arc::clone(&index);
+            thread::spawn(move || {
+                index.insert(1, ());
+                index.remove(&7);
+            })
+        };
+        let cut: Vec<u32> = match reader {
+            Reader::Range => index.range(..).into_iter().map(|(k, _)| k).collect(),
+            Reader::Snapshot => index.snapshot().iter().map(|(k, _)| *k).collect(),
+        };
+        assert!(
+            [&[3, 5, 7][..], &[1, 3, 5, 7], &[1, 3, 5]].contains(&cut.as_slice()),
+            "a torn cut: {cut:?}"
+        );
+        writer.join().unwrap();
+        assert_eq!(index.len(), 3);
+    });
+}
+
+#[test]
+fn partitioned_range_is_a_consistent_cut() {
+    cut_across_leaves_is_consistent(OrderedFault::None, Reader::Range);
+}
+
+#[test]
+#[should_panic(expected = "a torn cut")]
+fn partitioned_range_negative_control_leaf_by_leaf() {
+    cut_across_leaves_is_consistent(OrderedFault::LeafByLeaf, Reader::Range);
+}
+
+#[test]
+fn partitioned_snapshot_is_a_consistent_cut() {
+    cut_across_leaves_is_consistent(OrderedFault::None, Reader::Snapshot);
+}
+
+#[test]
+#[should_panic(expected = "a torn cut")]
+fn partitioned_snapshot_negative_control_leaf_by_leaf() {
+    cut_across_leaves_is_consistent(OrderedFault::LeafByLeaf, Reader::Snapshot);
 }

@@ -4,9 +4,12 @@
 use std::fmt;
 use std::marker::PhantomData;
 
-use super::OrderedIndex;
-use super::lock::OrderedLock;
-use super::sequential::OrderedCore;
+use std::hash::{BuildHasher, Hash};
+
+use super::lock::{CoreLock, OrderedLock};
+use super::partitioned::{DEFAULT_LEAF_CAPACITY, Partitioned};
+use super::sequential::{Map, OrderedCore};
+use super::{Engine, OrderedIndex};
 
 /// Builds an [`OrderedIndex`]: which lock it uses, whether point lookups go
 /// through a hash table, and which hasher that table uses. Made by
@@ -37,6 +40,7 @@ use super::sequential::OrderedCore;
 pub struct OrderedIndexBuilder<K, V, S = ahash::RandomState> {
     lock: OrderedLock,
     point_lookups: bool,
+    leaf_capacity: usize,
     hasher: S,
     /// The index type to build (so that `build` needs no turbofish).
     types: PhantomData<fn() -> (K, V)>,
@@ -48,6 +52,7 @@ impl<K, V> OrderedIndexBuilder<K, V> {
         Self {
             lock: OrderedLock::default(),
             point_lookups: true,
+            leaf_capacity: DEFAULT_LEAF_CAPACITY,
             hasher: crate::sync::default_hasher(),
             types: PhantomData,
         }
@@ -68,8 +73,35 @@ impl<K, V, S> OrderedIndexBuilder<K, V, S> {
     /// or table update, and the index holds no second copy of its keys;
     /// point reads cost a tree search (O(log n) comparisons). Everything
     /// ordered behaves the same either way.
+    ///
+    /// An index built with [`OrderedLock::Partitioned`] has no table (its
+    /// point lookups search one small leaf), so there this setting does
+    /// nothing.
     pub fn point_lookups(mut self, on: bool) -> Self {
         self.point_lookups = on;
+        self
+    }
+
+    /// With [`OrderedLock::Partitioned`], the most entries a leaf holds
+    /// before it splits in two (default 128; values below 2 count as 2).
+    /// Ignored by the other locks.
+    ///
+    /// Smaller leaves mean less copying per write (a leaf is a sorted
+    /// `Vec`) and fewer writers meeting on one leaf, but more leaves to
+    /// route through and lock along a range, and more splits and merges,
+    /// each of which briefly excludes every other operation.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use larder::{OrderedIndex, OrderedLock};
+    ///
+    /// let index: OrderedIndex<u32, ()> =
+    ///     OrderedIndex::builder().lock(OrderedLock::Partitioned).leaf_capacity(0).build();
+    /// assert_eq!(index.leaf_capacity(), Some(2));
+    /// ```
+    pub fn leaf_capacity(mut self, entries: usize) -> Self {
+        self.leaf_capacity = entries;
         self
     }
 
@@ -89,6 +121,7 @@ impl<K, V, S> OrderedIndexBuilder<K, V, S> {
         OrderedIndexBuilder {
             lock: self.lock,
             point_lookups: self.point_lookups,
+            leaf_capacity: self.leaf_capacity,
             hasher,
             types: PhantomData,
         }
@@ -96,7 +129,56 @@ impl<K, V, S> OrderedIndexBuilder<K, V, S> {
 
     /// An empty index with these settings.
     pub fn build(self) -> OrderedIndex<K, V, S> {
-        OrderedIndex::from_core(OrderedCore::new(self.point_lookups), self.hasher, self.lock)
+        let (engine, point_lookups) = match self.lock {
+            OrderedLock::Partitioned => (
+                Engine::Partitioned(Partitioned::new(self.leaf_capacity)),
+                false,
+            ),
+            lock @ (OrderedLock::Sharded | OrderedLock::Single) => (
+                Engine::Locked(CoreLock::new(lock, OrderedCore::new(self.point_lookups))),
+                self.point_lookups,
+            ),
+        };
+        OrderedIndex::from_engine(engine, self.hasher, point_lookups)
+    }
+
+    /// Builds the index with the deliberately broken protocol `fault`, for
+    /// the loom suite's negative controls.
+    #[cfg(loom)]
+    #[doc(hidden)]
+    pub fn build_with_fault(self, fault: super::Fault) -> OrderedIndex<K, V, S> {
+        let mut index = self.build();
+        index.fault = fault;
+        if let (super::Fault::LeafByLeaf, Engine::Partitioned(parts)) = (fault, &mut index.engine) {
+            parts.leaf_by_leaf = true;
+        }
+        index
+    }
+
+    /// Builds the index holding `map`'s entries (for `FromIterator`).
+    pub(super) fn build_from(self, map: Map<K, V>) -> OrderedIndex<K, V, S>
+    where
+        K: Clone + Hash,
+        S: BuildHasher,
+    {
+        let (engine, point_lookups) = match self.lock {
+            OrderedLock::Partitioned => (
+                Engine::Partitioned(Partitioned::from_map(map, self.leaf_capacity)),
+                false,
+            ),
+            lock @ (OrderedLock::Sharded | OrderedLock::Single) => {
+                let core = if self.point_lookups {
+                    OrderedCore::from_map(map, |key| self.hasher.hash_one(key))
+                } else {
+                    OrderedCore::from_map_without_table(map)
+                };
+                (
+                    Engine::Locked(CoreLock::new(lock, core)),
+                    self.point_lookups,
+                )
+            }
+        };
+        OrderedIndex::from_engine(engine, self.hasher, point_lookups)
     }
 }
 
@@ -105,6 +187,7 @@ impl<K, V, S> fmt::Debug for OrderedIndexBuilder<K, V, S> {
         f.debug_struct("OrderedIndexBuilder")
             .field("lock", &self.lock)
             .field("point_lookups", &self.point_lookups)
+            .field("leaf_capacity", &self.leaf_capacity)
             .finish_non_exhaustive()
     }
 }

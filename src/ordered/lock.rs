@@ -43,6 +43,17 @@ pub enum OrderedLock {
     /// For write-heavy use, such as a consumer inserting and draining
     /// offsets at a high rate.
     Single,
+    /// No lock over the whole map: the key space is cut into leaves of at
+    /// most [`leaf_capacity`](super::OrderedIndexBuilder::leaf_capacity)
+    /// entries (a sorted `Vec` each), every leaf under a parking_lot
+    /// `RwLock` of its own, found through a router of leaf bounds under a
+    /// `ShardedLock` that operations only read. Writers to different leaves
+    /// run in parallel, and a reader writes only its leaf's lock word.
+    /// Multi-leaf operations (`drain_to`, ranges, `len`, snapshots) lock
+    /// their leaves in key order, all at once, so they stay atomic. Splits
+    /// and merges take the router's write lock. No point-lookup table: a
+    /// point read is two binary searches.
+    Partitioned,
 }
 
 /// The lock itself.
@@ -56,6 +67,7 @@ impl<T> CoreLock<T> {
         match kind {
             OrderedLock::Sharded => Self::Sharded(ShardedLock::new(value)),
             OrderedLock::Single => Self::Single(RwLock::new(value)),
+            OrderedLock::Partitioned => unreachable!("larder: a partitioned index has no CoreLock"),
         }
     }
 

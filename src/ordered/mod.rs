@@ -19,6 +19,7 @@
 
 mod builder;
 mod lock;
+mod partitioned;
 mod sequential;
 mod view;
 
@@ -32,6 +33,7 @@ use std::hash::{BuildHasher, Hash};
 use std::ops::{Bound, RangeBounds};
 
 use self::lock::CoreLock;
+use self::partitioned::Partitioned;
 use self::sequential::{Entry, OrderedCore};
 use crate::sync::Arc;
 
@@ -183,7 +185,7 @@ use crate::sync::Arc;
 /// assert_eq!(offsets.first().map(|(offset, _)| offset), Some(104));
 /// ```
 pub struct OrderedIndex<K, V, S = ahash::RandomState> {
-    core: CoreLock<OrderedCore<K, V>>,
+    engine: Engine<K, V>,
     /// Hashes keys for the point-lookup table; used outside the lock.
     hasher: S,
     /// Whether the core keeps the point-lookup table (fixed at
@@ -191,6 +193,15 @@ pub struct OrderedIndex<K, V, S = ahash::RandomState> {
     point_lookups: bool,
     #[cfg(loom)]
     fault: Fault,
+}
+
+/// The map and its locking: one tree under one lock, or leaves under
+/// locks of their own.
+enum Engine<K, V> {
+    /// One `BTreeMap` (and the point-lookup table) under one lock.
+    Locked(CoreLock<OrderedCore<K, V>>),
+    /// Sorted leaves under a lock each (`partitioned.rs`).
+    Partitioned(Partitioned<K, V>),
 }
 
 /// A deliberately broken protocol, for the loom suite's negative controls.
@@ -206,6 +217,10 @@ pub enum Fault {
     /// `range`, `iter` and `snapshot` read one entry per read lock (a torn
     /// cut).
     TornCut,
+    /// With [`OrderedLock::Partitioned`]: ranges and snapshots lock one leaf
+    /// at a time, releasing each before taking the next (hand-over-hand
+    /// instead of two-phase locking: a torn cut across leaves).
+    LeafByLeaf,
 }
 
 impl<K, V> OrderedIndex<K, V> {
@@ -267,13 +282,14 @@ impl<K, V, S> OrderedIndex<K, V, S> {
     /// assert_eq!(index.view(&1, |v| *v), Some("one"));
     /// ```
     pub fn with_hasher(hasher: S) -> Self {
-        Self::from_core(OrderedCore::new(true), hasher, OrderedLock::default())
+        OrderedIndexBuilder::new().hasher(hasher).build()
     }
 
-    fn from_core(core: OrderedCore<K, V>, hasher: S, lock: OrderedLock) -> Self {
+    /// `point_lookups`: whether `engine` keeps the point-lookup table.
+    fn from_engine(engine: Engine<K, V>, hasher: S, point_lookups: bool) -> Self {
         Self {
-            point_lookups: core.point_lookups(),
-            core: CoreLock::new(lock, core),
+            point_lookups,
+            engine,
             hasher,
             #[cfg(loom)]
             fault: Fault::None,
@@ -291,7 +307,29 @@ impl<K, V, S> OrderedIndex<K, V, S> {
     /// assert_eq!(index.lock_kind(), OrderedLock::Sharded);
     /// ```
     pub fn lock_kind(&self) -> OrderedLock {
-        self.core.kind()
+        match &self.engine {
+            Engine::Locked(core) => core.kind(),
+            Engine::Partitioned(_) => OrderedLock::Partitioned,
+        }
+    }
+
+    /// The most entries a leaf holds before it splits, for an index built
+    /// with [`OrderedLock::Partitioned`]; `None` for the others.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use larder::{OrderedIndex, OrderedLock};
+    ///
+    /// let index: OrderedIndex<u8, u8> =
+    ///     OrderedIndex::builder().lock(OrderedLock::Partitioned).leaf_capacity(64).build();
+    /// assert_eq!(index.leaf_capacity(), Some(64));
+    /// ```
+    pub fn leaf_capacity(&self) -> Option<usize> {
+        match &self.engine {
+            Engine::Locked(_) => None,
+            Engine::Partitioned(parts) => Some(parts.leaf_capacity()),
+        }
     }
 
     /// Whether point lookups (`get`, `view`, `contains_key`) use the hash
@@ -335,7 +373,10 @@ impl<K, V, S> OrderedIndex<K, V, S> {
     /// assert_eq!(index.len(), 1);
     /// ```
     pub fn len(&self) -> usize {
-        self.core.read().map().len()
+        match &self.engine {
+            Engine::Locked(core) => core.read().map().len(),
+            Engine::Partitioned(parts) => parts.len(),
+        }
     }
 
     /// Whether the index has no entries, at one instant.
@@ -349,7 +390,10 @@ impl<K, V, S> OrderedIndex<K, V, S> {
     /// assert!(!index.is_empty());
     /// ```
     pub fn is_empty(&self) -> bool {
-        self.core.read().map().is_empty()
+        match &self.engine {
+            Engine::Locked(core) => core.read().map().is_empty(),
+            Engine::Partitioned(parts) => parts.is_empty(),
+        }
     }
 
     /// Removes every entry, atomically. The removed values are dropped after
@@ -363,12 +407,17 @@ impl<K, V, S> OrderedIndex<K, V, S> {
     /// assert!(index.is_empty());
     /// ```
     pub fn clear(&self) {
-        let retired = {
-            let mut core = self.core.write();
-            core.clear();
-            core.take_retired()
-        };
-        drop(retired);
+        match &self.engine {
+            Engine::Locked(core) => {
+                let retired = {
+                    let mut core = core.write();
+                    core.clear();
+                    core.take_retired()
+                };
+                drop(retired);
+            }
+            Engine::Partitioned(parts) => parts.clear(),
+        }
     }
 
     /// An immutable view of the whole index at this instant, in O(1).
@@ -402,13 +451,19 @@ impl<K, V, S> OrderedIndex<K, V, S> {
             let entries = self.torn_range::<K, _>(..);
             return OrderedSnapshot::new(Arc::new(entries.into_iter().collect()));
         }
-        OrderedSnapshot::new(self.core.read().share())
+        match &self.engine {
+            Engine::Locked(core) => OrderedSnapshot::new(core.read().share()),
+            Engine::Partitioned(parts) => OrderedSnapshot::new(Arc::new(parts.snapshot())),
+        }
     }
 
     /// Runs one write step under the write lock, then drops whatever map
     /// version the step displaced after unlocking.
-    fn write<R>(&self, step: impl FnOnce(&mut OrderedCore<K, V>) -> R) -> R {
-        let mut core = self.core.write();
+    fn write<R>(
+        core: &CoreLock<OrderedCore<K, V>>,
+        step: impl FnOnce(&mut OrderedCore<K, V>) -> R,
+    ) -> R {
+        let mut core = core.write();
         let result = step(&mut core);
         let retired = core.take_retired();
         drop(core);
@@ -435,8 +490,13 @@ impl<K: Ord + Clone + Hash, V, S: BuildHasher> OrderedIndex<K, V, S> {
         K: Borrow<Q>,
         Q: Ord + Hash + Eq + ?Sized,
     {
-        let hash = self.hash_of(key);
-        self.core.read().lookup(hash, key).cloned()
+        match &self.engine {
+            Engine::Locked(core) => {
+                let hash = self.hash_of(key);
+                core.read().lookup(hash, key).cloned()
+            }
+            Engine::Partitioned(parts) => parts.view(key, Arc::clone),
+        }
     }
 
     /// The key's hash for the table; 0 (and no call of `Hash`) when there is
@@ -481,8 +541,13 @@ impl<K: Ord + Clone + Hash, V, S: BuildHasher> OrderedIndex<K, V, S> {
         K: Borrow<Q>,
         Q: Ord + Hash + Eq + ?Sized,
     {
-        let hash = self.hash_of(key);
-        self.core.read().lookup(hash, key).map(|value| f(value))
+        match &self.engine {
+            Engine::Locked(core) => {
+                let hash = self.hash_of(key);
+                core.read().lookup(hash, key).map(|value| f(value))
+            }
+            Engine::Partitioned(parts) => parts.view(key, |value| f(value)),
+        }
     }
 
     /// Whether `key` has an entry, at this instant.
@@ -505,8 +570,13 @@ impl<K: Ord + Clone + Hash, V, S: BuildHasher> OrderedIndex<K, V, S> {
         K: Borrow<Q>,
         Q: Ord + Hash + Eq + ?Sized,
     {
-        let hash = self.hash_of(key);
-        self.core.read().lookup(hash, key).is_some()
+        match &self.engine {
+            Engine::Locked(core) => {
+                let hash = self.hash_of(key);
+                core.read().lookup(hash, key).is_some()
+            }
+            Engine::Partitioned(parts) => parts.view(key, |_| ()).is_some(),
+        }
     }
 
     /// Inserts `value` under `key`, atomically; returns the value it
@@ -525,10 +595,14 @@ impl<K: Ord + Clone + Hash, V, S: BuildHasher> OrderedIndex<K, V, S> {
     /// ```
     pub fn insert(&self, key: K, value: V) -> Option<Arc<V>> {
         let value = Arc::new(value);
+        let core = match &self.engine {
+            Engine::Locked(core) => core,
+            Engine::Partitioned(parts) => return parts.insert(key, value),
+        };
         let slot_key = self
             .point_lookups
             .then(|| (self.hasher.hash_one(&key), key.clone()));
-        let (replaced, _unused_key) = self.write(|core| core.insert(slot_key, key, value));
+        let (replaced, _unused_key) = Self::write(core, |core| core.insert(slot_key, key, value));
         replaced
     }
 
@@ -548,9 +622,14 @@ impl<K: Ord + Clone + Hash, V, S: BuildHasher> OrderedIndex<K, V, S> {
         K: Borrow<Q>,
         Q: Ord + Hash + ?Sized,
     {
-        let hash = self.hash_of(key);
-        self.write(|core| core.remove(hash, key))
-            .map(|(_key, value)| value)
+        let removed = match &self.engine {
+            Engine::Locked(core) => {
+                let hash = self.hash_of(key);
+                Self::write(core, |core| core.remove(hash, key))
+            }
+            Engine::Partitioned(parts) => parts.remove(key),
+        };
+        removed.map(|(_key, value)| value)
     }
 
     /// Keeps only the entries for which `f` returns `true`.
@@ -586,9 +665,18 @@ impl<K: Ord + Clone + Hash, V, S: BuildHasher> OrderedIndex<K, V, S> {
         if rejected.is_empty() {
             return;
         }
-        let removed = self.write(|core| core.remove_identical(&rejected));
-        drop(rejected);
-        drop(removed);
+        match &self.engine {
+            Engine::Locked(core) => {
+                let removed = Self::write(core, |core| core.remove_identical(&rejected));
+                drop(rejected);
+                drop(removed);
+            }
+            Engine::Partitioned(parts) => {
+                for (_, (key, value)) in &rejected {
+                    drop(parts.remove_identical(key, value));
+                }
+            }
+        }
     }
 
     /// Removes and returns the entry with the least key, atomically. From
@@ -610,7 +698,12 @@ impl<K: Ord + Clone + Hash, V, S: BuildHasher> OrderedIndex<K, V, S> {
             self.remove(&key);
             return Some((key, value));
         }
-        self.write(|core| core.pop_first(|key| self.hasher.hash_one(key)))
+        match &self.engine {
+            Engine::Locked(core) => {
+                Self::write(core, |core| core.pop_first(|key| self.hasher.hash_one(key)))
+            }
+            Engine::Partitioned(parts) => parts.pop_end(false),
+        }
     }
 
     /// Removes and returns the entry with the greatest key, atomically.
@@ -623,7 +716,12 @@ impl<K: Ord + Clone + Hash, V, S: BuildHasher> OrderedIndex<K, V, S> {
     /// assert_eq!(index.len(), 1);
     /// ```
     pub fn pop_last(&self) -> Option<(K, Arc<V>)> {
-        self.write(|core| core.pop_last(|key| self.hasher.hash_one(key)))
+        match &self.engine {
+            Engine::Locked(core) => {
+                Self::write(core, |core| core.pop_last(|key| self.hasher.hash_one(key)))
+            }
+            Engine::Partitioned(parts) => parts.pop_end(true),
+        }
     }
 
     /// Removes and returns, in key order, every entry up to `end`, as one
@@ -656,13 +754,18 @@ impl<K: Ord + Clone + Hash, V, S: BuildHasher> OrderedIndex<K, V, S> {
         #[cfg(loom)]
         if self.fault == Fault::CheckThenRemove {
             // BROKEN on purpose: read what to take, unlock, then remove.
-            let seen = self.core.read().range_cloned((Bound::Unbounded, end));
+            let seen = self.range_inner::<Q, _>((Bound::Unbounded, end));
             for (key, _) in &seen {
                 self.remove::<K>(key);
             }
             return seen;
         }
-        self.write(|core| core.drain_to(end, |key| self.hasher.hash_one(key)))
+        match &self.engine {
+            Engine::Locked(core) => Self::write(core, |core| {
+                core.drain_to(end, |key| self.hasher.hash_one(key))
+            }),
+            Engine::Partitioned(parts) => parts.drain_to(end),
+        }
     }
 }
 
@@ -681,7 +784,10 @@ impl<K: Ord + Clone, V, S> OrderedIndex<K, V, S> {
     /// assert_eq!(index.first().map(|(k, v)| (k, *v)), Some((1, 'a')));
     /// ```
     pub fn first(&self) -> Option<(K, Arc<V>)> {
-        let core = self.core.read();
+        let core = match &self.engine {
+            Engine::Locked(core) => core.read(),
+            Engine::Partitioned(parts) => return parts.end(false),
+        };
         let (key, value) = core.map().first_key_value()?;
         Some((key.clone(), Arc::clone(value)))
     }
@@ -695,7 +801,10 @@ impl<K: Ord + Clone, V, S> OrderedIndex<K, V, S> {
     /// assert_eq!(index.last().map(|(k, v)| (k, *v)), Some((2, 'b')));
     /// ```
     pub fn last(&self) -> Option<(K, Arc<V>)> {
-        let core = self.core.read();
+        let core = match &self.engine {
+            Engine::Locked(core) => core.read(),
+            Engine::Partitioned(parts) => return parts.end(true),
+        };
         let (key, value) = core.map().last_key_value()?;
         Some((key.clone(), Arc::clone(value)))
     }
@@ -734,7 +843,26 @@ impl<K: Ord + Clone, V, S> OrderedIndex<K, V, S> {
         if self.fault == Fault::TornCut {
             return self.torn_range(range);
         }
-        self.core.read().range_cloned(range)
+        self.range_inner(range)
+    }
+
+    /// [`range`](Self::range) without the loom faults.
+    fn range_inner<Q, R>(&self, range: R) -> Vec<(K, Arc<V>)>
+    where
+        K: Borrow<Q>,
+        Q: Ord + ?Sized,
+        R: RangeBounds<Q>,
+    {
+        match &self.engine {
+            Engine::Locked(core) => core.read().range_cloned(range),
+            Engine::Partitioned(parts) => {
+                let mut out = Vec::new();
+                parts.visit(range, |key, value| {
+                    out.push((key.clone(), Arc::clone(value)))
+                });
+                out
+            }
+        }
     }
 
     /// The broken `range` of [`Fault::TornCut`]: one entry per read lock.
@@ -752,13 +880,7 @@ impl<K: Ord + Clone, V, S> OrderedIndex<K, V, S> {
                 Some((key, _)) => Bound::Excluded(key.borrow()),
                 None => range.start_bound(),
             };
-            let next = self
-                .core
-                .read()
-                .map()
-                .range::<Q, _>((start, end))
-                .next()
-                .map(|(key, value)| (key.clone(), Arc::clone(value)));
+            let next = self.range_inner::<Q, _>((start, end)).into_iter().next();
             match next {
                 Some(entry) => out.push(entry),
                 None => return out,
@@ -786,7 +908,10 @@ impl<K: Ord + Clone, V, S> OrderedIndex<K, V, S> {
         Q: Ord + ?Sized,
         R: RangeBounds<Q>,
     {
-        self.core.read().map().range::<Q, R>(range).count()
+        match &self.engine {
+            Engine::Locked(core) => core.read().map().range::<Q, R>(range).count(),
+            Engine::Partitioned(parts) => parts.range_count(range),
+        }
     }
 
     /// Every entry, in key order, as one consistent cut copied out under the
@@ -844,9 +969,14 @@ impl<K: Ord + Clone, V, S> OrderedIndex<K, V, S> {
         R: RangeBounds<Q>,
         F: FnMut(&K, &V),
     {
-        let core = self.core.read();
-        for (key, value) in core.map().range::<Q, R>(range) {
-            f(key, value);
+        match &self.engine {
+            Engine::Locked(core) => {
+                let core = core.read();
+                for (key, value) in core.map().range::<Q, R>(range) {
+                    f(key, value);
+                }
+            }
+            Engine::Partitioned(parts) => parts.visit(range, |key, value| f(key, value)),
         }
     }
 }
@@ -865,9 +995,7 @@ impl<K: Ord + Clone + Hash, V> FromIterator<(K, V)> for OrderedIndex<K, V> {
             .into_iter()
             .map(|(key, value)| (key, Arc::new(value)))
             .collect();
-        let hasher = crate::sync::default_hasher();
-        let core = OrderedCore::from_map(map, |key| hasher.hash_one(key));
-        Self::from_core(core, hasher, OrderedLock::default())
+        OrderedIndexBuilder::new().build_from(map)
     }
 }
 

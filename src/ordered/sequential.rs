@@ -146,6 +146,15 @@ impl<K, V> OrderedCore<K, V> {
         }
     }
 
+    /// A core holding `map`, without the point-lookup table.
+    pub(crate) fn from_map_without_table(map: Map<K, V>) -> Self {
+        Self {
+            map: Arc::new(map),
+            table: None,
+            retired: Retired::default(),
+        }
+    }
+
     /// Whether the core keeps the point-lookup table.
     #[inline]
     pub(crate) fn point_lookups(&self) -> bool {

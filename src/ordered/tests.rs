@@ -266,7 +266,8 @@ impl std::hash::Hash for Random {
 
 #[test]
 fn random_ord_and_hash_keep_tree_and_table_in_step() {
-    let index: OrderedIndex<Random, u32> = OrderedIndex::new();
+    let index: OrderedIndex<Random, u32> =
+        OrderedIndex::builder().lock(OrderedLock::Sharded).build();
     for i in 0..400_u32 {
         let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match i % 9 {
             0..=3 => drop(index.insert(Random(i), i)),
@@ -276,9 +277,195 @@ fn random_ord_and_hash_keep_tree_and_table_in_step() {
             7 => index.retain(|_, v| v % 3 != 0),
             _ => drop(index.get(&Random(i))),
         }));
-        index.core.read().check_table_in_step();
+        locked(&index).read().check_table_in_step();
     }
     while index.pop_last().is_some() {}
-    index.core.read().check_table_in_step();
+    locked(&index).read().check_table_in_step();
     assert!(index.is_empty());
+}
+
+/// The locked core of an index built with one of the single-lock engines.
+fn locked<K, V, S>(index: &OrderedIndex<K, V, S>) -> &CoreLock<OrderedCore<K, V>> {
+    match &index.engine {
+        Engine::Locked(core) => core,
+        Engine::Partitioned(_) => panic!("not a locked index"),
+    }
+}
+
+/// The leaves of an index built with `OrderedLock::Partitioned`.
+fn parts<K, V, S>(index: &OrderedIndex<K, V, S>) -> &Partitioned<K, V> {
+    match &index.engine {
+        Engine::Partitioned(parts) => parts,
+        Engine::Locked(_) => panic!("not a partitioned index"),
+    }
+}
+
+fn partitioned<K, V>(leaf_capacity: usize) -> OrderedIndex<K, V> {
+    OrderedIndex::builder()
+        .lock(OrderedLock::Partitioned)
+        .leaf_capacity(leaf_capacity)
+        .build()
+}
+
+#[test]
+fn partitioned_matches_a_btreemap_and_keeps_its_layout() {
+    let index: OrderedIndex<u32, u32> = partitioned(4);
+    let mut model: BTreeMap<u32, u32> = BTreeMap::new();
+    let mut max_leaves = 0;
+    for step in 0..6000_u32 {
+        let r = next_random();
+        let key = (r >> 8) as u32 % 300;
+        let other = (r >> 40) as u32 % 300;
+        let (lo, hi) = (key.min(other), key.max(other));
+        match r % 16 {
+            0..=5 => assert_eq!(
+                index.insert(key, step).map(|v| *v),
+                model.insert(key, step),
+                "insert {key}"
+            ),
+            6..=8 => assert_eq!(
+                index.remove(&key).map(|v| *v),
+                model.remove(&key),
+                "remove {key}"
+            ),
+            9 => assert_eq!(
+                index.pop_first().map(|(k, v)| (k, *v)),
+                model.pop_first(),
+                "pop_first"
+            ),
+            10 => assert_eq!(
+                index.pop_last().map(|(k, v)| (k, *v)),
+                model.pop_last(),
+                "pop_last"
+            ),
+            11 => {
+                let drained: Vec<(u32, u32)> = index
+                    .drain_to(Bound::Excluded(&key))
+                    .into_iter()
+                    .map(|(k, v)| (k, *v))
+                    .collect();
+                let rest = model.split_off(&key);
+                let expected: Vec<(u32, u32)> =
+                    std::mem::replace(&mut model, rest).into_iter().collect();
+                assert_eq!(drained, expected, "drain_to < {key}");
+            }
+            12 => {
+                let got: Vec<u32> = index.range(lo..=hi).into_iter().map(|(k, _)| k).collect();
+                let want: Vec<u32> = model.range(lo..=hi).map(|(k, _)| *k).collect();
+                assert_eq!(got, want, "range {lo}..={hi}");
+                assert_eq!(index.range_count(lo..hi), model.range(lo..hi).count());
+            }
+            13 => {
+                assert_eq!(index.first().map(|(k, _)| k), model.keys().next().copied());
+                assert_eq!(
+                    index.last().map(|(k, _)| k),
+                    model.keys().next_back().copied()
+                );
+            }
+            14 => assert_eq!(index.get(&key).map(|v| *v), model.get(&key).copied()),
+            _ => {
+                let snapshot = index.snapshot();
+                let got: Vec<(u32, u32)> = snapshot.iter().map(|(k, v)| (*k, **v)).collect();
+                let want: Vec<(u32, u32)> = model.iter().map(|(k, v)| (*k, *v)).collect();
+                assert_eq!(got, want, "snapshot");
+            }
+        }
+        assert_eq!(index.len(), model.len());
+        assert_eq!(index.is_empty(), model.is_empty());
+        parts(&index).check_invariants();
+        max_leaves = max_leaves.max(parts(&index).leaf_count());
+    }
+    assert!(
+        max_leaves > 8,
+        "the run split leaves ({max_leaves} at most)"
+    );
+}
+
+#[test]
+fn partitioned_snapshot_is_a_copy_on_write_cut() {
+    let index: OrderedIndex<u32, u32> = partitioned(4);
+    for k in 0..40 {
+        index.insert(k, k);
+    }
+    let before = index.snapshot();
+    for k in 0..40 {
+        if k % 3 == 0 {
+            index.remove(&k);
+        } else {
+            index.insert(k, k + 100);
+        }
+    }
+    index.insert(1000, 0);
+    assert_eq!(before.len(), 40);
+    assert!(before.iter().all(|(k, v)| **v == *k));
+    assert_eq!(index.len(), 40 - 14 + 1);
+    assert_eq!(index.get(&1).as_deref(), Some(&101));
+    parts(&index).check_invariants();
+}
+
+#[test]
+fn partitioned_random_ord_accounts_for_every_entry() {
+    let index: OrderedIndex<Random, u32> = partitioned(4);
+    let mut stored = 0_usize;
+    for i in 0..600_u32 {
+        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match i % 9 {
+            0..=3 => drop(index.insert(Random(i), i)),
+            4 => drop(index.remove(&Random(i))),
+            5 => drop(index.pop_first()),
+            6 => drop(index.drain_to(Bound::Included(&Random(i)))),
+            7 => drop(index.range(Random(i)..)),
+            _ => drop(index.get(&Random(i))),
+        }));
+        stored = index.len();
+    }
+    // Whatever the order did, every stored entry is popped exactly once.
+    let mut popped = 0;
+    while index.pop_last().is_some() {
+        popped += 1;
+    }
+    assert_eq!(popped, stored);
+    assert!(index.is_empty());
+    assert_eq!(parts(&index).leaf_count(), 1);
+}
+
+/// A key whose `clone` panics while `CLONE_PANICS` is set.
+#[derive(Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+struct Brittle(u32);
+
+static CLONE_PANICS: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+impl Clone for Brittle {
+    fn clone(&self) -> Self {
+        if CLONE_PANICS.load(std::sync::atomic::Ordering::Relaxed) {
+            panic!("clone of key {}", self.0);
+        }
+        Brittle(self.0)
+    }
+}
+
+#[test]
+fn partitioned_panicking_clone_loses_nothing() {
+    use std::sync::atomic::Ordering::Relaxed;
+    let index: OrderedIndex<Brittle, u32> = partitioned(4);
+    for k in 0..4 {
+        index.insert(Brittle(k), k);
+    }
+    // The fifth insert overfills the leaf; its split clones a key and panics.
+    CLONE_PANICS.store(true, Relaxed);
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        index.insert(Brittle(4), 4);
+    }));
+    CLONE_PANICS.store(false, Relaxed);
+    assert!(result.is_err());
+    let keys: Vec<u32> = index.iter().map(|(k, _)| k.0).collect();
+    assert_eq!(
+        keys,
+        [0, 1, 2, 3, 4],
+        "the insert landed; the failed split and copy lost nothing"
+    );
+    // The next write splits the leaf as it should have.
+    index.insert(Brittle(5), 5);
+    parts(&index).check_invariants();
+    assert!(parts(&index).leaf_count() >= 2);
+    assert_eq!(index.len(), 6);
 }

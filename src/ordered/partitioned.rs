@@ -1,0 +1,758 @@
+//! The partitioned engine of an [`OrderedIndex`](super::OrderedIndex)
+//! ([`OrderedLock::Partitioned`](super::OrderedLock::Partitioned)): the key
+//! space cut into leaves, each a sorted `Vec` under a lock of its own, so
+//! that writers to different leaves run in parallel.
+//!
+//! # Layout
+//!
+//! A router, behind one `ShardedLock`, holds `leaves` (boxed, each on cache
+//! lines of its own) and `bounds`, where `bounds[i]` is the least key leaf
+//! `i + 1` may hold: leaf `i` holds the keys `k` with
+//! `bounds[i - 1] <= k < bounds[i]` (leaf 0 everything below `bounds[0]`,
+//! the last leaf everything from its bound up). A leaf is an
+//! `Arc<Vec<(K, Arc<V>)>>` sorted by key: a point operation is a binary
+//! search of the bounds, then of one leaf.
+//!
+//! # Locking protocol
+//!
+//! 1. Every operation takes the router's read lock first and keeps it to
+//!    the end; in a `ShardedLock` that writes only the calling thread's
+//!    shard, so it moves no cache line between cores. Structural changes
+//!    (a split, a merge, dropping empty leaves, `clear`) take the router's
+//!    write lock, which excludes every other operation; under it no leaf
+//!    lock is needed (`get_mut`).
+//! 2. Under the router's read lock an operation locks the leaves it needs in
+//!    ascending order and keeps every one until it is done (two-phase
+//!    locking). So a multi-leaf step (`drain_to`, a range, `len`, a
+//!    snapshot) is atomic, a consistent cut at the moment its last lock was
+//!    taken, and the fixed order rules out deadlock. Nothing takes the
+//!    router's write lock while holding a leaf lock.
+//! 3. A write that leaves a leaf too big (over `leaf_capacity`) or empty or
+//!    small releases everything, then takes the router's write lock to split
+//!    or merge it. The leaf is found again by its address, so no user code
+//!    runs to find it, and the condition is checked again there: the
+//!    reshaping is invisible to readers (it moves entries between leaves, it
+//!    never adds or removes one).
+//! 4. An operation at an end of the map (`first`, `pop_last`, ...) that finds
+//!    the end leaf empty, with other leaves beside it, drops the empty end
+//!    leaves under the router's write lock and tries again, rather than
+//!    lock leaves out of order.
+//!
+//! # User code
+//!
+//! Every call of `K`'s `Ord` and `Clone` in a step comes before that step's
+//! first change (a leaf copied for a snapshot's sake is a change nobody can
+//! see), and splits and merges move entries by position, never comparing
+//! keys. So a panicking `cmp` or `clone` unwinds with the index as it was.
+//! A copy-on-write leaf displaced by a write, keys and leaves removed by a
+//! merge, are dropped only after every lock is released.
+//!
+//! # Copy-on-write leaves
+//!
+//! A snapshot takes a reference to every leaf under the read locks (O(number
+//! of leaves)) and builds its map after releasing them. A writer that finds
+//! its leaf shared copies that leaf once (O(leaf) key clones).
+
+use std::borrow::Borrow;
+use std::cmp::Ordering;
+use std::collections::VecDeque;
+use std::ops::{Bound, RangeBounds};
+
+use super::sequential::{Entry, Map};
+use crate::sync::{Arc, CachePadded, RwLock, ShardedLock};
+
+/// The leaf capacity when none is chosen.
+pub(crate) const DEFAULT_LEAF_CAPACITY: usize = 128;
+
+/// The least leaf capacity (smaller requests are raised to it).
+pub(crate) const MIN_LEAF_CAPACITY: usize = 2;
+
+/// A leaf's entries, sorted by key; shared with snapshots.
+type Entries<K, V> = Arc<Vec<Entry<K, V>>>;
+
+/// A leaf: its entries under its lock, on cache lines of its own. Boxed, so
+/// that its address (its identity, see [`Router::find`]) stays put while the
+/// router's queue moves.
+type Leaf<K, V> = Box<CachePadded<RwLock<Entries<K, V>>>>;
+
+fn new_leaf<K, V>(entries: Vec<Entry<K, V>>) -> Leaf<K, V> {
+    Box::new(CachePadded::new(RwLock::new(Arc::new(entries))))
+}
+
+/// A leaf's identity: its address. Compared, never dereferenced.
+fn id_of<K, V>(leaf: &Leaf<K, V>) -> usize {
+    let padded: &CachePadded<RwLock<Entries<K, V>>> = leaf;
+    std::ptr::from_ref(padded).addr()
+}
+
+/// What a step displaced, dropped after every lock is released (dropping
+/// runs the `Drop` of keys and values).
+pub(crate) struct Garbage<K, V> {
+    entries: Vec<Entries<K, V>>,
+    keys: Vec<K>,
+    leaves: Vec<Leaf<K, V>>,
+}
+
+impl<K, V> Default for Garbage<K, V> {
+    fn default() -> Self {
+        Self {
+            entries: Vec::new(),
+            keys: Vec::new(),
+            leaves: Vec::new(),
+        }
+    }
+}
+
+/// The entries of `leaf`, made unique: if a snapshot shares them they are
+/// copied (`K: Clone`, user code, before anything changes) and the shared
+/// version goes to `garbage`.
+fn unshare<'a, K: Clone, V>(
+    leaf: &'a mut Entries<K, V>,
+    garbage: &mut Vec<Entries<K, V>>,
+) -> &'a mut Vec<Entry<K, V>> {
+    if Arc::get_mut(leaf).is_none() {
+        let copy = Arc::new(leaf.as_ref().clone());
+        garbage.push(std::mem::replace(leaf, copy));
+    }
+    Arc::get_mut(leaf).expect("larder: a leaf just made unique")
+}
+
+/// The position of `key` in a sorted leaf, or where it would go.
+#[inline]
+fn search<K: Borrow<Q>, V, Q: Ord + ?Sized>(
+    entries: &[Entry<K, V>],
+    key: &Q,
+) -> Result<usize, usize> {
+    entries.binary_search_by(|(k, _)| k.borrow().cmp(key))
+}
+
+/// The index of the leaf whose interval holds `key`.
+#[inline]
+fn leaf_index<K: Borrow<Q>, Q: Ord + ?Sized>(bounds: &VecDeque<K>, key: &Q) -> usize {
+    bounds.partition_point(|bound| bound.borrow() <= key)
+}
+
+/// The first leaf that may hold keys at or after `start`.
+fn first_leaf<K: Borrow<Q>, Q: Ord + ?Sized>(bounds: &VecDeque<K>, start: Bound<&Q>) -> usize {
+    match start {
+        Bound::Included(key) | Bound::Excluded(key) => leaf_index(bounds, key),
+        Bound::Unbounded => 0,
+    }
+}
+
+/// The last leaf that may hold keys at or before `end`.
+fn last_leaf<K: Borrow<Q>, Q: Ord + ?Sized>(bounds: &VecDeque<K>, end: Bound<&Q>) -> usize {
+    match end {
+        Bound::Included(key) | Bound::Excluded(key) => leaf_index(bounds, key),
+        Bound::Unbounded => bounds.len(),
+    }
+}
+
+/// How many of a sorted leaf's entries are below `start`.
+fn lower<K: Borrow<Q>, V, Q: Ord + ?Sized>(entries: &[Entry<K, V>], start: Bound<&Q>) -> usize {
+    match start {
+        Bound::Included(s) => entries.partition_point(|(k, _)| k.borrow() < s),
+        Bound::Excluded(s) => entries.partition_point(|(k, _)| k.borrow() <= s),
+        Bound::Unbounded => 0,
+    }
+}
+
+/// How many of a sorted leaf's entries are at or before `end`.
+fn upper<K: Borrow<Q>, V, Q: Ord + ?Sized>(entries: &[Entry<K, V>], end: Bound<&Q>) -> usize {
+    match end {
+        Bound::Included(e) => entries.partition_point(|(k, _)| k.borrow() <= e),
+        Bound::Excluded(e) => entries.partition_point(|(k, _)| k.borrow() < e),
+        Bound::Unbounded => entries.len(),
+    }
+}
+
+/// The entries of a sorted leaf inside the bounds (none if an inconsistent
+/// `Ord` puts the start after the end: never a panic).
+fn slice_in<'a, K: Borrow<Q>, V, Q: Ord + ?Sized>(
+    entries: &'a [Entry<K, V>],
+    start: Bound<&Q>,
+    end: Bound<&Q>,
+) -> &'a [Entry<K, V>] {
+    let lo = lower(entries, start);
+    let hi = upper(entries, end);
+    if lo < hi { &entries[lo..hi] } else { &[] }
+}
+
+/// Panics, as `BTreeMap::range` does, on bounds that make no range.
+pub(crate) fn check_range<Q: Ord + ?Sized>(start: Bound<&Q>, end: Bound<&Q>) {
+    if let (Bound::Included(s) | Bound::Excluded(s), Bound::Included(e) | Bound::Excluded(e)) =
+        (start, end)
+    {
+        match s.cmp(e) {
+            Ordering::Greater => panic!("range start is greater than range end in OrderedIndex"),
+            Ordering::Equal
+                if matches!(start, Bound::Excluded(_)) && matches!(end, Bound::Excluded(_)) =>
+            {
+                panic!("range start and end are equal and excluded in OrderedIndex")
+            }
+            _ => {}
+        }
+    }
+}
+
+/// The leaves and their bounds.
+struct Router<K, V> {
+    /// `bounds[i]` is the least key leaf `i + 1` may hold; one fewer than
+    /// the leaves.
+    bounds: VecDeque<K>,
+    /// At least one leaf, always.
+    leaves: VecDeque<Leaf<K, V>>,
+}
+
+impl<K, V> Router<K, V> {
+    fn empty() -> Self {
+        Self {
+            bounds: VecDeque::new(),
+            leaves: VecDeque::from([new_leaf(Vec::new())]),
+        }
+    }
+
+    /// Leaves filled to three quarters from sorted, distinct entries.
+    fn from_sorted(entries: Vec<Entry<K, V>>, leaf_capacity: usize) -> Self
+    where
+        K: Clone,
+    {
+        let fill = (leaf_capacity * 3 / 4).max(1);
+        let mut leaves = VecDeque::new();
+        let mut bounds = VecDeque::new();
+        let mut rest = entries.into_iter().peekable();
+        loop {
+            let chunk: Vec<Entry<K, V>> = rest.by_ref().take(fill).collect();
+            if let Some((first, _)) = chunk.first().filter(|_| !leaves.is_empty()) {
+                bounds.push_back(first.clone());
+            }
+            if !chunk.is_empty() || leaves.is_empty() {
+                leaves.push_back(new_leaf(chunk));
+            }
+            if rest.peek().is_none() {
+                return Self { bounds, leaves };
+            }
+        }
+    }
+
+    /// The index of the leaf whose address is `id`: `hint` if it still is
+    /// there, else found by a scan; `None` if a merge removed it.
+    fn find(&self, hint: usize, id: usize) -> Option<usize> {
+        if self.leaves.get(hint).is_some_and(|leaf| id_of(leaf) == id) {
+            return Some(hint);
+        }
+        self.leaves.iter().position(|leaf| id_of(leaf) == id)
+    }
+
+    fn len_of(&mut self, i: usize) -> usize {
+        self.leaves[i].get_mut().len()
+    }
+
+    /// Splits leaf `i` in two halves if it holds more than `capacity`.
+    fn split(&mut self, i: usize, capacity: usize, garbage: &mut Garbage<K, V>)
+    where
+        K: Clone,
+    {
+        let leaf = self.leaves[i].get_mut();
+        if leaf.len() <= capacity {
+            return;
+        }
+        let mid = leaf.len() / 2;
+        // User code (`Clone`) first; from here on nothing can panic.
+        let bound = leaf[mid].0.clone();
+        let right = unshare(leaf, &mut garbage.entries).split_off(mid);
+        self.bounds.insert(i, bound);
+        self.leaves.insert(i + 1, new_leaf(right));
+    }
+
+    /// Merges leaf `i` into a neighbour if it is empty, or if the two
+    /// together fill at most half a leaf.
+    fn merge(&mut self, i: usize, capacity: usize, garbage: &mut Garbage<K, V>)
+    where
+        K: Clone,
+    {
+        let n = self.leaves.len();
+        if n < 2 {
+            return;
+        }
+        let len = self.len_of(i);
+        let fits = |router: &mut Self, j: usize| len + router.len_of(j) <= capacity / 2;
+        let (left, right) = if i + 1 < n && (len == 0 || fits(self, i + 1)) {
+            (i, i + 1)
+        } else if i > 0 && (len == 0 || fits(self, i - 1)) {
+            (i - 1, i)
+        } else {
+            return;
+        };
+        // User code (`Clone`, if a snapshot shares a leaf) first.
+        unshare(self.leaves[left].get_mut(), &mut garbage.entries);
+        unshare(self.leaves[right].get_mut(), &mut garbage.entries);
+        let mut gone = self.leaves.remove(right).expect("larder: leaf to merge");
+        garbage.keys.extend(self.bounds.remove(right - 1));
+        let mut moved = std::mem::take(Arc::get_mut(gone.get_mut()).expect("unshared"));
+        Arc::get_mut(self.leaves[left].get_mut())
+            .expect("unshared")
+            .append(&mut moved);
+        garbage.leaves.push(gone);
+    }
+
+    /// Drops the empty leaves at the front (or back) of the map, keeping one.
+    fn trim(&mut self, back: bool, garbage: &mut Garbage<K, V>) {
+        while self.leaves.len() > 1 {
+            let i = if back { self.leaves.len() - 1 } else { 0 };
+            if self.len_of(i) != 0 {
+                return;
+            }
+            garbage.leaves.extend(self.leaves.remove(i));
+            let bound = if back {
+                self.bounds.pop_back()
+            } else {
+                self.bounds.pop_front()
+            };
+            garbage.keys.extend(bound);
+        }
+    }
+}
+
+/// The partitioned map.
+pub(crate) struct Partitioned<K, V> {
+    router: ShardedLock<Router<K, V>>,
+    leaf_capacity: usize,
+    /// The loom negative control `Fault::LeafByLeaf`: multi-leaf reads
+    /// release each leaf before locking the next.
+    #[cfg(loom)]
+    pub(crate) leaf_by_leaf: bool,
+}
+
+/// A reshaping a write asks for once its locks are released: the leaf's
+/// index then and its identity.
+type Reshape = Option<(usize, usize)>;
+
+impl<K, V> Partitioned<K, V> {
+    /// An empty map whose leaves split above `leaf_capacity` entries.
+    pub(crate) fn new(leaf_capacity: usize) -> Self {
+        Self {
+            router: ShardedLock::new(Router::empty()),
+            leaf_capacity: leaf_capacity.max(MIN_LEAF_CAPACITY),
+            #[cfg(loom)]
+            leaf_by_leaf: false,
+        }
+    }
+
+    /// A map holding `map`'s entries.
+    pub(crate) fn from_map(map: Map<K, V>, leaf_capacity: usize) -> Self
+    where
+        K: Clone,
+    {
+        let leaf_capacity = leaf_capacity.max(MIN_LEAF_CAPACITY);
+        Self {
+            router: ShardedLock::new(Router::from_sorted(
+                map.into_iter().collect(),
+                leaf_capacity,
+            )),
+            leaf_capacity,
+            #[cfg(loom)]
+            leaf_by_leaf: false,
+        }
+    }
+
+    pub(crate) fn leaf_capacity(&self) -> usize {
+        self.leaf_capacity
+    }
+
+    /// Whether a leaf left with `len` entries, in a router of `leaves`,
+    /// should be merged. Only on reaching 0 or a quarter of the capacity
+    /// (edges, not levels), so a leaf that cannot merge is not retried on
+    /// every write.
+    fn wants_merge(&self, len: usize, leaves: usize) -> bool {
+        leaves > 1 && (len == 0 || len == self.leaf_capacity / 4)
+    }
+
+    /// Runs `f` on the value of `key`, under the leaf's read lock.
+    #[inline]
+    pub(crate) fn view<Q, R>(&self, key: &Q, f: impl FnOnce(&Arc<V>) -> R) -> Option<R>
+    where
+        K: Borrow<Q>,
+        Q: Ord + ?Sized,
+    {
+        let router = self.router.read();
+        let leaf = router.leaves[leaf_index(&router.bounds, key)].read();
+        let i = search(leaf.as_slice(), key).ok()?;
+        Some(f(&leaf[i].1))
+    }
+
+    /// Inserts or replaces; returns the replaced value.
+    pub(crate) fn insert(&self, key: K, value: Arc<V>) -> Option<Arc<V>>
+    where
+        K: Ord + Clone,
+    {
+        let mut garbage = Vec::new();
+        let (replaced, split) = {
+            let router = self.router.read();
+            let i = leaf_index(&router.bounds, &key);
+            let mut leaf = router.leaves[i].write();
+            match search(leaf.as_slice(), &key) {
+                Ok(j) => {
+                    let entries = unshare(&mut *leaf, &mut garbage);
+                    (Some(std::mem::replace(&mut entries[j].1, value)), None)
+                }
+                Err(j) => {
+                    let entries = unshare(&mut *leaf, &mut garbage);
+                    entries.insert(j, (key, value));
+                    let over = entries.len() > self.leaf_capacity;
+                    (None, over.then(|| (i, id_of(&router.leaves[i]))))
+                }
+            }
+        };
+        self.reshape(split, true);
+        drop(garbage);
+        replaced
+    }
+
+    /// Removes `key`; returns its entry.
+    pub(crate) fn remove<Q>(&self, key: &Q) -> Option<Entry<K, V>>
+    where
+        K: Borrow<Q> + Clone,
+        Q: Ord + ?Sized,
+    {
+        let mut garbage = Vec::new();
+        let (entry, merge) = {
+            let router = self.router.read();
+            let i = leaf_index(&router.bounds, key);
+            let mut leaf = router.leaves[i].write();
+            let j = search(leaf.as_slice(), key).ok()?;
+            let entries = unshare(&mut *leaf, &mut garbage);
+            let entry = entries.remove(j);
+            let merge = self.wants_merge(entries.len(), router.leaves.len());
+            (entry, merge.then(|| (i, id_of(&router.leaves[i]))))
+        };
+        self.reshape(merge, false);
+        drop(garbage);
+        Some(entry)
+    }
+
+    /// Removes the entry of `key` only if its value is `value` (the same
+    /// `Arc`), searching by key and then, if an inconsistent `Ord` hides it,
+    /// by identity through that leaf. Returns the removed entry.
+    pub(crate) fn remove_identical(&self, key: &K, value: &Arc<V>) -> Option<Entry<K, V>>
+    where
+        K: Ord + Clone,
+    {
+        let mut garbage = Vec::new();
+        let (entry, merge) = {
+            let router = self.router.read();
+            let i = leaf_index(&router.bounds, key);
+            let mut leaf = router.leaves[i].write();
+            let j = match search(leaf.as_slice(), key) {
+                Ok(j) if Arc::ptr_eq(&leaf[j].1, value) => j,
+                _ => leaf.iter().position(|(_, v)| Arc::ptr_eq(v, value))?,
+            };
+            let entries = unshare(&mut *leaf, &mut garbage);
+            let entry = entries.remove(j);
+            let merge = self.wants_merge(entries.len(), router.leaves.len());
+            (entry, merge.then(|| (i, id_of(&router.leaves[i]))))
+        };
+        self.reshape(merge, false);
+        drop(garbage);
+        Some(entry)
+    }
+
+    /// Splits (`split`) or merges the leaf a write named, under the router's
+    /// write lock.
+    fn reshape(&self, target: Reshape, split: bool)
+    where
+        K: Clone,
+    {
+        let Some((hint, id)) = target else { return };
+        let mut garbage = Garbage::default();
+        {
+            let mut router = self.router.write();
+            if let Some(i) = router.find(hint, id) {
+                if split {
+                    router.split(i, self.leaf_capacity, &mut garbage);
+                } else {
+                    router.merge(i, self.leaf_capacity, &mut garbage);
+                }
+            }
+        }
+        drop(garbage);
+    }
+
+    /// The first or last entry, cloned.
+    pub(crate) fn end(&self, last: bool) -> Option<Entry<K, V>>
+    where
+        K: Clone,
+    {
+        loop {
+            {
+                let router = self.router.read();
+                let n = router.leaves.len();
+                let leaf = router.leaves[if last { n - 1 } else { 0 }].read();
+                let entry = if last { leaf.last() } else { leaf.first() };
+                if let Some((key, value)) = entry {
+                    return Some((key.clone(), Arc::clone(value)));
+                }
+                if n == 1 {
+                    return None;
+                }
+            }
+            self.trim(last);
+        }
+    }
+
+    /// Removes and returns the first or last entry.
+    pub(crate) fn pop_end(&self, last: bool) -> Option<Entry<K, V>>
+    where
+        K: Clone,
+    {
+        loop {
+            let mut garbage = Vec::new();
+            let popped = {
+                let router = self.router.read();
+                let n = router.leaves.len();
+                let i = if last { n - 1 } else { 0 };
+                let mut leaf = router.leaves[i].write();
+                if leaf.is_empty() {
+                    if n == 1 {
+                        return None;
+                    }
+                    None
+                } else {
+                    let entries = unshare(&mut *leaf, &mut garbage);
+                    let entry = if last {
+                        entries.pop().expect("non-empty leaf")
+                    } else {
+                        entries.remove(0)
+                    };
+                    let merge = self.wants_merge(entries.len(), n);
+                    Some((entry, merge.then(|| (i, id_of(&router.leaves[i])))))
+                }
+            };
+            match popped {
+                Some((entry, merge)) => {
+                    self.reshape(merge, false);
+                    drop(garbage);
+                    return Some(entry);
+                }
+                None => self.trim(last),
+            }
+        }
+    }
+
+    /// Drops the empty leaves at one end, under the router's write lock.
+    fn trim(&self, back: bool) {
+        let mut garbage = Garbage::default();
+        self.router.write().trim(back, &mut garbage);
+        drop(garbage);
+    }
+
+    /// Removes and returns, in order, every entry up to `end`, in one step.
+    pub(crate) fn drain_to<Q>(&self, end: Bound<&Q>) -> Vec<Entry<K, V>>
+    where
+        K: Borrow<Q> + Clone,
+        Q: Ord + ?Sized,
+    {
+        let mut garbage = Vec::new();
+        let (out, emptied) = {
+            let router = self.router.read();
+            let last = last_leaf(&router.bounds, end).min(router.leaves.len() - 1);
+            let mut guards: Vec<_> = router
+                .leaves
+                .range(..=last)
+                .map(|leaf| leaf.write())
+                .collect();
+            // Every user call (`Ord` for the cuts, `Clone` to unshare) before
+            // the first change.
+            let cuts: Vec<usize> = guards
+                .iter()
+                .map(|leaf| upper(leaf.as_slice(), end))
+                .collect();
+            for (leaf, &cut) in guards.iter_mut().zip(&cuts) {
+                if cut > 0 {
+                    unshare(&mut **leaf, &mut garbage);
+                }
+            }
+            let mut out = Vec::with_capacity(cuts.iter().sum());
+            let mut emptied = false;
+            for (leaf, &cut) in guards.iter_mut().zip(&cuts) {
+                if cut == 0 {
+                    continue;
+                }
+                let entries = Arc::get_mut(&mut **leaf).expect("larder: unshared leaf");
+                if cut == entries.len() {
+                    out.append(entries);
+                    emptied = true;
+                } else {
+                    out.extend(entries.drain(..cut));
+                }
+            }
+            (out, emptied && router.leaves.len() > 1)
+        };
+        if emptied {
+            self.trim(false);
+        }
+        drop(garbage);
+        out
+    }
+
+    /// Calls `f` on every entry in the range, in order, under the read locks
+    /// of the leaves it spans (a consistent cut).
+    pub(crate) fn visit<Q, R>(&self, range: R, mut f: impl FnMut(&K, &Arc<V>))
+    where
+        K: Borrow<Q>,
+        Q: Ord + ?Sized,
+        R: RangeBounds<Q>,
+    {
+        let (start, end) = (range.start_bound(), range.end_bound());
+        check_range(start, end);
+        let router = self.router.read();
+        let first = first_leaf(&router.bounds, start);
+        let last = last_leaf(&router.bounds, end).min(router.leaves.len() - 1);
+        if first > last {
+            return;
+        }
+        #[cfg(loom)]
+        if self.leaf_by_leaf {
+            for leaf in router.leaves.range(first..=last) {
+                // BROKEN on purpose: this leaf's lock is released before the
+                // next one is taken.
+                let leaf = leaf.read();
+                for (key, value) in slice_in(leaf.as_slice(), start, end) {
+                    f(key, value);
+                }
+            }
+            return;
+        }
+        if first == last {
+            let leaf = router.leaves[first].read();
+            for (key, value) in slice_in(leaf.as_slice(), start, end) {
+                f(key, value);
+            }
+            return;
+        }
+        let guards: Vec<_> = router
+            .leaves
+            .range(first..=last)
+            .map(|leaf| leaf.read())
+            .collect();
+        for leaf in &guards {
+            for (key, value) in slice_in(leaf.as_slice(), start, end) {
+                f(key, value);
+            }
+        }
+    }
+
+    /// The number of entries in the range (a consistent cut).
+    pub(crate) fn range_count<Q, R>(&self, range: R) -> usize
+    where
+        K: Borrow<Q>,
+        Q: Ord + ?Sized,
+        R: RangeBounds<Q>,
+    {
+        let mut count = 0;
+        self.visit(range, |_, _| count += 1);
+        count
+    }
+
+    /// The number of entries, every leaf read-locked at once.
+    pub(crate) fn len(&self) -> usize {
+        let router = self.router.read();
+        let guards: Vec<_> = router.leaves.iter().map(|leaf| leaf.read()).collect();
+        guards.iter().map(|leaf| leaf.len()).sum()
+    }
+
+    /// Whether there are no entries (leaves read-locked in order until one
+    /// holds an entry).
+    pub(crate) fn is_empty(&self) -> bool {
+        let router = self.router.read();
+        let mut held = Vec::new();
+        for leaf in &router.leaves {
+            let guard = leaf.read();
+            if !guard.is_empty() {
+                return false;
+            }
+            held.push(guard);
+        }
+        true
+    }
+
+    /// Every leaf's entries, shared, at one instant.
+    fn share(&self) -> Vec<Entries<K, V>> {
+        let router = self.router.read();
+        #[cfg(loom)]
+        if self.leaf_by_leaf {
+            // BROKEN on purpose: one leaf at a time.
+            return router
+                .leaves
+                .iter()
+                .map(|leaf| Arc::clone(&*leaf.read()))
+                .collect();
+        }
+        let guards: Vec<_> = router.leaves.iter().map(|leaf| leaf.read()).collect();
+        guards.iter().map(|leaf| Arc::clone(&**leaf)).collect()
+    }
+
+    /// The whole map at one instant, built after the locks are released.
+    pub(crate) fn snapshot(&self) -> Map<K, V>
+    where
+        K: Ord + Clone,
+    {
+        let leaves = self.share();
+        // One insert at a time, not `collect`: collecting sorts, and std's
+        // sort panics on an `Ord` it finds inconsistent. Inserting in key
+        // order walks the tree's right edge, so it stays cheap.
+        let mut map = Map::new();
+        for (key, value) in leaves.iter().flat_map(|leaf| leaf.iter()) {
+            map.insert(key.clone(), Arc::clone(value));
+        }
+        map
+    }
+
+    /// Removes every entry.
+    pub(crate) fn clear(&self) {
+        let old = std::mem::replace(&mut *self.router.write(), Router::empty());
+        drop(old);
+    }
+
+    /// Checks the layout; panics with a description if it is broken. For
+    /// the tests, with consistent `Ord`, one thread.
+    #[cfg(all(test, not(loom)))]
+    pub(crate) fn check_invariants(&self)
+    where
+        K: Ord + std::fmt::Debug,
+    {
+        let router = self.router.read();
+        assert_eq!(
+            router.bounds.len() + 1,
+            router.leaves.len(),
+            "bounds and leaves"
+        );
+        for (i, leaf) in router.leaves.iter().enumerate() {
+            let leaf = leaf.read();
+            assert!(leaf.len() <= self.leaf_capacity, "leaf {i} over capacity");
+            assert!(
+                !leaf.is_empty() || router.leaves.len() == 1,
+                "empty leaf {i} left among {}",
+                router.leaves.len()
+            );
+            assert!(
+                leaf.windows(2).all(|w| w[0].0 < w[1].0),
+                "leaf {i} unsorted"
+            );
+            if let (Some(low), Some((key, _))) =
+                (i.checked_sub(1).map(|j| &router.bounds[j]), leaf.first())
+            {
+                assert!(low <= key, "leaf {i} starts below its bound");
+            }
+            if let (Some(high), Some((key, _))) = (router.bounds.get(i), leaf.last()) {
+                assert!(key < high, "leaf {i} ends above its bound");
+            }
+        }
+    }
+
+    /// The number of leaves (for the tests).
+    #[cfg(all(test, not(loom)))]
+    pub(crate) fn leaf_count(&self) -> usize {
+        self.router.read().leaves.len()
+    }
+}
