@@ -13,17 +13,17 @@ use std::time::{Duration, Instant};
 
 fn assert_send_sync<T: Send + Sync>() {}
 
-/// Every configuration of the builder: (lock, point lookups). The
-/// partitioned engine has no point-lookup table.
-const CONFIGS: [(OrderedLock, bool); 5] = [
+/// Every configuration of the builder: (lock, point lookups).
+const CONFIGS: [(OrderedLock, bool); 6] = [
     (OrderedLock::Sharded, true),
     (OrderedLock::Sharded, false),
     (OrderedLock::Single, true),
     (OrderedLock::Single, false),
+    (OrderedLock::Partitioned, true),
     (OrderedLock::Partitioned, false),
 ];
 
-/// The partitioned configuration.
+/// The partitioned configuration with its point-lookup table.
 const PARTITIONED: (OrderedLock, bool) = CONFIGS[4];
 
 /// An index of `config`; a partitioned one gets leaves of at most four
@@ -254,7 +254,7 @@ proptest! {
 fn stress_every_key_is_consumed_exactly_once() {
     // The default, the single-lock one, and the partitioned one (leaves of
     // four entries: splits, merges and trims race with everything).
-    for config in [CONFIGS[0], CONFIGS[3], PARTITIONED] {
+    for config in [CONFIGS[0], CONFIGS[3], PARTITIONED, CONFIGS[5]] {
         consume_exactly_once(configured(config));
     }
 }

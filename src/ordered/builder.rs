@@ -74,9 +74,9 @@ impl<K, V, S> OrderedIndexBuilder<K, V, S> {
     /// point reads cost a tree search (O(log n) comparisons). Everything
     /// ordered behaves the same either way.
     ///
-    /// An index built with [`OrderedLock::Partitioned`] has no table (its
-    /// point lookups search one small leaf), so there this setting does
-    /// nothing.
+    /// With [`OrderedLock::Partitioned`] the table is split by hash into
+    /// shards under a lock each; without it a point read searches the
+    /// router and one leaf.
     pub fn point_lookups(mut self, on: bool) -> Self {
         self.point_lookups = on;
         self
@@ -131,8 +131,8 @@ impl<K, V, S> OrderedIndexBuilder<K, V, S> {
     pub fn build(self) -> OrderedIndex<K, V, S> {
         let (engine, point_lookups) = match self.lock {
             OrderedLock::Partitioned => (
-                Engine::Partitioned(Partitioned::new(self.leaf_capacity)),
-                false,
+                Engine::Partitioned(Partitioned::new(self.leaf_capacity, self.point_lookups)),
+                self.point_lookups,
             ),
             lock @ (OrderedLock::Sharded | OrderedLock::Single) => (
                 Engine::Locked(CoreLock::new(lock, OrderedCore::new(self.point_lookups))),
@@ -163,8 +163,13 @@ impl<K, V, S> OrderedIndexBuilder<K, V, S> {
     {
         let (engine, point_lookups) = match self.lock {
             OrderedLock::Partitioned => (
-                Engine::Partitioned(Partitioned::from_map(map, self.leaf_capacity)),
-                false,
+                Engine::Partitioned(Partitioned::from_map(
+                    map,
+                    self.leaf_capacity,
+                    self.point_lookups,
+                    |key| self.hasher.hash_one(key),
+                )),
+                self.point_lookups,
             ),
             lock @ (OrderedLock::Sharded | OrderedLock::Single) => {
                 let core = if self.point_lookups {

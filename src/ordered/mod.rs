@@ -20,6 +20,7 @@
 mod builder;
 mod lock;
 mod partitioned;
+mod points;
 mod sequential;
 mod view;
 
@@ -495,7 +496,7 @@ impl<K: Ord + Clone + Hash, V, S: BuildHasher> OrderedIndex<K, V, S> {
                 let hash = self.hash_of(key);
                 core.read().lookup(hash, key).cloned()
             }
-            Engine::Partitioned(parts) => parts.view(key, Arc::clone),
+            Engine::Partitioned(parts) => parts.view(self.hash_of(key), key, Arc::clone),
         }
     }
 
@@ -546,7 +547,7 @@ impl<K: Ord + Clone + Hash, V, S: BuildHasher> OrderedIndex<K, V, S> {
                 let hash = self.hash_of(key);
                 core.read().lookup(hash, key).map(|value| f(value))
             }
-            Engine::Partitioned(parts) => parts.view(key, |value| f(value)),
+            Engine::Partitioned(parts) => parts.view(self.hash_of(key), key, |value| f(value)),
         }
     }
 
@@ -575,7 +576,7 @@ impl<K: Ord + Clone + Hash, V, S: BuildHasher> OrderedIndex<K, V, S> {
                 let hash = self.hash_of(key);
                 core.read().lookup(hash, key).is_some()
             }
-            Engine::Partitioned(parts) => parts.view(key, |_| ()).is_some(),
+            Engine::Partitioned(parts) => parts.view(self.hash_of(key), key, |_| ()).is_some(),
         }
     }
 
@@ -595,13 +596,13 @@ impl<K: Ord + Clone + Hash, V, S: BuildHasher> OrderedIndex<K, V, S> {
     /// ```
     pub fn insert(&self, key: K, value: V) -> Option<Arc<V>> {
         let value = Arc::new(value);
-        let core = match &self.engine {
-            Engine::Locked(core) => core,
-            Engine::Partitioned(parts) => return parts.insert(key, value),
-        };
         let slot_key = self
             .point_lookups
             .then(|| (self.hasher.hash_one(&key), key.clone()));
+        let core = match &self.engine {
+            Engine::Locked(core) => core,
+            Engine::Partitioned(parts) => return parts.insert(slot_key, key, value),
+        };
         let (replaced, _unused_key) = Self::write(core, |core| core.insert(slot_key, key, value));
         replaced
     }
@@ -627,7 +628,7 @@ impl<K: Ord + Clone + Hash, V, S: BuildHasher> OrderedIndex<K, V, S> {
                 let hash = self.hash_of(key);
                 Self::write(core, |core| core.remove(hash, key))
             }
-            Engine::Partitioned(parts) => parts.remove(key),
+            Engine::Partitioned(parts) => parts.remove(self.hash_of(key), key),
         };
         removed.map(|(_key, value)| value)
     }
@@ -672,8 +673,8 @@ impl<K: Ord + Clone + Hash, V, S: BuildHasher> OrderedIndex<K, V, S> {
                 drop(removed);
             }
             Engine::Partitioned(parts) => {
-                for (_, (key, value)) in &rejected {
-                    drop(parts.remove_identical(key, value));
+                for (hash, (key, value)) in &rejected {
+                    drop(parts.remove_identical(*hash, key, value));
                 }
             }
         }
@@ -702,7 +703,7 @@ impl<K: Ord + Clone + Hash, V, S: BuildHasher> OrderedIndex<K, V, S> {
             Engine::Locked(core) => {
                 Self::write(core, |core| core.pop_first(|key| self.hasher.hash_one(key)))
             }
-            Engine::Partitioned(parts) => parts.pop_end(false),
+            Engine::Partitioned(parts) => parts.pop_end(false, |key| self.hasher.hash_one(key)),
         }
     }
 
@@ -720,7 +721,7 @@ impl<K: Ord + Clone + Hash, V, S: BuildHasher> OrderedIndex<K, V, S> {
             Engine::Locked(core) => {
                 Self::write(core, |core| core.pop_last(|key| self.hasher.hash_one(key)))
             }
-            Engine::Partitioned(parts) => parts.pop_end(true),
+            Engine::Partitioned(parts) => parts.pop_end(true, |key| self.hasher.hash_one(key)),
         }
     }
 
@@ -764,7 +765,7 @@ impl<K: Ord + Clone + Hash, V, S: BuildHasher> OrderedIndex<K, V, S> {
             Engine::Locked(core) => Self::write(core, |core| {
                 core.drain_to(end, |key| self.hasher.hash_one(key))
             }),
-            Engine::Partitioned(parts) => parts.drain_to(end),
+            Engine::Partitioned(parts) => parts.drain_to(end, |key| self.hasher.hash_one(key)),
         }
     }
 }

@@ -58,6 +58,7 @@ use std::cmp::Ordering;
 use std::collections::VecDeque;
 use std::ops::{Bound, RangeBounds};
 
+use super::points::{Points, Slot};
 use super::sequential::{Entry, Map};
 use crate::sync::{Arc, CachePadded, RwLock, ShardedLock};
 
@@ -91,6 +92,7 @@ pub(crate) struct Garbage<K, V> {
     entries: Vec<Entries<K, V>>,
     keys: Vec<K>,
     leaves: Vec<Leaf<K, V>>,
+    slots: Vec<Slot<K, V>>,
 }
 
 impl<K, V> Default for Garbage<K, V> {
@@ -99,6 +101,7 @@ impl<K, V> Default for Garbage<K, V> {
             entries: Vec::new(),
             keys: Vec::new(),
             leaves: Vec::new(),
+            slots: Vec::new(),
         }
     }
 }
@@ -195,25 +198,32 @@ pub(crate) fn check_range<Q: Ord + ?Sized>(start: Bound<&Q>, end: Bound<&Q>) {
     }
 }
 
-/// The leaves and their bounds.
+/// The leaves, their bounds, and the point-lookup table.
 struct Router<K, V> {
     /// `bounds[i]` is the least key leaf `i + 1` may hold; one fewer than
     /// the leaves.
     bounds: VecDeque<K>,
     /// At least one leaf, always.
     leaves: VecDeque<Leaf<K, V>>,
+    /// A slot for every leaf entry, if the index keeps point lookups.
+    points: Option<Points<K, V>>,
 }
 
 impl<K, V> Router<K, V> {
-    fn empty() -> Self {
+    fn empty(point_lookups: bool) -> Self {
         Self {
             bounds: VecDeque::new(),
             leaves: VecDeque::from([new_leaf(Vec::new())]),
+            points: point_lookups.then(Points::new),
         }
     }
 
     /// Leaves filled to three quarters from sorted, distinct entries.
-    fn from_sorted(entries: Vec<Entry<K, V>>, leaf_capacity: usize) -> Self
+    fn from_sorted(
+        entries: Vec<Entry<K, V>>,
+        leaf_capacity: usize,
+        points: Option<Points<K, V>>,
+    ) -> Self
     where
         K: Clone,
     {
@@ -230,7 +240,11 @@ impl<K, V> Router<K, V> {
                 leaves.push_back(new_leaf(chunk));
             }
             if rest.peek().is_none() {
-                return Self { bounds, leaves };
+                return Self {
+                    bounds,
+                    leaves,
+                    points,
+                };
             }
         }
     }
@@ -329,26 +343,36 @@ pub(crate) struct Partitioned<K, V> {
 type Reshape = Option<(usize, usize)>;
 
 impl<K, V> Partitioned<K, V> {
-    /// An empty map whose leaves split above `leaf_capacity` entries.
-    pub(crate) fn new(leaf_capacity: usize) -> Self {
+    /// An empty map whose leaves split above `leaf_capacity` entries, with
+    /// or without the point-lookup table.
+    pub(crate) fn new(leaf_capacity: usize, point_lookups: bool) -> Self {
         Self {
-            router: ShardedLock::new(Router::empty()),
+            router: ShardedLock::new(Router::empty(point_lookups)),
             leaf_capacity: leaf_capacity.max(MIN_LEAF_CAPACITY),
             #[cfg(loom)]
             leaf_by_leaf: false,
         }
     }
 
-    /// A map holding `map`'s entries.
-    pub(crate) fn from_map(map: Map<K, V>, leaf_capacity: usize) -> Self
+    /// A map holding `map`'s entries; with the point-lookup table if
+    /// `point_lookups`, whose keys `hash` hashes (user code, run before the
+    /// map exists).
+    pub(crate) fn from_map(
+        map: Map<K, V>,
+        leaf_capacity: usize,
+        point_lookups: bool,
+        hash: impl Fn(&K) -> u64,
+    ) -> Self
     where
         K: Clone,
     {
         let leaf_capacity = leaf_capacity.max(MIN_LEAF_CAPACITY);
+        let points = point_lookups.then(|| Points::from_entries(map.iter(), hash));
         Self {
             router: ShardedLock::new(Router::from_sorted(
                 map.into_iter().collect(),
                 leaf_capacity,
+                points,
             )),
             leaf_capacity,
             #[cfg(loom)]
@@ -368,36 +392,53 @@ impl<K, V> Partitioned<K, V> {
         leaves > 1 && (len == 0 || len == self.leaf_capacity / 4)
     }
 
-    /// Runs `f` on the value of `key`, under the leaf's read lock.
+    /// Runs `f` on the value of `key` (whose hash is `hash` if there is a
+    /// point-lookup table), under the read lock of its table shard or leaf.
     #[inline]
-    pub(crate) fn view<Q, R>(&self, key: &Q, f: impl FnOnce(&Arc<V>) -> R) -> Option<R>
+    pub(crate) fn view<Q, R>(&self, hash: u64, key: &Q, f: impl FnOnce(&Arc<V>) -> R) -> Option<R>
     where
         K: Borrow<Q>,
-        Q: Ord + ?Sized,
+        Q: Ord + Eq + ?Sized,
     {
         let router = self.router.read();
+        if let Some(points) = &router.points {
+            return points.view(hash, key, f);
+        }
         let leaf = router.leaves[leaf_index(&router.bounds, key)].read();
         let i = search(leaf.as_slice(), key).ok()?;
         Some(f(&leaf[i].1))
     }
 
-    /// Inserts or replaces; returns the replaced value.
-    pub(crate) fn insert(&self, key: K, value: Arc<V>) -> Option<Arc<V>>
+    /// Inserts or replaces; returns the replaced value. `slot_key` is the
+    /// key's hash and a clone of it for the point-lookup table (made by the
+    /// caller before locking), `None` without a table.
+    pub(crate) fn insert(&self, slot_key: Option<(u64, K)>, key: K, value: Arc<V>) -> Option<Arc<V>>
     where
         K: Ord + Clone,
     {
-        let mut garbage = Vec::new();
+        let mut garbage = Garbage::default();
         let (replaced, split) = {
             let router = self.router.read();
             let i = leaf_index(&router.bounds, &key);
             let mut leaf = router.leaves[i].write();
-            match search(leaf.as_slice(), &key) {
+            let position = search(leaf.as_slice(), &key);
+            // No user code from here on.
+            let entries = unshare(&mut *leaf, &mut garbage.entries);
+            let points = router.points.as_ref().zip(slot_key);
+            match position {
                 Ok(j) => {
-                    let entries = unshare(&mut *leaf, &mut garbage);
-                    (Some(std::mem::replace(&mut entries[j].1, value)), None)
+                    let old = std::mem::replace(&mut entries[j].1, value);
+                    if let Some((points, (hash, unused))) = points {
+                        points.replace(hash, &old, Arc::clone(&entries[j].1));
+                        garbage.keys.push(unused);
+                    }
+                    garbage.keys.push(key);
+                    (Some(old), None)
                 }
                 Err(j) => {
-                    let entries = unshare(&mut *leaf, &mut garbage);
+                    if let Some((points, (hash, slot_key))) = points {
+                        points.add(hash, slot_key, Arc::clone(&value));
+                    }
                     entries.insert(j, (key, value));
                     let over = entries.len() > self.leaf_capacity;
                     (None, over.then(|| (i, id_of(&router.leaves[i]))))
@@ -409,20 +450,24 @@ impl<K, V> Partitioned<K, V> {
         replaced
     }
 
-    /// Removes `key`; returns its entry.
-    pub(crate) fn remove<Q>(&self, key: &Q) -> Option<Entry<K, V>>
+    /// Removes `key` (whose hash is `hash` if there is a point-lookup
+    /// table); returns its entry.
+    pub(crate) fn remove<Q>(&self, hash: u64, key: &Q) -> Option<Entry<K, V>>
     where
         K: Borrow<Q> + Clone,
         Q: Ord + ?Sized,
     {
-        let mut garbage = Vec::new();
+        let mut garbage = Garbage::default();
         let (entry, merge) = {
             let router = self.router.read();
             let i = leaf_index(&router.bounds, key);
             let mut leaf = router.leaves[i].write();
             let j = search(leaf.as_slice(), key).ok()?;
-            let entries = unshare(&mut *leaf, &mut garbage);
+            let entries = unshare(&mut *leaf, &mut garbage.entries);
             let entry = entries.remove(j);
+            if let Some(points) = &router.points {
+                points.remove_one(hash, &entry.1, &mut garbage.slots);
+            }
             let merge = self.wants_merge(entries.len(), router.leaves.len());
             (entry, merge.then(|| (i, id_of(&router.leaves[i]))))
         };
@@ -434,11 +479,11 @@ impl<K, V> Partitioned<K, V> {
     /// Removes the entry of `key` only if its value is `value` (the same
     /// `Arc`), searching by key and then, if an inconsistent `Ord` hides it,
     /// by identity through that leaf. Returns the removed entry.
-    pub(crate) fn remove_identical(&self, key: &K, value: &Arc<V>) -> Option<Entry<K, V>>
+    pub(crate) fn remove_identical(&self, hash: u64, key: &K, value: &Arc<V>) -> Option<Entry<K, V>>
     where
         K: Ord + Clone,
     {
-        let mut garbage = Vec::new();
+        let mut garbage = Garbage::default();
         let (entry, merge) = {
             let router = self.router.read();
             let i = leaf_index(&router.bounds, key);
@@ -447,8 +492,11 @@ impl<K, V> Partitioned<K, V> {
                 Ok(j) if Arc::ptr_eq(&leaf[j].1, value) => j,
                 _ => leaf.iter().position(|(_, v)| Arc::ptr_eq(v, value))?,
             };
-            let entries = unshare(&mut *leaf, &mut garbage);
+            let entries = unshare(&mut *leaf, &mut garbage.entries);
             let entry = entries.remove(j);
+            if let Some(points) = &router.points {
+                points.remove_one(hash, &entry.1, &mut garbage.slots);
+            }
             let merge = self.wants_merge(entries.len(), router.leaves.len());
             (entry, merge.then(|| (i, id_of(&router.leaves[i]))))
         };
@@ -500,13 +548,14 @@ impl<K, V> Partitioned<K, V> {
         }
     }
 
-    /// Removes and returns the first or last entry.
-    pub(crate) fn pop_end(&self, last: bool) -> Option<Entry<K, V>>
+    /// Removes and returns the first or last entry; `hash` hashes its key
+    /// for the point-lookup table (user code, called before the change).
+    pub(crate) fn pop_end(&self, last: bool, hash: impl Fn(&K) -> u64) -> Option<Entry<K, V>>
     where
         K: Clone,
     {
         loop {
-            let mut garbage = Vec::new();
+            let mut garbage = Garbage::default();
             let popped = {
                 let router = self.router.read();
                 let n = router.leaves.len();
@@ -518,12 +567,20 @@ impl<K, V> Partitioned<K, V> {
                     }
                     None
                 } else {
-                    let entries = unshare(&mut *leaf, &mut garbage);
+                    let victim = if last { leaf.last() } else { leaf.first() };
+                    let victim_hash = match (&router.points, victim) {
+                        (Some(_), Some((key, _))) => hash(key),
+                        _ => 0,
+                    };
+                    let entries = unshare(&mut *leaf, &mut garbage.entries);
                     let entry = if last {
                         entries.pop().expect("non-empty leaf")
                     } else {
                         entries.remove(0)
                     };
+                    if let Some(points) = &router.points {
+                        points.remove_one(victim_hash, &entry.1, &mut garbage.slots);
+                    }
                     let merge = self.wants_merge(entries.len(), n);
                     Some((entry, merge.then(|| (i, id_of(&router.leaves[i])))))
                 }
@@ -546,13 +603,14 @@ impl<K, V> Partitioned<K, V> {
         drop(garbage);
     }
 
-    /// Removes and returns, in order, every entry up to `end`, in one step.
-    pub(crate) fn drain_to<Q>(&self, end: Bound<&Q>) -> Vec<Entry<K, V>>
+    /// Removes and returns, in order, every entry up to `end`, in one step;
+    /// `hash` hashes their keys for the point-lookup table.
+    pub(crate) fn drain_to<Q>(&self, end: Bound<&Q>, hash: impl Fn(&K) -> u64) -> Vec<Entry<K, V>>
     where
         K: Borrow<Q> + Clone,
         Q: Ord + ?Sized,
     {
-        let mut garbage = Vec::new();
+        let mut garbage = Garbage::default();
         let (out, emptied) = {
             let router = self.router.read();
             let last = last_leaf(&router.bounds, end).min(router.leaves.len() - 1);
@@ -561,15 +619,23 @@ impl<K, V> Partitioned<K, V> {
                 .range(..=last)
                 .map(|leaf| leaf.write())
                 .collect();
-            // Every user call (`Ord` for the cuts, `Clone` to unshare) before
-            // the first change.
+            // Every user call (`Ord` for the cuts, `Hash` of the keys to
+            // take, `Clone` to unshare) before the first change.
             let cuts: Vec<usize> = guards
                 .iter()
                 .map(|leaf| upper(leaf.as_slice(), end))
                 .collect();
+            let hashes: Vec<u64> = match &router.points {
+                Some(_) => guards
+                    .iter()
+                    .zip(&cuts)
+                    .flat_map(|(leaf, &cut)| leaf[..cut].iter().map(|(key, _)| hash(key)))
+                    .collect(),
+                None => Vec::new(),
+            };
             for (leaf, &cut) in guards.iter_mut().zip(&cuts) {
                 if cut > 0 {
-                    unshare(&mut **leaf, &mut garbage);
+                    unshare(&mut **leaf, &mut garbage.entries);
                 }
             }
             let mut out = Vec::with_capacity(cuts.iter().sum());
@@ -585,6 +651,14 @@ impl<K, V> Partitioned<K, V> {
                 } else {
                     out.extend(entries.drain(..cut));
                 }
+            }
+            if let Some(points) = &router.points {
+                let victims: Vec<(u64, &Arc<V>)> = hashes
+                    .iter()
+                    .copied()
+                    .zip(out.iter().map(|(_, value)| value))
+                    .collect();
+                points.remove(&victims, &mut garbage.slots);
             }
             (out, emptied && router.leaves.len() > 1)
         };
@@ -710,7 +784,11 @@ impl<K, V> Partitioned<K, V> {
 
     /// Removes every entry.
     pub(crate) fn clear(&self) {
-        let old = std::mem::replace(&mut *self.router.write(), Router::empty());
+        let old = {
+            let mut router = self.router.write();
+            let points = router.points.is_some();
+            std::mem::replace(&mut *router, Router::empty(points))
+        };
         drop(old);
     }
 
@@ -747,6 +825,15 @@ impl<K, V> Partitioned<K, V> {
             if let (Some(high), Some((key, _))) = (router.bounds.get(i), leaf.last()) {
                 assert!(key < high, "leaf {i} ends above its bound");
             }
+            if let Some(points) = &router.points {
+                for (key, value) in leaf.iter() {
+                    assert!(points.holds(value), "no slot for {key:?}");
+                }
+            }
+        }
+        if let Some(points) = &router.points {
+            let entries: usize = router.leaves.iter().map(|leaf| leaf.read().len()).sum();
+            assert_eq!(points.len(), entries, "slots and entries differ");
         }
     }
 

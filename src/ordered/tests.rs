@@ -309,7 +309,18 @@ fn partitioned<K, V>(leaf_capacity: usize) -> OrderedIndex<K, V> {
 
 #[test]
 fn partitioned_matches_a_btreemap_and_keeps_its_layout() {
-    let index: OrderedIndex<u32, u32> = partitioned(4);
+    for point_lookups in [true, false] {
+        let index: OrderedIndex<u32, u32> = OrderedIndex::builder()
+            .lock(OrderedLock::Partitioned)
+            .leaf_capacity(4)
+            .point_lookups(point_lookups)
+            .build();
+        assert_eq!(index.has_point_lookups(), point_lookups);
+        matches_a_btreemap(&index);
+    }
+}
+
+fn matches_a_btreemap(index: &OrderedIndex<u32, u32>) {
     let mut model: BTreeMap<u32, u32> = BTreeMap::new();
     let mut max_leaves = 0;
     for step in 0..6000_u32 {
@@ -372,8 +383,8 @@ fn partitioned_matches_a_btreemap_and_keeps_its_layout() {
         }
         assert_eq!(index.len(), model.len());
         assert_eq!(index.is_empty(), model.is_empty());
-        parts(&index).check_invariants();
-        max_leaves = max_leaves.max(parts(&index).leaf_count());
+        parts(index).check_invariants();
+        max_leaves = max_leaves.max(parts(index).leaf_count());
     }
     assert!(
         max_leaves > 8,
@@ -446,7 +457,13 @@ impl Clone for Brittle {
 #[test]
 fn partitioned_panicking_clone_loses_nothing() {
     use std::sync::atomic::Ordering::Relaxed;
-    let index: OrderedIndex<Brittle, u32> = partitioned(4);
+    // Without the point-lookup table, which would clone the key before
+    // locking (and so fail before anything changes).
+    let index: OrderedIndex<Brittle, u32> = OrderedIndex::builder()
+        .lock(OrderedLock::Partitioned)
+        .leaf_capacity(4)
+        .point_lookups(false)
+        .build();
     for k in 0..4 {
         index.insert(Brittle(k), k);
     }
