@@ -57,9 +57,10 @@ fn builder_settings_are_kept() {
         assert_eq!(index.leaf_capacity(), leaves);
     }
     let default: OrderedIndex<u8, u8> = OrderedIndex::new();
-    assert_eq!(default.lock_kind(), OrderedLock::Sharded);
+    assert_eq!(default.lock_kind(), OrderedLock::Partitioned);
     assert!(default.has_point_lookups());
-    assert!(format!("{:?}", OrderedIndex::<u8, u8>::builder()).contains("Sharded"));
+    assert_eq!(default.leaf_capacity(), Some(128));
+    assert!(format!("{:?}", OrderedIndex::<u8, u8>::builder()).contains("Partitioned"));
 }
 
 #[test]
@@ -517,7 +518,8 @@ fn panicking_key_code_leaves_the_index_unchanged_and_unpoisoned() {
     leaves.insert(Touchy(100), 100);
     assert_eq!(leaves.pop_last().map(|(k, _)| k.0), Some(100));
 
-    let index: OrderedIndex<Touchy, u32> = (0..8).map(|k| (Touchy(k), k)).collect();
+    // The single-lock engine, whose snapshots share its map.
+    let index: OrderedIndex<Touchy, u32> = filled(CONFIGS[0], (0..8).map(|k| (Touchy(k), k)));
     panicking_cmp_changes_nothing(&index);
     // A live snapshot makes the next write copy the map, which clones keys.
     let view = index.snapshot();

@@ -1,10 +1,11 @@
 //! loom models of `OrderedIndex`: every interleaving of a few threads, with
 //! the real `OrderedIndex` code over loom's stand-in for `ShardedLock` (one
-//! loom `RwLock`) and loom's `RwLock` for each leaf of the partitioned
-//! engine. Each model runs on the default engine and on
-//! `OrderedLock::Partitioned` with two-entry leaves (so the models split,
-//! merge and trim leaves, and ranges span leaves), and each has a negative
-//! control that runs a deliberately broken protocol and must fail.
+//! loom `RwLock`) and loom's `RwLock` for each leaf and table shard of the
+//! partitioned engine. Each model runs on the single-lock engine
+//! (`OrderedLock::Sharded`) and on the default `OrderedLock::Partitioned`
+//! with two-entry leaves (so the models split, merge and trim leaves, and
+//! ranges span leaves), and each has a negative control that runs a
+//! deliberately broken protocol and must fail.
 #![cfg(loom)]
 
 use larder::{OrderedFault, OrderedIndex, OrderedLock};
@@ -15,15 +16,17 @@ use std::ops::Bound;
 /// Which engine a model runs on.
 #[derive(Clone, Copy)]
 enum Engine {
-    /// The default: one tree under one (sharded) lock.
-    Default,
+    /// One tree under one (sharded) lock.
+    OneLock,
     /// `OrderedLock::Partitioned` with leaves of at most two entries.
     Leaves,
 }
 
 fn index_of<V>(engine: Engine, fault: OrderedFault) -> OrderedIndex<u32, V> {
     match engine {
-        Engine::Default => OrderedIndex::with_fault(fault),
+        Engine::OneLock => OrderedIndex::builder()
+            .lock(OrderedLock::Sharded)
+            .build_with_fault(fault),
         Engine::Leaves => OrderedIndex::builder()
             .lock(OrderedLock::Partitioned)
             .leaf_capacity(2)
@@ -74,13 +77,13 @@ fn consumers_take_each_entry_once(engine: Engine, fault: OrderedFault) {
 
 #[test]
 fn ordered_consumers_take_each_entry_once() {
-    consumers_take_each_entry_once(Engine::Default, OrderedFault::None);
+    consumers_take_each_entry_once(Engine::OneLock, OrderedFault::None);
 }
 
 #[test]
 #[should_panic(expected = "an entry was handed out twice")]
 fn ordered_consumers_negative_control_check_then_remove() {
-    consumers_take_each_entry_once(Engine::Default, OrderedFault::CheckThenRemove);
+    consumers_take_each_entry_once(Engine::OneLock, OrderedFault::CheckThenRemove);
 }
 
 #[test]

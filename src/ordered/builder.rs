@@ -1,5 +1,5 @@
-//! [`OrderedIndexBuilder`]: the lock, the point-lookup table and the hasher
-//! of an [`OrderedIndex`].
+//! [`OrderedIndexBuilder`]: the locking, the leaf size, the point-lookup
+//! table and the hasher of an [`OrderedIndex`].
 
 use std::fmt;
 use std::marker::PhantomData;
@@ -11,15 +11,17 @@ use super::partitioned::{DEFAULT_LEAF_CAPACITY, Partitioned};
 use super::sequential::{Map, OrderedCore};
 use super::{Engine, OrderedIndex};
 
-/// Builds an [`OrderedIndex`]: which lock it uses, whether point lookups go
-/// through a hash table, and which hasher that table uses. Made by
-/// [`OrderedIndex::builder`]; every setting has a default, and none can be
-/// wrong, so [`build`](Self::build) cannot fail.
+/// Builds an [`OrderedIndex`]: how it is locked, how big its leaves grow,
+/// whether point lookups go through a hash table, and which hasher that
+/// table uses. Made by [`OrderedIndex::builder`]; every setting has a
+/// default, and none can be wrong (a leaf capacity below 2 counts as 2), so
+/// [`build`](Self::build) cannot fail.
 ///
 /// | setting | default | choose the other when |
 /// |---|---|---|
-/// | [`lock`](Self::lock) | [`OrderedLock::Sharded`]: reads scale with cores, writes take eight shard locks | writes are as frequent as reads: [`OrderedLock::Single`] writes about 1.5x faster at 2 threads |
-/// | [`point_lookups`](Self::point_lookups) | `true`: `get`, `view` and `contains_key` are one hash probe (about 2x a tree search) | keys are never looked up one by one (a consumer that only inserts and drains): `false` saves a key clone, a hash and a table update per write, and the table's memory |
+/// | [`lock`](Self::lock) | [`OrderedLock::Partitioned`]: leaves under a lock each, writers in parallel | one thread, or O(1) snapshots: [`OrderedLock::Single`] or [`OrderedLock::Sharded`] (one `BTreeMap` under one lock) |
+/// | [`leaf_capacity`](Self::leaf_capacity) | 128 entries | see its docs; only the partitioned engine has leaves |
+/// | [`point_lookups`](Self::point_lookups) | `true`: `get`, `view` and `contains_key` are one hash probe | keys are never looked up one by one (a consumer that only inserts and drains): `false` saves a key clone, a hash, a lock and a table update per write, and the table's memory |
 /// | [`hasher`](Self::hasher) | ahash's `RandomState` | keys need another hash (a fixed seed, a faster hash for trusted keys) |
 ///
 /// # Examples
@@ -60,14 +62,14 @@ impl<K, V> OrderedIndexBuilder<K, V> {
 }
 
 impl<K, V, S> OrderedIndexBuilder<K, V, S> {
-    /// The reader-writer lock (default [`OrderedLock::Sharded`]).
+    /// How the index is locked (default [`OrderedLock::Partitioned`]).
     pub fn lock(mut self, lock: OrderedLock) -> Self {
         self.lock = lock;
         self
     }
 
     /// Whether `get`, `view` and `contains_key` probe a hash table kept
-    /// beside the tree (`true`, the default) or search the tree.
+    /// beside the ordered entries (`true`, the default) or search them.
     ///
     /// Without the table, a write does one search and no hashing, key clone
     /// or table update, and the index holds no second copy of its keys;

@@ -11,14 +11,15 @@ use crate::sync::{
     RwLock, RwLockReadGuard, RwLockWriteGuard, ShardedLock, ShardedReadGuard, ShardedWriteGuard,
 };
 
-/// Which reader-writer lock an [`OrderedIndex`](super::OrderedIndex) guards
-/// its map with; see
+/// How an [`OrderedIndex`](super::OrderedIndex) is locked; see
 /// [`OrderedIndexBuilder::lock`](super::OrderedIndexBuilder::lock).
 ///
 /// Measured on the 2-vCPU machine of `docs/benchmarks.md` at 2 threads
-/// (`docs/ordered.md` has the table): `Single` writes about 1.5-1.7x faster,
-/// `Sharded` point reads do not slow down when a second thread reads (with
-/// `Single` they fell from 16.5 to 11.3 M/s at 64K keys).
+/// (`docs/ordered.md` has the tables): `Partitioned` is the fastest on every
+/// workload there, most of all when writes are frequent (one lock makes
+/// writers wait for each other and for every reader). With one thread, or
+/// for O(1) snapshots, one lock is cheaper: `Single` writes faster,
+/// `Sharded` reads scale better.
 ///
 /// # Examples
 ///
@@ -27,21 +28,19 @@ use crate::sync::{
 ///
 /// let index: OrderedIndex<u64, ()> = OrderedIndex::builder().lock(OrderedLock::Single).build();
 /// assert_eq!(index.lock_kind(), OrderedLock::Single);
-/// assert_eq!(OrderedLock::default(), OrderedLock::Sharded);
+/// assert_eq!(OrderedLock::default(), OrderedLock::Partitioned);
 /// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum OrderedLock {
-    /// crossbeam's `ShardedLock` (the default): a read locks only the
-    /// calling thread's shard, so readers on different cores write
+    /// One `BTreeMap` under crossbeam's `ShardedLock`: a read locks only
+    /// the calling thread's shard, so readers on different cores write
     /// different cache lines and reads scale with cores; a write locks all
-    /// eight shards. For read-mostly indexes.
-    #[default]
+    /// eight shards. Snapshots are O(1).
     Sharded,
-    /// One parking_lot `RwLock`: a read and a write each take one lock word,
-    /// so writes are cheaper, but every reader writes the same cache line.
-    /// For write-heavy use, such as a consumer inserting and draining
-    /// offsets at a high rate.
+    /// One `BTreeMap` under one parking_lot `RwLock`: a read and a write
+    /// each take one lock word, so writes are cheaper than with `Sharded`,
+    /// but every reader writes the same cache line. Snapshots are O(1).
     Single,
     /// No lock over the whole map: the key space is cut into leaves of at
     /// most [`leaf_capacity`](super::OrderedIndexBuilder::leaf_capacity)
@@ -52,7 +51,8 @@ pub enum OrderedLock {
     /// Multi-leaf operations (`drain_to`, ranges, `len`, snapshots) lock
     /// their leaves in key order, all at once, so they stay atomic. Splits
     /// and merges take the router's write lock. No point-lookup table: a
-    /// point read is two binary searches.
+    /// The default.
+    #[default]
     Partitioned,
 }
 

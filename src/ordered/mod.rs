@@ -9,13 +9,18 @@
 //!
 //! # Design
 //!
-//! One `BTreeMap<K, Arc<V>>` behind an `Arc`, plus a hash table over the
-//! same entries for point lookups, behind one reader-writer lock (crossbeam's
-//! `ShardedLock`, chosen by measurement: see `docs/ordered.md`). The map is
-//! written copy-on-write, which makes [`snapshot`](OrderedIndex::snapshot)
-//! O(1); the table turns `get` from a walk down the tree into one hash probe.
-//! The sequential core, with the multi-step operations run as one locked
-//! step, is in `sequential.rs`.
+//! Two engines, chosen per instance ([`OrderedLock`]):
+//!
+//! - the default, partitioned one (`partitioned.rs`): sorted leaves under a
+//!   lock each, a router of leaf bounds under a `ShardedLock`, and a
+//!   point-lookup table split by hash into shards (`points.rs`); writers to
+//!   different leaves run in parallel, and multi-leaf steps lock their
+//!   leaves in key order, all at once;
+//! - the single-lock one (`sequential.rs`, `lock.rs`): one
+//!   `BTreeMap<K, Arc<V>>` written copy-on-write (O(1) snapshots) and a hash
+//!   table over the same entries, under one reader-writer lock.
+//!
+//! The default was chosen by measurement: see `docs/ordered.md`.
 
 mod builder;
 mod lock;
@@ -38,61 +43,79 @@ use self::partitioned::Partitioned;
 use self::sequential::{Entry, OrderedCore};
 use crate::sync::Arc;
 
-/// An ordered concurrent map: a `BTreeMap`, with a hash table beside it for
-/// point lookups, under one reader-writer lock whose reads scale across
-/// cores, with atomic ordered consumption
+/// An ordered concurrent map with atomic ordered consumption
 /// ([`pop_first`](OrderedIndex::pop_first),
-/// [`drain_to`](OrderedIndex::drain_to)), consistent range reads and O(1)
-/// immutable snapshots.
+/// [`drain_to`](OrderedIndex::drain_to)), consistent range reads, immutable
+/// snapshots, and point lookups through a hash table. By default the key
+/// space is cut into sorted leaves under a lock each, so writers to
+/// different leaves run in parallel ([`OrderedLock::Partitioned`]); the
+/// builder offers one `BTreeMap` under one lock instead.
 ///
 /// It is the fix for a classic misuse: keys that must be consumed in order
 /// (message offsets, timestamps, versions) kept in an unordered concurrent map
 /// that is then iterated, in hash order (see `examples/ordered_offsets.rs`).
 ///
 /// Values are stored as `Arc<V>` and handed out as `Arc<V>` clones; no method
-/// returns a guard that holds the lock. Keys are cloned out, so the methods
+/// returns a guard that holds a lock. Keys are cloned out, so the methods
 /// that return or write entries need `K: Clone`.
 ///
-/// # Point lookups by hash, ranges by order
+/// # How it is built
 ///
-/// (The default; [`OrderedIndexBuilder::point_lookups`]`(false)` leaves the
-/// table out, and point lookups then search the tree.)
+/// - **Leaves** (the default, [`OrderedLock::Partitioned`]): sorted `Vec`s
+///   of at most [`leaf_capacity`](OrderedIndexBuilder::leaf_capacity)
+///   entries (128 by default), each under its own parking_lot `RwLock`,
+///   found through a router of leaf bounds that every operation reads
+///   under a `ShardedLock` (a read writes only the calling thread's shard).
+///   A write locks one leaf; a full leaf splits and an emptied one merges
+///   under the router's write lock, which briefly excludes everything else.
+/// - **Point lookups by hash**: [`get`](OrderedIndex::get),
+///   [`view`](OrderedIndex::view) and
+///   [`contains_key`](OrderedIndex::contains_key) probe a hash table that
+///   holds the same entries (the key's hash, a clone of the key, the same
+///   `Arc<V>`), split by hash into 64 shards under a lock each: one probe
+///   instead of a search of the router and a leaf. Everything ordered
+///   (`range`, `first`, `pop_first`, `drain_to`, ...) and every write's
+///   search use the leaves. The price: `K: Hash` for the writes and point
+///   reads, the hasher `S` (ahash's `RandomState` by default), a key clone,
+///   a hash and a second lock per write, and a slot per entry.
+///   [`OrderedIndexBuilder::point_lookups`]`(false)` leaves the table out.
+/// - **One lock** ([`OrderedLock::Sharded`] or [`OrderedLock::Single`]):
+///   one `BTreeMap` written copy-on-write, and the table beside it, under
+///   one reader-writer lock. Snapshots are O(1) and one thread runs faster,
+///   but writers exclude each other and everyone else.
 ///
-/// [`get`](OrderedIndex::get), [`view`](OrderedIndex::view) and
-/// [`contains_key`](OrderedIndex::contains_key) probe a hash table that holds
-/// the same entries as the tree (the key's hash, a clone of the key, and the
-/// same `Arc<V>`), so they cost one hash and one probe instead of O(log n)
-/// comparisons along a tree path: 2x the point reads of
-/// `RwLock<BTreeMap>` at 64K keys here (`docs/benchmarks.md`). Everything
-/// ordered (`range`, `first`, `pop_first`, `drain_to`, ...) and every write's
-/// search use the tree. The price: `K: Hash` for the writes and point
-/// reads, the hasher `S` (ahash's `RandomState` by default), one more key
-/// clone and hash per insert, and a table slot per entry (8 bytes of hash, a
-/// `K` and an `Arc` pointer).
+/// On 2 cores, at 2 threads, the leaves beat one lock on every workload
+/// measured, by up to 3x on mixed reads and writes; `docs/ordered.md` has
+/// the measurements and `docs/benchmarks.md` the comparison with the peers.
 ///
 /// With consistent `Ord`, `Hash` and `Eq` impls (`a == b` exactly when
-/// `a.cmp(b)` is `Equal`, and equal keys hash alike) both paths agree. With
-/// inconsistent impls they may disagree on what is present, but never on
-/// what is stored: the tree and the table are kept in step by the identity
-/// of each entry's `Arc`, never by the user's impls (see below).
+/// `a.cmp(b)` is `Equal`, and equal keys hash alike) the table and the
+/// ordered structure agree. With inconsistent impls they may disagree on
+/// what is present, but never on what is stored: they are kept in step by
+/// the identity of each entry's `Arc`, never by the user's impls (see
+/// below).
 ///
 /// # Guarantees
 ///
-/// - Every method except [`retain`](OrderedIndex::retain) is one atomic step:
-///   it runs entirely under the lock, so it is linearizable, and a
-///   concurrent reader sees the index before the step or after it, never in
-///   between.
+/// - Every method except [`retain`](OrderedIndex::retain) is one atomic step,
+///   so it is linearizable: a concurrent reader sees the index before the
+///   step or after it, never in between. A step holds every lock it needs
+///   at once (the leaves it reads or writes, taken in key order, and the
+///   table shards of the entries it changes) and takes none after letting
+///   one go (two-phase locking); the loom models in `loom-tests/` check
+///   this against a variant that locks one leaf at a time.
 /// - A [`range`](OrderedIndex::range), [`iter`](OrderedIndex::iter),
 ///   [`range_count`](OrderedIndex::range_count),
-///   [`for_each_in`](OrderedIndex::for_each_in) or
-///   [`snapshot`](OrderedIndex::snapshot) is a consistent cut, the index as it
-///   was at one instant during the call: sorted, no entry twice, nothing
-///   missed that was present throughout the call.
+///   [`for_each_in`](OrderedIndex::for_each_in),
+///   [`len`](OrderedIndex::len) or [`snapshot`](OrderedIndex::snapshot) is a
+///   consistent cut, the index as it was at one instant during the call:
+///   sorted, no entry twice, nothing missed that was present throughout the
+///   call.
 /// - [`pop_first`](OrderedIndex::pop_first),
 ///   [`pop_last`](OrderedIndex::pop_last), [`drain_to`](OrderedIndex::drain_to)
 ///   and [`remove`](OrderedIndex::remove) from any number of threads hand
 ///   every entry to exactly one caller.
-/// - User code never runs under the lock, except `K`'s `Ord`, `Eq` and
+/// - User code never runs under a lock, except `K`'s `Ord`, `Eq` and
 ///   `Clone` (which the map needs), `Hash` of the keys that `pop_first`,
 ///   `pop_last` and `drain_to` remove (known only under the lock), and the
 ///   closures of
@@ -136,10 +159,12 @@ use crate::sync::Arc;
 /// panic on bounds that look inverted, and std allows even non-termination of
 /// a search. A `Hash` or `Eq` that disagrees with `Ord` (or with itself)
 /// makes `get` and `contains_key` answer differently from `range`, as a
-/// `HashMap` and a `BTreeMap` of the same keys would.
+/// `HashMap` and a `BTreeMap` of the same keys would. With the leaves, a
+/// snapshot's map is built key by key, so it may hold fewer entries than
+/// the index.
 ///
-/// What `OrderedIndex` adds: nothing is poisoned, ever, and the tree and the
-/// lookup table always hold exactly the same entries. A panic in `cmp`,
+/// What `OrderedIndex` adds: nothing is poisoned, ever, and the ordered
+/// entries and the lookup table always hold exactly the same entries. A panic in `cmp`,
 /// `hash`, `eq` or `clone` unwinds out of the one call that made it with the
 /// lock released and the index as it was before that call (each operation
 /// makes every such call before its first change), and every later call
@@ -152,22 +177,17 @@ use crate::sync::Arc;
 /// the map's stored order and still account for every stored entry exactly
 /// once. The test `inconsistent_ord_poisons_nothing` in `tests/ordered.rs`
 /// checks this with a key whose `cmp` and `hash` are random, and a unit test
-/// checks the tree and the table after every step of such a run.
+/// checks the entries and the table after every step of such a run, for each engine.
 ///
 /// # When to use it
 ///
 /// Offsets, timestamps, versions or names that are looked up and also
-/// scanned or consumed in order, with more reads than writes. Against
-/// `parking_lot::RwLock<BTreeMap>`, point reads are about twice as fast
-/// (one hash probe) and scale with cores (each read writes only the calling
-/// thread's shard of the lock), at the price of dearer writes: a write takes
-/// every shard of the lock and updates both the tree and the table. For
-/// unordered point lookups alone use a hash map. For write-dominated work
-/// (a consumer inserting and draining at a high rate), build the index with
-/// [`OrderedIndex::builder`]`.lock(OrderedLock::Single).point_lookups(false)`,
-/// which writes 1.5-2x faster; a lock-free tree (`scc::TreeIndex`) is faster
-/// still at 2 threads. `docs/benchmarks.md` and `docs/ordered.md` have the
-/// measured trade-offs.
+/// scanned or consumed in order, by several threads. For unordered point
+/// lookups alone use a hash map. For a consumer that only inserts and
+/// drains, [`point_lookups`](OrderedIndexBuilder::point_lookups)`(false)`
+/// saves the table's work on every write. For one thread, or for many
+/// O(1) snapshots, [`OrderedLock::Single`] or [`OrderedLock::Sharded`].
+/// `docs/benchmarks.md` and `docs/ordered.md` have the measured trade-offs.
 ///
 /// # Examples
 ///
@@ -305,7 +325,7 @@ impl<K, V, S> OrderedIndex<K, V, S> {
     /// use larder::{OrderedIndex, OrderedLock};
     ///
     /// let index: OrderedIndex<u8, u8> = OrderedIndex::new();
-    /// assert_eq!(index.lock_kind(), OrderedLock::Sharded);
+    /// assert_eq!(index.lock_kind(), OrderedLock::Partitioned);
     /// ```
     pub fn lock_kind(&self) -> OrderedLock {
         match &self.engine {
@@ -334,7 +354,7 @@ impl<K, V, S> OrderedIndex<K, V, S> {
     }
 
     /// Whether point lookups (`get`, `view`, `contains_key`) use the hash
-    /// table (the default) or search the tree.
+    /// table (the default) or search the ordered entries.
     ///
     /// # Examples
     ///
@@ -344,7 +364,7 @@ impl<K, V, S> OrderedIndex<K, V, S> {
     /// let index: OrderedIndex<u8, u8> = OrderedIndex::builder().point_lookups(false).build();
     /// assert!(!index.has_point_lookups());
     /// index.insert(1, 10);
-    /// assert_eq!(index.get(&1).as_deref(), Some(&10)); // a search of the tree
+    /// assert_eq!(index.get(&1).as_deref(), Some(&10)); // a search of the leaves
     /// ```
     pub fn has_point_lookups(&self) -> bool {
         self.point_lookups
@@ -421,13 +441,20 @@ impl<K, V, S> OrderedIndex<K, V, S> {
         }
     }
 
-    /// An immutable view of the whole index at this instant, in O(1).
+    /// An immutable view of the whole index at this instant.
     ///
-    /// The view shares the index's map. The price is paid by the index's
-    /// next write while any snapshot of the current version is alive: that
-    /// write first copies the map (O(n) clones of keys and `Arc`s, under the
-    /// write lock). Writes after that are in place again until the next
-    /// snapshot. So take snapshots for a unit of work and drop them, rather
+    /// With the default leaves ([`OrderedLock::Partitioned`]) this is O(n):
+    /// under the read locks of all leaves it only takes a reference to each
+    /// leaf (O(number of leaves)); it builds the view's map after releasing
+    /// them (O(n) key clones and `Arc` increments). A writer that meets a
+    /// leaf still referenced by a snapshot being built copies that leaf
+    /// (O(leaf)).
+    ///
+    /// With one lock ([`OrderedLock::Sharded`], [`OrderedLock::Single`]) it
+    /// is O(1): the view shares the index's map, and the index's next write
+    /// while any snapshot of the current version is alive first copies the
+    /// map (O(n) clones of keys and `Arc`s, under the write lock). So with
+    /// one lock, take snapshots for a unit of work and drop them, rather
     /// than one per write.
     ///
     /// # Examples
@@ -770,7 +797,7 @@ impl<K: Ord + Clone + Hash, V, S: BuildHasher> OrderedIndex<K, V, S> {
     }
 }
 
-/// Ordered reads: the tree alone, no hashing.
+/// Ordered reads: the ordered entries alone, no hashing.
 impl<K: Ord + Clone, V, S> OrderedIndex<K, V, S> {
     /// The entry with the least key, at this instant (key cloned, value
     /// shared).

@@ -13,16 +13,18 @@ use crate::sync::Arc;
 /// [`OrderedIndex`](super::OrderedIndex) at one instant, taken by
 /// [`OrderedIndex::snapshot`](super::OrderedIndex::snapshot).
 ///
-/// It shares the index's map instead of copying it, so taking one is O(1)
-/// and cloning one is a reference-count increment. Writes to the index never
-/// show through: while a snapshot is alive, the index's next write copies
-/// the map first (see [`OrderedIndex::snapshot`](super::OrderedIndex::snapshot)
-/// for that cost). Reading a snapshot takes no lock at all, so it is also the
-/// way to walk the index for a long time, or to call back into the index
-/// while walking, without blocking writers.
+/// Cloning one is a reference-count increment, and writes to the index
+/// never show through. Taking one costs O(n) with the default leaves, O(1)
+/// with one lock (it then shares the index's map, and the index's next
+/// write copies it: see
+/// [`OrderedIndex::snapshot`](super::OrderedIndex::snapshot)). Reading a
+/// snapshot takes no lock at all, so it is also the way to walk the index
+/// for a long time, or to call back into the index while walking, without
+/// blocking writers.
 ///
 /// Drop it when done: a snapshot held forever keeps its version of every
-/// entry alive, and makes each later copy-on-write of the index a full copy.
+/// entry alive (and with one lock makes each later copy-on-write of the
+/// index a full copy).
 ///
 /// # Examples
 ///
