@@ -662,12 +662,13 @@ impl<K: Ord + Clone + Hash, V, S: BuildHasher> OrderedIndex<K, V, S> {
 
     /// Keeps only the entries for which `f` returns `true`.
     ///
-    /// **Not one atomic step**, so that `f` never runs under the lock: `f`
-    /// sees every entry of one snapshot of the index, in key order, outside
-    /// any lock; then the entries it rejected are removed in one atomic step,
-    /// each only if it still holds the very value `f` saw. An entry inserted,
-    /// replaced or removed while `f` runs is therefore left as the concurrent
-    /// writer made it, never removed on the strength of a stale look. If `f`
+    /// **Not one atomic step**, so that `f` never runs under a lock: `f`
+    /// sees every entry of one consistent cut of the index, in key order,
+    /// outside any lock; then the entries it rejected are removed (with one
+    /// lock in one atomic step, with leaves one entry at a time), each only
+    /// if it still holds the very value `f` saw. An entry inserted, replaced
+    /// or removed while `f` runs is therefore left as the concurrent writer
+    /// made it, never removed on the strength of a stale look. If `f`
     /// panics, nothing is removed.
     ///
     /// # Examples
@@ -682,6 +683,19 @@ impl<K: Ord + Clone + Hash, V, S: BuildHasher> OrderedIndex<K, V, S> {
     where
         F: FnMut(&K, &V) -> bool,
     {
+        let core = match &self.engine {
+            Engine::Locked(core) => core,
+            Engine::Partitioned(parts) => {
+                // A consistent copy of the entries (no map to build); every
+                // call of `f` before the first removal.
+                let mut entries = self.range_inner::<K, _>(..);
+                entries.retain(|(key, value)| !f(key, value));
+                for (key, value) in &entries {
+                    drop(parts.remove_identical(self.hash_of(key), key, value));
+                }
+                return;
+            }
+        };
         let view = self.snapshot();
         let rejected: Vec<(u64, Entry<K, V>)> = view
             .iter()
@@ -693,18 +707,9 @@ impl<K: Ord + Clone + Hash, V, S: BuildHasher> OrderedIndex<K, V, S> {
         if rejected.is_empty() {
             return;
         }
-        match &self.engine {
-            Engine::Locked(core) => {
-                let removed = Self::write(core, |core| core.remove_identical(&rejected));
-                drop(rejected);
-                drop(removed);
-            }
-            Engine::Partitioned(parts) => {
-                for (hash, (key, value)) in &rejected {
-                    drop(parts.remove_identical(*hash, key, value));
-                }
-            }
-        }
+        let removed = Self::write(core, |core| core.remove_identical(&rejected));
+        drop(rejected);
+        drop(removed);
     }
 
     /// Removes and returns the entry with the least key, atomically. From
