@@ -44,7 +44,7 @@ pub enum OrderedLock {
     Single,
     /// No lock over the whole map: the key space is cut into leaves of at
     /// most [`leaf_capacity`](super::OrderedIndexBuilder::leaf_capacity)
-    /// entries (a sorted `Vec` each), every leaf under a parking_lot
+    /// entries (sorted keys and values in two `Vec`s), every leaf under a parking_lot
     /// `RwLock` of its own, found through a router of leaf bounds under a
     /// `ShardedLock` that operations only read. Writers to different leaves
     /// run in parallel, and a reader writes only its leaf's lock word.

@@ -23,6 +23,7 @@
 //! The default was chosen by measurement: see `docs/ordered.md`.
 
 mod builder;
+mod leaf;
 mod lock;
 mod partitioned;
 mod points;
@@ -61,7 +62,7 @@ use crate::sync::Arc;
 ///
 /// # How it is built
 ///
-/// - **Leaves** (the default, [`OrderedLock::Partitioned`]): sorted `Vec`s
+/// - **Leaves** (the default, [`OrderedLock::Partitioned`]): sorted arrays
 ///   of at most [`leaf_capacity`](OrderedIndexBuilder::leaf_capacity)
 ///   entries (128 by default), each under its own parking_lot `RwLock`,
 ///   found through a router of leaf bounds that every operation reads

@@ -1,6 +1,6 @@
 //! The partitioned engine of an [`OrderedIndex`](super::OrderedIndex)
 //! ([`OrderedLock::Partitioned`](super::OrderedLock::Partitioned)): the key
-//! space cut into leaves, each a sorted `Vec` under a lock of its own, so
+//! space cut into leaves, each a sorted array under a lock of its own, so
 //! that writers to different leaves run in parallel.
 //!
 //! # Layout
@@ -10,8 +10,9 @@
 //! `i + 1` may hold: leaf `i` holds the keys `k` with
 //! `bounds[i - 1] <= k < bounds[i]` (leaf 0 everything below `bounds[0]`,
 //! the last leaf everything from its bound up). A leaf is an
-//! `Arc<Vec<(K, Arc<V>)>>` sorted by key: a point operation is a binary
-//! search of the bounds, then of one leaf.
+//! `Arc<LeafData>`: its keys and values in two parallel `Vec`s sorted by key
+//! (`leaf.rs`). Without the point-lookup table (`points.rs`) a point
+//! operation is a binary search of the bounds, then of one leaf's keys.
 //!
 //! # Locking protocol
 //!
@@ -58,6 +59,7 @@ use std::cmp::Ordering;
 use std::collections::VecDeque;
 use std::ops::{Bound, RangeBounds};
 
+use super::leaf::{LeafData, lower, search, upper};
 use super::points::{Points, Slot};
 use super::sequential::{Entry, Map};
 use crate::sync::{Arc, CachePadded, RwLock, ShardedLock};
@@ -69,14 +71,14 @@ pub(crate) const DEFAULT_LEAF_CAPACITY: usize = 128;
 pub(crate) const MIN_LEAF_CAPACITY: usize = 2;
 
 /// A leaf's entries, sorted by key; shared with snapshots.
-type Entries<K, V> = Arc<Vec<Entry<K, V>>>;
+type Entries<K, V> = Arc<LeafData<K, V>>;
 
 /// A leaf: its entries under its lock, on cache lines of its own. Boxed, so
 /// that its address (its identity, see [`Router::find`]) stays put while the
 /// router's queue moves.
 type Leaf<K, V> = Box<CachePadded<RwLock<Entries<K, V>>>>;
 
-fn new_leaf<K, V>(entries: Vec<Entry<K, V>>) -> Leaf<K, V> {
+fn new_leaf<K, V>(entries: LeafData<K, V>) -> Leaf<K, V> {
     Box::new(CachePadded::new(RwLock::new(Arc::new(entries))))
 }
 
@@ -112,21 +114,12 @@ impl<K, V> Default for Garbage<K, V> {
 fn unshare<'a, K: Clone, V>(
     leaf: &'a mut Entries<K, V>,
     garbage: &mut Vec<Entries<K, V>>,
-) -> &'a mut Vec<Entry<K, V>> {
+) -> &'a mut LeafData<K, V> {
     if Arc::get_mut(leaf).is_none() {
         let copy = Arc::new(leaf.as_ref().clone());
         garbage.push(std::mem::replace(leaf, copy));
     }
     Arc::get_mut(leaf).expect("larder: a leaf just made unique")
-}
-
-/// The position of `key` in a sorted leaf, or where it would go.
-#[inline]
-fn search<K: Borrow<Q>, V, Q: Ord + ?Sized>(
-    entries: &[Entry<K, V>],
-    key: &Q,
-) -> Result<usize, usize> {
-    entries.binary_search_by(|(k, _)| k.borrow().cmp(key))
 }
 
 /// The index of the leaf whose interval holds `key`.
@@ -151,34 +144,13 @@ fn last_leaf<K: Borrow<Q>, Q: Ord + ?Sized>(bounds: &VecDeque<K>, end: Bound<&Q>
     }
 }
 
-/// How many of a sorted leaf's entries are below `start`.
-fn lower<K: Borrow<Q>, V, Q: Ord + ?Sized>(entries: &[Entry<K, V>], start: Bound<&Q>) -> usize {
-    match start {
-        Bound::Included(s) => entries.partition_point(|(k, _)| k.borrow() < s),
-        Bound::Excluded(s) => entries.partition_point(|(k, _)| k.borrow() <= s),
-        Bound::Unbounded => 0,
-    }
-}
-
-/// How many of a sorted leaf's entries are at or before `end`.
-fn upper<K: Borrow<Q>, V, Q: Ord + ?Sized>(entries: &[Entry<K, V>], end: Bound<&Q>) -> usize {
-    match end {
-        Bound::Included(e) => entries.partition_point(|(k, _)| k.borrow() <= e),
-        Bound::Excluded(e) => entries.partition_point(|(k, _)| k.borrow() < e),
-        Bound::Unbounded => entries.len(),
-    }
-}
-
-/// The entries of a sorted leaf inside the bounds (none if an inconsistent
-/// `Ord` puts the start after the end: never a panic).
-fn slice_in<'a, K: Borrow<Q>, V, Q: Ord + ?Sized>(
-    entries: &'a [Entry<K, V>],
+/// The positions of a sorted leaf's entries inside the bounds.
+fn span<K: Borrow<Q>, V, Q: Ord + ?Sized>(
+    leaf: &LeafData<K, V>,
     start: Bound<&Q>,
     end: Bound<&Q>,
-) -> &'a [Entry<K, V>] {
-    let lo = lower(entries, start);
-    let hi = upper(entries, end);
-    if lo < hi { &entries[lo..hi] } else { &[] }
+) -> (usize, usize) {
+    (lower(leaf.keys(), start), upper(leaf.keys(), end))
 }
 
 /// Panics, as `BTreeMap::range` does, on bounds that make no range.
@@ -213,7 +185,7 @@ impl<K, V> Router<K, V> {
     fn empty(point_lookups: bool) -> Self {
         Self {
             bounds: VecDeque::new(),
-            leaves: VecDeque::from([new_leaf(Vec::new())]),
+            leaves: VecDeque::from([new_leaf(LeafData::default())]),
             points: point_lookups.then(Points::new),
         }
     }
@@ -237,7 +209,7 @@ impl<K, V> Router<K, V> {
                 bounds.push_back(first.clone());
             }
             if !chunk.is_empty() || leaves.is_empty() {
-                leaves.push_back(new_leaf(chunk));
+                leaves.push_back(new_leaf(LeafData::from_entries(chunk)));
             }
             if rest.peek().is_none() {
                 return Self {
@@ -273,7 +245,7 @@ impl<K, V> Router<K, V> {
         }
         let mid = leaf.len() / 2;
         // User code (`Clone`) first; from here on nothing can panic.
-        let bound = leaf[mid].0.clone();
+        let bound = leaf.keys()[mid].clone();
         let right = unshare(leaf, &mut garbage.entries).split_off(mid);
         self.bounds.insert(i, bound);
         self.leaves.insert(i + 1, new_leaf(right));
@@ -405,8 +377,8 @@ impl<K, V> Partitioned<K, V> {
             return points.view(hash, key, f);
         }
         let leaf = router.leaves[leaf_index(&router.bounds, key)].read();
-        let i = search(leaf.as_slice(), key).ok()?;
-        Some(f(&leaf[i].1))
+        let i = search(leaf.keys(), key).ok()?;
+        Some(f(leaf.value(i)))
     }
 
     /// Inserts or replaces; returns the replaced value. `slot_key` is the
@@ -421,15 +393,15 @@ impl<K, V> Partitioned<K, V> {
             let router = self.router.read();
             let i = leaf_index(&router.bounds, &key);
             let mut leaf = router.leaves[i].write();
-            let position = search(leaf.as_slice(), &key);
+            let position = search(leaf.keys(), &key);
             // No user code from here on.
             let entries = unshare(&mut *leaf, &mut garbage.entries);
             let points = router.points.as_ref().zip(slot_key);
             match position {
                 Ok(j) => {
-                    let old = std::mem::replace(&mut entries[j].1, value);
+                    let old = entries.replace(j, value);
                     if let Some((points, (hash, unused))) = points {
-                        points.replace(hash, &old, Arc::clone(&entries[j].1));
+                        points.replace(hash, &old, Arc::clone(entries.value(j)));
                         garbage.keys.push(unused);
                     }
                     garbage.keys.push(key);
@@ -439,7 +411,7 @@ impl<K, V> Partitioned<K, V> {
                     if let Some((points, (hash, slot_key))) = points {
                         points.add(hash, slot_key, Arc::clone(&value));
                     }
-                    entries.insert(j, (key, value));
+                    entries.insert(j, key, value);
                     let over = entries.len() > self.leaf_capacity;
                     (None, over.then(|| (i, id_of(&router.leaves[i]))))
                 }
@@ -462,7 +434,7 @@ impl<K, V> Partitioned<K, V> {
             let router = self.router.read();
             let i = leaf_index(&router.bounds, key);
             let mut leaf = router.leaves[i].write();
-            let j = search(leaf.as_slice(), key).ok()?;
+            let j = search(leaf.keys(), key).ok()?;
             let entries = unshare(&mut *leaf, &mut garbage.entries);
             let entry = entries.remove(j);
             if let Some(points) = &router.points {
@@ -488,9 +460,9 @@ impl<K, V> Partitioned<K, V> {
             let router = self.router.read();
             let i = leaf_index(&router.bounds, key);
             let mut leaf = router.leaves[i].write();
-            let j = match search(leaf.as_slice(), key) {
-                Ok(j) if Arc::ptr_eq(&leaf[j].1, value) => j,
-                _ => leaf.iter().position(|(_, v)| Arc::ptr_eq(v, value))?,
+            let j = match search(leaf.keys(), key) {
+                Ok(j) if Arc::ptr_eq(leaf.value(j), value) => j,
+                _ => leaf.position_of(value)?,
             };
             let entries = unshare(&mut *leaf, &mut garbage.entries);
             let entry = entries.remove(j);
@@ -621,15 +593,12 @@ impl<K, V> Partitioned<K, V> {
                 .collect();
             // Every user call (`Ord` for the cuts, `Hash` of the keys to
             // take, `Clone` to unshare) before the first change.
-            let cuts: Vec<usize> = guards
-                .iter()
-                .map(|leaf| upper(leaf.as_slice(), end))
-                .collect();
+            let cuts: Vec<usize> = guards.iter().map(|leaf| upper(leaf.keys(), end)).collect();
             let hashes: Vec<u64> = match &router.points {
                 Some(_) => guards
                     .iter()
                     .zip(&cuts)
-                    .flat_map(|(leaf, &cut)| leaf[..cut].iter().map(|(key, _)| hash(key)))
+                    .flat_map(|(leaf, &cut)| leaf.keys()[..cut].iter().map(&hash))
                     .collect(),
                 None => Vec::new(),
             };
@@ -645,12 +614,8 @@ impl<K, V> Partitioned<K, V> {
                     continue;
                 }
                 let entries = Arc::get_mut(&mut **leaf).expect("larder: unshared leaf");
-                if cut == entries.len() {
-                    out.append(entries);
-                    emptied = true;
-                } else {
-                    out.extend(entries.drain(..cut));
-                }
+                emptied |= cut == entries.len();
+                entries.take_front(cut, &mut out);
             }
             if let Some(points) = &router.points {
                 let victims: Vec<(u64, &Arc<V>)> = hashes
@@ -691,7 +656,8 @@ impl<K, V> Partitioned<K, V> {
                 // BROKEN on purpose: this leaf's lock is released before the
                 // next one is taken.
                 let leaf = leaf.read();
-                for (key, value) in slice_in(leaf.as_slice(), start, end) {
+                let (lo, hi) = span(&**leaf, start, end);
+                for (key, value) in leaf.slice(lo, hi) {
                     f(key, value);
                 }
             }
@@ -699,7 +665,8 @@ impl<K, V> Partitioned<K, V> {
         }
         if first == last {
             let leaf = router.leaves[first].read();
-            for (key, value) in slice_in(leaf.as_slice(), start, end) {
+            let (lo, hi) = span(&**leaf, start, end);
+            for (key, value) in leaf.slice(lo, hi) {
                 f(key, value);
             }
             return;
@@ -710,7 +677,8 @@ impl<K, V> Partitioned<K, V> {
             .map(|leaf| leaf.read())
             .collect();
         for leaf in &guards {
-            for (key, value) in slice_in(leaf.as_slice(), start, end) {
+            let (lo, hi) = span(&***leaf, start, end);
+            for (key, value) in leaf.slice(lo, hi) {
                 f(key, value);
             }
         }
@@ -814,7 +782,7 @@ impl<K, V> Partitioned<K, V> {
                 router.leaves.len()
             );
             assert!(
-                leaf.windows(2).all(|w| w[0].0 < w[1].0),
+                leaf.keys().windows(2).all(|w| w[0] < w[1]),
                 "leaf {i} unsorted"
             );
             if let (Some(low), Some((key, _))) =
