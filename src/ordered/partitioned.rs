@@ -28,13 +28,17 @@
 //!    snapshot) is atomic, a consistent cut at the moment its last lock was
 //!    taken, and the fixed order rules out deadlock. Nothing takes the
 //!    router's write lock while holding a leaf lock.
-//! 3. A write that leaves a leaf too big (over `leaf_capacity`) or empty or
+//! 3. With the point-lookup table (`points.rs`), a writer locks the table
+//!    shards of the entries it changes after its leaves, in ascending
+//!    order, and changes leaf and slots while holding both; a point read
+//!    takes the router's read lock and one shard's read lock, nothing else.
+//! 4. A write that leaves a leaf too big (over `leaf_capacity`) or empty or
 //!    small releases everything, then takes the router's write lock to split
 //!    or merge it. The leaf is found again by its address, so no user code
 //!    runs to find it, and the condition is checked again there: the
 //!    reshaping is invisible to readers (it moves entries between leaves, it
 //!    never adds or removes one).
-//! 4. An operation at an end of the map (`first`, `pop_last`, ...) that finds
+//! 5. An operation at an end of the map (`first`, `pop_last`, ...) that finds
 //!    the end leaf empty, with other leaves beside it, drops the empty end
 //!    leaves under the router's write lock and tries again, rather than
 //!    lock leaves out of order.
