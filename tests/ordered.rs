@@ -371,6 +371,86 @@ fn stress_cuts_are_contiguous() {
     }
 }
 
+/// Eight threads (more than the cores) run every operation at random over
+/// 500 keys, on two-entry leaves (splits, merges and trims all the time) and
+/// on one configuration per engine. Every value equals its key, so any
+/// entry torn from its key shows; every range must be sorted and inside its
+/// bounds; at the end the point-lookup table must agree with the ordered
+/// entries about every key.
+#[test]
+fn stress_every_operation_at_once_keeps_the_index_whole() {
+    for config in [PARTITIONED, CONFIGS[5], CONFIGS[0]] {
+        let index: OrderedIndex<u32, u32> = OrderedIndex::builder()
+            .lock(config.0)
+            .point_lookups(config.1)
+            .leaf_capacity(2)
+            .build();
+        every_operation_at_once(&index);
+        let all: Vec<u32> = index.iter().map(|(k, _)| k).collect();
+        assert!(all.windows(2).all(|w| w[0] < w[1]), "unsorted: {config:?}");
+        assert_eq!(all.len(), index.len());
+        for k in 0..500 {
+            assert_eq!(
+                index.get(&k).map(|v| *v),
+                all.contains(&k).then_some(k),
+                "point lookup and order disagree about {k} ({config:?})"
+            );
+        }
+    }
+}
+
+fn every_operation_at_once(index: &OrderedIndex<u32, u32>) {
+    thread::scope(|s| {
+        for t in 0..8_u64 {
+            s.spawn(move || {
+                let mut x = 0x9E37_79B9_7F4A_7C15_u64 ^ ((t + 1) * 7919);
+                for _ in 0..20_000 {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    let k = (x >> 20) as u32 % 500;
+                    match x % 100 {
+                        0..=29 => drop(index.insert(k, k)),
+                        30..=49 => drop(index.remove(&k)),
+                        50..=54 => drop(index.pop_first()),
+                        55..=59 => drop(index.pop_last()),
+                        60..=62 => drop(index.drain_to(Bound::Excluded(&k))),
+                        63..=74 => {
+                            let cut: Vec<u32> =
+                                index.range(k..k + 50).into_iter().map(|(k, _)| k).collect();
+                            assert!(cut.windows(2).all(|w| w[0] < w[1]), "a torn range");
+                            assert!(cut.iter().all(|q| (k..k + 50).contains(q)));
+                        }
+                        75..=79 => {
+                            let view = index.snapshot();
+                            assert!(
+                                view.iter().all(|(k, v)| k == &**v),
+                                "a value apart from its key"
+                            );
+                        }
+                        80..=84 => {
+                            // Two calls, two instants: only each entry itself
+                            // can be checked.
+                            for (key, value) in index.first().into_iter().chain(index.last()) {
+                                assert_eq!(key, *value, "a value apart from its key");
+                            }
+                            drop(index.is_empty());
+                        }
+                        85..=86 => index.retain(|k, _| k % 7 != 0),
+                        87 if x % 1_000 == 0 => index.clear(),
+                        _ => {
+                            if let Some(v) = index.get(&k) {
+                                assert_eq!(*v, k, "a value apart from its key");
+                            }
+                            drop(index.range_count(..k));
+                        }
+                    }
+                }
+            });
+        }
+    });
+}
+
 fn cuts_are_contiguous(index: OrderedIndex<u64, ()>) {
     const KEYS: u64 = 20_000;
     let done = AtomicBool::new(false);
