@@ -113,70 +113,60 @@ impl OrderedOps for LarderArcGet {
     }
 }
 
-/// larder's map without the point-lookup table, as the docs suggest for a
-/// consumer that only inserts and drains.
-pub struct LarderNoTable(larder::OrderedIndex<u64, u64>);
+/// A larder contender built by a builder configuration, and read and written
+/// as larder's main row is.
+macro_rules! larder_configured {
+    ($(#[$doc:meta])* $ty:ident, $name:expr, $build:expr) => {
+        $(#[$doc])*
+        pub struct $ty(larder::OrderedIndex<u64, u64>);
 
-impl OrderedOps for LarderNoTable {
-    const NAME: &'static str = "larder OrderedIndex (no point table)";
-    fn build(keys: &mut dyn Iterator<Item = u64>) -> Self {
-        let index = larder::OrderedIndex::builder().point_lookups(false).build();
-        for k in keys {
-            index.insert(k, k);
+        impl OrderedOps for $ty {
+            const NAME: &'static str = $name;
+            fn build(keys: &mut dyn Iterator<Item = u64>) -> Self {
+                let index: larder::OrderedIndex<u64, u64> = $build;
+                for k in keys {
+                    index.insert(k, k);
+                }
+                Self(index)
+            }
+            #[inline]
+            fn get(&self, key: u64) -> u64 {
+                OrderedOps::get(&self.0, key)
+            }
+            fn insert(&self, key: u64, value: u64) {
+                OrderedOps::insert(&self.0, key, value);
+            }
+            fn remove(&self, key: u64) {
+                OrderedOps::remove(&self.0, key);
+            }
+            fn range(&self, start: u64, end: u64) -> u64 {
+                OrderedOps::range(&self.0, start, end)
+            }
+            fn drain_below(&self, end: u64) -> u64 {
+                OrderedOps::drain_below(&self.0, end)
+            }
         }
-        Self(index)
-    }
-    #[inline]
-    fn get(&self, key: u64) -> u64 {
-        OrderedOps::get(&self.0, key)
-    }
-    fn insert(&self, key: u64, value: u64) {
-        OrderedOps::insert(&self.0, key, value);
-    }
-    fn remove(&self, key: u64) {
-        OrderedOps::remove(&self.0, key);
-    }
-    fn range(&self, start: u64, end: u64) -> u64 {
-        OrderedOps::range(&self.0, start, end)
-    }
-    fn drain_below(&self, end: u64) -> u64 {
-        OrderedOps::drain_below(&self.0, end)
-    }
+    };
 }
 
-/// larder's single-lock engine (`OrderedLock::Sharded`: one `BTreeMap` and
-/// its point-lookup table under crossbeam's `ShardedLock`), the default
-/// before the partitioned one.
-pub struct LarderOneLock(larder::OrderedIndex<u64, u64>);
+larder_configured!(
+    /// larder's map without the point-lookup table, as the docs suggest for a
+    /// consumer that only inserts and drains.
+    LarderNoTable,
+    "larder OrderedIndex (no point table)",
+    larder::OrderedIndex::builder().point_lookups(false).build()
+);
 
-impl OrderedOps for LarderOneLock {
-    const NAME: &'static str = "larder OrderedIndex (one ShardedLock)";
-    fn build(keys: &mut dyn Iterator<Item = u64>) -> Self {
-        let index = larder::OrderedIndex::builder()
-            .lock(larder::OrderedLock::Sharded)
-            .build();
-        for k in keys {
-            index.insert(k, k);
-        }
-        Self(index)
-    }
-    #[inline]
-    fn get(&self, key: u64) -> u64 {
-        OrderedOps::get(&self.0, key)
-    }
-    fn insert(&self, key: u64, value: u64) {
-        OrderedOps::insert(&self.0, key, value);
-    }
-    fn remove(&self, key: u64) {
-        OrderedOps::remove(&self.0, key);
-    }
-    fn range(&self, start: u64, end: u64) -> u64 {
-        OrderedOps::range(&self.0, start, end)
-    }
-    fn drain_below(&self, end: u64) -> u64 {
-        OrderedOps::drain_below(&self.0, end)
-    }
-}
+larder_configured!(
+    /// larder's single-lock engine (`OrderedLock::Sharded`: one `BTreeMap` and
+    /// its point-lookup table under crossbeam's `ShardedLock`), the default
+    /// before the partitioned one.
+    LarderOneLock,
+    "larder OrderedIndex (one ShardedLock)",
+    larder::OrderedIndex::builder()
+        .lock(larder::OrderedLock::Sharded)
+        .build()
+);
 
 /// `BTreeMap` under a reader-writer lock: the Go documents' fix, as is.
 macro_rules! locked_btree {

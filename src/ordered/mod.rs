@@ -519,12 +519,21 @@ impl<K: Ord + Clone + Hash, V, S: BuildHasher> OrderedIndex<K, V, S> {
         K: Borrow<Q>,
         Q: Ord + Hash + Eq + ?Sized,
     {
+        self.lookup(key, Arc::clone)
+    }
+
+    /// Runs `f` on the stored `Arc` of `key` under the engine's read lock:
+    /// the one point read behind `get`, `view` and `contains_key`.
+    #[inline]
+    fn lookup<Q, R>(&self, key: &Q, f: impl FnOnce(&Arc<V>) -> R) -> Option<R>
+    where
+        K: Borrow<Q>,
+        Q: Ord + Hash + Eq + ?Sized,
+    {
+        let hash = self.hash_of(key);
         match &self.engine {
-            Engine::Locked(core) => {
-                let hash = self.hash_of(key);
-                core.read().lookup(hash, key).cloned()
-            }
-            Engine::Partitioned(parts) => parts.view(self.hash_of(key), key, Arc::clone),
+            Engine::Locked(core) => core.read().lookup(hash, key).map(f),
+            Engine::Partitioned(parts) => parts.view(hash, key, f),
         }
     }
 
@@ -570,13 +579,7 @@ impl<K: Ord + Clone + Hash, V, S: BuildHasher> OrderedIndex<K, V, S> {
         K: Borrow<Q>,
         Q: Ord + Hash + Eq + ?Sized,
     {
-        match &self.engine {
-            Engine::Locked(core) => {
-                let hash = self.hash_of(key);
-                core.read().lookup(hash, key).map(|value| f(value))
-            }
-            Engine::Partitioned(parts) => parts.view(self.hash_of(key), key, |value| f(value)),
-        }
+        self.lookup(key, |value| f(value))
     }
 
     /// Whether `key` has an entry, at this instant.
@@ -599,13 +602,7 @@ impl<K: Ord + Clone + Hash, V, S: BuildHasher> OrderedIndex<K, V, S> {
         K: Borrow<Q>,
         Q: Ord + Hash + Eq + ?Sized,
     {
-        match &self.engine {
-            Engine::Locked(core) => {
-                let hash = self.hash_of(key);
-                core.read().lookup(hash, key).is_some()
-            }
-            Engine::Partitioned(parts) => parts.view(self.hash_of(key), key, |_| ()).is_some(),
-        }
+        self.lookup(key, |_| ()).is_some()
     }
 
     /// Inserts `value` under `key`, atomically; returns the value it

@@ -433,23 +433,7 @@ impl<K, V> Partitioned<K, V> {
         K: Borrow<Q> + Clone,
         Q: Ord + ?Sized,
     {
-        let mut garbage = Garbage::default();
-        let (entry, merge) = {
-            let router = self.router.read();
-            let i = leaf_index(&router.bounds, key);
-            let mut leaf = router.leaves[i].write();
-            let j = search(leaf.keys(), key).ok()?;
-            let entries = unshare(&mut *leaf, &mut garbage.entries);
-            let entry = entries.remove(j);
-            if let Some(points) = &router.points {
-                points.remove_one(hash, &entry.1, &mut garbage.slots);
-            }
-            let merge = self.wants_merge(entries.len(), router.leaves.len());
-            (entry, merge.then(|| (i, id_of(&router.leaves[i]))))
-        };
-        self.reshape(merge, false);
-        drop(garbage);
-        Some(entry)
+        self.remove_picked(hash, key, |leaf| search(leaf.keys(), key).ok())
     }
 
     /// Removes the entry of `key` only if its value is `value` (the same
@@ -459,15 +443,30 @@ impl<K, V> Partitioned<K, V> {
     where
         K: Ord + Clone,
     {
+        self.remove_picked(hash, key, |leaf| match search(leaf.keys(), key) {
+            Ok(j) if Arc::ptr_eq(leaf.value(j), value) => Some(j),
+            _ => leaf.position_of(value),
+        })
+    }
+
+    /// Removes the entry `pick` chooses (by position) in the leaf of `key`,
+    /// with its table slot; merges the leaf afterwards if it asks for it.
+    fn remove_picked<Q>(
+        &self,
+        hash: u64,
+        key: &Q,
+        pick: impl FnOnce(&LeafData<K, V>) -> Option<usize>,
+    ) -> Option<Entry<K, V>>
+    where
+        K: Borrow<Q> + Clone,
+        Q: Ord + ?Sized,
+    {
         let mut garbage = Garbage::default();
         let (entry, merge) = {
             let router = self.router.read();
             let i = leaf_index(&router.bounds, key);
             let mut leaf = router.leaves[i].write();
-            let j = match search(leaf.keys(), key) {
-                Ok(j) if Arc::ptr_eq(leaf.value(j), value) => j,
-                _ => leaf.position_of(value)?,
-            };
+            let j = pick(&leaf)?;
             let entries = unshare(&mut *leaf, &mut garbage.entries);
             let entry = entries.remove(j);
             if let Some(points) = &router.points {

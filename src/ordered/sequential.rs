@@ -140,9 +140,8 @@ impl<K, V> OrderedCore<K, V> {
             table.insert_unique(slot.hash, slot, |slot| slot.hash);
         }
         Self {
-            map: Arc::new(map),
             table: Some(table),
-            retired: Retired::default(),
+            ..Self::from_map_without_table(map)
         }
     }
 
