@@ -15,9 +15,10 @@ use crate::sync::{
 /// [`OrderedIndexBuilder::lock`](super::OrderedIndexBuilder::lock).
 ///
 /// Measured on the 2-vCPU machine of `docs/benchmarks.md` at 2 threads
-/// (`docs/ordered.md` has the tables): `Partitioned` is the fastest on every
-/// workload there, most of all when writes are frequent (one lock makes
-/// writers wait for each other and for every reader). With one thread, or
+/// (`docs/ordered.md` has the tables): `Partitioned` is as fast or faster
+/// on every workload there but 32-entry ranges, most of all when writes are
+/// frequent (one lock makes writers wait for each other and for every
+/// reader). With one thread, or
 /// for O(1) snapshots, one lock is cheaper: `Single` writes faster,
 /// `Sharded` reads scale better.
 ///

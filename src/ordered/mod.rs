@@ -85,9 +85,10 @@ use crate::sync::Arc;
 ///   one reader-writer lock. Snapshots are O(1) and one thread runs faster,
 ///   but writers exclude each other and everyone else.
 ///
-/// On 2 cores, at 2 threads, the leaves beat one lock on every workload
-/// measured, by up to 3x on mixed reads and writes; `docs/ordered.md` has
-/// the measurements and `docs/benchmarks.md` the comparison with the peers.
+/// On 2 cores, at 2 threads, the leaves beat one lock or match it on every
+/// workload measured except 32-entry ranges (0.88x), by 3.2-3.7x on mixed
+/// and write-heavy work; `docs/ordered.md` has the measurements and
+/// `docs/benchmarks.md` the comparison with the peers.
 ///
 /// With consistent `Ord`, `Hash` and `Eq` impls (`a == b` exactly when
 /// `a.cmp(b)` is `Equal`, and equal keys hash alike) the table and the
