@@ -90,7 +90,9 @@ mod sync;
 mod typed;
 
 pub use indexed::{IndexError, IndexedBuildError, IndexedStore, IndexedStoreBuilder, Transaction};
-pub use lru::{CacheStats, LoadingLruCache, LruBuildError, LruCache, LruCacheBuilder, LruIter};
+pub use lru::{
+    CacheStats, LoadingLruCache, LruBuildError, LruCache, LruCacheBuilder, LruIter, LruPolicy,
+};
 pub use ordered::{OrderedIndex, OrderedIndexBuilder, OrderedLock, OrderedSnapshot};
 pub use snapshot::{CachedReader, CompareAndSwapError, Guard, Snapshot, Versioned};
 pub use typed::{

@@ -1,5 +1,6 @@
-//! LRU family: `LruCache` against `Mutex<lru::LruCache>` (one lock, and
-//! sharded 16 ways), `moka::sync::Cache`, `mini_moka::sync::Cache` and
+//! LRU family: `LruCache` (exact LRU, the default, and `LruPolicy::Clock`)
+//! against `Mutex<lru::LruCache>` (one lock, and sharded 16 ways),
+//! `moka::sync::Cache`, `mini_moka::sync::Cache` and
 //! `quick_cache::sync::Cache`.
 //!
 //! Workloads (u64 keys, values `Arc<u64>`-sized: every contender hands out a
@@ -68,6 +69,30 @@ impl BenchCache for larder::LruCache<u64, u64> {
     #[inline]
     fn insert(&self, key: u64) {
         larder::LruCache::insert(self, key, key);
+    }
+}
+
+/// `LruCache` under `LruPolicy::Clock` (second chance: hits share the
+/// shard's lock; default shard count for that policy).
+pub struct ClockLarder(larder::LruCache<u64, u64>);
+
+impl BenchCache for ClockLarder {
+    const NAME: &'static str = "larder LruCache (Clock)";
+    fn build(capacity: usize) -> Self {
+        Self(
+            larder::LruCache::builder(capacity)
+                .policy(larder::LruPolicy::Clock)
+                .build()
+                .expect("valid capacity"),
+        )
+    }
+    #[inline]
+    fn get(&self, key: u64) -> Option<u64> {
+        self.0.get(&key).map(|v| *v)
+    }
+    #[inline]
+    fn insert(&self, key: u64) {
+        self.0.insert(key, key);
     }
 }
 
@@ -323,6 +348,7 @@ fn contenders(spec: Spec) -> Vec<Box<dyn Contender>> {
         Box::new(CacheContender::<larder::LruCache<u64, u64>>::new(
             Arc::clone(&traces),
         )),
+        Box::new(CacheContender::<ClockLarder>::new(Arc::clone(&traces))),
         Box::new(CacheContender::<MutexLru>::new(Arc::clone(&traces))),
         Box::new(CacheContender::<ShardedMutexLru>::new(Arc::clone(&traces))),
         Box::new(CacheContender::<moka::sync::Cache<u64, Arc<u64>>>::new(

@@ -1,10 +1,12 @@
 //! loom models of `LruCache`: every interleaving of 2-3 threads, with the
 //! real cache code over loom's stand-ins for the shard mutexes, the
-//! single-flight group's locks and the atomics. Each model has a negative
-//! control that runs a deliberately broken protocol and must fail.
+//! single-flight group's locks and the atomics. Each model runs under both
+//! policies (`Exact`: every lookup takes the shard's exclusive lock;
+//! `Clock`: lookups share its shared lock) and has a negative control per
+//! policy that runs a deliberately broken protocol and must fail.
 #![cfg(loom)]
 
-use larder::{LruCache, LruFault};
+use larder::{LruCache, LruFault, LruPolicy};
 use loom::sync::Arc;
 use loom::sync::atomic::{AtomicUsize, Ordering};
 use loom::thread;
@@ -12,9 +14,9 @@ use loom::thread;
 /// A full one-shard cache of capacity 1; two threads insert new keys while
 /// the main thread reads `len()`: it never exceeds the capacity, and the
 /// counts are exact at the end.
-fn bound_holds_under_concurrent_inserts(fault: LruFault) {
+fn bound_holds_under_concurrent_inserts(policy: LruPolicy, fault: LruFault) {
     loom::model(move || {
-        let cache = Arc::new(LruCache::<u32, u32>::with_fault(1, 1, fault));
+        let cache = Arc::new(LruCache::<u32, u32>::with_policy_fault(1, 1, policy, fault));
         cache.insert(0, 0);
         let inserters: Vec<_> = [1, 2]
             .into_iter()
@@ -37,20 +39,31 @@ fn bound_holds_under_concurrent_inserts(fault: LruFault) {
 
 #[test]
 fn lru_bound_holds_under_concurrent_inserts() {
-    bound_holds_under_concurrent_inserts(LruFault::None);
+    bound_holds_under_concurrent_inserts(LruPolicy::Exact, LruFault::None);
 }
 
 #[test]
 #[should_panic(expected = "bound exceeded")]
 fn lru_bound_negative_control_split_eviction() {
-    bound_holds_under_concurrent_inserts(LruFault::SplitEviction);
+    bound_holds_under_concurrent_inserts(LruPolicy::Exact, LruFault::SplitEviction);
+}
+
+#[test]
+fn lru_clock_bound_holds_under_concurrent_inserts() {
+    bound_holds_under_concurrent_inserts(LruPolicy::Clock, LruFault::None);
+}
+
+#[test]
+#[should_panic(expected = "bound exceeded")]
+fn lru_clock_bound_negative_control_split_eviction() {
+    bound_holds_under_concurrent_inserts(LruPolicy::Clock, LruFault::SplitEviction);
 }
 
 /// Two threads each make two gets (one hit, one miss) on one shard while the
 /// main thread inserts: `hits + misses` is exactly the number of gets.
-fn hits_plus_misses_equal_gets(fault: LruFault) {
+fn hits_plus_misses_equal_gets(policy: LruPolicy, fault: LruFault) {
     loom::model(move || {
-        let cache = Arc::new(LruCache::<u32, u32>::with_fault(2, 1, fault));
+        let cache = Arc::new(LruCache::<u32, u32>::with_policy_fault(2, 1, policy, fault));
         cache.insert(1, 1);
         let readers: Vec<_> = (0..2)
             .map(|_| {
@@ -77,20 +90,77 @@ fn hits_plus_misses_equal_gets(fault: LruFault) {
 
 #[test]
 fn lru_hits_plus_misses_equal_gets() {
-    hits_plus_misses_equal_gets(LruFault::None);
+    hits_plus_misses_equal_gets(LruPolicy::Exact, LruFault::None);
 }
 
 #[test]
 #[should_panic(expected = "hits + misses != gets")]
 fn lru_stats_negative_control_racy_counter() {
-    hits_plus_misses_equal_gets(LruFault::RacyStats);
+    hits_plus_misses_equal_gets(LruPolicy::Exact, LruFault::RacyStats);
+}
+
+/// Under `Clock` the two readers' lookups share the shard's lock, so their
+/// counts go to per-thread stripes (loom: the shared fallback stripe).
+#[test]
+fn lru_clock_hits_plus_misses_equal_gets() {
+    hits_plus_misses_equal_gets(LruPolicy::Clock, LruFault::None);
+}
+
+/// Counting under the shared lock with a load and a store loses a count
+/// when both readers hold it at once.
+#[test]
+#[should_panic(expected = "hits + misses != gets")]
+fn lru_clock_stats_negative_control_racy_counter() {
+    hits_plus_misses_equal_gets(LruPolicy::Clock, LruFault::RacyStats);
+}
+
+/// `Clock`: a full two-entry shard holds 1 and 2, neither used; one thread
+/// gets 1 while another inserts 3. A hit sets 1's reference bit before the
+/// lookup ends, so the hand then passes over it: the get hits if and only
+/// if 1 survives (2 is evicted), and misses only if the insert evicted 1
+/// first.
+fn clock_hit_protects_its_entry(fault: LruFault) {
+    loom::model(move || {
+        let cache = Arc::new(LruCache::<u32, u32>::with_policy_fault(
+            2,
+            1,
+            LruPolicy::Clock,
+            fault,
+        ));
+        cache.insert(1, 1);
+        cache.insert(2, 2);
+        let reader = {
+            let cache = Arc::clone(&cache);
+            thread::spawn(move || cache.get(&1).is_some())
+        };
+        cache.insert(3, 3);
+        let hit = reader.join().unwrap();
+        let survived = cache.contains_key(&1);
+        assert_eq!(
+            hit, survived,
+            "a hit's entry was evicted before an unused one (hit {hit}, 1 survived {survived})"
+        );
+        assert_eq!(cache.contains_key(&2), !survived);
+        assert!(cache.contains_key(&3));
+    });
+}
+
+#[test]
+fn lru_clock_hit_protects_its_entry() {
+    clock_hit_protects_its_entry(LruFault::None);
+}
+
+#[test]
+#[should_panic(expected = "a hit's entry was evicted before an unused one")]
+fn lru_clock_hit_negative_control_late_reference_bit() {
+    clock_hit_protects_its_entry(LruFault::LateReferenceBit);
 }
 
 /// Two threads race `get_or_load` on one missing key: the loader runs once,
 /// both get its value, and the stats count one load and two misses.
-fn get_or_load_runs_the_loader_once(fault: LruFault) {
+fn get_or_load_runs_the_loader_once(policy: LruPolicy, fault: LruFault) {
     loom::model(move || {
-        let cache = Arc::new(LruCache::<u32, u32>::with_fault(2, 1, fault));
+        let cache = Arc::new(LruCache::<u32, u32>::with_policy_fault(2, 1, policy, fault));
         let runs = Arc::new(AtomicUsize::new(0));
         let racer = || {
             let cache = Arc::clone(&cache);
@@ -116,11 +186,22 @@ fn get_or_load_runs_the_loader_once(fault: LruFault) {
 
 #[test]
 fn lru_get_or_load_runs_the_loader_once() {
-    get_or_load_runs_the_loader_once(LruFault::None);
+    get_or_load_runs_the_loader_once(LruPolicy::Exact, LruFault::None);
 }
 
 #[test]
 #[should_panic(expected = "the loader ran 2 times")]
 fn lru_get_or_load_negative_control_skip_flight() {
-    get_or_load_runs_the_loader_once(LruFault::SkipFlight);
+    get_or_load_runs_the_loader_once(LruPolicy::Exact, LruFault::SkipFlight);
+}
+
+#[test]
+fn lru_clock_get_or_load_runs_the_loader_once() {
+    get_or_load_runs_the_loader_once(LruPolicy::Clock, LruFault::None);
+}
+
+#[test]
+#[should_panic(expected = "the loader ran 2 times")]
+fn lru_clock_get_or_load_negative_control_skip_flight() {
+    get_or_load_runs_the_loader_once(LruPolicy::Clock, LruFault::SkipFlight);
 }

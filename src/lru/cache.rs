@@ -3,14 +3,18 @@
 //!
 //! # Locks
 //!
-//! One `parking_lot::Mutex` per shard, padded to its own cache lines; the
-//! shard's LRU core and its statistics counters live inside it. An operation
-//! takes exactly one shard lock, except `resize` (the resize mutex, then each
-//! shard in turn, never two shard locks at once), `len`, `iter` and `clear`
-//! (each shard in turn), and `stats`, which holds every shard lock at once,
-//! taken in shard-index order: the only place two shard locks are held, so
-//! there is no lock-order cycle. The single-flight group has its own locks
-//! and is never entered with a shard lock held.
+//! One `parking_lot::RwLock` per shard, padded to its own cache lines; the
+//! shard's core and its statistics counters live inside it. Writes take it
+//! exclusively; so do lookups under `LruPolicy::Exact` (a hit moves its
+//! entry). Lookups under `LruPolicy::Clock` (a hit sets an atomic bit),
+//! `peek`, `contains_key`, `len`, `iter` and `stats` take it shared. An
+//! operation takes exactly one shard lock, except `resize` (the resize
+//! mutex, then each shard in turn, never two shard locks at once), `len`,
+//! `iter` and `clear` (each shard in turn), and `stats`, which holds every
+//! shard lock at once (shared), taken in shard-index order: the only place
+//! two shard locks are held, so there is no lock-order cycle. The
+//! single-flight group has its own locks and is never entered with a shard
+//! lock held.
 //!
 //! No user code runs under a shard lock except `K: Eq` inside a lookup
 //! (which reads only, so a panic there changes nothing). Hashing, cloning of
@@ -21,20 +25,23 @@ use std::borrow::Borrow;
 use std::fmt;
 use std::hash::{BuildHasher, Hash};
 
-use super::core::{Inserted, LruCore};
-use super::stats::{CacheStats, Counters};
-use super::{Listener, LruBuildError, LruCacheBuilder, LruIter};
+use super::core::Inserted;
+use super::policy::Core;
+use super::stats::{CacheStats, Counters, Lookups};
+use super::{Listener, LruBuildError, LruCacheBuilder, LruIter, LruPolicy};
 use crate::flight::FlightGroup;
-use crate::sync::{Arc, AtomicUsize, CachePadded, Mutex, MutexGuard, Ordering};
+use crate::sync::{
+    Arc, AtomicUsize, CachePadded, Mutex, Ordering, RwLock, RwLockReadGuard, RwLockWriteGuard,
+};
 
-/// The state of one shard: its exact LRU and its counters.
+/// The state of one shard: its core (exact LRU or CLOCK) and its counters.
 pub(crate) struct Shard<K, V> {
-    pub(crate) core: LruCore<K, Arc<V>>,
+    pub(crate) core: Core<K, Arc<V>>,
     pub(crate) counters: Counters,
 }
 
 /// A shard behind its lock, on cache lines of its own.
-pub(crate) type PaddedShard<K, V> = CachePadded<Mutex<Shard<K, V>>>;
+pub(crate) type PaddedShard<K, V> = CachePadded<RwLock<Shard<K, V>>>;
 
 /// A bounded, sharded, thread-safe LRU cache with statistics and
 /// single-flight load-on-miss.
@@ -51,14 +58,20 @@ pub(crate) type PaddedShard<K, V> = CachePadded<Mutex<Shard<K, V>>>;
 /// - **Hard bound**: `len() <= capacity()` at every moment any thread can
 ///   observe. An insert into a full shard evicts under the same lock, so
 ///   there is no overshoot, ever (moka evicts later and overshoots).
-/// - **Exact LRU per shard**: keys are spread over `shards` independent LRU
-///   lists by hash, each holding `capacity / shards` entries. Within a shard
-///   the order is exact and every operation is linearizable (one lock). Over
-///   the whole cache this approximates global LRU; the test suite checks it
-///   stays within 1 percentage point of an exact global LRU's hit ratio on
-///   Zipf traces, and `shards(1)` is exactly global LRU.
+/// - **Exact LRU per shard** (the default [`LruPolicy::Exact`]): keys are
+///   spread over `shards` independent LRU lists by hash, each holding
+///   `capacity / shards` entries. Within a shard the order is exact and every
+///   operation is linearizable (one lock). Over the whole cache this
+///   approximates global LRU; the test suite checks it stays within 1
+///   percentage point of an exact global LRU's hit ratio on Zipf traces, and
+///   `shards(1)` is exactly global LRU.
 /// - **Every hit counts**: a [`get`](Self::get) moves its entry to the front
 ///   of its shard's list; nothing is sampled or dropped.
+/// - **Or CLOCK, for hits that never wait for each other**:
+///   [`LruPolicy::Clock`] replaces each shard's list by CLOCK (second
+///   chance), so a hit only sets a bit under the shard's *shared* lock.
+///   Operations stay linearizable; the eviction order is CLOCK's, not LRU's
+///   (see [`LruPolicy`] for the trade and its measured hit ratio).
 /// - **User code never runs under a lock** (except `K: Eq` during a lookup):
 ///   the eviction listener, loaders, and the `Drop` of evicted and removed
 ///   values run after the shard lock is released.
@@ -74,7 +87,8 @@ pub(crate) type PaddedShard<K, V> = CachePadded<Mutex<Shard<K, V>>>;
 /// shards. The hit-ratio cost against one global list stays small (0.09
 /// points at 1% of 1M keys with 256 shards, see `docs/lru.md`). Use fewer
 /// shards (down to 1, exact global LRU) when the order matters more than
-/// scaling.
+/// scaling. Under [`LruPolicy::Clock`] the default is 512 per core with at
+/// least 8 entries per shard: CLOCK's hit ratio holds up in smaller shards.
 ///
 /// # Examples
 ///
@@ -113,6 +127,9 @@ pub(crate) type PaddedShard<K, V> = CachePadded<Mutex<Shard<K, V>>>;
 /// ```
 pub struct LruCache<K, V, S = ahash::RandomState> {
     pub(crate) shards: Box<[PaddedShard<K, V>]>,
+    policy: LruPolicy,
+    /// Hits and misses of lookups under a shared lock (`Clock`).
+    lookups: Lookups,
     pub(crate) hasher: S,
     /// The sum of the shard capacities, or more while a resize is between
     /// shards (see `resize`).
@@ -174,8 +191,21 @@ impl<K: Hash + Eq, V> LruCache<K, V> {
     #[cfg(loom)]
     #[doc(hidden)]
     pub fn with_fault(capacity: usize, shards: usize, fault: super::Fault) -> Self {
+        Self::with_policy_fault(capacity, shards, LruPolicy::Exact, fault)
+    }
+
+    /// [`with_fault`](Self::with_fault) under `policy`.
+    #[cfg(loom)]
+    #[doc(hidden)]
+    pub fn with_policy_fault(
+        capacity: usize,
+        shards: usize,
+        policy: LruPolicy,
+        fault: super::Fault,
+    ) -> Self {
         let mut cache = Self::builder(capacity)
             .shards(shards)
+            .policy(policy)
             .build()
             .expect("valid configuration");
         cache.fault = fault;
@@ -190,18 +220,21 @@ impl<K, V, S> LruCache<K, V, S> {
     pub(crate) fn from_parts(
         capacity: usize,
         shards: usize,
+        policy: LruPolicy,
         hasher: S,
         listener: Option<Listener<K, V>>,
     ) -> Self {
         Self {
             shards: (0..shards)
                 .map(|i| {
-                    CachePadded::new(Mutex::new(Shard {
-                        core: LruCore::new(shard_capacity(capacity, shards, i)),
+                    CachePadded::new(RwLock::new(Shard {
+                        core: Core::new(policy, shard_capacity(capacity, shards, i)),
                         counters: Counters::default(),
                     }))
                 })
                 .collect(),
+            policy,
+            lookups: Lookups::new(),
             hasher,
             capacity: AtomicUsize::new(capacity),
             resize_lock: Mutex::new(()),
@@ -227,6 +260,18 @@ impl<K, V, S> LruCache<K, V, S> {
         // lowering them), and a reader that saw a shard's new capacity
         // acquired that shard's lock after the store.
         self.capacity.load(Ordering::Relaxed)
+    }
+
+    /// The eviction policy of every shard (see [`LruPolicy`]).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let cache = larder::LruCache::<u8, u8>::new(8);
+    /// assert_eq!(cache.policy(), larder::LruPolicy::Exact);
+    /// ```
+    pub fn policy(&self) -> LruPolicy {
+        self.policy
     }
 
     /// The number of shards.
@@ -259,7 +304,7 @@ impl<K, V, S> LruCache<K, V, S> {
     /// assert_eq!(cache.len(), 1);
     /// ```
     pub fn len(&self) -> usize {
-        self.shards.iter().map(|s| s.lock().core.len()).sum()
+        self.shards.iter().map(|s| s.read().core.len()).sum()
     }
 
     /// Whether the cache holds no entry (same consistency as [`len`](Self::len)).
@@ -271,18 +316,21 @@ impl<K, V, S> LruCache<K, V, S> {
     /// assert!(cache.is_empty());
     /// ```
     pub fn is_empty(&self) -> bool {
-        self.shards.iter().all(|s| s.lock().core.len() == 0)
+        self.shards.iter().all(|s| s.read().core.len() == 0)
     }
 
     /// The statistics: hits, misses, inserts, evictions, loads, load
     /// failures, length and capacity, like Python's `cache_info()`.
     ///
-    /// A consistent snapshot: it holds every shard lock at once (in shard
-    /// order; no other operation holds two), so `len <= capacity` holds in
-    /// the result even while other threads insert and resize, and the
-    /// counters are those of one instant. That makes it slower than one
-    /// operation (one lock per shard); call it for monitoring, not per
-    /// request. See [`CacheStats`] for what each counter counts.
+    /// A consistent snapshot: it holds every shard lock at once (shared, in
+    /// shard order; no other operation holds two), so `len <= capacity`
+    /// holds in the result even while other threads insert and resize, and
+    /// the counters are those of one instant; except, under
+    /// [`LruPolicy::Clock`], `hits` and `misses`, which lookups count in
+    /// per-thread stripes outside the lock (each exact once the cache is
+    /// quiet). That makes it slower than one operation (one lock per shard);
+    /// call it for monitoring, not per request. See [`CacheStats`] for what
+    /// each counter counts.
     ///
     /// # Examples
     ///
@@ -296,11 +344,14 @@ impl<K, V, S> LruCache<K, V, S> {
     /// ```
     pub fn stats(&self) -> CacheStats {
         let mut stats = CacheStats::default();
-        let guards: Vec<_> = self.shards.iter().map(|shard| shard.lock()).collect();
+        let guards: Vec<_> = self.shards.iter().map(|shard| shard.read()).collect();
         for shard in &guards {
             shard.counters.add_to(&mut stats);
             stats.len += shard.core.len();
         }
+        let (hits, misses) = self.lookups.totals();
+        stats.hits += hits;
+        stats.misses += misses;
         // Read while every shard is locked: see `capacity()` and `resize`.
         stats.capacity = self.capacity();
         drop(guards);
@@ -326,8 +377,9 @@ impl<K, V, S> LruCache<K, V, S> {
     /// ```
     pub fn reset_stats(&self) {
         for shard in self.shards.iter() {
-            shard.lock().counters = Counters::default();
+            shard.write().counters = Counters::default();
         }
+        self.lookups.reset();
     }
 
     /// Removes every entry. Their `Drop` runs after each shard's lock is
@@ -347,7 +399,7 @@ impl<K, V, S> LruCache<K, V, S> {
     /// ```
     pub fn clear(&self) {
         for shard in self.shards.iter() {
-            let removed = shard.lock().core.take_all();
+            let removed = shard.write().core.take_all();
             drop(removed);
         }
     }
@@ -373,22 +425,27 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
     /// shard's keys still differ in the low bits (the table's bucket index)
     /// and the top 7 bits (hashbrown's tag).
     #[inline]
-    pub(crate) fn shard(&self, hash: u64) -> &Mutex<Shard<K, V>> {
+    pub(crate) fn shard(&self, hash: u64) -> &RwLock<Shard<K, V>> {
         let bits = (hash >> 24) as u32 as u64;
         let index = (bits * self.shards.len() as u64) >> 32;
         &self.shards[index as usize]
     }
 
     #[inline]
-    fn lock(&self, hash: u64) -> MutexGuard<'_, Shard<K, V>> {
-        self.shard(hash).lock()
+    pub(crate) fn lock(&self, hash: u64) -> RwLockWriteGuard<'_, Shard<K, V>> {
+        self.shard(hash).write()
     }
 
-    /// The value of `key`, made the most recently used of its shard.
-    /// Counts a hit or a miss.
+    #[inline]
+    fn read(&self, hash: u64) -> RwLockReadGuard<'_, Shard<K, V>> {
+        self.shard(hash).read()
+    }
+
+    /// The value of `key`, made the most recently used of its shard (under
+    /// [`LruPolicy::Clock`]: marked as used). Counts a hit or a miss.
     ///
-    /// Linearizable (one shard lock). Runs `K: Eq` under the lock, `Hash`
-    /// before it.
+    /// Linearizable (one shard lock: exclusive under `Exact`, shared under
+    /// `Clock`). Runs `K: Eq` under the lock, `Hash` before it.
     ///
     /// # Examples
     ///
@@ -405,6 +462,20 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
         Q: ?Sized + Hash + Eq,
     {
         let hash = self.hash(key);
+        self.lookup(hash, key)
+    }
+
+    /// A counted lookup, marking a hit as a use: under the shard's
+    /// exclusive lock (`Exact`) or its shared lock (`Clock`).
+    #[inline]
+    pub(crate) fn lookup<Q>(&self, hash: u64, key: &Q) -> Option<Arc<V>>
+    where
+        K: Borrow<Q>,
+        Q: ?Sized + Eq,
+    {
+        if self.policy == LruPolicy::Clock {
+            return self.lookup_shared(hash, key);
+        }
         let mut shard = self.lock(hash);
         #[cfg(loom)]
         if self.fault == super::Fault::RacyStats {
@@ -430,6 +501,41 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
         }
     }
 
+    /// [`lookup`](Self::lookup) under `Clock`: the shard's shared lock, so
+    /// hits on one shard run at the same time; counted in the calling
+    /// thread's stripe after the lock is released.
+    #[inline]
+    fn lookup_shared<Q>(&self, hash: u64, key: &Q) -> Option<Arc<V>>
+    where
+        K: Borrow<Q>,
+        Q: ?Sized + Eq,
+    {
+        #[cfg(loom)]
+        if self.fault == super::Fault::LateReferenceBit {
+            // BROKEN on purpose: the lookup and the use are two critical
+            // sections, so the hand may pass in between.
+            let found = self.read(hash).core.peek(hash, key).map(Arc::clone);
+            let _ = self.read(hash).core.get_shared(hash, key);
+            self.lookups.record(found.is_some());
+            return found;
+        }
+        let shard = self.read(hash);
+        let found = shard.core.get_shared(hash, key).map(Arc::clone);
+        #[cfg(loom)]
+        if self.fault == super::Fault::RacyStats {
+            // BROKEN on purpose: a counter read and written back in two
+            // steps under the *shared* lock, which other readers hold at
+            // the same time (lost updates).
+            // SeqCst: a model-only counter; the bug is the two steps.
+            let n = self.racy_requests.load(Ordering::SeqCst);
+            self.racy_requests.store(n + 1, Ordering::SeqCst);
+            return found;
+        }
+        drop(shard);
+        self.lookups.record(found.is_some());
+        found
+    }
+
     /// The value of `key` without making it more recent and without
     /// counting a hit or miss.
     ///
@@ -449,7 +555,7 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
         Q: ?Sized + Hash + Eq,
     {
         let hash = self.hash(key);
-        self.lock(hash).core.peek(hash, key).map(Arc::clone)
+        self.read(hash).core.peek(hash, key).map(Arc::clone)
     }
 
     /// Whether `key` is present (no recency change, not counted).
@@ -468,7 +574,7 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
         Q: ?Sized + Hash + Eq,
     {
         let hash = self.hash(key);
-        self.lock(hash).core.contains(hash, key)
+        self.read(hash).core.contains(hash, key)
     }
 
     /// Inserts `value` as the most recently used entry of its shard and
@@ -637,7 +743,7 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
         for (index, shard) in self.shards.iter().enumerate() {
             let mut evicted = Vec::new();
             {
-                let mut shard = shard.lock();
+                let mut shard = shard.write();
                 let target = shard_capacity(capacity, shards, index);
                 shard.core.set_capacity(target, &mut evicted);
                 shard.counters.evictions += evicted.len() as u64;
@@ -655,7 +761,10 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
 impl<K: Clone, V, S> LruCache<K, V, S> {
     /// A snapshot of the entries, each shard from most to least recently
     /// used, shard after shard. With one shard (`shards(1)`) this is the
-    /// exact recency order of the whole cache.
+    /// exact recency order of the whole cache. Under [`LruPolicy::Clock`],
+    /// "most recently used" is CLOCK's approximation: each shard's entries
+    /// used since the hand last passed them, then the others, each group in
+    /// the reverse of the order the hand would reach them.
     ///
     /// Each shard is copied under its lock (keys cloned, values shared), one
     /// shard at a time; the snapshot does not change afterwards and holds no
@@ -674,14 +783,11 @@ impl<K: Clone, V, S> LruCache<K, V, S> {
     pub fn iter(&self) -> LruIter<K, V> {
         let mut entries = Vec::new();
         for shard in self.shards.iter() {
-            let shard = shard.lock();
+            let shard = shard.read();
             entries.reserve(shard.core.len());
-            entries.extend(
-                shard
-                    .core
-                    .iter()
-                    .map(|(key, value)| (key.clone(), Arc::clone(value))),
-            );
+            shard
+                .core
+                .for_each(|key, value| entries.push((key.clone(), Arc::clone(value))));
         }
         LruIter::new(entries)
     }
@@ -693,6 +799,7 @@ impl<K, V, S> fmt::Debug for LruCache<K, V, S> {
             .field("len", &self.len())
             .field("capacity", &self.capacity())
             .field("shards", &self.shards.len())
+            .field("policy", &self.policy)
             .field("loads_in_flight", &self.flights.in_flight())
             .finish_non_exhaustive()
     }

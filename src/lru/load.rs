@@ -26,15 +26,11 @@ struct FailureGuard<'a, K: Hash + Eq, V, S: BuildHasher> {
 impl<K: Hash + Eq, V, S: BuildHasher> Drop for FailureGuard<'_, K, V, S> {
     fn drop(&mut self) {
         // Reached only while unwinding from the loader (no lock is held).
-        self.cache.lock_shard(self.hash).counters.load_failures += 1;
+        self.cache.lock(self.hash).counters.load_failures += 1;
     }
 }
 
 impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
-    fn lock_shard(&self, hash: u64) -> crate::sync::MutexGuard<'_, super::cache::Shard<K, V>> {
-        self.shard(hash).lock()
-    }
-
     /// The value of `key`; on a miss, runs `load` once however many threads
     /// miss the same key at the same time, caches its value and returns it
     /// to all of them.
@@ -108,14 +104,8 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
         E: Send + Sync + 'static,
     {
         let hash = self.hash(key);
-        {
-            let mut shard = self.lock_shard(hash);
-            if let Some(value) = shard.core.get(hash, key) {
-                let value = Arc::clone(value);
-                shard.counters.hits += 1;
-                return Ok(value);
-            }
-            shard.counters.misses += 1;
+        if let Some(value) = self.lookup(hash, key) {
+            return Ok(value);
         }
         let mut displaced = None;
         let outcome = self.flights.load(
@@ -123,13 +113,13 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
             key,
             // Re-check after registering: a flight that ended between our
             // miss and our registration has published its value.
-            || self.lock_shard(hash).core.get(hash, key).map(Arc::clone),
+            || self.lock(hash).core.get(hash, key).map(Arc::clone),
             || {
                 let guard = FailureGuard { cache: self, hash };
                 let result = load();
                 std::mem::forget(guard);
                 if result.is_err() {
-                    self.lock_shard(hash).counters.load_failures += 1;
+                    self.lock(hash).counters.load_failures += 1;
                 }
                 result
             },

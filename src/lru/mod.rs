@@ -3,7 +3,10 @@
 //! `functools.lru_cache`.
 //!
 //! - `core.rs`: one shard's exact LRU, sequential (`&mut self`, no locks).
-//! - `cache.rs`: the concurrent wrapper (one padded mutex per shard).
+//! - `clock.rs`: one shard's CLOCK (second chance), whose hits need only
+//!   `&self`; `policy.rs`: [`LruPolicy`] and the core of either kind.
+//! - `cache.rs`: the concurrent wrapper (one padded reader-writer lock per
+//!   shard).
 //! - `load.rs`: load on miss through `crate::flight`, and [`LoadingLruCache`].
 //! - `builder.rs`, `stats.rs`, `iter.rs`: configuration, `cache_info()`,
 //!   snapshots.
@@ -12,15 +15,18 @@
 
 mod builder;
 mod cache;
+mod clock;
 mod core;
 mod iter;
 mod load;
+mod policy;
 mod stats;
 
 pub use builder::{LruBuildError, LruCacheBuilder};
 pub use cache::LruCache;
 pub use iter::LruIter;
 pub use load::LoadingLruCache;
+pub use policy::LruPolicy;
 pub use stats::CacheStats;
 
 use crate::sync::Arc;
@@ -38,12 +44,17 @@ pub enum Fault {
     /// `insert` adds the entry in one critical section and evicts in a
     /// second one: the bound is exceeded in between.
     SplitEviction,
-    /// `get` counts its hit or miss outside the shard lock with a load then a
-    /// store (lost updates).
+    /// `get` counts its hit or miss with a load then a store: outside the
+    /// shard lock under `Exact`, under the shared lock (which other readers
+    /// hold too) under `Clock`. Lost updates either way.
     RacyStats,
     /// Load on miss skips the single-flight group (check-then-act): racing
     /// misses each run the loader.
     SkipFlight,
+    /// Under `Clock`, a hit finds its entry under one shared lock and sets
+    /// its reference bit under a second one: the hand can evict the entry
+    /// in between, after the hit was reported.
+    LateReferenceBit,
 }
 
 #[cfg(all(test, not(loom)))]

@@ -2,10 +2,14 @@
 //! and the per-shard counters it is summed from.
 //!
 //! The counters are plain integers inside each shard's state, updated under
-//! the shard lock that the operation takes anyway: counting adds no atomic
-//! and no shared cache line to any path.
+//! the shard's exclusive lock that the operation takes anyway, except the
+//! hits and misses of lookups under a shared lock (`LruPolicy::Clock`),
+//! counted in per-thread stripes ([`Lookups`]): counting adds no shared
+//! cache line to any path.
 
 use std::fmt;
+
+use crate::sync::{self, AtomicU64, CachePadded, Ordering};
 
 /// Counters of one shard, guarded by the shard lock.
 #[derive(Debug, Default, Clone, Copy)]
@@ -126,5 +130,83 @@ impl fmt::Display for CacheStats {
             self.loads,
             self.load_failures
         )
+    }
+}
+
+/// Number of owned stripes of [`Lookups`]: threads numbered below this (see
+/// `sync::thread_stripe`) each own one; later threads share a fallback.
+const STRIPES: usize = 32;
+
+/// One stripe of [`Lookups`].
+#[derive(Default)]
+struct Stripe {
+    hits: AtomicU64,
+    misses: AtomicU64,
+}
+
+/// Hits and misses of lookups made under a shard's *shared* lock
+/// ([`LruPolicy::Clock`](super::LruPolicy::Clock)), where the shard's plain
+/// counters cannot be written. Counted in per-thread padded stripes, so a
+/// hit writes only a cache line its own thread owns; summed on read.
+pub(crate) struct Lookups {
+    stripes: Box<[CachePadded<Stripe>]>,
+    /// The sums at the last reset. Stripes only grow, and a reset subtracts
+    /// instead of storing 0, which an owner's load-and-store could undo.
+    base: crate::sync::Mutex<(u64, u64)>,
+}
+
+impl Lookups {
+    pub(crate) fn new() -> Self {
+        Self {
+            stripes: (0..=STRIPES)
+                .map(|_| CachePadded::new(Stripe::default()))
+                .collect(),
+            base: crate::sync::Mutex::new((0, 0)),
+        }
+    }
+
+    /// Counts one lookup: a hit if `hit`, else a miss.
+    #[inline]
+    pub(crate) fn record(&self, hit: bool) {
+        let thread = sync::thread_stripe();
+        if thread < STRIPES {
+            let stripe = &self.stripes[thread];
+            let counter = if hit { &stripe.hits } else { &stripe.misses };
+            // The calling thread is this stripe's only writer, so a load and
+            // a store lose no increment and cost no locked instruction.
+            // Relaxed: a statistic that publishes no other data.
+            counter.store(counter.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+        } else {
+            // Shared by every later thread (and by every loom thread): a
+            // real read-modify-write. Relaxed: as above.
+            let stripe = &self.stripes[STRIPES];
+            let counter = if hit { &stripe.hits } else { &stripe.misses };
+            counter.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    fn sums(&self) -> (u64, u64) {
+        // Relaxed: see `record`; each stripe only grows.
+        self.stripes.iter().fold((0, 0), |(h, m), s| {
+            (
+                h + s.hits.load(Ordering::Relaxed),
+                m + s.misses.load(Ordering::Relaxed),
+            )
+        })
+    }
+
+    /// Hits and misses since the last reset.
+    pub(crate) fn totals(&self) -> (u64, u64) {
+        // The base lock orders this read of the stripes after the sums a
+        // reset stored: stripes only grow, so the differences are >= 0.
+        let base = self.base.lock();
+        let (hits, misses) = self.sums();
+        (hits - base.0, misses - base.1)
+    }
+
+    /// Starts counting from 0 again.
+    pub(crate) fn reset(&self) {
+        let mut base = self.base.lock();
+        *base = self.sums();
     }
 }

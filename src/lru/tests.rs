@@ -5,8 +5,9 @@ use std::collections::VecDeque;
 
 use proptest::prelude::*;
 
-use super::LruCache;
+use super::clock::ClockCore;
 use super::core::LruCore;
+use super::{LruCache, LruPolicy};
 
 /// A trivially correct LRU: a deque of (key, value), front = most recent.
 struct Model {
@@ -119,6 +120,161 @@ proptest! {
     }
 }
 
+/// A trivially correct CLOCK: a ring of (key, value, referenced) searched
+/// linearly, with the rules of `clock.rs` written out plainly: a new entry
+/// is appended, or takes the victim's slot when full; a removal moves the
+/// last slot into the hole; the hand wraps at the end.
+struct ClockModel {
+    ring: Vec<(u8, u32, bool)>,
+    hand: usize,
+    capacity: usize,
+}
+
+impl ClockModel {
+    fn position(&self, key: u8) -> Option<usize> {
+        self.ring.iter().position(|e| e.0 == key)
+    }
+    fn get(&mut self, key: u8) -> Option<u32> {
+        let at = self.position(key)?;
+        self.ring[at].2 = true;
+        Some(self.ring[at].1)
+    }
+    fn victim(&mut self) -> usize {
+        loop {
+            if self.hand >= self.ring.len() {
+                self.hand = 0;
+            }
+            if !self.ring[self.hand].2 {
+                return self.hand;
+            }
+            self.ring[self.hand].2 = false;
+            self.hand += 1;
+        }
+    }
+    fn remove_at(&mut self, at: usize) -> (u8, u32) {
+        let (k, v, _) = self.ring.swap_remove(at);
+        if self.hand >= self.ring.len() {
+            self.hand = 0;
+        }
+        (k, v)
+    }
+    fn insert(&mut self, key: u8, value: u32) -> (Option<u32>, Option<(u8, u32)>) {
+        if let Some(at) = self.position(key) {
+            let old = std::mem::replace(&mut self.ring[at].1, value);
+            self.ring[at].2 = true;
+            return (Some(old), None);
+        }
+        if self.ring.len() == self.capacity {
+            let v = self.victim();
+            let (k, old, _) = std::mem::replace(&mut self.ring[v], (key, value, false));
+            self.hand = v + 1;
+            return (None, Some((k, old)));
+        }
+        self.ring.push((key, value, false));
+        (None, None)
+    }
+    /// Most recent first, as `ClockCore::for_each` promises.
+    fn order(&self) -> Vec<(u8, u32)> {
+        let n = self.ring.len();
+        let mut out = Vec::new();
+        for referenced in [true, false] {
+            for k in 0..n {
+                let e = self.ring[(self.hand + n - 1 - k) % n];
+                if e.2 == referenced {
+                    out.push((e.0, e.1));
+                }
+            }
+        }
+        out
+    }
+}
+
+proptest! {
+    #[test]
+    fn clock_core_matches_the_ring_model(capacity in 1usize..10, ops in prop::collection::vec(op(), 1..200)) {
+        let mut core = ClockCore::<u8, u32>::new(capacity);
+        let mut model = ClockModel { ring: Vec::new(), hand: 0, capacity };
+        for op in ops {
+            match op {
+                Op::Get(k) => prop_assert_eq!(core.get(weak_hash(k), &k).copied(), model.get(k)),
+                Op::Peek(k) => {
+                    let expected = model.position(k).map(|at| model.ring[at].1);
+                    prop_assert_eq!(core.peek(weak_hash(k), &k).copied(), expected);
+                }
+                Op::Insert(k, v) => {
+                    let got = core.insert(weak_hash(k), k, v);
+                    let (replaced, evicted) = model.insert(k, v);
+                    prop_assert_eq!(got.replaced, replaced);
+                    prop_assert_eq!(got.evicted, evicted);
+                    prop_assert_eq!(got.unused_key.is_some(), replaced.is_some());
+                }
+                Op::Remove(k) => {
+                    let expected = model.position(k).map(|at| model.remove_at(at));
+                    prop_assert_eq!(core.remove(weak_hash(k), &k), expected);
+                }
+                Op::PopLru => {
+                    // CLOCK has no `pop_lru`; shrinking by one evicts the
+                    // same way.
+                    if model.capacity > 1 {
+                        let mut evicted = Vec::new();
+                        core.set_capacity(model.capacity - 1, &mut evicted);
+                        model.capacity -= 1;
+                        let mut expected = Vec::new();
+                        while model.ring.len() > model.capacity {
+                            let v = model.victim();
+                            expected.push(model.remove_at(v));
+                        }
+                        prop_assert_eq!(evicted, expected);
+                    }
+                }
+                Op::SetCapacity(c) => {
+                    let mut evicted = Vec::new();
+                    core.set_capacity(c, &mut evicted);
+                    model.capacity = c;
+                    let mut expected = Vec::new();
+                    while model.ring.len() > c {
+                        let v = model.victim();
+                        expected.push(model.remove_at(v));
+                    }
+                    prop_assert_eq!(evicted, expected);
+                }
+                Op::TakeAll => {
+                    let mut all = core.take_all();
+                    all.sort_unstable();
+                    let mut expected: Vec<_> =
+                        model.ring.drain(..).map(|(k, v, _)| (k, v)).collect();
+                    model.hand = 0;
+                    expected.sort_unstable();
+                    prop_assert_eq!(all, expected);
+                }
+            }
+            core.check_invariants();
+            let mut order = Vec::new();
+            core.for_each(|k, v| order.push((*k, *v)));
+            prop_assert_eq!(order, model.order());
+        }
+    }
+}
+
+#[test]
+fn clock_gives_a_hit_entry_a_second_chance() {
+    let mut core = ClockCore::<u32, u32>::new(3);
+    for k in 0..3 {
+        core.insert(u64::from(k), k, k);
+    }
+    assert_eq!(core.get(1, &1), Some(&1));
+    // The hand passes 0 (unreferenced): evicted first.
+    assert_eq!(core.insert(9, 9, 9).evicted, Some((0, 0)));
+    // Then 1 loses its bit and 2 is evicted; 1 survives two insertions.
+    assert_eq!(core.insert(10, 10, 10).evicted, Some((2, 2)));
+    assert!(core.contains(1, &1));
+    // The hand wraps to 9 (never hit since it entered) before 1...
+    assert_eq!(core.insert(11, 11, 11).evicted, Some((9, 9)));
+    // ...and then reaches 1, whose bit it cleared a lap ago.
+    assert_eq!(core.insert(12, 12, 12).evicted, Some((1, 1)));
+    core.check_invariants();
+}
+
 #[test]
 fn a_full_core_recycles_its_least_recent_node() {
     let mut core = LruCore::<u32, u32>::new(3);
@@ -155,21 +311,31 @@ fn shards_split_the_capacity_exactly() {
     let caps: Vec<_> = cache
         .shards
         .iter()
-        .map(|s| s.lock().core.capacity())
+        .map(|s| s.read().core.capacity())
         .collect();
     assert_eq!(caps, [3, 3, 2, 2]);
     cache.resize(7).unwrap();
     let caps: Vec<_> = cache
         .shards
         .iter()
-        .map(|s| s.lock().core.capacity())
+        .map(|s| s.read().core.capacity())
         .collect();
     assert_eq!(caps, [2, 2, 2, 1]);
 }
 
 #[test]
 fn wrapper_keeps_every_shard_consistent() {
-    let cache = LruCache::<u32, u32>::builder(64).shards(4).build().unwrap();
+    for policy in [LruPolicy::Exact, LruPolicy::Clock] {
+        wrapper_keeps_every_shard_consistent_under(policy);
+    }
+}
+
+fn wrapper_keeps_every_shard_consistent_under(policy: LruPolicy) {
+    let cache = LruCache::<u32, u32>::builder(64)
+        .shards(4)
+        .policy(policy)
+        .build()
+        .unwrap();
     for i in 0..1000u32 {
         match i % 5 {
             0 | 1 => {
@@ -186,7 +352,7 @@ fn wrapper_keeps_every_shard_consistent() {
             }
         }
         for shard in cache.shards.iter() {
-            shard.lock().core.check_invariants();
+            shard.read().core.check_invariants();
         }
         assert!(cache.len() <= cache.capacity());
     }
@@ -217,8 +383,19 @@ fn shard_choice_spreads_keys() {
 
 #[test]
 fn default_shards_keep_32_entries_per_shard() {
-    assert_eq!(super::builder::default_shards(1), 1);
-    assert_eq!(super::builder::default_shards(100), 2);
-    let big = super::builder::default_shards(1_000_000);
+    use super::builder::default_shards;
+    assert_eq!(default_shards(1, LruPolicy::Exact), 1);
+    assert_eq!(default_shards(100, LruPolicy::Exact), 2);
+    let big = default_shards(1_000_000, LruPolicy::Exact);
     assert!(big.is_power_of_two() && (128..=4096).contains(&big));
+}
+
+#[test]
+fn default_clock_shards_keep_8_entries_per_shard() {
+    use super::builder::default_shards;
+    assert_eq!(default_shards(1, LruPolicy::Clock), 1);
+    assert_eq!(default_shards(100, LruPolicy::Clock), 8);
+    let big = default_shards(1_000_000, LruPolicy::Clock);
+    assert!(big.is_power_of_two() && (512..=4096).contains(&big));
+    assert!(big >= default_shards(1_000_000, LruPolicy::Exact));
 }

@@ -1,0 +1,309 @@
+//! The sequential core of one shard under [`LruPolicy::Clock`]: CLOCK, the
+//! classic one-bit approximation of LRU (also called second chance).
+//!
+//! # Policy
+//!
+//! Entries sit in a ring (the dense node `Vec`) swept by a hand. A hit only
+//! sets the entry's reference bit, so a lookup can run under a *shared*
+//! lock: the bit is an atomic, and nothing else is written. To make room,
+//! the hand moves from entry to entry: a referenced entry loses its bit and
+//! is passed over (its second chance); the first unreferenced entry is
+//! evicted, and the new entry takes its node, unreferenced. An entry hit
+//! since the hand last passed it is never evicted before one that was not.
+//!
+//! Layout, stored hashes and panic safety are those of the exact core
+//! (`core.rs`): one `hashbrown::HashTable<u32>` of node indices, the user's
+//! `Eq` called only before the first mutation, and every removed key and
+//! value handed back to the caller to drop unlocked.
+//!
+//! [`LruPolicy::Clock`]: super::LruPolicy::Clock
+
+use std::borrow::Borrow;
+
+use hashbrown::HashTable;
+
+use super::core::{Inserted, MAX_SHARD_CAPACITY};
+use crate::sync::{AtomicBool, Ordering};
+
+struct Node<K, V> {
+    key: K,
+    value: V,
+    hash: u64,
+    /// Set by a hit (under the shard's shared lock), cleared by the hand
+    /// (under its exclusive lock).
+    referenced: AtomicBool,
+}
+
+/// A CLOCK map of at most `capacity` entries.
+pub(crate) struct ClockCore<K, V> {
+    table: HashTable<u32>,
+    nodes: Vec<Node<K, V>>,
+    /// The next node the hand looks at (may equal `nodes.len()`: wraps).
+    hand: usize,
+    capacity: usize,
+}
+
+impl<K, V> ClockCore<K, V> {
+    /// An empty core holding at most `capacity` (>= 1) entries.
+    pub(crate) fn new(capacity: usize) -> Self {
+        debug_assert!((1..=MAX_SHARD_CAPACITY).contains(&capacity));
+        Self {
+            table: HashTable::new(),
+            nodes: Vec::new(),
+            hand: 0,
+            capacity,
+        }
+    }
+
+    #[inline]
+    pub(crate) fn len(&self) -> usize {
+        self.nodes.len()
+    }
+
+    #[cfg(any(test, loom))]
+    pub(crate) fn capacity(&self) -> usize {
+        self.capacity
+    }
+
+    /// The node index of the key, calling `K: Eq` only on a full hash match.
+    #[inline]
+    fn find<Q>(&self, hash: u64, key: &Q) -> Option<u32>
+    where
+        K: Borrow<Q>,
+        Q: ?Sized + Eq,
+    {
+        let nodes = &self.nodes;
+        self.table
+            .find(hash, |&i| {
+                let node = &nodes[i as usize];
+                node.hash == hash && node.key.borrow() == key
+            })
+            .copied()
+    }
+
+    /// Whether the key is present (not a use).
+    pub(crate) fn contains<Q>(&self, hash: u64, key: &Q) -> bool
+    where
+        K: Borrow<Q>,
+        Q: ?Sized + Eq,
+    {
+        self.find(hash, key).is_some()
+    }
+
+    /// The value of the key, marked as used. Needs only `&self`: safe to
+    /// call from several threads holding the shard's shared lock.
+    #[inline]
+    pub(crate) fn get<Q>(&self, hash: u64, key: &Q) -> Option<&V>
+    where
+        K: Borrow<Q>,
+        Q: ?Sized + Eq,
+    {
+        let node = &self.nodes[self.find(hash, key)? as usize];
+        // Relaxed: the bit is a hint read by the hand under the exclusive
+        // lock, whose acquisition synchronizes with this reader's unlock.
+        // Stored only when clear, so a hot entry's cache line stays shared
+        // between the cores that read it instead of bouncing.
+        if !node.referenced.load(Ordering::Relaxed) {
+            node.referenced.store(true, Ordering::Relaxed);
+        }
+        Some(&node.value)
+    }
+
+    /// The value of the key, not marked as used.
+    pub(crate) fn peek<Q>(&self, hash: u64, key: &Q) -> Option<&V>
+    where
+        K: Borrow<Q>,
+        Q: ?Sized + Eq,
+    {
+        self.find(hash, key).map(|i| &self.nodes[i as usize].value)
+    }
+
+    /// Inserts or replaces the key's value (a replacement marks it used);
+    /// evicts the entry the hand picks if the core is full.
+    pub(crate) fn insert(&mut self, hash: u64, key: K, value: V) -> Inserted<K, V>
+    where
+        K: Eq,
+    {
+        // The only user code (`K: Eq`) runs here, before any mutation.
+        if let Some(i) = self.find(hash, &key) {
+            let node = &mut self.nodes[i as usize];
+            // Relaxed: under the exclusive lock.
+            node.referenced.store(true, Ordering::Relaxed);
+            let old = std::mem::replace(&mut node.value, value);
+            return Inserted {
+                replaced: Some(old),
+                evicted: None,
+                unused_key: Some(key),
+            };
+        }
+        if self.nodes.len() >= self.capacity {
+            // Full: the victim's node takes the new entry.
+            let v = self.victim();
+            self.remove_from_table(v);
+            let node = &mut self.nodes[v];
+            let old_key = std::mem::replace(&mut node.key, key);
+            let old_value = std::mem::replace(&mut node.value, value);
+            node.hash = hash;
+            self.insert_into_table(hash, v);
+            self.hand = v + 1;
+            return Inserted {
+                replaced: None,
+                evicted: Some((old_key, old_value)),
+                unused_key: None,
+            };
+        }
+        let i = self.nodes.len();
+        self.nodes.push(Node {
+            key,
+            value,
+            hash,
+            referenced: AtomicBool::new(false),
+        });
+        self.insert_into_table(hash, i);
+        Inserted {
+            replaced: None,
+            evicted: None,
+            unused_key: None,
+        }
+    }
+
+    /// Removes the key, returning its entry.
+    pub(crate) fn remove<Q>(&mut self, hash: u64, key: &Q) -> Option<(K, V)>
+    where
+        K: Borrow<Q>,
+        Q: ?Sized + Eq,
+    {
+        let i = self.find(hash, key)?;
+        Some(self.remove_index(i as usize))
+    }
+
+    /// Sets the capacity, moving the entries over it (in the hand's order)
+    /// into `evicted`.
+    pub(crate) fn set_capacity(&mut self, capacity: usize, evicted: &mut Vec<(K, V)>) {
+        debug_assert!((1..=MAX_SHARD_CAPACITY).contains(&capacity));
+        self.capacity = capacity;
+        self.evict_overflow(evicted);
+    }
+
+    /// Moves the entries over the capacity into `evicted`.
+    pub(crate) fn evict_overflow(&mut self, evicted: &mut Vec<(K, V)>) {
+        while self.nodes.len() > self.capacity {
+            let v = self.victim();
+            evicted.push(self.remove_index(v));
+        }
+        if self.nodes.capacity() > 2 * self.capacity.max(4) {
+            self.nodes.shrink_to(self.capacity);
+            let nodes = &self.nodes;
+            self.table
+                .shrink_to(self.capacity, |&i| nodes[i as usize].hash);
+        }
+    }
+
+    /// Sets the capacity without evicting (loom's negative controls).
+    #[cfg(loom)]
+    pub(crate) fn set_capacity_lazily(&mut self, capacity: usize) {
+        self.capacity = capacity;
+    }
+
+    /// Empties the core, returning every entry (in no particular order).
+    pub(crate) fn take_all(&mut self) -> Vec<(K, V)> {
+        self.table = HashTable::new();
+        self.hand = 0;
+        std::mem::take(&mut self.nodes)
+            .into_iter()
+            .map(|node| (node.key, node.value))
+            .collect()
+    }
+
+    /// The entries in the reverse of the order the hand would evict them
+    /// if nothing else happened: referenced entries first, each group from
+    /// the last the hand reaches to the first. Not a use.
+    pub(crate) fn for_each(&self, mut f: impl FnMut(&K, &V)) {
+        let n = self.nodes.len();
+        let order = |k: usize| (self.hand + n - 1 - k) % n.max(1);
+        for referenced in [true, false] {
+            for k in 0..n {
+                let node = &self.nodes[order(k)];
+                // Relaxed: read under the shard lock; the bit is a hint.
+                if node.referenced.load(Ordering::Relaxed) == referenced {
+                    f(&node.key, &node.value);
+                }
+            }
+        }
+    }
+
+    /// The node the hand evicts next: clears the bits of referenced nodes
+    /// on its way and stops at the first unreferenced one (within one lap,
+    /// since a lap clears every bit). The core must not be empty.
+    fn victim(&mut self) -> usize {
+        debug_assert!(!self.nodes.is_empty());
+        loop {
+            if self.hand >= self.nodes.len() {
+                self.hand = 0;
+            }
+            let node = &self.nodes[self.hand];
+            // Relaxed: under the exclusive lock.
+            if !node.referenced.load(Ordering::Relaxed) {
+                return self.hand;
+            }
+            node.referenced.store(false, Ordering::Relaxed);
+            self.hand += 1;
+        }
+    }
+
+    fn insert_into_table(&mut self, hash: u64, i: usize) {
+        let nodes = &self.nodes;
+        self.table
+            .insert_unique(hash, i as u32, |&j| nodes[j as usize].hash);
+    }
+
+    fn remove_from_table(&mut self, i: usize) {
+        let hash = self.nodes[i].hash;
+        match self.table.find_entry(hash, |&j| j as usize == i) {
+            Ok(entry) => {
+                entry.remove();
+            }
+            Err(_) => unreachable!("larder: ClockCore node {i} missing from its table"),
+        }
+    }
+
+    /// Removes node `i`, moving the last node into its place (the hand
+    /// keeps its index, or wraps to 0 if that is now past the end).
+    fn remove_index(&mut self, i: usize) -> (K, V) {
+        self.remove_from_table(i);
+        let last = self.nodes.len() - 1;
+        let node = self.nodes.swap_remove(i);
+        if self.hand >= self.nodes.len() {
+            self.hand = 0;
+        }
+        if i != last {
+            let hash = self.nodes[i].hash;
+            match self.table.find_mut(hash, |&j| j as usize == last) {
+                Some(slot) => *slot = i as u32,
+                None => unreachable!("larder: ClockCore node {last} missing from its table"),
+            }
+        }
+        (node.key, node.value)
+    }
+
+    /// Checks every structural invariant; panics with a description if one
+    /// fails.
+    #[cfg(test)]
+    pub(crate) fn check_invariants(&self) {
+        let n = self.nodes.len();
+        assert!(
+            n <= self.capacity,
+            "len {n} over capacity {}",
+            self.capacity
+        );
+        assert_eq!(self.table.len(), n, "table and node counts differ");
+        assert!(self.hand <= n, "hand {} beyond {n} nodes", self.hand);
+        for (i, node) in self.nodes.iter().enumerate() {
+            assert_eq!(
+                self.table.find(node.hash, |&j| j as usize == i).copied(),
+                Some(i as u32),
+                "node {i} not reachable from the table"
+            );
+        }
+    }
+}
