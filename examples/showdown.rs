@@ -2,7 +2,7 @@
 //! would use instead, side by side, in one run.
 //!
 //! ```text
-//! cargo run --release --example showdown                 # about two minutes
+//! cargo run --release --example showdown                 # about four minutes
 //! cargo run --release --example showdown -- --quick      # a few seconds (smoke run)
 //! cargo run --release --example showdown -- --only lru --threads 1,2,4,8
 //! cargo run --release --example showdown -- --json       # JSON on stdout
@@ -15,9 +15,14 @@
 //! It measures the workloads of the criterion benches (shared through
 //! `benches/common/`, not copied), prints Markdown tables, and writes
 //! `target/showdown/report.md`, `report.json` and SVG charts.
-//! Each cell is one timed run of a calibrated operation count (about
-//! `budget` long), so figures are indicative; `cargo bench` gives the
-//! statistically careful numbers.
+//!
+//! Each cell is the median of `--rounds` timed runs (3 by default, 1 with
+//! `--quick`), each of a calibrated operation count. The rounds are
+//! interleaved: every round measures every contender of a workload (each at
+//! its thread counts in turn, so its data stays warm) before the next round
+//! starts, so a slow phase of a shared host falls on all contenders alike
+//! instead of on whichever row was being measured, and the ratios between
+//! rows stay comparable. `report.json` keeps every round's figure.
 
 #[path = "../benches/common/mod.rs"]
 mod common;
@@ -38,6 +43,8 @@ struct Options {
     json: bool,
     out: PathBuf,
     seconds: f64,
+    /// Interleaved rounds per cell (the median is reported).
+    rounds: usize,
     sweep: Option<Vec<usize>>,
     /// Whether the timer slack was set to 1 ns (typed cold inits sleep 1 ms).
     tight_slack: bool,
@@ -45,7 +52,7 @@ struct Options {
 
 fn usage() -> ! {
     eprintln!(
-        "usage: showdown [--quick] [--only FAMILY] [--threads 1,2,4] [--json] [--out DIR] [--seconds N] [--sweep 1000,1000000]\n\
+        "usage: showdown [--quick] [--only FAMILY] [--threads 1,2,4] [--json] [--out DIR] [--seconds N] [--rounds N] [--sweep 1000,1000000]\n\
          families: {}",
         FAMILIES.join(", ")
     );
@@ -59,7 +66,8 @@ fn parse_options() -> Options {
         threads: None,
         json: false,
         out: PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/target/showdown")),
-        seconds: 90.0,
+        seconds: 150.0,
+        rounds: 0,
         sweep: None,
         tight_slack: false,
     };
@@ -100,6 +108,13 @@ fn parse_options() -> Options {
                     .filter(|s: &f64| *s > 0.0)
                     .unwrap_or_else(|| usage())
             }
+            "--rounds" => {
+                options.rounds = args
+                    .next()
+                    .and_then(|s| s.parse().ok())
+                    .filter(|&n: &usize| n > 0)
+                    .unwrap_or_else(|| usage())
+            }
             "--bench" => {} // passed by `cargo bench`-style runners; ignore
             "-h" | "--help" => usage(),
             other => {
@@ -110,6 +125,9 @@ fn parse_options() -> Options {
     }
     if options.quick {
         options.seconds = options.seconds.min(10.0);
+    }
+    if options.rounds == 0 {
+        options.rounds = if options.quick { 1 } else { 3 };
     }
     options
 }
@@ -140,8 +158,12 @@ fn workloads_of(family: &str, size: Size) -> Vec<Workload> {
 /// One measured cell.
 struct Cell {
     threads: usize,
+    /// The median round's throughput.
     ops_per_sec: f64,
+    /// The median round's extra figure (hit ratio, inits per key...).
     extra: Option<(String, f64)>,
+    /// Every round's throughput, in round order.
+    rounds: Vec<f64>,
 }
 
 struct Row {
@@ -155,12 +177,27 @@ struct Measured {
     rows: Vec<Row>,
 }
 
-fn measure(contender: &dyn Contender, threads: usize, budget: Duration) -> Cell {
+/// One round of one cell: throughput, and the contender's extra figure.
+fn measure(
+    contender: &dyn Contender,
+    threads: usize,
+    budget: Duration,
+) -> (f64, Option<(String, f64)>) {
     let ops_per_sec = common::throughput(contender, threads, budget);
+    (ops_per_sec, contender.extra())
+}
+
+/// The cell of `samples` (one per round, in round order): the median round.
+fn median_cell(threads: usize, samples: Vec<(f64, Option<(String, f64)>)>) -> Cell {
+    let rounds: Vec<f64> = samples.iter().map(|(ops, _)| *ops).collect();
+    let mut sorted = samples;
+    sorted.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let (ops_per_sec, extra) = sorted.swap_remove(sorted.len() / 2);
     Cell {
         threads,
         ops_per_sec,
-        extra: contender.extra(),
+        extra,
+        rounds,
     }
 }
 
@@ -225,9 +262,10 @@ fn main() {
         eprintln!("nothing to measure");
         std::process::exit(1);
     }
-    let budget = Duration::from_secs_f64((options.seconds / cells as f64).clamp(0.005, 2.0));
+    let runs = cells * options.rounds;
+    let budget = Duration::from_secs_f64((options.seconds / runs as f64).clamp(0.005, 2.0));
 
-    let bar = ProgressBar::new(cells as u64);
+    let bar = ProgressBar::new(runs as u64);
     bar.set_style(
         ProgressStyle::with_template("{elapsed_precise} [{bar:40}] {pos}/{len} {msg}")
             .expect("valid template")
@@ -235,22 +273,42 @@ fn main() {
     );
     let mut results = Vec::new();
     for workload in &plan {
-        let mut rows = Vec::new();
-        for contender in &workload.contenders {
-            let mut row = Row {
-                contender: contender.name(),
-                cells: Vec::new(),
-            };
-            for &threads in &workload.threads {
-                bar.set_message(format!(
-                    "{}/{}: {} @{}t",
-                    workload.family, workload.name, row.contender, threads
-                ));
-                row.cells.push(measure(contender.as_ref(), threads, budget));
-                bar.inc(1);
+        // samples[contender][thread count]: one (throughput, extra) per round.
+        let mut samples: Vec<Vec<Vec<_>>> = workload
+            .contenders
+            .iter()
+            .map(|_| workload.threads.iter().map(|_| Vec::new()).collect())
+            .collect();
+        for round in 0..options.rounds {
+            for (c, contender) in workload.contenders.iter().enumerate() {
+                for (t, &threads) in workload.threads.iter().enumerate() {
+                    bar.set_message(format!(
+                        "{}/{}: {} @{}t, round {}",
+                        workload.family,
+                        workload.name,
+                        contender.name(),
+                        threads,
+                        round + 1
+                    ));
+                    samples[c][t].push(measure(contender.as_ref(), threads, budget));
+                    bar.inc(1);
+                }
             }
-            rows.push(row);
         }
+        let rows: Vec<Row> = workload
+            .contenders
+            .iter()
+            .zip(samples)
+            .map(|(contender, per_threads)| Row {
+                contender: contender.name(),
+                cells: workload
+                    .threads
+                    .iter()
+                    .zip(per_threads)
+                    .map(|(&threads, rounds)| median_cell(threads, rounds))
+                    .collect(),
+            })
+            .collect();
         results.push(Measured {
             family: workload.family,
             workload: workload.name.clone(),
@@ -328,10 +386,12 @@ fn render_markdown(
     }
     let _ = writeln!(
         out,
-        "Machine: {}. Mode: {}. Idle check: 2 threads did {idle_ratio:.2}x one. Timer slack: {}. \
-         Total {:.1} s.\n",
+        "Machine: {}. Mode: {}, each cell the median of {} interleaved round{}. Idle check: 2 \
+         threads did {idle_ratio:.2}x one. Timer slack: {}. Total {:.1} s.\n",
         machine_line(),
         if options.quick { "quick" } else { "full" },
+        options.rounds,
+        if options.rounds == 1 { "" } else { "s" },
         if options.tight_slack {
             "1 ns (a 1 ms init sleeps close to 1 ms)"
         } else {
@@ -427,6 +487,7 @@ fn render_json(
     json!({
         "machine": machine_line(),
         "mode": if options.quick { "quick" } else { "full" },
+        "rounds": options.rounds,
         "idle_ratio": idle_ratio,
         "idle_warning": idle_warning,
         "seconds": elapsed.as_secs_f64(),
@@ -438,6 +499,7 @@ fn render_json(
                 "cells": r.cells.iter().map(|c| json!({
                     "threads": c.threads,
                     "ops_per_sec": c.ops_per_sec,
+                    "rounds": c.rounds,
                     "extra": c.extra.as_ref().map(|(label, value)| json!({"label": label, "value": value})),
                 })).collect::<Vec<_>>(),
             })).collect::<Vec<_>>(),
