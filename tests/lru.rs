@@ -772,3 +772,42 @@ fn stress_racing_loads_under(policy: LruPolicy) {
     assert_eq!(stats.hits + stats.misses, THREADS as u64 * KEYS * 3);
     assert_eq!((stats.len, stats.evictions), (KEYS as usize, 0));
 }
+
+/// A value whose `Drop` panics when it is the chosen one.
+struct PanicsOnDrop(u32);
+
+static PANIC_ON_DROP_OF: AtomicUsize = AtomicUsize::new(usize::MAX);
+
+impl Drop for PanicsOnDrop {
+    fn drop(&mut self) {
+        if self.0 as usize == PANIC_ON_DROP_OF.load(Ordering::SeqCst) {
+            panic!("drop of {} panics", self.0);
+        }
+    }
+}
+
+#[test]
+fn clear_empties_every_shard_before_a_drop_panics() {
+    for policy in [LruPolicy::Exact, LruPolicy::Clock] {
+        let cache = LruCache::builder(1024)
+            .shards(16)
+            .policy(policy)
+            .build()
+            .unwrap();
+        for k in 0..512 {
+            cache.insert(k, PanicsOnDrop(k));
+        }
+        assert_eq!(cache.len(), 512);
+        PANIC_ON_DROP_OF.store(200, Ordering::SeqCst);
+        let outcome = catch_unwind(AssertUnwindSafe(|| cache.clear()));
+        PANIC_ON_DROP_OF.store(usize::MAX, Ordering::SeqCst);
+        assert!(outcome.is_err(), "the panicking Drop must reach the caller");
+        // Every shard was emptied before any value was dropped.
+        assert_eq!(cache.len(), 0, "{policy:?}");
+        assert!(cache.iter().next().is_none());
+        let stats = cache.stats();
+        assert_eq!((stats.len, stats.evictions), (0, 0));
+        cache.insert(7, PanicsOnDrop(7));
+        assert_eq!(cache.get(&7).map(|v| v.0), Some(7));
+    }
+}

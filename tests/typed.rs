@@ -654,3 +654,38 @@ fn stats_are_exact_with_more_threads_than_owned_stripes() {
         "every get of an absent key is a miss"
     );
 }
+
+/// A value whose `Drop` panics when it is the chosen one.
+struct PanicsOnDrop(u32);
+
+static PANIC_ON_DROP_OF: AtomicUsize = AtomicUsize::new(usize::MAX);
+
+impl Drop for PanicsOnDrop {
+    fn drop(&mut self) {
+        if self.0 as usize == PANIC_ON_DROP_OF.load(Ordering::SeqCst) {
+            panic!("drop of {} panics", self.0);
+        }
+    }
+}
+
+#[test]
+fn invalidate_all_empties_every_shard_before_a_drop_panics() {
+    let cache: TypedCache<u32, PanicsOnDrop> = TypedCache::new();
+    for k in 0..512 {
+        cache.insert(k, PanicsOnDrop(k));
+    }
+    // One value in the middle of the key space panics when dropped.
+    PANIC_ON_DROP_OF.store(200, Ordering::SeqCst);
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        cache.invalidate_all();
+    }));
+    PANIC_ON_DROP_OF.store(usize::MAX, Ordering::SeqCst);
+    assert!(outcome.is_err(), "the panicking Drop must reach the caller");
+    // Every shard was emptied before any value was dropped.
+    assert_eq!(cache.len(), 0);
+    assert!((0..512).all(|k| !cache.contains_key(&k)));
+    cache.check_invariants();
+    // And the cache still works.
+    cache.insert(7, PanicsOnDrop(7));
+    assert_eq!(cache.get(&7).map(|v| v.0), Some(7));
+}

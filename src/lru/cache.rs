@@ -382,9 +382,10 @@ impl<K, V, S> LruCache<K, V, S> {
         self.lookups.reset();
     }
 
-    /// Removes every entry. Their `Drop` runs after each shard's lock is
-    /// released; the eviction listener is not called and no eviction is
-    /// counted.
+    /// Removes every entry. Their `Drop` runs after every shard has been
+    /// emptied and its lock released, so a panicking `Drop` (which then
+    /// reaches the caller) cannot leave entries behind; the eviction
+    /// listener is not called and no eviction is counted.
     ///
     /// Clears one shard at a time: an insert racing with `clear` may survive
     /// it.
@@ -398,10 +399,12 @@ impl<K, V, S> LruCache<K, V, S> {
     /// assert!(cache.is_empty());
     /// ```
     pub fn clear(&self) {
-        for shard in self.shards.iter() {
-            let removed = shard.write().core.take_all();
-            drop(removed);
-        }
+        let removed: Vec<_> = self
+            .shards
+            .iter()
+            .map(|shard| shard.write().core.take_all())
+            .collect();
+        drop(removed);
     }
 
     /// Calls the listener with each evicted entry, then drops what is left.

@@ -362,7 +362,10 @@ where
 
     /// Removes every entry. Each key shard is emptied atomically, one after
     /// another: an insert that lands in an already emptied shard while this
-    /// runs survives it. Inits in progress do not cache their values.
+    /// runs survives it. Inits in progress do not cache their values. The
+    /// removed values are dropped after every shard is empty, with no lock
+    /// held, so a panicking `Drop` (which then reaches the caller) leaves
+    /// no entry behind.
     ///
     /// # Examples
     ///

@@ -406,14 +406,18 @@ where
         removed.filter(|_| live)
     }
 
+    /// Empties every shard, then drops what they held (unlocked): a
+    /// panicking `Drop` reaches the caller only once every shard is empty.
     pub(crate) fn invalidate_all(&self) {
-        for shard in 0..SHARDS {
-            let old = self.write(shard, |core| {
-                core.bump_generation();
-                core.take_all()
-            });
-            drop(old);
-        }
+        let old: Vec<_> = (0..SHARDS)
+            .map(|shard| {
+                self.write(shard, |core| {
+                    core.bump_generation();
+                    core.take_all()
+                })
+            })
+            .collect();
+        drop(old);
     }
 
     pub(crate) fn purge_expired(&self) -> usize {
