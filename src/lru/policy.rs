@@ -24,7 +24,7 @@ use super::core::{Inserted, LruCore};
 /// 63.0% at 10%), but it is not LRU: a scan, or keys used once each, can
 /// evict differently. Choose it when many threads hit the same entries and
 /// throughput matters more than the exact order (on 2 cores, pure hits ran
-/// 1.3-1.4x faster than under `Exact`; miss-heavy work gains little);
+/// 1.3-1.5x faster than under `Exact`; miss-heavy work gains little);
 /// everything else (the hard bound, statistics, loading, panic safety,
 /// listeners) is the same under both policies.
 ///
