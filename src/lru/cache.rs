@@ -1,5 +1,5 @@
-//! [`LruCache`]: the concurrent wrapper that shards [`LruCore`]s behind
-//! mutexes.
+//! [`LruCache`]: the concurrent wrapper that shards [`Core`]s (exact LRU or
+//! CLOCK) behind reader-writer locks.
 //!
 //! # Locks
 //!

@@ -12,7 +12,7 @@
 //! since the hand last passed it is never evicted before one that was not.
 //!
 //! Layout, stored hashes and panic safety are those of the exact core
-//! (`core.rs`): one `hashbrown::HashTable<u32>` of node indices, the user's
+//! (`core.rs`): the same [`NodeIndex`] of node indices (`index.rs`), the user's
 //! `Eq` called only before the first mutation, and every removed key and
 //! value handed back to the caller to drop unlocked.
 //!
@@ -20,9 +20,8 @@
 
 use std::borrow::Borrow;
 
-use hashbrown::HashTable;
-
 use super::core::{Inserted, MAX_SHARD_CAPACITY};
+use super::index::{Keyed, NodeIndex};
 use crate::sync::{AtomicBool, Ordering};
 
 struct Node<K, V> {
@@ -34,9 +33,19 @@ struct Node<K, V> {
     referenced: AtomicBool,
 }
 
+impl<K, V> Keyed for Node<K, V> {
+    type Key = K;
+    fn hash(&self) -> u64 {
+        self.hash
+    }
+    fn key(&self) -> &K {
+        &self.key
+    }
+}
+
 /// A CLOCK map of at most `capacity` entries.
 pub(crate) struct ClockCore<K, V> {
-    table: HashTable<u32>,
+    table: NodeIndex,
     nodes: Vec<Node<K, V>>,
     /// The next node the hand looks at (may equal `nodes.len()`: wraps).
     hand: usize,
@@ -48,7 +57,7 @@ impl<K, V> ClockCore<K, V> {
     pub(crate) fn new(capacity: usize) -> Self {
         debug_assert!((1..=MAX_SHARD_CAPACITY).contains(&capacity));
         Self {
-            table: HashTable::new(),
+            table: NodeIndex::new(),
             nodes: Vec::new(),
             hand: 0,
             capacity,
@@ -72,13 +81,7 @@ impl<K, V> ClockCore<K, V> {
         K: Borrow<Q>,
         Q: ?Sized + Eq,
     {
-        let nodes = &self.nodes;
-        self.table
-            .find(hash, |&i| {
-                let node = &nodes[i as usize];
-                node.hash == hash && node.key.borrow() == key
-            })
-            .copied()
+        self.table.find(&self.nodes, hash, key)
     }
 
     /// Whether the key is present (not a use).
@@ -139,12 +142,12 @@ impl<K, V> ClockCore<K, V> {
         if self.nodes.len() >= self.capacity {
             // Full: the victim's node takes the new entry.
             let v = self.victim();
-            self.remove_from_table(v);
+            self.table.remove(&self.nodes, v as u32);
             let node = &mut self.nodes[v];
             let old_key = std::mem::replace(&mut node.key, key);
             let old_value = std::mem::replace(&mut node.value, value);
             node.hash = hash;
-            self.insert_into_table(hash, v);
+            self.table.insert(&self.nodes, v as u32);
             self.hand = v + 1;
             return Inserted {
                 replaced: None,
@@ -152,14 +155,14 @@ impl<K, V> ClockCore<K, V> {
                 unused_key: None,
             };
         }
-        let i = self.nodes.len();
+        let i = self.nodes.len() as u32;
         self.nodes.push(Node {
             key,
             value,
             hash,
             referenced: AtomicBool::new(false),
         });
-        self.insert_into_table(hash, i);
+        self.table.insert(&self.nodes, i);
         Inserted {
             replaced: None,
             evicted: None,
@@ -191,12 +194,7 @@ impl<K, V> ClockCore<K, V> {
             let v = self.victim();
             evicted.push(self.remove_index(v));
         }
-        if self.nodes.capacity() > 2 * self.capacity.max(4) {
-            self.nodes.shrink_to(self.capacity);
-            let nodes = &self.nodes;
-            self.table
-                .shrink_to(self.capacity, |&i| nodes[i as usize].hash);
-        }
+        self.table.shrink(&mut self.nodes, self.capacity);
     }
 
     /// Sets the capacity without evicting (loom's negative controls).
@@ -207,7 +205,7 @@ impl<K, V> ClockCore<K, V> {
 
     /// Empties the core, returning every entry (in no particular order).
     pub(crate) fn take_all(&mut self) -> Vec<(K, V)> {
-        self.table = HashTable::new();
+        self.table.clear();
         self.hand = 0;
         std::mem::take(&mut self.nodes)
             .into_iter()
@@ -251,37 +249,17 @@ impl<K, V> ClockCore<K, V> {
         }
     }
 
-    fn insert_into_table(&mut self, hash: u64, i: usize) {
-        let nodes = &self.nodes;
-        self.table
-            .insert_unique(hash, i as u32, |&j| nodes[j as usize].hash);
-    }
-
-    fn remove_from_table(&mut self, i: usize) {
-        let hash = self.nodes[i].hash;
-        match self.table.find_entry(hash, |&j| j as usize == i) {
-            Ok(entry) => {
-                entry.remove();
-            }
-            Err(_) => unreachable!("larder: ClockCore node {i} missing from its table"),
-        }
-    }
-
     /// Removes node `i`, moving the last node into its place (the hand
     /// keeps its index, or wraps to 0 if that is now past the end).
     fn remove_index(&mut self, i: usize) -> (K, V) {
-        self.remove_from_table(i);
+        self.table.remove(&self.nodes, i as u32);
         let last = self.nodes.len() - 1;
         let node = self.nodes.swap_remove(i);
         if self.hand >= self.nodes.len() {
             self.hand = 0;
         }
         if i != last {
-            let hash = self.nodes[i].hash;
-            match self.table.find_mut(hash, |&j| j as usize == last) {
-                Some(slot) => *slot = i as u32,
-                None => unreachable!("larder: ClockCore node {last} missing from its table"),
-            }
+            self.table.moved(self.nodes[i].hash, last as u32, i as u32);
         }
         (node.key, node.value)
     }
@@ -299,9 +277,8 @@ impl<K, V> ClockCore<K, V> {
         assert_eq!(self.table.len(), n, "table and node counts differ");
         assert!(self.hand <= n, "hand {} beyond {n} nodes", self.hand);
         for (i, node) in self.nodes.iter().enumerate() {
-            assert_eq!(
-                self.table.find(node.hash, |&j| j as usize == i).copied(),
-                Some(i as u32),
+            assert!(
+                self.table.locates(node.hash, i as u32),
                 "node {i} not reachable from the table"
             );
         }

@@ -5,8 +5,8 @@
 //!
 //! Entries live in one dense `Vec` of nodes linked into a doubly-linked
 //! recency list by `u32` indices (head = most recently used). A
-//! `hashbrown::HashTable<u32>` maps a key's hash to its node index. Each node
-//! stores its key's full hash, so:
+//! [`NodeIndex`] (`index.rs`, shared with the CLOCK core) maps a key's hash
+//! to its node index. Each node stores its key's full hash, so:
 //!
 //! - the table never calls the user's `Hash` (growth and removal rehash from
 //!   the stored hash), and a lookup calls the user's `Eq` only on a full
@@ -24,7 +24,7 @@
 
 use std::borrow::Borrow;
 
-use hashbrown::HashTable;
+use super::index::{Keyed, NodeIndex};
 
 /// The "no node" index.
 const NIL: u32 = u32::MAX;
@@ -41,6 +41,16 @@ struct Node<K, V> {
     next: u32,
 }
 
+impl<K, V> Keyed for Node<K, V> {
+    type Key = K;
+    fn hash(&self) -> u64 {
+        self.hash
+    }
+    fn key(&self) -> &K {
+        &self.key
+    }
+}
+
 /// What an [`LruCore::insert`] displaced; the caller drops it unlocked.
 pub(crate) struct Inserted<K, V> {
     /// The previous value of the same key.
@@ -54,7 +64,7 @@ pub(crate) struct Inserted<K, V> {
 
 /// An exact LRU map of at most `capacity` entries.
 pub(crate) struct LruCore<K, V> {
-    table: HashTable<u32>,
+    table: NodeIndex,
     nodes: Vec<Node<K, V>>,
     head: u32,
     tail: u32,
@@ -66,7 +76,7 @@ impl<K, V> LruCore<K, V> {
     pub(crate) fn new(capacity: usize) -> Self {
         debug_assert!((1..=MAX_SHARD_CAPACITY).contains(&capacity));
         Self {
-            table: HashTable::new(),
+            table: NodeIndex::new(),
             nodes: Vec::new(),
             head: NIL,
             tail: NIL,
@@ -91,13 +101,7 @@ impl<K, V> LruCore<K, V> {
         K: Borrow<Q>,
         Q: ?Sized + Eq,
     {
-        let nodes = &self.nodes;
-        self.table
-            .find(hash, |&i| {
-                let node = &nodes[i as usize];
-                node.hash == hash && node.key.borrow() == key
-            })
-            .copied()
+        self.table.find(&self.nodes, hash, key)
     }
 
     /// Whether the key is present (no recency change).
@@ -149,14 +153,14 @@ impl<K, V> LruCore<K, V> {
         if self.nodes.len() >= self.capacity {
             // Full: recycle the least recently used node for the new entry.
             let t = self.tail;
-            self.remove_from_table(t);
+            self.table.remove(&self.nodes, t);
             self.unlink(t);
             let node = &mut self.nodes[t as usize];
             let old_key = std::mem::replace(&mut node.key, key);
             let old_value = std::mem::replace(&mut node.value, value);
             node.hash = hash;
             self.push_front(t);
-            self.insert_into_table(hash, t);
+            self.table.insert(&self.nodes, t);
             return Inserted {
                 replaced: None,
                 evicted: Some((old_key, old_value)),
@@ -172,7 +176,7 @@ impl<K, V> LruCore<K, V> {
             next: NIL,
         });
         self.push_front(i);
-        self.insert_into_table(hash, i);
+        self.table.insert(&self.nodes, i);
         Inserted {
             replaced: None,
             evicted: None,
@@ -209,12 +213,7 @@ impl<K, V> LruCore<K, V> {
             let entry = self.pop_lru().expect("non-empty over capacity");
             evicted.push(entry);
         }
-        if self.nodes.capacity() > 2 * self.capacity.max(4) {
-            self.nodes.shrink_to(self.capacity);
-            let nodes = &self.nodes;
-            self.table
-                .shrink_to(self.capacity, |&i| nodes[i as usize].hash);
-        }
+        self.table.shrink(&mut self.nodes, self.capacity);
     }
 
     /// Sets the capacity without evicting (a deliberately broken protocol
@@ -226,7 +225,7 @@ impl<K, V> LruCore<K, V> {
 
     /// Empties the core, returning every entry (in no particular order).
     pub(crate) fn take_all(&mut self) -> Vec<(K, V)> {
-        self.table = HashTable::new();
+        self.table.clear();
         self.head = NIL;
         self.tail = NIL;
         std::mem::take(&mut self.nodes)
@@ -290,25 +289,9 @@ impl<K, V> LruCore<K, V> {
         self.head = i;
     }
 
-    fn insert_into_table(&mut self, hash: u64, i: u32) {
-        let nodes = &self.nodes;
-        self.table
-            .insert_unique(hash, i, |&j| nodes[j as usize].hash);
-    }
-
-    fn remove_from_table(&mut self, i: u32) {
-        let hash = self.nodes[i as usize].hash;
-        match self.table.find_entry(hash, |&j| j == i) {
-            Ok(entry) => {
-                entry.remove();
-            }
-            Err(_) => unreachable!("larder: LruCore node {i} missing from its table"),
-        }
-    }
-
     /// Unlinks and removes node `i`, moving the last node into its slot.
     fn remove_index(&mut self, i: u32) -> (K, V) {
-        self.remove_from_table(i);
+        self.table.remove(&self.nodes, i);
         self.unlink(i);
         let last = (self.nodes.len() - 1) as u32;
         let node = self.nodes.swap_remove(i as usize);
@@ -329,10 +312,7 @@ impl<K, V> LruCore<K, V> {
             } else {
                 self.nodes[next as usize].prev = i;
             }
-            match self.table.find_mut(hash, |&j| j == last) {
-                Some(slot) => *slot = i,
-                None => unreachable!("larder: LruCore node {last} missing from its table"),
-            }
+            self.table.moved(hash, last, i);
         }
         (node.key, node.value)
     }
@@ -357,9 +337,8 @@ impl<K, V> LruCore<K, V> {
             assert!(!seen[at as usize], "cycle at node {at}");
             seen[at as usize] = true;
             assert_eq!(node.prev, prev, "broken prev link at node {at}");
-            assert_eq!(
-                self.table.find(node.hash, |&j| j == at).copied(),
-                Some(at),
+            assert!(
+                self.table.locates(node.hash, at),
                 "node {at} not reachable from the table"
             );
             prev = at;

@@ -5,6 +5,7 @@
 //! - `core.rs`: one shard's exact LRU, sequential (`&mut self`, no locks).
 //! - `clock.rs`: one shard's CLOCK (second chance), whose hits need only
 //!   `&self`; `policy.rs`: [`LruPolicy`] and the core of either kind.
+//! - `index.rs`: the hash table from key hash to node, shared by both cores.
 //! - `cache.rs`: the concurrent wrapper (one padded reader-writer lock per
 //!   shard).
 //! - `load.rs`: load on miss through `crate::flight`, and [`LoadingLruCache`].
@@ -17,6 +18,7 @@ mod builder;
 mod cache;
 mod clock;
 mod core;
+mod index;
 mod iter;
 mod load;
 mod policy;
