@@ -378,3 +378,24 @@ mod imp {
 }
 
 pub(crate) use imp::*;
+
+/// Adds 1 to the calling thread's counter in `stripes`: the counter `pick`
+/// chooses in stripe [`thread_stripe()`], or in the last stripe, shared by
+/// every thread numbered `stripes.len() - 1` or more (and by every loom
+/// thread).
+///
+/// A thread is its own stripe's only writer, so there a load and a store
+/// lose no increment and cost no locked instruction; the shared stripe
+/// takes a real read-modify-write. Relaxed: counters that publish no other
+/// data, summed after the fact.
+#[inline]
+pub(crate) fn count_striped<T>(stripes: &[CachePadded<T>], pick: impl FnOnce(&T) -> &AtomicU64) {
+    let shared = stripes.len() - 1;
+    let thread = thread_stripe();
+    if thread < shared {
+        let counter = pick(&stripes[thread]);
+        counter.store(counter.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+    } else {
+        pick(&stripes[shared]).fetch_add(1, Ordering::Relaxed);
+    }
+}

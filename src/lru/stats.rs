@@ -168,21 +168,9 @@ impl Lookups {
     /// Counts one lookup: a hit if `hit`, else a miss.
     #[inline]
     pub(crate) fn record(&self, hit: bool) {
-        let thread = sync::thread_stripe();
-        if thread < STRIPES {
-            let stripe = &self.stripes[thread];
-            let counter = if hit { &stripe.hits } else { &stripe.misses };
-            // The calling thread is this stripe's only writer, so a load and
-            // a store lose no increment and cost no locked instruction.
-            // Relaxed: a statistic that publishes no other data.
-            counter.store(counter.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
-        } else {
-            // Shared by every later thread (and by every loom thread): a
-            // real read-modify-write. Relaxed: as above.
-            let stripe = &self.stripes[STRIPES];
-            let counter = if hit { &stripe.hits } else { &stripe.misses };
-            counter.fetch_add(1, Ordering::Relaxed);
-        }
+        sync::count_striped(&self.stripes, |stripe| {
+            if hit { &stripe.hits } else { &stripe.misses }
+        });
     }
 
     fn sums(&self) -> (u64, u64) {

@@ -121,22 +121,9 @@ impl Stats {
 
     #[inline]
     pub(crate) fn record(&self, event: Event) {
-        let thread = sync::thread_stripe();
-        if thread < STRIPES {
-            // This thread is the stripe's only writer, so a plain load and
-            // store cannot lose an increment, and cost no locked
-            // instruction on the hit path. Relaxed: a statistic that
-            // publishes no other data; `snapshot` promises each counter's
-            // total, not a cut across counters.
-            let counter = self.stripes[thread].get(event);
-            counter.store(counter.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
-        } else {
-            // Shared by every later thread: a real read-modify-write.
-            // Relaxed: as above.
-            self.stripes[STRIPES]
-                .get(event)
-                .fetch_add(1, Ordering::Relaxed);
-        }
+        // `snapshot` promises each counter's total, not a cut across
+        // counters, so Relaxed per-thread counting is enough.
+        sync::count_striped(&self.stripes, |stripe| stripe.get(event));
     }
 
     pub(crate) fn snapshot(&self) -> TypedCacheStats {
