@@ -222,7 +222,9 @@ impl ManualClock {
         Self::default()
     }
 
-    /// Moves the clock (and every clone of it) forward by `by`.
+    /// Moves the clock (and every clone of it) forward by `by`. The time
+    /// saturates at `u64::MAX` nanoseconds (about 584 years) and never
+    /// runs backwards, whatever `by` is (`Duration::MAX` included).
     ///
     /// # Examples
     ///
@@ -237,9 +239,16 @@ impl ManualClock {
     /// ```
     pub fn advance(&self, by: Duration) {
         let by = u64::try_from(by.as_nanos()).unwrap_or(u64::MAX);
-        // AcqRel pairs with the Acquire load in `now`: a thread that sees the
-        // new time also sees what the advancing thread did before.
-        self.nanos.fetch_add(by, Ordering::AcqRel);
+        // Saturates at `u64::MAX` nanoseconds (about 584 years): time never
+        // runs backwards. AcqRel (success) pairs with the Acquire load in
+        // `now`: a thread that sees the new time also sees what the
+        // advancing thread did before; Acquire (failure, and the reload the
+        // retry works from) reads the latest time to add to.
+        let _ = self
+            .nanos
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |nanos| {
+                Some(nanos.saturating_add(by))
+            });
     }
 }
 

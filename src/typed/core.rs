@@ -1,16 +1,35 @@
-//! The sequential core of one cache shard: a hash map of slots, the CLOCK
-//! queue used for eviction and expiry sweeps, and the expiry policy.
+//! The sequential core of one cache shard: a hash table of entries, the
+//! CLOCK queue used for eviction and expiry sweeps, and the expiry policy.
 //!
 //! Everything here takes `&mut self` for writes and is called under the
 //! shard's write lock by the concurrent wrapper (`raw.rs`); reads take
 //! `&self` under the shard's read lock. The only interior mutability is a
 //! slot's two access hints (`accessed`, `referenced`), written by readers
 //! with relaxed atomics and read by eviction.
+//!
+//! # User code
+//!
+//! Every entry stores its key's full hash, computed by the caller before it
+//! took the lock, and every CLOCK queue entry names its table entry by that
+//! hash and a per-insertion id. So:
+//!
+//! - the table grows, shrinks and rehashes (in place, when tombstones pile
+//!   up) from the stored hashes: the user's `Hash` never runs here;
+//! - eviction, expiry sweeps and queue compaction find entries by stored
+//!   hash and id: they run no user code at all;
+//! - the user's `Eq` runs only in a lookup by key (`get`, `insert`,
+//!   `remove`, `remove_expired`), and only on a full 64-bit hash match,
+//!   *before* the operation's first change, so a panicking `Eq` leaves the
+//!   core exactly as it was;
+//! - nothing is dropped here: removed, replaced and evicted keys and values
+//!   are handed back to the caller, who drops them after unlocking.
 
 use std::borrow::Borrow;
-use std::collections::{HashMap, VecDeque};
-use std::hash::{BuildHasher, Hash};
+use std::collections::VecDeque;
 use std::time::Duration;
+
+use hashbrown::HashTable;
+use hashbrown::hash_table::Entry as TableEntry;
 
 use crate::sync::{Arc, AtomicBool, AtomicU64, Ordering};
 
@@ -109,12 +128,47 @@ pub(crate) struct Slot<V> {
     referenced: AtomicBool,
 }
 
-/// One shard's map and queue.
-pub(crate) struct Core<K, V, S> {
-    map: HashMap<K, Slot<V>, S>,
-    /// Insertion order with second chances (CLOCK); may hold stale entries
-    /// (removed or replaced keys), recognised by a mismatching id.
-    order: VecDeque<(K, u64)>,
+impl<V> Slot<V> {
+    fn new(value: Arc<V>, id: u64, now: u64) -> Self {
+        Self {
+            value,
+            id,
+            created: now,
+            accessed: AtomicU64::new(now),
+            referenced: AtomicBool::new(false),
+        }
+    }
+}
+
+/// A key, its full hash (under the cache's hasher) and its slot.
+pub(crate) struct Entry<K, V> {
+    hash: u64,
+    key: K,
+    slot: Slot<V>,
+}
+
+/// A key and value removed from a shard, for the caller to drop unlocked.
+pub(crate) type Removed<K, V> = (K, Arc<V>);
+
+/// The removed entries of a whole shard (`take_all`), dropped unlocked.
+pub(crate) type Table<K, V> = HashTable<Entry<K, V>>;
+
+/// What [`Core::insert`] displaced.
+pub(crate) struct Displaced<K, V> {
+    /// The slot the key had (live or expired).
+    pub(crate) old: Option<Slot<V>>,
+    /// The key passed in, when the key was present (the stored key is kept,
+    /// as `HashMap::insert` does).
+    pub(crate) unused_key: Option<K>,
+}
+
+/// One shard's table and queue.
+pub(crate) struct Core<K, V> {
+    table: Table<K, V>,
+    /// Insertion order with second chances (CLOCK), as `(hash, id)` of each
+    /// entry; may hold stale entries (removed or replaced keys), recognised
+    /// by finding no entry of that hash with that id.
+    order: VecDeque<(u64, u64)>,
     track_order: bool,
     next_id: u64,
     /// Bumped by every user write (insert, invalidate, invalidate_all). An
@@ -122,14 +176,16 @@ pub(crate) struct Core<K, V, S> {
     generation: u64,
 }
 
-impl<K, V, S> Core<K, V, S>
-where
-    K: Hash + Eq + Clone,
-    S: BuildHasher,
-{
-    pub(crate) fn new(hasher: S, track_order: bool) -> Self {
+/// The stored hash of an entry: the only hasher the table ever uses.
+#[inline]
+fn stored_hash<K, V>(entry: &Entry<K, V>) -> u64 {
+    entry.hash
+}
+
+impl<K, V> Core<K, V> {
+    pub(crate) fn new(track_order: bool) -> Self {
         Self {
-            map: HashMap::with_hasher(hasher),
+            table: HashTable::new(),
             order: VecDeque::new(),
             track_order,
             next_id: 0,
@@ -139,7 +195,7 @@ where
 
     #[inline]
     pub(crate) fn len(&self) -> usize {
-        self.map.len()
+        self.table.len()
     }
 
     #[inline]
@@ -152,178 +208,226 @@ where
         self.generation = self.generation.wrapping_add(1);
     }
 
+    /// The slot of `key` (whose hash is `hash`); calls `K: Eq` only on a
+    /// full hash match.
     #[inline]
-    pub(crate) fn get<Q>(&self, key: &Q) -> Option<&Slot<V>>
+    pub(crate) fn get<Q>(&self, hash: u64, key: &Q) -> Option<&Slot<V>>
     where
         K: Borrow<Q>,
-        Q: Hash + Eq + ?Sized,
+        Q: Eq + ?Sized,
     {
-        self.map.get(key)
+        self.table
+            .find(hash, |e| e.hash == hash && e.key.borrow() == key)
+            .map(|e| &e.slot)
     }
 
-    /// Stores `value` under `key`; returns the value it replaced (for the
-    /// caller to drop after unlocking).
-    pub(crate) fn insert(&mut self, key: K, value: Arc<V>, now: u64) -> Option<Arc<V>> {
+    /// The entry of `hash` inserted as `id`: no user code.
+    fn find_id(&self, hash: u64, id: u64) -> Option<&Entry<K, V>> {
+        self.table.find(hash, |e| e.slot.id == id)
+    }
+
+    /// Stores `value` under `key` (whose hash is `hash`); bumps the
+    /// generation first if `user_write`. The user's `Eq` runs before any
+    /// change; growth rehashes from stored hashes.
+    pub(crate) fn insert(
+        &mut self,
+        hash: u64,
+        key: K,
+        value: Arc<V>,
+        now: u64,
+        user_write: bool,
+    ) -> Displaced<K, V>
+    where
+        K: Eq,
+    {
         let id = self.next_id;
-        self.next_id += 1;
-        if self.track_order {
-            self.order.push_back((key.clone(), id));
-        }
-        let slot = Slot {
-            value,
-            id,
-            created: now,
-            accessed: AtomicU64::new(now),
-            referenced: AtomicBool::new(false),
+        let slot = Slot::new(value, id, now);
+        // The only user code: `K: Eq`, inside `entry`, before any change
+        // (`entry` may grow the table first, from stored hashes: still
+        // every entry in place).
+        let found = self
+            .table
+            .entry(hash, |e| e.hash == hash && e.key == key, stored_hash);
+        let displaced = match found {
+            TableEntry::Occupied(mut occupied) => Displaced {
+                old: Some(std::mem::replace(&mut occupied.get_mut().slot, slot)),
+                unused_key: Some(key),
+            },
+            TableEntry::Vacant(vacant) => {
+                vacant.insert(Entry { hash, key, slot });
+                Displaced {
+                    old: None,
+                    unused_key: None,
+                }
+            }
         };
-        let old = self.map.insert(key, slot).map(|old| old.value);
-        self.compact_order();
-        old
-    }
-
-    /// Removes `key`; returns its value.
-    pub(crate) fn remove<Q>(&mut self, key: &Q) -> Option<Arc<V>>
-    where
-        K: Borrow<Q>,
-        Q: Hash + Eq + ?Sized,
-    {
-        let value = self.map.remove(key).map(|slot| slot.value);
-        self.compact_order();
-        value
-    }
-
-    /// Removes `key` only if it is (still) expired.
-    pub(crate) fn remove_expired<Q>(&mut self, key: &Q, policy: &Policy, now: u64) -> Option<Arc<V>>
-    where
-        K: Borrow<Q>,
-        Q: Hash + Eq + ?Sized,
-    {
-        match self.map.get(key) {
-            Some(slot) if policy.is_expired(slot, now) => self.remove(key),
-            _ => None,
+        self.next_id += 1;
+        if user_write {
+            self.bump_generation();
         }
+        if self.track_order {
+            self.order.push_back((hash, id));
+        }
+        self.compact_order();
+        displaced
     }
 
-    /// Empties the shard; returns the old map for the caller to drop after
-    /// unlocking.
-    pub(crate) fn take_all(&mut self) -> HashMap<K, Slot<V>, S>
+    /// Removes `key` (whose hash is `hash`); returns its key and slot. `Eq`
+    /// runs before any change.
+    pub(crate) fn remove<Q>(&mut self, hash: u64, key: &Q) -> Option<(K, Slot<V>)>
     where
-        S: Clone,
+        K: Borrow<Q>,
+        Q: Eq + ?Sized,
     {
+        let found = self
+            .table
+            .find_entry(hash, |e| e.hash == hash && e.key.borrow() == key);
+        let (entry, _) = found.ok()?.remove();
+        self.compact_order();
+        Some((entry.key, entry.slot))
+    }
+
+    /// Removes `key` only if it is (still) expired. `Eq` runs before any
+    /// change.
+    pub(crate) fn remove_expired<Q>(
+        &mut self,
+        hash: u64,
+        key: &Q,
+        policy: &Policy,
+        now: u64,
+    ) -> Option<Removed<K, V>>
+    where
+        K: Borrow<Q>,
+        Q: Eq + ?Sized,
+    {
+        let found = self
+            .table
+            .find_entry(hash, |e| e.hash == hash && e.key.borrow() == key);
+        let occupied = found.ok()?;
+        if !policy.is_expired(&occupied.get().slot, now) {
+            return None;
+        }
+        let (entry, _) = occupied.remove();
+        self.compact_order();
+        Some((entry.key, entry.slot.value))
+    }
+
+    /// Empties the shard; returns the old table for the caller to drop after
+    /// unlocking.
+    pub(crate) fn take_all(&mut self) -> Table<K, V> {
         self.order.clear();
-        let empty = HashMap::with_hasher(self.map.hasher().clone());
-        std::mem::replace(&mut self.map, empty)
+        std::mem::take(&mut self.table)
+    }
+
+    /// Removes the entry of `hash` inserted as `id`, if it is still there.
+    fn remove_id(&mut self, hash: u64, id: u64) -> Option<Removed<K, V>> {
+        let (entry, _) = self
+            .table
+            .find_entry(hash, |e| e.slot.id == id)
+            .ok()?
+            .remove();
+        Some((entry.key, entry.slot.value))
     }
 
     /// Evicts one entry: an expired one if the queue front has one, else the
     /// first whose CLOCK bit is clear (clearing set bits on the way, which
-    /// gives each recently hit entry a second chance). Returns its value.
-    pub(crate) fn evict_one(&mut self, policy: &Policy, now: u64) -> Option<Arc<V>> {
+    /// gives each recently hit entry a second chance). Returns it. Runs no
+    /// user code, and looks at each queue entry before it takes it.
+    pub(crate) fn evict_one(&mut self, policy: &Policy, now: u64) -> Option<Removed<K, V>> {
         // Every live entry is in the queue; after one full pass every bit is
         // clear, so two passes always find a victim if there is any.
         let mut budget = 2 * self.order.len() + 1;
         while budget > 0 {
             budget -= 1;
-            let (key, id) = self.order.pop_front()?;
-            let Some(slot) = self.map.get(&key) else {
+            let &(hash, id) = self.order.front()?;
+            let Some(entry) = self.find_id(hash, id) else {
+                self.order.pop_front();
                 continue;
             };
-            if slot.id != id {
-                continue;
-            }
+            let slot = &entry.slot;
             // Relaxed: we hold the write lock, which orders us after every
             // reader that set the bit (their read locks were released).
             let referenced = slot.referenced.load(Ordering::Relaxed);
             if referenced && !policy.is_expired(slot, now) {
                 slot.referenced.store(false, Ordering::Relaxed);
-                self.order.push_back((key, id));
+                self.order.rotate_left(1);
                 continue;
             }
-            let value = self.map.remove(&key).map(|slot| slot.value);
+            let removed = self.remove_id(hash, id);
+            self.order.pop_front();
             self.compact_order();
-            return value;
+            return removed;
         }
         None
     }
 
     /// Removes expired entries from the front of the queue, looking at most
-    /// at `budget` entries (an amortised sweep on each insert); returns the
-    /// removed values.
+    /// at `budget` entries (an amortised sweep on each insert); moves the
+    /// removed entries to `out`. Runs no user code.
     pub(crate) fn purge_front(
         &mut self,
         policy: &Policy,
         now: u64,
         budget: usize,
-        out: &mut Vec<Arc<V>>,
-    ) {
-        self.purge_front_inner(policy, now, budget, out);
-        self.compact_order();
-    }
-
-    fn purge_front_inner(
-        &mut self,
-        policy: &Policy,
-        now: u64,
-        budget: usize,
-        out: &mut Vec<Arc<V>>,
+        out: &mut Vec<Removed<K, V>>,
     ) {
         for _ in 0..budget {
-            let Some((key, id)) = self.order.front() else {
-                return;
+            let Some(&(hash, id)) = self.order.front() else {
+                break;
             };
-            match self.map.get(key) {
-                Some(slot) if slot.id == *id => {
-                    if !policy.is_expired(slot, now) {
-                        return;
-                    }
-                    let (key, _) = self.order.pop_front().expect("front exists");
-                    out.extend(self.map.remove(&key).map(|slot| slot.value));
+            if let Some(entry) = self.find_id(hash, id) {
+                if !policy.is_expired(&entry.slot, now) {
+                    break;
                 }
-                _ => {
-                    self.order.pop_front();
-                }
+                out.extend(self.remove_id(hash, id));
             }
-        }
-    }
-
-    /// Removes every expired entry; returns the removed values.
-    pub(crate) fn purge_all(&mut self, policy: &Policy, now: u64, out: &mut Vec<Arc<V>>) {
-        let expired: Vec<K> = self
-            .map
-            .iter()
-            .filter(|(_, slot)| policy.is_expired(slot, now))
-            .map(|(key, _)| key.clone())
-            .collect();
-        for key in expired {
-            out.extend(self.map.remove(&key).map(|slot| slot.value));
+            self.order.pop_front();
         }
         self.compact_order();
     }
 
-    /// Drops stale queue entries once they outnumber the live ones.
+    /// Removes every expired entry, moving them to `out`. Runs no user code.
+    pub(crate) fn purge_all(&mut self, policy: &Policy, now: u64, out: &mut Vec<Removed<K, V>>) {
+        out.extend(
+            self.table
+                .extract_if(|e| policy.is_expired(&e.slot, now))
+                .map(|e| (e.key, e.slot.value)),
+        );
+        self.compact_order();
+    }
+
+    /// Drops stale queue entries once they outnumber the live ones. Runs no
+    /// user code.
     fn compact_order(&mut self) {
-        if self.track_order && self.order.len() > 2 * self.map.len() + 32 {
-            let map = &self.map;
+        if self.track_order && self.order.len() > 2 * self.table.len() + 32 {
+            let table = &self.table;
             self.order
-                .retain(|(key, id)| map.get(key).is_some_and(|slot| slot.id == *id));
+                .retain(|&(hash, id)| table.find(hash, |e| e.slot.id == id).is_some());
         }
     }
 
-    /// Asserts the shard's invariants (for tests and fuzzing).
+    /// Each entry's stored hash and key (for `check_invariants`).
+    pub(crate) fn hashed_keys(&self) -> impl Iterator<Item = (u64, &K)> {
+        self.table.iter().map(|e| (e.hash, &e.key))
+    }
+
+    /// Asserts the shard's invariants (for tests and fuzzing). Runs no user
+    /// code.
     pub(crate) fn check_invariants(&self) {
         if !self.track_order {
             assert!(self.order.is_empty(), "queue kept without a policy");
             return;
         }
-        for (key, slot) in &self.map {
+        let queued: std::collections::HashSet<(u64, u64)> = self.order.iter().copied().collect();
+        for entry in &self.table {
             assert!(
-                self.order.iter().any(|(k, id)| k == key && *id == slot.id),
+                queued.contains(&(entry.hash, entry.slot.id)),
                 "a live entry is missing from the CLOCK queue"
             );
-            assert!(slot.id < self.next_id, "slot id from the future");
+            assert!(entry.slot.id < self.next_id, "slot id from the future");
         }
         assert!(
-            self.order.len() <= 2 * self.map.len() + 32,
+            self.order.len() <= 2 * self.table.len() + 32,
             "stale queue entries not compacted"
         );
     }

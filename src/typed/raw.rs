@@ -14,8 +14,11 @@
 //! - The flight group's locks are never taken while a shard lock is held
 //!   (the flight protocol calls our `lookup` and `publish` with none of its
 //!   locks held).
-//! - No user code runs under a shard lock except `K: Hash + Eq` and the
-//!   clock: inits run with no lock held, and removed values are dropped after
+//! - No user code runs under a shard lock except `K: Eq`, in a lookup by
+//!   key and before that operation's first change (see `core.rs`). The
+//!   key's `Hash` and the clock run before the lock is taken; `K: Clone`
+//!   (for an init's key) before it too; inits run with no lock held; and
+//!   removed, replaced and evicted keys and values are dropped after
 //!   unlocking.
 
 use std::borrow::Borrow;
@@ -24,7 +27,7 @@ use std::fmt;
 use std::hash::{BuildHasher, Hash};
 
 use super::clock::Clock;
-use super::core::{Core, Policy};
+use super::core::{Core, Policy, Removed};
 use super::stats::{Event, Stats, TypedCacheStats};
 use crate::flight::{FlightFault, FlightGroup, Source};
 use crate::sync::{Arc, AtomicUsize, CachePadded, Ordering, ShardedLock};
@@ -44,7 +47,7 @@ pub(crate) enum Lookup<R> {
 }
 
 pub(crate) struct Raw<K, V, S> {
-    shards: Box<[ShardedLock<Core<K, V, S>>]>,
+    shards: Box<[ShardedLock<Core<K, V>>]>,
     hasher: S,
     flights: FlightGroup<K, V>,
     policy: Policy,
@@ -88,7 +91,7 @@ where
     ) -> Self {
         Self {
             shards: (0..SHARDS)
-                .map(|_| ShardedLock::new(Core::new(hasher.clone(), policy.tracks_order())))
+                .map(|_| ShardedLock::new(Core::new(policy.tracks_order())))
                 .collect(),
             hasher,
             flights: FlightGroup::with_fault(fault),
@@ -138,7 +141,7 @@ where
         Q: Hash + Eq + ?Sized,
     {
         let core = self.shards[Self::shard_index(hash)].read();
-        match core.get(key) {
+        match core.get(hash, key) {
             None => Lookup::Missing,
             Some(slot) if self.policy.is_expired(slot, now) => Lookup::Expired,
             Some(slot) => {
@@ -167,7 +170,8 @@ where
             Lookup::Expired => {
                 self.stats.record(Event::Miss);
                 let shard = Self::shard_index(hash);
-                let removed = self.write(shard, |core| core.remove_expired(key, &self.policy, now));
+                let removed =
+                    self.write(shard, |core| core.remove_expired(hash, key, &self.policy, now));
                 drop(removed);
                 None
             }
@@ -230,7 +234,7 @@ where
             let now = self.now();
             let core = self.shards[shard].read();
             generation.set(Some(core.generation()));
-            let slot = core.get(&key)?;
+            let slot = core.get(hash, &key)?;
             if self.policy.is_expired(slot, now) {
                 return None;
             }
@@ -249,8 +253,9 @@ where
             result
         };
         let publish = |value: &Arc<V>| {
+            // `K: Clone` runs here, before `store` takes the shard lock.
             let stored = self.store(
-                shard,
+                hash,
                 key.clone(),
                 Arc::clone(value),
                 generation.get(),
@@ -275,7 +280,7 @@ where
     }
 
     /// Runs `f` under shard `shard`'s write lock, keeping `len` in step.
-    fn write<T>(&self, shard: usize, f: impl FnOnce(&mut Core<K, V, S>) -> T) -> T {
+    fn write<T>(&self, shard: usize, f: impl FnOnce(&mut Core<K, V>) -> T) -> T {
         let mut core = self.shards[shard].write();
         let before = core.len();
         let out = f(&mut core);
@@ -298,17 +303,21 @@ where
 
     /// Stores `value` (from an init if `expect_generation` is `Some`, else
     /// from `insert`), then enforces `max_entries`. Returns the live value it
-    /// replaced. Every removed value is dropped after the locks are released.
+    /// replaced. Every removed key and value is dropped after the locks are
+    /// released. The only user code under the lock is `K: Eq` in the
+    /// core's insert, before its first change.
     fn store(
         &self,
-        shard: usize,
+        hash: u64,
         key: K,
         value: Arc<V>,
         expect_generation: Option<u64>,
         user_write: bool,
     ) -> Option<Arc<V>> {
+        let shard = Self::shard_index(hash);
         let now = self.now();
         let mut garbage = Vec::new();
+        let unused;
         let replaced = {
             let mut core = self.shards[shard].write();
             let raced = expect_generation.is_some_and(|seen| seen != core.generation());
@@ -317,31 +326,31 @@ where
             // overwrites writes that landed while it ran.
             let raced = raced && self.fault != super::Fault::InitIgnoresWrites;
             if raced {
-                // A user write landed while the init ran: it wins.
+                // A user write landed while the init ran: it wins. The key
+                // and value are dropped after unlocking.
+                drop(core);
+                drop((key, value));
                 return None;
             }
-            if user_write {
-                core.bump_generation();
-            }
             let before = core.len();
-            let live = core
-                .get(&key)
-                .is_some_and(|slot| !self.policy.is_expired(slot, now));
-            let old = core.insert(key, value, now);
+            let displaced = core.insert(hash, key, value, now, user_write);
+            unused = displaced.unused_key;
             if self.policy.expires() {
                 core.purge_front(&self.policy, now, PURGE_BUDGET, &mut garbage);
             }
             self.account(before, core.len());
             self.evict_locked(&mut core, 1, now, &mut garbage);
-            match old {
-                Some(old) if live => Some(old),
+            match displaced.old {
+                Some(old) if !self.policy.is_expired(&old, now) => Some(old.value),
                 old => {
-                    garbage.extend(old);
+                    drop(core);
+                    drop(old);
                     None
                 }
             }
         };
         self.evict_elsewhere(shard, now, &mut garbage);
+        drop(unused);
         drop(garbage);
         replaced
     }
@@ -350,10 +359,10 @@ where
     /// and the shard holds more than `keep` entries.
     fn evict_locked(
         &self,
-        core: &mut Core<K, V, S>,
+        core: &mut Core<K, V>,
         keep: usize,
         now: u64,
-        garbage: &mut Vec<Arc<V>>,
+        garbage: &mut Vec<Removed<K, V>>,
     ) {
         let Some(max) = self.policy.max_entries else {
             return;
@@ -361,7 +370,7 @@ where
         while self.len.load(Ordering::SeqCst) > max && core.len() > keep {
             let before = core.len();
             match core.evict_one(&self.policy, now) {
-                Some(value) => garbage.push(value),
+                Some(removed) => garbage.push(removed),
                 None => break,
             }
             self.account(before, core.len());
@@ -371,7 +380,7 @@ where
     /// Evicts from the other shards, one lock at a time, while the cache is
     /// still over `max_entries` (the stored entry's own shard had nothing
     /// else to give).
-    fn evict_elsewhere(&self, start: usize, now: u64, garbage: &mut Vec<Arc<V>>) {
+    fn evict_elsewhere(&self, start: usize, now: u64, garbage: &mut Vec<Removed<K, V>>) {
         let Some(max) = self.policy.max_entries else {
             return;
         };
@@ -386,7 +395,7 @@ where
 
     pub(crate) fn insert(&self, key: K, value: Arc<V>) -> Option<Arc<V>> {
         let hash = self.hasher.hash_one(&key);
-        self.store(Self::shard_index(hash), key, value, None, true)
+        self.store(hash, key, value, None, true)
     }
 
     pub(crate) fn invalidate<Q>(&self, key: &Q) -> Option<Arc<V>>
@@ -396,14 +405,20 @@ where
     {
         let hash = self.hasher.hash_one(key);
         let now = self.now();
-        let (removed, live) = self.write(Self::shard_index(hash), |core| {
+        let removed = self.write(Self::shard_index(hash), |core| {
+            // `K: Eq` runs in `remove`, before any change (the generation
+            // bump included).
+            let removed = core.remove(hash, key);
             core.bump_generation();
-            let live = core
-                .get(key)
-                .is_some_and(|slot| !self.policy.is_expired(slot, now));
-            (core.remove(key), live)
+            removed
         });
-        removed.filter(|_| live)
+        // Dropped unlocked: the key, and the value if it had expired.
+        let (_key, slot) = removed?;
+        if self.policy.is_expired(&slot, now) {
+            None
+        } else {
+            Some(slot.value)
+        }
     }
 
     /// Empties every shard, then drops what they held (unlocked): a
@@ -452,9 +467,15 @@ where
     /// Asserts the cache's invariants; call when no other thread uses it.
     pub(crate) fn check_invariants(&self) {
         let mut total = 0;
-        for shard in self.shards.iter() {
+        for (index, shard) in self.shards.iter().enumerate() {
             let core = shard.read();
             core.check_invariants();
+            for (hash, key) in core.hashed_keys() {
+                // Calls the user's `Hash`: fine in a test, with no other
+                // thread using the cache.
+                assert_eq!(hash, self.hasher.hash_one(key), "stored hash out of date");
+                assert_eq!(Self::shard_index(hash), index, "entry in the wrong shard");
+            }
             total += core.len();
         }
         assert_eq!(total, self.len(), "len out of step with the shards");

@@ -5,8 +5,17 @@ use std::sync::{Barrier, mpsc};
 use std::thread;
 use std::time::Duration;
 
-fn core(policy: &Policy) -> Core<u32, u32, ahash::RandomState> {
-    Core::new(ahash::RandomState::new(), policy.tracks_order())
+fn core(policy: &Policy) -> Core<u32, u32> {
+    Core::new(policy.tracks_order())
+}
+
+/// A key's hash (any fixed function will do for the core alone).
+fn h(key: u32) -> u64 {
+    u64::from(key).wrapping_mul(0x9E37_79B9_7F4A_7C15)
+}
+
+fn evicted(removed: Option<(u32, Arc<u32>)>) -> Option<u32> {
+    removed.map(|(_, value)| *value)
 }
 
 #[test]
@@ -14,16 +23,16 @@ fn core_clock_gives_read_entries_a_second_chance() {
     let policy = Policy::new(None, None, Some(3));
     let mut core = core(&policy);
     for k in 0..3 {
-        core.insert(k, Arc::new(k), 0);
+        core.insert(h(k), k, Arc::new(k), 0, false);
     }
     // Inserted entries start referenced; the first sweep clears them all and
     // evicts the oldest.
-    assert_eq!(core.evict_one(&policy, 0).as_deref(), Some(&0));
+    assert_eq!(evicted(core.evict_one(&policy, 0)), Some(0));
     // Read 1: it survives the next sweep, 2 goes.
-    policy.touch(core.get(&1).unwrap(), 0);
-    assert_eq!(core.evict_one(&policy, 0).as_deref(), Some(&2));
-    assert_eq!(core.evict_one(&policy, 0).as_deref(), Some(&1));
-    assert_eq!(core.evict_one(&policy, 0), None);
+    policy.touch(core.get(h(1), &1).unwrap(), 0);
+    assert_eq!(evicted(core.evict_one(&policy, 0)), Some(2));
+    assert_eq!(evicted(core.evict_one(&policy, 0)), Some(1));
+    assert_eq!(evicted(core.evict_one(&policy, 0)), None);
     core.check_invariants();
 }
 
@@ -31,11 +40,11 @@ fn core_clock_gives_read_entries_a_second_chance() {
 fn core_evicts_expired_before_referenced() {
     let policy = Policy::new(Some(Duration::from_nanos(10)), None, Some(10));
     let mut core = core(&policy);
-    core.insert(1, Arc::new(1), 0);
-    core.insert(2, Arc::new(2), 5);
-    policy.touch(core.get(&1).unwrap(), 12);
+    core.insert(h(1), 1, Arc::new(1), 0, false);
+    core.insert(h(2), 2, Arc::new(2), 5, false);
+    policy.touch(core.get(h(1), &1).unwrap(), 12);
     // At 12 ns, 1 is expired (stored at 0) even though it was just read.
-    assert_eq!(core.evict_one(&policy, 12).as_deref(), Some(&1));
+    assert_eq!(evicted(core.evict_one(&policy, 12)), Some(1));
     core.check_invariants();
 }
 
@@ -44,9 +53,9 @@ fn core_queue_stays_compact_under_churn() {
     let policy = Policy::new(None, None, Some(1_000));
     let mut core = core(&policy);
     for round in 0..1_000 {
-        core.insert(round % 4, Arc::new(round), 0);
+        core.insert(h(round % 4), round % 4, Arc::new(round), 0, false);
         if round % 3 == 0 {
-            core.remove(&(round % 4));
+            core.remove(h(round % 4), &(round % 4));
         }
         core.check_invariants();
     }
@@ -57,7 +66,7 @@ fn core_purges_expired_front_and_all() {
     let policy = Policy::new(Some(Duration::from_nanos(100)), None, None);
     let mut core = core(&policy);
     for k in 0..10 {
-        core.insert(k, Arc::new(k), u64::from(k) * 10);
+        core.insert(h(k), k, Arc::new(k), u64::from(k) * 10, false);
     }
     let mut out = Vec::new();
     // At 150 ns, keys 0..=5 (stored at 0..=50) are expired.
@@ -73,14 +82,14 @@ fn core_purges_expired_front_and_all() {
 fn idle_time_is_recorded_only_when_it_moved_a_step() {
     let policy = Policy::new(None, Some(Duration::from_nanos(6_400)), None);
     let mut core = core(&policy);
-    core.insert(1, Arc::new(1), 0);
+    core.insert(h(1), 1, Arc::new(1), 0, false);
     // Resolution is 6400 / 64 = 100 ns: a touch at 50 records nothing...
-    policy.touch(core.get(&1).unwrap(), 50);
-    assert!(policy.is_expired(core.get(&1).unwrap(), 6_400));
+    policy.touch(core.get(h(1), &1).unwrap(), 50);
+    assert!(policy.is_expired(core.get(h(1), &1).unwrap(), 6_400));
     // ...a touch at 100 does.
-    policy.touch(core.get(&1).unwrap(), 100);
-    assert!(!policy.is_expired(core.get(&1).unwrap(), 6_400));
-    assert!(policy.is_expired(core.get(&1).unwrap(), 6_500));
+    policy.touch(core.get(h(1), &1).unwrap(), 100);
+    assert!(!policy.is_expired(core.get(h(1), &1).unwrap(), 6_400));
+    assert!(policy.is_expired(core.get(h(1), &1).unwrap(), 6_500));
 }
 
 /// Runs `get_or_init(1, || 10)` on another thread, calls `during` while that
