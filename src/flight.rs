@@ -38,7 +38,8 @@
 //! Lock order: a shard mutex, then (briefly, never while blocking) a flight's
 //! state mutex. No user code runs under either, except `K: Eq` during the
 //! lookup of step 1 (a panic there leaves the shard as it was: the lookup
-//! only reads).
+//! only reads). The key is cloned for registration before the mutex is
+//! taken.
 
 use std::any::Any;
 use std::fmt;
@@ -183,6 +184,9 @@ impl<K: Clone + Eq, V> FlightGroup<K, V> {
         }
         let shard = &self.shards[(hash as usize) % SHARDS];
         let me = sync::current_thread_id();
+        // `K: Clone` runs here, before the shard mutex is taken (only `Eq`
+        // runs under it); a caller that joins drops its copy unlocked.
+        let owned = key.clone();
         loop {
             let mut bucket = shard.lock();
             let joined = bucket
@@ -210,7 +214,7 @@ impl<K: Clone + Eq, V> FlightGroup<K, V> {
                 state: Mutex::new(State::Loading),
                 done: Condvar::new(),
             });
-            bucket.push((hash, key.clone(), Arc::clone(&flight)));
+            bucket.push((hash, owned, Arc::clone(&flight)));
             drop(bucket);
             let lead = Leader {
                 group: self,

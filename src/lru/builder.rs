@@ -35,12 +35,18 @@ pub enum LruBuildError {
         /// The capacity asked for.
         capacity: usize,
     },
-    /// One shard would hold more than `u32::MAX - 1` entries; use more
-    /// shards.
+    /// Not returned any more: a shard's share of a larger capacity is held
+    /// to `u32::MAX - 1` entries, so any capacity from 1 up is accepted.
+    #[deprecated(note = "never returned: any capacity from 1 up is accepted")]
     ShardTooLarge {
         /// The capacity asked for.
         capacity: usize,
         /// The shard count.
+        shards: usize,
+    },
+    /// More shards than [`LruCache::MAX_SHARDS`](crate::LruCache::MAX_SHARDS).
+    TooManyShards {
+        /// The shard count asked for.
         shards: usize,
     },
 }
@@ -54,15 +60,23 @@ impl fmt::Display for LruBuildError {
                 f,
                 "LruCache with {shards} shards needs a capacity of at least {shards} (got {capacity}): every shard must hold at least one entry"
             ),
+            #[allow(deprecated)]
             Self::ShardTooLarge { capacity, shards } => write!(
                 f,
                 "LruCache capacity {capacity} over {shards} shards exceeds {MAX_SHARD_CAPACITY} entries per shard"
+            ),
+            Self::TooManyShards { shards } => write!(
+                f,
+                "LruCache shard count {shards} exceeds the most allowed, {MAX_SHARDS}"
             ),
         }
     }
 }
 
 impl std::error::Error for LruBuildError {}
+
+/// The most shards a cache may have (the default never exceeds 4096).
+pub(crate) const MAX_SHARDS: usize = 1 << 16;
 
 /// Checks a capacity against a shard count.
 pub(crate) fn validate(capacity: usize, shards: usize) -> Result<(), LruBuildError> {
@@ -72,12 +86,15 @@ pub(crate) fn validate(capacity: usize, shards: usize) -> Result<(), LruBuildErr
     if shards == 0 {
         return Err(LruBuildError::ZeroShards);
     }
+    if shards > MAX_SHARDS {
+        return Err(LruBuildError::TooManyShards { shards });
+    }
     if shards > capacity {
         return Err(LruBuildError::MoreShardsThanCapacity { shards, capacity });
     }
-    if capacity.div_ceil(shards) > MAX_SHARD_CAPACITY {
-        return Err(LruBuildError::ShardTooLarge { capacity, shards });
-    }
+    // Any capacity from 1 up is fine: shards allocate as entries arrive,
+    // and a shard's share is held to `MAX_SHARD_CAPACITY` (see
+    // `cache::shard_capacity`).
     Ok(())
 }
 
@@ -254,8 +271,12 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCacheBuilder<K, V, S> {
     ///
     /// # Errors
     ///
-    /// [`LruBuildError`] if the capacity is 0, the shard count is 0 or more
-    /// than the capacity, or one shard would exceed `u32::MAX - 1` entries.
+    /// [`LruBuildError`] if the capacity is 0, or the shard count is 0, more
+    /// than the capacity or more than [`LruCache::MAX_SHARDS`]. Any capacity
+    /// from 1 up, `usize::MAX` included, is accepted: shards allocate as
+    /// entries arrive, and each shard holds at most `u32::MAX - 1` entries
+    /// (so a cache never holds more than `capacity()`, though an enormous
+    /// capacity may not be reachable).
     ///
     /// # Examples
     ///

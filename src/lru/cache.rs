@@ -25,7 +25,7 @@ use std::borrow::Borrow;
 use std::fmt;
 use std::hash::{BuildHasher, Hash};
 
-use super::core::Inserted;
+use super::core::{Inserted, MAX_SHARD_CAPACITY};
 use super::policy::Core;
 use super::stats::{CacheStats, Counters, Lookups};
 use super::{Listener, LruBuildError, LruCacheBuilder, LruIter, LruPolicy};
@@ -144,14 +144,19 @@ pub struct LruCache<K, V, S = ahash::RandomState> {
     pub(crate) racy_requests: crate::sync::AtomicU64,
 }
 
-/// The capacity of shard `index` of `shards` when the total is `capacity`.
+/// The capacity of shard `index` of `shards` when the total is `capacity`:
+/// its share, held to what one shard can index (`u32` node indices). The
+/// shares then sum to at most `capacity`, so the bound holds.
 fn shard_capacity(capacity: usize, shards: usize, index: usize) -> usize {
-    capacity / shards + usize::from(index < capacity % shards)
+    (capacity / shards + usize::from(index < capacity % shards)).min(MAX_SHARD_CAPACITY)
 }
 
 impl<K: Hash + Eq, V> LruCache<K, V> {
     /// Creates a cache holding at most `capacity` entries, with the default
     /// shard count and hasher.
+    ///
+    /// Any capacity from 1 up is accepted, `usize::MAX` included: nothing
+    /// is allocated in advance (shards grow as entries arrive).
     ///
     /// # Panics
     ///
@@ -217,6 +222,18 @@ impl<K: Hash + Eq, V> LruCache<K, V> {
 }
 
 impl<K, V, S> LruCache<K, V, S> {
+    /// The most shards a cache may have ([`LruCacheBuilder::shards`] beyond
+    /// it makes `build` fail).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use larder::LruCache;
+    /// let too_many = LruCache::<u8, u8>::MAX_SHARDS + 1;
+    /// assert!(LruCache::<u8, u8>::builder(usize::MAX).shards(too_many).build().is_err());
+    /// ```
+    pub const MAX_SHARDS: usize = super::builder::MAX_SHARDS;
+
     pub(crate) fn from_parts(
         capacity: usize,
         shards: usize,
@@ -405,6 +422,25 @@ impl<K, V, S> LruCache<K, V, S> {
             .map(|shard| shard.write().core.take_all())
             .collect();
         drop(removed);
+    }
+
+    /// Asserts internal invariants (each shard's table, list or ring, and
+    /// bound; no load registered); for tests, with no other thread using
+    /// the cache. Runs no user code.
+    #[doc(hidden)]
+    pub fn check_invariants(&self) {
+        let mut len = 0;
+        for shard in self.shards.iter() {
+            let shard = shard.read();
+            shard.core.check_invariants();
+            len += shard.core.len();
+        }
+        assert!(
+            len <= self.capacity(),
+            "{len} entries over capacity {}",
+            self.capacity()
+        );
+        assert_eq!(self.flights.in_flight(), 0, "a load is still registered");
     }
 
     /// Calls the listener with each evicted entry, then drops what is left.
@@ -621,7 +657,7 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
     /// ```
     pub fn insert_arc(&self, key: K, value: Arc<V>) -> Option<Arc<V>> {
         let hash = self.hash(&key);
-        let displaced = self.insert_hashed(hash, key, value, false);
+        let displaced = self.insert_hashed(hash, key, value);
         let replaced = displaced.replaced.clone();
         self.finish_insert(displaced);
         replaced
@@ -634,7 +670,6 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
         hash: u64,
         key: K,
         value: Arc<V>,
-        loaded: bool,
     ) -> Inserted<K, Arc<V>> {
         #[cfg(loom)]
         if self.fault == super::Fault::SplitEviction {
@@ -644,7 +679,6 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
         let inserted = shard.core.insert(hash, key, value);
         let counters = &mut shard.counters;
         counters.inserts += 1;
-        counters.loads += u64::from(loaded);
         counters.evictions += u64::from(inserted.evicted.is_some());
         inserted
     }
@@ -713,8 +747,8 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
     ///
     /// # Errors
     ///
-    /// [`LruBuildError`] if `capacity` is 0, below the shard count, or too
-    /// large for one shard; the cache is then unchanged.
+    /// [`LruBuildError`] if `capacity` is 0 or below the shard count; the
+    /// cache is then unchanged.
     ///
     /// # Panics
     ///

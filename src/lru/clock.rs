@@ -266,7 +266,6 @@ impl<K, V> ClockCore<K, V> {
 
     /// Checks every structural invariant; panics with a description if one
     /// fails.
-    #[cfg(test)]
     pub(crate) fn check_invariants(&self) {
         let n = self.nodes.len();
         assert!(

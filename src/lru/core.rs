@@ -319,7 +319,6 @@ impl<K, V> LruCore<K, V> {
 
     /// Checks every structural invariant; panics with a description if one
     /// fails. Used after every operation by the unit and property tests.
-    #[cfg(test)]
     pub(crate) fn check_invariants(&self) {
         let n = self.nodes.len();
         assert!(

@@ -69,7 +69,7 @@ impl NodeIndex {
     /// Frees the memory of `nodes` and of the table once the capacity has
     /// fallen well below what they hold room for.
     pub(crate) fn shrink<N: Keyed>(&mut self, nodes: &mut Vec<N>, capacity: usize) {
-        if nodes.capacity() > 2 * capacity.max(4) {
+        if nodes.capacity() > capacity.max(4).saturating_mul(2) {
             nodes.shrink_to(capacity);
             self.0.shrink_to(capacity, |&i| nodes[i as usize].hash());
         }
@@ -79,13 +79,11 @@ impl NodeIndex {
         self.0 = HashTable::new();
     }
 
-    #[cfg(test)]
     pub(crate) fn len(&self) -> usize {
         self.0.len()
     }
 
     /// Whether the table leads from `hash` to node `i`.
-    #[cfg(test)]
     pub(crate) fn locates(&self, hash: u64, i: u32) -> bool {
         self.0.find(hash, |&j| j == i).is_some()
     }

@@ -17,16 +17,51 @@ use std::ops::Deref;
 use super::LruCache;
 use crate::sync::Arc;
 
-/// Counts a failed load if the loader unwinds.
-struct FailureGuard<'a, K: Hash + Eq, V, S: BuildHasher> {
+/// One loader run's place in the statistics: counted exactly once, in
+/// `loads` if the loader returned a value, else in `load_failures` (an
+/// error, or a panic: the count is made as the panic unwinds). Counted as
+/// soon as the loader ends, before the value is stored, so a panic while
+/// storing it (`K: Clone`, `K: Eq`) cannot lose the run: `loads +
+/// load_failures` is always the number of loader runs.
+pub(crate) struct LoadRun<'a, K: Hash + Eq, V, S: BuildHasher> {
     cache: &'a LruCache<K, V, S>,
     hash: u64,
+    counted: bool,
 }
 
-impl<K: Hash + Eq, V, S: BuildHasher> Drop for FailureGuard<'_, K, V, S> {
+impl<'a, K: Hash + Eq, V, S: BuildHasher> LoadRun<'a, K, V, S> {
+    /// Starts counting a loader run for the key of `hash`: call right
+    /// before the loader.
+    pub(crate) fn start(cache: &'a LruCache<K, V, S>, hash: u64) -> Self {
+        Self {
+            cache,
+            hash,
+            counted: false,
+        }
+    }
+
+    /// Counts the run's outcome (with no lock held on entry).
+    pub(crate) fn finish<T, E>(mut self, result: &Result<T, E>) {
+        self.counted = true;
+        self.count(result.is_ok());
+    }
+
+    fn count(&self, loaded: bool) {
+        let mut shard = self.cache.lock(self.hash);
+        if loaded {
+            shard.counters.loads += 1;
+        } else {
+            shard.counters.load_failures += 1;
+        }
+    }
+}
+
+impl<K: Hash + Eq, V, S: BuildHasher> Drop for LoadRun<'_, K, V, S> {
     fn drop(&mut self) {
-        // Reached only while unwinding from the loader (no lock is held).
-        self.cache.lock(self.hash).counters.load_failures += 1;
+        if !self.counted {
+            // The loader panicked (no lock is held while it runs).
+            self.count(false);
+        }
     }
 }
 
@@ -115,17 +150,15 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
             // miss and our registration has published its value.
             || self.lock(hash).core.get(hash, key).map(Arc::clone),
             || {
-                let guard = FailureGuard { cache: self, hash };
+                let run = LoadRun::start(self, hash);
                 let result = load();
-                std::mem::forget(guard);
-                if result.is_err() {
-                    self.lock(hash).counters.load_failures += 1;
-                }
+                run.finish(&result);
                 result
             },
             |value| {
+                // `K: Clone` runs here, before the shard lock is taken.
                 let key = key.clone();
-                displaced = Some(self.insert_hashed(hash, key, Arc::clone(value), true));
+                displaced = Some(self.insert_hashed(hash, key, Arc::clone(value)));
             },
         );
         if let Some(displaced) = displaced {

@@ -180,7 +180,6 @@ impl<K, V> Core<K, V> {
         }
     }
 
-    #[cfg(test)]
     pub(crate) fn check_invariants(&self) {
         either!(self, c => c.check_invariants())
     }
