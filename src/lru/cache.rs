@@ -72,11 +72,22 @@ pub(crate) type PaddedShard<K, V> = CachePadded<RwLock<Shard<K, V>>>;
 ///   chance), so a hit only sets a bit under the shard's *shared* lock.
 ///   Operations stay linearizable; the eviction order is CLOCK's, not LRU's
 ///   (see [`LruPolicy`] for the trade and its measured hit ratio).
-/// - **User code never runs under a lock** (except `K: Eq` during a lookup):
-///   the eviction listener, loaders, and the `Drop` of evicted and removed
-///   values run after the shard lock is released.
-/// - **Panic safety**: a panicking loader, listener, `Hash` or `Eq` leaves
-///   the cache usable, within its bound, with consistent statistics.
+/// - **User code never runs under a lock**, with two exceptions: `K: Eq`,
+///   in the lookup that starts an operation, on a full 64-bit hash match,
+///   before the operation's first change; and `K: Clone` in
+///   [`iter`](Self::iter), under the shard's *shared* lock, which only
+///   reads the shard. The key's `Hash` runs before the lock; `K: Clone` of a
+///   loaded key before it; loaders, the eviction listener, and the `Drop`
+///   of evicted, replaced and removed keys and values after it is
+///   released. Every entry stores its hash, so growing, shrinking,
+///   rehashing and evicting run no user code.
+/// - **Panic safety**: a panicking loader, listener, `Hash`, `Eq`, `Clone`
+///   or `Drop` leaves the cache usable, within its bound, with every entry
+///   the operation did not touch still there, and with consistent
+///   statistics (`loads + load_failures` is the number of loader runs,
+///   even when storing a loaded value panics). The test suite checks this
+///   by planting a panic at every call of every user trait in every write
+///   operation, under both policies.
 ///
 /// # Choosing the shard count
 ///
@@ -665,12 +676,7 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
 
     /// Inserts under the shard lock and counts it; returns what was
     /// displaced, to be disposed of with [`Self::finish_insert`] unlocked.
-    pub(crate) fn insert_hashed(
-        &self,
-        hash: u64,
-        key: K,
-        value: Arc<V>,
-    ) -> Inserted<K, Arc<V>> {
+    pub(crate) fn insert_hashed(&self, hash: u64, key: K, value: Arc<V>) -> Inserted<K, Arc<V>> {
         #[cfg(loom)]
         if self.fault == super::Fault::SplitEviction {
             return self.insert_split(hash, key, value);
@@ -806,6 +812,12 @@ impl<K: Clone, V, S> LruCache<K, V, S> {
     /// Each shard is copied under its lock (keys cloned, values shared), one
     /// shard at a time; the snapshot does not change afterwards and holds no
     /// lock. Recency is not changed and nothing is counted.
+    ///
+    /// # Panics
+    ///
+    /// If `K::clone` panics; the cache is unchanged (the shard is only read,
+    /// under its shared lock). `K::clone` runs under that lock: a `Clone`
+    /// that writes to this cache deadlocks.
     ///
     /// # Examples
     ///

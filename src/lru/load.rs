@@ -80,7 +80,10 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
     /// If `load` panics, the panic reaches this caller only: the callers
     /// waiting for it retry, and one of them loads. Panics if `load` asks
     /// this cache for the same key on the same thread (it would wait for
-    /// itself forever), and if the eviction listener panics.
+    /// itself forever), and if the eviction listener panics. If the key's
+    /// `Hash`, `Eq` or `Clone` panics, the cache keeps every other entry,
+    /// and a loader run is still counted (in `loads` or `load_failures`,
+    /// as soon as the loader returns or unwinds).
     ///
     /// # Deadlocks
     ///

@@ -110,6 +110,13 @@ fn downcast<V: Any + Send + Sync>(erased: &Arc<Erased>) -> Arc<V> {
 /// exactly-once init to expiry and statistics, is as in [`TypedCache`]:
 /// see its documentation for the guarantees, errors, panics and deadlocks.
 ///
+/// # Guarantees
+///
+/// Those of [`TypedCache`], user code included: the key's `Hash` (with the
+/// value type's id) runs before any lock, `K: Clone` before the shard lock,
+/// and only `K: Eq` under it, before the operation's first change; a
+/// panicking `Hash`, `Eq`, `Clone` or `Drop` loses no other entry.
+///
 /// [`TypedCache`]: crate::TypedCache
 ///
 /// # Examples

@@ -91,6 +91,20 @@ pub enum Fault {
 /// - **Panics stay with the panicking caller.** If `f` panics, the panic
 ///   unwinds through that caller only; the key is released, one of the
 ///   waiters runs its own `f`, and nothing is poisoned (unlike `LazyLock`).
+/// - **User code, and where it runs.** The key's `Hash` and the clock run
+///   before any lock is taken; the key's `Clone` (an init's key, to store
+///   it) before the shard lock too; `f` with no lock held. Under a shard
+///   lock the only user code is the key's `Eq`, on a full 64-bit hash
+///   match, in the lookup that starts an operation and before its first
+///   change. Every entry stores its hash, so growing, rehashing, evicting
+///   and expiring run no user code at all. Removed, replaced and evicted
+///   keys and values are dropped after the lock is released.
+/// - **A panic in user code loses nothing else.** A panicking `Hash`,
+///   `Eq` or `Clone` leaves the cache as it was (`len`, every other entry,
+///   the `max_entries` bound); a panicking `Drop` of removed entries reaches
+///   the caller after the cache has reached its new state. The test suite
+///   checks this by planting a panic at every call of every user trait in
+///   every write operation.
 /// - **Writes win over inits in progress.** An `insert`, `invalidate` or
 ///   `invalidate_all` that lands while an init of a key in the same shard
 ///   runs makes that init's value uncached (it is still returned to its

@@ -170,8 +170,9 @@ where
             Lookup::Expired => {
                 self.stats.record(Event::Miss);
                 let shard = Self::shard_index(hash);
-                let removed =
-                    self.write(shard, |core| core.remove_expired(hash, key, &self.policy, now));
+                let removed = self.write(shard, |core| {
+                    core.remove_expired(hash, key, &self.policy, now)
+                });
                 drop(removed);
                 None
             }
