@@ -123,6 +123,7 @@ impl<K, V> ClockCore<K, V> {
 
     /// Inserts or replaces the key's value (a replacement marks it used);
     /// evicts the entry the hand picks if the core is full.
+    #[inline]
     pub(crate) fn insert(&mut self, hash: u64, key: K, value: V) -> Inserted<K, V>
     where
         K: Eq,

@@ -136,6 +136,7 @@ impl<K, V> LruCore<K, V> {
 
     /// Inserts or replaces the key's value and makes it most recently used;
     /// evicts the least recently used entry if the core is full.
+    #[inline]
     pub(crate) fn insert(&mut self, hash: u64, key: K, value: V) -> Inserted<K, V>
     where
         K: Eq,
