@@ -507,6 +507,41 @@ fn typed_cache_clones_keys_outside_its_locks() {
     });
 }
 
+/// The single-flight group's `K: Clone` must not run under its shard
+/// mutex: a `Clone` that starts an init of another key of the same flight
+/// shard would deadlock on it.
+#[test]
+fn flight_clones_keys_outside_its_mutex() {
+    within_10s("flight_clones_keys_outside_its_mutex", || {
+        use std::hash::BuildHasher;
+        let state = TestState::spread();
+        let cache = Arc::new(
+            TypedCache::<Reentrant, u64>::builder()
+                .hasher(state)
+                .build()
+                .unwrap(),
+        );
+        // A second key in the first key's flight shard (hash mod 16).
+        let shard = |id: u64| state.hash_one(Reentrant(id)) % 16;
+        let other = (2..).find(|&id| shard(id) == shard(1)).unwrap();
+        let probe = Arc::clone(&cache);
+        let inside = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        ON_CLONE.with(|hook| {
+            *hook.borrow_mut() = Some(Box::new(move || {
+                use std::sync::atomic::Ordering::SeqCst;
+                if !inside.swap(true, SeqCst) {
+                    assert_eq!(*probe.get_or_init(Reentrant(other), || 2), 2);
+                    inside.store(false, SeqCst);
+                }
+            }));
+        });
+        assert_eq!(*cache.get_or_init(Reentrant(1), || 1), 1);
+        ON_CLONE.with(|hook| hook.borrow_mut().take());
+        assert_eq!(cache.get(&Reentrant(other)).as_deref(), Some(&2));
+        cache.check_invariants();
+    });
+}
+
 // ---------------------------------------------------------------------------
 // Extreme arguments.
 
