@@ -119,7 +119,9 @@ use crate::sync::{Arc, ShardedLock};
 /// assert_eq!(pods.index_values("app").unwrap(), ["web"]);
 /// ```
 pub struct IndexedStore<K, V, S = ahash::RandomState> {
-    pub(super) state: ShardedLock<Core<K, V, S>>,
+    pub(super) state: ShardedLock<Core<K, V>>,
+    /// Hashes keys, with no lock held; the core stores each key's hash.
+    hasher: S,
     #[cfg(loom)]
     fault: Fault,
 }
@@ -141,9 +143,8 @@ where
     /// ```
     pub fn new() -> Self {
         Self::from_parts(
-            Arc::new(Schema { defs: Vec::new() }),
+            Core::new(Arc::new(Schema { defs: Vec::new() })),
             crate::sync::default_hasher(),
-            0,
         )
     }
 
@@ -179,9 +180,10 @@ where
     K: Hash + Eq + Clone,
     S: BuildHasher,
 {
-    pub(crate) fn from_parts(schema: Arc<Schema<V>>, hasher: S, capacity: usize) -> Self {
+    pub(crate) fn from_parts(core: Core<K, V>, hasher: S) -> Self {
         Self {
-            state: ShardedLock::new(Core::new(schema, hasher, capacity)),
+            state: ShardedLock::new(core),
+            hasher,
             #[cfg(loom)]
             fault: Fault::None,
         }
@@ -215,7 +217,8 @@ where
         K: Borrow<Q>,
         Q: ?Sized + Hash + Eq,
     {
-        self.state.read().get(key).cloned()
+        let hash = self.hasher.hash_one(key);
+        self.state.read().get(hash, key).cloned()
     }
 
     /// Whether an object is stored under `key` (at the instant of the call).
@@ -233,7 +236,8 @@ where
         K: Borrow<Q>,
         Q: ?Sized + Hash + Eq,
     {
-        self.state.read().contains_key(key)
+        let hash = self.hasher.hash_one(key);
+        self.state.read().contains_key(hash, key)
     }
 
     /// The number of objects.
@@ -368,6 +372,9 @@ where
     /// assert!(Arc::ptr_eq(&store.get(&1).unwrap(), &shared));
     /// ```
     pub fn insert_arc(&self, key: K, value: Arc<V>) -> Result<Option<Arc<V>>, IndexError> {
+        // User code first, with no lock held: `Hash`, `Clone`, the index
+        // functions.
+        let hash = self.hasher.hash_one(&key);
         let key_copy = key.clone();
         let mut schema = self.schema();
         let mut values = schema.compute(&value)?;
@@ -383,12 +390,14 @@ where
                 if self.fault == Fault::IndexOutsideLock {
                     // BROKEN on purpose: the index changes in a second
                     // critical section, after the object.
-                    let (inserted, id, old) = core.insert_unindexed(key, key_copy, value, values);
+                    let found = core.find(hash, &key);
+                    let (inserted, id, old) =
+                        core.insert_unindexed(hash, found, key, key_copy, value, values);
                     drop(core);
                     self.state.write().reindex(id, old.as_deref());
                     return Ok(previous_of(inserted));
                 }
-                let inserted = core.insert(key, key_copy, value, values);
+                let inserted = core.insert(hash, key, key_copy, value, values);
                 drop(core);
                 return Ok(previous_of(inserted));
             }
@@ -421,15 +430,19 @@ where
         K: Borrow<Q>,
         Q: ?Sized + Hash + Eq,
     {
+        let hash = self.hasher.hash_one(key);
         #[cfg(loom)]
         if self.fault == Fault::IndexOutsideLock {
             // BROKEN on purpose: the index changes in a second critical
             // section, after the object.
-            let (removed, id, values) = self.state.write().remove_unindexed(key)?;
+            let mut core = self.state.write();
+            let id = core.find(hash, key)?;
+            let (removed, id, values) = core.remove_unindexed(hash, id);
+            drop(core);
             self.state.write().unindex(id, &values);
             return Some(removed.value);
         }
-        let removed = self.state.write().remove(key);
+        let removed = self.state.write().remove(hash, key);
         removed.map(|removed| removed.value)
     }
 
@@ -467,12 +480,8 @@ where
     pub fn replace<I>(&self, items: I) -> Result<(), IndexError>
     where
         I: IntoIterator<Item = (K, V)>,
-        S: Clone,
     {
-        let (mut schema, hasher) = {
-            let core = self.state.read();
-            (Arc::clone(core.schema()), core.hasher().clone())
-        };
+        let mut schema = self.schema();
         let items: Vec<(K, Arc<V>)> = items.into_iter().map(|(k, v)| (k, Arc::new(v))).collect();
         #[cfg(loom)]
         if self.fault == Fault::ReplacePiecewise {
@@ -483,7 +492,7 @@ where
             }
             return Ok(());
         }
-        let mut fresh = build_core(&schema, hasher.clone(), items)?;
+        let mut fresh = build_core(&schema, &self.hasher, items)?;
         loop {
             let mut core = self.state.write();
             if Arc::ptr_eq(core.schema(), &schema) {
@@ -495,7 +504,7 @@ where
             schema = Arc::clone(core.schema());
             drop(core);
             // An index was added meanwhile: rebuild for the new schema.
-            fresh = build_core(&schema, hasher.clone(), fresh.entries())?;
+            fresh = build_core(&schema, &self.hasher, fresh.entries())?;
         }
     }
 
@@ -510,12 +519,9 @@ where
     /// store.clear();
     /// assert!(store.is_empty());
     /// ```
-    pub fn clear(&self)
-    where
-        S: Clone,
-    {
+    pub fn clear(&self) {
         let mut core = self.state.write();
-        let empty = Core::new(Arc::clone(core.schema()), core.hasher().clone(), 0);
+        let empty = Core::new(Arc::clone(core.schema()));
         let old = std::mem::replace(&mut *core, empty);
         drop(core);
         drop(old);
@@ -570,10 +576,12 @@ where
         let mut tx = Transaction::new(self.schema());
         let result = f(&mut tx)?;
         let (mut schema, mut ops) = tx.into_parts();
+        // `K`'s `Hash` and `Eq` among the recorded keys, with no lock held.
+        let plan = transaction::plan(&ops, &self.hasher);
         loop {
             let mut core = self.state.write();
             if Arc::ptr_eq(core.schema(), &schema) {
-                let garbage = transaction::apply(&mut core, ops);
+                let garbage = transaction::apply(&mut core, &plan, ops);
                 drop(core);
                 drop(garbage);
                 return Ok(result);
@@ -638,18 +646,19 @@ fn previous_of<K, V>(inserted: Inserted<K, V>) -> Option<Arc<V>> {
 /// Builds a whole new core (for `replace`) with no lock held.
 fn build_core<K, V, S>(
     schema: &Arc<Schema<V>>,
-    hasher: S,
+    hasher: &S,
     items: Vec<(K, Arc<V>)>,
-) -> Result<Core<K, V, S>, IndexError>
+) -> Result<Core<K, V>, IndexError>
 where
     K: Hash + Eq + Clone,
     S: BuildHasher,
 {
-    let mut core = Core::new(Arc::clone(schema), hasher, items.len());
+    let mut core = Core::new(Arc::clone(schema));
     for (key, value) in items {
         let values = schema.compute(&value)?;
+        let hash = hasher.hash_one(&key);
         let key_copy = key.clone();
-        drop(core.insert(key, key_copy, value, values));
+        drop(core.insert(hash, key, key_copy, value, values));
     }
     Ok(core)
 }
