@@ -395,7 +395,11 @@ fn keys_whose_hash_changes_do_not_corrupt_the_store() {
     }
     // Mostly stored twice, once per hash; a probe under the new hash may
     // still meet the old entry (tags match by chance) and update it.
-    assert!((200..=240).contains(&store.len()), "{} entries", store.len());
+    assert!(
+        (200..=240).contains(&store.len()),
+        "{} entries",
+        store.len()
+    );
     for k in 0..40 {
         store.remove(&Fickle(k + 40));
     }
@@ -405,7 +409,10 @@ fn keys_whose_hash_changes_do_not_corrupt_the_store() {
     // their second value where the second insert met the first entry).
     for k in 0..40 {
         let found = store.get(&Fickle(k)).map(|v| *v);
-        assert!(found == Some(k) || found == Some(k + 1000), "{k}: {found:?}");
+        assert!(
+            found == Some(k) || found == Some(k + 1000),
+            "{k}: {found:?}"
+        );
     }
     // Remove through iteration, under each hash the keys had.
     for (key, _) in store.iter() {

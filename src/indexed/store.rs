@@ -5,12 +5,15 @@
 //!
 //! 1. Read-lock briefly to take the current `Arc<Schema>` (the list of
 //!    indexes).
-//! 2. With no lock held: clone the key and call every index function on the
-//!    new object (user code: it may be slow, fail or panic).
+//! 2. With no lock held: hash the key (`K`'s `Hash`, once), clone it, and
+//!    call every index function on the new object (user code: it may be
+//!    slow, fail or panic).
 //! 3. Write-lock. If the schema is still the one the values were computed
 //!    for (pointer comparison), apply the write to the core, which runs no
-//!    user code except `K`'s `Hash`/`Eq`; otherwise an index was added
-//!    meanwhile: unlock, recompute for the new schema, and retry.
+//!    user code except `K`'s `Eq` in the probe that finds the key, before
+//!    its first change (growth and rehashing use the stored hashes);
+//!    otherwise an index was added meanwhile: unlock, recompute for the new
+//!    schema, and retry.
 //! 4. Unlock, then drop what the write replaced (user `Drop` code).
 //!
 //! Only one lock exists, so there is no lock order to respect.
@@ -64,22 +67,35 @@ use crate::sync::{Arc, ShardedLock};
 ///
 /// # User code and locks
 ///
-/// Index functions, the `Drop` of replaced or removed objects, `K::clone`
-/// on writes, and the sorting in [`index_keys`](IndexedStore::index_keys)
-/// all run with no lock held. Under the lock the store runs only `K`'s
-/// `Hash` and `Eq` (lookups; `K::clone` too when a read returns keys) and
-/// `S`'s hashing. If `K`'s `Hash` or `Eq` panics, a write is abandoned
-/// before it has modified anything, provided the impl is deterministic
-/// (panics for the same keys every time); an impl that panics at random may
-/// leave a [`transaction`](IndexedStore::transaction) half applied (the
-/// store stays memory-safe and usable). A panic during a read changes
-/// nothing.
+/// Which user code runs where:
+///
+/// | User code | Where it runs |
+/// |---|---|
+/// | `K`'s `Hash` (and `S`'s hashing) | once per key per operation, with no lock held, before anything changes; never again: the table keeps each key's hash and grows and rehashes from it |
+/// | `K`'s `Eq` | under the lock, in the probe that finds a key: in a write, before its first change |
+/// | `K::clone` | writes: with no lock held, before anything changes; reads that return keys ([`keys`](IndexedStore::keys), [`iter`](IndexedStore::iter), [`index_keys`](IndexedStore::index_keys)): under the read lock, changing nothing |
+/// | `K`'s `Ord` | [`index_keys`](IndexedStore::index_keys)' sort, with no lock held |
+/// | index functions | with no lock held, before anything changes |
+/// | `Drop` of keys and objects a write replaced or removed | after the lock is released |
+///
+/// So a panic in any of them, at any call, leaves the store exactly as it
+/// was before the operation, or (a panicking `Drop`) exactly as the
+/// operation left it: every write, a [`transaction`](IndexedStore::transaction)
+/// included, is applied whole or not at all, and no other entry is ever
+/// lost. The lock is released by the unwinding and nothing is poisoned.
+///
+/// A `Hash` that gives a key another value than when it was stored makes
+/// lookups of that key miss (or an insert store it a second time), as in
+/// any hash map; it never corrupts the store: the table does not use the
+/// new value to move anything, and every entry stays reachable through
+/// [`iter`](IndexedStore::iter) and [`clear`](IndexedStore::clear).
 ///
 /// # Deadlocks
 ///
 /// No method blocks while holding a lock that user code could need, with
-/// one exception: `K`'s `Hash`, `Eq` and `Clone` run under the lock and must
-/// not call back into the same store. Index functions may read the store.
+/// one exception: `K`'s `Eq`, and `Clone` in reads that return keys, run
+/// under the lock and must not call back into the same store. Index
+/// functions may read the store.
 ///
 /// # Performance
 ///
@@ -331,7 +347,9 @@ where
     ///
     /// # Panics
     ///
-    /// If an index function panics; the store is then unchanged.
+    /// If an index function or `K`'s `Hash`, `Eq` or `Clone` panics; the
+    /// store is then unchanged. If the `Drop` of the replaced object
+    /// panics, the insert has been applied.
     ///
     /// # Examples
     ///
@@ -359,7 +377,9 @@ where
     ///
     /// # Panics
     ///
-    /// If an index function panics; the store is then unchanged.
+    /// If an index function or `K`'s `Hash`, `Eq` or `Clone` panics; the
+    /// store is then unchanged. If the `Drop` of the replaced object
+    /// panics, the insert has been applied.
     ///
     /// # Examples
     ///
@@ -413,6 +433,11 @@ where
     /// Calls no index function (each object's values are remembered), so it
     /// cannot fail.
     ///
+    /// # Panics
+    ///
+    /// If `K`'s `Hash` or `Eq` panics (the store is then unchanged), or the
+    /// `Drop` of the removed key or object does (after the removal).
+    ///
     /// # Examples
     ///
     /// ```
@@ -462,7 +487,8 @@ where
     ///
     /// # Panics
     ///
-    /// If an index function panics; the store is then unchanged.
+    /// If an index function or `K`'s `Hash`, `Eq` or `Clone` panics (all
+    /// run with no lock held); the store is then unchanged.
     ///
     /// # Examples
     ///
@@ -546,7 +572,9 @@ where
     ///
     /// # Panics
     ///
-    /// If `f` or an index function panics; nothing is applied.
+    /// If `f`, an index function, or `K`'s `Hash`, `Eq` or `Clone`
+    /// panics; nothing is applied (every key is hashed with no lock held
+    /// and probed before the first change).
     ///
     /// # Examples
     ///
