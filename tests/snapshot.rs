@@ -106,3 +106,45 @@ fn value_drop_panicking_does_not_break_the_snapshot() {
     snap.store(Bomb(false));
     assert_eq!(snap.version(), 2);
 }
+
+// ---------------------------------------------------------------------------
+// Panic sweep: `Snapshot` runs no user code but the `Drop` of the values it
+// lets go (and `update`'s closure, tested above). A panicking `Drop`, at any
+// call, must find the new value published with its version, and the
+// snapshot usable.
+
+#[path = "common/hostile.rs"]
+mod hostile;
+
+#[test]
+fn a_panicking_drop_finds_every_write_published() {
+    use hostile::{Trait, Value, sweep};
+    type Write = fn(&Snapshot<Value>);
+    let writes: [(&str, Write); 4] = [
+        ("store", |s| {
+            s.store(Value::new(2));
+        }),
+        ("swap", |s| drop(s.swap(Value::new(2)))),
+        ("update", |s| drop(s.update(|v| Value::new(v.id + 1)))),
+        ("compare_and_swap", |s| {
+            let current = s.load_full();
+            drop(s.compare_and_swap(&current, Value::new(2)));
+        }),
+    ];
+    for (name, write) in writes {
+        for t in [Trait::Clone, Trait::Drop] {
+            sweep(
+                t,
+                100,
+                || Snapshot::new(Value::new(1)),
+                |s| write(s),
+                |s, _| {
+                    // The write happens before anything is dropped.
+                    let now = s.load_full();
+                    assert_eq!((now.value().id, now.version()), (2, 1), "{name}");
+                    assert_eq!(s.store(Value::new(3)), 2, "{name}: usable");
+                },
+            );
+        }
+    }
+}

@@ -6,6 +6,7 @@ use std::hash::{BuildHasher, Hash};
 use std::marker::PhantomData;
 
 use super::IndexedStore;
+use super::core::Core;
 use super::error::IndexedBuildError;
 use super::index_fn::{BoxError, IndexDef, Schema};
 use crate::sync::Arc;
@@ -117,7 +118,9 @@ impl<K, V, S> IndexedStoreBuilder<K, V, S> {
         self
     }
 
-    /// Reserves room for `capacity` objects.
+    /// Reserves room for `capacity` objects. [`build`](Self::build) fails
+    /// with [`IndexedBuildError::CapacityOverflow`] if that much room cannot
+    /// be had.
     ///
     /// # Examples
     ///
@@ -159,7 +162,10 @@ impl<K, V, S> IndexedStoreBuilder<K, V, S> {
     ///
     /// # Errors
     ///
-    /// [`IndexedBuildError::DuplicateIndex`] if two indexes share a name.
+    /// [`IndexedBuildError::DuplicateIndex`] if two indexes share a name;
+    /// [`IndexedBuildError::CapacityOverflow`] if the
+    /// [`capacity`](Self::capacity) cannot be reserved (it overflows the
+    /// table's size, or the allocator refuses it).
     ///
     /// # Examples
     ///
@@ -178,11 +184,12 @@ impl<K, V, S> IndexedStoreBuilder<K, V, S> {
         let schema = Schema::new(self.defs).map_err(|name| IndexedBuildError::DuplicateIndex {
             name: name.to_string(),
         })?;
-        Ok(IndexedStore::from_parts(
-            Arc::new(schema),
-            self.hasher,
-            self.capacity,
-        ))
+        let core = Core::with_capacity(Arc::new(schema), self.capacity).ok_or(
+            IndexedBuildError::CapacityOverflow {
+                capacity: self.capacity,
+            },
+        )?;
+        Ok(IndexedStore::from_parts(core, self.hasher))
     }
 }
 

@@ -1,11 +1,13 @@
 //! The sequential core of [`IndexedStore`](super::IndexedStore): objects and
-//! their indexes, `&mut self`, no locks, no user code except `K`'s `Hash`
-//! and `Eq`.
+//! their indexes, `&mut self`, no locks, no user code except `K`'s `Eq` in
+//! lookups. The caller hashes keys (user `Hash`) before calling in.
 //!
 //! # Layout
 //!
-//! - `map: HashMap<K, MapEntry>`: key -> (slot id, object). `get` is one
-//!   lookup; the object sits beside the key in the map's own bucket.
+//! - `map: HashTable<MapEntry>`: (key's hash, key, slot id, object). `get`
+//!   is one probe; the object sits beside the key in the table's own bucket.
+//!   The table grows and rehashes from the stored hashes, never calling
+//!   `K`'s `Hash`.
 //! - `slots: Vec<Option<Slot>>`: slot id -> (key, object, index values). Ids
 //!   are dense and reused through `free`.
 //! - `indexes[i]: HashMap<value, HashMap<slot id, object>>`: one bucket per
@@ -21,17 +23,24 @@
 //! again (client-go re-runs the function on the old object). An empty bucket
 //! is removed at once, so index memory tracks the live objects.
 //!
-//! # Panics in `K`'s `Hash`/`Eq`
+//! # User code: `K`'s `Eq`, and only in lookups
 //!
-//! Every write first looks its key up (the only call to `K`'s `Hash`/`Eq`
-//! that can see a new key) and reserves room, before it modifies anything.
-//! So a `Hash` or `Eq` that panics deterministically on some key leaves the
-//! core unchanged. Past that point a write touches integer-keyed sets and
-//! `Arc<str>`-keyed maps only.
+//! Every method takes the key's hash, computed by the caller (with no lock
+//! held). The only user code the core runs is `K`'s `Eq` while it probes
+//! the table ([`find`](Core::find), `get`, `contains_key`), and every write
+//! makes that probe before it modifies anything: [`insert_at`](Core::insert_at)
+//! and [`remove_at`](Core::remove_at) take the probe's answer (a slot id)
+//! and find the table entry by stored hash and slot id. Growing or rehashing
+//! the table uses the stored hashes, and past the probe a write touches
+//! integer-keyed sets and `Arc<str>`-keyed maps only. So a panic in `Eq`,
+//! at any call, leaves the core as it was. `Drop` of keys and objects never
+//! runs here either: what a write displaces goes back to the caller.
 
 use std::borrow::Borrow;
 use std::collections::HashMap;
-use std::hash::{BuildHasher, BuildHasherDefault, Hash, Hasher};
+use std::hash::{BuildHasherDefault, Hasher};
+
+use hashbrown::HashTable;
 
 use super::index_fn::{AllValues, Schema, Values};
 use crate::sync::Arc;
@@ -66,9 +75,19 @@ type Bucket<V> = HashMap<usize, Arc<V>, IdBuild>;
 /// One index: a bucket per value.
 type Buckets<V> = HashMap<Arc<str>, Bucket<V>, ahash::RandomState>;
 
-struct MapEntry<V> {
+/// One table entry: the key's hash (computed once, when the key came in),
+/// the key, its slot id and the object.
+struct MapEntry<K, V> {
+    hash: u64,
+    key: K,
     id: usize,
     value: Arc<V>,
+}
+
+/// The stored hash of an entry: the table's only hasher.
+#[inline]
+fn stored<K, V>(entry: &MapEntry<K, V>) -> u64 {
+    entry.hash
 }
 
 struct Slot<K, V> {
@@ -100,8 +119,8 @@ pub(crate) struct Removed<K, V> {
 }
 
 /// Objects plus indexes, kept exactly consistent by every `&mut self` method.
-pub(crate) struct Core<K, V, S> {
-    map: HashMap<K, MapEntry<V>, S>,
+pub(crate) struct Core<K, V> {
+    map: HashTable<MapEntry<K, V>>,
     slots: Vec<Option<Slot<K, V>>>,
     free: Vec<usize>,
     indexes: Vec<Buckets<V>>,
@@ -109,17 +128,23 @@ pub(crate) struct Core<K, V, S> {
     value_hasher: ahash::RandomState,
 }
 
-impl<K, V, S> Core<K, V, S>
-where
-    K: Hash + Eq,
-    S: BuildHasher,
-{
-    /// An empty core with room for `capacity` objects.
-    pub(crate) fn new(schema: Arc<Schema<V>>, hasher: S, capacity: usize) -> Self {
+impl<K, V> Core<K, V> {
+    /// An empty core with room for `capacity` objects, or `None` if that
+    /// much room cannot be had (the capacity overflows, or the allocator
+    /// refuses).
+    pub(crate) fn with_capacity(schema: Arc<Schema<V>>, capacity: usize) -> Option<Self> {
+        let mut core = Self::new(schema);
+        core.map.try_reserve(capacity, stored).ok()?;
+        core.slots.try_reserve(capacity).ok()?;
+        Some(core)
+    }
+
+    /// An empty core.
+    pub(crate) fn new(schema: Arc<Schema<V>>) -> Self {
         let value_hasher = crate::sync::default_hasher();
         Self {
-            map: HashMap::with_capacity_and_hasher(capacity, hasher),
-            slots: Vec::with_capacity(capacity),
+            map: HashTable::new(),
+            slots: Vec::new(),
             free: Vec::new(),
             indexes: schema
                 .defs
@@ -135,65 +160,103 @@ where
         &self.schema
     }
 
-    pub(crate) fn hasher(&self) -> &S {
-        self.map.hasher()
-    }
-
     #[inline]
     pub(crate) fn len(&self) -> usize {
         self.map.len()
     }
 
+    /// The object stored under `key`, whose hash is `hash`. Runs `K`'s `Eq`.
     #[inline]
-    pub(crate) fn get<Q>(&self, key: &Q) -> Option<&Arc<V>>
+    pub(crate) fn get<Q>(&self, hash: u64, key: &Q) -> Option<&Arc<V>>
     where
         K: Borrow<Q>,
-        Q: ?Sized + Hash + Eq,
+        Q: ?Sized + Eq,
     {
-        self.map.get(key).map(|entry| &entry.value)
+        self.map
+            .find(hash, |entry| entry.key.borrow() == key)
+            .map(|entry| &entry.value)
     }
 
     #[inline]
-    pub(crate) fn contains_key<Q>(&self, key: &Q) -> bool
+    pub(crate) fn contains_key<Q>(&self, hash: u64, key: &Q) -> bool
     where
         K: Borrow<Q>,
-        Q: ?Sized + Hash + Eq,
+        Q: ?Sized + Eq,
     {
-        self.map.contains_key(key)
+        self.get(hash, key).is_some()
     }
 
-    /// Adds or replaces the object under `key`. `key_copy` must equal `key`
-    /// (the slot keeps it); `values` must come from `self.schema`.
+    /// The slot id of `key`, whose hash is `hash`: the probe every write
+    /// makes before its first change. Runs `K`'s `Eq`.
+    #[inline]
+    pub(crate) fn find<Q>(&self, hash: u64, key: &Q) -> Option<usize>
+    where
+        K: Borrow<Q>,
+        Q: ?Sized + Eq,
+    {
+        self.map
+            .find(hash, |entry| entry.key.borrow() == key)
+            .map(|entry| entry.id)
+    }
+
+    /// Adds or replaces the object under `key` (hash `hash`). `key_copy`
+    /// must equal `key` (the slot keeps it); `values` must come from
+    /// `self.schema`. Runs `K`'s `Eq` (the probe) before any change.
     pub(crate) fn insert(
         &mut self,
+        hash: u64,
         key: K,
         key_copy: K,
         value: Arc<V>,
         values: AllValues,
-    ) -> Inserted<K, V> {
-        let (mut inserted, id, old) = self.insert_unindexed(key, key_copy, value, values);
+    ) -> Inserted<K, V>
+    where
+        K: Eq,
+    {
+        let found = self.find(hash, &key);
+        self.insert_at(hash, found, key, key_copy, value, values).0
+    }
+
+    /// [`insert`](Self::insert) given the probe's answer: `found` is the
+    /// slot id of `key` (or `None` if absent), as [`find`](Self::find) gave
+    /// it with no change since. Runs no user code. Returns the slot id.
+    pub(crate) fn insert_at(
+        &mut self,
+        hash: u64,
+        found: Option<usize>,
+        key: K,
+        key_copy: K,
+        value: Arc<V>,
+        values: AllValues,
+    ) -> (Inserted<K, V>, usize) {
+        let (mut inserted, id, old) =
+            self.insert_unindexed(hash, found, key, key_copy, value, values);
         self.reindex(id, old.as_deref());
         if let (Inserted::Updated { values, .. }, Some(old)) = (&mut inserted, old) {
             // Dropped by the caller, after the lock is released.
             *values = old;
         }
-        inserted
+        (inserted, id)
     }
 
-    /// The object half of `insert`: map and slot, leaving the buckets as
+    /// The object half of `insert_at`: map and slot, leaving the buckets as
     /// they were. Returns the slot id and its previous index values, for
-    /// [`reindex`](Self::reindex). Only `insert` and the loom negative
+    /// [`reindex`](Self::reindex). Only `insert_at` and the loom negative
     /// control call it.
     pub(crate) fn insert_unindexed(
         &mut self,
+        hash: u64,
+        found: Option<usize>,
         key: K,
         key_copy: K,
         value: Arc<V>,
         values: AllValues,
     ) -> (Inserted<K, V>, usize, Option<Vec<Values>>) {
-        // The first hash of `key`: a panic here changes nothing.
-        if let Some(entry) = self.map.get_mut(&key) {
-            let id = entry.id;
+        if let Some(id) = found {
+            let entry = self
+                .map
+                .find_mut(hash, |entry| entry.id == id)
+                .expect("larder: a probed slot id is mapped");
             let previous = std::mem::replace(&mut entry.value, Arc::clone(&value));
             let old = self.slots[id].as_mut().map(|slot| {
                 slot.value = value;
@@ -206,26 +269,29 @@ where
             };
             return (inserted, id, old);
         }
-        // Reserve first: growing the map rehashes existing keys, which must
-        // happen before anything is modified.
-        self.map.reserve(1);
+        // Room first (growing rehashes from the stored hashes: no user
+        // code), so that nothing below can fail half way.
+        self.map.reserve(1, stored);
         if self.free.is_empty() {
             self.slots.reserve(1);
         }
-        let id = self.free.last().copied().unwrap_or(self.slots.len());
-        self.map.insert(
-            key,
+        let id = self.free.pop().unwrap_or(self.slots.len());
+        self.map.insert_unique(
+            hash,
             MapEntry {
+                hash,
+                key,
                 id,
                 value: Arc::clone(&value),
             },
+            stored,
         );
         let slot = Some(Slot {
             key: key_copy,
             value,
             values: values.into_vec(),
         });
-        if self.free.pop().is_some() {
+        if id < self.slots.len() {
             self.slots[id] = slot;
         } else {
             self.slots.push(slot);
@@ -233,7 +299,7 @@ where
         (Inserted::New, id, None)
     }
 
-    /// The index half of `insert`: moves slot `id` from the buckets of its
+    /// The index half of `insert_at`: moves slot `id` from the buckets of its
     /// `old` values (none for a new object) to those of its current values,
     /// and points the buckets it stays in at its current object. Both lists
     /// are sorted, so this is one merge.
@@ -281,31 +347,39 @@ where
         }
     }
 
-    /// Removes the object under `key` from the map, the slots and every
-    /// index.
-    pub(crate) fn remove<Q>(&mut self, key: &Q) -> Option<Removed<K, V>>
+    /// Removes the object under `key` (hash `hash`) from the map, the slots
+    /// and every index. Runs `K`'s `Eq` (the probe) before any change.
+    pub(crate) fn remove<Q>(&mut self, hash: u64, key: &Q) -> Option<Removed<K, V>>
     where
         K: Borrow<Q>,
-        Q: ?Sized + Hash + Eq,
+        Q: ?Sized + Eq,
     {
-        let (mut removed, id, values) = self.remove_unindexed(key)?;
+        let id = self.find(hash, key)?;
+        Some(self.remove_at(hash, id))
+    }
+
+    /// [`remove`](Self::remove) given the probe's answer: the slot id of a
+    /// key whose hash is `hash`. Runs no user code.
+    pub(crate) fn remove_at(&mut self, hash: u64, id: usize) -> Removed<K, V> {
+        let (mut removed, id, values) = self.remove_unindexed(hash, id);
         self.unindex(id, &values);
         // Dropped by the caller, after the lock is released.
         removed.rest.1 = values;
-        Some(removed)
+        removed
     }
 
-    /// The object half of `remove`; [`unindex`](Self::unindex) is the index
-    /// half. Only `remove` and the loom negative control call it.
-    pub(crate) fn remove_unindexed<Q>(
+    /// The object half of `remove_at`; [`unindex`](Self::unindex) is the
+    /// index half. Only `remove_at` and the loom negative control call it.
+    pub(crate) fn remove_unindexed(
         &mut self,
-        key: &Q,
-    ) -> Option<(Removed<K, V>, usize, Vec<Values>)>
-    where
-        K: Borrow<Q>,
-        Q: ?Sized + Hash + Eq,
-    {
-        let (map_key, entry) = self.map.remove_entry(key)?;
+        hash: u64,
+        id: usize,
+    ) -> (Removed<K, V>, usize, Vec<Values>) {
+        let (entry, _) = self
+            .map
+            .find_entry(hash, |entry| entry.id == id)
+            .unwrap_or_else(|_| panic!("larder: a probed slot id is mapped"))
+            .remove();
         let slot = self.slots[entry.id]
             .take()
             .expect("a mapped slot id is live");
@@ -313,9 +387,9 @@ where
         drop(slot.value);
         let removed = Removed {
             value: entry.value,
-            rest: ([map_key, slot.key], Vec::new()),
+            rest: ([entry.key, slot.key], Vec::new()),
         };
-        Some((removed, entry.id, slot.values))
+        (removed, entry.id, slot.values)
     }
 
     /// Takes slot `id` out of the buckets of `values`.
@@ -386,11 +460,11 @@ where
     where
         K: Clone,
     {
-        self.map.keys().cloned().collect()
+        self.map.iter().map(|entry| entry.key.clone()).collect()
     }
 
     pub(crate) fn values(&self) -> Vec<Arc<V>> {
-        self.map.values().map(|e| Arc::clone(&e.value)).collect()
+        self.map.iter().map(|e| Arc::clone(&e.value)).collect()
     }
 
     pub(crate) fn entries(&self) -> Vec<(K, Arc<V>)>
@@ -399,7 +473,7 @@ where
     {
         self.map
             .iter()
-            .map(|(k, e)| (k.clone(), Arc::clone(&e.value)))
+            .map(|e| (e.key.clone(), Arc::clone(&e.value)))
             .collect()
     }
 
@@ -452,7 +526,10 @@ where
     /// "invariant violated" on the first one broken. Returns each object
     /// with its stored values so the caller can recompute them (outside the
     /// lock) and compare.
-    pub(crate) fn check(&self) -> Vec<(Arc<V>, Vec<Values>)> {
+    pub(crate) fn check(&self) -> Vec<(Arc<V>, Vec<Values>)>
+    where
+        K: Eq,
+    {
         let live = self.live().count();
         assert_eq!(
             self.map.len(),
@@ -471,12 +548,19 @@ where
                 "invariant violated: free slot {id} is live"
             );
         }
-        for (key, entry) in &self.map {
+        for entry in &self.map {
+            assert!(
+                self.map
+                    .find(entry.hash, |other| other.id == entry.id)
+                    .is_some_and(|other| std::ptr::eq(other, entry)),
+                "invariant violated: table entry of slot {} not found by its stored hash",
+                entry.id
+            );
             let slot = self.slots[entry.id]
                 .as_ref()
                 .unwrap_or_else(|| panic!("invariant violated: key maps to dead slot"));
             assert!(
-                slot.key == *key,
+                slot.key == entry.key,
                 "invariant violated: slot {} holds another key",
                 entry.id
             );

@@ -87,6 +87,12 @@ impl Error for IndexError {
 ///     .unwrap_err();
 /// assert!(matches!(err, IndexedBuildError::DuplicateIndex { .. }));
 /// assert_eq!(err.to_string(), "two indexes are named \"len\"");
+///
+/// let err = IndexedStore::<String, String>::builder()
+///     .capacity(usize::MAX)
+///     .build()
+///     .unwrap_err();
+/// assert!(matches!(err, IndexedBuildError::CapacityOverflow { .. }));
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
@@ -96,12 +102,22 @@ pub enum IndexedBuildError {
         /// The repeated name.
         name: String,
     },
+    /// The requested [`capacity`](super::IndexedStoreBuilder::capacity)
+    /// cannot be reserved: it overflows the table's size, or the allocator
+    /// refused it.
+    CapacityOverflow {
+        /// The capacity asked for.
+        capacity: usize,
+    },
 }
 
 impl fmt::Display for IndexedBuildError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::DuplicateIndex { name } => write!(f, "two indexes are named {name:?}"),
+            Self::CapacityOverflow { capacity } => {
+                write!(f, "cannot reserve room for {capacity} objects")
+            }
         }
     }
 }

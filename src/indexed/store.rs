@@ -5,12 +5,15 @@
 //!
 //! 1. Read-lock briefly to take the current `Arc<Schema>` (the list of
 //!    indexes).
-//! 2. With no lock held: clone the key and call every index function on the
-//!    new object (user code: it may be slow, fail or panic).
+//! 2. With no lock held: hash the key (`K`'s `Hash`, once), clone it, and
+//!    call every index function on the new object (user code: it may be
+//!    slow, fail or panic).
 //! 3. Write-lock. If the schema is still the one the values were computed
 //!    for (pointer comparison), apply the write to the core, which runs no
-//!    user code except `K`'s `Hash`/`Eq`; otherwise an index was added
-//!    meanwhile: unlock, recompute for the new schema, and retry.
+//!    user code except `K`'s `Eq` in the probe that finds the key, before
+//!    its first change (growth and rehashing use the stored hashes);
+//!    otherwise an index was added meanwhile: unlock, recompute for the new
+//!    schema, and retry.
 //! 4. Unlock, then drop what the write replaced (user `Drop` code).
 //!
 //! Only one lock exists, so there is no lock order to respect.
@@ -64,22 +67,35 @@ use crate::sync::{Arc, ShardedLock};
 ///
 /// # User code and locks
 ///
-/// Index functions, the `Drop` of replaced or removed objects, `K::clone`
-/// on writes, and the sorting in [`index_keys`](IndexedStore::index_keys)
-/// all run with no lock held. Under the lock the store runs only `K`'s
-/// `Hash` and `Eq` (lookups; `K::clone` too when a read returns keys) and
-/// `S`'s hashing. If `K`'s `Hash` or `Eq` panics, a write is abandoned
-/// before it has modified anything, provided the impl is deterministic
-/// (panics for the same keys every time); an impl that panics at random may
-/// leave a [`transaction`](IndexedStore::transaction) half applied (the
-/// store stays memory-safe and usable). A panic during a read changes
-/// nothing.
+/// Which user code runs where:
+///
+/// | User code | Where it runs |
+/// |---|---|
+/// | `K`'s `Hash` (and `S`'s hashing) | once per key per operation, with no lock held, before anything changes; never again: the table keeps each key's hash and grows and rehashes from it |
+/// | `K`'s `Eq` | under the lock, in the probe that finds a key: in a write, before its first change |
+/// | `K::clone` | writes: with no lock held, before anything changes; reads that return keys ([`keys`](IndexedStore::keys), [`iter`](IndexedStore::iter), [`index_keys`](IndexedStore::index_keys)): under the read lock, changing nothing |
+/// | `K`'s `Ord` | [`index_keys`](IndexedStore::index_keys)' sort, with no lock held |
+/// | index functions | with no lock held, before anything changes |
+/// | `Drop` of keys and objects a write replaced or removed | after the lock is released |
+///
+/// So a panic in any of them, at any call, leaves the store exactly as it
+/// was before the operation, or (a panicking `Drop`) exactly as the
+/// operation left it: every write, a [`transaction`](IndexedStore::transaction)
+/// included, is applied whole or not at all, and no other entry is ever
+/// lost. The lock is released by the unwinding and nothing is poisoned.
+///
+/// A `Hash` that gives a key another value than when it was stored makes
+/// lookups of that key miss (or an insert store it a second time), as in
+/// any hash map; it never corrupts the store: the table does not use the
+/// new value to move anything, and every entry stays reachable through
+/// [`iter`](IndexedStore::iter) and [`clear`](IndexedStore::clear).
 ///
 /// # Deadlocks
 ///
 /// No method blocks while holding a lock that user code could need, with
-/// one exception: `K`'s `Hash`, `Eq` and `Clone` run under the lock and must
-/// not call back into the same store. Index functions may read the store.
+/// one exception: `K`'s `Eq`, and `Clone` in reads that return keys, run
+/// under the lock and must not call back into the same store. Index
+/// functions may read the store.
 ///
 /// # Performance
 ///
@@ -119,7 +135,9 @@ use crate::sync::{Arc, ShardedLock};
 /// assert_eq!(pods.index_values("app").unwrap(), ["web"]);
 /// ```
 pub struct IndexedStore<K, V, S = ahash::RandomState> {
-    pub(super) state: ShardedLock<Core<K, V, S>>,
+    pub(super) state: ShardedLock<Core<K, V>>,
+    /// Hashes keys, with no lock held; the core stores each key's hash.
+    hasher: S,
     #[cfg(loom)]
     fault: Fault,
 }
@@ -141,9 +159,8 @@ where
     /// ```
     pub fn new() -> Self {
         Self::from_parts(
-            Arc::new(Schema { defs: Vec::new() }),
+            Core::new(Arc::new(Schema { defs: Vec::new() })),
             crate::sync::default_hasher(),
-            0,
         )
     }
 
@@ -179,9 +196,10 @@ where
     K: Hash + Eq + Clone,
     S: BuildHasher,
 {
-    pub(crate) fn from_parts(schema: Arc<Schema<V>>, hasher: S, capacity: usize) -> Self {
+    pub(crate) fn from_parts(core: Core<K, V>, hasher: S) -> Self {
         Self {
-            state: ShardedLock::new(Core::new(schema, hasher, capacity)),
+            state: ShardedLock::new(core),
+            hasher,
             #[cfg(loom)]
             fault: Fault::None,
         }
@@ -215,7 +233,8 @@ where
         K: Borrow<Q>,
         Q: ?Sized + Hash + Eq,
     {
-        self.state.read().get(key).cloned()
+        let hash = self.hasher.hash_one(key);
+        self.state.read().get(hash, key).cloned()
     }
 
     /// Whether an object is stored under `key` (at the instant of the call).
@@ -233,7 +252,8 @@ where
         K: Borrow<Q>,
         Q: ?Sized + Hash + Eq,
     {
-        self.state.read().contains_key(key)
+        let hash = self.hasher.hash_one(key);
+        self.state.read().contains_key(hash, key)
     }
 
     /// The number of objects.
@@ -327,7 +347,9 @@ where
     ///
     /// # Panics
     ///
-    /// If an index function panics; the store is then unchanged.
+    /// If an index function or `K`'s `Hash`, `Eq` or `Clone` panics; the
+    /// store is then unchanged. If the `Drop` of the replaced object
+    /// panics, the insert has been applied.
     ///
     /// # Examples
     ///
@@ -355,7 +377,9 @@ where
     ///
     /// # Panics
     ///
-    /// If an index function panics; the store is then unchanged.
+    /// If an index function or `K`'s `Hash`, `Eq` or `Clone` panics; the
+    /// store is then unchanged. If the `Drop` of the replaced object
+    /// panics, the insert has been applied.
     ///
     /// # Examples
     ///
@@ -368,6 +392,9 @@ where
     /// assert!(Arc::ptr_eq(&store.get(&1).unwrap(), &shared));
     /// ```
     pub fn insert_arc(&self, key: K, value: Arc<V>) -> Result<Option<Arc<V>>, IndexError> {
+        // User code first, with no lock held: `Hash`, `Clone`, the index
+        // functions.
+        let hash = self.hasher.hash_one(&key);
         let key_copy = key.clone();
         let mut schema = self.schema();
         let mut values = schema.compute(&value)?;
@@ -383,12 +410,14 @@ where
                 if self.fault == Fault::IndexOutsideLock {
                     // BROKEN on purpose: the index changes in a second
                     // critical section, after the object.
-                    let (inserted, id, old) = core.insert_unindexed(key, key_copy, value, values);
+                    let found = core.find(hash, &key);
+                    let (inserted, id, old) =
+                        core.insert_unindexed(hash, found, key, key_copy, value, values);
                     drop(core);
                     self.state.write().reindex(id, old.as_deref());
                     return Ok(previous_of(inserted));
                 }
-                let inserted = core.insert(key, key_copy, value, values);
+                let inserted = core.insert(hash, key, key_copy, value, values);
                 drop(core);
                 return Ok(previous_of(inserted));
             }
@@ -403,6 +432,11 @@ where
     ///
     /// Calls no index function (each object's values are remembered), so it
     /// cannot fail.
+    ///
+    /// # Panics
+    ///
+    /// If `K`'s `Hash` or `Eq` panics (the store is then unchanged), or the
+    /// `Drop` of the removed key or object does (after the removal).
     ///
     /// # Examples
     ///
@@ -421,15 +455,19 @@ where
         K: Borrow<Q>,
         Q: ?Sized + Hash + Eq,
     {
+        let hash = self.hasher.hash_one(key);
         #[cfg(loom)]
         if self.fault == Fault::IndexOutsideLock {
             // BROKEN on purpose: the index changes in a second critical
             // section, after the object.
-            let (removed, id, values) = self.state.write().remove_unindexed(key)?;
+            let mut core = self.state.write();
+            let id = core.find(hash, key)?;
+            let (removed, id, values) = core.remove_unindexed(hash, id);
+            drop(core);
             self.state.write().unindex(id, &values);
             return Some(removed.value);
         }
-        let removed = self.state.write().remove(key);
+        let removed = self.state.write().remove(hash, key);
         removed.map(|removed| removed.value)
     }
 
@@ -449,7 +487,8 @@ where
     ///
     /// # Panics
     ///
-    /// If an index function panics; the store is then unchanged.
+    /// If an index function or `K`'s `Hash`, `Eq` or `Clone` panics (all
+    /// run with no lock held); the store is then unchanged.
     ///
     /// # Examples
     ///
@@ -467,12 +506,8 @@ where
     pub fn replace<I>(&self, items: I) -> Result<(), IndexError>
     where
         I: IntoIterator<Item = (K, V)>,
-        S: Clone,
     {
-        let (mut schema, hasher) = {
-            let core = self.state.read();
-            (Arc::clone(core.schema()), core.hasher().clone())
-        };
+        let mut schema = self.schema();
         let items: Vec<(K, Arc<V>)> = items.into_iter().map(|(k, v)| (k, Arc::new(v))).collect();
         #[cfg(loom)]
         if self.fault == Fault::ReplacePiecewise {
@@ -483,7 +518,7 @@ where
             }
             return Ok(());
         }
-        let mut fresh = build_core(&schema, hasher.clone(), items)?;
+        let mut fresh = build_core(&schema, &self.hasher, items)?;
         loop {
             let mut core = self.state.write();
             if Arc::ptr_eq(core.schema(), &schema) {
@@ -495,7 +530,7 @@ where
             schema = Arc::clone(core.schema());
             drop(core);
             // An index was added meanwhile: rebuild for the new schema.
-            fresh = build_core(&schema, hasher.clone(), fresh.entries())?;
+            fresh = build_core(&schema, &self.hasher, fresh.entries())?;
         }
     }
 
@@ -510,12 +545,9 @@ where
     /// store.clear();
     /// assert!(store.is_empty());
     /// ```
-    pub fn clear(&self)
-    where
-        S: Clone,
-    {
+    pub fn clear(&self) {
         let mut core = self.state.write();
-        let empty = Core::new(Arc::clone(core.schema()), core.hasher().clone(), 0);
+        let empty = Core::new(Arc::clone(core.schema()));
         let old = std::mem::replace(&mut *core, empty);
         drop(core);
         drop(old);
@@ -540,7 +572,9 @@ where
     ///
     /// # Panics
     ///
-    /// If `f` or an index function panics; nothing is applied.
+    /// If `f`, an index function, or `K`'s `Hash`, `Eq` or `Clone`
+    /// panics; nothing is applied (every key is hashed with no lock held
+    /// and probed before the first change).
     ///
     /// # Examples
     ///
@@ -570,10 +604,12 @@ where
         let mut tx = Transaction::new(self.schema());
         let result = f(&mut tx)?;
         let (mut schema, mut ops) = tx.into_parts();
+        // `K`'s `Hash` and `Eq` among the recorded keys, with no lock held.
+        let plan = transaction::plan(&ops, &self.hasher);
         loop {
             let mut core = self.state.write();
             if Arc::ptr_eq(core.schema(), &schema) {
-                let garbage = transaction::apply(&mut core, ops);
+                let garbage = transaction::apply(&mut core, &plan, ops);
                 drop(core);
                 drop(garbage);
                 return Ok(result);
@@ -638,18 +674,19 @@ fn previous_of<K, V>(inserted: Inserted<K, V>) -> Option<Arc<V>> {
 /// Builds a whole new core (for `replace`) with no lock held.
 fn build_core<K, V, S>(
     schema: &Arc<Schema<V>>,
-    hasher: S,
+    hasher: &S,
     items: Vec<(K, Arc<V>)>,
-) -> Result<Core<K, V, S>, IndexError>
+) -> Result<Core<K, V>, IndexError>
 where
     K: Hash + Eq + Clone,
     S: BuildHasher,
 {
-    let mut core = Core::new(Arc::clone(schema), hasher, items.len());
+    let mut core = Core::new(Arc::clone(schema));
     for (key, value) in items {
         let values = schema.compute(&value)?;
+        let hash = hasher.hash_one(&key);
         let key_copy = key.clone();
-        drop(core.insert(key, key_copy, value, values));
+        drop(core.insert(hash, key, key_copy, value, values));
     }
     Ok(core)
 }

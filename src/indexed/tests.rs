@@ -21,14 +21,19 @@ fn schema() -> Arc<Schema<String>> {
     )
 }
 
-fn core() -> Core<u32, String, ahash::RandomState> {
-    Core::new(schema(), ahash::RandomState::new(), 0)
+fn core() -> Core<u32, String> {
+    Core::new(schema())
 }
 
-fn put(core: &mut Core<u32, String, ahash::RandomState>, key: u32, value: &str) -> Option<String> {
+/// The keys' hash in these tests.
+fn h(key: &u32) -> u64 {
+    ahash::RandomState::with_seeds(1, 2, 3, 4).hash_one(key)
+}
+
+fn put(core: &mut Core<u32, String>, key: u32, value: &str) -> Option<String> {
     let value = Arc::new(value.to_string());
     let values = core.schema().compute(&value).unwrap();
-    match core.insert(key, key, value, values) {
+    match core.insert(h(&key), key, key, value, values) {
         Inserted::New => None,
         Inserted::Updated { previous, .. } => Some((*previous).clone()),
     }
@@ -75,7 +80,7 @@ fn removed_slots_are_reused_and_buckets_dropped() {
         put(&mut core, key, &format!("x{key}"));
     }
     for key in 0..10 {
-        let removed = core.remove(&key).unwrap();
+        let removed = core.remove(h(&key), &key).unwrap();
         assert_eq!(*removed.value, format!("x{key}"));
     }
     core.check();
@@ -87,7 +92,7 @@ fn removed_slots_are_reused_and_buckets_dropped() {
     }
     core.check();
     assert_eq!(core.index_len(0, "y"), 10);
-    assert!(core.remove(&3).is_none());
+    assert!(core.remove(h(&3), &3).is_none());
 }
 
 #[test]
@@ -236,7 +241,7 @@ fn a_bucket_that_shrinks_gives_memory_back() {
         put(&mut core, key, "z");
     }
     for key in 1..4096 {
-        core.remove(&key);
+        core.remove(h(&key), &key);
     }
     core.check();
     assert_eq!(core.index_len(0, "z"), 1);

@@ -4,6 +4,8 @@
 use std::fmt;
 use std::hash::{BuildHasher, Hash};
 
+use hashbrown::HashTable;
+
 use super::core::{Core, Inserted, Removed};
 use super::error::IndexError;
 use super::index_fn::{AllValues, Schema};
@@ -211,33 +213,86 @@ pub(crate) fn recompute<K, V>(schema: &Schema<V>, ops: &mut [Op<K, V>]) -> Resul
     Ok(())
 }
 
-/// Applies `ops` in order to `core`, whose schema they were computed for.
-///
-/// Every key is looked up once before anything is modified, so a `K` whose
-/// `Hash`/`Eq` panics deterministically aborts the transaction with the
-/// core unchanged.
-pub(crate) fn apply<K, V, S>(core: &mut Core<K, V, S>, ops: Vec<Op<K, V>>) -> Vec<Garbage<K, V>>
+/// What a transaction's keys are, worked out with no lock held: each
+/// recorded key's hash, and for each write the position of the first
+/// recorded write with an equal key (its own position if none).
+pub(crate) struct Plan {
+    hashes: Vec<u64>,
+    first: Vec<usize>,
+}
+
+/// Hashes every recorded key and groups equal keys: all of the
+/// transaction's calls of `K`'s `Hash`, and its `Eq` among its own keys.
+/// Runs user code: call with no lock held.
+pub(crate) fn plan<K, V, S>(ops: &[Op<K, V>], hasher: &S) -> Plan
 where
     K: Hash + Eq,
     S: BuildHasher,
 {
-    if ops.len() > 1 {
-        for op in &ops {
+    let keys: Vec<&K> = ops
+        .iter()
+        .map(|op| {
             let (Op::Insert { key, .. } | Op::Remove { key }) = op;
-            core.contains_key(key);
+            key
+        })
+        .collect();
+    let hashes: Vec<u64> = keys.iter().map(|key| hasher.hash_one(key)).collect();
+    let mut seen: HashTable<usize> = HashTable::with_capacity(keys.len());
+    let mut first = Vec::with_capacity(keys.len());
+    for (i, key) in keys.iter().enumerate() {
+        let hash = hashes[i];
+        match seen.find(hash, |&j| hashes[j] == hash && keys[j] == *key) {
+            Some(&j) => first.push(j),
+            None => {
+                seen.insert_unique(hash, i, |&j| hashes[j]);
+                first.push(i);
+            }
         }
     }
+    Plan { hashes, first }
+}
+
+/// Applies `ops` in order to `core`, whose schema they were computed for;
+/// `plan` is [`plan`]'s answer for them.
+///
+/// All of the transaction's user code under the lock comes first: one
+/// probe (`K`'s `Eq`) per distinct key, before anything is modified. The
+/// writes then run on slot ids alone, so a panic in `Eq`, at any call,
+/// leaves the core as it was: a transaction is applied whole or not at all.
+pub(crate) fn apply<K, V>(
+    core: &mut Core<K, V>,
+    plan: &Plan,
+    ops: Vec<Op<K, V>>,
+) -> Vec<Garbage<K, V>>
+where
+    K: Eq,
+{
+    // The probes: where each distinct key is now (user `Eq`).
+    let mut at: Vec<Option<usize>> = vec![None; ops.len()];
+    for (i, op) in ops.iter().enumerate() {
+        if plan.first[i] == i {
+            let (Op::Insert { key, .. } | Op::Remove { key }) = op;
+            at[i] = core.find(plan.hashes[i], key);
+        }
+    }
+    // No user code from here on.
     let mut garbage = Vec::with_capacity(ops.len());
-    for op in ops {
+    for (i, op) in ops.into_iter().enumerate() {
+        let (hash, group) = (plan.hashes[i], plan.first[i]);
         match op {
             Op::Insert {
                 key,
                 key_copy,
                 value,
                 values,
-            } => garbage.push(Garbage::Inserted(core.insert(key, key_copy, value, values))),
+            } => {
+                let (inserted, id) = core.insert_at(hash, at[group], key, key_copy, value, values);
+                at[group] = Some(id);
+                garbage.push(Garbage::Inserted(inserted));
+            }
             Op::Remove { key } => {
-                garbage.push(Garbage::Removed(core.remove(&key)));
+                let removed = at[group].take().map(|id| core.remove_at(hash, id));
+                garbage.push(Garbage::Removed(removed));
                 garbage.push(Garbage::Key(key));
             }
         }

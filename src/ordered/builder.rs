@@ -85,7 +85,8 @@ impl<K, V, S> OrderedIndexBuilder<K, V, S> {
     }
 
     /// With [`OrderedLock::Partitioned`], the most entries a leaf holds
-    /// before it splits in two (default 128; values below 2 count as 2).
+    /// before it splits in two (default 128; values below 2 count as 2,
+    /// values above 2^20 as 2^20).
     /// Ignored by the other locks.
     ///
     /// Smaller leaves mean less copying per write (a leaf is a sorted

@@ -124,6 +124,26 @@ use crate::sync::Arc;
 ///   [`for_each_in`](OrderedIndex::for_each_in) and
 ///   [`view`](OrderedIndex::view) (their documented purpose).
 ///   Replaced and removed values are dropped by the caller, after unlocking.
+///   In detail, for a write:
+///
+///   | User code | Where it runs |
+///   |---|---|
+///   | `K`'s `Hash` of the written key, and `K::clone` for the table's copy | with no lock held, before anything changes |
+///   | `K`'s `Hash` of the keys a pop or drain removes | under the write locks, before the first change |
+///   | `K`'s `Ord` (the search) | under the write locks, before the first change |
+///   | `K::clone` of a leaf's keys or of the whole tree, when a snapshot shares them | under the write locks, before the first change (the copy replaces what the snapshot shares; nobody sees it) |
+///   | `K::clone` of the bound for a leaf split (leaves) | under the leaf's write lock, before the insert's first change; the split itself, under the router's write lock, moves entries by position |
+///   | `K`'s `Eq` | never in a write; in point lookups, under a shard's read lock |
+///   | `Drop` of replaced or removed keys and values, displaced leaf or tree copies | after every lock is released |
+///
+///   Merging or dropping a leaf emptied by a removal runs no user code (a
+///   merge that would have to copy a leaf a snapshot shares is skipped).
+///   One exception, only when another thread steps in between an insert
+///   that fills a leaf and the split that follows it (a snapshot taken, or
+///   the split's entry removed, in that instant): the split then clones
+///   keys under the router's write lock, after the insert has landed. A
+///   panic there leaves the leaf over its capacity, with every entry in
+///   place, until the next insert into it splits it.
 ///
 /// # The check-then-remove race, and `pop_first`
 ///
@@ -169,8 +189,11 @@ use crate::sync::Arc;
 /// entries and the lookup table always hold exactly the same entries. A panic in `cmp`,
 /// `hash`, `eq` or `clone` unwinds out of the one call that made it with the
 /// lock released and the index as it was before that call (each operation
-/// makes every such call before its first change), and every later call
-/// works. The table finds a slot to remove by its stored hash and the
+/// makes every such call before its first change; see the table above), and
+/// every later call works. A panicking `Drop` unwinds after its step, which
+/// has then fully taken effect (an entry a pop or drain took out is then
+/// dropped with the panic, not returned). `tests/ordered_hostile.rs` plants
+/// a panic at every such call of every write, for every engine. The table finds a slot to remove by its stored hash and the
 /// identity of its `Arc`, and by a scan when the key's hash has changed, so
 /// no entry outlives its removal in either structure. Operations that do not
 /// search, [`len`](OrderedIndex::len), [`iter`](OrderedIndex::iter),
@@ -1009,6 +1032,22 @@ impl<K: Ord + Clone, V, S> OrderedIndex<K, V, S> {
                 }
             }
             Engine::Partitioned(parts) => parts.visit(range, |key, value| f(key, value)),
+        }
+    }
+
+    /// Checks the structure: keys sorted and within their leaf's bounds,
+    /// no leaf over capacity or left empty among others, and the
+    /// point-lookup table holding exactly the ordered entries. For tests,
+    /// with a consistent `Ord`, on a quiescent index.
+    ///
+    /// # Panics
+    ///
+    /// With a message starting "invariant violated" if anything disagrees.
+    #[doc(hidden)]
+    pub fn check_invariants(&self) {
+        match &self.engine {
+            Engine::Locked(core) => core.read().check_structure(),
+            Engine::Partitioned(parts) => parts.check_invariants(),
         }
     }
 }

@@ -48,7 +48,15 @@
 //! Every call of `K`'s `Ord` and `Clone` in a step comes before that step's
 //! first change (a leaf copied for a snapshot's sake is a change nobody can
 //! see), and splits and merges move entries by position, never comparing
-//! keys. So a panicking `cmp` or `clone` unwinds with the index as it was.
+//! keys. An insert that takes its leaf over capacity clones the key of the
+//! leaf's middle entry (the new bound) before its first change and hands it
+//! to the split, which finds that entry again by its value's `Arc`. A merge
+//! runs no user code: an emptied leaf is dropped with its bound, and a merge
+//! that would have to copy a leaf a snapshot shares is skipped. So a
+//! panicking `cmp` or `clone` unwinds with the index as it was, and a pop or
+//! removal never loses its entry to a panic in the reshaping after it. (The
+//! one exception, a split racing another thread's snapshot or removal, is in
+//! [`Router::split`].)
 //! A copy-on-write leaf displaced by a write, keys and leaves removed by a
 //! merge, are dropped only after every lock is released.
 //!
@@ -73,6 +81,17 @@ pub(crate) const DEFAULT_LEAF_CAPACITY: usize = 128;
 
 /// The least leaf capacity (smaller requests are raised to it).
 pub(crate) const MIN_LEAF_CAPACITY: usize = 2;
+
+/// The greatest leaf capacity (larger requests are lowered to it): a leaf
+/// is a sorted `Vec` written in place, so much larger leaves only make
+/// every write slower, and capacity arithmetic stays far from overflow.
+pub(crate) const MAX_LEAF_CAPACITY: usize = 1 << 20;
+
+/// A requested leaf capacity brought into
+/// `MIN_LEAF_CAPACITY..=MAX_LEAF_CAPACITY`.
+fn clamp_capacity(requested: usize) -> usize {
+    requested.clamp(MIN_LEAF_CAPACITY, MAX_LEAF_CAPACITY)
+}
 
 /// A leaf's entries, sorted by key; shared with snapshots.
 type Entries<K, V> = Arc<LeafData<K, V>>;
@@ -238,34 +257,64 @@ impl<K, V> Router<K, V> {
         self.leaves[i].get_mut().len()
     }
 
-    /// Splits leaf `i` in two halves if it holds more than `capacity`.
-    fn split(&mut self, i: usize, capacity: usize, garbage: &mut Garbage<K, V>)
-    where
+    /// Splits leaf `i` in two if it holds more than `capacity`, at the
+    /// entry whose value is `prepared`'s `Arc`, with `prepared`'s key (a
+    /// clone the insert made before its first change) as the new bound.
+    ///
+    /// Runs no user code unless a concurrent step got between the insert
+    /// and this split: if the prepared entry has gone or moved to an end of
+    /// the leaf, the bound is cloned here, and if a snapshot has shared the
+    /// leaf since, the leaf is copied (`K: Clone`). A panic there leaves
+    /// the leaf over capacity, every entry in place, and the next insert
+    /// into it splits it.
+    fn split(
+        &mut self,
+        i: usize,
+        capacity: usize,
+        prepared: Option<(K, &Arc<V>)>,
+        garbage: &mut Garbage<K, V>,
+    ) where
         K: Clone,
     {
         let leaf = self.leaves[i].get_mut();
+        let (bound, marker) = prepared.unzip();
         if leaf.len() <= capacity {
+            garbage.keys.extend(bound);
             return;
         }
-        let mid = leaf.len() / 2;
-        // User code (`Clone`) first; from here on nothing can panic.
-        let bound = leaf.keys()[mid].clone();
+        let at = marker
+            .and_then(|value| leaf.position_of(value))
+            .filter(|&at| at > 0 && at < leaf.len());
+        let (bound, mid) = match (bound, at) {
+            (Some(bound), Some(at)) => (bound, at),
+            (bound, _) => {
+                garbage.keys.extend(bound);
+                let mid = leaf.len() / 2;
+                (leaf.keys()[mid].clone(), mid)
+            }
+        };
         let right = unshare(leaf, &mut garbage.entries).split_off(mid);
         self.bounds.insert(i, bound);
         self.leaves.insert(i + 1, new_leaf(right));
     }
 
-    /// Merges leaf `i` into a neighbour if it is empty, or if the two
-    /// together fill at most half a leaf.
-    fn merge(&mut self, i: usize, capacity: usize, garbage: &mut Garbage<K, V>)
-    where
-        K: Clone,
-    {
+    /// Drops leaf `i` if it is empty, or merges it into a neighbour if the
+    /// two together fill at most half a leaf. Runs no user code: a merge
+    /// that would have to copy a leaf a snapshot shares (`K: Clone`) is
+    /// left undone (the leaf stays small, which costs only speed).
+    fn merge(&mut self, i: usize, capacity: usize, garbage: &mut Garbage<K, V>) {
         let n = self.leaves.len();
         if n < 2 {
             return;
         }
         let len = self.len_of(i);
+        if len == 0 {
+            // Leaf `i - 1` (or, for the first leaf, leaf 1) takes over its
+            // interval: drop the bound between them.
+            garbage.leaves.extend(self.leaves.remove(i));
+            garbage.keys.extend(self.bounds.remove(i.saturating_sub(1)));
+            return;
+        }
         let fits = |router: &mut Self, j: usize| len + router.len_of(j) <= capacity / 2;
         let (left, right) = if i + 1 < n && (len == 0 || fits(self, i + 1)) {
             (i, i + 1)
@@ -274,9 +323,11 @@ impl<K, V> Router<K, V> {
         } else {
             return;
         };
-        // User code (`Clone`, if a snapshot shares a leaf) first.
-        unshare(self.leaves[left].get_mut(), &mut garbage.entries);
-        unshare(self.leaves[right].get_mut(), &mut garbage.entries);
+        let shared =
+            |router: &mut Self, j: usize| Arc::get_mut(router.leaves[j].get_mut()).is_none();
+        if shared(self, left) || shared(self, right) {
+            return;
+        }
         let mut gone = self.leaves.remove(right).expect("larder: leaf to merge");
         garbage.keys.extend(self.bounds.remove(right - 1));
         let mut moved = std::mem::take(Arc::get_mut(gone.get_mut()).expect("unshared"));
@@ -324,7 +375,7 @@ impl<K, V> Partitioned<K, V> {
     pub(crate) fn new(leaf_capacity: usize, point_lookups: bool) -> Self {
         Self {
             router: ShardedLock::new(Router::empty(point_lookups)),
-            leaf_capacity: leaf_capacity.max(MIN_LEAF_CAPACITY),
+            leaf_capacity: clamp_capacity(leaf_capacity),
             #[cfg(loom)]
             leaf_by_leaf: false,
         }
@@ -342,7 +393,7 @@ impl<K, V> Partitioned<K, V> {
     where
         K: Clone,
     {
-        let leaf_capacity = leaf_capacity.max(MIN_LEAF_CAPACITY);
+        let leaf_capacity = clamp_capacity(leaf_capacity);
         let points = point_lookups.then(|| Points::from_entries(map.iter(), hash));
         Self {
             router: ShardedLock::new(Router::from_sorted(
@@ -393,12 +444,31 @@ impl<K, V> Partitioned<K, V> {
         K: Ord + Clone,
     {
         let mut garbage = Garbage::default();
+        let split_at;
         let (replaced, split) = {
             let router = self.router.read();
             let i = leaf_index(&router.bounds, &key);
             let mut leaf = router.leaves[i].write();
             let position = search(leaf.keys(), &key);
-            // No user code from here on.
+            // A leaf this insert takes over capacity splits at its middle
+            // entry once the locks are released: clone that entry's key for
+            // the new bound now, before the first change (user code).
+            split_at = match position {
+                Err(j) if leaf.len() >= self.leaf_capacity => {
+                    let mid = (leaf.len() + 1) / 2;
+                    Some(match mid.cmp(&j) {
+                        Ordering::Less => (leaf.keys()[mid].clone(), Arc::clone(leaf.value(mid))),
+                        Ordering::Equal => (key.clone(), Arc::clone(&value)),
+                        Ordering::Greater => (
+                            leaf.keys()[mid - 1].clone(),
+                            Arc::clone(leaf.value(mid - 1)),
+                        ),
+                    })
+                }
+                _ => None,
+            };
+            // `Clone` if a snapshot shares the leaf (a change nobody can
+            // see); no user code from here on.
             let entries = unshare(&mut *leaf, &mut garbage.entries);
             let points = router.points.as_ref().zip(slot_key);
             match position {
@@ -421,7 +491,10 @@ impl<K, V> Partitioned<K, V> {
                 }
             }
         };
-        self.reshape(split, true);
+        match (split, split_at) {
+            (Some(target), Some((bound, marker))) => self.split(target, bound, &marker),
+            (_, prepared) => drop(prepared),
+        }
         drop(garbage);
         replaced
     }
@@ -475,27 +548,38 @@ impl<K, V> Partitioned<K, V> {
             let merge = self.wants_merge(entries.len(), router.leaves.len());
             (entry, merge.then(|| (i, id_of(&router.leaves[i]))))
         };
-        self.reshape(merge, false);
+        self.reshape(merge);
         drop(garbage);
         Some(entry)
     }
 
-    /// Splits (`split`) or merges the leaf a write named, under the router's
-    /// write lock.
-    fn reshape(&self, target: Reshape, split: bool)
+    /// Splits the leaf an insert named (index then, identity), under the
+    /// router's write lock, at the entry whose value is `marker` with
+    /// `bound` as the new bound.
+    fn split(&self, (hint, id): (usize, usize), bound: K, marker: &Arc<V>)
     where
         K: Clone,
     {
+        let mut garbage = Garbage::default();
+        {
+            let mut router = self.router.write();
+            match router.find(hint, id) {
+                Some(i) => router.split(i, self.leaf_capacity, Some((bound, marker)), &mut garbage),
+                None => garbage.keys.push(bound),
+            }
+        }
+        drop(garbage);
+    }
+
+    /// Merges the leaf a removal named, under the router's write lock (no
+    /// user code: see [`Router::merge`]).
+    fn reshape(&self, target: Reshape) {
         let Some((hint, id)) = target else { return };
         let mut garbage = Garbage::default();
         {
             let mut router = self.router.write();
             if let Some(i) = router.find(hint, id) {
-                if split {
-                    router.split(i, self.leaf_capacity, &mut garbage);
-                } else {
-                    router.merge(i, self.leaf_capacity, &mut garbage);
-                }
+                router.merge(i, self.leaf_capacity, &mut garbage);
             }
         }
         drop(garbage);
@@ -562,7 +646,7 @@ impl<K, V> Partitioned<K, V> {
             };
             match popped {
                 Some((entry, merge)) => {
-                    self.reshape(merge, false);
+                    self.reshape(merge);
                     drop(garbage);
                     return Some(entry);
                 }
@@ -763,48 +847,64 @@ impl<K, V> Partitioned<K, V> {
         drop(old);
     }
 
-    /// Checks the layout; panics with a description if it is broken. For
-    /// the tests, with consistent `Ord`, one thread.
-    #[cfg(all(test, not(loom)))]
+    /// Checks the layout; panics with a message starting "invariant
+    /// violated" if it is broken. For the tests, with consistent `Ord`, one
+    /// thread.
     pub(crate) fn check_invariants(&self)
     where
-        K: Ord + std::fmt::Debug,
+        K: Ord,
     {
         let router = self.router.read();
         assert_eq!(
             router.bounds.len() + 1,
             router.leaves.len(),
-            "bounds and leaves"
+            "invariant violated: bounds and leaves"
         );
         for (i, leaf) in router.leaves.iter().enumerate() {
             let leaf = leaf.read();
-            assert!(leaf.len() <= self.leaf_capacity, "leaf {i} over capacity");
+            assert!(
+                leaf.len() <= self.leaf_capacity,
+                "invariant violated: leaf {i} over capacity"
+            );
             assert!(
                 !leaf.is_empty() || router.leaves.len() == 1,
-                "empty leaf {i} left among {}",
+                "invariant violated: empty leaf {i} left among {}",
                 router.leaves.len()
             );
             assert!(
                 leaf.keys().windows(2).all(|w| w[0] < w[1]),
-                "leaf {i} unsorted"
+                "invariant violated: leaf {i} unsorted"
             );
             if let (Some(low), Some((key, _))) =
                 (i.checked_sub(1).map(|j| &router.bounds[j]), leaf.first())
             {
-                assert!(low <= key, "leaf {i} starts below its bound");
+                assert!(
+                    low <= key,
+                    "invariant violated: leaf {i} starts below its bound"
+                );
             }
             if let (Some(high), Some((key, _))) = (router.bounds.get(i), leaf.last()) {
-                assert!(key < high, "leaf {i} ends above its bound");
+                assert!(
+                    key < high,
+                    "invariant violated: leaf {i} ends above its bound"
+                );
             }
             if let Some(points) = &router.points {
-                for (key, value) in leaf.iter() {
-                    assert!(points.holds(value), "no slot for {key:?}");
+                for (j, (_, value)) in leaf.iter().enumerate() {
+                    assert!(
+                        points.holds(value),
+                        "invariant violated: no slot for entry {j} of leaf {i}"
+                    );
                 }
             }
         }
         if let Some(points) = &router.points {
             let entries: usize = router.leaves.iter().map(|leaf| leaf.read().len()).sum();
-            assert_eq!(points.len(), entries, "slots and entries differ");
+            assert_eq!(
+                points.len(),
+                entries,
+                "invariant violated: slots and entries differ"
+            );
         }
     }
 

@@ -187,13 +187,11 @@ impl<K, V> Points<K, V> {
     }
 
     /// The number of slots (for the tests).
-    #[cfg(all(test, not(loom)))]
     pub(crate) fn len(&self) -> usize {
         self.shards.iter().map(|shard| shard.read().len()).sum()
     }
 
     /// Whether some slot holds `value` (for the tests).
-    #[cfg(all(test, not(loom)))]
     pub(crate) fn holds(&self, value: &Arc<V>) -> bool {
         self.shards.iter().any(|shard| {
             shard

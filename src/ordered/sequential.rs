@@ -510,17 +510,45 @@ impl<K: Ord + Clone, V> OrderedCore<K, V> {
     /// nothing left retired between locked steps.
     #[cfg(all(test, not(loom)))]
     pub(crate) fn check_invariants(&self) {
+        self.check_structure();
+        assert!(
+            self.retired.is_empty(),
+            "something retired was not handed back"
+        );
+    }
+
+    /// Checks the tree's order and that the table holds exactly the tree's
+    /// entries; panics with a message starting "invariant violated" if not.
+    /// (What a step retired may still wait here, after a panic, for the
+    /// next write to drop it.)
+    pub(crate) fn check_structure(&self) {
         let mut count = 0;
         let mut previous: Option<&K> = None;
         for key in self.map.keys() {
             if let Some(previous) = previous {
-                assert!(previous < key, "keys out of order");
+                assert!(previous < key, "invariant violated: keys out of order");
             }
             previous = Some(key);
             count += 1;
         }
-        assert_eq!(count, self.map.len(), "len disagrees with the entries");
-        self.check_table_in_step();
+        assert_eq!(
+            count,
+            self.map.len(),
+            "invariant violated: len disagrees with the entries"
+        );
+        if let Some(table) = &self.table {
+            assert_eq!(
+                table.len(),
+                self.map.len(),
+                "invariant violated: table and tree differ in size"
+            );
+            for value in self.map.values() {
+                assert!(
+                    table.iter().any(|slot| Arc::ptr_eq(&slot.value, value)),
+                    "invariant violated: a tree entry without its slot"
+                );
+            }
+        }
     }
 
     /// Checks that the table holds exactly the tree's entries (by `Arc`

@@ -1,0 +1,454 @@
+//! Panic sweeps of `IndexedStore`: every write operation run with a panic
+//! planted at each call it makes of the key's `Hash`, `Eq` and `Clone`, of
+//! `Drop` (keys and objects) and of the index functions, on stores whose
+//! table is full of tombstones (so an insert may grow or rehash it). After
+//! every caught panic the store must pass `check_invariants`, hold exactly
+//! the content it had before the operation or the content the operation
+//! makes (every write is atomic), and its indexes must agree with a
+//! recomputation from the objects. Also: keys whose `Hash` changes after
+//! insertion, and capacities that cannot be reserved.
+
+#[path = "common/hostile.rs"]
+mod hostile;
+
+use std::cell::Cell;
+use std::collections::{BTreeMap, BTreeSet};
+use std::hash::{Hash, Hasher};
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use hostile::{Key, Trait, Value, sweep};
+use larder::{IndexError, IndexedBuildError, IndexedStore};
+
+/// The keys' hasher: fixed seeds, so every run lays the table out alike
+/// and a setup that puts the table on the edge of a rehash does so every
+/// time.
+fn fixed() -> ahash::RandomState {
+    ahash::RandomState::with_seeds(7, 11, 13, 17)
+}
+
+type Store = IndexedStore<Key, Value, ahash::RandomState>;
+
+/// Content, as key id -> object id.
+type Model = BTreeMap<u64, u64>;
+
+thread_local! {
+    /// A planned panic of the index functions: at call `n` since arming.
+    static INDEX_PLAN: Cell<Option<u64>> = const { Cell::new(None) };
+    static INDEX_CALLS: Cell<u64> = const { Cell::new(0) };
+}
+
+fn index_tick() {
+    let n = INDEX_CALLS.with(Cell::get);
+    INDEX_CALLS.with(|c| c.set(n + 1));
+    if INDEX_PLAN.with(Cell::get) == Some(n) {
+        INDEX_PLAN.with(|p| p.set(None));
+        panic!("hostile index function panics at call {n}");
+    }
+}
+
+fn parity(v: &Value) -> [String; 1] {
+    index_tick();
+    [(v.id % 2).to_string()]
+}
+
+fn tens(v: &Value) -> Vec<String> {
+    index_tick();
+    // Zero, one or two values.
+    match v.id % 3 {
+        0 => Vec::new(),
+        1 => vec![(v.id / 10).to_string()],
+        _ => vec![(v.id / 10).to_string(), "x".to_string()],
+    }
+}
+
+/// The object stored under key `k` in the setups.
+fn object(k: u64) -> u64 {
+    k * 7 % 101
+}
+
+/// A store holding `live` keys (0..live) after `churn` fresh keys were each
+/// inserted and removed again, on a table grown to 56 keys first: the
+/// removals and the churn leave tombstones (see [`REHASH_IN_PLACE`]).
+fn churned(live: u64, churn: u64) -> (Store, Model) {
+    let store: Store = IndexedStore::builder()
+        .index("parity", parity)
+        .index("tens", tens)
+        .hasher(fixed())
+        .build()
+        .unwrap();
+    for k in 0..56 {
+        store.insert(Key::new(k), Value::new(object(k))).unwrap();
+    }
+    for k in live..56 {
+        store.remove(&Key::new(k));
+    }
+    for i in 0..churn {
+        let k = 10_000 + i;
+        store.insert(Key::new(k), Value::new(object(k))).unwrap();
+        store.remove(&Key::new(k));
+    }
+    let model = (0..live).map(|k| (k, object(k))).collect();
+    (store, model)
+}
+
+/// The store's content, read through `iter`.
+fn content(store: &Store) -> Model {
+    let mut model = Model::new();
+    for (key, value) in store.iter() {
+        assert!(
+            model.insert(key.id, value.id).is_none(),
+            "key {} stored twice",
+            key.id
+        );
+    }
+    model
+}
+
+/// Everything a store must satisfy after an operation, panicked or not:
+/// invariants, `len`, `get` of every key, index agreement, and content
+/// equal to `before` or `after` (the write is atomic; only `after` if the
+/// operation completed).
+fn check(store: &Store, before: &Model, after: &Model, fired: bool) {
+    store.check_invariants();
+    let now = content(store);
+    assert_eq!(store.len(), now.len(), "len disagrees with iter");
+    if !fired {
+        assert_eq!(&now, after, "completed operation left the wrong content");
+    } else if now != *before && now != *after {
+        let lost: Vec<u64> = before
+            .keys()
+            .filter(|k| !now.contains_key(k) && after.contains_key(k))
+            .copied()
+            .collect();
+        panic!(
+            "a panic left a content that is neither before nor after: {} of {} entries \
+             lost ({lost:?}), {} now",
+            lost.len(),
+            before.len(),
+            now.len()
+        );
+    }
+    // Every key of both models answers `get` as the content says.
+    for k in before.keys().chain(after.keys()) {
+        assert_eq!(
+            store.get(&Key::new(*k)).map(|v| v.id),
+            now.get(k).copied(),
+            "get({k}) disagrees with iter"
+        );
+    }
+    // The indexes, recomputed from the content.
+    let mut expected: BTreeMap<(&str, String), BTreeSet<u64>> = BTreeMap::new();
+    for (&k, &v) in &now {
+        let value = Value::new(v);
+        for p in parity(&value) {
+            expected.entry(("parity", p)).or_default().insert(k);
+        }
+        for t in tens(&value) {
+            expected.entry(("tens", t)).or_default().insert(k);
+        }
+    }
+    for name in ["parity", "tens"] {
+        let values = store.index_values(name).unwrap();
+        let want: Vec<String> = expected
+            .keys()
+            .filter(|(n, _)| *n == name)
+            .map(|(_, v)| v.clone())
+            .collect();
+        assert_eq!(values, want, "index {name}'s values");
+        for value in values {
+            let mut listed: Vec<u64> = store
+                .by_index(name, &value)
+                .unwrap()
+                .iter()
+                .map(|v| v.id)
+                .collect();
+            listed.sort_unstable();
+            let keys: BTreeSet<u64> = store
+                .index_keys(name, &value)
+                .unwrap()
+                .iter()
+                .map(|k| k.id)
+                .collect();
+            let want = &expected[&(name, value.clone())];
+            assert_eq!(&keys, want, "index_keys({name}, {value})");
+            let mut objects: Vec<u64> = want.iter().map(|k| now[k]).collect();
+            objects.sort_unstable();
+            assert_eq!(listed, objects, "by_index({name}, {value})");
+        }
+    }
+}
+
+/// Sweeps `op` over every call of every trait and of the index functions,
+/// on stores made by `setup`, checking each outcome against `before`/`after`
+/// (`after` computed from `before`). Returns the number of panics planted.
+fn sweep_all(
+    setup: impl Fn() -> (Store, Model),
+    op: impl Fn(&Store),
+    after: impl Fn(&Model) -> Model,
+) -> u64 {
+    let mut planted = 0;
+    for t in [Trait::Hash, Trait::Eq, Trait::Clone, Trait::Drop] {
+        planted += sweep(
+            t,
+            10_000,
+            &setup,
+            |(store, _)| op(store),
+            |(store, before), fired| check(store, before, &after(before), fired),
+        );
+    }
+    // The index functions, with their own plan.
+    for n in 0.. {
+        let (store, before) = setup();
+        INDEX_CALLS.with(|c| c.set(0));
+        INDEX_PLAN.with(|p| p.set(Some(n)));
+        let outcome = catch_unwind(AssertUnwindSafe(|| op(&store)));
+        let fired = INDEX_PLAN.with(Cell::get).is_none();
+        INDEX_PLAN.with(|p| p.set(None));
+        match (outcome, fired) {
+            (Ok(()), false) => {
+                check(&store, &before, &after(&before), false);
+                break;
+            }
+            (Err(_), true) => check(&store, &before, &after(&before), true),
+            (Ok(()), true) => panic!("an index function's panic was swallowed"),
+            (Err(payload), false) => std::panic::resume_unwind(payload),
+        }
+        planted += 1;
+    }
+    planted
+}
+
+fn with(model: &Model, f: impl FnOnce(&mut Model)) -> Model {
+    let mut model = model.clone();
+    f(&mut model);
+    model
+}
+
+/// `(live, churn)` setups after which, with the fixed seeds, the next
+/// insert of a new key finds no room left and rehashes the table in place
+/// (20 and 27 live keys in a 64-bucket table full of tombstones). Found by
+/// counting `Hash` calls with a std `HashMap`, which hashes every stored
+/// key again at that point; the layout depends only on the hashes, so it
+/// is the same for any table of the SwissTable family.
+const REHASH_IN_PLACE: [(u64, u64); 2] = [(20, 172), (27, 92)];
+
+/// Sizes at which the next insert doubles the table (`7/8` of a power of
+/// two, and the small tables' exact sizes).
+const GROWTH: [u64; 5] = [3, 7, 14, 28, 56];
+
+fn insert_500(store: &Store) {
+    store
+        .insert(Key::new(500), Value::new(object(500)))
+        .unwrap();
+}
+
+fn with_500(before: &Model) -> Model {
+    with(before, |m| {
+        m.insert(500, object(500));
+    })
+}
+
+#[test]
+fn insert_of_a_new_key_loses_nothing_when_the_table_rehashes_in_place() {
+    for (live, churn) in REHASH_IN_PLACE {
+        sweep_all(|| churned(live, churn), insert_500, with_500);
+    }
+}
+
+#[test]
+fn insert_of_a_new_key_loses_nothing_when_the_table_grows() {
+    for live in GROWTH {
+        sweep_all(|| churned(live, 0), insert_500, with_500);
+    }
+}
+
+#[test]
+fn update_and_remove_lose_nothing() {
+    for churn in [0, 40] {
+        sweep_all(
+            || churned(20, churn),
+            |store| {
+                store.insert(Key::new(3), Value::new(999)).unwrap();
+            },
+            |before| {
+                with(before, |m| {
+                    m.insert(3, 999);
+                })
+            },
+        );
+        sweep_all(
+            || churned(20, churn),
+            |store| drop(store.remove(&Key::new(4))),
+            |before| {
+                with(before, |m| {
+                    m.remove(&4);
+                })
+            },
+        );
+        sweep_all(
+            || churned(20, churn),
+            |store| drop(store.remove(&Key::new(4_000))),
+            Model::clone,
+        );
+    }
+}
+
+#[test]
+fn a_transaction_is_applied_whole_or_not_at_all() {
+    let ops = |store: &Store| {
+        store
+            .transaction(|tx| -> Result<(), IndexError> {
+                for k in 100..130 {
+                    tx.insert(Key::new(k), Value::new(object(k)))?;
+                }
+                tx.insert(Key::new(2), Value::new(998))?;
+                tx.remove(Key::new(5));
+                tx.insert(Key::new(200), Value::new(1))?;
+                tx.remove(Key::new(200));
+                tx.remove(Key::new(6));
+                tx.insert(Key::new(6), Value::new(997))?;
+                tx.remove(Key::new(7_000));
+                Ok(())
+            })
+            .unwrap();
+    };
+    let after = |before: &Model| {
+        with(before, |m| {
+            for k in 100..130 {
+                m.insert(k, object(k));
+            }
+            m.insert(2, 998);
+            m.remove(&5);
+            m.insert(6, 997);
+        })
+    };
+    // The 30 inserts cross a growth, or first an in-place rehash.
+    for (live, churn) in [(20, 0), REHASH_IN_PLACE[0], REHASH_IN_PLACE[1]] {
+        sweep_all(|| churned(live, churn), ops, after);
+    }
+}
+
+#[test]
+fn replace_clear_and_add_index_lose_nothing() {
+    sweep_all(
+        || churned(20, 30),
+        |store| {
+            store
+                .replace((40..70).map(|k| (Key::new(k), Value::new(object(k)))))
+                .unwrap();
+        },
+        |_| (40..70).map(|k| (k, object(k))).collect(),
+    );
+    sweep_all(|| churned(20, 30), Store::clear, |_| Model::new());
+    // `add_index` changes no content; a third index must appear whole or
+    // not at all.
+    let planted = sweep_all(
+        || churned(20, 30),
+        |store| {
+            store
+                .add_index("mod5", |v: &Value| {
+                    index_tick();
+                    [(v.id % 5).to_string()]
+                })
+                .unwrap();
+        },
+        Model::clone,
+    );
+    assert!(
+        planted >= 20,
+        "add_index ran the index function once per object"
+    );
+}
+
+// ---------------------------------------------------------------------------
+// A key whose hash changes after insertion
+
+/// Added to every `Fickle` hash: changing it changes every key's hash.
+static EPOCH: AtomicU64 = AtomicU64::new(0);
+
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+struct Fickle(u64);
+
+impl Hash for Fickle {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        (self.0 ^ EPOCH.load(Ordering::Relaxed)).hash(state);
+    }
+}
+
+#[test]
+fn keys_whose_hash_changes_do_not_corrupt_the_store() {
+    let store: IndexedStore<Fickle, u64, _> = IndexedStore::builder()
+        .index("parity", |v: &u64| [(v % 2).to_string()])
+        .hasher(fixed())
+        .build()
+        .unwrap();
+    for k in 0..40 {
+        store.insert(Fickle(k), k).unwrap();
+    }
+    EPOCH.store(0xdead_beef, Ordering::Relaxed);
+    // Lookups may miss now; growth (0..200 more keys) must not use the
+    // changed hashes to move the old entries.
+    for k in 0..200 {
+        store.insert(Fickle(k), k + 1000).unwrap();
+        store.check_invariants();
+    }
+    // Mostly stored twice, once per hash; a probe under the new hash may
+    // still meet the old entry (tags match by chance) and update it.
+    assert!(
+        (200..=240).contains(&store.len()),
+        "{} entries",
+        store.len()
+    );
+    for k in 0..40 {
+        store.remove(&Fickle(k + 40));
+    }
+    store.check_invariants();
+    EPOCH.store(0, Ordering::Relaxed);
+    // Back to the first hash: the first 40 keys are found again (with
+    // their second value where the second insert met the first entry).
+    for k in 0..40 {
+        let found = store.get(&Fickle(k)).map(|v| *v);
+        assert!(
+            found == Some(k) || found == Some(k + 1000),
+            "{k}: {found:?}"
+        );
+    }
+    // Remove through iteration, under each hash the keys had.
+    for (key, _) in store.iter() {
+        if store.remove(&key).is_none() {
+            EPOCH.store(0xdead_beef, Ordering::Relaxed);
+            assert!(store.remove(&key).is_some(), "entry {key:?} unreachable");
+            EPOCH.store(0, Ordering::Relaxed);
+        }
+        store.check_invariants();
+    }
+    assert!(store.is_empty());
+    assert!(store.index_values("parity").unwrap().is_empty());
+}
+
+// ---------------------------------------------------------------------------
+// Capacities that cannot be reserved
+
+#[test]
+fn an_impossible_capacity_is_an_error_not_a_panic() {
+    for capacity in [usize::MAX, usize::MAX / 2, usize::MAX / 8 + 1, 1 << 60] {
+        let built = catch_unwind(|| {
+            IndexedStore::<u64, u64>::builder()
+                .capacity(capacity)
+                .build()
+                .map(|_| ())
+        });
+        let built = built.unwrap_or_else(|_| panic!("capacity({capacity}) panicked"));
+        assert!(
+            matches!(built, Err(IndexedBuildError::CapacityOverflow { capacity: c }) if c == capacity),
+            "capacity({capacity}) gave {built:?}"
+        );
+    }
+    let store = IndexedStore::<u64, u64>::builder()
+        .capacity(1000)
+        .build()
+        .unwrap();
+    store.insert(1, 1).unwrap();
+    assert_eq!(store.len(), 1);
+}
