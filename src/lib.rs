@@ -114,6 +114,9 @@ pub use lru::Fault as LruFault;
 pub use ordered::Fault as OrderedFault;
 #[cfg(loom)]
 #[doc(hidden)]
+pub use ordered::WaitFault as OrderedWaitFault;
+#[cfg(loom)]
+#[doc(hidden)]
 pub use snapshot::Fault as SnapshotFault;
 #[cfg(loom)]
 #[doc(hidden)]
