@@ -122,9 +122,14 @@ use crate::sync::Arc;
 ///   sorted, no entry twice, nothing missed that was present throughout the
 ///   call.
 /// - [`pop_first`](OrderedIndex::pop_first),
-///   [`pop_last`](OrderedIndex::pop_last), [`drain_to`](OrderedIndex::drain_to)
-///   and [`remove`](OrderedIndex::remove) from any number of threads hand
-///   every entry to exactly one caller.
+///   [`pop_last`](OrderedIndex::pop_last), [`drain_to`](OrderedIndex::drain_to),
+///   [`remove`](OrderedIndex::remove) and the waiting forms
+///   ([`pop_first_wait`](OrderedIndex::pop_first_wait),
+///   [`pop_first_timeout`](OrderedIndex::pop_first_timeout),
+///   [`pop_first_async`](OrderedIndex::pop_first_async) and their
+///   `drain_to` twins) from any number of threads and tasks hand every
+///   entry to exactly one caller. A waiting consumer is woken by every
+///   `insert` of a new key; a cancelled async wait takes nothing.
 /// - User code never runs under a lock, except `K`'s `Ord`, `Eq` and
 ///   `Clone` (which the map needs), `Hash` of the keys that `pop_first`,
 ///   `pop_last` and `drain_to` remove (known only under the lock), and the
