@@ -625,11 +625,14 @@ impl<K: Ord + Clone + Hash, V, S: BuildHasher> OrderedIndex<K, V, S> {
         let slot_key = self
             .point_lookups
             .then(|| (self.hasher.hash_one(&key), key.clone()));
-        // A new entry wakes the consumers waiting for one (`wait.rs`).
-        self.waiters.publish(|| match &self.engine {
+        let publishing = self.waiters.before_insert();
+        let replaced = match &self.engine {
             Engine::Locked(core) => Self::write(core, |core| core.insert(slot_key, key, value)).0,
             Engine::Partitioned(parts) => parts.insert(slot_key, key, value),
-        })
+        };
+        // A new entry wakes the consumers waiting for one (`wait.rs`).
+        self.waiters.after_insert(publishing, replaced.is_none());
+        replaced
     }
 
     /// Removes `key`, atomically; returns its value. Of several threads

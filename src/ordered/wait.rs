@@ -104,6 +104,10 @@ pub enum WaitFault {
     TakeThenPending,
 }
 
+/// What [`Waiters::before_insert`] hands to [`Waiters::after_insert`]:
+/// nothing, except the early count load of a loom negative control.
+pub(crate) struct Publishing(#[cfg(loom)] Option<bool>);
+
 /// The consumers waiting for an entry of one index.
 pub(crate) struct Waiters {
     /// The number of registered waiters. Changed under `list`'s mutex; read
@@ -159,34 +163,45 @@ impl Waiters {
         }
     }
 
-    /// Runs `insert` (an engine insert: `None` when it added a new key),
-    /// then wakes the waiters if it added one.
-    #[inline]
-    pub(crate) fn publish<T>(&self, insert: impl FnOnce() -> Option<T>) -> Option<T> {
+    /// Called by `insert` before it touches the engine: nothing, except
+    /// in the loom negative control [`WaitFault::CountBeforePublish`].
+    #[inline(always)]
+    pub(crate) fn before_insert(&self) -> Publishing {
         #[cfg(loom)]
-        match self.fault {
-            WaitFault::NoWake => return insert(),
-            WaitFault::CountBeforePublish => {
-                // BROKEN on purpose: a consumer that registers after this
-                // load and tried before the insert is never woken.
-                let waiting = self.count.load(Ordering::Relaxed) != 0;
-                let replaced = insert();
-                if waiting && replaced.is_none() {
+        if self.fault == WaitFault::CountBeforePublish {
+            // BROKEN on purpose: a consumer that registers after this load
+            // and tried before the insert is never woken.
+            return Publishing(Some(self.count.load(Ordering::Relaxed) != 0));
+        }
+        Publishing(
+            #[cfg(loom)]
+            None,
+        )
+    }
+
+    /// Called by `insert` after the engine's insert released its locks:
+    /// wakes the waiters if `added` a new key and anyone waits.
+    #[inline(always)]
+    pub(crate) fn after_insert(&self, publishing: Publishing, added: bool) {
+        #[cfg(loom)]
+        match (self.fault, publishing.0) {
+            (WaitFault::NoWake, _) => return,
+            (_, Some(waiting)) => {
+                if waiting && added {
                     self.wake_all();
                 }
-                return replaced;
+                return;
             }
             _ => {}
         }
-        let replaced = insert();
+        let _ = publishing;
         // Relaxed: this load comes after the insert released the engine's
         // locks, and a registration it must see is sequenced before the
         // consumer's retry under those locks (module docs, "No lost
         // wake-up").
-        if replaced.is_none() && self.count.load(Ordering::Relaxed) != 0 {
+        if added && self.count.load(Ordering::Relaxed) != 0 {
             self.wake_all();
         }
-        replaced
     }
 
     /// Wakes every waiter.
