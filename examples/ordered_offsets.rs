@@ -218,7 +218,11 @@ fn waiting_consumers() {
         all.extend(taken);
     }
     all.sort_unstable();
-    assert_eq!(all, (0..ARRIVING).collect::<Vec<_>>(), "a message was lost or taken twice");
+    assert_eq!(
+        all,
+        (0..ARRIVING).collect::<Vec<_>>(),
+        "a message was lost or taken twice"
+    );
     println!(
         "each of {ARRIVING} messages taken exactly once (thread, thread, task: {per_consumer:?}), no polling loop"
     );

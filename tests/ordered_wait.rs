@@ -228,7 +228,10 @@ fn pop_first_timeout_gives_up_on_an_empty_index() {
         let start = Instant::now();
         let wait = Duration::from_millis(30);
         assert_eq!(index.pop_first_timeout(wait), None, "{engine}");
-        assert!(start.elapsed() >= wait, "{engine}: returned before its timeout");
+        assert!(
+            start.elapsed() >= wait,
+            "{engine}: returned before its timeout"
+        );
         assert!(
             index.drain_to_timeout(Bound::Unbounded, wait).is_empty(),
             "{engine}"
@@ -348,9 +351,11 @@ fn a_cancelled_async_wait_does_not_swallow_a_wake_up() {
                     () = std::future::ready(()) => {}
                     _ = index.pop_first_async() => panic!("{engine}: the biased branch lost"),
                 }
-                let late =
-                    tokio::time::timeout(Duration::from_millis(5), index.drain_to_async(Bound::Excluded(&8)))
-                        .await;
+                let late = tokio::time::timeout(
+                    Duration::from_millis(5),
+                    index.drain_to_async(Bound::Excluded(&8)),
+                )
+                .await;
                 assert!(late.is_err(), "{engine}");
                 assert_eq!(index.pop_first().map(|(key, _)| key), Some(8), "{engine}");
             });
@@ -364,10 +369,16 @@ fn replacing_a_value_hands_out_nothing_new() {
         index.insert(1, 10);
         index.insert(1, 11);
         assert_eq!(
-            index.pop_first_timeout(Duration::ZERO).map(|(k, v)| (k, *v)),
+            index
+                .pop_first_timeout(Duration::ZERO)
+                .map(|(k, v)| (k, *v)),
             Some((1, 11)),
             "{engine}"
         );
-        assert_eq!(index.pop_first_timeout(Duration::from_millis(5)), None, "{engine}");
+        assert_eq!(
+            index.pop_first_timeout(Duration::from_millis(5)),
+            None,
+            "{engine}"
+        );
     }
 }

@@ -193,6 +193,10 @@ fn a_guard_held_across_await_in_a_spawned_task_is_correct() {
         .await
         .expect("tasks holding guards across .await hung");
     });
-    assert_eq!(dropped.load(Ordering::SeqCst), 50, "a replaced value leaked");
+    assert_eq!(
+        dropped.load(Ordering::SeqCst),
+        50,
+        "a replaced value leaked"
+    );
     assert_eq!(snap.version(), 50);
 }

@@ -241,7 +241,11 @@ impl Waiters {
     }
 
     /// Blocks until `attempt` returns something, or until `deadline`.
-    fn wait<T>(&self, deadline: Option<Instant>, mut attempt: impl FnMut() -> Option<T>) -> Option<T> {
+    fn wait<T>(
+        &self,
+        deadline: Option<Instant>,
+        mut attempt: impl FnMut() -> Option<T>,
+    ) -> Option<T> {
         if let Some(found) = attempt() {
             return Some(found);
         }
@@ -553,7 +557,9 @@ impl<K: Ord + Clone + Hash, V, S: BuildHasher> OrderedIndex<K, V, S> {
         Q: Ord + ?Sized,
     {
         self.waiters
-            .wait(None, || Some(self.drain_to(end)).filter(|drained| !drained.is_empty()))
+            .wait(None, || {
+                Some(self.drain_to(end)).filter(|drained| !drained.is_empty())
+            })
             .expect("larder: a wait without a deadline ends with entries")
     }
 
