@@ -15,13 +15,20 @@
 //! `drain_to(..)` takes the finished results below the commit point in
 //! order, in one step.
 //!
+//! The last section is a consumer of messages that arrive over time: it
+//! waits for the next offset with `pop_first_timeout` (threads) or
+//! `pop_first_async` (a tokio task) instead of polling `pop_first` in a
+//! loop, and every message still goes to exactly one consumer.
+//!
 //! `cargo run --example ordered_offsets`
 
 use dashmap::DashMap;
 use larder::OrderedIndex;
 use std::ops::Bound;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread;
+use std::time::Duration;
 
 const MESSAGES: u64 = 2_000;
 const WORKERS: usize = 4;
@@ -133,7 +140,96 @@ fn work(message: &str) -> usize {
     (0..200).fold(message.len(), |acc, i| std::hint::black_box(acc ^ i))
 }
 
+/// Messages arrive over time from two producers; two threads and one
+/// tokio task consume them as they come, waiting (not polling) for the
+/// next one, and stop once the producers are done and the inbox is empty.
+fn waiting_consumers() {
+    const ARRIVING: u64 = 600;
+    println!("\n== {ARRIVING} messages arriving over time, 2 waiting threads + 1 async task ==");
+    let inbox: Arc<OrderedIndex<u64, String>> = Arc::new(OrderedIndex::new());
+    let done = Arc::new(AtomicBool::new(false));
+    let idle = Duration::from_millis(50);
+
+    let threads: Vec<_> = (0..2)
+        .map(|_| {
+            let (inbox, done) = (Arc::clone(&inbox), Arc::clone(&done));
+            thread::spawn(move || {
+                let mut taken = Vec::new();
+                loop {
+                    // Blocks until a message arrives, or for `idle` at most.
+                    match inbox.pop_first_timeout(idle) {
+                        Some((offset, message)) => {
+                            work(&message);
+                            taken.push(offset);
+                        }
+                        None if done.load(Ordering::Acquire) && inbox.is_empty() => return taken,
+                        None => {}
+                    }
+                }
+            })
+        })
+        .collect();
+    let task = {
+        let (inbox, done) = (Arc::clone(&inbox), Arc::clone(&done));
+        thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_time()
+                .build()
+                .expect("a tokio runtime");
+            runtime.block_on(async move {
+                let mut taken = Vec::new();
+                loop {
+                    // Cancel-safe: a wait cut short by the timeout takes
+                    // nothing, so no message is lost to it.
+                    match tokio::time::timeout(idle, inbox.pop_first_async()).await {
+                        Ok((offset, message)) => {
+                            work(&message);
+                            taken.push(offset);
+                        }
+                        Err(_) if done.load(Ordering::Acquire) && inbox.is_empty() => return taken,
+                        Err(_) => {}
+                    }
+                }
+            })
+        })
+    };
+    let producers: Vec<_> = (0..2)
+        .map(|parity| {
+            let inbox = Arc::clone(&inbox);
+            thread::spawn(move || {
+                for offset in (parity..ARRIVING).step_by(2) {
+                    inbox.insert(offset, format!("message {offset}"));
+                    if offset % 50 < 2 {
+                        thread::sleep(Duration::from_millis(2)); // a lull
+                    }
+                }
+            })
+        })
+        .collect();
+    for producer in producers {
+        producer.join().expect("producer panicked");
+    }
+    done.store(true, Ordering::Release);
+    let mut per_consumer = Vec::new();
+    let mut all = Vec::new();
+    for consumer in threads.into_iter().chain([task]) {
+        let taken = consumer.join().expect("consumer panicked");
+        per_consumer.push(taken.len());
+        all.extend(taken);
+    }
+    all.sort_unstable();
+    assert_eq!(
+        all,
+        (0..ARRIVING).collect::<Vec<_>>(),
+        "a message was lost or taken twice"
+    );
+    println!(
+        "each of {ARRIVING} messages taken exactly once (thread, thread, task: {per_consumer:?}), no polling loop"
+    );
+}
+
 fn main() {
     side_by_side();
     concurrent_tracker();
+    waiting_consumers();
 }

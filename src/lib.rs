@@ -28,7 +28,10 @@
 //! - [`OrderedIndex`] when keys must be read in order or consumed in order
 //!   (offsets up to a committed one, the oldest timestamp first). Reads
 //!   scale across cores where `RwLock<BTreeMap>` does not; `pop_first` and
-//!   `drain_to` hand every entry to exactly one consumer; `snapshot` is O(1).
+//!   `drain_to` hand every entry to exactly one consumer, and their waiting
+//!   forms (`pop_first_wait`, `pop_first_timeout`, `pop_first_async`, ...)
+//!   let a consumer thread or task wait for the next entry instead of
+//!   polling; `snapshot` is O(1).
 //!   Writes take one exclusive lock, so for write-dominated work at many
 //!   cores a lock-free tree such as `scc::TreeIndex` scales better.
 //!
@@ -81,6 +84,12 @@
 #[doc = include_str!("../README.md")]
 pub struct ReadmeDoctests;
 
+/// The code of the guide to async consumers of `OrderedIndex`, compiled and
+/// run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../docs/async-ordered.md")]
+pub struct AsyncOrderedDoctests;
+
 mod flight;
 mod indexed;
 mod lru;
@@ -112,6 +121,9 @@ pub use lru::Fault as LruFault;
 #[cfg(loom)]
 #[doc(hidden)]
 pub use ordered::Fault as OrderedFault;
+#[cfg(loom)]
+#[doc(hidden)]
+pub use ordered::WaitFault as OrderedWaitFault;
 #[cfg(loom)]
 #[doc(hidden)]
 pub use snapshot::Fault as SnapshotFault;

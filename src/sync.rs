@@ -13,6 +13,7 @@
 //! | `crossbeam_utils::sync::ShardedLock` | wrapper over `loom::sync::RwLock` | the per-shard lock words |
 //! | `arc_swap::ArcSwap` ([`AtomicArc`]) | `loom::sync::RwLock<Arc<T>>` | arc-swap's debt lists and hazard protocol |
 //! | `std::sync::atomic::*` | `loom::sync::atomic::*` | nothing: loom explores these (SeqCst is modelled as AcqRel) |
+//! | `Condvar::wait_until` (a deadline) | loom's `Condvar::wait` | timeouts: loom has no clock, so a timed wait ends only when notified |
 //!
 //! Waiting threads always block on a [`Mutex`]/[`Condvar`]; nothing spins, so
 //! loom's branch limit is not exhausted by `yield_now` loops.
@@ -264,6 +265,15 @@ mod imp {
         pub(crate) fn wait<T>(&self, guard: &mut MutexGuard<'_, T>) {
             let inner = guard.0.take().expect("guard present");
             guard.0 = Some(self.0.wait(inner).unwrap_or_else(|p| p.into_inner()));
+        }
+        /// Waits until notified; the deadline is ignored (loom has no
+        /// clock), so a model must not rely on a timeout firing.
+        pub(crate) fn wait_until<T>(
+            &self,
+            guard: &mut MutexGuard<'_, T>,
+            _deadline: std::time::Instant,
+        ) {
+            self.wait(guard);
         }
         pub(crate) fn notify_all(&self) -> usize {
             self.0.notify_all();

@@ -148,3 +148,97 @@ fn a_panicking_drop_finds_every_write_published() {
         }
     }
 }
+
+/// A value that counts its drops, to see which versions are still alive.
+struct Counted(Arc<std::sync::atomic::AtomicUsize>);
+
+impl Drop for Counted {
+    fn drop(&mut self) {
+        self.0.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+#[test]
+fn a_guard_moved_to_another_thread_outliving_its_loader_stays_valid_and_is_freed() {
+    let dropped = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let snap = Arc::new(Snapshot::new(Counted(Arc::clone(&dropped))));
+    // Loaded on a thread that then exits, leaving its debt slot to the
+    // guard; the guard moves to another thread.
+    let (tx, rx) = std::sync::mpsc::channel();
+    {
+        let snap = Arc::clone(&snap);
+        thread::spawn(move || tx.send(snap.load()).unwrap())
+            .join()
+            .unwrap();
+    }
+    let guard = rx.recv().unwrap();
+    // Writers go on; new threads load (and may claim the exited thread's
+    // slots).
+    for _ in 0..100 {
+        snap.store(Counted(Arc::clone(&dropped)));
+    }
+    let loaders: Vec<_> = (0..4)
+        .map(|_| {
+            let snap = Arc::clone(&snap);
+            thread::spawn(move || (0..1_000).map(|_| snap.load().version()).max())
+        })
+        .collect();
+    for loader in loaders {
+        assert_eq!(loader.join().unwrap(), Some(100));
+    }
+    let holder = thread::spawn(move || {
+        assert_eq!(guard.version(), 0, "a held guard changed its value");
+        drop(guard);
+    });
+    holder.join().unwrap();
+    // Every replaced value is freed once, the guarded one included.
+    assert_eq!(dropped.load(Ordering::SeqCst), 100);
+    drop(snap);
+    assert_eq!(dropped.load(Ordering::SeqCst), 101);
+}
+
+#[test]
+fn a_guard_held_across_await_in_a_spawned_task_is_correct() {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_time()
+        .build()
+        .unwrap();
+    let dropped = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let snap = Arc::new(Snapshot::new(Counted(Arc::clone(&dropped))));
+    runtime.block_on(async {
+        let tasks: Vec<_> = (0..16)
+            .map(|_| {
+                let snap = Arc::clone(&snap);
+                tokio::spawn(async move {
+                    // Compiles and runs: `Guard` is `Send`. Held across
+                    // awaits, on whichever worker polls the task.
+                    let guard = snap.load();
+                    let version = guard.version();
+                    for _ in 0..20 {
+                        tokio::time::sleep(Duration::from_micros(100)).await;
+                        assert_eq!(guard.version(), version, "a held guard changed");
+                    }
+                    version
+                })
+            })
+            .collect();
+        for _ in 0..50 {
+            snap.store(Counted(Arc::clone(&dropped)));
+            tokio::task::yield_now().await;
+        }
+        tokio::time::timeout(Duration::from_secs(60), async {
+            for task in tasks {
+                assert!(task.await.unwrap() <= 50);
+            }
+        })
+        .await
+        .expect("tasks holding guards across .await hung");
+    });
+    assert_eq!(
+        dropped.load(Ordering::SeqCst),
+        50,
+        "a replaced value leaked"
+    );
+    assert_eq!(snap.version(), 50);
+}

@@ -158,6 +158,16 @@ impl<K, V, S> OrderedIndexBuilder<K, V, S> {
         index
     }
 
+    /// Builds the index with the deliberately broken wake-up protocol
+    /// `fault`, for the loom suite's negative controls.
+    #[cfg(loom)]
+    #[doc(hidden)]
+    pub fn build_with_wait_fault(self, fault: super::WaitFault) -> OrderedIndex<K, V, S> {
+        let mut index = self.build();
+        index.waiters.fault = fault;
+        index
+    }
+
     /// Builds the index holding `map`'s entries (for `FromIterator`).
     pub(super) fn build_from(self, map: Map<K, V>) -> OrderedIndex<K, V, S>
     where

@@ -23,16 +23,23 @@
 //! The default was chosen by measurement: see `docs/ordered.md`.
 
 mod builder;
+#[cfg(loom)]
+mod fault;
 mod leaf;
 mod lock;
 mod partitioned;
 mod points;
 mod sequential;
 mod view;
+mod wait;
 
 pub use builder::OrderedIndexBuilder;
+#[cfg(loom)]
+pub use fault::Fault;
 pub use lock::OrderedLock;
 pub use view::OrderedSnapshot;
+#[cfg(loom)]
+pub use wait::WaitFault;
 
 use std::borrow::Borrow;
 use std::fmt;
@@ -42,6 +49,7 @@ use std::ops::{Bound, RangeBounds};
 use self::lock::CoreLock;
 use self::partitioned::Partitioned;
 use self::sequential::{Entry, OrderedCore};
+use self::wait::Waiters;
 use crate::sync::Arc;
 
 /// An ordered concurrent map with atomic ordered consumption
@@ -114,9 +122,14 @@ use crate::sync::Arc;
 ///   sorted, no entry twice, nothing missed that was present throughout the
 ///   call.
 /// - [`pop_first`](OrderedIndex::pop_first),
-///   [`pop_last`](OrderedIndex::pop_last), [`drain_to`](OrderedIndex::drain_to)
-///   and [`remove`](OrderedIndex::remove) from any number of threads hand
-///   every entry to exactly one caller.
+///   [`pop_last`](OrderedIndex::pop_last), [`drain_to`](OrderedIndex::drain_to),
+///   [`remove`](OrderedIndex::remove) and the waiting forms
+///   ([`pop_first_wait`](OrderedIndex::pop_first_wait),
+///   [`pop_first_timeout`](OrderedIndex::pop_first_timeout),
+///   [`pop_first_async`](OrderedIndex::pop_first_async) and their
+///   `drain_to` twins) from any number of threads and tasks hand every
+///   entry to exactly one caller. A waiting consumer is woken by every
+///   `insert` of a new key; a cancelled async wait takes nothing.
 /// - User code never runs under a lock, except `K`'s `Ord`, `Eq` and
 ///   `Clone` (which the map needs), `Hash` of the keys that `pop_first`,
 ///   `pop_last` and `drain_to` remove (known only under the lock), and the
@@ -237,6 +250,8 @@ pub struct OrderedIndex<K, V, S = ahash::RandomState> {
     /// Whether the core keeps the point-lookup table (fixed at
     /// construction; read here so that no hashing is done without one).
     point_lookups: bool,
+    /// The consumers waiting for an entry (`wait.rs`).
+    waiters: Waiters,
     #[cfg(loom)]
     fault: Fault,
 }
@@ -248,25 +263,6 @@ enum Engine<K, V> {
     Locked(CoreLock<OrderedCore<K, V>>),
     /// Sorted leaves under a lock each (`partitioned.rs`).
     Partitioned(Partitioned<K, V>),
-}
-
-/// A deliberately broken protocol, for the loom suite's negative controls.
-#[cfg(loom)]
-#[doc(hidden)]
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Fault {
-    /// The correct protocol.
-    None,
-    /// `pop_first` and `drain_to` look under the read lock, then remove what
-    /// they saw in a second step (the same entry goes to two callers).
-    CheckThenRemove,
-    /// `range`, `iter` and `snapshot` read one entry per read lock (a torn
-    /// cut).
-    TornCut,
-    /// With [`OrderedLock::Partitioned`]: ranges and snapshots lock one leaf
-    /// at a time, releasing each before taking the next (hand-over-hand
-    /// instead of two-phase locking: a torn cut across leaves).
-    LeafByLeaf,
 }
 
 impl<K, V> OrderedIndex<K, V> {
@@ -337,6 +333,7 @@ impl<K, V, S> OrderedIndex<K, V, S> {
             point_lookups,
             engine,
             hasher,
+            waiters: Waiters::new(),
             #[cfg(loom)]
             fault: Fault::None,
         }
@@ -633,7 +630,10 @@ impl<K: Ord + Clone + Hash, V, S: BuildHasher> OrderedIndex<K, V, S> {
     /// replaced. As with `BTreeMap`, replacing keeps the stored key.
     ///
     /// The value is wrapped in its `Arc`, and the key hashed and cloned (for
-    /// the point-lookup table), before the lock is taken.
+    /// the point-lookup table), before the lock is taken. A new key wakes
+    /// the consumers waiting for an entry
+    /// ([`pop_first_wait`](OrderedIndex::pop_first_wait) and the other
+    /// waiting forms); with none waiting that costs one atomic load.
     ///
     /// # Examples
     ///
@@ -648,11 +648,13 @@ impl<K: Ord + Clone + Hash, V, S: BuildHasher> OrderedIndex<K, V, S> {
         let slot_key = self
             .point_lookups
             .then(|| (self.hasher.hash_one(&key), key.clone()));
-        let core = match &self.engine {
-            Engine::Locked(core) => core,
-            Engine::Partitioned(parts) => return parts.insert(slot_key, key, value),
+        let publishing = self.waiters.before_insert();
+        let replaced = match &self.engine {
+            Engine::Locked(core) => Self::write(core, |core| core.insert(slot_key, key, value)).0,
+            Engine::Partitioned(parts) => parts.insert(slot_key, key, value),
         };
-        let (replaced, _unused_key) = Self::write(core, |core| core.insert(slot_key, key, value));
+        // A new entry wakes the consumers waiting for one (`wait.rs`).
+        self.waiters.after_insert(publishing, replaced.is_none());
         replaced
     }
 
@@ -916,29 +918,6 @@ impl<K: Ord + Clone, V, S> OrderedIndex<K, V, S> {
                     out.push((key.clone(), Arc::clone(value)))
                 });
                 out
-            }
-        }
-    }
-
-    /// The broken `range` of [`Fault::TornCut`]: one entry per read lock.
-    #[cfg(loom)]
-    fn torn_range<Q, R>(&self, range: R) -> Vec<(K, Arc<V>)>
-    where
-        K: Borrow<Q>,
-        Q: Ord + ?Sized,
-        R: RangeBounds<Q>,
-    {
-        let end = range.end_bound();
-        let mut out: Vec<(K, Arc<V>)> = Vec::new();
-        loop {
-            let start = match out.last() {
-                Some((key, _)) => Bound::Excluded(key.borrow()),
-                None => range.start_bound(),
-            };
-            let next = self.range_inner::<Q, _>((start, end)).into_iter().next();
-            match next {
-                Some(entry) => out.push(entry),
-                None => return out,
             }
         }
     }

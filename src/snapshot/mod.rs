@@ -120,14 +120,57 @@ pub enum Fault {
     CheckThenSwap,
 }
 
-/// A short-lived read guard returned by [`Snapshot::load`].
+/// A read guard returned by [`Snapshot::load`], made for one unit of work.
 ///
-/// It dereferences to [`Versioned<T>`], which dereferences to `T`. Keep it
-/// for the duration of one unit of work, then drop it: while many guards of
-/// one thread are alive, further loads fall back to a slower path, and the
-/// value it protects cannot be freed. Do not hold it across an `.await`; take
-/// [`Snapshot::load_full`] (or [`Guard::into_arc`]) if the value must live
-/// longer.
+/// It dereferences to [`Versioned<T>`], which dereferences to `T`. It holds
+/// no lock: writers never wait for it, and it keeps showing the value it
+/// loaded however many stores follow. Keeping it long, moving it to another
+/// thread (it is `Send`) or holding it across an `.await` in a spawned task
+/// is correct; what it costs (arc-swap's guard underneath, as arc-swap's
+/// documentation describes under "Limitations: Too many Guards" and
+/// "Performance: Choosing the right reading operation"):
+///
+/// - its value stays alive until the guard is dropped, as with an `Arc`;
+/// - until then it occupies one of the 8 borrow slots arc-swap lends the
+///   thread that loaded it (wherever the guard has moved since). While all
+///   8 of a thread's slots are taken, every further `load` on that thread
+///   takes arc-swap's fallback path: about 3x slower in
+///   `docs/snapshot.md`'s measurement, and it writes the value's shared
+///   reference count as [`load_full`](Snapshot::load_full) does. An
+///   executor's worker thread runs many tasks, so tasks that each hold a
+///   guard across an `.await` can use up their worker's slots;
+/// - a store that replaces its value pays the guard's borrow: one
+///   reference-count increment, once.
+///
+/// So for a value kept across an `.await` or for long, prefer
+/// [`Snapshot::load_full`] (or [`Guard::into_arc`]): one reference-count
+/// increment up front, and no slot held.
+///
+/// # Examples
+///
+/// ```
+/// use larder::Snapshot;
+/// use std::sync::Arc;
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// let config = Arc::new(Snapshot::new(String::from("v0")));
+/// let task = {
+///     let config = Arc::clone(&config);
+///     tokio::spawn(async move {
+///         let guard = config.load(); // correct across the .await below
+///         tokio::task::yield_now().await;
+///         guard.version()
+///     })
+/// };
+/// config.store(String::from("v1"));
+/// assert!(task.await.unwrap() <= 1);
+/// // For long waits, an owned `Arc` that holds no borrow slot:
+/// let kept = config.load_full();
+/// tokio::task::yield_now().await;
+/// assert_eq!(kept.as_str(), "v1");
+/// # }
+/// ```
 pub struct Guard<T> {
     inner: sync::ArcGuard<Versioned<T>>,
 }
