@@ -127,3 +127,69 @@ fn different_keys_do_not_wait_for_each_other() {
         release_tx.send(()).unwrap();
     });
 }
+
+/// Polls `future` once with a waker that does nothing.
+fn poll_once<F: std::future::Future>(future: std::pin::Pin<&mut F>) -> std::task::Poll<F::Output> {
+    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+    future.poll(&mut cx)
+}
+
+#[test]
+fn dropped_async_waiter_deregisters_its_waker() {
+    let group = FlightGroup::<u32, u32>::new();
+    let mut leader = Box::pin(group.load_async::<u32, (), _, _, _, _>(
+        1,
+        &1,
+        || 1,
+        || Err(()),
+        std::future::pending(),
+        |_, ()| {},
+    ));
+    assert!(poll_once(leader.as_mut()).is_pending());
+    let flight = Arc::clone(&group.shards[1].lock()[0].2);
+    let mut waiter = Box::pin(group.load_async::<u32, (), _, _, _, _>(
+        1,
+        &1,
+        || 1,
+        || Err(()),
+        async { Ok(2) },
+        |_, ()| {},
+    ));
+    assert!(poll_once(waiter.as_mut()).is_pending());
+    assert!(poll_once(waiter.as_mut()).is_pending());
+    assert_eq!(flight.registered_wakers(), 1, "a re-poll registers once");
+    drop(waiter);
+    assert_eq!(flight.registered_wakers(), 0, "a dropped waiter left its waker");
+    // The cancelled leader abandons the flight: nothing stays registered.
+    drop(leader);
+    assert_eq!(group.in_flight(), 0);
+}
+
+#[test]
+fn cancelled_async_leader_hands_over_to_its_waiter() {
+    let group = FlightGroup::<u32, u32>::new();
+    let mut leader = Box::pin(group.load_async::<u32, (), _, _, _, _>(
+        1,
+        &1,
+        || 1,
+        || Err(()),
+        std::future::pending(),
+        |_, ()| {},
+    ));
+    assert!(poll_once(leader.as_mut()).is_pending());
+    let mut waiter = Box::pin(group.load_async::<u32, (), _, _, _, _>(
+        1,
+        &1,
+        || 1,
+        || Err(()),
+        async { Ok(2) },
+        |_, ()| {},
+    ));
+    assert!(poll_once(waiter.as_mut()).is_pending());
+    drop(leader);
+    match poll_once(waiter.as_mut()) {
+        std::task::Poll::Ready(Ok((v, source))) => assert_eq!((*v, source), (2, Source::Loaded)),
+        _ => panic!("the waiter did not take over"),
+    }
+    assert_eq!(group.in_flight(), 0);
+}
