@@ -3,8 +3,10 @@
 //! `cargo bench --bench typed`; results in docs/benchmarks.md.
 //!
 //! After each workload it prints every contender's inits per key (must be
-//! exactly 1 for larder), and for the cold key sets the wall time of whole
-//! sets against the ideal keys / threads x 1 ms.
+//! exactly 1 for larder), for the cold key sets the wall time of whole
+//! sets against the ideal keys / threads x 1 ms, and for the async cold key
+//! sets the wall time of whole sets against the floor row (see
+//! `common/typed_async.rs`).
 
 mod common;
 
@@ -58,6 +60,26 @@ fn typed(c: &mut criterion::Criterion) {
                     per_set * 1e3,
                     per_set / ideal,
                     ideal * 1e3,
+                );
+            }
+        }
+        if workload.name.starts_with("async_cold_keys") {
+            // Wall time of whole sets against the floor row (the first
+            // contender: the same tasks on the same runtime, no cache).
+            let sets = 20;
+            let mut floor = None;
+            for contender in &workload.contenders {
+                let _background = contender.start();
+                let elapsed = common::run_parallel(contender.as_ref(), 1, sets);
+                let per_set = elapsed.as_secs_f64() / sets as f64;
+                let floor = *floor.get_or_insert(per_set);
+                println!(
+                    "{}/{} {}: {:.2} ms per set, {:.3} x floor",
+                    workload.family,
+                    workload.name,
+                    contender.name(),
+                    per_set * 1e3,
+                    per_set / floor,
                 );
             }
         }
