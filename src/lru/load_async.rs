@@ -133,6 +133,23 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
         if let Some(value) = self.lookup(hash, key) {
             return Ok(value);
         }
+        // Boxed: a miss allocates anyway, and the future a hit builds and
+        // moves stays small.
+        Box::pin(self.load_slow_async(hash, key, load)).await
+    }
+
+    /// The miss path of [`try_get_or_load_async`](Self::try_get_or_load_async).
+    async fn load_slow_async<Q, E>(
+        &self,
+        hash: u64,
+        key: &Q,
+        load: impl Future<Output = Result<V, E>>,
+    ) -> Result<Arc<V>, Arc<E>>
+    where
+        K: Borrow<Q>,
+        Q: ?Sized + Hash + Eq + ToOwned<Owned = K>,
+        E: Send + Sync + 'static,
+    {
         let mut displaced = None;
         let outcome = self
             .flights
