@@ -80,7 +80,9 @@ fn broken_multi_thread() -> bool {
                     let cache = Arc::clone(&cache);
                     tokio::spawn(async move {
                         cache.get_or_init("users".to_string(), || {
-                            tokio::task::block_in_place(|| Handle::current().block_on(fetch_schema()))
+                            tokio::task::block_in_place(|| {
+                                Handle::current().block_on(fetch_schema())
+                            })
                         })
                     })
                 })
@@ -112,7 +114,9 @@ fn broken_current_thread() -> bool {
     let cache: Arc<TypedCache<String, String>> = Arc::new(TypedCache::new());
     runtime.block_on(async {
         let task = tokio::spawn(async move {
-            cache.get_or_init("users".to_string(), || Handle::current().block_on(fetch_schema()))
+            cache.get_or_init("users".to_string(), || {
+                Handle::current().block_on(fetch_schema())
+            })
         });
         task.await.is_err_and(|error| error.is_panic())
     })

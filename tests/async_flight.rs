@@ -52,34 +52,38 @@ async fn settle(n: usize) {
 #[test]
 fn three_tasks_one_key_async_fetch_load_once() {
     for workers in [0, 2] {
-        within("three_tasks_one_key_async_fetch_load_once", workers, async {
-            let cache: Arc<TypedCache<String, String>> = Arc::new(TypedCache::new());
-            let inits = Arc::new(AtomicUsize::new(0));
-            let tasks: Vec<_> = (0..3)
-                .map(|_| {
-                    let (cache, inits) = (Arc::clone(&cache), Arc::clone(&inits));
-                    tokio::spawn(async move {
-                        cache
-                            .get_or_init_async("users", async {
-                                inits.fetch_add(1, Ordering::SeqCst);
-                                tokio::time::sleep(Duration::from_millis(20)).await;
-                                "id,name".to_string()
-                            })
-                            .await
+        within(
+            "three_tasks_one_key_async_fetch_load_once",
+            workers,
+            async {
+                let cache: Arc<TypedCache<String, String>> = Arc::new(TypedCache::new());
+                let inits = Arc::new(AtomicUsize::new(0));
+                let tasks: Vec<_> = (0..3)
+                    .map(|_| {
+                        let (cache, inits) = (Arc::clone(&cache), Arc::clone(&inits));
+                        tokio::spawn(async move {
+                            cache
+                                .get_or_init_async("users", async {
+                                    inits.fetch_add(1, Ordering::SeqCst);
+                                    tokio::time::sleep(Duration::from_millis(20)).await;
+                                    "id,name".to_string()
+                                })
+                                .await
+                        })
                     })
-                })
-                .collect();
-            let mut values = Vec::new();
-            for task in tasks {
-                values.push(task.await.unwrap());
-            }
-            assert_eq!(inits.load(Ordering::SeqCst), 1, "workers {workers}");
-            assert!(values.iter().all(|v| Arc::ptr_eq(v, &values[0])));
-            let stats = cache.stats();
-            assert_eq!((stats.inits, stats.misses), (1, 3));
-            assert_eq!(stats.waits, 2);
-            cache.check_invariants();
-        });
+                    .collect();
+                let mut values = Vec::new();
+                for task in tasks {
+                    values.push(task.await.unwrap());
+                }
+                assert_eq!(inits.load(Ordering::SeqCst), 1, "workers {workers}");
+                assert!(values.iter().all(|v| Arc::ptr_eq(v, &values[0])));
+                let stats = cache.stats();
+                assert_eq!((stats.inits, stats.misses), (1, 3));
+                assert_eq!(stats.waits, 2);
+                cache.check_invariants();
+            },
+        );
     }
 }
 
@@ -87,55 +91,60 @@ fn three_tasks_one_key_async_fetch_load_once() {
 /// key is loaded exactly once (typed and LRU forms).
 #[test]
 fn sixty_four_tasks_thousand_keys_each_loaded_once() {
-    within("sixty_four_tasks_thousand_keys_each_loaded_once", 2, async {
-        const KEYS: usize = 1_000;
-        let typed: Arc<TypedCache<u64, u64>> = Arc::new(TypedCache::new());
-        let lru: Arc<LruCache<u64, u64>> = Arc::new(LruCache::new(2 * KEYS));
-        let typed_loads: Arc<Vec<AtomicUsize>> =
-            Arc::new((0..KEYS).map(|_| AtomicUsize::new(0)).collect());
-        let lru_loads: Arc<Vec<AtomicUsize>> =
-            Arc::new((0..KEYS).map(|_| AtomicUsize::new(0)).collect());
-        let tasks: Vec<_> = (0..64u64)
-            .map(|task| {
-                let (typed, lru) = (Arc::clone(&typed), Arc::clone(&lru));
-                let (typed_loads, lru_loads) = (Arc::clone(&typed_loads), Arc::clone(&lru_loads));
-                tokio::spawn(async move {
-                    for i in 0..KEYS as u64 {
-                        // Each task walks the keys from its own offset.
-                        let key = (i + task * 15) % KEYS as u64;
-                        let v = typed
-                            .get_or_init_async(&key, async {
-                                typed_loads[key as usize].fetch_add(1, Ordering::SeqCst);
-                                tokio::task::yield_now().await;
-                                key * 2
-                            })
-                            .await;
-                        assert_eq!(*v, key * 2);
-                        let v = lru
-                            .get_or_load_async(&key, async {
-                                lru_loads[key as usize].fetch_add(1, Ordering::SeqCst);
-                                tokio::task::yield_now().await;
-                                key * 3
-                            })
-                            .await;
-                        assert_eq!(*v, key * 3);
-                    }
+    within(
+        "sixty_four_tasks_thousand_keys_each_loaded_once",
+        2,
+        async {
+            const KEYS: usize = 1_000;
+            let typed: Arc<TypedCache<u64, u64>> = Arc::new(TypedCache::new());
+            let lru: Arc<LruCache<u64, u64>> = Arc::new(LruCache::new(2 * KEYS));
+            let typed_loads: Arc<Vec<AtomicUsize>> =
+                Arc::new((0..KEYS).map(|_| AtomicUsize::new(0)).collect());
+            let lru_loads: Arc<Vec<AtomicUsize>> =
+                Arc::new((0..KEYS).map(|_| AtomicUsize::new(0)).collect());
+            let tasks: Vec<_> = (0..64u64)
+                .map(|task| {
+                    let (typed, lru) = (Arc::clone(&typed), Arc::clone(&lru));
+                    let (typed_loads, lru_loads) =
+                        (Arc::clone(&typed_loads), Arc::clone(&lru_loads));
+                    tokio::spawn(async move {
+                        for i in 0..KEYS as u64 {
+                            // Each task walks the keys from its own offset.
+                            let key = (i + task * 15) % KEYS as u64;
+                            let v = typed
+                                .get_or_init_async(&key, async {
+                                    typed_loads[key as usize].fetch_add(1, Ordering::SeqCst);
+                                    tokio::task::yield_now().await;
+                                    key * 2
+                                })
+                                .await;
+                            assert_eq!(*v, key * 2);
+                            let v = lru
+                                .get_or_load_async(&key, async {
+                                    lru_loads[key as usize].fetch_add(1, Ordering::SeqCst);
+                                    tokio::task::yield_now().await;
+                                    key * 3
+                                })
+                                .await;
+                            assert_eq!(*v, key * 3);
+                        }
+                    })
                 })
-            })
-            .collect();
-        for task in tasks {
-            task.await.unwrap();
-        }
-        for (key, loads) in typed_loads.iter().enumerate() {
-            assert_eq!(loads.load(Ordering::SeqCst), 1, "typed key {key}");
-        }
-        for (key, loads) in lru_loads.iter().enumerate() {
-            assert_eq!(loads.load(Ordering::SeqCst), 1, "lru key {key}");
-        }
-        assert_eq!(typed.stats().inits, KEYS as u64);
-        assert_eq!(lru.stats().loads, KEYS as u64);
-        typed.check_invariants();
-    });
+                .collect();
+            for task in tasks {
+                task.await.unwrap();
+            }
+            for (key, loads) in typed_loads.iter().enumerate() {
+                assert_eq!(loads.load(Ordering::SeqCst), 1, "typed key {key}");
+            }
+            for (key, loads) in lru_loads.iter().enumerate() {
+                assert_eq!(loads.load(Ordering::SeqCst), 1, "lru key {key}");
+            }
+            assert_eq!(typed.stats().inits, KEYS as u64);
+            assert_eq!(lru.stats().loads, KEYS as u64);
+            typed.check_invariants();
+        },
+    );
 }
 
 /// The leader's task is aborted while its init awaits: the flight is
@@ -168,7 +177,10 @@ fn leader_aborted_mid_load_hands_over_to_a_waiter() {
         assert_eq!(*waiter.await.unwrap(), "waiter's");
         let stats = cache.stats();
         assert_eq!(stats.inits, 2);
-        assert_eq!(stats.init_failures, 1, "the abandoned init counts as failed");
+        assert_eq!(
+            stats.init_failures, 1,
+            "the abandoned init counts as failed"
+        );
         cache.check_invariants();
     });
 }
@@ -203,47 +215,53 @@ fn lru_leader_cancelled_by_timeout_hands_over() {
 /// is not cached.
 #[test]
 fn error_is_shared_with_joined_waiters_and_not_cached() {
-    within("error_is_shared_with_joined_waiters_and_not_cached", 0, async {
-        let cache: Arc<TypedCache<u32, u32>> = Arc::new(TypedCache::new());
-        let (release, released) = oneshot::channel::<()>();
-        let leader = {
-            let cache = Arc::clone(&cache);
-            tokio::spawn(async move {
-                cache
-                    .get_or_try_init_async(&1, async {
-                        released.await.unwrap();
-                        Err::<u32, String>("backend down".into())
-                    })
-                    .await
-            })
-        };
-        settle(2).await; // the leader registers and awaits `released`
-        let waiters: Vec<_> = (0..3)
-            .map(|_| {
+    within(
+        "error_is_shared_with_joined_waiters_and_not_cached",
+        0,
+        async {
+            let cache: Arc<TypedCache<u32, u32>> = Arc::new(TypedCache::new());
+            let (release, released) = oneshot::channel::<()>();
+            let leader = {
                 let cache = Arc::clone(&cache);
                 tokio::spawn(async move {
                     cache
                         .get_or_try_init_async(&1, async {
-                            unreachable!("a joined waiter never runs its init")
+                            released.await.unwrap();
+                            Err::<u32, String>("backend down".into())
                         })
                         .await
                 })
-            })
-            .collect();
-        settle(2).await; // the waiters join
-        release.send(()).unwrap();
-        let error = leader.await.unwrap().unwrap_err();
-        assert_eq!(*error, "backend down");
-        for waiter in waiters {
-            let theirs: Arc<String> = waiter.await.unwrap().unwrap_err();
-            assert!(Arc::ptr_eq(&theirs, &error), "a waiter got another error");
-        }
-        assert!(!cache.contains_key(&1), "the error was cached");
-        let ok = cache.get_or_try_init_async(&1, async { Ok::<_, String>(5) }).await;
-        assert_eq!(*ok.unwrap(), 5);
-        let stats = cache.stats();
-        assert_eq!((stats.inits, stats.init_failures, stats.waits), (2, 1, 3));
-    });
+            };
+            settle(2).await; // the leader registers and awaits `released`
+            let waiters: Vec<_> = (0..3)
+                .map(|_| {
+                    let cache = Arc::clone(&cache);
+                    tokio::spawn(async move {
+                        cache
+                            .get_or_try_init_async(&1, async {
+                                unreachable!("a joined waiter never runs its init")
+                            })
+                            .await
+                    })
+                })
+                .collect();
+            settle(2).await; // the waiters join
+            release.send(()).unwrap();
+            let error = leader.await.unwrap().unwrap_err();
+            assert_eq!(*error, "backend down");
+            for waiter in waiters {
+                let theirs: Arc<String> = waiter.await.unwrap().unwrap_err();
+                assert!(Arc::ptr_eq(&theirs, &error), "a waiter got another error");
+            }
+            assert!(!cache.contains_key(&1), "the error was cached");
+            let ok = cache
+                .get_or_try_init_async(&1, async { Ok::<_, String>(5) })
+                .await;
+            assert_eq!(*ok.unwrap(), 5);
+            let stats = cache.stats();
+            assert_eq!((stats.inits, stats.init_failures, stats.waits), (2, 1, 3));
+        },
+    );
 }
 
 /// A panic inside the leader's init future reaches the leader's task only;
@@ -433,33 +451,39 @@ fn reentrant_init_in_the_same_poll_panics() {
 /// Shown bounded by a timeout: the hang is the expected outcome.
 #[test]
 fn reentrant_init_through_another_task_hangs_until_timeout() {
-    within("reentrant_init_through_another_task_hangs_until_timeout", 2, async {
-        let cache: Arc<TypedCache<u32, u32>> = Arc::new(TypedCache::new());
-        let inner = Arc::clone(&cache);
-        let outcome = tokio::time::timeout(
-            Duration::from_millis(100),
-            cache.get_or_init_async(&1, async move {
-                let helper =
-                    tokio::spawn(async move { *inner.get_or_init_async(&1, async { 1 }).await });
-                helper.await.unwrap() + 1
-            }),
-        )
-        .await;
-        assert!(outcome.is_err(), "expected the documented hang");
-        // The timeout dropped the leader: the helper task took over the key
-        // and loaded it, so nothing is left stuck.
-        let value = tokio::time::timeout(Duration::from_secs(5), async {
-            loop {
-                if let Some(v) = cache.get(&1) {
-                    return v;
+    within(
+        "reentrant_init_through_another_task_hangs_until_timeout",
+        2,
+        async {
+            let cache: Arc<TypedCache<u32, u32>> = Arc::new(TypedCache::new());
+            let inner = Arc::clone(&cache);
+            let outcome = tokio::time::timeout(
+                Duration::from_millis(100),
+                cache.get_or_init_async(&1, async move {
+                    let helper =
+                        tokio::spawn(
+                            async move { *inner.get_or_init_async(&1, async { 1 }).await },
+                        );
+                    helper.await.unwrap() + 1
+                }),
+            )
+            .await;
+            assert!(outcome.is_err(), "expected the documented hang");
+            // The timeout dropped the leader: the helper task took over the key
+            // and loaded it, so nothing is left stuck.
+            let value = tokio::time::timeout(Duration::from_secs(5), async {
+                loop {
+                    if let Some(v) = cache.get(&1) {
+                        return v;
+                    }
+                    tokio::time::sleep(Duration::from_millis(1)).await;
                 }
-                tokio::time::sleep(Duration::from_millis(1)).await;
-            }
-        })
-        .await
-        .expect("the helper task loaded the key after the leader was dropped");
-        assert_eq!(*value, 1);
-    });
+            })
+            .await
+            .expect("the helper task loaded the key after the leader was dropped");
+            assert_eq!(*value, 1);
+        },
+    );
 }
 
 /// The returned futures are `Send` (they can be spawned on a multi-thread
@@ -525,6 +549,10 @@ fn hit_builds_no_owned_key() {
             assert_eq!(*typed.get_or_init_async(&Key(1), async { 2 }).await, 1);
             assert_eq!(*lru.get_or_load_async(&Key(1), async { 2 }).await, 1);
         }
-        assert_eq!(CLONES.load(Ordering::SeqCst), before, "a hit cloned the key");
+        assert_eq!(
+            CLONES.load(Ordering::SeqCst),
+            before,
+            "a hit cloned the key"
+        );
     });
 }

@@ -19,6 +19,10 @@
 //! Each contender counts its inits; `extra()` reports inits per key
 //! requested (exactly 1 for larder).
 
+// The trait spells its futures out as `impl Future + Send` (the cold
+// workload spawns them), so its impls do too.
+#![allow(clippy::manual_async_fn)]
+
 use std::future::Future;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -129,7 +133,9 @@ impl<C: AsyncInitCache> AsyncWarmHits<C> {
         let runtime = current_thread();
         runtime.block_on(async {
             for key in 0..keys {
-                cache.get_or_init(key, async move { Resource::new(key) }).await;
+                cache
+                    .get_or_init(key, async move { Resource::new(key) })
+                    .await;
             }
         });
         Self { cache, keys }
@@ -299,7 +305,9 @@ pub fn workloads(size: Size) -> Vec<Workload> {
             family: "typed",
             name: format!("async_cold_keys_{cold}_x{TASKS_PER_KEY}_1ms"),
             contenders: vec![
-                Box::new(AsyncColdKeys::<larder::TypedCache<u64, Resource>>::new(None, cold)),
+                Box::new(AsyncColdKeys::<larder::TypedCache<u64, Resource>>::new(
+                    None, cold,
+                )),
                 Box::new(AsyncColdKeys::new(Some(larder::TypedCache::new()), cold)),
                 Box::new(AsyncColdKeys::new(Some(moka(1 << 20)), cold)),
                 Box::new(AsyncColdKeys::new(Some(quick(1 << 20)), cold)),

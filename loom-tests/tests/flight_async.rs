@@ -164,10 +164,17 @@ fn cancelled_leader_hands_over(waiters: usize, fault: FlightFault) {
         }
         let values: Vec<_> = handles.into_iter().map(|h| h.join().unwrap()).collect();
         for value in &values {
-            assert!(Arc::ptr_eq(value, &values[0]), "waiters got different values");
+            assert!(
+                Arc::ptr_eq(value, &values[0]),
+                "waiters got different values"
+            );
             assert_eq!(**value, 2);
         }
-        assert_eq!(loads.load(Ordering::SeqCst), 1, "the waiters loaded more than once");
+        assert_eq!(
+            loads.load(Ordering::SeqCst),
+            1,
+            "the waiters loaded more than once"
+        );
         cache.check_invariants();
     });
 }

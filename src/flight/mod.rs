@@ -217,7 +217,12 @@ struct Leader<'a, K, V> {
 }
 
 impl<'a, K, V> Leader<'a, K, V> {
-    fn new(group: &'a FlightGroup<K, V>, hash: u64, flight: Arc<Flight<V>>, is_async: bool) -> Self {
+    fn new(
+        group: &'a FlightGroup<K, V>,
+        hash: u64,
+        flight: Arc<Flight<V>>,
+        is_async: bool,
+    ) -> Self {
         Self {
             group,
             shard: hash as usize % SHARDS,

@@ -159,7 +159,11 @@ fn dropped_async_waiter_deregisters_its_waker() {
     assert!(poll_once(waiter.as_mut()).is_pending());
     assert_eq!(flight.registered_wakers(), 1, "a re-poll registers once");
     drop(waiter);
-    assert_eq!(flight.registered_wakers(), 0, "a dropped waiter left its waker");
+    assert_eq!(
+        flight.registered_wakers(),
+        0,
+        "a dropped waiter left its waker"
+    );
     // The cancelled leader abandons the flight: nothing stays registered.
     drop(leader);
     assert_eq!(group.in_flight(), 0);

@@ -159,7 +159,13 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
                 || key.to_owned(),
                 // Re-check after registering: a flight that ended between
                 // our miss and our registration has published its value.
-                || self.lock(hash).core.get(hash, key).map(Arc::clone).ok_or(()),
+                || {
+                    self.lock(hash)
+                        .core
+                        .get(hash, key)
+                        .map(Arc::clone)
+                        .ok_or(())
+                },
                 async {
                     let mut failure = FailureGuard {
                         cache: self,

@@ -349,7 +349,13 @@ where
             result
         };
         let publish = |value: &Arc<V>, generation: u64| {
-            let stored = self.store(shard, make_key(), Arc::clone(value), Some(generation), false);
+            let stored = self.store(
+                shard,
+                make_key(),
+                Arc::clone(value),
+                Some(generation),
+                false,
+            );
             drop(stored);
         };
         let outcome = self
