@@ -309,7 +309,7 @@ where
     /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
     /// let cache: larder::AnyCache<String> = larder::AnyCache::new();
     /// let pi = cache.get_or_init_async("pi", async { 3.14_f64 }).await;
-    /// let again = cache.get_or_init_async("pi", async { -> f64 { unreachable!() } }).await;
+    /// let again = cache.get_or_init_async::<f64, _>("pi", async { unreachable!() }).await;
     /// assert!(std::sync::Arc::ptr_eq(&pi, &again));
     /// # });
     /// ```
