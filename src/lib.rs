@@ -61,6 +61,18 @@
 //!   strict LRU order (use [`LruCache`]) or when inits are cheap and a
 //!   duplicate init is harmless (a plain sharded map is simpler).
 //!
+//! ## From async code
+//!
+//! The loading caches have async forms that never block an executor thread:
+//! [`TypedCache::get_or_init_async`], [`AnyCache::get_or_init_async`] and
+//! [`LruCache::get_or_load_async`] (and their `try` twins) await the init as
+//! a future, and a caller that finds another caller's init in progress
+//! waits as a future too; sync and async callers of one key share one load.
+//! A dropped future (a timeout, a `select!`, an aborted task) is safe at any
+//! point: a cancelled init is handed over like a panicking one. No runtime is
+//! named. Calling the blocking `get_or_init` from a task instead is misuse 13
+//! of `docs/misuse.md`; `docs/async.md` is the guide.
+//!
 //! ## Example
 //!
 //! ```

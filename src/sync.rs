@@ -389,6 +389,50 @@ mod imp {
 
 pub(crate) use imp::*;
 
+// The loads this thread is running right now, innermost last: each entry is
+// the address of a flight whose loader is on this thread's stack (a sync
+// loader being called, or an async loader being polled). A caller that finds
+// the flight it would join in this list is inside that flight's own loader,
+// and waiting would wait for itself. loom threads share one OS thread, so
+// loom builds use loom's thread-locals.
+#[cfg(not(loom))]
+std::thread_local! {
+    static LOADING: std::cell::RefCell<Vec<usize>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+#[cfg(loom)]
+loom::thread_local! {
+    static LOADING: std::cell::RefCell<Vec<usize>> = std::cell::RefCell::new(Vec::new());
+}
+
+/// Marks the load `id` as running on this thread until the returned guard
+/// drops (also when a loader unwinds).
+pub(crate) fn enter_load(id: usize) -> LoadEntered {
+    LOADING.with(|loading| loading.borrow_mut().push(id));
+    LoadEntered(id)
+}
+
+/// Whether the load `id` is running on this thread, below the caller.
+pub(crate) fn is_loading(id: usize) -> bool {
+    LOADING.with(|loading| loading.borrow().contains(&id))
+}
+
+/// See [`enter_load`].
+pub(crate) struct LoadEntered(usize);
+
+impl Drop for LoadEntered {
+    fn drop(&mut self) {
+        let id = self.0;
+        // `try_with`: a guard dropped while the thread's locals are being
+        // destroyed has nothing left to unmark.
+        let _ = LOADING.try_with(|loading| {
+            let mut loading = loading.borrow_mut();
+            if let Some(at) = loading.iter().rposition(|&entry| entry == id) {
+                loading.remove(at);
+            }
+        });
+    }
+}
+
 /// Adds 1 to the calling thread's counter in `stripes`: the counter `pick`
 /// chooses in stripe [`thread_stripe()`], or in the last stripe, shared by
 /// every thread numbered `stripes.len() - 1` or more (and by every loom

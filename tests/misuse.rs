@@ -50,6 +50,9 @@ mod m11;
 #[path = "../examples/misuse_12_poisoned_init.rs"]
 #[allow(dead_code)]
 mod m12;
+#[path = "../examples/misuse_13_blocking_single_flight.rs"]
+#[allow(dead_code)]
+mod m13;
 
 #[test]
 fn misuse_01_unordered_iteration() {
@@ -231,4 +234,22 @@ fn misuse_12_poisoned_init() {
     assert_eq!(o.fixed_typed_error_sticky, 0);
     assert_eq!(o.fixed_handover, (true, true));
     assert_eq!(o.fixed_handover_stats, (1, 2));
+}
+
+#[test]
+fn misuse_13_blocking_single_flight() {
+    // The broken runtime hangs in a detached thread that `run` gave up on
+    // after its deadline: this test finishes, and the stuck thread does not
+    // keep the test binary from exiting.
+    let o = m13::run();
+    assert!(
+        !o.broken_multi_thread_finished,
+        "the blocking form finished: the hang it demonstrates did not happen"
+    );
+    assert!(o.broken_current_thread_panicked);
+    for (values, inits) in [&o.fixed_multi_thread, &o.fixed_current_thread] {
+        assert_eq!(values.len(), 3);
+        assert!(values.iter().all(|v| v == "id,name"), "{values:?}");
+        assert_eq!(*inits, 1, "the async form ran the init more than once");
+    }
 }

@@ -13,5 +13,6 @@ pub mod lru;
 pub mod ordered;
 pub mod snapshot;
 pub mod typed;
+pub mod typed_async;
 
 pub use harness::*;

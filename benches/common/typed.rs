@@ -1,6 +1,7 @@
 //! Typed family: single-flight init under contention and warm hits.
 //!
-//! Workloads (the three):
+//! Workloads (three sync ones here; the async ones are in
+//! `typed_async.rs`):
 //! 1. `cold_one_key_1ms`: all threads request one cold key whose init
 //!    sleeps 1 ms; every op is one request, every round a new key.
 //! 2. `cold_keys_1ms`: 8 threads each request every key of a fresh set of
@@ -33,7 +34,8 @@ pub struct Resource {
 }
 
 impl Resource {
-    fn new(id: u64) -> Self {
+    /// The resource of `id`.
+    pub fn new(id: u64) -> Self {
         Self {
             id,
             payload: [id; 7],
@@ -370,8 +372,16 @@ pub fn warm_keys(size: Size) -> u64 {
 /// Threads of workload 2.
 pub const COLD_SET_THREADS: usize = 8;
 
-/// The family's three workloads.
+/// The family's three workloads, then the async ones
+/// (`typed_async::workloads`).
 pub fn workloads(size: Size) -> Vec<Workload> {
+    let mut all = sync_workloads(size);
+    all.extend(super::typed_async::workloads(size));
+    all
+}
+
+/// The family's three sync workloads.
+fn sync_workloads(size: Size) -> Vec<Workload> {
     let set_keys = cold_set_keys(size);
     let warm = warm_keys(size);
     let with = |mode: Mode, capacity: usize| -> Vec<Box<dyn Contender>> {

@@ -7,7 +7,7 @@
 //! *before* the flight ends, so a caller arriving after the flight finds the
 //! value. Errors are shared with the callers already waiting, as `Arc<E>`,
 //! and never cached. A panicking loader abandons its flight and one waiter
-//! takes over. See `src/flight.rs` for the protocol and its loom models.
+//! takes over. See `src/flight/` for the protocol and its loom models.
 
 use std::convert::Infallible;
 use std::fmt;

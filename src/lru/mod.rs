@@ -21,6 +21,7 @@ mod core;
 mod index;
 mod iter;
 mod load;
+mod load_async;
 mod policy;
 mod stats;
 

@@ -16,6 +16,7 @@
 use std::any::{Any, TypeId};
 use std::borrow::Borrow;
 use std::fmt;
+use std::future::Future;
 use std::hash::{BuildHasher, Hash, Hasher};
 
 use super::builder::AnyCacheBuilder;
@@ -87,6 +88,33 @@ impl<Q: ?Sized + Eq> PartialEq for dyn KeyView<Q> + '_ {
 }
 
 impl<Q: ?Sized + Eq> Eq for dyn KeyView<Q> + '_ {}
+
+// The same view, `Sync`: the async lookups hold it across `.await`s, and
+// their futures are `Send` only if it is.
+impl<'a, K, Q> Borrow<dyn KeyView<Q> + Sync + 'a> for TypedKey<K>
+where
+    K: Borrow<Q> + Sync + 'a,
+    Q: ?Sized + 'a,
+{
+    fn borrow(&self) -> &(dyn KeyView<Q> + Sync + 'a) {
+        self
+    }
+}
+
+impl<Q: ?Sized + Hash> Hash for dyn KeyView<Q> + Sync + '_ {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.key().hash(state);
+        self.value_type().hash(state);
+    }
+}
+
+impl<Q: ?Sized + Eq> PartialEq for dyn KeyView<Q> + Sync + '_ {
+    fn eq(&self, other: &Self) -> bool {
+        self.value_type() == other.value_type() && self.key() == other.key()
+    }
+}
+
+impl<Q: ?Sized + Eq> Eq for dyn KeyView<Q> + Sync + '_ {}
 
 /// A value stored type-erased; its type is the `TypeId` of its key.
 pub(crate) struct Erased(Arc<dyn Any + Send + Sync>);
@@ -261,6 +289,97 @@ where
             || f().map(|value| Erased(Arc::new(value))),
             downcast::<V>,
         )
+    }
+
+    /// The `V` under `key`, awaiting `init` to create it if there is none:
+    /// the async form of [`get_or_init`](AnyCache::get_or_init), with the
+    /// guarantees, cancellation and re-entrancy rules of
+    /// [`TypedCache::get_or_init_async`](crate::TypedCache::get_or_init_async).
+    /// A hit borrows the key and allocates nothing; the owned key is built
+    /// only on a miss.
+    ///
+    /// # Cancellation
+    ///
+    /// Dropping the future while it runs the init abandons the init as a
+    /// panic would: a waiting caller runs its own init; nothing is cached
+    /// or poisoned. A dropped waiter simply stops waiting.
+    ///
+    /// # Panics
+    ///
+    /// Resumes `init`'s panic in this caller only; panics with a re-entrant
+    /// load message if `init`, while polled, asks this cache for the same
+    /// key and type.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+    /// let cache: larder::AnyCache<String> = larder::AnyCache::new();
+    /// let pi = cache.get_or_init_async("pi", async { 3.14_f64 }).await;
+    /// let again = cache.get_or_init_async::<f64, _>("pi", async { unreachable!() }).await;
+    /// assert!(std::sync::Arc::ptr_eq(&pi, &again));
+    /// # });
+    /// ```
+    pub async fn get_or_init_async<V, Q>(&self, key: &Q, init: impl Future<Output = V>) -> Arc<V>
+    where
+        V: Send + Sync + 'static,
+        K: Borrow<Q> + Sync,
+        Q: ?Sized + Hash + Eq + Sync + ToOwned<Owned = K>,
+    {
+        let init = async { Ok::<V, std::convert::Infallible>(init.await) };
+        match self.get_or_try_init_async(key, init).await {
+            Ok(value) => value,
+            Err(never) => match *never {},
+        }
+    }
+
+    /// The fallible [`get_or_init_async`](AnyCache::get_or_init_async).
+    ///
+    /// # Errors
+    ///
+    /// The error of the init this caller ran or joined, shared as `Arc<E>`;
+    /// nothing is cached.
+    ///
+    /// # Cancellation
+    ///
+    /// As [`get_or_init_async`](AnyCache::get_or_init_async).
+    ///
+    /// # Panics
+    ///
+    /// As [`get_or_init_async`](AnyCache::get_or_init_async).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+    /// let cache: larder::AnyCache<String> = larder::AnyCache::new();
+    /// let port = cache.get_or_try_init_async("port", async { "80a".parse::<u16>() }).await;
+    /// assert!(port.is_err());
+    /// let port = cache.get_or_try_init_async("port", async { "80".parse::<u16>() }).await;
+    /// assert_eq!(*port.unwrap(), 80);
+    /// # });
+    /// ```
+    pub async fn get_or_try_init_async<V, E, Q>(
+        &self,
+        key: &Q,
+        init: impl Future<Output = Result<V, E>>,
+    ) -> Result<Arc<V>, Arc<E>>
+    where
+        V: Send + Sync + 'static,
+        E: Send + Sync + 'static,
+        K: Borrow<Q> + Sync,
+        Q: ?Sized + Hash + Eq + Sync + ToOwned<Owned = K>,
+    {
+        let view = (key, TypeId::of::<V>());
+        let init = async { init.await.map(|value| Erased(Arc::new(value))) };
+        self.raw
+            .get_or_try_init_async(
+                &view as &(dyn KeyView<Q> + Sync),
+                || Self::typed::<V>(key.to_owned()),
+                init,
+                downcast::<V>,
+            )
+            .await
     }
 
     /// The live `V` under `key`, if any; counts a hit or a miss.

@@ -40,6 +40,7 @@ mod any;
 mod builder;
 mod clock;
 mod core;
+mod load_async;
 mod raw;
 mod stats;
 

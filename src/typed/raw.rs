@@ -280,6 +280,110 @@ where
         }
     }
 
+    /// The async `get_or_try_init`: a hit returns at once (nothing is
+    /// registered, nothing allocated); a miss goes through the flight
+    /// group's async protocol. `make_key` builds the owned key on a miss.
+    pub(crate) async fn get_or_try_init_async<Q, E, F, R, P>(
+        &self,
+        key: &Q,
+        make_key: impl Fn() -> K,
+        init: F,
+        project: P,
+    ) -> Result<R, Arc<E>>
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ?Sized,
+        E: Send + Sync + 'static,
+        F: std::future::Future<Output = Result<V, E>>,
+        P: Fn(&Arc<V>) -> R,
+    {
+        let hash = self.hasher.hash_one(key);
+        if let Lookup::Live(found) = self.lookup(hash, key, self.now(), true, &project) {
+            self.stats.record(Event::Hit);
+            return Ok(found);
+        }
+        self.stats.record(Event::Miss);
+        // The miss path's future (the flight protocol's state) is boxed: a
+        // miss allocates anyway (the flight, the key), and the future a
+        // hit builds and moves stays small (measured: an unboxed one made
+        // hits about twice as slow as the sync hit).
+        Box::pin(self.init_slow_async(hash, key, make_key, init, &project)).await
+    }
+
+    /// The miss path of [`get_or_try_init_async`](Self::get_or_try_init_async).
+    async fn init_slow_async<Q, E, F, R, P>(
+        &self,
+        hash: u64,
+        key: &Q,
+        make_key: impl Fn() -> K,
+        init: F,
+        project: &P,
+    ) -> Result<R, Arc<E>>
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ?Sized,
+        E: Send + Sync + 'static,
+        F: std::future::Future<Output = Result<V, E>>,
+        P: Fn(&Arc<V>) -> R,
+    {
+        let shard = Self::shard_index(hash);
+        // The re-check returns, on a miss, the shard's write generation it
+        // saw: an insert or invalidation after that point wins over the init.
+        let lookup = || {
+            let now = self.now();
+            let core = self.shards[shard].read();
+            let generation = core.generation();
+            match core.get(key) {
+                Some(slot) if !self.policy.is_expired(slot, now) => {
+                    self.policy.touch(slot, now);
+                    Ok(Arc::clone(&slot.value))
+                }
+                _ => Err(generation),
+            }
+        };
+        let mut ran = false;
+        let load = async {
+            ran = true;
+            self.stats.record(Event::Init);
+            // Counts a failure if the init errs, panics or is cancelled.
+            let mut failure = FailureGuard {
+                stats: &self.stats,
+                armed: true,
+            };
+            let result = init.await;
+            failure.armed = result.is_err();
+            result
+        };
+        let publish = |value: &Arc<V>, generation: u64| {
+            let stored = self.store(
+                shard,
+                make_key(),
+                Arc::clone(value),
+                Some(generation),
+                false,
+            );
+            drop(stored);
+        };
+        let outcome = self
+            .flights
+            .load_async(hash, key, &make_key, lookup, load, publish)
+            .await;
+        match outcome {
+            Ok((value, source)) => {
+                if source == Source::Waited {
+                    self.stats.record(Event::Wait);
+                }
+                Ok(project(&value))
+            }
+            Err(error) => {
+                if !ran {
+                    self.stats.record(Event::Wait);
+                }
+                Err(error)
+            }
+        }
+    }
+
     /// Runs `f` under shard `shard`'s write lock, keeping `len` in step.
     fn write<T>(&self, shard: usize, f: impl FnOnce(&mut Core<K, V>) -> T) -> T {
         let mut core = self.shards[shard].write();

@@ -29,9 +29,26 @@
 //!   abandoned, and each waiter goes back to step 1, where one of them becomes
 //!   the new leader. Nothing is poisoned.
 //!
-//! A loader that asks the same group for the same key on the same thread
-//! would wait for itself forever; step 1 detects it by thread id and panics
-//! with [`REENTRANT`] instead.
+//! A loader that asks the same group for the same key from inside itself
+//! would wait for itself forever; step 1 detects it and panics with
+//! [`REENTRANT`] instead. The detection is a per-thread list of the flights
+//! whose loader is running on the thread's stack (`sync::enter_load`): a sync
+//! loader while it is called, an async loader while it is *polled*. A caller
+//! that finds the flight it would join in that list is inside that loader.
+//! This is sound for both forms (a thread runs nothing else while one of its
+//! frames is inside a loader), and it sees every re-entrant call made from
+//! the loader's own poll; it cannot see a loader that hands the request to
+//! another task and awaits that task (see `load_async.rs`).
+//!
+//! # Async flights
+//!
+//! [`FlightGroup::load_async`] is the same protocol with a future as the
+//! loader and the [`wait::Wait`] future as the waiter: the waiter's waker
+//! goes into the flight's waker list, which [`wait::Flight::finish`] wakes
+//! together with the condvar's blocked waiters. A sync waiter of an async
+//! leader blocks as before; an async waiter of a sync leader is woken by the
+//! same `finish`. A leader future dropped before it finishes (cancelled)
+//! abandons its flight exactly as a panicking leader does.
 //!
 //! # Locks
 //!
@@ -41,13 +58,17 @@
 //! only reads). The key is cloned for registration before the mutex is
 //! taken.
 
+mod load_async;
+mod wait;
+
 use std::any::Any;
 use std::fmt;
 
-use crate::sync::{self, Arc, CachePadded, Condvar, Mutex, ThreadId};
+use crate::sync::{self, Arc, CachePadded, Mutex};
+use wait::{Flight, State};
 
 /// The panic message of a re-entrant load of the same key.
-pub(crate) const REENTRANT: &str = "larder: re-entrant load: the loader for this key asked the same cache for the same key on the same thread, which would wait for itself forever";
+pub(crate) const REENTRANT: &str = "larder: re-entrant load: the loader for this key asked the same cache for the same key from inside itself, which would wait for itself forever";
 
 const SHARDS: usize = 16;
 
@@ -79,40 +100,11 @@ pub enum FlightFault {
     /// A panicking leader leaves its flight registered and never wakes its
     /// waiters.
     AbandonOnPanic,
-}
-
-enum State<V> {
-    Loading,
-    Value(Arc<V>),
-    Failed(SharedError),
-    Abandoned,
-}
-
-/// One load in progress.
-struct Flight<V> {
-    owner: ThreadId,
-    state: Mutex<State<V>>,
-    done: Condvar,
-}
-
-impl<V> Flight<V> {
-    fn finish(&self, outcome: State<V>) {
-        *self.state.lock() = outcome;
-        self.done.notify_all();
-    }
-
-    /// Blocks until the flight has an outcome.
-    fn wait(&self) -> State<V> {
-        let mut state = self.state.lock();
-        loop {
-            match &*state {
-                State::Loading => self.done.wait(&mut state),
-                State::Value(v) => return State::Value(Arc::clone(v)),
-                State::Failed(e) => return State::Failed(Arc::clone(e)),
-                State::Abandoned => return State::Abandoned,
-            }
-        }
-    }
+    /// A cancelled async leader (its future dropped mid-load) leaves its
+    /// flight registered and never wakes its waiters.
+    LeakOnCancel,
+    /// A finished flight wakes only the first async waiter registered.
+    WakeOneAsync,
 }
 
 type Bucket<K, V> = Vec<(u64, K, Arc<Flight<V>>)>;
@@ -183,7 +175,6 @@ impl<K: Clone + Eq, V> FlightGroup<K, V> {
             return Ok((value, Source::Loaded));
         }
         let shard = &self.shards[(hash as usize) % SHARDS];
-        let me = sync::current_thread_id();
         // `K: Clone` runs here, before the shard mutex is taken (only `Eq`
         // runs under it); a caller that joins drops its copy unlocked.
         let owned = key.clone();
@@ -195,7 +186,7 @@ impl<K: Clone + Eq, V> FlightGroup<K, V> {
                 .map(|(_, _, flight)| Arc::clone(flight));
             if let Some(flight) = joined {
                 drop(bucket);
-                assert!(flight.owner != me, "{}", REENTRANT);
+                assert!(!sync::is_loading(flight.id()), "{}", REENTRANT);
                 match flight.wait() {
                     State::Value(value) => return Ok((value, Source::Waited)),
                     State::Failed(error) => match error.downcast::<E>() {
@@ -209,33 +200,42 @@ impl<K: Clone + Eq, V> FlightGroup<K, V> {
                     State::Abandoned | State::Loading => continue,
                 }
             }
-            let flight = Arc::new(Flight {
-                owner: me,
-                state: Mutex::new(State::Loading),
-                done: Condvar::new(),
-            });
+            let flight = Arc::new(Flight::new(self.fault));
             bucket.push((hash, owned, Arc::clone(&flight)));
             drop(bucket);
-            let lead = Leader {
-                group: self,
-                shard: hash as usize % SHARDS,
-                flight,
-                finished: false,
-            };
+            let lead = Leader::new(self, hash, flight, false);
             return lead.run(&mut lookup, load, publish);
         }
     }
 }
 
-/// The leader of one flight; abandons it if dropped unfinished (a panic).
+/// The leader of one flight; abandons it if dropped unfinished (a panic, or
+/// an async leader's future dropped mid-load).
 struct Leader<'a, K, V> {
     group: &'a FlightGroup<K, V>,
     shard: usize,
     flight: Arc<Flight<V>>,
     finished: bool,
+    /// Whether this leader is an async one (for the `LeakOnCancel` fault).
+    is_async: bool,
 }
 
-impl<K, V> Leader<'_, K, V> {
+impl<'a, K, V> Leader<'a, K, V> {
+    fn new(
+        group: &'a FlightGroup<K, V>,
+        hash: u64,
+        flight: Arc<Flight<V>>,
+        is_async: bool,
+    ) -> Self {
+        Self {
+            group,
+            shard: hash as usize % SHARDS,
+            flight,
+            finished: false,
+            is_async,
+        }
+    }
+
     fn run<E, L, F, P>(
         mut self,
         lookup: &mut L,
@@ -252,7 +252,11 @@ impl<K, V> Leader<'_, K, V> {
             self.complete(State::Value(Arc::clone(&value)));
             return Ok((value, Source::Cached));
         }
-        match load() {
+        let outcome = {
+            let _entered = sync::enter_load(self.flight.id());
+            load()
+        };
+        match outcome {
             Ok(value) => {
                 let value = Arc::new(value);
                 // Publish before the flight leaves the group (step 3).
@@ -272,6 +276,20 @@ impl<K, V> Leader<'_, K, V> {
                 self.complete(State::Failed(shared));
                 Err(error)
             }
+        }
+    }
+
+    /// Gives the flight up unfinished (the loader panicked, or the async
+    /// leader was dropped): removes it and wakes its waiters, who go back to
+    /// step 1 and elect a new leader.
+    fn abandon(&mut self) {
+        let fault = self.group.fault;
+        // BROKEN on purpose under the two faults (loom negative controls):
+        // the flight stays registered and its waiters are never woken.
+        let leak = fault == FlightFault::AbandonOnPanic
+            || (fault == FlightFault::LeakOnCancel && self.is_async);
+        if !leak {
+            self.complete(State::Abandoned);
         }
     }
 
@@ -298,8 +316,8 @@ impl<K, V> Leader<'_, K, V> {
 
 impl<K, V> Drop for Leader<'_, K, V> {
     fn drop(&mut self) {
-        if !self.finished && self.group.fault != FlightFault::AbandonOnPanic {
-            self.complete(State::Abandoned);
+        if !self.finished {
+            self.abandon();
         }
     }
 }
@@ -313,132 +331,4 @@ impl<K, V> fmt::Debug for FlightGroup<K, V> {
 }
 
 #[cfg(all(test, not(loom)))]
-mod tests {
-    use super::*;
-    use std::sync::atomic::{AtomicUsize, Ordering};
-
-    #[test]
-    fn concurrent_misses_load_once_and_share() {
-        let group = FlightGroup::<u32, u32>::new();
-        let cache = Mutex::new(None::<Arc<u32>>);
-        let loads = AtomicUsize::new(0);
-        let barrier = std::sync::Barrier::new(8);
-        let results: Vec<_> = std::thread::scope(|s| {
-            let handles: Vec<_> = (0..8)
-                .map(|_| {
-                    s.spawn(|| {
-                        barrier.wait();
-                        group
-                            .load::<(), _, _, _>(
-                                7,
-                                &1,
-                                || cache.lock().clone(),
-                                || {
-                                    loads.fetch_add(1, Ordering::SeqCst);
-                                    std::thread::sleep(std::time::Duration::from_millis(20));
-                                    Ok(42)
-                                },
-                                |v| *cache.lock() = Some(Arc::clone(v)),
-                            )
-                            .unwrap()
-                    })
-                })
-                .collect();
-            handles.into_iter().map(|h| h.join().unwrap()).collect()
-        });
-        assert_eq!(loads.load(Ordering::SeqCst), 1);
-        assert!(results.iter().all(|(v, _)| **v == 42));
-        assert_eq!(
-            results.iter().filter(|(_, s)| *s == Source::Loaded).count(),
-            1
-        );
-        assert_eq!(group.in_flight(), 0);
-    }
-
-    #[test]
-    fn errors_are_returned_and_not_kept() {
-        let group = FlightGroup::<u32, u32>::new();
-        let err = group
-            .load(1, &1, || None, || Err::<u32, _>("down"), |_| {})
-            .unwrap_err();
-        assert_eq!(*err, "down");
-        assert_eq!(group.in_flight(), 0);
-        let (v, source) = group
-            .load::<&str, _, _, _>(1, &1, || None, || Ok(5), |_| {})
-            .unwrap();
-        assert_eq!((*v, source), (5, Source::Loaded));
-    }
-
-    #[test]
-    fn panicking_loader_releases_the_flight() {
-        let group = FlightGroup::<u32, u32>::new();
-        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            group.load::<(), _, _, _>(1, &1, || None, || panic!("loader failed"), |_| {})
-        }));
-        assert!(outcome.is_err());
-        assert_eq!(group.in_flight(), 0);
-        let (v, _) = group
-            .load::<(), _, _, _>(1, &1, || None, || Ok(9), |_| {})
-            .unwrap();
-        assert_eq!(*v, 9);
-    }
-
-    #[test]
-    fn reentrant_load_panics_instead_of_hanging() {
-        let group = FlightGroup::<u32, u32>::new();
-        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            group.load::<(), _, _, _>(
-                1,
-                &1,
-                || None,
-                || {
-                    group
-                        .load::<(), _, _, _>(1, &1, || None, || Ok(1), |_| {})
-                        .map(|(v, _)| *v)
-                        .map_err(|_| ())
-                },
-                |_| {},
-            )
-        }));
-        let message = outcome.unwrap_err();
-        let text = message
-            .downcast_ref::<String>()
-            .cloned()
-            .unwrap_or_default();
-        assert!(text.contains("re-entrant load"), "got {text:?}");
-        assert_eq!(group.in_flight(), 0);
-    }
-
-    #[test]
-    fn different_keys_do_not_wait_for_each_other() {
-        let group = FlightGroup::<u32, u32>::new();
-        let (started_tx, started_rx) = std::sync::mpsc::channel();
-        let (release_tx, release_rx) = std::sync::mpsc::channel::<()>();
-        let group = &group;
-        std::thread::scope(|s| {
-            s.spawn(move || {
-                group
-                    .load::<(), _, _, _>(
-                        1,
-                        &1,
-                        || None,
-                        || {
-                            started_tx.send(()).unwrap();
-                            release_rx.recv().unwrap();
-                            Ok(1)
-                        },
-                        |_| {},
-                    )
-                    .unwrap();
-            });
-            started_rx.recv().unwrap();
-            // Key 1 is loading and blocked; key 2 (same shard: hash 17 % 16 == 1)
-            // must still load at once.
-            let (v, _) = group
-                .load::<(), _, _, _>(17, &2, || None, || Ok(2), |_| {})
-                .unwrap();
-            assert_eq!(*v, 2);
-            release_tx.send(()).unwrap();
-        });
-    }
-}
+mod tests;

@@ -1,0 +1,318 @@
+//! Typed family, async forms: warm hits through `get_or_init_async` and cold
+//! keys requested by many tasks on a tokio runtime, against moka's
+//! `future::Cache::get_with` and quick_cache's `get_value_or_guard_async`.
+//!
+//! Workloads:
+//! 1. `async_warm_hits_N`: each bench thread runs one current-thread tokio
+//!    runtime and, inside one task, awaits random hits over N warmed keys
+//!    (10 000; Quick 1000). larder's sync `get_or_init` runs in the same
+//!    loop as the reference the async form must not fall behind. The LRU's
+//!    `get_or_load_async` is a row too.
+//! 2. `async_cold_keys_N_x8_1ms`: one op = a fresh set of N cold keys
+//!    (1000; Quick 100), each requested by 8 tasks (8N tasks spawned at once,
+//!    in 8 rounds over the keys) on a 2-worker runtime; an init is a 1 ms
+//!    `tokio::time::sleep`. The `floor` row is the ideal: the same runtime
+//!    spawning the same 8N tasks with no cache, one task per key sleeping
+//!    1 ms and the other seven doing nothing: the sleep and the
+//!    spawn-and-join cost every contender pays, and nothing else.
+//!
+//! Each contender counts its inits; `extra()` reports inits per key
+//! requested (exactly 1 for larder).
+
+// The trait spells its futures out as `impl Future + Send` (the cold
+// workload spawns them), so its impls do too.
+#![allow(clippy::manual_async_fn)]
+
+use std::future::Future;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use super::typed::{INIT_TIME, Resource};
+use super::{Contender, Rng, Size, Workload};
+
+/// A cache with an async get-or-init, as each contender provides it.
+pub trait AsyncInitCache: Send + Sync + 'static {
+    /// Name shown in reports.
+    fn name(&self) -> String;
+    /// The value of `key`'s id, awaiting `init` if it is absent.
+    fn get_or_init<'a>(
+        &'a self,
+        key: u64,
+        init: impl Future<Output = Resource> + Send + 'a,
+    ) -> impl Future<Output = u64> + Send + 'a;
+}
+
+impl AsyncInitCache for larder::TypedCache<u64, Resource> {
+    fn name(&self) -> String {
+        "larder TypedCache::get_or_init_async".into()
+    }
+    fn get_or_init<'a>(
+        &'a self,
+        key: u64,
+        init: impl Future<Output = Resource> + Send + 'a,
+    ) -> impl Future<Output = u64> + Send + 'a {
+        async move { self.get_or_init_async(&key, init).await.id }
+    }
+}
+
+/// larder's sync `get_or_init`, called in the same async loop (warm hits
+/// only: its init is never needed there).
+pub struct LarderSyncInLoop(larder::TypedCache<u64, Resource>);
+
+impl AsyncInitCache for LarderSyncInLoop {
+    fn name(&self) -> String {
+        "larder TypedCache::get_or_init (sync, same loop)".into()
+    }
+    fn get_or_init<'a>(
+        &'a self,
+        key: u64,
+        _init: impl Future<Output = Resource> + Send + 'a,
+    ) -> impl Future<Output = u64> + Send + 'a {
+        async move { self.0.get_or_init(key, || Resource::new(key)).id }
+    }
+}
+
+impl AsyncInitCache for larder::LruCache<u64, Resource> {
+    fn name(&self) -> String {
+        "larder LruCache::get_or_load_async".into()
+    }
+    fn get_or_init<'a>(
+        &'a self,
+        key: u64,
+        init: impl Future<Output = Resource> + Send + 'a,
+    ) -> impl Future<Output = u64> + Send + 'a {
+        async move { self.get_or_load_async(&key, init).await.id }
+    }
+}
+
+impl AsyncInitCache for moka::future::Cache<u64, Arc<Resource>> {
+    fn name(&self) -> String {
+        "moka future get_with".into()
+    }
+    fn get_or_init<'a>(
+        &'a self,
+        key: u64,
+        init: impl Future<Output = Resource> + Send + 'a,
+    ) -> impl Future<Output = u64> + Send + 'a {
+        async move { self.get_with(key, async { Arc::new(init.await) }).await.id }
+    }
+}
+
+impl AsyncInitCache for quick_cache::sync::Cache<u64, Arc<Resource>> {
+    fn name(&self) -> String {
+        "quick_cache get_value_or_guard_async".into()
+    }
+    fn get_or_init<'a>(
+        &'a self,
+        key: u64,
+        init: impl Future<Output = Resource> + Send + 'a,
+    ) -> impl Future<Output = u64> + Send + 'a {
+        async move {
+            match self.get_value_or_guard_async(&key).await {
+                Ok(value) => value.id,
+                Err(guard) => {
+                    let value = Arc::new(init.await);
+                    let id = value.id;
+                    let _ = guard.insert(value);
+                    id
+                }
+            }
+        }
+    }
+}
+
+/// Workload 1: warm hits awaited in one task per bench thread.
+pub struct AsyncWarmHits<C> {
+    cache: C,
+    keys: u64,
+}
+
+impl<C: AsyncInitCache> AsyncWarmHits<C> {
+    /// `cache` with `keys` keys warmed.
+    pub fn new(cache: C, keys: u64) -> Self {
+        let runtime = current_thread();
+        runtime.block_on(async {
+            for key in 0..keys {
+                cache
+                    .get_or_init(key, async move { Resource::new(key) })
+                    .await;
+            }
+        });
+        Self { cache, keys }
+    }
+}
+
+fn current_thread() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("tokio runtime")
+}
+
+impl<C: AsyncInitCache> Contender for AsyncWarmHits<C> {
+    fn name(&self) -> String {
+        self.cache.name()
+    }
+    fn run(&self, thread: usize, _threads: usize, ops: u64) -> u64 {
+        let runtime = current_thread();
+        runtime.block_on(async {
+            let mut rng = Rng::new(thread as u64 + 1);
+            let mut sum = 0u64;
+            for _ in 0..ops {
+                let key = rng.below(self.keys);
+                let id = self
+                    .cache
+                    .get_or_init(key, async move { unreachable!("warm key {key} missed") })
+                    .await;
+                sum = sum.wrapping_add(id);
+            }
+            sum
+        })
+    }
+}
+
+/// Requests per key in workload 2.
+pub const TASKS_PER_KEY: u64 = 8;
+
+/// Workload 2's contender: a cache (or none: the floor) on its own 2-worker
+/// runtime.
+pub struct AsyncColdKeys<C> {
+    cache: Option<Arc<C>>,
+    runtime: tokio::runtime::Runtime,
+    keys: u64,
+    next_set: AtomicU64,
+    inits: Arc<AtomicU64>,
+    requested: AtomicU64,
+}
+
+impl<C: AsyncInitCache> AsyncColdKeys<C> {
+    /// `cache` (`None`: the floor) under sets of `keys` cold keys.
+    pub fn new(cache: Option<C>, keys: u64) -> Self {
+        Self {
+            cache: cache.map(Arc::new),
+            runtime: tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .enable_all()
+                .build()
+                .expect("tokio runtime"),
+            keys,
+            next_set: AtomicU64::new(0),
+            inits: Arc::new(AtomicU64::new(0)),
+            requested: AtomicU64::new(0),
+        }
+    }
+
+    /// One set: `TASKS_PER_KEY` rounds of one task per key, all spawned,
+    /// then all joined.
+    fn one_set(&self) -> u64 {
+        // Relaxed: a counter handing out set numbers; no data published.
+        let base = self.next_set.fetch_add(1, Ordering::Relaxed) * self.keys;
+        self.requested.fetch_add(self.keys, Ordering::Relaxed);
+        self.runtime.block_on(async {
+            let mut tasks = Vec::with_capacity((self.keys * TASKS_PER_KEY) as usize);
+            for round in 0..TASKS_PER_KEY {
+                for i in 0..self.keys {
+                    let key = base + i;
+                    let inits = Arc::clone(&self.inits);
+                    let init = async move {
+                        inits.fetch_add(1, Ordering::Relaxed);
+                        tokio::time::sleep(INIT_TIME).await;
+                        Resource::new(key)
+                    };
+                    tasks.push(match &self.cache {
+                        Some(cache) => {
+                            let cache = Arc::clone(cache);
+                            tokio::spawn(async move { cache.get_or_init(key, init).await })
+                        }
+                        // The floor: the first round sleeps, the rest do
+                        // nothing.
+                        None if round == 0 => tokio::spawn(async move { init.await.id }),
+                        None => tokio::spawn(async move { key }),
+                    });
+                }
+            }
+            let mut sum = 0u64;
+            for task in tasks {
+                sum = sum.wrapping_add(task.await.expect("bench task"));
+            }
+            sum
+        })
+    }
+}
+
+impl<C: AsyncInitCache> Contender for AsyncColdKeys<C> {
+    fn name(&self) -> String {
+        match &self.cache {
+            Some(cache) => cache.name(),
+            None => format!(
+                "floor (no cache: {} sleeps, {} no-op tasks)",
+                self.keys,
+                self.keys * (TASKS_PER_KEY - 1)
+            ),
+        }
+    }
+    fn start(&self) -> Option<super::Background> {
+        self.inits.store(0, Ordering::Relaxed);
+        self.requested.store(0, Ordering::Relaxed);
+        None
+    }
+    fn run(&self, _thread: usize, _threads: usize, ops: u64) -> u64 {
+        (0..ops).fold(0u64, |sum, _| sum.wrapping_add(self.one_set()))
+    }
+    fn extra(&self) -> Option<(String, f64)> {
+        let keys = self.requested.load(Ordering::Relaxed).max(1);
+        Some((
+            "inits/key".into(),
+            self.inits.load(Ordering::Relaxed) as f64 / keys as f64,
+        ))
+    }
+}
+
+/// Keys per cold set of workload 2.
+pub fn async_cold_keys(size: Size) -> u64 {
+    match size {
+        Size::Full => 1_000,
+        Size::Quick => 100,
+    }
+}
+
+/// The two async workloads.
+pub fn workloads(size: Size) -> Vec<Workload> {
+    let warm = super::typed::warm_keys(size);
+    let cold = async_cold_keys(size);
+    let moka = |capacity: u64| moka::future::Cache::<u64, Arc<Resource>>::new(capacity);
+    let quick = |capacity: usize| quick_cache::sync::Cache::<u64, Arc<Resource>>::new(capacity);
+    vec![
+        Workload {
+            family: "typed",
+            name: format!("async_warm_hits_{warm}"),
+            contenders: vec![
+                Box::new(AsyncWarmHits::new(larder::TypedCache::new(), warm)),
+                Box::new(AsyncWarmHits::new(
+                    LarderSyncInLoop(larder::TypedCache::new()),
+                    warm,
+                )),
+                Box::new(AsyncWarmHits::new(
+                    larder::LruCache::new(2 * warm as usize),
+                    warm,
+                )),
+                Box::new(AsyncWarmHits::new(moka(2 * warm), warm)),
+                Box::new(AsyncWarmHits::new(quick(2 * warm as usize), warm)),
+            ],
+            threads: vec![1, 2],
+        },
+        Workload {
+            family: "typed",
+            name: format!("async_cold_keys_{cold}_x{TASKS_PER_KEY}_1ms"),
+            contenders: vec![
+                Box::new(AsyncColdKeys::<larder::TypedCache<u64, Resource>>::new(
+                    None, cold,
+                )),
+                Box::new(AsyncColdKeys::new(Some(larder::TypedCache::new()), cold)),
+                Box::new(AsyncColdKeys::new(Some(moka(1 << 20)), cold)),
+                Box::new(AsyncColdKeys::new(Some(quick(1 << 20)), cold)),
+            ],
+            threads: vec![1],
+        },
+    ]
+}

@@ -1,0 +1,199 @@
+//! Unit tests of the flight core, sync and async.
+
+use super::*;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+#[test]
+fn concurrent_misses_load_once_and_share() {
+    let group = FlightGroup::<u32, u32>::new();
+    let cache = Mutex::new(None::<Arc<u32>>);
+    let loads = AtomicUsize::new(0);
+    let barrier = std::sync::Barrier::new(8);
+    let results: Vec<_> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..8)
+            .map(|_| {
+                s.spawn(|| {
+                    barrier.wait();
+                    group
+                        .load::<(), _, _, _>(
+                            7,
+                            &1,
+                            || cache.lock().clone(),
+                            || {
+                                loads.fetch_add(1, Ordering::SeqCst);
+                                std::thread::sleep(std::time::Duration::from_millis(20));
+                                Ok(42)
+                            },
+                            |v| *cache.lock() = Some(Arc::clone(v)),
+                        )
+                        .unwrap()
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    assert_eq!(loads.load(Ordering::SeqCst), 1);
+    assert!(results.iter().all(|(v, _)| **v == 42));
+    assert_eq!(
+        results.iter().filter(|(_, s)| *s == Source::Loaded).count(),
+        1
+    );
+    assert_eq!(group.in_flight(), 0);
+}
+
+#[test]
+fn errors_are_returned_and_not_kept() {
+    let group = FlightGroup::<u32, u32>::new();
+    let err = group
+        .load(1, &1, || None, || Err::<u32, _>("down"), |_| {})
+        .unwrap_err();
+    assert_eq!(*err, "down");
+    assert_eq!(group.in_flight(), 0);
+    let (v, source) = group
+        .load::<&str, _, _, _>(1, &1, || None, || Ok(5), |_| {})
+        .unwrap();
+    assert_eq!((*v, source), (5, Source::Loaded));
+}
+
+#[test]
+fn panicking_loader_releases_the_flight() {
+    let group = FlightGroup::<u32, u32>::new();
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        group.load::<(), _, _, _>(1, &1, || None, || panic!("loader failed"), |_| {})
+    }));
+    assert!(outcome.is_err());
+    assert_eq!(group.in_flight(), 0);
+    let (v, _) = group
+        .load::<(), _, _, _>(1, &1, || None, || Ok(9), |_| {})
+        .unwrap();
+    assert_eq!(*v, 9);
+}
+
+#[test]
+fn reentrant_load_panics_instead_of_hanging() {
+    let group = FlightGroup::<u32, u32>::new();
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        group.load::<(), _, _, _>(
+            1,
+            &1,
+            || None,
+            || {
+                group
+                    .load::<(), _, _, _>(1, &1, || None, || Ok(1), |_| {})
+                    .map(|(v, _)| *v)
+                    .map_err(|_| ())
+            },
+            |_| {},
+        )
+    }));
+    let message = outcome.unwrap_err();
+    let text = message
+        .downcast_ref::<String>()
+        .cloned()
+        .unwrap_or_default();
+    assert!(text.contains("re-entrant load"), "got {text:?}");
+    assert_eq!(group.in_flight(), 0);
+}
+
+#[test]
+fn different_keys_do_not_wait_for_each_other() {
+    let group = FlightGroup::<u32, u32>::new();
+    let (started_tx, started_rx) = std::sync::mpsc::channel();
+    let (release_tx, release_rx) = std::sync::mpsc::channel::<()>();
+    let group = &group;
+    std::thread::scope(|s| {
+        s.spawn(move || {
+            group
+                .load::<(), _, _, _>(
+                    1,
+                    &1,
+                    || None,
+                    || {
+                        started_tx.send(()).unwrap();
+                        release_rx.recv().unwrap();
+                        Ok(1)
+                    },
+                    |_| {},
+                )
+                .unwrap();
+        });
+        started_rx.recv().unwrap();
+        // Key 1 is loading and blocked; key 2 (same shard: hash 17 % 16 == 1)
+        // must still load at once.
+        let (v, _) = group
+            .load::<(), _, _, _>(17, &2, || None, || Ok(2), |_| {})
+            .unwrap();
+        assert_eq!(*v, 2);
+        release_tx.send(()).unwrap();
+    });
+}
+
+/// Polls `future` once with a waker that does nothing.
+fn poll_once<F: std::future::Future>(future: std::pin::Pin<&mut F>) -> std::task::Poll<F::Output> {
+    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+    future.poll(&mut cx)
+}
+
+#[test]
+fn dropped_async_waiter_deregisters_its_waker() {
+    let group = FlightGroup::<u32, u32>::new();
+    let mut leader = Box::pin(group.load_async::<u32, (), _, _, _, _>(
+        1,
+        &1,
+        || 1,
+        || Err(()),
+        std::future::pending(),
+        |_, ()| {},
+    ));
+    assert!(poll_once(leader.as_mut()).is_pending());
+    let flight = Arc::clone(&group.shards[1].lock()[0].2);
+    let mut waiter = Box::pin(group.load_async::<u32, (), _, _, _, _>(
+        1,
+        &1,
+        || 1,
+        || Err(()),
+        async { Ok(2) },
+        |_, ()| {},
+    ));
+    assert!(poll_once(waiter.as_mut()).is_pending());
+    assert!(poll_once(waiter.as_mut()).is_pending());
+    assert_eq!(flight.registered_wakers(), 1, "a re-poll registers once");
+    drop(waiter);
+    assert_eq!(
+        flight.registered_wakers(),
+        0,
+        "a dropped waiter left its waker"
+    );
+    // The cancelled leader abandons the flight: nothing stays registered.
+    drop(leader);
+    assert_eq!(group.in_flight(), 0);
+}
+
+#[test]
+fn cancelled_async_leader_hands_over_to_its_waiter() {
+    let group = FlightGroup::<u32, u32>::new();
+    let mut leader = Box::pin(group.load_async::<u32, (), _, _, _, _>(
+        1,
+        &1,
+        || 1,
+        || Err(()),
+        std::future::pending(),
+        |_, ()| {},
+    ));
+    assert!(poll_once(leader.as_mut()).is_pending());
+    let mut waiter = Box::pin(group.load_async::<u32, (), _, _, _, _>(
+        1,
+        &1,
+        || 1,
+        || Err(()),
+        async { Ok(2) },
+        |_, ()| {},
+    ));
+    assert!(poll_once(waiter.as_mut()).is_pending());
+    drop(leader);
+    match poll_once(waiter.as_mut()) {
+        std::task::Poll::Ready(Ok((v, source))) => assert_eq!((*v, source), (2, Source::Loaded)),
+        _ => panic!("the waiter did not take over"),
+    }
+    assert_eq!(group.in_flight(), 0);
+}

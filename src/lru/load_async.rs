@@ -1,0 +1,190 @@
+//! Async load on miss: [`LruCache::get_or_load_async`] and
+//! [`LruCache::try_get_or_load_async`], through the crate's single-flight
+//! module (`crate::flight`), sharing one flight per key with the sync
+//! [`LruCache::get_or_load`].
+
+use std::borrow::Borrow;
+use std::future::Future;
+use std::hash::{BuildHasher, Hash};
+
+use super::LruCache;
+use crate::sync::Arc;
+
+/// Counts a failed load if the loader future errs, panics or is dropped
+/// unfinished (disarmed on success).
+struct FailureGuard<'a, K: Hash + Eq, V, S: BuildHasher> {
+    cache: &'a LruCache<K, V, S>,
+    hash: u64,
+    armed: bool,
+}
+
+impl<K: Hash + Eq, V, S: BuildHasher> Drop for FailureGuard<'_, K, V, S> {
+    fn drop(&mut self) {
+        if self.armed {
+            self.cache.lock(self.hash).counters.load_failures += 1;
+        }
+    }
+}
+
+impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
+    /// The value of `key`; on a miss, awaits `load` once however many
+    /// callers, sync or async, miss the same key at the same time, caches
+    /// its value and returns it to all of them: the async form of
+    /// [`get_or_load`](Self::get_or_load).
+    ///
+    /// A caller that finds a load of the key in progress waits as a future
+    /// (its waker registered with the load), never blocking its thread. A
+    /// hit looks the key up by reference and returns at once, allocating and
+    /// registering nothing; the owned key is built (`Q::to_owned`) only on a
+    /// miss. `load` is polled only by the caller that loads; the others drop
+    /// theirs unpolled. The returned future is `Send` when `K`, `V`, `Q`
+    /// and `load` are. Counts a hit or a miss, and a load for the caller
+    /// whose loader ran, as the sync form does.
+    ///
+    /// # Cancellation
+    ///
+    /// Dropping the returned future is safe at any point. If this caller was
+    /// loading, the load is abandoned as if it had panicked: one waiting
+    /// caller (sync or async) loads instead, nothing is cached or poisoned,
+    /// and the abandoned load counts in `load_failures`. A dropped waiter
+    /// simply stops waiting.
+    ///
+    /// # Panics
+    ///
+    /// If `load` panics, the panic reaches this caller only and a waiting
+    /// caller loads. If `load`, while it is being polled, asks this cache
+    /// for the same key, that inner call panics (`larder: re-entrant load`).
+    /// Panics if the eviction listener panics.
+    ///
+    /// # Deadlocks
+    ///
+    /// A loader that hands the same key to another task and awaits that task
+    /// waits for itself forever (not detectable without a runtime; see
+    /// `docs/async.md`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+    /// let cache: larder::LruCache<String, usize> = larder::LruCache::new(16);
+    /// let value = cache.get_or_load_async("answer", async { 42 }).await;
+    /// assert_eq!(*value, 42);
+    /// let again = cache.get_or_load_async("answer", async { unreachable!("cached") }).await;
+    /// assert_eq!(*again, 42);
+    /// let stats = cache.stats();
+    /// assert_eq!((stats.hits, stats.misses, stats.loads), (1, 1, 1));
+    /// # });
+    /// ```
+    pub async fn get_or_load_async<Q>(&self, key: &Q, load: impl Future<Output = V>) -> Arc<V>
+    where
+        K: Borrow<Q>,
+        Q: ?Sized + Hash + Eq + ToOwned<Owned = K>,
+    {
+        let load = async { Ok::<V, std::convert::Infallible>(load.await) };
+        match self.try_get_or_load_async(key, load).await {
+            Ok(value) => value,
+            Err(never) => match *never {},
+        }
+    }
+
+    /// As [`get_or_load_async`](Self::get_or_load_async) with a fallible
+    /// loader: the async form of [`try_get_or_load`](Self::try_get_or_load).
+    ///
+    /// # Errors
+    ///
+    /// The loader's error, shared as `Arc<E>` by every caller that was
+    /// waiting for that load. Nothing is cached on error: the next call
+    /// loads afresh.
+    ///
+    /// # Cancellation
+    ///
+    /// As [`get_or_load_async`](Self::get_or_load_async).
+    ///
+    /// # Panics
+    ///
+    /// As [`get_or_load_async`](Self::get_or_load_async).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+    /// let cache = larder::LruCache::<u32, String>::new(16);
+    /// let err = cache.try_get_or_load_async(&1, async { Err("database down") }).await;
+    /// assert_eq!(*err.unwrap_err(), "database down");
+    /// assert!(!cache.contains_key(&1)); // errors are not cached
+    /// let ok = cache
+    ///     .try_get_or_load_async(&1, async { Ok::<_, &str>("row 1".to_string()) })
+    ///     .await;
+    /// assert_eq!(ok.unwrap().as_str(), "row 1");
+    /// assert_eq!(cache.stats().load_failures, 1);
+    /// # });
+    /// ```
+    pub async fn try_get_or_load_async<Q, E>(
+        &self,
+        key: &Q,
+        load: impl Future<Output = Result<V, E>>,
+    ) -> Result<Arc<V>, Arc<E>>
+    where
+        K: Borrow<Q>,
+        Q: ?Sized + Hash + Eq + ToOwned<Owned = K>,
+        E: Send + Sync + 'static,
+    {
+        let hash = self.hash(key);
+        if let Some(value) = self.lookup(hash, key) {
+            return Ok(value);
+        }
+        // Boxed: a miss allocates anyway, and the future a hit builds and
+        // moves stays small.
+        Box::pin(self.load_slow_async(hash, key, load)).await
+    }
+
+    /// The miss path of [`try_get_or_load_async`](Self::try_get_or_load_async).
+    async fn load_slow_async<Q, E>(
+        &self,
+        hash: u64,
+        key: &Q,
+        load: impl Future<Output = Result<V, E>>,
+    ) -> Result<Arc<V>, Arc<E>>
+    where
+        K: Borrow<Q>,
+        Q: ?Sized + Hash + Eq + ToOwned<Owned = K>,
+        E: Send + Sync + 'static,
+    {
+        let mut displaced = None;
+        let outcome = self
+            .flights
+            .load_async(
+                hash,
+                key,
+                || key.to_owned(),
+                // Re-check after registering: a flight that ended between
+                // our miss and our registration has published its value.
+                || {
+                    self.lock(hash)
+                        .core
+                        .get(hash, key)
+                        .map(Arc::clone)
+                        .ok_or(())
+                },
+                async {
+                    let mut failure = FailureGuard {
+                        cache: self,
+                        hash,
+                        armed: true,
+                    };
+                    let result = load.await;
+                    failure.armed = result.is_err();
+                    result
+                },
+                |value, ()| {
+                    displaced =
+                        Some(self.insert_hashed(hash, key.to_owned(), Arc::clone(value), true));
+                },
+            )
+            .await;
+        if let Some(displaced) = displaced {
+            self.finish_insert(displaced);
+        }
+        outcome.map(|(value, _source)| value)
+    }
+}
