@@ -96,11 +96,11 @@
 #[doc = include_str!("../README.md")]
 pub struct ReadmeDoctests;
 
-/// The code of the guide to async consumers of `OrderedIndex`, compiled and
-/// run as doctests.
+/// The code of the async guide (`docs/async.md`), compiled and run as
+/// doctests.
 #[cfg(doctest)]
-#[doc = include_str!("../docs/async-ordered.md")]
-pub struct AsyncOrderedDoctests;
+#[doc = include_str!("../docs/async.md")]
+pub struct AsyncGuideDoctests;
 
 mod flight;
 mod indexed;

@@ -8,23 +8,8 @@ use std::future::Future;
 use std::hash::{BuildHasher, Hash};
 
 use super::LruCache;
+use super::load::LoadRun;
 use crate::sync::Arc;
-
-/// Counts a failed load if the loader future errs, panics or is dropped
-/// unfinished (disarmed on success).
-struct FailureGuard<'a, K: Hash + Eq, V, S: BuildHasher> {
-    cache: &'a LruCache<K, V, S>,
-    hash: u64,
-    armed: bool,
-}
-
-impl<K: Hash + Eq, V, S: BuildHasher> Drop for FailureGuard<'_, K, V, S> {
-    fn drop(&mut self) {
-        if self.armed {
-            self.cache.lock(self.hash).counters.load_failures += 1;
-        }
-    }
-}
 
 impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
     /// The value of `key`; on a miss, awaits `load` once however many
@@ -167,18 +152,17 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
                         .ok_or(())
                 },
                 async {
-                    let mut failure = FailureGuard {
-                        cache: self,
-                        hash,
-                        armed: true,
-                    };
+                    // Counts this run once, as the loader returns; a panic
+                    // or a drop mid-load (cancellation) counts a failure.
+                    let run = LoadRun::start(self, hash);
                     let result = load.await;
-                    failure.armed = result.is_err();
+                    run.finish(&result);
                     result
                 },
                 |value, ()| {
-                    displaced =
-                        Some(self.insert_hashed(hash, key.to_owned(), Arc::clone(value), true));
+                    // `Q::to_owned` runs here, before the shard lock is taken.
+                    let key = key.to_owned();
+                    displaced = Some(self.insert_hashed(hash, key, Arc::clone(value)));
                 },
             )
             .await;

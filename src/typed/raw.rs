@@ -333,7 +333,7 @@ where
             let now = self.now();
             let core = self.shards[shard].read();
             let generation = core.generation();
-            match core.get(key) {
+            match core.get(hash, key) {
                 Some(slot) if !self.policy.is_expired(slot, now) => {
                     self.policy.touch(slot, now);
                     Ok(Arc::clone(&slot.value))
@@ -355,8 +355,10 @@ where
             result
         };
         let publish = |value: &Arc<V>, generation: u64| {
+            // `make_key` (user `ToOwned`) runs here, before `store` takes the
+            // shard lock.
             let stored = self.store(
-                shard,
+                hash,
                 make_key(),
                 Arc::clone(value),
                 Some(generation),
