@@ -78,6 +78,9 @@ pub enum FlightFault {
     /// A panicking leader leaves its flight registered and never wakes its
     /// waiters.
     AbandonOnPanic,
+    /// A finishing leader wakes one waiter (`notify_one`) instead of all: a
+    /// second waiter sleeps forever.
+    NotifyOne,
 }
 
 enum State<V> {
@@ -287,6 +290,12 @@ impl<K, V> Leader<'_, K, V> {
             {
                 bucket.swap_remove(at);
             }
+        }
+        if self.group.fault == FlightFault::NotifyOne {
+            // BROKEN on purpose (loom negative control): one waiter woken.
+            *self.flight.state.lock() = outcome;
+            self.flight.done.notify_one();
+            return;
         }
         self.flight.finish(outcome);
     }

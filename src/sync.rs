@@ -424,8 +424,9 @@ mod tests {
     fn the_boundary_thread_counts_with_a_read_modify_write() {
         const THREADS: u64 = 4;
         const EACH: u64 = 200_000;
-        let stripes: Vec<CachePadded<AtomicU64>> =
-            (0..4).map(|_| CachePadded::new(AtomicU64::new(0))).collect();
+        let stripes: Vec<CachePadded<AtomicU64>> = (0..4)
+            .map(|_| CachePadded::new(AtomicU64::new(0)))
+            .collect();
         let boundary = stripes.len() - 1;
         let start = std::sync::Barrier::new(THREADS as usize);
         std::thread::scope(|scope| {
@@ -453,8 +454,9 @@ mod tests {
     /// last one.
     #[test]
     fn numbers_pick_their_stripe() {
-        let stripes: Vec<CachePadded<AtomicU64>> =
-            (0..3).map(|_| CachePadded::new(AtomicU64::new(0))).collect();
+        let stripes: Vec<CachePadded<AtomicU64>> = (0..3)
+            .map(|_| CachePadded::new(AtomicU64::new(0)))
+            .collect();
         for thread in [0, 1, 2, 3, usize::MAX] {
             count_striped_as(thread, &stripes, |stripe| stripe);
         }

@@ -309,6 +309,16 @@ where
     ) -> Option<Arc<V>> {
         let now = self.now();
         let mut garbage = Vec::new();
+        #[cfg(loom)]
+        // BROKEN on purpose (loom negative control): check-then-act on the
+        // total, read before the shard lock.
+        let skip_eviction = self.fault == super::Fault::EvictionCheckedBeforeLock
+            && self
+                .policy
+                .max_entries
+                .is_some_and(|max| self.len.load(Ordering::SeqCst) < max);
+        #[cfg(not(loom))]
+        let skip_eviction = false;
         let replaced = {
             let mut core = self.shards[shard].write();
             let raced = expect_generation.is_some_and(|seen| seen != core.generation());
@@ -320,6 +330,9 @@ where
                 // A user write landed while the init ran: it wins.
                 return None;
             }
+            #[cfg(loom)]
+            // BROKEN on purpose (loom negative control): see the fault.
+            let user_write = user_write && self.fault != super::Fault::InsertKeepsGeneration;
             if user_write {
                 core.bump_generation();
             }
@@ -332,7 +345,9 @@ where
                 core.purge_front(&self.policy, now, PURGE_BUDGET, &mut garbage);
             }
             self.account(before, core.len());
-            self.evict_locked(&mut core, 1, now, &mut garbage);
+            if !skip_eviction {
+                self.evict_locked(&mut core, 1, now, &mut garbage);
+            }
             match old {
                 Some(old) if live => Some(old),
                 old => {
@@ -341,7 +356,9 @@ where
                 }
             }
         };
-        self.evict_elsewhere(shard, now, &mut garbage);
+        if !skip_eviction {
+            self.evict_elsewhere(shard, now, &mut garbage);
+        }
         drop(garbage);
         replaced
     }
@@ -412,6 +429,11 @@ where
         let old: Vec<_> = (0..SHARDS)
             .map(|shard| {
                 self.write(shard, |core| {
+                    #[cfg(loom)]
+                    // BROKEN on purpose (loom negative control): no bump.
+                    if self.fault == super::Fault::InvalidateAllKeepsGeneration {
+                        return core.take_all();
+                    }
                     core.bump_generation();
                     core.take_all()
                 })
