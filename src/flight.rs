@@ -324,6 +324,7 @@ mod tests {
 
     #[test]
     fn concurrent_misses_load_once_and_share() {
+        let _watchdog = crate::watchdog::arm(crate::watchdog::STRESS_LIMIT);
         let group = FlightGroup::<u32, u32>::new();
         let cache = Mutex::new(None::<Arc<u32>>);
         let loads = AtomicUsize::new(0);
@@ -416,6 +417,7 @@ mod tests {
 
     #[test]
     fn different_keys_do_not_wait_for_each_other() {
+        let _watchdog = crate::watchdog::arm(crate::watchdog::STRESS_LIMIT);
         let group = FlightGroup::<u32, u32>::new();
         let (started_tx, started_rx) = std::sync::mpsc::channel();
         let (release_tx, release_rx) = std::sync::mpsc::channel::<()>();
