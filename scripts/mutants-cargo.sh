@@ -9,23 +9,18 @@ if [[ "${1:-}" != "test" ]]; then
   exec "$real_cargo" "$@"
 fi
 args=("$@")
+loom_args=()
 for arg in "$@"; do
   if [[ "$arg" == "--no-run" ]]; then
     # cargo-mutants' build phase: build what the test phase runs (the lib's
-    # unit tests and tests/), not the examples and benches too.
+    # unit tests, tests/ and the loom suite), not the examples and benches,
+    # so that a mutant that does not compile counts as unviable.
     args+=(--lib --tests)
+    loom_args=(--no-run)
   fi
 done
 "$real_cargo" "${args[@]}"
-# The build phase (`cargo test --no-run`) builds the loom suite too, so a
-# mutant that does not compile there counts as unviable, not as caught.
-no_run=()
-for arg in "$@"; do
-  if [[ "$arg" == "--no-run" ]]; then
-    no_run=(--no-run)
-  fi
-done
-echo "--- loom suite (LOOM_MAX_PREEMPTIONS=2) ${no_run[*]}"
+echo "--- loom suite (LOOM_MAX_PREEMPTIONS=2) ${loom_args[*]}"
 RUSTFLAGS="${RUSTFLAGS:-} --cfg loom" LOOM_MAX_PREEMPTIONS=2 \
   CARGO_TARGET_DIR="${MUTANTS_LOOM_TARGET:?set by scripts/mutants.sh}" \
-  "$real_cargo" test -p loom-tests --release "${no_run[@]}"
+  "$real_cargo" test -p loom-tests --release "${loom_args[@]}"
