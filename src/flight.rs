@@ -439,6 +439,7 @@ mod tests {
                     .unwrap();
             });
             started_rx.recv().unwrap();
+            assert_eq!(group.in_flight(), 1);
             // Key 1 is loading and blocked; key 2 (same shard: hash 17 % 16 == 1)
             // must still load at once.
             let (v, _) = group
@@ -447,5 +448,44 @@ mod tests {
             assert_eq!(*v, 2);
             release_tx.send(()).unwrap();
         });
+    }
+
+    /// Two keys with the same hash are two flights: the second key's load
+    /// neither joins the first's nor gets its value. (If it joined, it would
+    /// wait for the first load, released after 200 ms, and get 1.)
+    #[test]
+    fn equal_hashes_of_different_keys_do_not_share_a_load() {
+        let _watchdog = crate::watchdog::arm(crate::watchdog::STRESS_LIMIT);
+        let group = FlightGroup::<u32, u32>::new();
+        let (started_tx, started_rx) = std::sync::mpsc::channel();
+        let (release_tx, release_rx) = std::sync::mpsc::channel::<()>();
+        let group = &group;
+        std::thread::scope(|s| {
+            s.spawn(move || {
+                group
+                    .load::<(), _, _, _>(
+                        5,
+                        &1,
+                        || None,
+                        || {
+                            started_tx.send(()).unwrap();
+                            release_rx.recv().unwrap();
+                            Ok(1)
+                        },
+                        |_| {},
+                    )
+                    .unwrap();
+            });
+            started_rx.recv().unwrap();
+            s.spawn(move || {
+                std::thread::sleep(std::time::Duration::from_millis(200));
+                release_tx.send(()).unwrap();
+            });
+            let (v, source) = group
+                .load::<(), _, _, _>(5, &2, || None, || Ok(2), |_| {})
+                .unwrap();
+            assert_eq!((*v, source), (2, Source::Loaded));
+        });
+        assert_eq!(group.in_flight(), 0);
     }
 }
