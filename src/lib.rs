@@ -109,6 +109,10 @@ mod ordered;
 mod snapshot;
 mod sync;
 mod typed;
+/// The tests' watchdog (a hang fails fast, naming the test).
+#[cfg(all(test, not(loom)))]
+#[path = "../tests/common/watchdog.rs"]
+mod watchdog;
 
 pub use indexed::{IndexError, IndexedBuildError, IndexedStore, IndexedStoreBuilder, Transaction};
 pub use lru::{

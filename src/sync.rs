@@ -444,12 +444,80 @@ impl Drop for LoadEntered {
 /// data, summed after the fact.
 #[inline]
 pub(crate) fn count_striped<T>(stripes: &[CachePadded<T>], pick: impl FnOnce(&T) -> &AtomicU64) {
+    count_striped_as(thread_stripe(), stripes, pick);
+}
+
+/// [`count_striped`] for the thread numbered `thread` (the tests call it
+/// with the boundary number `stripes.len() - 1`).
+#[inline]
+fn count_striped_as<T>(
+    thread: usize,
+    stripes: &[CachePadded<T>],
+    pick: impl FnOnce(&T) -> &AtomicU64,
+) {
     let shared = stripes.len() - 1;
-    let thread = thread_stripe();
     if thread < shared {
         let counter = pick(&stripes[thread]);
         counter.store(counter.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
     } else {
         pick(&stripes[shared]).fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    /// Threads numbered at the boundary (`stripes.len() - 1`, the first
+    /// number without a stripe of its own) share the last stripe with every
+    /// later thread, so they must take the read-modify-write path: a load
+    /// and a store there lose increments as soon as two such threads
+    /// overlap. Four threads all counting as the boundary number make the
+    /// overlap certain.
+    #[test]
+    fn the_boundary_thread_counts_with_a_read_modify_write() {
+        const THREADS: u64 = 4;
+        const EACH: u64 = 200_000;
+        let stripes: Vec<CachePadded<AtomicU64>> = (0..4)
+            .map(|_| CachePadded::new(AtomicU64::new(0)))
+            .collect();
+        let boundary = stripes.len() - 1;
+        let start = std::sync::Barrier::new(THREADS as usize);
+        std::thread::scope(|scope| {
+            for _ in 0..THREADS {
+                scope.spawn(|| {
+                    start.wait();
+                    for _ in 0..EACH {
+                        count_striped_as(boundary, &stripes, |stripe| stripe);
+                    }
+                });
+            }
+        });
+        let counts: Vec<u64> = stripes
+            .iter()
+            .map(|stripe| stripe.load(Ordering::Relaxed))
+            .collect();
+        assert_eq!(
+            counts,
+            [0, 0, 0, THREADS * EACH],
+            "increments lost or misplaced at the stripe boundary"
+        );
+    }
+
+    /// A thread below the boundary owns its stripe; one past it shares the
+    /// last one.
+    #[test]
+    fn numbers_pick_their_stripe() {
+        let stripes: Vec<CachePadded<AtomicU64>> = (0..3)
+            .map(|_| CachePadded::new(AtomicU64::new(0)))
+            .collect();
+        for thread in [0, 1, 2, 3, usize::MAX] {
+            count_striped_as(thread, &stripes, |stripe| stripe);
+        }
+        let counts: Vec<u64> = stripes
+            .iter()
+            .map(|stripe| stripe.load(Ordering::Relaxed))
+            .collect();
+        assert_eq!(counts, [1, 1, 3]);
     }
 }

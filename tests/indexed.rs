@@ -3,6 +3,9 @@
 //! with panicking index functions, hashes and drops, and a time-bounded
 //! stress test with more threads than cores.
 
+#[path = "common/watchdog.rs"]
+mod watchdog;
+
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::hash::{Hash, Hasher};
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -479,6 +482,7 @@ struct Item {
 
 #[test]
 fn stress_many_threads_keep_indexes_exact() {
+    let _watchdog = watchdog::arm(watchdog::STRESS_LIMIT);
     let store: Arc<IndexedStore<(usize, u32), Item>> = Arc::new(
         IndexedStore::builder()
             .index("owner", |i: &Item| [i.owner.to_string()])

@@ -2,6 +2,9 @@
 //! model, hit ratio against an exact global LRU on Zipf traces, panic safety,
 //! and a stress test with more threads than cores.
 
+#[path = "common/watchdog.rs"]
+mod watchdog;
+
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::hash::{Hash, Hasher};
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -458,6 +461,7 @@ fn reentrant_load_of_the_same_key_panics_instead_of_hanging() {
 
 #[test]
 fn a_load_error_is_shared_by_waiters_and_not_cached() {
+    let _watchdog = watchdog::arm(watchdog::STRESS_LIMIT);
     let cache = LruCache::<u32, u32>::new(4);
     let started = Barrier::new(2);
     let calls = AtomicUsize::new(0);
@@ -652,6 +656,7 @@ fn stress_counts_are_exact_and_the_bound_holds_under_clock() {
 }
 
 fn stress_counts_under(policy: LruPolicy) {
+    let _watchdog = watchdog::arm(watchdog::STRESS_LIMIT);
     const THREADS: usize = 8;
     const OPS: u64 = 20_000;
     let cache = LruCache::<u64, u64>::builder(256)
@@ -731,6 +736,7 @@ fn stress_racing_loads_run_each_loader_once() {
 }
 
 fn stress_racing_loads_under(policy: LruPolicy) {
+    let _watchdog = watchdog::arm(watchdog::STRESS_LIMIT);
     const THREADS: usize = 8;
     const KEYS: u64 = 64;
     // Room for every key in whichever shard it lands: nothing is evicted.

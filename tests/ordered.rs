@@ -1,5 +1,8 @@
 //! Public-API tests of `OrderedIndex` and `OrderedSnapshot`.
 
+#[path = "common/watchdog.rs"]
+mod watchdog;
+
 use larder::{OrderedIndex, OrderedIndexBuilder, OrderedLock, OrderedSnapshot};
 use proptest::prelude::*;
 use std::cmp::Ordering as CmpOrdering;
@@ -261,6 +264,7 @@ fn stress_every_key_is_consumed_exactly_once() {
 }
 
 fn consume_exactly_once(index: OrderedIndex<u64, u64>) {
+    let _watchdog = watchdog::arm(watchdog::STRESS_LIMIT);
     const PRODUCERS: u64 = 4;
     const PER_PRODUCER: u64 = 3_000;
     let produced = AtomicU64::new(0);
@@ -400,6 +404,7 @@ fn stress_every_operation_at_once_keeps_the_index_whole() {
 }
 
 fn every_operation_at_once(index: &OrderedIndex<u32, u32>) {
+    let _watchdog = watchdog::arm(watchdog::STRESS_LIMIT);
     thread::scope(|s| {
         for t in 0..8_u64 {
             s.spawn(move || {
@@ -452,6 +457,7 @@ fn every_operation_at_once(index: &OrderedIndex<u32, u32>) {
 }
 
 fn cuts_are_contiguous(index: OrderedIndex<u64, ()>) {
+    let _watchdog = watchdog::arm(watchdog::STRESS_LIMIT);
     const KEYS: u64 = 20_000;
     let done = AtomicBool::new(false);
     thread::scope(|s| {
@@ -758,6 +764,7 @@ impl Drop for Reentrant {
 
 #[test]
 fn removed_values_are_dropped_outside_the_lock() {
+    let _watchdog = watchdog::arm(watchdog::STRESS_LIMIT);
     let (tx, rx) = mpsc::channel();
     thread::spawn(move || {
         let index = REENTRANT.get_or_init(OrderedIndex::new);

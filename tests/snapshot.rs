@@ -1,5 +1,8 @@
 //! Public-API tests of `Snapshot`.
 
+#[path = "common/watchdog.rs"]
+mod watchdog;
+
 use larder::{CachedReader, CompareAndSwapError, Guard, Snapshot, Versioned};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -45,6 +48,7 @@ fn compare_and_swap_by_identity_not_equality() {
 /// check that versions never go backwards and always match the value.
 #[test]
 fn stress_update_is_exact_and_versions_are_monotonic() {
+    let _watchdog = watchdog::arm(watchdog::STRESS_LIMIT);
     const WRITERS: u64 = 6;
     const PER_WRITER: u64 = 2_000;
     let snap = Snapshot::new(0_u64);

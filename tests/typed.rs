@@ -2,6 +2,9 @@
 //! std reference models, expiry on a manual clock, panic safety, and
 //! exactly-once init under contention with more threads than cores.
 
+#[path = "common/watchdog.rs"]
+mod watchdog;
+
 use std::collections::HashMap;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -452,6 +455,7 @@ fn removed_values_are_dropped_with_no_lock_held() {
 
 #[test]
 fn exactly_one_init_per_key_every_round() {
+    let _watchdog = watchdog::arm(watchdog::STRESS_LIMIT);
     const THREADS: usize = 8;
     const KEYS: u32 = 64;
     const ROUNDS: u32 = 40;
@@ -509,6 +513,7 @@ fn exactly_one_init_per_key_every_round() {
 
 #[test]
 fn mixed_writers_and_inits_keep_invariants() {
+    let _watchdog = watchdog::arm(watchdog::STRESS_LIMIT);
     const THREADS: usize = 8;
     let cache = TypedCache::<u32, u32>::builder()
         .max_entries(20)
@@ -537,6 +542,7 @@ fn mixed_writers_and_inits_keep_invariants() {
 
 #[test]
 fn failing_init_shared_error_one_call_per_burst() {
+    let _watchdog = watchdog::arm(watchdog::STRESS_LIMIT);
     const THREADS: usize = 8;
     let cache: TypedCache<u32, u32> = TypedCache::new();
     let calls = AtomicUsize::new(0);
@@ -597,6 +603,7 @@ fn any_cache_types_under_one_key_never_collide() {
 
 #[test]
 fn any_cache_exactly_one_init_per_key_and_type() {
+    let _watchdog = watchdog::arm(watchdog::STRESS_LIMIT);
     const THREADS: usize = 8;
     let cache: AnyCache<u32> = AnyCache::new();
     let inits = AtomicUsize::new(0);
@@ -627,6 +634,7 @@ fn any_cache_exactly_one_init_per_key_and_type() {
 
 #[test]
 fn stats_are_exact_with_more_threads_than_owned_stripes() {
+    let _watchdog = watchdog::arm(watchdog::STRESS_LIMIT);
     // 40 live threads: more than the 32 that own a counter stripe, so some
     // share the atomic fallback stripe; no count may be lost either way.
     const THREADS: usize = 40;

@@ -105,6 +105,9 @@ pub enum FlightFault {
     LeakOnCancel,
     /// A finished flight wakes only the first async waiter registered.
     WakeOneAsync,
+    /// A finishing leader wakes one blocked waiter (`notify_one`) instead
+    /// of all: a second waiter sleeps forever.
+    NotifyOne,
 }
 
 type Bucket<K, V> = Vec<(u64, K, Arc<Flight<V>>)>;

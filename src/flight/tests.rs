@@ -5,6 +5,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 #[test]
 fn concurrent_misses_load_once_and_share() {
+    let _watchdog = crate::watchdog::arm(crate::watchdog::STRESS_LIMIT);
     let group = FlightGroup::<u32, u32>::new();
     let cache = Mutex::new(None::<Arc<u32>>);
     let loads = AtomicUsize::new(0);
@@ -97,6 +98,7 @@ fn reentrant_load_panics_instead_of_hanging() {
 
 #[test]
 fn different_keys_do_not_wait_for_each_other() {
+    let _watchdog = crate::watchdog::arm(crate::watchdog::STRESS_LIMIT);
     let group = FlightGroup::<u32, u32>::new();
     let (started_tx, started_rx) = std::sync::mpsc::channel();
     let (release_tx, release_rx) = std::sync::mpsc::channel::<()>();
@@ -118,6 +120,7 @@ fn different_keys_do_not_wait_for_each_other() {
                 .unwrap();
         });
         started_rx.recv().unwrap();
+        assert_eq!(group.in_flight(), 1);
         // Key 1 is loading and blocked; key 2 (same shard: hash 17 % 16 == 1)
         // must still load at once.
         let (v, _) = group
@@ -195,5 +198,44 @@ fn cancelled_async_leader_hands_over_to_its_waiter() {
         std::task::Poll::Ready(Ok((v, source))) => assert_eq!((*v, source), (2, Source::Loaded)),
         _ => panic!("the waiter did not take over"),
     }
+    assert_eq!(group.in_flight(), 0);
+}
+
+/// Two keys with the same hash are two flights: the second key's load
+/// neither joins the first's nor gets its value. (If it joined, it would
+/// wait for the first load, released after 200 ms, and get 1.)
+#[test]
+fn equal_hashes_of_different_keys_do_not_share_a_load() {
+    let _watchdog = crate::watchdog::arm(crate::watchdog::STRESS_LIMIT);
+    let group = FlightGroup::<u32, u32>::new();
+    let (started_tx, started_rx) = std::sync::mpsc::channel();
+    let (release_tx, release_rx) = std::sync::mpsc::channel::<()>();
+    let group = &group;
+    std::thread::scope(|s| {
+        s.spawn(move || {
+            group
+                .load::<(), _, _, _>(
+                    5,
+                    &1,
+                    || None,
+                    || {
+                        started_tx.send(()).unwrap();
+                        release_rx.recv().unwrap();
+                        Ok(1)
+                    },
+                    |_| {},
+                )
+                .unwrap();
+        });
+        started_rx.recv().unwrap();
+        s.spawn(move || {
+            std::thread::sleep(std::time::Duration::from_millis(200));
+            release_tx.send(()).unwrap();
+        });
+        let (v, source) = group
+            .load::<(), _, _, _>(5, &2, || None, || Ok(2), |_| {})
+            .unwrap();
+        assert_eq!((*v, source), (2, Source::Loaded));
+    });
     assert_eq!(group.in_flight(), 0);
 }

@@ -81,7 +81,13 @@ impl<V> Flight<V> {
             inner.state = outcome;
             std::mem::take(&mut inner.wakers)
         };
-        self.done.notify_all();
+        if self.fault == FlightFault::NotifyOne {
+            // BROKEN on purpose (loom negative control): one blocked waiter
+            // woken; the others sleep forever.
+            self.done.notify_one();
+        } else {
+            self.done.notify_all();
+        }
         if self.fault == FlightFault::WakeOneAsync {
             // BROKEN on purpose (loom negative control): `notify_one` for
             // the async waiters; the others are never woken.

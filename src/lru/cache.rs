@@ -228,6 +228,9 @@ impl<K: Hash + Eq, V> LruCache<K, V> {
         if fault == super::Fault::SkipFlight {
             cache.flights = FlightGroup::with_fault(crate::flight::FlightFault::SkipFlight);
         }
+        if fault == super::Fault::NotifyOne {
+            cache.flights = FlightGroup::with_fault(crate::flight::FlightFault::NotifyOne);
+        }
         cache
     }
 }
@@ -779,6 +782,9 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
         super::builder::validate(capacity, shards)?;
         let _serial = self.resize_lock.lock();
         let growing = capacity >= self.capacity();
+        #[cfg(loom)]
+        // BROKEN on purpose (loom negative control): store first, always.
+        let growing = growing || self.fault == super::Fault::CapacityBeforeShrink;
         if growing {
             // Relaxed: see `capacity()`; stored before any shard grows.
             self.capacity.store(capacity, Ordering::Relaxed);

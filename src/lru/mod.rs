@@ -58,6 +58,12 @@ pub enum Fault {
     /// its reference bit under a second one: the hand can evict the entry
     /// in between, after the hit was reported.
     LateReferenceBit,
+    /// `resize` stores a smaller capacity before the shards shrink: until
+    /// they have, `stats()` reports more entries than capacity.
+    CapacityBeforeShrink,
+    /// The single-flight group wakes one waiter instead of all when a load
+    /// ends (`FlightFault::NotifyOne`).
+    NotifyOne,
 }
 
 #[cfg(all(test, not(loom)))]

@@ -155,6 +155,9 @@ impl<K, V, S> OrderedIndexBuilder<K, V, S> {
         if let (super::Fault::LeafByLeaf, Engine::Partitioned(parts)) = (fault, &mut index.engine) {
             parts.leaf_by_leaf = true;
         }
+        if let (super::Fault::LateSlots, Engine::Partitioned(parts)) = (fault, &mut index.engine) {
+            parts.late_slots = true;
+        }
         index
     }
 

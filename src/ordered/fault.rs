@@ -22,10 +22,16 @@ pub enum Fault {
     /// `range`, `iter` and `snapshot` read one entry per read lock (a torn
     /// cut).
     TornCut,
-    /// With [`OrderedLock::Partitioned`](super::OrderedLock::Partitioned): ranges and snapshots lock one leaf
-    /// at a time, releasing each before taking the next (hand-over-hand
-    /// instead of two-phase locking: a torn cut across leaves).
+    /// With [`OrderedLock::Partitioned`](super::OrderedLock::Partitioned):
+    /// ranges, snapshots and `drain_to` lock one leaf at a time, releasing
+    /// each before taking the next (hand-over-hand instead of two-phase
+    /// locking: a torn cut across leaves).
     LeafByLeaf,
+    /// With [`OrderedLock::Partitioned`](super::OrderedLock::Partitioned)
+    /// and point lookups: `drain_to` removes the point-lookup slots after
+    /// releasing the leaf locks (a point read finds an entry a range no
+    /// longer shows).
+    LateSlots,
 }
 
 impl<K: Ord + Clone, V, S> OrderedIndex<K, V, S> {

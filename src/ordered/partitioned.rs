@@ -76,6 +76,9 @@ use super::points::{Points, Slot};
 use super::sequential::{Entry, Map};
 use crate::sync::{Arc, CachePadded, RwLock, ShardedLock};
 
+#[cfg(loom)]
+mod leaf_by_leaf;
+
 /// The leaf capacity when none is chosen.
 pub(crate) const DEFAULT_LEAF_CAPACITY: usize = 128;
 
@@ -363,6 +366,9 @@ pub(crate) struct Partitioned<K, V> {
     /// release each leaf before locking the next.
     #[cfg(loom)]
     pub(crate) leaf_by_leaf: bool,
+    /// The loom negative control `Fault::LateSlots`.
+    #[cfg(loom)]
+    pub(crate) late_slots: bool,
 }
 
 /// A reshaping a write asks for once its locks are released: the leaf's
@@ -378,6 +384,8 @@ impl<K, V> Partitioned<K, V> {
             leaf_capacity: clamp_capacity(leaf_capacity),
             #[cfg(loom)]
             leaf_by_leaf: false,
+            #[cfg(loom)]
+            late_slots: false,
         }
     }
 
@@ -404,6 +412,8 @@ impl<K, V> Partitioned<K, V> {
             leaf_capacity,
             #[cfg(loom)]
             leaf_by_leaf: false,
+            #[cfg(loom)]
+            late_slots: false,
         }
     }
 
@@ -669,6 +679,10 @@ impl<K, V> Partitioned<K, V> {
         K: Borrow<Q> + Clone,
         Q: Ord + ?Sized,
     {
+        #[cfg(loom)]
+        if self.leaf_by_leaf || self.late_slots {
+            return self.drain_leaf_by_leaf(end, hash);
+        }
         let mut garbage = Garbage::default();
         let (out, emptied) = {
             let router = self.router.read();

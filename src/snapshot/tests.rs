@@ -78,6 +78,7 @@ fn guard_into_arc_outlives_later_writes() {
 
 #[test]
 fn concurrent_updates_and_readers() {
+    let _watchdog = crate::watchdog::arm(crate::watchdog::STRESS_LIMIT);
     let snap = Snapshot::new(0_u64);
     std::thread::scope(|s| {
         for _ in 0..4 {

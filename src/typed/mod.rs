@@ -68,6 +68,16 @@ pub enum Fault {
     /// An init publishes its value even if an insert or invalidation landed
     /// while it ran (a stale value outlives the invalidation).
     InitIgnoresWrites,
+    /// `insert` does not bump its shard's write generation: an init that
+    /// raced it overwrites the inserted value.
+    InsertKeepsGeneration,
+    /// `invalidate_all` does not bump the write generations: an init that
+    /// raced it publishes a value read before the invalidation.
+    InvalidateAllKeepsGeneration,
+    /// An insert decides whether eviction is needed from the total it read
+    /// before taking its shard lock (check-then-act): two inserts into
+    /// different shards can both decide "no room needed".
+    EvictionCheckedBeforeLock,
 }
 
 /// A concurrent map from keys to lazily initialized, shared values: each

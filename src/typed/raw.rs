@@ -425,6 +425,16 @@ where
         let now = self.now();
         let mut garbage = Vec::new();
         let unused;
+        #[cfg(loom)]
+        // BROKEN on purpose (loom negative control): check-then-act on the
+        // total, read before the shard lock.
+        let skip_eviction = self.fault == super::Fault::EvictionCheckedBeforeLock
+            && self
+                .policy
+                .max_entries
+                .is_some_and(|max| self.len.load(Ordering::SeqCst) < max);
+        #[cfg(not(loom))]
+        let skip_eviction = false;
         let replaced = {
             let mut core = self.shards[shard].write();
             let raced = expect_generation.is_some_and(|seen| seen != core.generation());
@@ -439,6 +449,9 @@ where
                 drop((key, value));
                 return None;
             }
+            #[cfg(loom)]
+            // BROKEN on purpose (loom negative control): see the fault.
+            let user_write = user_write && self.fault != super::Fault::InsertKeepsGeneration;
             let before = core.len();
             let displaced = core.insert(hash, key, value, now, user_write);
             unused = displaced.unused_key;
@@ -446,7 +459,9 @@ where
                 core.purge_front(&self.policy, now, PURGE_BUDGET, &mut garbage);
             }
             self.account(before, core.len());
-            self.evict_locked(&mut core, 1, now, &mut garbage);
+            if !skip_eviction {
+                self.evict_locked(&mut core, 1, now, &mut garbage);
+            }
             match displaced.old {
                 Some(old) if !self.policy.is_expired(&old, now) => Some(old.value),
                 old => {
@@ -456,7 +471,9 @@ where
                 }
             }
         };
-        self.evict_elsewhere(shard, now, &mut garbage);
+        if !skip_eviction {
+            self.evict_elsewhere(shard, now, &mut garbage);
+        }
         drop(unused);
         drop(garbage);
         replaced
@@ -534,6 +551,11 @@ where
         let old: Vec<_> = (0..SHARDS)
             .map(|shard| {
                 self.write(shard, |core| {
+                    #[cfg(loom)]
+                    // BROKEN on purpose (loom negative control): no bump.
+                    if self.fault == super::Fault::InvalidateAllKeepsGeneration {
+                        return core.take_all();
+                    }
                     core.bump_generation();
                     core.take_all()
                 })

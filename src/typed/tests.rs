@@ -96,6 +96,7 @@ fn idle_time_is_recorded_only_when_it_moved_a_step() {
 /// init is paused inside its closure, then lets it finish; returns what the
 /// initializing caller got.
 fn with_init_paused(cache: &TypedCache<u32, u32>, during: impl FnOnce()) -> u32 {
+    let _watchdog = crate::watchdog::arm(crate::watchdog::STRESS_LIMIT);
     let (started_tx, started_rx) = mpsc::channel();
     let (release_tx, release_rx) = mpsc::channel::<()>();
     thread::scope(|s| {
@@ -138,6 +139,7 @@ fn insert_during_init_wins() {
 
 #[test]
 fn error_is_shared_with_joined_waiters_and_not_cached() {
+    let _watchdog = crate::watchdog::arm(crate::watchdog::STRESS_LIMIT);
     let cache: TypedCache<u32, u32> = TypedCache::new();
     let calls = AtomicUsize::new(0);
     let (started_tx, started_rx) = mpsc::channel();
@@ -188,6 +190,7 @@ fn error_is_shared_with_joined_waiters_and_not_cached() {
 
 #[test]
 fn panicking_init_hands_over_to_a_waiter() {
+    let _watchdog = crate::watchdog::arm(crate::watchdog::STRESS_LIMIT);
     let cache: TypedCache<u32, u32> = TypedCache::new();
     let barrier = Barrier::new(2);
     let (started_tx, started_rx) = mpsc::channel();

@@ -1,0 +1,132 @@
+//! loom models of `TypedCache`'s user writes against concurrent inits and
+//! its global `max_entries` bound across shards: the real cache code over
+//! loom's locks and atomics. Each model has a negative control that runs a
+//! deliberately broken protocol (`TypedFault`) and must fail.
+#![cfg(loom)]
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use larder::{TypedCache, TypedFault};
+use loom::thread;
+
+/// The user write that races the init in [`write_wins_over_init`].
+#[derive(Clone, Copy)]
+enum Write {
+    Insert,
+    InvalidateAll,
+}
+
+/// An init reads the backend while another thread changes the backend and
+/// then writes the key (`insert` of the new value, or `invalidate_all`):
+/// whatever the interleaving, the cache never keeps the value the init read
+/// before the change (the write wins).
+fn write_wins_over_init(write: Write, fault: TypedFault) {
+    loom::model(move || {
+        let cache = Arc::new(TypedCache::<u32, u32>::with_typed_fault(fault));
+        // A loom atomic standing for the backend, so that its reads and
+        // writes are scheduling points too.
+        let backend = Arc::new(loom::sync::atomic::AtomicU32::new(0));
+        let init = {
+            let cache = Arc::clone(&cache);
+            let backend = Arc::clone(&backend);
+            thread::spawn(move || *cache.get_or_init(1, || backend.load(Ordering::SeqCst)))
+        };
+        backend.store(1, Ordering::SeqCst);
+        match write {
+            Write::Insert => {
+                cache.insert(1, 1);
+            }
+            Write::InvalidateAll => cache.invalidate_all(),
+        }
+        let got = init.join().unwrap();
+        assert!(got <= 1);
+        let kept = cache.get(&1).map(|value| *value);
+        assert_ne!(kept, Some(0), "a stale init outlived a user write");
+        if let Write::Insert = write {
+            assert_eq!(kept, Some(1), "the inserted value was lost");
+        }
+        cache.check_invariants();
+    });
+}
+
+#[test]
+fn typed_insert_wins_over_init() {
+    write_wins_over_init(Write::Insert, TypedFault::None);
+}
+
+#[test]
+#[should_panic(expected = "a stale init outlived a user write")]
+fn typed_insert_negative_control_keeps_generation() {
+    write_wins_over_init(Write::Insert, TypedFault::InsertKeepsGeneration);
+}
+
+#[test]
+fn typed_invalidate_all_wins_over_init() {
+    write_wins_over_init(Write::InvalidateAll, TypedFault::None);
+}
+
+#[test]
+#[should_panic(expected = "a stale init outlived a user write")]
+fn typed_invalidate_all_negative_control_keeps_generation() {
+    write_wins_over_init(
+        Write::InvalidateAll,
+        TypedFault::InvalidateAllKeepsGeneration,
+    );
+}
+
+/// The shard of `key` in a `TypedCache` (16 shards picked by hash bits
+/// 40..44; the loom build's hasher has a fixed seed).
+fn shard_of(cache: &TypedCache<u32, u32>, key: u32) -> u64 {
+    (cache.hasher().hash_one(key) >> 40) & 15
+}
+
+/// A cache of `max_entries(1)`; two threads insert keys that live in
+/// different shards, so neither insert finds the other's entry in its own
+/// shard: once both are done the cache holds at most one entry and `len()`
+/// agrees with the entries `get` finds. (Both may be gone: two inserts that
+/// each evict from the other's shard at once can both see the total at 2.
+/// The bound promises at most `max_entries`, not that the last insert
+/// stays.)
+fn bound_holds_across_shards(fault: TypedFault) {
+    loom::model(move || {
+        let cache = Arc::new(
+            TypedCache::<u32, u32>::builder()
+                .max_entries(1)
+                .typed_fault(fault)
+                .build()
+                .unwrap(),
+        );
+        let first = 1;
+        let second = (2..)
+            .find(|&key| shard_of(&cache, key) != shard_of(&cache, first))
+            .unwrap();
+        let other = {
+            let cache = Arc::clone(&cache);
+            thread::spawn(move || {
+                cache.insert(second, second);
+            })
+        };
+        cache.insert(first, first);
+        other.join().unwrap();
+        let len = cache.len();
+        assert!(len <= 1, "bound exceeded: len {len} over max_entries 1");
+        let present = [first, second]
+            .iter()
+            .filter(|&&key| cache.get(&key).is_some())
+            .count();
+        assert_eq!(present, len, "len disagrees with the entries");
+        cache.check_invariants();
+    });
+}
+
+#[test]
+fn typed_bound_holds_across_shards() {
+    bound_holds_across_shards(TypedFault::None);
+}
+
+#[test]
+#[should_panic(expected = "bound exceeded")]
+fn typed_bound_negative_control_check_before_lock() {
+    bound_holds_across_shards(TypedFault::EvictionCheckedBeforeLock);
+}
