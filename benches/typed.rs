@@ -5,7 +5,7 @@
 //! After each workload it prints every contender's inits per key (must be
 //! exactly 1 for larder), for the cold key sets the wall time of whole
 //! sets against the ideal keys / threads x 1 ms, and for the async cold key
-//! sets the wall time of whole sets against the floor row (see
+//! sets the wall time of whole sets against the ideal row (see
 //! `common/typed_async.rs`).
 
 mod common;
@@ -68,7 +68,7 @@ fn typed(c: &mut criterion::Criterion) {
             // machine the minimum is the estimate least disturbed by other
             // load, and interleaving gives every contender the same chances.
             // Warm hits: ns per hit against larder's async form (the first
-            // row). Cold sets: ms per set against the floor (the first row).
+            // row). Cold sets: ms per set against the ideal (the first row).
             let cold = workload.name.starts_with("async_cold_keys");
             for &threads in &workload.threads {
                 let ops: u64 = if cold { 4 } else { 400_000 };

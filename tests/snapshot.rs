@@ -141,7 +141,7 @@ fn a_panicking_drop_finds_every_write_published() {
                 t,
                 100,
                 || Snapshot::new(Value::new(1)),
-                |s| write(s),
+                &write,
                 |s, _| {
                     // The write happens before anything is dropped.
                     let now = s.load_full();

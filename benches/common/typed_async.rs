@@ -11,10 +11,13 @@
 //! 2. `async_cold_keys_N_x8_1ms`: one op = a fresh set of N cold keys
 //!    (1000; Quick 100), each requested by 8 tasks (8N tasks spawned at once,
 //!    in 8 rounds over the keys) on a 2-worker runtime; an init is a 1 ms
-//!    `tokio::time::sleep`. The `floor` row is the ideal: the same runtime
-//!    spawning the same 8N tasks with no cache, one task per key sleeping
-//!    1 ms and the other seven doing nothing: the sleep and the
-//!    spawn-and-join cost every contender pays, and nothing else.
+//!    `tokio::time::sleep`. Two reference rows: `ideal` (the first row, what
+//!    ratios are taken against) is the same runtime running the same 8N
+//!    tasks with no cache and no lookup, one task per key sleeping 1 ms and
+//!    sending on a `watch` channel made up front, the other seven awaiting
+//!    it: the sleep, the spawn-and-join and the wake-up every single-flight
+//!    pays, and nothing else; `floor` has the seven return at once, without
+//!    waiting (below any single-flight: a waiter must be woken).
 //!
 //! Each contender counts its inits; `extra()` reports inits per key
 //! requested (exactly 1 for larder).
@@ -174,10 +177,24 @@ impl<C: AsyncInitCache> Contender for AsyncWarmHits<C> {
 /// Requests per key in workload 2.
 pub const TASKS_PER_KEY: u64 = 8;
 
-/// Workload 2's contender: a cache (or none: the floor) on its own 2-worker
-/// runtime.
+/// What a workload 2 contender runs its requests through.
+enum Coordination<C> {
+    /// No cache and no waiting: one task per key sleeps, the rest return at
+    /// once (the spawn-and-join cost every contender pays).
+    Floor,
+    /// The ideal single-flight: no lookup, no cache, per key a `watch`
+    /// channel made up front; one task per key sleeps and sends, the other
+    /// seven await it (the floor plus the unavoidable wake-up of each
+    /// waiter).
+    Ideal,
+    /// A cache's get-or-init.
+    Cache(Arc<C>),
+}
+
+/// Workload 2's contender: a cache (or the floor, or the ideal) on its own
+/// 2-worker runtime.
 pub struct AsyncColdKeys<C> {
-    cache: Option<Arc<C>>,
+    cache: Coordination<C>,
     runtime: tokio::runtime::Runtime,
     keys: u64,
     next_set: AtomicU64,
@@ -186,10 +203,24 @@ pub struct AsyncColdKeys<C> {
 }
 
 impl<C: AsyncInitCache> AsyncColdKeys<C> {
-    /// `cache` (`None`: the floor) under sets of `keys` cold keys.
-    pub fn new(cache: Option<C>, keys: u64) -> Self {
+    /// `cache` under sets of `keys` cold keys.
+    pub fn new(cache: C, keys: u64) -> Self {
+        Self::with(Coordination::Cache(Arc::new(cache)), keys)
+    }
+
+    /// The floor row (see [`Coordination::Floor`]).
+    pub fn floor(keys: u64) -> Self {
+        Self::with(Coordination::Floor, keys)
+    }
+
+    /// The ideal row (see [`Coordination::Ideal`]).
+    pub fn ideal(keys: u64) -> Self {
+        Self::with(Coordination::Ideal, keys)
+    }
+
+    fn with(cache: Coordination<C>, keys: u64) -> Self {
         Self {
-            cache: cache.map(Arc::new),
+            cache,
             runtime: tokio::runtime::Builder::new_multi_thread()
                 .worker_threads(2)
                 .enable_all()
@@ -210,6 +241,15 @@ impl<C: AsyncInitCache> AsyncColdKeys<C> {
         self.requested.fetch_add(self.keys, Ordering::Relaxed);
         self.runtime.block_on(async {
             let mut tasks = Vec::with_capacity((self.keys * TASKS_PER_KEY) as usize);
+            let mut channels: Vec<_> = match self.cache {
+                Coordination::Ideal => (0..self.keys)
+                    .map(|_| {
+                        let (tx, rx) = tokio::sync::watch::channel(None::<u64>);
+                        (Some(tx), rx)
+                    })
+                    .collect(),
+                _ => Vec::new(),
+            };
             for round in 0..TASKS_PER_KEY {
                 for i in 0..self.keys {
                     let key = base + i;
@@ -220,14 +260,33 @@ impl<C: AsyncInitCache> AsyncColdKeys<C> {
                         Resource::new(key)
                     };
                     tasks.push(match &self.cache {
-                        Some(cache) => {
+                        Coordination::Cache(cache) => {
                             let cache = Arc::clone(cache);
                             tokio::spawn(async move { cache.get_or_init(key, init).await })
                         }
                         // The floor: the first round sleeps, the rest do
                         // nothing.
-                        None if round == 0 => tokio::spawn(async move { init.await.id }),
-                        None => tokio::spawn(async move { key }),
+                        Coordination::Floor if round == 0 => {
+                            tokio::spawn(async move { init.await.id })
+                        }
+                        Coordination::Floor => tokio::spawn(async move { key }),
+                        // The ideal: the first round sleeps and sends, the
+                        // rest wait for it.
+                        Coordination::Ideal if round == 0 => {
+                            let tx = channels[i as usize].0.take().expect("one sender per key");
+                            tokio::spawn(async move {
+                                let id = init.await.id;
+                                tx.send_replace(Some(id));
+                                id
+                            })
+                        }
+                        Coordination::Ideal => {
+                            let mut rx = channels[i as usize].1.clone();
+                            tokio::spawn(async move {
+                                let id = rx.wait_for(Option::is_some).await.expect("sender");
+                                id.expect("sent")
+                            })
+                        }
                     });
                 }
             }
@@ -243,9 +302,14 @@ impl<C: AsyncInitCache> AsyncColdKeys<C> {
 impl<C: AsyncInitCache> Contender for AsyncColdKeys<C> {
     fn name(&self) -> String {
         match &self.cache {
-            Some(cache) => cache.name(),
-            None => format!(
+            Coordination::Cache(cache) => cache.name(),
+            Coordination::Floor => format!(
                 "floor (no cache: {} sleeps, {} no-op tasks)",
+                self.keys,
+                self.keys * (TASKS_PER_KEY - 1)
+            ),
+            Coordination::Ideal => format!(
+                "ideal (no cache: {} sleeps, {} tasks awaiting a watch channel each)",
                 self.keys,
                 self.keys * (TASKS_PER_KEY - 1)
             ),
@@ -305,12 +369,15 @@ pub fn workloads(size: Size) -> Vec<Workload> {
             family: "typed",
             name: format!("async_cold_keys_{cold}_x{TASKS_PER_KEY}_1ms"),
             contenders: vec![
-                Box::new(AsyncColdKeys::<larder::TypedCache<u64, Resource>>::new(
-                    None, cold,
+                Box::new(AsyncColdKeys::<larder::TypedCache<u64, Resource>>::ideal(
+                    cold,
                 )),
-                Box::new(AsyncColdKeys::new(Some(larder::TypedCache::new()), cold)),
-                Box::new(AsyncColdKeys::new(Some(moka(1 << 20)), cold)),
-                Box::new(AsyncColdKeys::new(Some(quick(1 << 20)), cold)),
+                Box::new(AsyncColdKeys::<larder::TypedCache<u64, Resource>>::floor(
+                    cold,
+                )),
+                Box::new(AsyncColdKeys::new(larder::TypedCache::new(), cold)),
+                Box::new(AsyncColdKeys::new(moka(1 << 20), cold)),
+                Box::new(AsyncColdKeys::new(quick(1 << 20), cold)),
             ],
             threads: vec![1],
         },

@@ -65,8 +65,13 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
         K: Borrow<Q>,
         Q: ?Sized + Hash + Eq + ToOwned<Owned = K>,
     {
+        // One future level, the lookup first: a hit polls no inner future.
+        let hash = self.hash(key);
+        if let Some(value) = self.lookup(hash, key) {
+            return value;
+        }
         let load = async { Ok::<V, std::convert::Infallible>(load.await) };
-        match self.try_get_or_load_async(key, load).await {
+        match Box::pin(self.load_slow_async(hash, key, load)).await {
             Ok(value) => value,
             Err(never) => match *never {},
         }

@@ -465,7 +465,7 @@ impl<K, V> Partitioned<K, V> {
             // the new bound now, before the first change (user code).
             split_at = match position {
                 Err(j) if leaf.len() >= self.leaf_capacity => {
-                    let mid = (leaf.len() + 1) / 2;
+                    let mid = leaf.len().div_ceil(2);
                     Some(match mid.cmp(&j) {
                         Ordering::Less => (leaf.keys()[mid].clone(), Arc::clone(leaf.value(mid))),
                         Ordering::Equal => (key.clone(), Arc::clone(&value)),

@@ -88,8 +88,18 @@ where
         K: Borrow<Q>,
         Q: ?Sized + Hash + Eq + ToOwned<Owned = K>,
     {
+        // One future level, the lookup first: a hit builds no flight state
+        // and polls no inner future.
+        let hash = self.raw.hash_of(key);
+        if let Some(found) = self.raw.hit(hash, key, Arc::clone) {
+            return found;
+        }
         let init = async { Ok::<V, std::convert::Infallible>(init.await) };
-        match self.get_or_try_init_async(key, init).await {
+        let project = Arc::clone;
+        let miss = self
+            .raw
+            .init_slow_async(hash, key, || key.to_owned(), init, &project);
+        match Box::pin(miss).await {
             Ok(value) => value,
             Err(never) => match *never {},
         }
@@ -147,8 +157,14 @@ where
         Q: ?Sized + Hash + Eq + ToOwned<Owned = K>,
         E: Send + Sync + 'static,
     {
-        self.raw
-            .get_or_try_init_async(key, || key.to_owned(), init, Arc::clone)
-            .await
+        let hash = self.raw.hash_of(key);
+        if let Some(found) = self.raw.hit(hash, key, Arc::clone) {
+            return Ok(found);
+        }
+        let project = Arc::clone;
+        let miss = self
+            .raw
+            .init_slow_async(hash, key, || key.to_owned(), init, &project);
+        Box::pin(miss).await
     }
 }

@@ -298,11 +298,9 @@ where
         P: Fn(&Arc<V>) -> R,
     {
         let hash = self.hasher.hash_one(key);
-        if let Lookup::Live(found) = self.lookup(hash, key, self.now(), true, &project) {
-            self.stats.record(Event::Hit);
+        if let Some(found) = self.hit(hash, key, &project) {
             return Ok(found);
         }
-        self.stats.record(Event::Miss);
         // The miss path's future (the flight protocol's state) is boxed: a
         // miss allocates anyway (the flight, the key), and the future a
         // hit builds and moves stays small (measured: an unboxed one made
@@ -310,8 +308,39 @@ where
         Box::pin(self.init_slow_async(hash, key, make_key, init, &project)).await
     }
 
-    /// The miss path of [`get_or_try_init_async`](Self::get_or_try_init_async).
-    async fn init_slow_async<Q, E, F, R, P>(
+    /// The hit path of the async forms: a live entry's projection (counted
+    /// as a hit), or `None` (counted as a miss). Runs no future machinery,
+    /// so an async caller can look up before it builds any state.
+    #[inline]
+    pub(crate) fn hit<Q, R>(
+        &self,
+        hash: u64,
+        key: &Q,
+        project: impl FnOnce(&Arc<V>) -> R,
+    ) -> Option<R>
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ?Sized,
+    {
+        if let Lookup::Live(found) = self.lookup(hash, key, self.now(), true, project) {
+            self.stats.record(Event::Hit);
+            return Some(found);
+        }
+        self.stats.record(Event::Miss);
+        None
+    }
+
+    /// The hash of `key` under the cache's hasher.
+    #[inline]
+    pub(crate) fn hash_of<Q: Hash + ?Sized>(&self, key: &Q) -> u64 {
+        self.hasher.hash_one(key)
+    }
+
+    /// The miss path of [`get_or_try_init_async`](Self::get_or_try_init_async),
+    /// after [`hit`](Self::hit) missed. Callers box it: a miss allocates
+    /// anyway (the flight, the key), and the future a hit builds and moves
+    /// stays small.
+    pub(crate) async fn init_slow_async<Q, E, F, R, P>(
         &self,
         hash: u64,
         key: &Q,
@@ -357,13 +386,7 @@ where
         let publish = |value: &Arc<V>, generation: u64| {
             // `make_key` (user `ToOwned`) runs here, before `store` takes the
             // shard lock.
-            let stored = self.store(
-                hash,
-                make_key(),
-                Arc::clone(value),
-                Some(generation),
-                false,
-            );
+            let stored = self.store(hash, make_key(), Arc::clone(value), Some(generation), false);
             drop(stored);
         };
         let outcome = self
