@@ -322,6 +322,7 @@ fn main() {
     let report = render_json(&results, &options, idle_ratio, &idle_warning, elapsed);
 
     std::fs::create_dir_all(&options.out).expect("create the output folder");
+    clear_previous_output(&options.out);
     std::fs::write(options.out.join("report.md"), &markdown).expect("write report.md");
     std::fs::write(
         options.out.join("report.json"),
@@ -737,4 +738,22 @@ fn draw_sweep_charts(results: &[Measured], out: &std::path::Path) -> usize {
         ));
     }
     written
+}
+
+/// Removes what an earlier run wrote to `out` (its report and charts), so a
+/// run with `--only` leaves no stale charts beside its report. Only the
+/// showdown's own files go: anything else in the folder is left alone.
+fn clear_previous_output(out: &std::path::Path) {
+    let Ok(entries) = std::fs::read_dir(out) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        let ours = name == "report.md" || name == "report.json" || name.ends_with(".svg");
+        if ours && path.is_file() {
+            std::fs::remove_file(&path).expect("remove the previous run's output");
+        }
+    }
 }

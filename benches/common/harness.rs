@@ -27,7 +27,7 @@ pub trait Contender: Sync {
 /// `Quick` for `showdown --quick` and CI's smoke run (smaller key sets).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Size {
-    /// The sizes the goals are stated at.
+    /// The sizes the project's own targets are stated at.
     Full,
     /// Small sizes: builds in well under a second.
     Quick,

@@ -131,7 +131,7 @@ fn downcast<V: Any + Send + Sync>(erased: &Arc<Erased>) -> Arc<V> {
 /// A heterogeneous single-flight cache: values of any `'static` type under
 /// keys of one type, each `(key, value type)` pair its own entry.
 ///
-/// This is the seed's `GetOrAdd<TValue>(key, factory)` made type-safe:
+/// This is .NET's `GetOrAdd<TValue>(key, factory)` made type-safe:
 /// `get_or_init::<V>(key, f)` is checked by the compiler, a `u32` and a
 /// `String` stored under the same key never collide, and no downcast can
 /// fail (the value type is part of the key). Everything else, from
