@@ -113,7 +113,7 @@ fn fixed_single_init(callers: usize) -> (usize, usize, u64) {
     let values: Vec<Arc<Schema>> = thread::scope(|s| {
         let (cache, inits, leader_in_init) = (&cache, &inits, &leader_in_init);
         let leader = s.spawn(move || {
-            cache.get_or_init("users", || {
+            cache.get_or_init(&"users", || {
                 leader_in_init.wait(); // release the other callers
                 // Give them time to reach get_or_init and block on this init;
                 // whether they wait or arrive after it, each gets its value.
@@ -125,7 +125,7 @@ fn fixed_single_init(callers: usize) -> (usize, usize, u64) {
             .map(|_| {
                 s.spawn(move || {
                     leader_in_init.wait();
-                    cache.get_or_init("users", || parse_schema(inits))
+                    cache.get_or_init(&"users", || parse_schema(inits))
                 })
             })
             .collect();

@@ -114,13 +114,13 @@ fn fixed_typed_panic(later_callers: usize) -> (usize, usize) {
     let calls = AtomicUsize::new(0);
     let schemas: TypedCache<&str, String> = TypedCache::new();
     let first = panic::catch_unwind(AssertUnwindSafe(|| {
-        schemas.get_or_init("users", || load_schema(&calls));
+        schemas.get_or_init(&"users", || load_schema(&calls));
     }));
     assert!(first.is_err(), "the first initialization fails");
     let failed = (0..later_callers)
         .filter(|_| {
             panic::catch_unwind(AssertUnwindSafe(|| {
-                schemas.get_or_init("users", || load_schema(&calls));
+                schemas.get_or_init(&"users", || load_schema(&calls));
             }))
             .is_err()
         })
@@ -141,9 +141,9 @@ fn fixed_typed_error(later_callers: usize) -> usize {
             Ok("schema v1".to_owned())
         }
     };
-    assert!(schemas.get_or_try_init("users", fetch).is_err());
+    assert!(schemas.get_or_try_init(&"users", fetch).is_err());
     (0..later_callers)
-        .filter(|_| schemas.get_or_try_init("users", fetch).is_err())
+        .filter(|_| schemas.get_or_try_init(&"users", fetch).is_err())
         .count()
 }
 
@@ -153,7 +153,7 @@ fn fixed_handover() -> ((bool, bool), (u64, u64)) {
     let leader_in_init = Barrier::new(2);
     let (leader_panicked, waiter_value) = thread::scope(|s| {
         let leader = s.spawn(|| {
-            schemas.get_or_init("users", || {
+            schemas.get_or_init(&"users", || {
                 leader_in_init.wait();
                 // Give the waiter time to block on this init.
                 thread::sleep(Duration::from_millis(20));
@@ -162,7 +162,7 @@ fn fixed_handover() -> ((bool, bool), (u64, u64)) {
         });
         let waiter = s.spawn(|| {
             leader_in_init.wait();
-            schemas.get_or_init("users", || "schema v1".to_owned())
+            schemas.get_or_init(&"users", || "schema v1".to_owned())
         });
         (leader.join().is_err(), waiter.join().ok())
     });

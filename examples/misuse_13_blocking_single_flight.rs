@@ -79,7 +79,7 @@ fn broken_multi_thread() -> bool {
                 .map(|_| {
                     let cache = Arc::clone(&cache);
                     tokio::spawn(async move {
-                        cache.get_or_init("users".to_string(), || {
+                        cache.get_or_init(&"users".to_string(), || {
                             tokio::task::block_in_place(|| {
                                 Handle::current().block_on(fetch_schema())
                             })
@@ -114,7 +114,7 @@ fn broken_current_thread() -> bool {
     let cache: Arc<TypedCache<String, String>> = Arc::new(TypedCache::new());
     runtime.block_on(async {
         let task = tokio::spawn(async move {
-            cache.get_or_init("users".to_string(), || {
+            cache.get_or_init(&"users".to_string(), || {
                 Handle::current().block_on(fetch_schema())
             })
         });

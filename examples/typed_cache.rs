@@ -78,17 +78,17 @@ fn main() {
                 for i in 0..REQUESTS_PER_THREAD {
                     let table = TABLES[(t + i) % TABLES.len()];
                     let schema: Arc<Schema> =
-                        schemas.get_or_init(table.to_string(), || fetch_and_parse(table, parses));
+                        schemas.get_or_init(&table.to_string(), || fetch_and_parse(table, parses));
                     assert_eq!(schema.table, table);
                     assert_eq!(schema.columns.len(), 3);
 
                     let source = PATTERNS[(t * 7 + i) % PATTERNS.len()];
                     let pattern: Arc<Pattern> =
-                        resources.get_or_init(source, || compile(source, compiles));
+                        resources.get_or_init(&source, || compile(source, compiles));
                     assert_eq!(pattern.source, source);
                     // A second type under the same key: no collision.
                     let hits: Arc<AtomicUsize> =
-                        resources.get_or_init(source, || AtomicUsize::new(0));
+                        resources.get_or_init(&source, || AtomicUsize::new(0));
                     if pattern.is_match("/api/v1/users") {
                         hits.fetch_add(1, Ordering::Relaxed);
                     }

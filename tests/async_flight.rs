@@ -313,7 +313,7 @@ fn sync_and_async_callers_share_one_flight() {
         let sync_leader = {
             let (cache, inits) = (Arc::clone(&cache), Arc::clone(&inits));
             std::thread::spawn(move || {
-                cache.get_or_init(1, || {
+                cache.get_or_init(&1, || {
                     inits.fetch_add(1, Ordering::SeqCst);
                     started_tx.send(()).unwrap();
                     release_rx.recv().unwrap();
@@ -365,7 +365,7 @@ fn sync_and_async_callers_share_one_flight() {
         started.notified().await;
         let sync_waiter = {
             let cache = Arc::clone(&cache);
-            std::thread::spawn(move || cache.get_or_init(2, || unreachable!("joined")))
+            std::thread::spawn(move || cache.get_or_init(&2, || unreachable!("joined")))
         };
         tokio::time::sleep(Duration::from_millis(20)).await;
         release.send(()).unwrap();

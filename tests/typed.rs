@@ -167,12 +167,12 @@ fn run_against_model(ops: Vec<Op>, ttl: Option<u64>, tti: Option<u64>) {
                         v
                     }
                 };
-                assert_eq!(*cache.get_or_init(k, || v), expected, "{op:?}");
+                assert_eq!(*cache.get_or_init(&k, || v), expected, "{op:?}");
             }
             Op::GetOrTryInitFails(k) => {
                 let expected = model.get(k).ok_or("refused");
                 let got = cache
-                    .get_or_try_init(k, || Err::<u32, _>("refused"))
+                    .get_or_try_init(&k, || Err::<u32, _>("refused"))
                     .map(|v| *v)
                     .map_err(|e| *e);
                 assert_eq!(got, expected, "{op:?}");
@@ -250,7 +250,7 @@ proptest! {
                     model.remove(&k);
                 }
                 Op::GetOrInit(k, v) => {
-                    let got = *cache.get_or_init(k, || v);
+                    let got = *cache.get_or_init(&k, || v);
                     prop_assert!(got == v || Some(got) == model.get(&k).copied(), "{:?}", op);
                     model.insert(k, got);
                 }
@@ -329,11 +329,11 @@ fn expired_entry_is_initialized_again_once() {
     let (cache, clock) = clocked(TypedCache::builder().time_to_live(5 * S));
     let inits = AtomicUsize::new(0);
     let init = || inits.fetch_add(1, Ordering::SeqCst) as u32;
-    assert_eq!(*cache.get_or_init("k", init), 0);
-    assert_eq!(*cache.get_or_init("k", init), 0);
+    assert_eq!(*cache.get_or_init(&"k", init), 0);
+    assert_eq!(*cache.get_or_init(&"k", init), 0);
     clock.advance(5 * S);
-    assert_eq!(*cache.get_or_init("k", init), 1);
-    assert_eq!(*cache.get_or_init("k", init), 1);
+    assert_eq!(*cache.get_or_init(&"k", init), 1);
+    assert_eq!(*cache.get_or_init(&"k", init), 1);
     assert_eq!(inits.load(Ordering::SeqCst), 2);
     assert_eq!(cache.len(), 1);
     cache.check_invariants();
@@ -382,7 +382,7 @@ fn panicking_init_loses_nothing_else() {
         cache.insert(k, k);
     }
     let outcome = catch_unwind(AssertUnwindSafe(|| {
-        cache.get_or_init(100, || panic!("init failed"));
+        cache.get_or_init(&100, || panic!("init failed"));
     }));
     assert!(outcome.is_err());
     cache.check_invariants();
@@ -390,7 +390,11 @@ fn panicking_init_loses_nothing_else() {
     for k in 0..10 {
         assert_eq!(cache.get(&k).as_deref(), Some(&k));
     }
-    assert_eq!(*cache.get_or_init(100, || 7), 7, "the key was not poisoned");
+    assert_eq!(
+        *cache.get_or_init(&100, || 7),
+        7,
+        "the key was not poisoned"
+    );
     let stats = cache.stats();
     assert_eq!((stats.inits, stats.init_failures), (2, 1));
 }
@@ -409,7 +413,7 @@ fn panicking_hasher_key_leaves_the_cache_usable() {
     cache.insert(Touchy(1), 1);
     for call in 0..3 {
         let outcome = catch_unwind(AssertUnwindSafe(|| match call {
-            0 => drop(cache.get_or_init(Touchy(13), || 13)),
+            0 => drop(cache.get_or_init(&Touchy(13), || 13)),
             1 => drop(cache.insert(Touchy(13), 13)),
             _ => drop(cache.get(&Touchy(13))),
         }));
@@ -477,7 +481,7 @@ fn exactly_one_init_per_key_every_round() {
                         if t % 2 == 1 {
                             k = KEYS - 1 - k;
                         }
-                        let value = cache.get_or_init(k, || {
+                        let value = cache.get_or_init(&k, || {
                             inits.fetch_add(1, Ordering::SeqCst);
                             thread::yield_now(); // widen the race window
                             (round, k)
@@ -530,7 +534,7 @@ fn mixed_writers_and_inits_keep_invariants() {
                     match i % 5 {
                         0 => drop(cache.insert(k, k)),
                         1 => drop(cache.invalidate(&k)),
-                        _ => assert_eq!(*cache.get_or_init(k, || k), k),
+                        _ => assert_eq!(*cache.get_or_init(&k, || k), k),
                     }
                 }
             });
@@ -552,7 +556,7 @@ fn failing_init_shared_error_one_call_per_burst() {
         for _ in 0..THREADS {
             s.spawn(|| {
                 barrier.wait();
-                let outcome = cache.get_or_try_init(1, || {
+                let outcome = cache.get_or_try_init(&1, || {
                     calls.fetch_add(1, Ordering::SeqCst);
                     thread::sleep(Duration::from_millis(50));
                     Err::<u32, _>("down")
@@ -581,9 +585,9 @@ fn failing_init_shared_error_one_call_per_burst() {
 #[test]
 fn any_cache_types_under_one_key_never_collide() {
     let cache: AnyCache<String> = AnyCache::new();
-    let n: Arc<u32> = cache.get_or_init("k".to_string(), || 1);
-    let s: Arc<String> = cache.get_or_init("k".to_string(), || "one".to_string());
-    let v: Arc<Vec<u8>> = cache.get_or_init("k".to_string(), || vec![1]);
+    let n: Arc<u32> = cache.get_or_init(&"k".to_string(), || 1);
+    let s: Arc<String> = cache.get_or_init(&"k".to_string(), || "one".to_string());
+    let v: Arc<Vec<u8>> = cache.get_or_init(&"k".to_string(), || vec![1]);
     assert_eq!((*n, s.as_str(), v.as_slice()), (1, "one", &[1u8][..]));
     assert_eq!(cache.len(), 3);
     assert_eq!(cache.get::<u32, _>("k").as_deref(), Some(&1));
@@ -613,11 +617,11 @@ fn any_cache_exactly_one_init_per_key_and_type() {
             s.spawn(|| {
                 barrier.wait();
                 for k in 0..16u32 {
-                    let a = cache.get_or_init(k, || {
+                    let a = cache.get_or_init(&k, || {
                         inits.fetch_add(1, Ordering::SeqCst);
                         k
                     });
-                    let b = cache.get_or_init(k, || {
+                    let b = cache.get_or_init(&k, || {
                         inits.fetch_add(1, Ordering::SeqCst);
                         u64::from(k) * 2
                     });
@@ -647,7 +651,7 @@ fn stats_are_exact_with_more_threads_than_owned_stripes() {
             s.spawn(move || {
                 barrier.wait(); // all alive at once
                 for i in 0..CALLS {
-                    assert_eq!(*cache.get_or_init(i % 10, || i % 10), i % 10);
+                    assert_eq!(*cache.get_or_init(&(i % 10), || i % 10), i % 10);
                     let _ = cache.get(&(100 + t));
                 }
             });

@@ -51,10 +51,10 @@ impl Api for TypedCache<Key, Value, TestState> {
         self.get(&Key::new(id)).map(|v| v.id)
     }
     fn get_or_init(&self, id: u64) -> u64 {
-        self.get_or_init(Key::new(id), || Value::new(id)).id
+        self.get_or_init(&Key::new(id), || Value::new(id)).id
     }
     fn get_or_fail(&self, id: u64) -> Result<u64, ()> {
-        self.get_or_try_init(Key::new(id), || Err(()))
+        self.get_or_try_init(&Key::new(id), || Err(()))
             .map(|v| v.id)
             .map_err(|_| ())
     }
@@ -89,10 +89,10 @@ impl Api for AnyCache<Key, TestState> {
         self.get::<Value, _>(&Key::new(id)).map(|v| v.id)
     }
     fn get_or_init(&self, id: u64) -> u64 {
-        self.get_or_init(Key::new(id), || Value::new(id)).id
+        self.get_or_init(&Key::new(id), || Value::new(id)).id
     }
     fn get_or_fail(&self, id: u64) -> Result<u64, ()> {
-        self.get_or_try_init::<Value, ()>(Key::new(id), || Err(()))
+        self.get_or_try_init::<Value, (), _>(&Key::new(id), || Err(()))
             .map(|v| v.id)
             .map_err(|_| ())
     }
@@ -509,7 +509,7 @@ fn typed_cache_clones_keys_outside_its_locks() {
         });
         for id in 0..10 {
             cache.insert(Reentrant(id), id);
-            assert_eq!(*cache.get_or_init(Reentrant(100 + id), || id), id);
+            assert_eq!(*cache.get_or_init(&Reentrant(100 + id), || id), id);
         }
         cache.invalidate(&Reentrant(9));
         ON_CLONE.with(|hook| hook.borrow_mut().take());
@@ -541,12 +541,12 @@ fn flight_clones_keys_outside_its_mutex() {
             *hook.borrow_mut() = Some(Box::new(move || {
                 use std::sync::atomic::Ordering::SeqCst;
                 if !inside.swap(true, SeqCst) {
-                    assert_eq!(*probe.get_or_init(Reentrant(other), || 2), 2);
+                    assert_eq!(*probe.get_or_init(&Reentrant(other), || 2), 2);
                     inside.store(false, SeqCst);
                 }
             }));
         });
-        assert_eq!(*cache.get_or_init(Reentrant(1), || 1), 1);
+        assert_eq!(*cache.get_or_init(&Reentrant(1), || 1), 1);
         ON_CLONE.with(|hook| hook.borrow_mut().take());
         assert_eq!(cache.get(&Reentrant(other)).as_deref(), Some(&2));
         cache.check_invariants();
@@ -610,5 +610,5 @@ fn extreme_builder_arguments_are_errors_or_work() {
         .time_to_idle(Duration::MAX)
         .build()
         .unwrap();
-    assert_eq!(*any.get_or_init(1, || 1_u32), 1);
+    assert_eq!(*any.get_or_init(&1, || 1_u32), 1);
 }

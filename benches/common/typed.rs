@@ -74,7 +74,7 @@ impl<S: BuildHasher + Clone + Send + Sync + 'static> InitCache
         "larder TypedCache::get_or_init".into()
     }
     fn get_or_init(&self, key: u64, init: &dyn Fn() -> Resource) -> u64 {
-        larder::TypedCache::get_or_init(self, key, init).id
+        larder::TypedCache::get_or_init(self, &key, init).id
     }
 }
 
@@ -87,7 +87,7 @@ impl InitCache for LarderExpiring {
         format!("larder TypedCache ttl+tti {}", self.1)
     }
     fn get_or_init(&self, key: u64, init: &dyn Fn() -> Resource) -> u64 {
-        self.0.get_or_init(key, init).id
+        self.0.get_or_init(&key, init).id
     }
 }
 
@@ -96,7 +96,7 @@ impl InitCache for larder::AnyCache<u64> {
         "larder AnyCache::get_or_init".into()
     }
     fn get_or_init(&self, key: u64, init: &dyn Fn() -> Resource) -> u64 {
-        larder::AnyCache::get_or_init(self, key, init).id
+        larder::AnyCache::get_or_init(self, &key, init).id
     }
 }
 

@@ -71,7 +71,7 @@ impl AsyncInitCache for LarderSyncInLoop {
         key: u64,
         _init: impl Future<Output = Resource> + Send + 'a,
     ) -> impl Future<Output = u64> + Send + 'a {
-        async move { self.0.get_or_init(key, || Resource::new(key)).id }
+        async move { self.0.get_or_init(&key, || Resource::new(key)).id }
     }
 }
 

@@ -205,7 +205,7 @@ fn sync_and_async_share(fault: FlightFault) {
             let cache = Arc::clone(&cache);
             let inits = Arc::clone(&inits);
             thread::spawn(move || {
-                cache.get_or_init(1, || {
+                cache.get_or_init(&1, || {
                     inits.fetch_add(1, Ordering::SeqCst);
                     7
                 })

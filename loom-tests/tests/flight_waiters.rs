@@ -135,7 +135,7 @@ fn typed_three_callers_all_return_model(fault: FlightFault) {
             let cache = Arc::clone(&cache);
             let inits = Arc::clone(&inits);
             move || {
-                cache.get_or_init(1, || {
+                cache.get_or_init(&1, || {
                     inits.fetch_add(1, Ordering::SeqCst);
                     42
                 })
@@ -173,16 +173,16 @@ fn typed_panic_wakes_both_waiters_model(fault: FlightFault) {
             let cache = Arc::clone(&cache);
             thread::spawn(move || {
                 catch_unwind(AssertUnwindSafe(|| {
-                    *cache.get_or_init(1, || std::panic::panic_any(INIT_PANIC))
+                    *cache.get_or_init(&1, || std::panic::panic_any(INIT_PANIC))
                 }))
                 .ok()
             })
         };
         let waiter = {
             let cache = Arc::clone(&cache);
-            thread::spawn(move || *cache.get_or_init(1, || 5))
+            thread::spawn(move || *cache.get_or_init(&1, || 5))
         };
-        let mine = *cache.get_or_init(1, || 5);
+        let mine = *cache.get_or_init(&1, || 5);
         assert_eq!(mine, 5);
         assert_eq!(waiter.join().unwrap(), 5, "a waiter did not complete");
         let theirs = panicking.join().unwrap();

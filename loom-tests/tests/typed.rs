@@ -44,7 +44,7 @@ fn exactly_one_init(threads: usize, fault: FlightFault) {
             let cache = Arc::clone(&cache);
             let inits = Arc::clone(&inits);
             move || {
-                cache.get_or_init(1, || {
+                cache.get_or_init(&1, || {
                     inits.fetch_add(1, Ordering::SeqCst);
                     42
                 })
@@ -94,13 +94,13 @@ fn failure_is_not_cached(fault: FlightFault) {
             let cache = Arc::clone(&cache);
             thread::spawn(move || {
                 cache
-                    .get_or_try_init(1, || Err::<u32, &str>("backend down"))
+                    .get_or_try_init(&1, || Err::<u32, &str>("backend down"))
                     .map(|v| *v)
                     .map_err(|e| *e)
             })
         };
         let succeeding = cache
-            .get_or_try_init(1, || Ok::<u32, &str>(7))
+            .get_or_try_init(&1, || Ok::<u32, &str>(7))
             .map(|v| *v)
             .map_err(|e| *e);
         let failed = failing.join().unwrap();
@@ -113,7 +113,7 @@ fn failure_is_not_cached(fault: FlightFault) {
             "succeeding caller got {succeeding:?}"
         );
         let after = cache
-            .get_or_try_init(1, || Ok::<u32, &str>(9))
+            .get_or_try_init(&1, || Ok::<u32, &str>(9))
             .map(|v| *v)
             .map_err(|e| *e);
         let expected = if succeeding.is_ok() { 7 } else { 9 };
@@ -144,12 +144,12 @@ fn panic_hands_over(fault: FlightFault) {
             let cache = Arc::clone(&cache);
             thread::spawn(move || {
                 catch_unwind(AssertUnwindSafe(|| {
-                    *cache.get_or_init(1, || std::panic::panic_any(INIT_PANIC))
+                    *cache.get_or_init(&1, || std::panic::panic_any(INIT_PANIC))
                 }))
                 .ok()
             })
         };
-        let mine = cache.get_or_init(1, || 5);
+        let mine = cache.get_or_init(&1, || 5);
         assert_eq!(*mine, 5, "the waiter did not complete");
         let theirs = panicking.join().unwrap();
         // Either it panicked, or it came after our value was cached.
@@ -182,7 +182,7 @@ fn invalidation_wins_over_init(fault: TypedFault) {
         let init = {
             let cache = Arc::clone(&cache);
             let backend = Arc::clone(&backend);
-            thread::spawn(move || *cache.get_or_init(1, || backend.load(Ordering::SeqCst)))
+            thread::spawn(move || *cache.get_or_init(&1, || backend.load(Ordering::SeqCst)))
         };
         backend.store(1, Ordering::SeqCst);
         cache.invalidate(&1);

@@ -30,7 +30,7 @@ fn write_wins_over_init(write: Write, fault: TypedFault) {
         let init = {
             let cache = Arc::clone(&cache);
             let backend = Arc::clone(&backend);
-            thread::spawn(move || *cache.get_or_init(1, || backend.load(Ordering::SeqCst)))
+            thread::spawn(move || *cache.get_or_init(&1, || backend.load(Ordering::SeqCst)))
         };
         backend.store(1, Ordering::SeqCst);
         match write {

@@ -9,6 +9,7 @@
 //! and never cached. A panicking loader abandons its flight and one waiter
 //! takes over. See `src/flight/` for the protocol and its loom models.
 
+use std::borrow::Borrow;
 use std::convert::Infallible;
 use std::fmt;
 use std::hash::{BuildHasher, Hash};
@@ -101,9 +102,10 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
     /// let stats = cache.stats();
     /// assert_eq!((stats.hits, stats.misses, stats.loads), (1, 1, 1));
     /// ```
-    pub fn get_or_load<F>(&self, key: &K, load: F) -> Arc<V>
+    pub fn get_or_load<Q, F>(&self, key: &Q, load: F) -> Arc<V>
     where
-        K: Clone,
+        K: Borrow<Q> + Clone,
+        Q: ?Sized + Hash + Eq + ToOwned<Owned = K>,
         F: FnOnce() -> V,
     {
         match self.try_get_or_load(key, || Ok::<V, Infallible>(load())) {
@@ -135,9 +137,10 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
     /// assert_eq!(ok.unwrap().as_str(), "row 1");
     /// assert_eq!(cache.stats().load_failures, 1);
     /// ```
-    pub fn try_get_or_load<E, F>(&self, key: &K, load: F) -> Result<Arc<V>, Arc<E>>
+    pub fn try_get_or_load<Q, E, F>(&self, key: &Q, load: F) -> Result<Arc<V>, Arc<E>>
     where
-        K: Clone,
+        K: Borrow<Q> + Clone,
+        Q: ?Sized + Hash + Eq + ToOwned<Owned = K>,
         F: FnOnce() -> Result<V, E>,
         E: Send + Sync + 'static,
     {
@@ -145,13 +148,25 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
         if let Some(value) = self.lookup(hash, key) {
             return Ok(value);
         }
+        // A miss: the owned key is built now (user `ToOwned`, no lock held).
+        self.load_missed(hash, &key.to_owned(), load)
+    }
+
+    /// The miss path of [`try_get_or_load`](Self::try_get_or_load), after
+    /// the lookup of `key` (hashed to `hash`) missed and counted its miss.
+    pub(crate) fn load_missed<E, F>(&self, hash: u64, owned: &K, load: F) -> Result<Arc<V>, Arc<E>>
+    where
+        K: Clone,
+        F: FnOnce() -> Result<V, E>,
+        E: Send + Sync + 'static,
+    {
         let mut displaced = None;
         let outcome = self.flights.load(
             hash,
-            key,
+            owned,
             // Re-check after registering: a flight that ended between our
             // miss and our registration has published its value.
-            || self.lock(hash).core.get(hash, key).map(Arc::clone),
+            || self.lock(hash).core.get(hash, owned).map(Arc::clone),
             || {
                 let run = LoadRun::start(self, hash);
                 let result = load();
@@ -160,7 +175,7 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
             },
             |value| {
                 // `K: Clone` runs here, before the shard lock is taken.
-                let key = key.clone();
+                let key = owned.clone();
                 displaced = Some(self.insert_hashed(hash, key, Arc::clone(value)));
             },
         );
@@ -235,11 +250,37 @@ impl<K: Hash + Eq + Clone, V, F, S: BuildHasher> LoadingLruCache<K, V, F, S> {
     /// let cache = larder::LruCache::with_loader(8, |id: &u32| format!("user {id}"));
     /// assert_eq!(cache.get_or_load(&7).as_str(), "user 7");
     /// ```
-    pub fn get_or_load(&self, key: &K) -> Arc<V>
+    pub fn get_or_load<Q>(&self, key: &Q) -> Arc<V>
     where
+        K: Borrow<Q>,
+        Q: ?Sized + Hash + Eq + ToOwned<Owned = K>,
         F: Fn(&K) -> V,
     {
-        self.cache.get_or_load(key, || (self.loader)(key))
+        match self.try_get_or_load_with(key, |owned| Ok::<V, Infallible>((self.loader)(owned))) {
+            Ok(value) => value,
+            Err(never) => match *never {},
+        }
+    }
+
+    /// A lookup of `key`, then on a miss the owned key (built before any
+    /// loader runs, so a panicking `ToOwned` is not a loader run) and
+    /// `load(&owned)` through the single flight.
+    fn try_get_or_load_with<Q, E>(
+        &self,
+        key: &Q,
+        load: impl FnOnce(&K) -> Result<V, E>,
+    ) -> Result<Arc<V>, Arc<E>>
+    where
+        K: Borrow<Q>,
+        Q: ?Sized + Hash + Eq + ToOwned<Owned = K>,
+        E: Send + Sync + 'static,
+    {
+        let hash = self.cache.hash(key);
+        if let Some(value) = self.cache.lookup(hash, key) {
+            return Ok(value);
+        }
+        let owned = key.to_owned();
+        self.cache.load_missed(hash, &owned, || load(&owned))
     }
 
     /// The value of `key`, loaded by the cache's fallible loader on a miss.
@@ -263,12 +304,14 @@ impl<K: Hash + Eq + Clone, V, F, S: BuildHasher> LoadingLruCache<K, V, F, S> {
     /// assert_eq!(*cache.try_get_or_load(&0).unwrap_err(), "no user 0");
     /// assert_eq!(cache.try_get_or_load(&3).unwrap().as_str(), "user 3");
     /// ```
-    pub fn try_get_or_load<E>(&self, key: &K) -> Result<Arc<V>, Arc<E>>
+    pub fn try_get_or_load<Q, E>(&self, key: &Q) -> Result<Arc<V>, Arc<E>>
     where
+        K: Borrow<Q>,
+        Q: ?Sized + Hash + Eq + ToOwned<Owned = K>,
         F: Fn(&K) -> Result<V, E>,
         E: Send + Sync + 'static,
     {
-        self.cache.try_get_or_load(key, || (self.loader)(key))
+        self.try_get_or_load_with(key, |owned| (self.loader)(owned))
     }
 }
 

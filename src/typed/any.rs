@@ -156,7 +156,7 @@ fn downcast<V: Any + Send + Sync>(erased: &Arc<Erased>) -> Arc<V> {
 /// #[derive(Debug, PartialEq)]
 /// struct Schema(Vec<&'static str>);
 ///
-/// let cache: AnyCache<&str> = AnyCache::new();
+/// let cache: AnyCache<String> = AnyCache::new();
 /// let schema: Arc<Schema> = cache.get_or_init("users", || Schema(vec!["id", "name"]));
 /// let rows: Arc<u64> = cache.get_or_init("users", || 1_000);
 /// assert_eq!(schema.0.len(), 2);
@@ -239,14 +239,16 @@ where
     /// # Examples
     ///
     /// ```
-    /// let cache: larder::AnyCache<&str> = larder::AnyCache::new();
+    /// let cache: larder::AnyCache<String> = larder::AnyCache::new();
     /// let a = cache.get_or_init("pi", || 3.14_f64);
     /// let b = cache.get_or_init("pi", || -> f64 { unreachable!() });
     /// assert!(std::sync::Arc::ptr_eq(&a, &b));
     /// ```
-    pub fn get_or_init<V>(&self, key: K, f: impl FnOnce() -> V) -> Arc<V>
+    pub fn get_or_init<V, Q>(&self, key: &Q, f: impl FnOnce() -> V) -> Arc<V>
     where
         V: Send + Sync + 'static,
+        K: Borrow<Q>,
+        Q: ?Sized + Hash + Eq + ToOwned<Owned = K>,
     {
         match self.get_or_try_init(key, || Ok::<V, std::convert::Infallible>(f())) {
             Ok(value) => value,
@@ -269,23 +271,27 @@ where
     /// # Examples
     ///
     /// ```
-    /// let cache: larder::AnyCache<&str> = larder::AnyCache::new();
+    /// let cache: larder::AnyCache<String> = larder::AnyCache::new();
     /// let port = cache.get_or_try_init("port", || "80a".parse::<u16>());
     /// assert!(port.is_err());
     /// let port = cache.get_or_try_init("port", || "80".parse::<u16>());
     /// assert_eq!(*port.unwrap(), 80);
     /// ```
-    pub fn get_or_try_init<V, E>(
+    pub fn get_or_try_init<V, E, Q>(
         &self,
-        key: K,
+        key: &Q,
         f: impl FnOnce() -> Result<V, E>,
     ) -> Result<Arc<V>, Arc<E>>
     where
         V: Send + Sync + 'static,
         E: Send + Sync + 'static,
+        K: Borrow<Q>,
+        Q: ?Sized + Hash + Eq + ToOwned<Owned = K>,
     {
+        let view = (key, TypeId::of::<V>());
         self.raw.get_or_try_init(
-            Self::typed::<V>(key),
+            &view as &dyn KeyView<Q>,
+            || Self::typed::<V>(key.to_owned()),
             || f().map(|value| Erased(Arc::new(value))),
             downcast::<V>,
         )
@@ -526,7 +532,7 @@ where
     ///
     /// ```
     /// let cache: larder::AnyCache<u8> = larder::AnyCache::new();
-    /// cache.get_or_init(1, || 'x');
+    /// cache.get_or_init(&1, || 'x');
     /// assert_eq!(cache.stats().inits, 1);
     /// ```
     pub fn stats(&self) -> TypedCacheStats {

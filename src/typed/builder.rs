@@ -169,7 +169,7 @@ pub struct TypedCacheBuilder<K, V, S = ahash::RandomState> {
 /// use larder::AnyCache;
 /// use std::time::Duration;
 ///
-/// let cache: AnyCache<&str> = AnyCache::builder()
+/// let cache: AnyCache<String> = AnyCache::builder()
 ///     .time_to_live(Duration::from_secs(300))
 ///     .max_entries(10_000)
 ///     .build()

@@ -27,7 +27,7 @@
 //!
 //! // CORRECT: the check, the init and the insert are one step per key;
 //! // concurrent callers wait for the one init and share its value.
-//! let value = cache.get_or_init("config", expensive);
+//! let value = cache.get_or_init(&"config", expensive);
 //! assert_eq!(*value, "parsed");
 //! assert_eq!(inits.load(Ordering::SeqCst), 2); // one per key here
 //! ```
@@ -159,7 +159,7 @@ pub enum Fault {
 /// std::thread::scope(|s| {
 ///     for _ in 0..4 {
 ///         s.spawn(|| {
-///             let fields = schemas.get_or_init("users".to_string(), || {
+///             let fields = schemas.get_or_init("users", || {
 ///                 vec!["id".into(), "name".into()] // runs once
 ///             });
 ///             assert_eq!(fields.len(), 2);
@@ -204,7 +204,7 @@ where
     ///     .max_entries(1_000)
     ///     .build()
     ///     .unwrap();
-    /// assert_eq!(*cache.get_or_init(1, || "one".into()), "one");
+    /// assert_eq!(*cache.get_or_init(&1, || "one".into()), "one");
     /// ```
     pub fn builder() -> TypedCacheBuilder<K, V> {
         TypedCacheBuilder::new()
@@ -276,12 +276,21 @@ where
     /// use std::sync::Arc;
     ///
     /// let cache: TypedCache<u32, String> = TypedCache::new();
-    /// let a = cache.get_or_init(7, || "seven".to_string());
-    /// let b = cache.get_or_init(7, || unreachable!("already cached"));
+    /// let a = cache.get_or_init(&7, || "seven".to_string());
+    /// let b = cache.get_or_init(&7, || unreachable!("already cached"));
     /// assert!(Arc::ptr_eq(&a, &b));
+    ///
+    /// // Keys are borrowed: a hit on a `String` key allocates nothing.
+    /// let names: TypedCache<String, usize> = TypedCache::new();
+    /// assert_eq!(*names.get_or_init("alice", || 5), 5);
+    /// assert_eq!(*names.get_or_init("alice", || unreachable!()), 5);
     /// ```
     #[inline]
-    pub fn get_or_init(&self, key: K, f: impl FnOnce() -> V) -> Arc<V> {
+    pub fn get_or_init<Q>(&self, key: &Q, f: impl FnOnce() -> V) -> Arc<V>
+    where
+        K: Borrow<Q>,
+        Q: ?Sized + Hash + Eq + ToOwned<Owned = K>,
+    {
         match self.get_or_try_init(key, || Ok::<V, std::convert::Infallible>(f())) {
             Ok(value) => value,
             Err(never) => match *never {},
@@ -310,7 +319,7 @@ where
     /// ```
     /// use larder::TypedCache;
     ///
-    /// let cache: TypedCache<&str, u16> = TypedCache::new();
+    /// let cache: TypedCache<String, u16> = TypedCache::new();
     /// let err = cache.get_or_try_init("port", || "80a".parse::<u16>()).unwrap_err();
     /// assert!(err.to_string().contains("invalid digit"));
     /// assert!(!cache.contains_key("port")); // the error was not cached
@@ -318,15 +327,18 @@ where
     /// assert_eq!(*port, 80);
     /// ```
     #[inline]
-    pub fn get_or_try_init<E>(
+    pub fn get_or_try_init<Q, E>(
         &self,
-        key: K,
+        key: &Q,
         f: impl FnOnce() -> Result<V, E>,
     ) -> Result<Arc<V>, Arc<E>>
     where
+        K: Borrow<Q>,
+        Q: ?Sized + Hash + Eq + ToOwned<Owned = K>,
         E: Send + Sync + 'static,
     {
-        self.raw.get_or_try_init(key, f, Arc::clone)
+        self.raw
+            .get_or_try_init(key, || key.to_owned(), f, Arc::clone)
     }
 
     /// The live value of `key`, if any. Counts a hit or a miss, and a hit as
@@ -457,7 +469,7 @@ where
     ///
     /// ```
     /// let cache: larder::TypedCache<u8, u8> = larder::TypedCache::new();
-    /// cache.get_or_init(1, || 1);
+    /// cache.get_or_init(&1, || 1);
     /// assert_eq!(cache.len(), 1);
     /// ```
     pub fn len(&self) -> usize {
@@ -481,8 +493,8 @@ where
     ///
     /// ```
     /// let cache: larder::TypedCache<u8, u8> = larder::TypedCache::new();
-    /// cache.get_or_init(1, || 1);
-    /// cache.get_or_init(1, || 1);
+    /// cache.get_or_init(&1, || 1);
+    /// cache.get_or_init(&1, || 1);
     /// let stats = cache.stats();
     /// assert_eq!((stats.hits, stats.misses, stats.inits), (1, 1, 1));
     /// ```

@@ -198,24 +198,29 @@ where
 
     /// The hit path of `get_or_init`; the miss path is out of line.
     #[inline]
-    pub(crate) fn get_or_try_init<E, F, R, P>(
+    pub(crate) fn get_or_try_init<Q, E, F, R, P>(
         &self,
-        key: K,
+        key: &Q,
+        make_key: impl FnOnce() -> K,
         init: F,
         project: P,
     ) -> Result<R, Arc<E>>
     where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ?Sized,
         E: Send + Sync + 'static,
         F: FnOnce() -> Result<V, E>,
         P: Fn(&Arc<V>) -> R,
     {
-        let hash = self.hasher.hash_one(&key);
-        if let Lookup::Live(found) = self.lookup(hash, &key, self.now(), true, &project) {
+        let hash = self.hasher.hash_one(key);
+        if let Lookup::Live(found) = self.lookup(hash, key, self.now(), true, &project) {
             self.stats.record(Event::Hit);
             return Ok(found);
         }
         self.stats.record(Event::Miss);
-        self.init_slow(hash, key, init, &project)
+        // The owned key is built only on a miss (user `ToOwned`, no lock
+        // held).
+        self.init_slow(hash, make_key(), init, &project)
     }
 
     #[cold]

@@ -31,8 +31,8 @@ const STRIPES: usize = 32;
 /// use larder::TypedCache;
 ///
 /// let cache: TypedCache<u32, String> = TypedCache::new();
-/// cache.get_or_init(1, || "one".to_string()); // miss, init
-/// cache.get_or_init(1, || unreachable!());    // hit
+/// cache.get_or_init(&1, || "one".to_string()); // miss, init
+/// cache.get_or_init(&1, || unreachable!());    // hit
 /// assert_eq!(cache.get(&2), None);              // miss
 /// let stats = cache.stats();
 /// assert_eq!((stats.hits, stats.misses, stats.inits), (1, 2, 1));

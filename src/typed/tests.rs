@@ -101,7 +101,7 @@ fn with_init_paused(cache: &TypedCache<u32, u32>, during: impl FnOnce()) -> u32 
     let (release_tx, release_rx) = mpsc::channel::<()>();
     thread::scope(|s| {
         let init = s.spawn(move || {
-            cache.get_or_init(1, || {
+            cache.get_or_init(&1, || {
                 started_tx.send(()).unwrap();
                 release_rx.recv().unwrap();
                 10
@@ -122,7 +122,7 @@ fn invalidate_during_init_keeps_the_value_out_of_the_cache() {
     assert_eq!(got, 10);
     // ...but the invalidation is not undone.
     assert!(!cache.contains_key(&1));
-    assert_eq!(*cache.get_or_init(1, || 11), 11);
+    assert_eq!(*cache.get_or_init(&1, || 11), 11);
     cache.check_invariants();
 }
 
@@ -148,7 +148,7 @@ fn error_is_shared_with_joined_waiters_and_not_cached() {
         let cache = &cache;
         let calls = &calls;
         let leader = s.spawn(move || {
-            cache.get_or_try_init(1, || {
+            cache.get_or_try_init(&1, || {
                 calls.fetch_add(1, Ordering::SeqCst);
                 started_tx.send(()).unwrap();
                 release_rx.recv().unwrap();
@@ -157,7 +157,7 @@ fn error_is_shared_with_joined_waiters_and_not_cached() {
         });
         started_rx.recv().unwrap();
         let waiter = s.spawn(move || {
-            cache.get_or_try_init(1, || {
+            cache.get_or_try_init(&1, || {
                 calls.fetch_add(1, Ordering::SeqCst);
                 Ok::<u32, &str>(5)
             })
@@ -184,7 +184,7 @@ fn error_is_shared_with_joined_waiters_and_not_cached() {
     });
     let stats = cache.stats();
     assert!(stats.init_failures == 1);
-    assert_eq!(*cache.get_or_try_init(1, || Ok::<u32, ()>(7)).unwrap(), 7);
+    assert_eq!(*cache.get_or_try_init(&1, || Ok::<u32, ()>(7)).unwrap(), 7);
     cache.check_invariants();
 }
 
@@ -197,7 +197,7 @@ fn panicking_init_hands_over_to_a_waiter() {
     thread::scope(|s| {
         let panicker = s.spawn(|| {
             std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                cache.get_or_init(1, || {
+                cache.get_or_init(&1, || {
                     started_tx.send(()).unwrap();
                     barrier.wait();
                     thread::sleep(Duration::from_millis(20));
@@ -208,7 +208,7 @@ fn panicking_init_hands_over_to_a_waiter() {
         started_rx.recv().unwrap();
         let waiter = s.spawn(|| {
             barrier.wait();
-            cache.get_or_init(1, || 9)
+            cache.get_or_init(&1, || 9)
         });
         assert!(panicker.join().unwrap().is_err());
         assert_eq!(*waiter.join().unwrap(), 9);
@@ -222,7 +222,7 @@ fn panicking_init_hands_over_to_a_waiter() {
 fn reentrant_init_panics_with_a_clear_message() {
     let cache: TypedCache<u32, u32> = TypedCache::new();
     let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        cache.get_or_init(1, || *cache.get_or_init(1, || 2) + 1)
+        cache.get_or_init(&1, || *cache.get_or_init(&1, || 2) + 1)
     }));
     let message = outcome.unwrap_err();
     let text = message
@@ -232,7 +232,10 @@ fn reentrant_init_panics_with_a_clear_message() {
     assert!(text.contains("re-entrant load"), "got {text:?}");
     // Nothing stuck: the key loads normally afterwards, and an init may use
     // other keys.
-    assert_eq!(*cache.get_or_init(1, || *cache.get_or_init(2, || 2) + 1), 3);
+    assert_eq!(
+        *cache.get_or_init(&1, || *cache.get_or_init(&2, || 2) + 1),
+        3
+    );
     cache.check_invariants();
 }
 
