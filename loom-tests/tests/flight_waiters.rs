@@ -7,31 +7,12 @@
 #![cfg(loom)]
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::Once;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use larder::{FlightFault, LruCache, LruFault, LruPolicy, TypedCache};
 use loom::thread;
+use loom_tests::{INIT_PANIC, quiet_expected_panics};
 use std::sync::Arc;
-
-const INIT_PANIC: &str = "init panicked on purpose";
-
-/// Keeps the expected init panics out of the output.
-fn quiet_expected_panics() {
-    static ONCE: Once = Once::new();
-    ONCE.call_once(|| {
-        let default = std::panic::take_hook();
-        std::panic::set_hook(Box::new(move |info| {
-            let expected = info
-                .payload()
-                .downcast_ref::<&str>()
-                .is_some_and(|message| *message == INIT_PANIC);
-            if !expected {
-                default(info);
-            }
-        }));
-    });
-}
 
 /// Three threads call `LruCache::get_or_load` on one cold key: every one
 /// returns (none is left waiting), the loader ran once, all got its value.

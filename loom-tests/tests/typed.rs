@@ -6,32 +6,12 @@
 #![cfg(loom)]
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::Once;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use larder::{FlightFault, TypedCache, TypedFault};
 use loom::thread;
+use loom_tests::{INIT_PANIC, quiet_expected_panics};
 use std::sync::Arc;
-
-const INIT_PANIC: &str = "init panicked on purpose";
-
-/// Keeps the expected init panics of the panic model out of the output;
-/// every other panic goes to the default hook.
-fn quiet_expected_panics() {
-    static ONCE: Once = Once::new();
-    ONCE.call_once(|| {
-        let default = std::panic::take_hook();
-        std::panic::set_hook(Box::new(move |info| {
-            let expected = info
-                .payload()
-                .downcast_ref::<&str>()
-                .is_some_and(|message| *message == INIT_PANIC);
-            if !expected {
-                default(info);
-            }
-        }));
-    });
-}
 
 /// `threads` threads call `get_or_init` on one cold key at once: the init
 /// runs once and everyone gets the same `Arc`.

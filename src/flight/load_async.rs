@@ -35,7 +35,7 @@ use std::future::{Future, poll_fn};
 use std::pin::pin;
 
 use super::wait::{Flight, State, Wait};
-use super::{FlightFault, FlightGroup, Leader, REENTRANT, SHARDS, SharedError, Source};
+use super::{FlightFault, FlightGroup, Leader, REENTRANT, SHARDS, Source};
 use crate::sync::{self, Arc};
 
 impl<K, V> FlightGroup<K, V> {
@@ -158,27 +158,7 @@ where
         poll
     })
     .await;
-    match outcome {
-        Ok(value) => {
-            let value = Arc::new(value);
-            // Publish before the flight leaves the group (step 3).
-            publish(&value, token);
-            leader.complete(State::Value(Arc::clone(&value)));
-            Ok((value, Source::Loaded))
-        }
-        Err(error) => {
-            let error = Arc::new(error);
-            let shared: SharedError = error.clone();
-            if leader.group.fault == FlightFault::StickyError {
-                // BROKEN on purpose: the failed flight stays registered.
-                leader.flight.finish(State::Failed(shared));
-                leader.finished = true;
-                return Err(error);
-            }
-            leader.complete(State::Failed(shared));
-            Err(error)
-        }
-    }
+    leader.settle(outcome, |value| publish(value, token))
 }
 
 /// Abandons the flight if the loader's `poll` unwinds (disarmed with

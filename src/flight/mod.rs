@@ -259,6 +259,17 @@ impl<'a, K, V> Leader<'a, K, V> {
             let _entered = sync::enter_load(self.flight.id());
             load()
         };
+        self.settle(outcome, publish)
+    }
+
+    /// Step 3 for a leader whose loader returned, sync or async: a value is
+    /// published before the flight leaves the group; an error is shared with
+    /// the waiters already joined and not kept.
+    fn settle<E: Send + Sync + 'static>(
+        &mut self,
+        outcome: Result<V, E>,
+        publish: impl FnOnce(&Arc<V>),
+    ) -> Result<(Arc<V>, Source), Arc<E>> {
         match outcome {
             Ok(value) => {
                 let value = Arc::new(value);
