@@ -213,11 +213,9 @@ where
         P: Fn(&Arc<V>) -> R,
     {
         let hash = self.hasher.hash_one(key);
-        if let Lookup::Live(found) = self.lookup(hash, key, self.now(), true, &project) {
-            self.stats.record(Event::Hit);
+        if let Some(found) = self.hit(hash, key, &project) {
             return Ok(found);
         }
-        self.stats.record(Event::Miss);
         // The owned key is built only on a miss (user `ToOwned`, no lock
         // held).
         self.init_slow(hash, make_key(), init, &project)
