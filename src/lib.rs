@@ -106,6 +106,8 @@ mod flight;
 mod indexed;
 mod lru;
 mod ordered;
+#[cfg(feature = "reflector")]
+pub mod reflector;
 mod snapshot;
 mod sync;
 mod typed;

@@ -1,0 +1,175 @@
+//! What a reflector reads from: a list+watch source of truth (client-go's
+//! `ListerWatcher`).
+
+use std::error::Error as StdError;
+use std::fmt;
+use std::future::Future;
+
+use futures_core::Stream;
+
+/// A position in the source's history: etcd's revision, Kubernetes'
+/// `resourceVersion`. Revisions only grow; every change has a larger one
+/// than the changes before it.
+pub type Revision = u64;
+
+/// The whole content of a source, read at one revision
+/// (client-go's `List`, whose `ListMeta.resourceVersion` is `revision`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Listed<K, V> {
+    /// Every object, with its key. A key appears at most once.
+    pub items: Vec<(K, V)>,
+    /// The revision the list was read at: a watch from `revision` sees every
+    /// change after it.
+    pub revision: Revision,
+    /// Objects the source could not decode (reported, not silently dropped);
+    /// they are absent from `items`.
+    pub invalid: Vec<InvalidObject>,
+}
+
+/// One change in the source, in revision order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WatchEvent<K, V> {
+    /// `key` now holds `object` (created or updated) as of `revision`.
+    Put {
+        /// The object's key.
+        key: K,
+        /// Its new content.
+        object: V,
+        /// The revision of this change.
+        revision: Revision,
+    },
+    /// `key` was deleted at `revision`.
+    Delete {
+        /// The deleted object's key.
+        key: K,
+        /// The revision of this change.
+        revision: Revision,
+    },
+    /// Nothing changed up to `revision` beyond what the stream has already
+    /// delivered (etcd's progress notification, Kubernetes' `BOOKMARK`).
+    Bookmark {
+        /// The revision the stream has caught up with.
+        revision: Revision,
+    },
+    /// `key` changed at `revision` but its new value could not be decoded.
+    /// The reflector reports it and drops the key's old object (the cache
+    /// never serves content the source no longer holds); the rest of the
+    /// stream goes on.
+    Invalid(InvalidObject),
+}
+
+impl<K, V> WatchEvent<K, V> {
+    /// The revision this event brings the reader to.
+    pub fn revision(&self) -> Revision {
+        match self {
+            WatchEvent::Put { revision, .. }
+            | WatchEvent::Delete { revision, .. }
+            | WatchEvent::Bookmark { revision } => *revision,
+            WatchEvent::Invalid(invalid) => invalid.revision,
+        }
+    }
+}
+
+/// An object the source holds but could not decode.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InvalidObject {
+    /// The key, as the source names it (for etcd: the key's bytes, lossily
+    /// decoded as UTF-8).
+    pub key: String,
+    /// The revision of the undecodable value.
+    pub revision: Revision,
+    /// Why decoding failed.
+    pub reason: String,
+}
+
+/// Why a list or a watch stopped. The reflector's reaction depends on the
+/// kind: [`TooOld`](SourceError::TooOld) makes it relist,
+/// [`Connection`](SourceError::Connection) makes it retry with backoff.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum SourceError {
+    /// The requested revision is no longer available (compacted): the
+    /// reader must list again (Kubernetes' `410 Gone`, etcd's
+    /// `ErrCompacted`).
+    TooOld {
+        /// The revision asked for.
+        requested: Revision,
+        /// The oldest revision still available, when the source says.
+        compacted: Option<Revision>,
+    },
+    /// The source could not be reached or the stream broke; retrying from
+    /// the last applied revision is safe.
+    Connection(Box<dyn StdError + Send + Sync>),
+}
+
+impl SourceError {
+    /// A [`Connection`](SourceError::Connection) error from anything that
+    /// describes it.
+    pub fn connection(error: impl Into<Box<dyn StdError + Send + Sync>>) -> Self {
+        SourceError::Connection(error.into())
+    }
+
+    /// Whether the reader must relist rather than resume its watch.
+    pub fn is_too_old(&self) -> bool {
+        matches!(self, SourceError::TooOld { .. })
+    }
+}
+
+impl fmt::Display for SourceError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SourceError::TooOld {
+                requested,
+                compacted: Some(compacted),
+            } => write!(
+                f,
+                "revision {requested} is too old: the source is compacted up to {compacted}"
+            ),
+            SourceError::TooOld {
+                requested,
+                compacted: None,
+            } => write!(f, "revision {requested} is too old (compacted)"),
+            SourceError::Connection(error) => write!(f, "source connection failed: {error}"),
+        }
+    }
+}
+
+impl StdError for SourceError {
+    fn source(&self) -> Option<&(dyn StdError + 'static)> {
+        match self {
+            SourceError::Connection(error) => Some(&**error),
+            SourceError::TooOld { .. } => None,
+        }
+    }
+}
+
+/// A list+watch source of truth (client-go's `ListerWatcher`): a reflector
+/// lists it once, then watches it from the listed revision, and lists again
+/// when the watch says its revision is too old.
+///
+/// The futures and streams must be `Send` so that a reflector can run on a
+/// multi-threaded executor; no particular runtime is assumed.
+pub trait Source: Send + Sync + 'static {
+    /// The key objects are stored under.
+    type Key: std::hash::Hash + Eq + Clone + Send + Sync + 'static;
+    /// The objects.
+    type Object: Send + Sync + 'static;
+    /// The stream a watch returns.
+    type Watch: Stream<Item = Result<WatchEvent<Self::Key, Self::Object>, SourceError>>
+        + Send
+        + Unpin
+        + 'static;
+
+    /// Reads the whole content at one revision.
+    fn list(
+        &self,
+    ) -> impl Future<Output = Result<Listed<Self::Key, Self::Object>, SourceError>> + Send;
+
+    /// Streams every change after `from` (exclusive), in revision order.
+    /// The stream ends with `Err` (or `None`, read as a dropped connection);
+    /// an `Err(TooOld)` may come first thing if `from` is compacted.
+    fn watch(
+        &self,
+        from: Revision,
+    ) -> impl Future<Output = Result<Self::Watch, SourceError>> + Send;
+}
