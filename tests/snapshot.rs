@@ -91,6 +91,35 @@ fn stress_update_is_exact_and_versions_are_monotonic() {
 }
 
 #[test]
+fn try_update_validates_against_the_value_it_publishes_on() {
+    let _watchdog = watchdog::arm(watchdog::STRESS_LIMIT);
+    // Four threads race to raise a counter that must never pass 1000: a
+    // validation made against a stale value would overshoot.
+    const MAX: u64 = 1_000;
+    let snap = Snapshot::new(0_u64);
+    let refused = std::sync::atomic::AtomicU64::new(0);
+    thread::scope(|s| {
+        for _ in 0..4 {
+            s.spawn(|| {
+                for _ in 0..400 {
+                    let raised = snap.try_update(|n| if *n < MAX { Ok(n + 1) } else { Err(*n) });
+                    match raised {
+                        Ok(published) => assert!(**published <= MAX),
+                        Err(seen) => {
+                            assert_eq!(seen, MAX, "refused on a value below the maximum");
+                            refused.fetch_add(1, Ordering::Relaxed);
+                        }
+                    }
+                }
+            });
+        }
+    });
+    assert_eq!(**snap.load(), MAX);
+    assert_eq!(snap.version(), MAX, "a refused update stored something");
+    assert_eq!(refused.load(Ordering::Relaxed), 4 * 400 - MAX);
+}
+
+#[test]
 fn value_drop_panicking_does_not_break_the_snapshot() {
     struct Bomb(bool);
     impl Drop for Bomb {

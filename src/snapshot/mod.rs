@@ -23,9 +23,21 @@ use crate::sync::{self, Arc, AtomicArc};
 /// [`load_full`](Snapshot::load_full) (an owned `Arc`) or keep a
 /// [`CachedReader`] in their hottest loop. Writers publish a whole new value
 /// with [`store`](Snapshot::store), [`swap`](Snapshot::swap),
-/// [`compare_and_swap`](Snapshot::compare_and_swap) or
-/// [`update`](Snapshot::update). Readers never block writers and never wait
-/// for them; a read writes no shared memory (built on `arc_swap::ArcSwap`).
+/// [`compare_and_swap`](Snapshot::compare_and_swap),
+/// [`update`](Snapshot::update) or [`try_update`](Snapshot::try_update).
+/// Readers never block writers and never wait for them; a read writes no
+/// shared memory (built on `arc_swap::ArcSwap`).
+///
+/// # What each write returns
+///
+/// | write | returns | why |
+/// |---|---|---|
+/// | [`store`](Snapshot::store) | the version it published | the cheapest write: it hands out no `Arc` |
+/// | [`swap`](Snapshot::swap) | the value it replaced | `std::mem::replace`'s and `ArcSwap::swap`'s convention |
+/// | [`compare_and_swap`](Snapshot::compare_and_swap) | `Ok(replaced)`, or `Err` with the value handed back and the current one | `AtomicPtr::compare_exchange`'s convention |
+/// | [`update`](Snapshot::update), [`try_update`](Snapshot::try_update) | the value it published (or `f`'s error) | `f` already saw the old value; the caller wants what its change became, with its version |
+///
+/// Every returned value carries its version ([`Versioned::version`]).
 ///
 /// # Guarantees
 ///
@@ -444,17 +456,52 @@ impl<T> Snapshot<T> {
             self.inner.swap(Arc::clone(&next));
             return next;
         }
+        match self.try_update(|value| Ok::<T, std::convert::Infallible>(f(value))) {
+            Ok(next) => next,
+            Err(never) => match never {},
+        }
+    }
+
+    /// Fallible read-copy-update: publishes `f(current)` if it is `Ok`, on
+    /// top of exactly the value it was computed from, and returns what was
+    /// published; if `f` returns `Err`, nothing is stored and the error is
+    /// returned (a validated change: "raise the limit unless it would pass
+    /// the maximum").
+    ///
+    /// Like [`update`](Snapshot::update), `f` runs again if another write
+    /// lands between the load and the publish, so it may run more than once;
+    /// the error, if any, is computed from the value current at that moment.
+    /// `f` runs outside every lock; if it panics, nothing is stored.
+    ///
+    /// # Errors
+    ///
+    /// Whatever `f` returns, from the value current when it ran.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let limit = larder::Snapshot::new(8_u32);
+    /// let raise = |n: &u32| if *n < 10 { Ok(n + 1) } else { Err(format!("{n} is the maximum")) };
+    /// assert_eq!(**limit.try_update(raise).unwrap(), 9);
+    /// limit.store(10);
+    /// assert_eq!(limit.try_update(raise).unwrap_err(), "10 is the maximum");
+    /// assert_eq!((**limit.load(), limit.version()), (10, 2)); // nothing stored
+    /// ```
+    pub fn try_update<F, E>(&self, mut f: F) -> Result<Arc<Versioned<T>>, E>
+    where
+        F: FnMut(&T) -> Result<T, E>,
+    {
         let mut current = self.inner.load();
         loop {
             let next = Arc::new(Versioned {
                 version: current.version + 1,
-                value: f(&current.value),
+                value: f(&current.value)?,
             });
             match self
                 .inner
                 .compare_exchange(Arc::as_ptr(&*current), Arc::clone(&next))
             {
-                Ok(_) => return next,
+                Ok(_) => return Ok(next),
                 Err(_) => current = self.inner.load(),
             }
         }
