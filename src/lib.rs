@@ -31,9 +31,13 @@
 //!   `drain_to` hand every entry to exactly one consumer, and their waiting
 //!   forms (`pop_first_wait`, `pop_first_timeout`, `pop_first_async`, ...)
 //!   let a consumer thread or task wait for the next entry instead of
-//!   polling; `snapshot` is O(1).
-//!   Writes take one exclusive lock, so for write-dominated work at many
-//!   cores a lock-free tree such as `scc::TreeIndex` scales better.
+//!   polling; `range_take` pages through keys after a cursor in O(page).
+//!   By default the keys are cut into leaves under a lock each, so writers
+//!   to different leaves run in parallel and a snapshot costs O(n) after
+//!   the locks are released; `OrderedIndexBuilder::lock` selects one lock
+//!   around one tree instead (O(1) snapshots, serialized writes). For
+//!   write-dominated work at many cores a lock-free tree such as
+//!   `scc::TreeIndex` scales better.
 //!
 //! - [`IndexedStore`] when objects are looked up by key and by secondary
 //!   values (namespace, labels) and every answer must agree with the

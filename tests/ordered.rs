@@ -7,7 +7,7 @@ use larder::{OrderedIndex, OrderedIndexBuilder, OrderedLock, OrderedSnapshot};
 use proptest::prelude::*;
 use std::cmp::Ordering as CmpOrdering;
 use std::collections::{BTreeMap, HashMap};
-use std::ops::Bound;
+use std::ops::{Bound, ControlFlow};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock, mpsc};
@@ -100,7 +100,9 @@ fn ordered_reads_and_consumption() {
     assert_eq!(keys(&index.drain_to(Bound::Included(&3))), [1, 2, 3]);
     assert_eq!(index.iter().map(|(k, _)| k).collect::<Vec<_>>(), [4]);
     assert!(index.contains_key(&4) && !index.contains_key(&1));
-    assert_eq!(format!("{index:?}"), r#"{4: "v4"}"#);
+    assert_eq!(format!("{:?}", index.snapshot()), r#"{4: "v4"}"#);
+    let summary = format!("{index:?}");
+    assert!(summary.starts_with("OrderedIndex { len: 1, "), "{summary}");
 }
 
 #[test]
@@ -223,7 +225,20 @@ proptest! {
                     let mut visited = Vec::new();
                     index.for_each_in(a..b, |k, v| visited.push((*k, *v)));
                     prop_assert_eq!(&got, &expected);
-                    prop_assert_eq!(visited, expected);
+                    prop_assert_eq!(&visited, &expected);
+                    // The first `n` of the range, and a walk stopped after `n`.
+                    let n = usize::from(a % 7);
+                    let page: Vec<(u8, u16)> = index.range_take(a..b, n).into_iter().map(|(k, v)| (k, *v)).collect();
+                    prop_assert_eq!(&page[..], &expected[..n.min(expected.len())]);
+                    let mut walked = Vec::new();
+                    let stopped = index.try_for_each_in(a.., |k, v| {
+                        walked.push((*k, *v));
+                        if walked.len() > n { ControlFlow::Break(*k) } else { ControlFlow::Continue(()) }
+                    });
+                    let tail: Vec<(u8, u16)> = model.range(a..).map(|(k, v)| (*k, *v)).take(n + 1).collect();
+                    prop_assert_eq!(&walked, &tail);
+                    let expected_stop = if tail.len() > n { ControlFlow::Break(tail[n].0) } else { ControlFlow::Continue(()) };
+                    prop_assert_eq!(stopped, expected_stop);
                 }
                 Op::Retain(m) => {
                     index.retain(|k, v| (u32::from(*k) + u32::from(*v)) % u32::from(m) != 0);
@@ -470,13 +485,30 @@ fn cuts_are_contiguous(index: OrderedIndex<u64, ()>) {
             }
             done.store(true, Ordering::Release);
         });
-        for reader in 0..3 {
+        for reader in 0..5 {
             let (index, done) = (&index, &done);
             s.spawn(move || {
                 while !done.load(Ordering::Acquire) {
                     let cut: Vec<u64> = match reader {
                         0 => index.range(..).into_iter().map(|(k, _)| k).collect(),
                         1 => index.iter().map(|(k, _)| k).collect(),
+                        2 => index
+                            .range_take(.., 300)
+                            .into_iter()
+                            .map(|(k, _)| k)
+                            .collect(),
+                        3 => {
+                            let mut keys = Vec::new();
+                            let _ = index.try_for_each_in(.., |k, _| {
+                                keys.push(*k);
+                                if keys.len() == 500 {
+                                    ControlFlow::Break(())
+                                } else {
+                                    ControlFlow::Continue(())
+                                }
+                            });
+                            keys
+                        }
                         _ => index.snapshot().iter().map(|(k, _)| *k).collect(),
                     };
                     assert!(

@@ -102,6 +102,8 @@ fn partitioned_consumers_negative_control_check_then_remove() {
 enum Reader {
     Range,
     Snapshot,
+    /// `range_take(.., 3)`: leaves locked one by one as the walk reaches them.
+    Take,
 }
 
 /// A writer moves an entry from key 5 to key 1 (insert 1, then remove 5)
@@ -122,6 +124,14 @@ fn cut_is_consistent(fault: OrderedFault, reader: Reader) {
         };
         let (cut, view) = match reader {
             Reader::Range => (index.range(..).into_iter().map(|(k, _)| k).collect(), None),
+            Reader::Take => (
+                index
+                    .range_take(.., 3)
+                    .into_iter()
+                    .map(|(k, _)| k)
+                    .collect(),
+                None,
+            ),
             Reader::Snapshot => {
                 let view = index.snapshot();
                 (
@@ -162,6 +172,11 @@ fn ordered_range_negative_control_torn_cut() {
 }
 
 #[test]
+fn ordered_range_take_is_a_consistent_cut() {
+    cut_is_consistent(OrderedFault::None, Reader::Take);
+}
+
+#[test]
 fn ordered_snapshot_is_a_consistent_cut() {
     cut_is_consistent(OrderedFault::None, Reader::Snapshot);
 }
@@ -193,9 +208,20 @@ fn cut_across_leaves_is_consistent(fault: OrderedFault, reader: Reader) {
         let cut: Vec<u32> = match reader {
             Reader::Range => index.range(..).into_iter().map(|(k, _)| k).collect(),
             Reader::Snapshot => index.snapshot().iter().map(|(k, _)| *k).collect(),
+            Reader::Take => index
+                .range_take(.., 3)
+                .into_iter()
+                .map(|(k, _)| k)
+                .collect(),
         };
+        // `Take` sees the first three entries of one of the states.
         assert!(
-            [&[3, 5, 7][..], &[1, 3, 5, 7], &[1, 3, 5]].contains(&cut.as_slice()),
+            [&[3, 5, 7][..], &[1, 3, 5, 7], &[1, 3, 5]]
+                .iter()
+                .any(|state| match reader {
+                    Reader::Take => cut.as_slice() == &state[..state.len().min(3)],
+                    _ => cut.as_slice() == *state,
+                }),
             "a torn cut: {cut:?}"
         );
         writer.join().unwrap();
@@ -212,6 +238,17 @@ fn partitioned_range_is_a_consistent_cut() {
 #[should_panic(expected = "a torn cut")]
 fn partitioned_range_negative_control_leaf_by_leaf() {
     cut_across_leaves_is_consistent(OrderedFault::LeafByLeaf, Reader::Range);
+}
+
+#[test]
+fn partitioned_range_take_is_a_consistent_cut() {
+    cut_across_leaves_is_consistent(OrderedFault::None, Reader::Take);
+}
+
+#[test]
+#[should_panic(expected = "a torn cut")]
+fn partitioned_range_take_negative_control_leaf_by_leaf() {
+    cut_across_leaves_is_consistent(OrderedFault::LeafByLeaf, Reader::Take);
 }
 
 #[test]

@@ -29,6 +29,7 @@ mod leaf;
 mod lock;
 mod partitioned;
 mod points;
+mod range;
 mod sequential;
 mod view;
 mod wait;
@@ -44,7 +45,7 @@ pub use wait::WaitFault;
 use std::borrow::Borrow;
 use std::fmt;
 use std::hash::{BuildHasher, Hash};
-use std::ops::{Bound, RangeBounds};
+use std::ops::Bound;
 
 use self::lock::CoreLock;
 use self::partitioned::Partitioned;
@@ -826,211 +827,6 @@ impl<K: Ord + Clone + Hash, V, S: BuildHasher> OrderedIndex<K, V, S> {
     }
 }
 
-/// Ordered reads: the ordered entries alone, no hashing.
-impl<K: Ord + Clone, V, S> OrderedIndex<K, V, S> {
-    /// The entry with the least key, at this instant (key cloned, value
-    /// shared).
-    ///
-    /// Removing it afterwards is a check-then-remove race (see
-    /// [`OrderedIndex`]); use [`pop_first`](OrderedIndex::pop_first).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// let index: larder::OrderedIndex<u8, char> = [(2, 'b'), (1, 'a')].into_iter().collect();
-    /// assert_eq!(index.first().map(|(k, v)| (k, *v)), Some((1, 'a')));
-    /// ```
-    pub fn first(&self) -> Option<(K, Arc<V>)> {
-        let core = match &self.engine {
-            Engine::Locked(core) => core.read(),
-            Engine::Partitioned(parts) => return parts.end(false),
-        };
-        let (key, value) = core.map().first_key_value()?;
-        Some((key.clone(), Arc::clone(value)))
-    }
-
-    /// The entry with the greatest key, at this instant.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// let index: larder::OrderedIndex<u8, char> = [(2, 'b'), (1, 'a')].into_iter().collect();
-    /// assert_eq!(index.last().map(|(k, v)| (k, *v)), Some((2, 'b')));
-    /// ```
-    pub fn last(&self) -> Option<(K, Arc<V>)> {
-        let core = match &self.engine {
-            Engine::Locked(core) => core.read(),
-            Engine::Partitioned(parts) => return parts.end(true),
-        };
-        let (key, value) = core.map().last_key_value()?;
-        Some((key.clone(), Arc::clone(value)))
-    }
-
-    /// The entries in `range`, in key order, copied out as one consistent
-    /// cut (keys cloned, values shared).
-    ///
-    /// The copy is made under the read lock, which is then released; the
-    /// result is the caller's to keep. For a large range that need not be
-    /// copied, see [`for_each_in`](OrderedIndex::for_each_in) or
-    /// [`snapshot`](OrderedIndex::snapshot).
-    ///
-    /// # Panics
-    ///
-    /// As `BTreeMap::range`: if the range's start is greater than its end, or
-    /// if start equals end and both bounds are excluded. The index is
-    /// unaffected.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// let index: larder::OrderedIndex<u32, String> =
-    ///     (0..100).map(|k| (k, k.to_string())).collect();
-    /// let page = index.range(40..43);
-    /// let keys: Vec<u32> = page.iter().map(|(k, _)| *k).collect();
-    /// assert_eq!(keys, [40, 41, 42]);
-    /// assert_eq!(page[0].1.as_str(), "40");
-    /// ```
-    pub fn range<Q, R>(&self, range: R) -> Vec<(K, Arc<V>)>
-    where
-        K: Borrow<Q>,
-        Q: Ord + ?Sized,
-        R: RangeBounds<Q>,
-    {
-        #[cfg(loom)]
-        if self.fault == Fault::TornCut {
-            return self.torn_range(range);
-        }
-        self.range_inner(range)
-    }
-
-    /// [`range`](Self::range) without the loom faults.
-    fn range_inner<Q, R>(&self, range: R) -> Vec<(K, Arc<V>)>
-    where
-        K: Borrow<Q>,
-        Q: Ord + ?Sized,
-        R: RangeBounds<Q>,
-    {
-        match &self.engine {
-            Engine::Locked(core) => core.read().range_cloned(range),
-            Engine::Partitioned(parts) => {
-                let mut out = Vec::new();
-                parts.visit(range, |key, value| {
-                    out.push((key.clone(), Arc::clone(value)))
-                });
-                out
-            }
-        }
-    }
-
-    /// The number of entries in `range`, at one instant: O(entries counted),
-    /// under the read lock, copying nothing.
-    ///
-    /// # Panics
-    ///
-    /// As [`range`](OrderedIndex::range).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// let index: larder::OrderedIndex<u32, ()> = (0..100).map(|k| (k, ())).collect();
-    /// assert_eq!(index.range_count(10..20), 10);
-    /// assert_eq!(index.range_count(..), 100);
-    /// ```
-    pub fn range_count<Q, R>(&self, range: R) -> usize
-    where
-        K: Borrow<Q>,
-        Q: Ord + ?Sized,
-        R: RangeBounds<Q>,
-    {
-        match &self.engine {
-            Engine::Locked(core) => core.read().map().range::<Q, R>(range).count(),
-            Engine::Partitioned(parts) => parts.range_count(range),
-        }
-    }
-
-    /// Every entry, in key order, as one consistent cut copied out under the
-    /// read lock (the same as `range(..)`). The iterator owns its entries and
-    /// holds no lock.
-    ///
-    /// Copying costs O(n) while writers wait; to walk a large index without
-    /// copying and without blocking writers, iterate a
-    /// [`snapshot`](OrderedIndex::snapshot) instead.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// let index = larder::OrderedIndex::new();
-    /// for k in [3, 1, 2] {
-    ///     index.insert(k, k * 10);
-    /// }
-    /// let entries: Vec<(i32, i32)> = index.iter().map(|(k, v)| (k, *v)).collect();
-    /// assert_eq!(entries, [(1, 10), (2, 20), (3, 30)]);
-    /// ```
-    pub fn iter(&self) -> std::vec::IntoIter<(K, Arc<V>)> {
-        self.range::<K, _>(..).into_iter()
-    }
-
-    /// Calls `f` on every entry in `range`, in key order, under the read
-    /// lock: one consistent cut, nothing copied.
-    ///
-    /// # Deadlocks
-    ///
-    /// `f` runs while this thread holds the read lock. If `f` writes to the
-    /// same index (`insert`, `remove`, `pop_first`, ...), it waits for its
-    /// own read lock to be released: a deadlock. If `f` reads the same index,
-    /// it can deadlock too, once a writer is queued between the two reads.
-    /// So `f` must not call into this index at all; every writer waits
-    /// while `f` runs, so keep it short. To call back into the index while
-    /// walking, walk a [`snapshot`](OrderedIndex::snapshot) instead.
-    ///
-    /// # Panics
-    ///
-    /// As [`range`](OrderedIndex::range); and if `f` panics, the panic
-    /// propagates after the lock is released. Nothing is poisoned.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// let index: larder::OrderedIndex<u32, u64> = (0..10).map(|k| (k, u64::from(k))).collect();
-    /// let mut sum = 0;
-    /// index.for_each_in(2..=4, |_, value| sum += value);
-    /// assert_eq!(sum, 2 + 3 + 4);
-    /// ```
-    pub fn for_each_in<Q, R, F>(&self, range: R, mut f: F)
-    where
-        K: Borrow<Q>,
-        Q: Ord + ?Sized,
-        R: RangeBounds<Q>,
-        F: FnMut(&K, &V),
-    {
-        match &self.engine {
-            Engine::Locked(core) => {
-                let core = core.read();
-                for (key, value) in core.map().range::<Q, R>(range) {
-                    f(key, value);
-                }
-            }
-            Engine::Partitioned(parts) => parts.visit(range, |key, value| f(key, value)),
-        }
-    }
-
-    /// Checks the structure: keys sorted and within their leaf's bounds,
-    /// no leaf over capacity or left empty among others, and the
-    /// point-lookup table holding exactly the ordered entries. For tests,
-    /// with a consistent `Ord`, on a quiescent index.
-    ///
-    /// # Panics
-    ///
-    /// With a message starting "invariant violated" if anything disagrees.
-    #[doc(hidden)]
-    pub fn check_invariants(&self) {
-        match &self.engine {
-            Engine::Locked(core) => core.read().check_structure(),
-            Engine::Partitioned(parts) => parts.check_invariants(),
-        }
-    }
-}
-
 impl<K, V> Default for OrderedIndex<K, V> {
     fn default() -> Self {
         Self::new()
@@ -1049,19 +845,20 @@ impl<K: Ord + Clone + Hash, V> FromIterator<(K, V)> for OrderedIndex<K, V> {
     }
 }
 
+/// A summary (length and configuration), like every larder container; the
+/// entries are not printed: format a [`snapshot`](OrderedIndex::snapshot)
+/// to see them.
 impl<K, V, S> fmt::Debug for OrderedIndex<K, V, S>
 where
-    K: Ord + Clone + Hash + fmt::Debug,
-    V: fmt::Debug,
-    S: BuildHasher,
+    K: Ord + Clone,
 {
-    /// Formats the entries of one consistent cut, copied out first so that
-    /// no `Debug` code runs under the lock.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let entries = self.range::<K, _>(..);
-        f.debug_map()
-            .entries(entries.iter().map(|(key, value)| (key, value)))
-            .finish()
+        f.debug_struct("OrderedIndex")
+            .field("len", &self.len())
+            .field("lock", &self.lock_kind())
+            .field("leaf_capacity", &self.leaf_capacity())
+            .field("point_lookups", &self.has_point_lookups())
+            .finish_non_exhaustive()
     }
 }
 

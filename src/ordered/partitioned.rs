@@ -69,7 +69,7 @@
 use std::borrow::Borrow;
 use std::cmp::Ordering;
 use std::collections::VecDeque;
-use std::ops::{Bound, RangeBounds};
+use std::ops::Bound;
 
 use super::leaf::{LeafData, lower, search, upper};
 use super::points::{Points, Slot};
@@ -78,6 +78,7 @@ use crate::sync::{Arc, CachePadded, RwLock, ShardedLock};
 
 #[cfg(loom)]
 mod leaf_by_leaf;
+mod reads;
 
 /// The leaf capacity when none is chosen.
 pub(crate) const DEFAULT_LEAF_CAPACITY: usize = 128;
@@ -733,122 +734,6 @@ impl<K, V> Partitioned<K, V> {
         }
         drop(garbage);
         out
-    }
-
-    /// Calls `f` on every entry in the range, in order, under the read locks
-    /// of the leaves it spans (a consistent cut).
-    pub(crate) fn visit<Q, R>(&self, range: R, mut f: impl FnMut(&K, &Arc<V>))
-    where
-        K: Borrow<Q>,
-        Q: Ord + ?Sized,
-        R: RangeBounds<Q>,
-    {
-        let (start, end) = (range.start_bound(), range.end_bound());
-        check_range(start, end);
-        let router = self.router.read();
-        let first = first_leaf(&router.bounds, start);
-        let last = last_leaf(&router.bounds, end).min(router.leaves.len() - 1);
-        if first > last {
-            return;
-        }
-        #[cfg(loom)]
-        if self.leaf_by_leaf {
-            for leaf in router.leaves.range(first..=last) {
-                // BROKEN on purpose: this leaf's lock is released before the
-                // next one is taken.
-                let leaf = leaf.read();
-                let (lo, hi) = span(&**leaf, start, end);
-                for (key, value) in leaf.slice(lo, hi) {
-                    f(key, value);
-                }
-            }
-            return;
-        }
-        if first == last {
-            let leaf = router.leaves[first].read();
-            let (lo, hi) = span(&**leaf, start, end);
-            for (key, value) in leaf.slice(lo, hi) {
-                f(key, value);
-            }
-            return;
-        }
-        let guards: Vec<_> = router
-            .leaves
-            .range(first..=last)
-            .map(|leaf| leaf.read())
-            .collect();
-        for leaf in &guards {
-            let (lo, hi) = span(&***leaf, start, end);
-            for (key, value) in leaf.slice(lo, hi) {
-                f(key, value);
-            }
-        }
-    }
-
-    /// The number of entries in the range (a consistent cut).
-    pub(crate) fn range_count<Q, R>(&self, range: R) -> usize
-    where
-        K: Borrow<Q>,
-        Q: Ord + ?Sized,
-        R: RangeBounds<Q>,
-    {
-        let mut count = 0;
-        self.visit(range, |_, _| count += 1);
-        count
-    }
-
-    /// The number of entries, every leaf read-locked at once.
-    pub(crate) fn len(&self) -> usize {
-        let router = self.router.read();
-        let guards: Vec<_> = router.leaves.iter().map(|leaf| leaf.read()).collect();
-        guards.iter().map(|leaf| leaf.len()).sum()
-    }
-
-    /// Whether there are no entries (leaves read-locked in order until one
-    /// holds an entry).
-    pub(crate) fn is_empty(&self) -> bool {
-        let router = self.router.read();
-        let mut held = Vec::new();
-        for leaf in &router.leaves {
-            let guard = leaf.read();
-            if !guard.is_empty() {
-                return false;
-            }
-            held.push(guard);
-        }
-        true
-    }
-
-    /// Every leaf's entries, shared, at one instant.
-    fn share(&self) -> Vec<Entries<K, V>> {
-        let router = self.router.read();
-        #[cfg(loom)]
-        if self.leaf_by_leaf {
-            // BROKEN on purpose: one leaf at a time.
-            return router
-                .leaves
-                .iter()
-                .map(|leaf| Arc::clone(&*leaf.read()))
-                .collect();
-        }
-        let guards: Vec<_> = router.leaves.iter().map(|leaf| leaf.read()).collect();
-        guards.iter().map(|leaf| Arc::clone(&**leaf)).collect()
-    }
-
-    /// The whole map at one instant, built after the locks are released.
-    pub(crate) fn snapshot(&self) -> Map<K, V>
-    where
-        K: Ord + Clone,
-    {
-        let leaves = self.share();
-        // One insert at a time, not `collect`: collecting sorts, and std's
-        // sort panics on an `Ord` it finds inconsistent. Inserting in key
-        // order walks the tree's right edge, so it stays cheap.
-        let mut map = Map::new();
-        for (key, value) in leaves.iter().flat_map(|leaf| leaf.iter()) {
-            map.insert(key.clone(), Arc::clone(value));
-        }
-        map
     }
 
     /// Removes every entry.

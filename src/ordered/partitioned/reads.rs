@@ -1,0 +1,137 @@
+//! The engine's reads that span leaves: visiting a range (whole, or until
+//! the caller stops), counting, the length and the snapshot.
+
+use std::borrow::Borrow;
+use std::ops::{ControlFlow, RangeBounds};
+
+use super::{Entries, Map, Partitioned, check_range, first_leaf, last_leaf, span};
+
+use crate::sync::Arc;
+
+impl<K, V> Partitioned<K, V> {
+    /// Calls `f` on every entry in the range, in order, under the read locks
+    /// of the leaves it spans (a consistent cut).
+    pub(crate) fn visit<Q, R>(&self, range: R, mut f: impl FnMut(&K, &Arc<V>))
+    where
+        K: Borrow<Q>,
+        Q: Ord + ?Sized,
+        R: RangeBounds<Q>,
+    {
+        // `Infallible`: the walk cannot stop early, so its result says nothing.
+        let _ = self.visit_while(range, |key, value| {
+            f(key, value);
+            ControlFlow::<std::convert::Infallible>::Continue(())
+        });
+    }
+
+    /// [`visit`](Self::visit) that stops at the first `Break`, returning it.
+    ///
+    /// The leaves are read-locked one after another, in key order, and each
+    /// lock is kept until the walk ends: no lock is released before the last
+    /// one is taken (two-phase locking), so the entries seen are one
+    /// consistent cut, and a walk that stops early has locked only the
+    /// leaves it read (O(entries visited), not O(range)). Taking leaf locks
+    /// in key order is the order every multi-leaf operation uses, so it
+    /// cannot deadlock.
+    pub(crate) fn visit_while<Q, R, B>(
+        &self,
+        range: R,
+        mut f: impl FnMut(&K, &Arc<V>) -> ControlFlow<B>,
+    ) -> ControlFlow<B>
+    where
+        K: Borrow<Q>,
+        Q: Ord + ?Sized,
+        R: RangeBounds<Q>,
+    {
+        let (start, end) = (range.start_bound(), range.end_bound());
+        check_range(start, end);
+        let router = self.router.read();
+        let first = first_leaf(&router.bounds, start);
+        let last = last_leaf(&router.bounds, end).min(router.leaves.len() - 1);
+        if first > last {
+            return ControlFlow::Continue(());
+        }
+        let mut held = Vec::new();
+        for leaf in router.leaves.range(first..=last) {
+            let guard = leaf.read();
+            let (lo, hi) = span(&**guard, start, end);
+            for (key, value) in guard.slice(lo, hi) {
+                f(key, value)?;
+            }
+            #[cfg(loom)]
+            if self.leaf_by_leaf {
+                // BROKEN on purpose: this leaf's lock is released before the
+                // next one is taken.
+                continue;
+            }
+            held.push(guard);
+        }
+        ControlFlow::Continue(())
+    }
+
+    /// The number of entries in the range (a consistent cut).
+    pub(crate) fn range_count<Q, R>(&self, range: R) -> usize
+    where
+        K: Borrow<Q>,
+        Q: Ord + ?Sized,
+        R: RangeBounds<Q>,
+    {
+        let mut count = 0;
+        self.visit(range, |_, _| count += 1);
+        count
+    }
+
+    /// The number of entries, every leaf read-locked at once.
+    pub(crate) fn len(&self) -> usize {
+        let router = self.router.read();
+        let guards: Vec<_> = router.leaves.iter().map(|leaf| leaf.read()).collect();
+        guards.iter().map(|leaf| leaf.len()).sum()
+    }
+
+    /// Whether there are no entries (leaves read-locked in order until one
+    /// holds an entry).
+    pub(crate) fn is_empty(&self) -> bool {
+        let router = self.router.read();
+        let mut held = Vec::new();
+        for leaf in &router.leaves {
+            let guard = leaf.read();
+            if !guard.is_empty() {
+                return false;
+            }
+            held.push(guard);
+        }
+        true
+    }
+
+    /// Every leaf's entries, shared, at one instant.
+    fn share(&self) -> Vec<Entries<K, V>> {
+        let router = self.router.read();
+        #[cfg(loom)]
+        if self.leaf_by_leaf {
+            // BROKEN on purpose: one leaf at a time.
+            return router
+                .leaves
+                .iter()
+                .map(|leaf| Arc::clone(&*leaf.read()))
+                .collect();
+        }
+        let guards: Vec<_> = router.leaves.iter().map(|leaf| leaf.read()).collect();
+        guards.iter().map(|leaf| Arc::clone(&**leaf)).collect()
+    }
+
+    /// The whole map at one instant, built after the locks are released.
+    pub(crate) fn snapshot(&self) -> Map<K, V>
+    where
+        K: Ord + Clone,
+    {
+        let leaves = self.share();
+        // One insert at a time, not `collect`: collecting sorts, and std's
+        // sort panics on an `Ord` it finds inconsistent. Inserting in key
+        // order walks the tree's right edge, so it stays cheap.
+        let mut map = Map::new();
+        for (key, value) in leaves.iter().flat_map(|leaf| leaf.iter()) {
+            map.insert(key.clone(), Arc::clone(value));
+        }
+        map
+    }
+}
