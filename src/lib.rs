@@ -94,6 +94,7 @@
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 #![doc(test(attr(deny(warnings))))]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 /// The README's code examples, compiled and run as doctests.
 #[cfg(doctest)]
@@ -111,6 +112,7 @@ mod indexed;
 mod lru;
 mod ordered;
 #[cfg(feature = "reflector")]
+#[cfg_attr(docsrs, doc(cfg(feature = "reflector")))]
 pub mod reflector;
 mod snapshot;
 mod sync;
