@@ -77,6 +77,35 @@
 //! named. Calling the blocking `get_or_init` from a task instead is misuse 13
 //! of `docs/misuse.md`; `docs/async.md` is the guide.
 //!
+//! ## Conventions
+//!
+//! - **Keys are borrowed** in every lookup, removal and single-flight call
+//!   (`&Q` where `K: Borrow<Q>`): a hit never allocates; a miss that must
+//!   store the key builds it with `ToOwned` first.
+//! - **Sharing:** no container is `Clone`. Share one as `Arc<LruCache<..>>`
+//!   (or by reference across scoped threads). A `Clone` handle would hide
+//!   the same `Arc` inside and make every owner that never shares pay a
+//!   second pointer hop per call; a struct of yours holding
+//!   `Arc<IndexedStore<..>>` can `#[derive(Clone)]` to get moka- or
+//!   kube-rs-style handles.
+//! - **Builders** return `Result` when a setting can be invalid
+//!   ([`IndexedStoreBuilder`], [`LruCacheBuilder`], [`TypedCacheBuilder`],
+//!   each with its own `#[non_exhaustive]` error enum that implements
+//!   `std::error::Error`). [`OrderedIndexBuilder::build`] cannot fail (every
+//!   setting is valid or clamped, as its docs say), so it returns the index.
+//!   Shortcut constructors that take a bound (`LruCache::new(capacity)`)
+//!   panic on an invalid one, as documented under their *Panics*; use the
+//!   builder to get the error instead.
+//! - **Errors of operations** are values, never panics: an index function's
+//!   failure is an [`IndexError`], a lost race of
+//!   [`Snapshot::compare_and_swap`] a [`CompareAndSwapError`] carrying the
+//!   value back, a loader's error is returned to every caller that waited
+//!   on it. A panic in user code (a loader, an index function, `Hash`,
+//!   `Eq`, `Ord`, `Clone`, `Drop`) leaves the container consistent and
+//!   unpoisoned, and loses no other entry.
+//! - **`Debug`** on a container prints a summary (length, configuration),
+//!   never every entry; snapshots and views print their entries.
+//!
 //! ## Example
 //!
 //! ```
