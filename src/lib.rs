@@ -136,6 +136,12 @@ pub struct ReadmeDoctests;
 #[doc = include_str!("../docs/async.md")]
 pub struct AsyncGuideDoctests;
 
+/// The code of the `Snapshot` guide (`docs/snapshot.md`), compiled and run
+/// as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../docs/snapshot.md")]
+pub struct SnapshotGuideDoctests;
+
 mod flight;
 mod indexed;
 mod lru;
