@@ -142,6 +142,12 @@ pub struct AsyncGuideDoctests;
 #[doc = include_str!("../docs/snapshot.md")]
 pub struct SnapshotGuideDoctests;
 
+/// The code of the `OrderedIndex` guide (`docs/ordered.md`), compiled and
+/// run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../docs/ordered.md")]
+pub struct OrderedGuideDoctests;
+
 mod flight;
 mod indexed;
 mod lru;
