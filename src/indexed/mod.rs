@@ -53,6 +53,7 @@
 //! catches one. Design notes and measurements: `docs/indexed.md`.
 
 mod builder;
+mod collect;
 mod core;
 mod error;
 mod index_fn;
