@@ -44,7 +44,9 @@ mod imp {
     pub(crate) use parking_lot::{
         Condvar, Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard,
     };
-    pub(crate) use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering, fence};
+    pub(crate) use std::sync::atomic::{
+        AtomicBool, AtomicU8, AtomicU64, AtomicUsize, Ordering, fence,
+    };
 
     pub(crate) use std::thread::ThreadId;
 
@@ -183,7 +185,9 @@ mod imp {
 
 #[cfg(loom)]
 mod imp {
-    pub(crate) use loom::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering, fence};
+    pub(crate) use loom::sync::atomic::{
+        AtomicBool, AtomicU8, AtomicU64, AtomicUsize, Ordering, fence,
+    };
     use std::ops::{Deref, DerefMut};
 
     pub(crate) use loom::thread::ThreadId;

@@ -23,6 +23,8 @@ mod iter;
 mod load;
 mod load_async;
 mod policy;
+#[allow(dead_code)] // wired into `LruPolicy` next
+mod s3fifo;
 mod stats;
 
 pub use builder::{LruBuildError, LruCacheBuilder};

@@ -1,0 +1,575 @@
+//! The sequential core of one shard under [`LruPolicy::S3Fifo`]: S3-FIFO
+//! (Yang et al., "FIFO queues are all you need for cache eviction",
+//! SOSP 2023), a scan-resistant policy whose hits write no list.
+//!
+//! # Policy
+//!
+//! Three FIFO queues:
+//!
+//! - **small** (1/32 of the capacity) takes every new key. Most keys are
+//!   used once and leave from here without ever touching the rest of the
+//!   cache: a scan or a burst of one-hit wonders cannot flush the hot set.
+//! - **main** (the rest) holds keys that proved themselves: a key used
+//!   again while in small moves to main when it reaches small's tail.
+//!   Main's tail is evicted unless it was used since it last got there;
+//!   then it is reinserted at the head with one use less (CLOCK with a
+//!   2-bit counter).
+//! - **ghost** remembers the hashes (not keys or values) of as many
+//!   recently evicted small-queue keys as main holds. A key that comes back
+//!   while its hash is remembered goes straight to main.
+//!
+//! A hit only bumps the entry's use counter (0 to 3), an atomic stored only
+//! while below 3, so a lookup runs under the shard's *shared* lock and a
+//! hot entry's cache line stops being written once its counter saturates.
+//!
+//! Layout, stored hashes and panic safety are those of the other cores
+//! (`core.rs`): one dense `Vec` of nodes, the shared [`NodeIndex`], the
+//! user's `Eq` called only before the first mutation, and every removed key
+//! and value handed back to the caller to drop unlocked. The ghost holds
+//! bare 64-bit hashes, so it never runs user code either.
+//!
+//! [`LruPolicy::S3Fifo`]: super::LruPolicy::S3Fifo
+
+use std::borrow::Borrow;
+use std::collections::VecDeque;
+
+use hashbrown::HashTable;
+
+use super::core::{Inserted, MAX_SHARD_CAPACITY};
+use super::index::{Keyed, NodeIndex};
+use crate::sync::{AtomicU8, Ordering};
+
+/// The "no node" index.
+const NIL: u32 = u32::MAX;
+
+/// A use counter saturates here (two bits' worth, as in the paper).
+const MAX_FREQ: u8 = 3;
+
+/// Which queue a node is in.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Queue {
+    Small,
+    Main,
+}
+
+struct Node<K, V> {
+    key: K,
+    value: V,
+    hash: u64,
+    prev: u32,
+    next: u32,
+    queue: Queue,
+    /// Uses since the entry entered its queue or was last passed over:
+    /// bumped by a hit (under the shard's shared lock), read and lowered by
+    /// eviction (under its exclusive lock).
+    freq: AtomicU8,
+}
+
+impl<K, V> Keyed for Node<K, V> {
+    type Key = K;
+    fn hash(&self) -> u64 {
+        self.hash
+    }
+    fn key(&self) -> &K {
+        &self.key
+    }
+}
+
+/// A doubly linked FIFO over node indices: new nodes at the head, the
+/// oldest at the tail.
+#[derive(Clone, Copy, Debug)]
+struct List {
+    head: u32,
+    tail: u32,
+    len: usize,
+}
+
+impl List {
+    const EMPTY: List = List {
+        head: NIL,
+        tail: NIL,
+        len: 0,
+    };
+}
+
+/// The ghost queue: hashes of recently evicted small-queue keys, oldest
+/// first, with a table to test membership.
+///
+/// A hash can sit in `order` more than once (a key evicted twice), and a
+/// key readmitted to main is forgotten at once while its places in `order`
+/// age out as usual; so each member counts its places in `order` and,
+/// separately, whether it is still remembered.
+struct Ghost {
+    order: VecDeque<u64>,
+    /// `(hash, places in order, remembered)`, hashed by the hash itself.
+    members: HashTable<(u64, u32, bool)>,
+    capacity: usize,
+}
+
+impl Ghost {
+    fn new(capacity: usize) -> Self {
+        Self {
+            order: VecDeque::new(),
+            members: HashTable::new(),
+            capacity,
+        }
+    }
+
+    fn contains(&self, hash: u64) -> bool {
+        matches!(
+            self.members.find(hash, |m| m.0 == hash),
+            Some(&(_, _, true))
+        )
+    }
+
+    fn push(&mut self, hash: u64) {
+        if self.capacity == 0 {
+            return;
+        }
+        match self.members.find_mut(hash, |m| m.0 == hash) {
+            Some(member) => {
+                member.1 += 1;
+                member.2 = true;
+            }
+            None => {
+                self.members.insert_unique(hash, (hash, 1, true), |m| m.0);
+            }
+        }
+        self.order.push_back(hash);
+        self.trim();
+    }
+
+    /// Forgets `hash` (its key was readmitted, to main).
+    fn forget(&mut self, hash: u64) {
+        if let Some(member) = self.members.find_mut(hash, |m| m.0 == hash) {
+            member.2 = false;
+        }
+    }
+
+    fn set_capacity(&mut self, capacity: usize) {
+        self.capacity = capacity;
+        self.trim();
+        if self.order.capacity() > capacity.max(4).saturating_mul(2) {
+            self.order.shrink_to(capacity);
+            self.members.shrink_to(capacity, |m| m.0);
+        }
+    }
+
+    /// Drops the oldest places beyond the capacity, and a member with its
+    /// last place.
+    fn trim(&mut self) {
+        while self.order.len() > self.capacity {
+            let Some(oldest) = self.order.pop_front() else {
+                break;
+            };
+            if let Ok(mut entry) = self.members.find_entry(oldest, |m| m.0 == oldest) {
+                if entry.get().1 <= 1 {
+                    entry.remove();
+                } else {
+                    entry.get_mut().1 -= 1;
+                }
+            }
+        }
+    }
+
+    fn clear(&mut self) {
+        self.order = VecDeque::new();
+        self.members = HashTable::new();
+    }
+
+    fn len(&self) -> usize {
+        self.order.len()
+    }
+}
+
+/// An S3-FIFO map of at most `capacity` entries.
+pub(crate) struct S3FifoCore<K, V> {
+    table: NodeIndex,
+    nodes: Vec<Node<K, V>>,
+    small: List,
+    main: List,
+    ghost: Ghost,
+    capacity: usize,
+}
+
+/// The small queue's share of a capacity: 1/32, at least one entry (so a
+/// capacity of 1 is all small queue, and main's share is empty). The
+/// paper's tenth measured up to 0.5 point lower on Zipf traces here (the
+/// `hit_ratio_cells` test); a smaller probation queue keeps more room for
+/// the keys that proved themselves, and the ghost still catches the keys
+/// that return after leaving it.
+fn small_target(capacity: usize) -> usize {
+    (capacity / 32).max(1)
+}
+
+/// The ghost's capacity: as many hashes as main's share holds entries.
+fn ghost_target(capacity: usize) -> usize {
+    capacity - small_target(capacity)
+}
+
+impl<K, V> S3FifoCore<K, V> {
+    /// An empty core holding at most `capacity` (>= 1) entries.
+    pub(crate) fn new(capacity: usize) -> Self {
+        debug_assert!((1..=MAX_SHARD_CAPACITY).contains(&capacity));
+        Self {
+            table: NodeIndex::new(),
+            nodes: Vec::new(),
+            small: List::EMPTY,
+            main: List::EMPTY,
+            ghost: Ghost::new(ghost_target(capacity)),
+            capacity,
+        }
+    }
+
+    #[inline]
+    pub(crate) fn len(&self) -> usize {
+        self.nodes.len()
+    }
+
+    #[cfg(any(test, loom))]
+    pub(crate) fn capacity(&self) -> usize {
+        self.capacity
+    }
+
+    /// The node index of the key, calling `K: Eq` only on a full hash match.
+    #[inline]
+    fn find<Q>(&self, hash: u64, key: &Q) -> Option<u32>
+    where
+        K: Borrow<Q>,
+        Q: ?Sized + Eq,
+    {
+        self.table.find(&self.nodes, hash, key)
+    }
+
+    /// Whether the key is present (not a use).
+    pub(crate) fn contains<Q>(&self, hash: u64, key: &Q) -> bool
+    where
+        K: Borrow<Q>,
+        Q: ?Sized + Eq,
+    {
+        self.find(hash, key).is_some()
+    }
+
+    /// The value of the key, counted as a use. Needs only `&self`: safe to
+    /// call from several threads holding the shard's shared lock.
+    #[inline]
+    pub(crate) fn get<Q>(&self, hash: u64, key: &Q) -> Option<&V>
+    where
+        K: Borrow<Q>,
+        Q: ?Sized + Eq,
+    {
+        let node = &self.nodes[self.find(hash, key)? as usize];
+        // Relaxed: the counter is a hint read by eviction under the
+        // exclusive lock, whose acquisition synchronizes with this reader's
+        // unlock. Two racing hits may count once; a lost use only makes
+        // eviction slightly less informed. Stored only below the maximum,
+        // so a hot entry's line stays shared between the reading cores.
+        let freq = node.freq.load(Ordering::Relaxed);
+        if freq < MAX_FREQ {
+            node.freq.store(freq + 1, Ordering::Relaxed);
+        }
+        Some(&node.value)
+    }
+
+    /// The value of the key, not counted as a use.
+    pub(crate) fn peek<Q>(&self, hash: u64, key: &Q) -> Option<&V>
+    where
+        K: Borrow<Q>,
+        Q: ?Sized + Eq,
+    {
+        self.find(hash, key).map(|i| &self.nodes[i as usize].value)
+    }
+
+    /// Inserts or replaces the key's value (a replacement counts as a use);
+    /// a new key goes to main if the ghost remembers it, else to small,
+    /// after one entry is evicted if the core is full.
+    pub(crate) fn insert(&mut self, hash: u64, key: K, value: V) -> Inserted<K, V>
+    where
+        K: Eq,
+    {
+        // The only user code (`K: Eq`) runs here, before any mutation.
+        if let Some(i) = self.find(hash, &key) {
+            let node = &mut self.nodes[i as usize];
+            // Relaxed: under the exclusive lock.
+            let freq = node.freq.load(Ordering::Relaxed);
+            node.freq.store((freq + 1).min(MAX_FREQ), Ordering::Relaxed);
+            let old = std::mem::replace(&mut node.value, value);
+            return Inserted {
+                replaced: Some(old),
+                evicted: None,
+                unused_key: Some(key),
+            };
+        }
+        let queue = if self.ghost.contains(hash) {
+            self.ghost.forget(hash);
+            Queue::Main
+        } else {
+            Queue::Small
+        };
+        if self.nodes.len() >= self.capacity {
+            // Full: the victim's node takes the new entry.
+            let v = self.victim();
+            self.table.remove(&self.nodes, v);
+            self.unlink(v);
+            let node = &mut self.nodes[v as usize];
+            let old_key = std::mem::replace(&mut node.key, key);
+            let old_value = std::mem::replace(&mut node.value, value);
+            node.hash = hash;
+            node.freq.store(0, Ordering::Relaxed);
+            self.push_front(v, queue);
+            self.table.insert(&self.nodes, v);
+            return Inserted {
+                replaced: None,
+                evicted: Some((old_key, old_value)),
+                unused_key: None,
+            };
+        }
+        let i = self.nodes.len() as u32;
+        self.nodes.push(Node {
+            key,
+            value,
+            hash,
+            prev: NIL,
+            next: NIL,
+            queue,
+            freq: AtomicU8::new(0),
+        });
+        self.push_front(i, queue);
+        self.table.insert(&self.nodes, i);
+        Inserted {
+            replaced: None,
+            evicted: None,
+            unused_key: None,
+        }
+    }
+
+    /// Removes the key, returning its entry (the ghost does not remember a
+    /// removed key: only evictions teach it).
+    pub(crate) fn remove<Q>(&mut self, hash: u64, key: &Q) -> Option<(K, V)>
+    where
+        K: Borrow<Q>,
+        Q: ?Sized + Eq,
+    {
+        let i = self.find(hash, key)?;
+        Some(self.remove_index(i))
+    }
+
+    /// Sets the capacity, moving the entries over it (in eviction order)
+    /// into `evicted`.
+    pub(crate) fn set_capacity(&mut self, capacity: usize, evicted: &mut Vec<(K, V)>) {
+        debug_assert!((1..=MAX_SHARD_CAPACITY).contains(&capacity));
+        self.capacity = capacity;
+        self.ghost.set_capacity(ghost_target(capacity));
+        self.evict_overflow(evicted);
+    }
+
+    /// Moves the entries over the capacity into `evicted`.
+    pub(crate) fn evict_overflow(&mut self, evicted: &mut Vec<(K, V)>) {
+        while self.nodes.len() > self.capacity {
+            let v = self.victim();
+            evicted.push(self.remove_index(v));
+        }
+        self.table.shrink(&mut self.nodes, self.capacity);
+    }
+
+    /// Sets the capacity without evicting (loom's negative controls).
+    #[cfg(loom)]
+    pub(crate) fn set_capacity_lazily(&mut self, capacity: usize) {
+        self.capacity = capacity;
+    }
+
+    /// Empties the core, returning every entry (in no particular order);
+    /// the ghost forgets everything too.
+    pub(crate) fn take_all(&mut self) -> Vec<(K, V)> {
+        self.table.clear();
+        self.small = List::EMPTY;
+        self.main = List::EMPTY;
+        self.ghost.clear();
+        std::mem::take(&mut self.nodes)
+            .into_iter()
+            .map(|node| (node.key, node.value))
+            .collect()
+    }
+
+    /// The entries, main queue first, each queue from its newest entry to
+    /// its oldest. Not a use.
+    pub(crate) fn for_each(&self, mut f: impl FnMut(&K, &V)) {
+        for list in [self.main, self.small] {
+            let mut at = list.head;
+            while at != NIL {
+                let node = &self.nodes[at as usize];
+                f(&node.key, &node.value);
+                at = node.next;
+            }
+        }
+    }
+
+    /// The node to evict next, with every move S3-FIFO makes on the way:
+    /// small's tail moves to main if it was used while in small (and is not
+    /// the victim), else it is the victim and its hash goes to the ghost;
+    /// main's tail is reinserted with one use less while it has uses, else
+    /// it is the victim. Small is served first while it holds at least its
+    /// share (or main is empty). Still linked when returned. The core must
+    /// not be empty.
+    fn victim(&mut self) -> u32 {
+        debug_assert!(!self.nodes.is_empty());
+        let small_share = small_target(self.capacity);
+        loop {
+            if self.small.len > 0 && (self.small.len >= small_share || self.main.len == 0) {
+                let t = self.small.tail;
+                let node = &self.nodes[t as usize];
+                // Relaxed, here and below: under the exclusive lock.
+                if node.freq.load(Ordering::Relaxed) > 0 {
+                    // Proved itself: to main, its uses spent on the move.
+                    node.freq.store(0, Ordering::Relaxed);
+                    self.unlink(t);
+                    self.push_front(t, Queue::Main);
+                    continue;
+                }
+                let hash = node.hash;
+                self.ghost.push(hash);
+                return t;
+            }
+            let t = self.main.tail;
+            debug_assert!(t != NIL, "larder: S3-FIFO found both queues empty");
+            let freq = &self.nodes[t as usize].freq;
+            let uses = freq.load(Ordering::Relaxed);
+            if uses > 0 {
+                freq.store(uses - 1, Ordering::Relaxed);
+                self.unlink(t);
+                self.push_front(t, Queue::Main);
+                continue;
+            }
+            return t;
+        }
+    }
+
+    fn list_mut(&mut self, queue: Queue) -> &mut List {
+        match queue {
+            Queue::Small => &mut self.small,
+            Queue::Main => &mut self.main,
+        }
+    }
+
+    fn unlink(&mut self, i: u32) {
+        let (prev, next, queue) = {
+            let node = &self.nodes[i as usize];
+            (node.prev, node.next, node.queue)
+        };
+        if prev != NIL {
+            self.nodes[prev as usize].next = next;
+        }
+        if next != NIL {
+            self.nodes[next as usize].prev = prev;
+        }
+        let list = self.list_mut(queue);
+        if prev == NIL {
+            list.head = next;
+        }
+        if next == NIL {
+            list.tail = prev;
+        }
+        list.len -= 1;
+    }
+
+    fn push_front(&mut self, i: u32, queue: Queue) {
+        let old_head = self.list_mut(queue).head;
+        {
+            let node = &mut self.nodes[i as usize];
+            node.prev = NIL;
+            node.next = old_head;
+            node.queue = queue;
+        }
+        if old_head != NIL {
+            self.nodes[old_head as usize].prev = i;
+        }
+        let list = self.list_mut(queue);
+        if old_head == NIL {
+            list.tail = i;
+        }
+        list.head = i;
+        list.len += 1;
+    }
+
+    /// Unlinks and removes node `i`, moving the last node into its slot.
+    fn remove_index(&mut self, i: u32) -> (K, V) {
+        self.table.remove(&self.nodes, i);
+        self.unlink(i);
+        let last = (self.nodes.len() - 1) as u32;
+        let node = self.nodes.swap_remove(i as usize);
+        if i != last {
+            // The node that was last now lives at `i`: repoint its
+            // neighbours, its queue's ends and its table slot.
+            let (prev, next, hash, queue) = {
+                let moved = &self.nodes[i as usize];
+                (moved.prev, moved.next, moved.hash, moved.queue)
+            };
+            if prev != NIL {
+                self.nodes[prev as usize].next = i;
+            }
+            if next != NIL {
+                self.nodes[next as usize].prev = i;
+            }
+            let list = self.list_mut(queue);
+            if prev == NIL {
+                list.head = i;
+            }
+            if next == NIL {
+                list.tail = i;
+            }
+            self.table.moved(hash, last, i);
+        }
+        (node.key, node.value)
+    }
+
+    /// Checks every structural invariant; panics with a description if one
+    /// fails.
+    pub(crate) fn check_invariants(&self) {
+        let n = self.nodes.len();
+        assert!(
+            n <= self.capacity,
+            "len {n} over capacity {}",
+            self.capacity
+        );
+        assert_eq!(self.table.len(), n, "table and node counts differ");
+        assert!(
+            self.ghost.len() <= self.ghost.capacity,
+            "ghost holds {} hashes, over its {}",
+            self.ghost.len(),
+            self.ghost.capacity
+        );
+        let mut seen = vec![false; n];
+        let mut total = 0;
+        for (list, queue) in [(self.small, Queue::Small), (self.main, Queue::Main)] {
+            let mut at = list.head;
+            let mut prev = NIL;
+            let mut count = 0;
+            while at != NIL {
+                let node = &self.nodes[at as usize];
+                assert!(!seen[at as usize], "node {at} linked twice");
+                seen[at as usize] = true;
+                assert_eq!(node.queue, queue, "node {at} in the wrong queue");
+                assert_eq!(node.prev, prev, "broken prev link at node {at}");
+                assert!(
+                    node.freq.load(Ordering::Relaxed) <= MAX_FREQ,
+                    "counter over its maximum"
+                );
+                assert!(
+                    self.table.locates(node.hash, at),
+                    "node {at} not reachable from the table"
+                );
+                prev = at;
+                at = node.next;
+                count += 1;
+            }
+            assert_eq!(list.tail, prev, "{queue:?}: tail is not the last node");
+            assert_eq!(list.len, count, "{queue:?}: length differs from its list");
+            total += count;
+        }
+        assert_eq!(total, n, "queues hold {total} of {n} nodes");
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+#[path = "s3fifo_tests.rs"]
+mod tests;
