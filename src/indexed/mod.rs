@@ -57,6 +57,7 @@ mod core;
 mod error;
 mod index_fn;
 mod lookup;
+mod revision;
 mod store;
 mod transaction;
 
@@ -64,6 +65,8 @@ pub use builder::IndexedStoreBuilder;
 pub use error::{IndexError, IndexedBuildError};
 pub use store::IndexedStore;
 pub use transaction::Transaction;
+#[cfg(feature = "reflector")]
+pub(crate) use revision::Relisted;
 
 /// A deliberately broken protocol, for the loom suite's negative controls.
 #[cfg(loom)]
