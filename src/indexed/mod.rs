@@ -65,8 +65,6 @@ pub use builder::IndexedStoreBuilder;
 pub use error::{IndexError, IndexedBuildError};
 pub use store::IndexedStore;
 pub use transaction::Transaction;
-#[cfg(feature = "reflector")]
-pub(crate) use revision::Relisted;
 
 /// A deliberately broken protocol, for the loom suite's negative controls.
 #[cfg(loom)]

@@ -397,7 +397,7 @@ where
 
     /// The one insert: [`insert_arc`](Self::insert_arc), recording
     /// `revision` (if any) in the same critical section as the change.
-    pub(super) fn write_insert(
+    pub(crate) fn write_insert(
         &self,
         key: K,
         value: Arc<V>,
@@ -474,7 +474,7 @@ where
 
     /// The one remove: [`remove`](Self::remove), recording `revision` (if
     /// any) in the same critical section, whether or not `key` was there.
-    pub(super) fn write_remove<Q>(&self, key: &Q, revision: Option<u64>) -> Option<Arc<V>>
+    pub(crate) fn write_remove<Q>(&self, key: &Q, revision: Option<u64>) -> Option<Arc<V>>
     where
         K: Borrow<Q>,
         Q: ?Sized + Hash + Eq,
