@@ -7,8 +7,8 @@
 //!    critical section, the list's revision included), and deliver the
 //!    difference between the old and the new content to the handlers.
 //! 2. Watch from the last applied revision; apply each event to the store
-//!    (object, indexes and revision in one critical section), publish the
-//!    revision, then notify the handlers.
+//!    (object, indexes and revision in one critical section), notify the
+//!    handlers, then publish the revision to the handle's waiters.
 //! 3. A connection error or a dropped stream: back off, then watch again
 //!    from the last applied revision (step 2). A too-old revision: back
 //!    off, then list again (step 1).
@@ -315,7 +315,6 @@ where
             items.clone()
         };
         let relisted = self.store.replace_for_relist(items, revision);
-        // The store holds the list: publish its revision, then notify.
         let (invalid_count, rejected_count) = (invalid.len() as u64, relisted.rejected.len() as u64);
         self.status.update(|inner| {
             let stats = &mut inner.stats;
@@ -325,7 +324,6 @@ where
             }
             stats.invalid_objects += invalid_count;
             stats.rejected_objects += rejected_count;
-            stats.last_revision = revision;
             inner.last_event = Some(Instant::now());
         });
         for object in invalid {
@@ -364,7 +362,11 @@ where
                 self.notify(&Notification::Delete(key, previous));
             }
         }
-        self.status.update(|inner| inner.synced = true);
+        // Published once the handlers have seen the whole list.
+        self.status.update(|inner| {
+            inner.stats.last_revision = revision;
+            inner.synced = true;
+        });
         revision
     }
 
@@ -420,6 +422,10 @@ where
             }
         };
         *applied = revision;
+        if let Some(notification) = notification {
+            self.notify(&notification);
+        }
+        // Published once the handlers have seen the change.
         self.status.update(|inner| {
             let stats = &mut inner.stats;
             stats.last_revision = revision;
@@ -431,9 +437,6 @@ where
             }
             inner.last_event = Some(Instant::now());
         });
-        if let Some(notification) = notification {
-            self.notify(&notification);
-        }
         Applied::Yes
     }
 
