@@ -582,3 +582,58 @@ fn every_type_prints() {
     };
     assert!(format!("{error:?}").contains("HandlerPanicked"));
 }
+
+/// A source that, like some real ones after a reconnect, repeats the last
+/// few changes before the requested revision.
+struct Repeating(MemorySource<String, u32>);
+
+impl larder::reflector::Source for Repeating {
+    type Key = String;
+    type Object = u32;
+    type Watch = larder::reflector::MemoryWatch<String, u32>;
+
+    fn list(
+        &self,
+    ) -> impl Future<
+        Output = Result<larder::reflector::Listed<String, u32>, larder::reflector::SourceError>,
+    > + Send {
+        self.0.list()
+    }
+
+    fn watch(
+        &self,
+        from: larder::reflector::Revision,
+    ) -> impl Future<Output = Result<Self::Watch, larder::reflector::SourceError>> + Send {
+        self.0.watch(from.saturating_sub(3).max(self.0.compacted()))
+    }
+}
+
+#[test]
+fn changes_a_source_repeats_after_a_reconnect_are_applied_once() {
+    bounded("repeated_changes_are_applied_once", async {
+        let source = MemorySource::new();
+        let store = store();
+        let recorder = Recorder::new();
+        let reflector = Reflector::builder(Repeating(source.clone()), Arc::clone(&store))
+            .handler(Shared(Arc::clone(&recorder)))
+            .backoff(fast())
+            .build()
+            .unwrap();
+        let handle = reflector.handle();
+        let task = tokio::spawn(reflector.run());
+        handle.wait_until_synced().await.unwrap();
+        source.put("a".to_string(), 1);
+        source.put("a".to_string(), 2);
+        source.put("b".to_string(), 1);
+        caught_up(&handle, &source).await;
+        recorder.take_calls();
+        source.drop_watches();
+        source.put("c".to_string(), 3);
+        caught_up(&handle, &source).await;
+        assert_eq!(recorder.take_calls(), [Call::Add("c".into(), 3)]);
+        assert_eq!(handle.stats().events_applied, 4);
+        assert_eq!(store.revision(), source.revision());
+        handle.stop();
+        task.await.unwrap();
+    });
+}
