@@ -88,7 +88,9 @@ fn case(parse_keys: bool) -> Case {
     let source = MemorySource::with_timer(instant);
     let store = Arc::new(
         IndexedStore::<u8, u32>::builder()
-            .index("parity", |v: &u32| [if v % 2 == 0 { "even" } else { "odd" }])
+            .index("parity", |v: &u32| {
+                [if v % 2 == 0 { "even" } else { "odd" }]
+            })
             .build()
             .unwrap(),
     );
@@ -134,7 +136,11 @@ fn check(case: &mut Case) -> Result<(), TestCaseError> {
     let mut stored: Vec<(u8, u32)> = case.store.iter().map(|(k, v)| (k, *v)).collect();
     stored.sort();
     prop_assert_eq!(&stored, &expected, "store differs from the source");
-    prop_assert_eq!(case.recorder.model(), expected, "replay differs from the source");
+    prop_assert_eq!(
+        case.recorder.model(),
+        expected,
+        "replay differs from the source"
+    );
     prop_assert_eq!(case.recorder.violations(), Vec::<String>::new());
     prop_assert!(case.handle.has_synced());
     prop_assert_eq!(case.handle.revision(), case.source.revision());

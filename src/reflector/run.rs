@@ -263,14 +263,16 @@ where
                             self.resync_now();
                             resync = self.resync_sleep();
                         }
-                        Step::Item(Some(Ok(event))) => match self.apply_event(event, &mut applied) {
-                            Applied::Yes => failures = 0,
-                            Applied::Duplicate => {}
-                            Applied::Relist => {
-                                drop(stream);
-                                continue 'list;
+                        Step::Item(Some(Ok(event))) => {
+                            match self.apply_event(event, &mut applied) {
+                                Applied::Yes => failures = 0,
+                                Applied::Duplicate => {}
+                                Applied::Relist => {
+                                    drop(stream);
+                                    continue 'list;
+                                }
                             }
-                        },
+                        }
                         Step::Item(Some(Err(error))) => {
                             let too_old = error.is_too_old();
                             self.report(ReflectorError::Watch(error));
@@ -315,7 +317,8 @@ where
             items.clone()
         };
         let relisted = self.store.replace_for_relist(items, revision);
-        let (invalid_count, rejected_count) = (invalid.len() as u64, relisted.rejected.len() as u64);
+        let (invalid_count, rejected_count) =
+            (invalid.len() as u64, relisted.rejected.len() as u64);
         self.status.update(|inner| {
             let stats = &mut inner.stats;
             stats.lists += 1;
@@ -410,7 +413,10 @@ where
             }
             WatchEvent::Invalid(invalid) => {
                 self.status.update(|inner| inner.stats.invalid_objects += 1);
-                let key = self.parse_key.as_ref().and_then(|parse| parse(&invalid.key));
+                let key = self
+                    .parse_key
+                    .as_ref()
+                    .and_then(|parse| parse(&invalid.key));
                 self.report(ReflectorError::InvalidObject(invalid));
                 let Some(key) = key else {
                     // The key cannot be named: a relist drops its object.
