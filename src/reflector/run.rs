@@ -23,7 +23,7 @@
 use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::future::{Future, poll_fn};
-use std::hash::{BuildHasher, Hash, Hasher};
+use std::hash::BuildHasher;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::pin::{Pin, pin};
 use std::task::Poll;
@@ -507,9 +507,8 @@ where
 /// A number in `0.0..1.0` for jitter: the process-random `ahash` seed
 /// over the current instant (no random-number crate needed).
 fn random_fraction() -> f64 {
-    let mut hasher = crate::sync::default_hasher().build_hasher();
-    Instant::now().hash(&mut hasher);
-    (hasher.finish() >> 11) as f64 / (1u64 << 53) as f64
+    let bits = crate::sync::default_hasher().hash_one(Instant::now());
+    (bits >> 11) as f64 / (1u64 << 53) as f64
 }
 
 impl<Src: Source, S> fmt::Debug for Reflector<Src, S> {
