@@ -8,6 +8,8 @@
 
 #[path = "common/recorder.rs"]
 mod recorder;
+#[path = "common/watchdog.rs"]
+mod watchdog;
 
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -33,6 +35,8 @@ fn runtime() -> tokio::runtime::Runtime {
 
 /// Runs `f` on a runtime, failing the test by name if it takes over LIMIT.
 fn bounded<F: Future<Output = ()>>(name: &str, f: F) {
+    // A backstop if a blocked thread keeps the runtime from timing out.
+    let _watchdog = watchdog::arm(watchdog::STRESS_LIMIT);
     runtime().block_on(async {
         if tokio::time::timeout(LIMIT, f).await.is_err() {
             panic!("{name}: did not finish within {LIMIT:?}");

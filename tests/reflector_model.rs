@@ -14,6 +14,8 @@
 
 #[path = "common/recorder.rs"]
 mod recorder;
+#[path = "common/watchdog.rs"]
+mod watchdog;
 
 use std::future::Future;
 use std::pin::Pin;
@@ -24,6 +26,7 @@ use std::time::Duration;
 use larder::IndexedStore;
 use larder::reflector::{Backoff, MemorySource, Reflector, ReflectorHandle, Sleep};
 use proptest::prelude::*;
+use proptest::test_runner::TestRunner;
 use recorder::{Recorder, Shared};
 
 #[derive(Debug, Clone)]
@@ -148,29 +151,32 @@ fn check(case: &mut Case) -> Result<(), TestCaseError> {
     Ok(())
 }
 
-proptest! {
-    #![proptest_config(ProptestConfig {
+#[test]
+fn reflector_converges_to_the_source() {
+    // One watchdog for all the cases: a loop that spins or hangs fails by
+    // name instead of stalling the run.
+    let _watchdog = watchdog::arm(watchdog::STRESS_LIMIT);
+    let mut runner = TestRunner::new(ProptestConfig {
         cases: 10_000,
         failure_persistence: None,
         ..ProptestConfig::default()
-    })]
-
-    #[test]
-    fn reflector_converges_to_the_source(
-        parse_keys in any::<bool>(),
-        ops in prop::collection::vec(op(), 0..40),
-    ) {
+    });
+    let cases = (any::<bool>(), prop::collection::vec(op(), 0..40));
+    let result = runner.run(&cases, |(parse_keys, ops)| {
         let mut case = case(parse_keys);
         for op in &ops {
             apply(&mut case, op);
         }
         check(&mut case)?;
-        // And once more after a burst with faults in its middle.
+        // And once more after a burst with a reconnect in its middle.
         case.source.break_watches_after(1);
         for key in 0..4u8 {
             case.source.put(key, u32::from(key) + 1000);
         }
         case.source.delete(&0);
-        check(&mut case)?;
+        check(&mut case)
+    });
+    if let Err(error) = result {
+        panic!("{error}");
     }
 }
