@@ -126,6 +126,8 @@ pub(crate) struct Core<K, V> {
     indexes: Vec<Buckets<V>>,
     schema: Arc<Schema<V>>,
     value_hasher: ahash::RandomState,
+    /// The revision of the last revisioned write (`IndexedStore::revision`).
+    revision: u64,
 }
 
 impl<K, V> Core<K, V> {
@@ -153,7 +155,20 @@ impl<K, V> Core<K, V> {
                 .collect(),
             schema,
             value_hasher,
+            revision: 0,
         }
+    }
+
+    /// The revision of the last revisioned write (0 before any).
+    #[inline]
+    pub(crate) fn revision(&self) -> u64 {
+        self.revision
+    }
+
+    /// Records the revision of the write just applied.
+    #[inline]
+    pub(crate) fn set_revision(&mut self, revision: u64) {
+        self.revision = revision;
     }
 
     pub(crate) fn schema(&self) -> &Arc<Schema<V>> {

@@ -57,6 +57,7 @@ mod core;
 mod error;
 mod index_fn;
 mod lookup;
+mod revision;
 mod store;
 mod transaction;
 

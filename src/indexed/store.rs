@@ -137,7 +137,7 @@ use crate::sync::{Arc, ShardedLock};
 pub struct IndexedStore<K, V, S = ahash::RandomState> {
     pub(super) state: ShardedLock<Core<K, V>>,
     /// Hashes keys, with no lock held; the core stores each key's hash.
-    hasher: S,
+    pub(super) hasher: S,
     #[cfg(loom)]
     fault: Fault,
 }
@@ -392,6 +392,17 @@ where
     /// assert!(Arc::ptr_eq(&store.get(&1).unwrap(), &shared));
     /// ```
     pub fn insert_arc(&self, key: K, value: Arc<V>) -> Result<Option<Arc<V>>, IndexError> {
+        self.write_insert(key, value, None)
+    }
+
+    /// The one insert: [`insert_arc`](Self::insert_arc), recording
+    /// `revision` (if any) in the same critical section as the change.
+    pub(crate) fn write_insert(
+        &self,
+        key: K,
+        value: Arc<V>,
+        revision: Option<u64>,
+    ) -> Result<Option<Arc<V>>, IndexError> {
         // User code first, with no lock held: `Hash`, `Clone`, the index
         // functions.
         let hash = self.hasher.hash_one(&key);
@@ -418,6 +429,9 @@ where
                     return Ok(previous_of(inserted));
                 }
                 let inserted = core.insert(hash, key, key_copy, value, values);
+                if let Some(revision) = revision {
+                    core.set_revision(revision);
+                }
                 drop(core);
                 return Ok(previous_of(inserted));
             }
@@ -455,6 +469,16 @@ where
         K: Borrow<Q>,
         Q: ?Sized + Hash + Eq,
     {
+        self.write_remove(key, None)
+    }
+
+    /// The one remove: [`remove`](Self::remove), recording `revision` (if
+    /// any) in the same critical section, whether or not `key` was there.
+    pub(crate) fn write_remove<Q>(&self, key: &Q, revision: Option<u64>) -> Option<Arc<V>>
+    where
+        K: Borrow<Q>,
+        Q: ?Sized + Hash + Eq,
+    {
         let hash = self.hasher.hash_one(key);
         #[cfg(loom)]
         if self.fault == Fault::IndexOutsideLock {
@@ -467,7 +491,12 @@ where
             self.state.write().unindex(id, &values);
             return Some(removed.value);
         }
-        let removed = self.state.write().remove(hash, key);
+        let mut core = self.state.write();
+        let removed = core.remove(hash, key);
+        if let Some(revision) = revision {
+            core.set_revision(revision);
+        }
+        drop(core);
         removed.map(|removed| removed.value)
     }
 
@@ -507,6 +536,15 @@ where
     where
         I: IntoIterator<Item = (K, V)>,
     {
+        self.write_replace(items, None)
+    }
+
+    /// The one replace: [`replace`](Self::replace), installing `revision`
+    /// (or keeping the current one) in the same critical section.
+    pub(super) fn write_replace<I>(&self, items: I, revision: Option<u64>) -> Result<(), IndexError>
+    where
+        I: IntoIterator<Item = (K, V)>,
+    {
         let mut schema = self.schema();
         let items: Vec<(K, Arc<V>)> = items.into_iter().map(|(k, v)| (k, Arc::new(v))).collect();
         #[cfg(loom)]
@@ -522,6 +560,7 @@ where
         loop {
             let mut core = self.state.write();
             if Arc::ptr_eq(core.schema(), &schema) {
+                fresh.set_revision(revision.unwrap_or(core.revision()));
                 let old = std::mem::replace(&mut *core, fresh);
                 drop(core);
                 drop(old);
@@ -547,7 +586,8 @@ where
     /// ```
     pub fn clear(&self) {
         let mut core = self.state.write();
-        let empty = Core::new(Arc::clone(core.schema()));
+        let mut empty = Core::new(Arc::clone(core.schema()));
+        empty.set_revision(core.revision());
         let old = std::mem::replace(&mut *core, empty);
         drop(core);
         drop(old);
@@ -672,7 +712,7 @@ fn previous_of<K, V>(inserted: Inserted<K, V>) -> Option<Arc<V>> {
 }
 
 /// Builds a whole new core (for `replace`) with no lock held.
-fn build_core<K, V, S>(
+pub(super) fn build_core<K, V, S>(
     schema: &Arc<Schema<V>>,
     hasher: &S,
     items: Vec<(K, Arc<V>)>,

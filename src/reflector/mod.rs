@@ -1,14 +1,39 @@
 //! Keeps an [`IndexedStore`](crate::IndexedStore) in step with a list+watch
 //! source of truth (client-go's informer loop). Needs the `reflector`
 //! feature.
+//!
+//! - [`Source`]: what a reflector reads (client-go's `ListerWatcher`);
+//!   [`MemorySource`] is an in-memory one with fault injection.
+//! - [`Reflector`]: the loop, a future for any executor; built with
+//!   [`Reflector::builder`], observed and stopped through a
+//!   [`ReflectorHandle`].
+//! - [`Handler`]: the notifications (client-go's `ResourceEventHandler`).
+//! - [`Timer`]: how the loop sleeps (backoff, resync, timeouts) without
+//!   naming a runtime.
+//!
+//! The guide is `docs/reflector.md`.
 
+mod builder;
+mod error;
 #[cfg(feature = "etcd")]
 mod etcd;
+mod handler;
+mod memory;
+mod run;
 mod source;
+mod status;
+mod timer;
 
+pub use builder::{Backoff, ReflectorBuilder, Resync};
+pub use error::{ReflectorBuildError, ReflectorError, WaitError};
 #[cfg(feature = "etcd")]
 pub use etcd::{
     DEFAULT_PAGE_SIZE, DEFAULT_REQUEST_TIMEOUT, EtcdBuildError, EtcdSource, EtcdSourceBuilder,
     EtcdWatch,
 };
+pub use handler::Handler;
+pub use memory::{MemorySource, MemoryWatch};
+pub use run::Reflector;
 pub use source::{InvalidObject, Listed, Revision, Source, SourceError, WatchEvent};
+pub use status::{ReflectorHandle, ReflectorStats};
+pub use timer::{DefaultTimer, Sleep, Timer};

@@ -1,0 +1,520 @@
+//! [`Reflector`]: the list+watch loop that keeps an
+//! [`IndexedStore`](crate::IndexedStore) equal to a [`Source`].
+//!
+//! # The loop
+//!
+//! 1. List; replace the store's content with the list atomically (one
+//!    critical section, the list's revision included), and deliver the
+//!    difference between the old and the new content to the handlers.
+//! 2. Watch from the last applied revision; apply each event to the store
+//!    (object, indexes and revision in one critical section), publish the
+//!    revision, then notify the handlers.
+//! 3. A connection error or a dropped stream: back off, then watch again
+//!    from the last applied revision (step 2). A too-old revision: back
+//!    off, then list again (step 1).
+//!
+//! Events at or below the last applied revision are skipped (a source may
+//! repeat them after a reconnect), so nothing is applied twice.
+//!
+//! Locks: the loop holds no lock while it awaits or calls user code. It
+//! takes the store's lock inside each store call and the status mutex
+//! briefly after each change, never both at once.
+
+use std::collections::{HashMap, HashSet};
+use std::fmt;
+use std::future::{Future, poll_fn};
+use std::hash::{BuildHasher, Hash, Hasher};
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::pin::{Pin, pin};
+use std::task::Poll;
+use std::time::Instant;
+
+use futures_core::Stream;
+
+use super::builder::{Backoff, ReflectorBuilder, Resync};
+use super::error::ReflectorError;
+use super::handler::{Handlers, Notification};
+use super::source::{Listed, Revision, Source, SourceError, WatchEvent};
+use super::status::{FinishGuard, ReflectorHandle, Status};
+use super::timer::{SharedTimer, Sleep};
+use crate::IndexedStore;
+use crate::sync::Arc;
+
+pub(crate) type ErrorFn = Box<dyn Fn(&ReflectorError) + Send + Sync>;
+pub(crate) type KeyParser<K> = Box<dyn Fn(&str) -> Option<K> + Send + Sync>;
+
+/// Keeps an [`IndexedStore`] equal to a list+watch [`Source`] (client-go's
+/// `Reflector` plus the handler side of its shared informer), run as a
+/// future on any executor.
+///
+/// # Guarantees
+///
+/// - **Convergence.** Once the source is quiet and reachable, the store
+///   holds exactly the source's decodable content at its last revision,
+///   whatever happened before: dropped streams, compacted revisions,
+///   reconnects in the middle of a burst. Replaying every handler call
+///   gives the same content: nothing lost, nothing duplicated, no deleted
+///   object left behind.
+/// - **No half-applied relist.** A relist replaces the store's content in
+///   one critical section; a reader sees the old content or the new,
+///   never a mix. Each watch event is applied in one critical section too,
+///   its revision with it ([`IndexedStore::get_with_revision`]).
+/// - **Handlers** run with no lock held, after the store holds the change,
+///   one at a time, in the order the changes were applied: in revision
+///   order per key. A relist delivers the difference (an add for a new
+///   key, an update for a key still there, a delete for a key gone), never
+///   a second add. A panicking handler is reported and the loop goes on;
+///   the other handlers still get the notification. See [`Handler`](super::Handler).
+/// - **Readiness and read-your-writes**: [`ReflectorHandle::has_synced`],
+///   [`wait_until_synced`](ReflectorHandle::wait_until_synced),
+///   [`wait_for_revision`](ReflectorHandle::wait_for_revision).
+///
+/// The reflector must be the store's only writer: other writes would be
+/// overwritten by the next relist and confuse the handlers' view.
+///
+/// # Panics
+///
+/// The loop's future panics (and ends) only if the store's own user code
+/// does: an index function or `K`'s `Hash`/`Eq`/`Clone`. Handler and
+/// `on_error` panics are caught.
+///
+/// # Examples
+///
+/// ```
+/// use std::sync::Arc;
+/// use larder::IndexedStore;
+/// use larder::reflector::{MemorySource, Reflector};
+///
+/// # tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap().block_on(async {
+/// let source = MemorySource::new();
+/// source.put("default/web".to_string(), "default".to_string());
+///
+/// let pods = Arc::new(
+///     IndexedStore::<String, String>::builder()
+///         .index("namespace", |ns: &String| [ns.clone()])
+///         .build()
+///         .unwrap(),
+/// );
+/// let reflector = Reflector::builder(source.clone(), Arc::clone(&pods))
+///     .on_add(|key, _| println!("added {key}"))
+///     .build()
+///     .unwrap();
+/// let handle = reflector.handle();
+/// let task = tokio::spawn(reflector.run());
+///
+/// handle.wait_until_synced().await.unwrap();
+/// source.drop_watches(); // a fault: the reflector resumes its watch
+/// let revision = source.put("prod/db".to_string(), "prod".to_string());
+/// handle.wait_for_revision(revision).await.unwrap();
+/// assert_eq!(pods.index_keys("namespace", "prod").unwrap(), ["prod/db"]);
+///
+/// handle.stop();
+/// task.await.unwrap();
+/// # });
+/// ```
+pub struct Reflector<Src: Source, S = ahash::RandomState> {
+    pub(crate) source: Src,
+    pub(crate) store: Arc<IndexedStore<Src::Key, Src::Object, S>>,
+    pub(crate) handlers: Handlers<Src::Key, Src::Object>,
+    pub(crate) on_error: Option<ErrorFn>,
+    pub(crate) parse_key: Option<KeyParser<Src::Key>>,
+    pub(crate) backoff: Backoff,
+    pub(crate) resync: Resync,
+    pub(crate) timer: SharedTimer,
+    pub(crate) status: Arc<Status>,
+}
+
+/// What one step of the watch loop waits for.
+enum Step<T> {
+    Stop,
+    Resync,
+    Item(Option<T>),
+}
+
+/// What applying one watch event led to.
+enum Applied {
+    /// Applied (or a bookmark that moved the revision on).
+    Yes,
+    /// At or below the last applied revision: skipped.
+    Duplicate,
+    /// An undecodable object the reflector cannot name: relist.
+    Relist,
+}
+
+impl<Src, S> Reflector<Src, S>
+where
+    Src: Source,
+    S: BuildHasher + Send + Sync + 'static,
+{
+    /// A builder for a reflector that fills `store` from `source`.
+    ///
+    /// # Examples
+    ///
+    /// See [`Reflector`] and [`ReflectorBuilder`].
+    pub fn builder(
+        source: Src,
+        store: Arc<IndexedStore<Src::Key, Src::Object, S>>,
+    ) -> ReflectorBuilder<Src, S> {
+        ReflectorBuilder::new(source, store)
+    }
+
+    /// A handle for readiness, revisions, statistics and stopping; take it
+    /// before [`run`](Self::run) consumes the reflector.
+    ///
+    /// # Examples
+    ///
+    /// See [`Reflector`].
+    pub fn handle(&self) -> ReflectorHandle {
+        ReflectorHandle {
+            status: Arc::clone(&self.status),
+            timer: self.timer.clone(),
+        }
+    }
+
+    /// The store the reflector fills.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use larder::IndexedStore;
+    /// use larder::reflector::{MemorySource, Reflector};
+    ///
+    /// let store = Arc::new(IndexedStore::<u32, u32>::new());
+    /// let reflector = Reflector::builder(MemorySource::new(), Arc::clone(&store)).build().unwrap();
+    /// assert!(Arc::ptr_eq(reflector.store(), &store));
+    /// ```
+    pub fn store(&self) -> &Arc<IndexedStore<Src::Key, Src::Object, S>> {
+        &self.store
+    }
+
+    /// The loop, as a future: runs until [`ReflectorHandle::stop`] (then
+    /// completes) and never fails (errors are reported and retried).
+    /// Dropping the future stops the loop too; either way the handle's
+    /// waiters are released.
+    ///
+    /// # Examples
+    ///
+    /// See [`Reflector`].
+    pub fn run(self) -> impl Future<Output = ()> + Send {
+        let finish = FinishGuard(Arc::clone(&self.status));
+        async move {
+            let _finish = finish;
+            self.run_loop().await;
+        }
+    }
+
+    async fn run_loop(&self) {
+        let mut failures = 0u32;
+        let mut resync = self.resync_sleep();
+        'list: loop {
+            let listed = loop {
+                match self.or_stop(self.source.list()).await {
+                    None => return,
+                    Some(Ok(listed)) => break listed,
+                    Some(Err(error)) => {
+                        self.status.update(|inner| inner.stats.list_failures += 1);
+                        self.report(ReflectorError::List(error));
+                        if !self.pause(&mut failures).await {
+                            return;
+                        }
+                    }
+                }
+            };
+            failures = 0;
+            let mut applied = self.apply_list(listed);
+            let mut first_watch = true;
+            loop {
+                if !first_watch {
+                    self.status.update(|inner| inner.stats.watch_restarts += 1);
+                }
+                first_watch = false;
+                let mut stream = match self.or_stop(self.source.watch(applied)).await {
+                    None => return,
+                    Some(Ok(stream)) => stream,
+                    Some(Err(error)) => {
+                        let too_old = error.is_too_old();
+                        self.report(ReflectorError::Watch(error));
+                        if !self.pause(&mut failures).await {
+                            return;
+                        }
+                        if too_old {
+                            continue 'list;
+                        }
+                        continue;
+                    }
+                };
+                loop {
+                    let step = poll_fn(|cx| {
+                        if self.status.poll_stop(cx) {
+                            return Poll::Ready(Step::Stop);
+                        }
+                        if let Some(sleep) = resync.as_mut() {
+                            if sleep.as_mut().poll(cx).is_ready() {
+                                return Poll::Ready(Step::Resync);
+                            }
+                        }
+                        Pin::new(&mut stream).poll_next(cx).map(Step::Item)
+                    })
+                    .await;
+                    match step {
+                        Step::Stop => return,
+                        Step::Resync => {
+                            self.resync_now();
+                            resync = self.resync_sleep();
+                        }
+                        Step::Item(Some(Ok(event))) => {
+                            match self.apply_event(event, &mut applied) {
+                                Applied::Yes => failures = 0,
+                                Applied::Duplicate => {}
+                                Applied::Relist => {
+                                    drop(stream);
+                                    continue 'list;
+                                }
+                            }
+                        }
+                        Step::Item(Some(Err(error))) => {
+                            let too_old = error.is_too_old();
+                            self.report(ReflectorError::Watch(error));
+                            drop(stream);
+                            if !self.pause(&mut failures).await {
+                                return;
+                            }
+                            if too_old {
+                                continue 'list;
+                            }
+                            break;
+                        }
+                        Step::Item(None) => {
+                            self.report(ReflectorError::Watch(SourceError::connection(
+                                "the watch stream ended",
+                            )));
+                            drop(stream);
+                            if !self.pause(&mut failures).await {
+                                return;
+                            }
+                            break;
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Replaces the store with `listed` atomically, then delivers the
+    /// difference. Returns the list's revision.
+    fn apply_list(&self, listed: Listed<Src::Key, Src::Object>) -> Revision {
+        let Listed {
+            items,
+            revision,
+            invalid,
+        } = listed;
+        let items: Vec<(Src::Key, Arc<Src::Object>)> =
+            items.into_iter().map(|(k, v)| (k, Arc::new(v))).collect();
+        let wanted = if self.handlers.is_empty() {
+            Vec::new()
+        } else {
+            items.clone()
+        };
+        let relisted = self.store.replace_for_relist(items, revision);
+        // The store holds the list: publish its revision, then notify.
+        let (invalid_count, rejected_count) =
+            (invalid.len() as u64, relisted.rejected.len() as u64);
+        self.status.update(|inner| {
+            let stats = &mut inner.stats;
+            stats.lists += 1;
+            if stats.lists > 1 {
+                stats.relists += 1;
+            }
+            stats.invalid_objects += invalid_count;
+            stats.rejected_objects += rejected_count;
+            stats.last_revision = revision;
+            inner.last_event = Some(Instant::now());
+        });
+        for object in invalid {
+            self.report(ReflectorError::InvalidObject(object));
+        }
+        let mut rejected = HashSet::new();
+        for (key, error) in relisted.rejected {
+            rejected.insert(key);
+            self.report(ReflectorError::Rejected { revision, error });
+        }
+        if !self.handlers.is_empty() {
+            let mut old: HashMap<Src::Key, Arc<Src::Object>> = relisted.old.into_iter().collect();
+            // The store kept the last of repeated keys: so does the diff.
+            let mut new: Vec<(Src::Key, Arc<Src::Object>)> = Vec::with_capacity(wanted.len());
+            let mut position = HashMap::with_capacity(wanted.len());
+            for (key, object) in wanted {
+                if rejected.contains(&key) {
+                    continue;
+                }
+                match position.get(&key) {
+                    Some(&at) => new[at] = (key, object),
+                    None => {
+                        position.insert(key.clone(), new.len());
+                        new.push((key, object));
+                    }
+                }
+            }
+            for (key, object) in new {
+                let notification = match old.remove(&key) {
+                    Some(previous) => Notification::Update(key, previous, object),
+                    None => Notification::Add(key, object),
+                };
+                self.notify(&notification);
+            }
+            for (key, previous) in old {
+                self.notify(&Notification::Delete(key, previous));
+            }
+        }
+        self.status.update(|inner| inner.synced = true);
+        revision
+    }
+
+    /// Applies one watch event to the store, publishes its revision, then
+    /// notifies the handlers.
+    fn apply_event(
+        &self,
+        event: WatchEvent<Src::Key, Src::Object>,
+        applied: &mut Revision,
+    ) -> Applied {
+        let revision = event.revision();
+        if revision <= *applied {
+            return Applied::Duplicate;
+        }
+        let mut counted = true;
+        let mut rejected = false;
+        let notification = match event {
+            WatchEvent::Put { key, object, .. } => {
+                let object = Arc::new(object);
+                match self
+                    .store
+                    .write_insert(key.clone(), Arc::clone(&object), Some(revision))
+                {
+                    Ok(Some(previous)) => Some(Notification::Update(key, previous, object)),
+                    Ok(None) => Some(Notification::Add(key, object)),
+                    Err(error) => {
+                        rejected = true;
+                        self.report(ReflectorError::Rejected { revision, error });
+                        let previous = self.store.write_remove(&key, Some(revision));
+                        previous.map(|previous| Notification::Delete(key, previous))
+                    }
+                }
+            }
+            WatchEvent::Delete { key, .. } => self
+                .store
+                .write_remove(&key, Some(revision))
+                .map(|previous| Notification::Delete(key, previous)),
+            WatchEvent::Bookmark { .. } => {
+                counted = false;
+                None
+            }
+            WatchEvent::Invalid(invalid) => {
+                self.status.update(|inner| inner.stats.invalid_objects += 1);
+                let key = self
+                    .parse_key
+                    .as_ref()
+                    .and_then(|parse| parse(&invalid.key));
+                self.report(ReflectorError::InvalidObject(invalid));
+                let Some(key) = key else {
+                    // The key cannot be named: a relist drops its object.
+                    return Applied::Relist;
+                };
+                self.store
+                    .write_remove(&key, Some(revision))
+                    .map(|previous| Notification::Delete(key, previous))
+            }
+        };
+        *applied = revision;
+        self.status.update(|inner| {
+            let stats = &mut inner.stats;
+            stats.last_revision = revision;
+            if counted {
+                stats.events_applied += 1;
+            }
+            if rejected {
+                stats.rejected_objects += 1;
+            }
+            inner.last_event = Some(Instant::now());
+        });
+        if let Some(notification) = notification {
+            self.notify(&notification);
+        }
+        Applied::Yes
+    }
+
+    /// Re-delivers every stored object as an update (client-go's resync).
+    fn resync_now(&self) {
+        for (key, object) in self.store.iter() {
+            self.notify(&Notification::Update(key, Arc::clone(&object), object));
+        }
+        self.status.update(|inner| inner.stats.resyncs += 1);
+    }
+
+    fn resync_sleep(&self) -> Option<Sleep> {
+        match self.resync {
+            Resync::Every(period) => Some(self.timer.sleep(period)),
+            Resync::Never => None,
+        }
+    }
+
+    fn notify(&self, notification: &Notification<Src::Key, Src::Object>) {
+        let panics = self.handlers.deliver(notification);
+        if !panics.is_empty() {
+            let count = panics.len() as u64;
+            self.status
+                .update(|inner| inner.stats.handler_panics += count);
+            for panic in panics {
+                self.report(panic);
+            }
+        }
+    }
+
+    fn report(&self, error: ReflectorError) {
+        if let Some(on_error) = &self.on_error {
+            // A panicking error callback must not end the loop either.
+            let _ = catch_unwind(AssertUnwindSafe(|| on_error(&error)));
+        }
+    }
+
+    /// Waits the backoff for `failures` consecutive failures (and counts
+    /// one more). Returns false if a stop was asked for meanwhile.
+    async fn pause(&self, failures: &mut u32) -> bool {
+        let delay = self.backoff.delay(*failures, random_fraction());
+        *failures = failures.saturating_add(1);
+        if delay.is_zero() {
+            return !self.status.read(|inner| inner.stop_requested);
+        }
+        self.or_stop(self.timer.sleep(delay)).await.is_some()
+    }
+
+    /// Polls `future` unless (or until) a stop is asked for (`None`).
+    async fn or_stop<F: Future>(&self, future: F) -> Option<F::Output> {
+        let mut future = pin!(future);
+        poll_fn(|cx| {
+            if self.status.poll_stop(cx) {
+                return Poll::Ready(None);
+            }
+            future.as_mut().poll(cx).map(Some)
+        })
+        .await
+    }
+}
+
+/// A number in `0.0..1.0` for jitter: the process-random `ahash` seed
+/// over the current instant (no random-number crate needed).
+fn random_fraction() -> f64 {
+    let mut hasher = crate::sync::default_hasher().build_hasher();
+    Instant::now().hash(&mut hasher);
+    (hasher.finish() >> 11) as f64 / (1u64 << 53) as f64
+}
+
+impl<Src: Source, S> fmt::Debug for Reflector<Src, S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Reflector")
+            .field("handlers", &self.handlers)
+            .field("backoff", &self.backoff)
+            .field("resync", &self.resync)
+            .finish_non_exhaustive()
+    }
+}
