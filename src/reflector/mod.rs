@@ -28,8 +28,8 @@ pub use builder::{Backoff, ReflectorBuilder, Resync};
 pub use error::{ReflectorBuildError, ReflectorError, WaitError};
 #[cfg(feature = "etcd")]
 pub use etcd::{
-    DEFAULT_PAGE_SIZE, DEFAULT_REQUEST_TIMEOUT, EtcdBuildError, EtcdSource, EtcdSourceBuilder,
-    EtcdWatch,
+    ConsistencyError, DEFAULT_PAGE_SIZE, DEFAULT_REQUEST_TIMEOUT, EtcdBuildError, EtcdSource,
+    EtcdSourceBuilder, EtcdWatch,
 };
 pub use handler::Handler;
 pub use memory::{MemorySource, MemoryWatch};

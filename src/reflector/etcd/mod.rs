@@ -18,6 +18,7 @@
 //!
 //! The source runs on etcd-client, which needs a tokio runtime.
 
+mod consistent;
 mod watch;
 
 use std::error::Error as StdError;
@@ -30,6 +31,7 @@ use etcd_client::{Client, GetOptions, WatchOptions, WatchRequestSender};
 
 use super::source::{InvalidObject, Listed, Revision, Source, SourceError};
 
+pub use consistent::ConsistencyError;
 pub use watch::EtcdWatch;
 
 /// The decode function, type-erased: the error is already rendered.
