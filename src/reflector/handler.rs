@@ -16,7 +16,8 @@ use crate::sync::Arc;
 /// with no lock held (a handler may read the store), one notification at a
 /// time, in the order the changes were applied (so in revision order per
 /// key). The reflector waits for a handler to return before it applies the
-/// next change: a slow handler delays the cache's later updates, never a
+/// next change (and before [`ReflectorHandle::revision`](super::ReflectorHandle::revision)
+/// moves on): a slow handler delays the cache's later updates, never a
 /// reader of the store. Hand slow work to a queue. A panic is caught,
 /// reported as [`ReflectorError::HandlerPanicked`] and counted; the other
 /// handlers still receive the notification and the loop goes on.

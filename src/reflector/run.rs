@@ -7,8 +7,8 @@
 //!    critical section, the list's revision included), and deliver the
 //!    difference between the old and the new content to the handlers.
 //! 2. Watch from the last applied revision; apply each event to the store
-//!    (object, indexes and revision in one critical section), publish the
-//!    revision, then notify the handlers.
+//!    (object, indexes and revision in one critical section), notify the
+//!    handlers, then publish the revision to the handle's waiters.
 //! 3. A connection error or a dropped stream: back off, then watch again
 //!    from the last applied revision (step 2). A too-old revision: back
 //!    off, then list again (step 1).
@@ -263,16 +263,14 @@ where
                             self.resync_now();
                             resync = self.resync_sleep();
                         }
-                        Step::Item(Some(Ok(event))) => {
-                            match self.apply_event(event, &mut applied) {
-                                Applied::Yes => failures = 0,
-                                Applied::Duplicate => {}
-                                Applied::Relist => {
-                                    drop(stream);
-                                    continue 'list;
-                                }
+                        Step::Item(Some(Ok(event))) => match self.apply_event(event, &mut applied) {
+                            Applied::Yes => failures = 0,
+                            Applied::Duplicate => {}
+                            Applied::Relist => {
+                                drop(stream);
+                                continue 'list;
                             }
-                        }
+                        },
                         Step::Item(Some(Err(error))) => {
                             let too_old = error.is_too_old();
                             self.report(ReflectorError::Watch(error));
@@ -317,9 +315,7 @@ where
             items.clone()
         };
         let relisted = self.store.replace_for_relist(items, revision);
-        // The store holds the list: publish its revision, then notify.
-        let (invalid_count, rejected_count) =
-            (invalid.len() as u64, relisted.rejected.len() as u64);
+        let (invalid_count, rejected_count) = (invalid.len() as u64, relisted.rejected.len() as u64);
         self.status.update(|inner| {
             let stats = &mut inner.stats;
             stats.lists += 1;
@@ -328,7 +324,6 @@ where
             }
             stats.invalid_objects += invalid_count;
             stats.rejected_objects += rejected_count;
-            stats.last_revision = revision;
             inner.last_event = Some(Instant::now());
         });
         for object in invalid {
@@ -367,7 +362,11 @@ where
                 self.notify(&Notification::Delete(key, previous));
             }
         }
-        self.status.update(|inner| inner.synced = true);
+        // Published once the handlers have seen the whole list.
+        self.status.update(|inner| {
+            inner.stats.last_revision = revision;
+            inner.synced = true;
+        });
         revision
     }
 
@@ -411,10 +410,7 @@ where
             }
             WatchEvent::Invalid(invalid) => {
                 self.status.update(|inner| inner.stats.invalid_objects += 1);
-                let key = self
-                    .parse_key
-                    .as_ref()
-                    .and_then(|parse| parse(&invalid.key));
+                let key = self.parse_key.as_ref().and_then(|parse| parse(&invalid.key));
                 self.report(ReflectorError::InvalidObject(invalid));
                 let Some(key) = key else {
                     // The key cannot be named: a relist drops its object.
@@ -426,6 +422,10 @@ where
             }
         };
         *applied = revision;
+        if let Some(notification) = notification {
+            self.notify(&notification);
+        }
+        // Published once the handlers have seen the change.
         self.status.update(|inner| {
             let stats = &mut inner.stats;
             stats.last_revision = revision;
@@ -437,9 +437,6 @@ where
             }
             inner.last_event = Some(Instant::now());
         });
-        if let Some(notification) = notification {
-            self.notify(&notification);
-        }
         Applied::Yes
     }
 

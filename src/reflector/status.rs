@@ -228,9 +228,11 @@ impl ReflectorHandle {
             .unwrap_or(Err(WaitError::TimedOut))
     }
 
-    /// The revision the store has caught up with: every change up to it is
-    /// in the store (set after the change is applied, before handlers run).
-    /// Bookmarks advance it too. 0 before the first list.
+    /// The revision the reflector has caught up with: every change up to
+    /// it is in the store and has been delivered to the handlers (the
+    /// store itself holds a change a little earlier, while its handlers
+    /// run; [`IndexedStore::revision`](crate::IndexedStore::revision) says
+    /// that). Bookmarks advance it too. 0 before the first list.
     ///
     /// # Examples
     ///
@@ -239,8 +241,11 @@ impl ReflectorHandle {
         self.status.read(|inner| inner.stats.last_revision)
     }
 
-    /// Waits until the store has caught up with `revision` (read your
-    /// writes: write to the source, then wait for the write's revision).
+    /// Waits until the reflector has caught up with `revision` (see
+    /// [`revision`](Self::revision)): read your writes, by writing to the
+    /// source, then waiting for the write's revision. A handler must not
+    /// wait for the revision it is being notified of (it would wait for
+    /// itself); the timeout form bounds such a mistake.
     ///
     /// # Errors
     ///

@@ -1,0 +1,170 @@
+//! A property test of the reflector against the source it mirrors: random
+//! interleavings of source writes, compactions and faults, driven by a
+//! single-threaded executor (a no-op waker, polled by hand) with a timer
+//! that never waits, so that each case runs in microseconds and never
+//! depends on the wall clock.
+//!
+//! After every case the store must hold exactly the source's decodable
+//! content, the handler-replayed model must equal it, no handler call may
+//! break the contract (no duplicate add, no update or delete of an unknown
+//! object), and the reflector must have caught up with the source's
+//! revision.
+
+#![cfg(feature = "reflector")]
+
+#[path = "common/recorder.rs"]
+mod recorder;
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll, Waker};
+use std::time::Duration;
+
+use larder::IndexedStore;
+use larder::reflector::{Backoff, MemorySource, Reflector, ReflectorHandle, Sleep};
+use proptest::prelude::*;
+use recorder::{Recorder, Shared};
+
+#[derive(Debug, Clone)]
+enum Op {
+    Put(u8, u32),
+    Delete(u8),
+    PutInvalid(u8),
+    Compact,
+    DropWatches,
+    BreakWatchesAfter(usize),
+    ExpireWatches,
+    FailWatches(usize),
+    FailLists(usize),
+    Bookmark,
+    /// Let the reflector run until it waits for the source.
+    Poll,
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        6 => (0u8..8, any::<u32>()).prop_map(|(k, v)| Op::Put(k, v)),
+        3 => (0u8..8).prop_map(Op::Delete),
+        1 => (0u8..8).prop_map(Op::PutInvalid),
+        1 => Just(Op::Compact),
+        1 => Just(Op::DropWatches),
+        1 => (0usize..4).prop_map(Op::BreakWatchesAfter),
+        1 => Just(Op::ExpireWatches),
+        1 => (0usize..3).prop_map(Op::FailWatches),
+        1 => (0usize..3).prop_map(Op::FailLists),
+        1 => Just(Op::Bookmark),
+        4 => Just(Op::Poll),
+    ]
+}
+
+/// A timer whose sleeps are over at once.
+fn instant(_: Duration) -> Sleep {
+    Box::pin(std::future::ready(()))
+}
+
+type Loop = Pin<Box<dyn Future<Output = ()> + Send>>;
+
+/// One poll: with every source call ready at once and no backoff, the loop
+/// runs until it waits on an empty watch stream.
+fn poll(reflector: &mut Loop) {
+    let mut cx = Context::from_waker(Waker::noop());
+    assert_eq!(
+        reflector.as_mut().poll(&mut cx),
+        Poll::Pending,
+        "the loop ended without being stopped"
+    );
+}
+
+struct Case {
+    source: MemorySource<u8, u32>,
+    store: Arc<IndexedStore<u8, u32>>,
+    recorder: Arc<Recorder<u8, u32>>,
+    handle: ReflectorHandle,
+    reflector: Loop,
+}
+
+fn case(parse_keys: bool) -> Case {
+    let source = MemorySource::with_timer(instant);
+    let store = Arc::new(
+        IndexedStore::<u8, u32>::builder()
+            .index("parity", |v: &u32| [if v % 2 == 0 { "even" } else { "odd" }])
+            .build()
+            .unwrap(),
+    );
+    let recorder = Recorder::new();
+    let mut builder = Reflector::builder(source.clone(), Arc::clone(&store))
+        .handler(Shared(Arc::clone(&recorder)))
+        .backoff(Backoff::none())
+        .timer(instant);
+    if parse_keys {
+        builder = builder.parse_invalid_key(|key| key.parse().ok());
+    }
+    let reflector = builder.build().unwrap();
+    let handle = reflector.handle();
+    Case {
+        source,
+        store,
+        recorder,
+        handle,
+        reflector: Box::pin(reflector.run()),
+    }
+}
+
+fn apply(case: &mut Case, op: &Op) {
+    let source = &case.source;
+    match *op {
+        Op::Put(key, value) => drop(source.put(key, value)),
+        Op::Delete(key) => drop(source.delete(&key)),
+        Op::PutInvalid(key) => drop(source.put_invalid(key, "undecodable")),
+        Op::Compact => source.compact(source.revision()),
+        Op::DropWatches => source.drop_watches(),
+        Op::BreakWatchesAfter(n) => source.break_watches_after(n),
+        Op::ExpireWatches => source.expire_watches(),
+        Op::FailWatches(n) => source.fail_watches(n),
+        Op::FailLists(n) => source.fail_lists(n),
+        Op::Bookmark => source.bookmark(),
+        Op::Poll => poll(&mut case.reflector),
+    }
+}
+
+fn check(case: &mut Case) -> Result<(), TestCaseError> {
+    poll(&mut case.reflector);
+    let expected = case.source.contents_sorted();
+    let mut stored: Vec<(u8, u32)> = case.store.iter().map(|(k, v)| (k, *v)).collect();
+    stored.sort();
+    prop_assert_eq!(&stored, &expected, "store differs from the source");
+    prop_assert_eq!(case.recorder.model(), expected, "replay differs from the source");
+    prop_assert_eq!(case.recorder.violations(), Vec::<String>::new());
+    prop_assert!(case.handle.has_synced());
+    prop_assert_eq!(case.handle.revision(), case.source.revision());
+    case.store.check_invariants();
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig {
+        cases: 10_000,
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    })]
+
+    #[test]
+    fn reflector_converges_to_the_source(
+        parse_keys in any::<bool>(),
+        ops in prop::collection::vec(op(), 0..40),
+    ) {
+        let mut case = case(parse_keys);
+        for op in &ops {
+            apply(&mut case, op);
+        }
+        check(&mut case)?;
+        // And once more after a burst with faults in its middle.
+        case.source.break_watches_after(1);
+        for key in 0..4u8 {
+            case.source.put(key, u32::from(key) + 1000);
+        }
+        case.source.delete(&0);
+        check(&mut case)?;
+    }
+}
