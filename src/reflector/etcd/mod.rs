@@ -124,7 +124,7 @@ impl<V> fmt::Debug for EtcdSource<V> {
 ///
 /// let client = etcd_client::Client::connect(["http://127.0.0.1:2379"], None).await?;
 /// let source = EtcdSource::builder(client, "/config/", |bytes: &[u8]| {
-///     std::str::from_utf8(bytes)?.parse::<u64>().map_err(|e| e.to_string())
+///     std::str::from_utf8(bytes).map_err(|e| e.to_string())?.parse::<u64>().map_err(|e| e.to_string())
 /// })
 /// .page_size(200)
 /// .request_timeout(Duration::from_secs(5))
