@@ -3,14 +3,14 @@
 //! [`EtcdSource`] lists a prefix at one revision (page by page, every page
 //! pinned to the first page's revision) and watches it from a revision, with
 //! etcd's progress notifications delivered as
-//! [`Bookmark`](WatchEvent::Bookmark)s. It maps etcd's failures onto the
+//! [`Bookmark`](crate::reflector::WatchEvent::Bookmark)s. It maps etcd's failures onto the
 //! reflector's two reactions:
 //!
 //! | etcd says                                   | the source returns                         |
 //! |---------------------------------------------|--------------------------------------------|
 //! | `ErrCompacted` on a list page or a watch    | [`SourceError::TooOld`] (relist)           |
 //! | a transport error, a closed stream, a timeout | [`SourceError::Connection`] (retry)      |
-//! | a value the decode function rejects         | [`Listed::invalid`] / [`WatchEvent::Invalid`], with the key |
+//! | a value the decode function rejects         | [`Listed::invalid`] / [`WatchEvent::Invalid`](crate::reflector::WatchEvent::Invalid), with the key |
 //!
 //! Keys are the full etcd keys: the prefix is **not** stripped. A key that is
 //! not UTF-8 cannot be a `String` key; it is reported as invalid (its key
@@ -191,7 +191,7 @@ impl<V: 'static> EtcdSource<V> {
     /// Starts configuring a source that mirrors every key starting with
     /// `prefix` (an empty prefix mirrors the whole keyspace), decoding each
     /// value with `decode`. A value `decode` rejects is reported with its
-    /// key (in [`Listed::invalid`] or as [`WatchEvent::Invalid`]), never
+    /// key (in [`Listed::invalid`] or as [`WatchEvent::Invalid`](crate::reflector::WatchEvent::Invalid)), never
     /// dropped silently.
     ///
     /// `decode` runs on the task polling the list or the watch, outside
@@ -366,7 +366,7 @@ impl<V> EtcdSource<V> {
     }
 
     /// Asks etcd for a progress notification on the latest watch this source
-    /// opened: etcd answers with a [`WatchEvent::Bookmark`] at its current
+    /// opened: etcd answers with a [`WatchEvent::Bookmark`](crate::reflector::WatchEvent::Bookmark) at its current
     /// revision once the watch has delivered every earlier event. Useful when
     /// the prefix is quiet but the reader must know it is caught up.
     ///
