@@ -112,6 +112,7 @@ impl<V> EtcdSource<V> {
     /// source.wait_consistent(&handle, Duration::from_secs(5)).await?;
     /// assert_eq!(store.get("/pods/web-1").as_deref().map(String::as_str), Some("running"));
     /// # Ok(()) }
+    /// # let _ = demo;
     /// ```
     pub async fn wait_consistent(
         &self,

@@ -76,6 +76,7 @@ pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
 ///     eprintln!("cannot decode {}: {}", bad.key, bad.reason);
 /// }
 /// # Ok(()) }
+/// # let _ = demo;
 /// ```
 pub struct EtcdSource<V> {
     client: Client,
@@ -130,6 +131,7 @@ impl<V> fmt::Debug for EtcdSource<V> {
 /// .request_timeout(Duration::from_secs(5))
 /// .build()?;
 /// # drop(source); Ok(()) }
+/// # let _ = demo;
 /// ```
 pub struct EtcdSourceBuilder<V> {
     client: Client,
@@ -164,6 +166,7 @@ impl<V> fmt::Debug for EtcdSourceBuilder<V> {
 ///     .unwrap_err();
 /// assert_eq!(err, EtcdBuildError::ZeroPageSize);
 /// # Ok(()) }
+/// # let _ = demo;
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
@@ -349,6 +352,7 @@ impl<V> EtcdSource<V> {
     /// let now = source.current_revision().await?;
     /// println!("etcd is at revision {now}");
     /// # Ok(()) }
+    /// # let _ = demo;
     /// ```
     pub async fn current_revision(&self) -> Result<Revision, SourceError> {
         let mut kv = self.client.kv_client();
@@ -387,6 +391,7 @@ impl<V> EtcdSource<V> {
     /// // A reflector is watching through `source` (or a clone of it).
     /// source.request_progress().await?;
     /// # Ok(()) }
+    /// # let _ = demo;
     /// ```
     pub async fn request_progress(&self) -> Result<(), SourceError> {
         let mut slot = self.progress.lock().await;

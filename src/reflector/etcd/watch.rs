@@ -41,10 +41,10 @@ use crate::reflector::source::{Revision, SourceError, WatchEvent};
 ///         WatchEvent::Delete { key, revision } => println!("{revision}: {key} deleted"),
 ///         WatchEvent::Bookmark { revision } => println!("caught up with {revision}"),
 ///         WatchEvent::Invalid(bad) => eprintln!("{}: cannot decode {}", bad.revision, bad.key),
-///         _ => {}
 ///     }
 /// }
 /// # Ok(()) }
+/// # let _ = demo;
 /// ```
 pub struct EtcdWatch<V> {
     responses: WatchResponseStream,
