@@ -73,6 +73,21 @@
 //! named. Calling the blocking `get_or_init` from a task instead is misuse 13
 //! of `docs/misuse.md`; `docs/async.md` is the guide.
 //!
+//! ## Keeping a store in step with a source: the reflector
+//!
+//! With the `reflector` feature, `reflector::Reflector` is client-go's
+//! informer loop for an [`IndexedStore`]: it lists a `reflector::Source`,
+//! replaces the store atomically, watches
+//! from the listed revision and applies each change in revision order;
+//! relists when its revision is compacted away, resumes with backoff when
+//! the connection drops, and calls handlers (`on_add`, `on_update`,
+//! `on_delete`) outside every lock, a relist delivering the exact
+//! difference. It runs as a plain future on any executor, with readiness
+//! (`wait_until_synced`) and read-your-writes (`wait_for_revision`) waits.
+//! [`IndexedStore::revision`] tracks the revision of the last applied
+//! change. `reflector::MemorySource` is an in-memory source with fault
+//! injection for tests; `docs/reflector.md` is the guide.
+//!
 //! ## Example
 //!
 //! ```
@@ -91,8 +106,10 @@
 #![forbid(unsafe_code)]
 #![doc(test(attr(deny(warnings))))]
 
-/// The README's code examples, compiled and run as doctests.
-#[cfg(doctest)]
+/// The README's code examples, compiled and run as doctests (they show the
+/// reflector, so they need the `reflector` feature, as the README's test
+/// command has).
+#[cfg(all(doctest, feature = "reflector"))]
 #[doc = include_str!("../README.md")]
 pub struct ReadmeDoctests;
 
@@ -101,6 +118,12 @@ pub struct ReadmeDoctests;
 #[cfg(doctest)]
 #[doc = include_str!("../docs/async.md")]
 pub struct AsyncGuideDoctests;
+
+/// The code of the reflector guide (`docs/reflector.md`), compiled and run
+/// as doctests.
+#[cfg(all(doctest, feature = "reflector"))]
+#[doc = include_str!("../docs/reflector.md")]
+pub struct ReflectorGuideDoctests;
 
 mod flight;
 mod indexed;

@@ -8,6 +8,8 @@
 
 #[path = "common/recorder.rs"]
 mod recorder;
+#[path = "common/watchdog.rs"]
+mod watchdog;
 
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -16,8 +18,8 @@ use std::time::Duration;
 
 use larder::IndexedStore;
 use larder::reflector::{
-    Backoff, MemorySource, Reflector, ReflectorBuildError, ReflectorError, ReflectorHandle,
-    Resync, WaitError,
+    Backoff, MemorySource, Reflector, ReflectorBuildError, ReflectorError, ReflectorHandle, Resync,
+    WaitError,
 };
 use recorder::{Call, Recorder, Shared};
 
@@ -33,6 +35,8 @@ fn runtime() -> tokio::runtime::Runtime {
 
 /// Runs `f` on a runtime, failing the test by name if it takes over LIMIT.
 fn bounded<F: Future<Output = ()>>(name: &str, f: F) {
+    // A backstop if a blocked thread keeps the runtime from timing out.
+    let _watchdog = watchdog::arm(watchdog::STRESS_LIMIT);
     runtime().block_on(async {
         if tokio::time::timeout(LIMIT, f).await.is_err() {
             panic!("{name}: did not finish within {LIMIT:?}");
@@ -49,7 +53,9 @@ type Store = Arc<IndexedStore<String, u32>>;
 fn store() -> Store {
     Arc::new(
         IndexedStore::builder()
-            .index("parity", |v: &u32| [if v % 2 == 0 { "even" } else { "odd" }])
+            .index("parity", |v: &u32| {
+                [if v % 2 == 0 { "even" } else { "odd" }]
+            })
             .build()
             .unwrap(),
     )
@@ -131,7 +137,11 @@ fn converges_after_dropped_streams_compactions_and_mid_burst_reconnects() {
 
 /// Forces a relist over changes the reflector never watched: watches fail
 /// while the source changes, then the history is compacted.
-async fn relist_over(source: &MemorySource<String, u32>, handle: &ReflectorHandle, change: impl FnOnce()) {
+async fn relist_over(
+    source: &MemorySource<String, u32>,
+    handle: &ReflectorHandle,
+    change: impl FnOnce(),
+) {
     source.fail_watches(usize::MAX);
     source.drop_watches();
     change();
@@ -219,8 +229,12 @@ fn no_reader_sees_a_half_applied_relist() {
             [(v / 1_000).to_string()]
         }
     };
-    let store: Arc<IndexedStore<String, u32>> =
-        Arc::new(IndexedStore::builder().index("generation", hook).build().unwrap());
+    let store: Arc<IndexedStore<String, u32>> = Arc::new(
+        IndexedStore::builder()
+            .index("generation", hook)
+            .build()
+            .unwrap(),
+    );
     bounded("no_reader_sees_a_half_applied_relist", async move {
         let source = MemorySource::new();
         for i in 0..20 {
@@ -239,7 +253,11 @@ fn no_reader_sees_a_half_applied_relist() {
         let stop = Arc::new(AtomicBool::new(false));
         let snapshots = Arc::new(AtomicUsize::new(0));
         let reader = {
-            let (store, stop, snapshots) = (Arc::clone(&store), Arc::clone(&stop), Arc::clone(&snapshots));
+            let (store, stop, snapshots) = (
+                Arc::clone(&store),
+                Arc::clone(&stop),
+                Arc::clone(&snapshots),
+            );
             std::thread::spawn(move || {
                 while !stop.load(Ordering::Relaxed) {
                     let values = store.values();
@@ -249,7 +267,11 @@ fn no_reader_sees_a_half_applied_relist() {
                     assert_eq!(values.len(), 20);
                     let (object, revision) = store.get_with_revision("k000");
                     let generation = *object.unwrap() / 1_000;
-                    assert_eq!(generation == 1, revision == old_revision, "object and revision disagree");
+                    assert_eq!(
+                        generation == 1,
+                        revision == old_revision,
+                        "object and revision disagree"
+                    );
                     snapshots.fetch_add(1, Ordering::Relaxed);
                 }
             })
@@ -268,7 +290,11 @@ fn no_reader_sees_a_half_applied_relist() {
         tokio::task::spawn_blocking(move || entered_rx.recv_timeout(LIMIT).unwrap())
             .await
             .unwrap();
-        assert_eq!(sorted(&store), old, "the store changed before the relist's swap");
+        assert_eq!(
+            sorted(&store),
+            old,
+            "the store changed before the relist's swap"
+        );
         assert_eq!(store.revision(), old_revision);
         release.send(()).unwrap();
         caught_up(&handle, &source).await;
@@ -333,44 +359,50 @@ fn a_slow_handler_delays_later_changes_but_not_readers() {
     let released = Mutex::new(released);
     let (entered, entered_rx) = mpsc::channel::<()>();
     let entered = Mutex::new(entered);
-    bounded("a_slow_handler_delays_later_changes_but_not_readers", async move {
-        let source = MemorySource::new();
-        let store = store();
-        let reflector = Reflector::builder(source.clone(), Arc::clone(&store))
-            .on_add(move |key, _| {
-                if key == "slow" {
-                    entered.lock().unwrap().send(()).unwrap();
-                    released.lock().unwrap().recv_timeout(LIMIT).unwrap();
-                }
-            })
-            .backoff(fast())
-            .build()
-            .unwrap();
-        let handle = reflector.handle();
-        let task = tokio::spawn(reflector.run());
-        handle.wait_until_synced().await.unwrap();
-        let slow = source.put("slow".to_string(), 1);
-        let after = source.put("after".to_string(), 2);
-        tokio::task::spawn_blocking(move || entered_rx.recv_timeout(LIMIT).unwrap())
-            .await
-            .unwrap();
-        // The handler runs after the store holds the change: readers see it.
-        assert_eq!(store.get("slow").as_deref(), Some(&1));
-        assert_eq!(store.revision(), slow);
-        // The handle moves on once the handlers have seen the change.
-        assert!(handle.revision() < slow);
-        // Later changes wait for the handler (one notification at a time).
-        let waited = handle
-            .wait_for_revision_timeout(after, Duration::from_millis(50))
-            .await;
-        assert_eq!(waited, Err(WaitError::TimedOut));
-        assert!(store.get("after").is_none());
-        release.send(()).unwrap();
-        handle.wait_for_revision_timeout(after, LIMIT).await.unwrap();
-        assert_eq!(store.get("after").as_deref(), Some(&2));
-        handle.stop();
-        task.await.unwrap();
-    });
+    bounded(
+        "a_slow_handler_delays_later_changes_but_not_readers",
+        async move {
+            let source = MemorySource::new();
+            let store = store();
+            let reflector = Reflector::builder(source.clone(), Arc::clone(&store))
+                .on_add(move |key, _| {
+                    if key == "slow" {
+                        entered.lock().unwrap().send(()).unwrap();
+                        released.lock().unwrap().recv_timeout(LIMIT).unwrap();
+                    }
+                })
+                .backoff(fast())
+                .build()
+                .unwrap();
+            let handle = reflector.handle();
+            let task = tokio::spawn(reflector.run());
+            handle.wait_until_synced().await.unwrap();
+            let slow = source.put("slow".to_string(), 1);
+            let after = source.put("after".to_string(), 2);
+            tokio::task::spawn_blocking(move || entered_rx.recv_timeout(LIMIT).unwrap())
+                .await
+                .unwrap();
+            // The handler runs after the store holds the change: readers see it.
+            assert_eq!(store.get("slow").as_deref(), Some(&1));
+            assert_eq!(store.revision(), slow);
+            // The handle moves on once the handlers have seen the change.
+            assert!(handle.revision() < slow);
+            // Later changes wait for the handler (one notification at a time).
+            let waited = handle
+                .wait_for_revision_timeout(after, Duration::from_millis(50))
+                .await;
+            assert_eq!(waited, Err(WaitError::TimedOut));
+            assert!(store.get("after").is_none());
+            release.send(()).unwrap();
+            handle
+                .wait_for_revision_timeout(after, LIMIT)
+                .await
+                .unwrap();
+            assert_eq!(store.get("after").as_deref(), Some(&2));
+            handle.stop();
+            task.await.unwrap();
+        },
+    );
 }
 
 #[test]
@@ -397,7 +429,11 @@ fn an_undecodable_object_drops_the_old_one() {
             assert_eq!(sorted(&store), [("b".to_string(), 2)]);
             assert_eq!(recorder.model(), source.contents_sorted());
             let stats = handle.stats();
-            assert_eq!(stats.invalid_objects, if parse { 1 } else { 2 }, "{stats:?}");
+            assert_eq!(
+                stats.invalid_objects,
+                if parse { 1 } else { 2 },
+                "{stats:?}"
+            );
             assert_eq!(stats.relists, if parse { 0 } else { 1 }, "{stats:?}");
             handle.stop();
             task.await.unwrap();
@@ -413,7 +449,13 @@ fn an_object_the_store_rejects_is_reported_and_its_old_object_dropped() {
         source.put("b".to_string(), 2);
         let store: Store = Arc::new(
             IndexedStore::builder()
-                .try_index("small", |v: &u32| if *v < 100 { Ok(["yes"]) } else { Err("too big") })
+                .try_index("small", |v: &u32| {
+                    if *v < 100 {
+                        Ok(["yes"])
+                    } else {
+                        Err("too big")
+                    }
+                })
                 .build()
                 .unwrap(),
         );
@@ -581,4 +623,59 @@ fn every_type_prints() {
         message: "x".into(),
     };
     assert!(format!("{error:?}").contains("HandlerPanicked"));
+}
+
+/// A source that, like some real ones after a reconnect, repeats the last
+/// few changes before the requested revision.
+struct Repeating(MemorySource<String, u32>);
+
+impl larder::reflector::Source for Repeating {
+    type Key = String;
+    type Object = u32;
+    type Watch = larder::reflector::MemoryWatch<String, u32>;
+
+    fn list(
+        &self,
+    ) -> impl Future<
+        Output = Result<larder::reflector::Listed<String, u32>, larder::reflector::SourceError>,
+    > + Send {
+        self.0.list()
+    }
+
+    fn watch(
+        &self,
+        from: larder::reflector::Revision,
+    ) -> impl Future<Output = Result<Self::Watch, larder::reflector::SourceError>> + Send {
+        self.0.watch(from.saturating_sub(3).max(self.0.compacted()))
+    }
+}
+
+#[test]
+fn changes_a_source_repeats_after_a_reconnect_are_applied_once() {
+    bounded("repeated_changes_are_applied_once", async {
+        let source = MemorySource::new();
+        let store = store();
+        let recorder = Recorder::new();
+        let reflector = Reflector::builder(Repeating(source.clone()), Arc::clone(&store))
+            .handler(Shared(Arc::clone(&recorder)))
+            .backoff(fast())
+            .build()
+            .unwrap();
+        let handle = reflector.handle();
+        let task = tokio::spawn(reflector.run());
+        handle.wait_until_synced().await.unwrap();
+        source.put("a".to_string(), 1);
+        source.put("a".to_string(), 2);
+        source.put("b".to_string(), 1);
+        caught_up(&handle, &source).await;
+        recorder.take_calls();
+        source.drop_watches();
+        source.put("c".to_string(), 3);
+        caught_up(&handle, &source).await;
+        assert_eq!(recorder.take_calls(), [Call::Add("c".into(), 3)]);
+        assert_eq!(handle.stats().events_applied, 4);
+        assert_eq!(store.revision(), source.revision());
+        handle.stop();
+        task.await.unwrap();
+    });
 }

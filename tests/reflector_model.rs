@@ -14,6 +14,8 @@
 
 #[path = "common/recorder.rs"]
 mod recorder;
+#[path = "common/watchdog.rs"]
+mod watchdog;
 
 use std::future::Future;
 use std::pin::Pin;
@@ -24,6 +26,7 @@ use std::time::Duration;
 use larder::IndexedStore;
 use larder::reflector::{Backoff, MemorySource, Reflector, ReflectorHandle, Sleep};
 use proptest::prelude::*;
+use proptest::test_runner::TestRunner;
 use recorder::{Recorder, Shared};
 
 #[derive(Debug, Clone)]
@@ -88,7 +91,9 @@ fn case(parse_keys: bool) -> Case {
     let source = MemorySource::with_timer(instant);
     let store = Arc::new(
         IndexedStore::<u8, u32>::builder()
-            .index("parity", |v: &u32| [if v % 2 == 0 { "even" } else { "odd" }])
+            .index("parity", |v: &u32| {
+                [if v % 2 == 0 { "even" } else { "odd" }]
+            })
             .build()
             .unwrap(),
     );
@@ -134,7 +139,11 @@ fn check(case: &mut Case) -> Result<(), TestCaseError> {
     let mut stored: Vec<(u8, u32)> = case.store.iter().map(|(k, v)| (k, *v)).collect();
     stored.sort();
     prop_assert_eq!(&stored, &expected, "store differs from the source");
-    prop_assert_eq!(case.recorder.model(), expected, "replay differs from the source");
+    prop_assert_eq!(
+        case.recorder.model(),
+        expected,
+        "replay differs from the source"
+    );
     prop_assert_eq!(case.recorder.violations(), Vec::<String>::new());
     prop_assert!(case.handle.has_synced());
     prop_assert_eq!(case.handle.revision(), case.source.revision());
@@ -142,29 +151,32 @@ fn check(case: &mut Case) -> Result<(), TestCaseError> {
     Ok(())
 }
 
-proptest! {
-    #![proptest_config(ProptestConfig {
+#[test]
+fn reflector_converges_to_the_source() {
+    // One watchdog for all the cases: a loop that spins or hangs fails by
+    // name instead of stalling the run.
+    let _watchdog = watchdog::arm(watchdog::STRESS_LIMIT);
+    let mut runner = TestRunner::new(ProptestConfig {
         cases: 10_000,
         failure_persistence: None,
         ..ProptestConfig::default()
-    })]
-
-    #[test]
-    fn reflector_converges_to_the_source(
-        parse_keys in any::<bool>(),
-        ops in prop::collection::vec(op(), 0..40),
-    ) {
+    });
+    let cases = (any::<bool>(), prop::collection::vec(op(), 0..40));
+    let result = runner.run(&cases, |(parse_keys, ops)| {
         let mut case = case(parse_keys);
         for op in &ops {
             apply(&mut case, op);
         }
         check(&mut case)?;
-        // And once more after a burst with faults in its middle.
+        // And once more after a burst with a reconnect in its middle.
         case.source.break_watches_after(1);
         for key in 0..4u8 {
             case.source.put(key, u32::from(key) + 1000);
         }
         case.source.delete(&0);
-        check(&mut case)?;
+        check(&mut case)
+    });
+    if let Err(error) = result {
+        panic!("{error}");
     }
 }

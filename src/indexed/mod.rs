@@ -82,6 +82,9 @@ pub enum Fault {
     /// Writes apply index values computed for an older set of indexes
     /// without checking that no index was added meanwhile.
     IgnoreSchemaChange,
+    /// A revisioned insert records its revision in a second critical
+    /// section, after the object.
+    RevisionOutsideLock,
 }
 
 #[cfg(all(test, not(loom)))]

@@ -252,7 +252,11 @@ mod tests {
     fn a_rejected_write_leaves_the_revision() {
         let store = IndexedStore::<u32, i32>::builder()
             .try_index("positive", |n: &i32| {
-                if *n >= 0 { Ok(vec!["yes"]) } else { Err("negative") }
+                if *n >= 0 {
+                    Ok(vec!["yes"])
+                } else {
+                    Err("negative")
+                }
             })
             .build()
             .unwrap();
@@ -267,7 +271,11 @@ mod tests {
     fn relist_replace_returns_the_old_content_and_the_rejected() {
         let store = IndexedStore::<u32, i32>::builder()
             .try_index("positive", |n: &i32| {
-                if *n >= 0 { Ok(vec!["yes"]) } else { Err("negative") }
+                if *n >= 0 {
+                    Ok(vec!["yes"])
+                } else {
+                    Err("negative")
+                }
             })
             .build()
             .unwrap();

@@ -429,6 +429,16 @@ where
                     return Ok(previous_of(inserted));
                 }
                 let inserted = core.insert(hash, key, key_copy, value, values);
+                #[cfg(loom)]
+                if self.fault == Fault::RevisionOutsideLock {
+                    // BROKEN on purpose: the revision changes in a second
+                    // critical section, after the object.
+                    drop(core);
+                    if let Some(revision) = revision {
+                        self.state.write().set_revision(revision);
+                    }
+                    return Ok(previous_of(inserted));
+                }
                 if let Some(revision) = revision {
                     core.set_revision(revision);
                 }

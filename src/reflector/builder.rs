@@ -80,10 +80,14 @@ impl Backoff {
 
     fn check(&self) -> Result<(), ReflectorBuildError> {
         if self.initial > self.max {
-            return Err(ReflectorBuildError::Backoff("initial delay exceeds the maximum"));
+            return Err(ReflectorBuildError::Backoff(
+                "initial delay exceeds the maximum",
+            ));
         }
         if !(0.0..=1.0).contains(&self.jitter) {
-            return Err(ReflectorBuildError::Backoff("jitter must be within 0.0..=1.0"));
+            return Err(ReflectorBuildError::Backoff(
+                "jitter must be within 0.0..=1.0",
+            ));
         }
         Ok(())
     }

@@ -62,7 +62,10 @@ impl fmt::Display for ReflectorError {
                 invalid.key, invalid.revision, invalid.reason
             ),
             Self::Rejected { revision, error } => {
-                write!(f, "object of revision {revision} rejected by the store: {error}")
+                write!(
+                    f,
+                    "object of revision {revision} rejected by the store: {error}"
+                )
             }
             Self::HandlerPanicked { callback, message } => {
                 write!(f, "handler {callback} panicked: {message}")

@@ -521,7 +521,9 @@ where
         state.lists += 1;
         if state.fail_lists > 0 {
             state.fail_lists -= 1;
-            return Err(SourceError::connection("list failed (MemorySource::fail_lists)"));
+            return Err(SourceError::connection(
+                "list failed (MemorySource::fail_lists)",
+            ));
         }
         let mut items = Vec::with_capacity(state.objects.len());
         let mut invalid = Vec::new();
@@ -543,7 +545,9 @@ where
         state.watch_calls += 1;
         if state.fail_watches > 0 {
             state.fail_watches -= 1;
-            return Err(SourceError::connection("watch failed (MemorySource::fail_watches)"));
+            return Err(SourceError::connection(
+                "watch failed (MemorySource::fail_watches)",
+            ));
         }
         if from < state.compacted {
             return Err(SourceError::TooOld {

@@ -23,7 +23,7 @@
 use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::future::{Future, poll_fn};
-use std::hash::{BuildHasher, Hash, Hasher};
+use std::hash::BuildHasher;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::pin::{Pin, pin};
 use std::task::Poll;
@@ -263,14 +263,16 @@ where
                             self.resync_now();
                             resync = self.resync_sleep();
                         }
-                        Step::Item(Some(Ok(event))) => match self.apply_event(event, &mut applied) {
-                            Applied::Yes => failures = 0,
-                            Applied::Duplicate => {}
-                            Applied::Relist => {
-                                drop(stream);
-                                continue 'list;
+                        Step::Item(Some(Ok(event))) => {
+                            match self.apply_event(event, &mut applied) {
+                                Applied::Yes => failures = 0,
+                                Applied::Duplicate => {}
+                                Applied::Relist => {
+                                    drop(stream);
+                                    continue 'list;
+                                }
                             }
-                        },
+                        }
                         Step::Item(Some(Err(error))) => {
                             let too_old = error.is_too_old();
                             self.report(ReflectorError::Watch(error));
@@ -315,7 +317,8 @@ where
             items.clone()
         };
         let relisted = self.store.replace_for_relist(items, revision);
-        let (invalid_count, rejected_count) = (invalid.len() as u64, relisted.rejected.len() as u64);
+        let (invalid_count, rejected_count) =
+            (invalid.len() as u64, relisted.rejected.len() as u64);
         self.status.update(|inner| {
             let stats = &mut inner.stats;
             stats.lists += 1;
@@ -410,7 +413,10 @@ where
             }
             WatchEvent::Invalid(invalid) => {
                 self.status.update(|inner| inner.stats.invalid_objects += 1);
-                let key = self.parse_key.as_ref().and_then(|parse| parse(&invalid.key));
+                let key = self
+                    .parse_key
+                    .as_ref()
+                    .and_then(|parse| parse(&invalid.key));
                 self.report(ReflectorError::InvalidObject(invalid));
                 let Some(key) = key else {
                     // The key cannot be named: a relist drops its object.
@@ -501,9 +507,8 @@ where
 /// A number in `0.0..1.0` for jitter: the process-random `ahash` seed
 /// over the current instant (no random-number crate needed).
 fn random_fraction() -> f64 {
-    let mut hasher = crate::sync::default_hasher().build_hasher();
-    Instant::now().hash(&mut hasher);
-    (hasher.finish() >> 11) as f64 / (1u64 << 53) as f64
+    let bits = crate::sync::default_hasher().hash_one(Instant::now());
+    (bits >> 11) as f64 / (1u64 << 53) as f64
 }
 
 impl<Src: Source, S> fmt::Debug for Reflector<Src, S> {

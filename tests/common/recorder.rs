@@ -45,7 +45,11 @@ impl<K: Ord + Clone + Debug, V: Clone + PartialEq + Debug> Recorder<K, V> {
     /// The replayed content, sorted by key.
     pub fn model(&self) -> Vec<(K, V)> {
         let state = self.state.lock().unwrap();
-        state.model.iter().map(|(k, v)| (k.clone(), v.clone())).collect()
+        state
+            .model
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect()
     }
 
     pub fn violations(&self) -> Vec<String> {
@@ -80,9 +84,9 @@ where
         let mut state = self.0.state.lock().unwrap();
         match state.model.insert(key.clone(), (**new).clone()) {
             Some(known) if known == **old => {}
-            other => state
-                .violations
-                .push(format!("update of {key:?}: old {old:?}, model had {other:?}")),
+            other => state.violations.push(format!(
+                "update of {key:?}: old {old:?}, model had {other:?}"
+            )),
         }
         state
             .calls
@@ -97,6 +101,8 @@ where
                 "delete of {key:?}: last known {last_known:?}, model had {other:?}"
             )),
         }
-        state.calls.push(Call::Delete(key.clone(), (**last_known).clone()));
+        state
+            .calls
+            .push(Call::Delete(key.clone(), (**last_known).clone()));
     }
 }
