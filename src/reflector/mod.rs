@@ -15,6 +15,8 @@
 
 mod builder;
 mod error;
+#[cfg(feature = "etcd")]
+mod etcd;
 mod handler;
 mod memory;
 mod run;
@@ -24,6 +26,11 @@ mod timer;
 
 pub use builder::{Backoff, ReflectorBuilder, Resync};
 pub use error::{ReflectorBuildError, ReflectorError, WaitError};
+#[cfg(feature = "etcd")]
+pub use etcd::{
+    ConsistencyError, DEFAULT_PAGE_SIZE, DEFAULT_REQUEST_TIMEOUT, EtcdBuildError, EtcdSource,
+    EtcdSourceBuilder, EtcdWatch,
+};
 pub use handler::Handler;
 pub use memory::{MemorySource, MemoryWatch};
 pub use run::Reflector;

@@ -1,0 +1,600 @@
+//! An etcd key prefix as a reflector [`Source`] (needs the `etcd` feature).
+//!
+//! [`EtcdSource`] lists a prefix at one revision (page by page, every page
+//! pinned to the first page's revision) and watches it from a revision, with
+//! etcd's progress notifications delivered as
+//! [`Bookmark`](crate::reflector::WatchEvent::Bookmark)s. It maps etcd's failures onto the
+//! reflector's two reactions:
+//!
+//! | etcd says                                   | the source returns                         |
+//! |---------------------------------------------|--------------------------------------------|
+//! | `ErrCompacted` on a list page or a watch    | [`SourceError::TooOld`] (relist)           |
+//! | a transport error, a closed stream, a timeout | [`SourceError::Connection`] (retry)      |
+//! | a value the decode function rejects         | [`Listed::invalid`] / [`WatchEvent::Invalid`](crate::reflector::WatchEvent::Invalid), with the key |
+//!
+//! Keys are the full etcd keys: the prefix is **not** stripped. A key that is
+//! not UTF-8 cannot be a `String` key; it is reported as invalid (its key
+//! lossily decoded) like an undecodable value.
+//!
+//! The source runs on etcd-client, which needs a tokio runtime.
+
+mod consistent;
+mod watch;
+
+use std::error::Error as StdError;
+use std::fmt;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use etcd_client::{Client, GetOptions, WatchOptions, WatchRequestSender};
+
+use super::source::{InvalidObject, Listed, Revision, Source, SourceError};
+
+pub use consistent::ConsistencyError;
+pub use watch::EtcdWatch;
+
+/// The decode function, type-erased: the error is already rendered.
+pub(crate) type DecodeFn<V> = dyn Fn(&[u8]) -> Result<V, String> + Send + Sync;
+
+/// The watch stream whose progress [`EtcdSource::request_progress`] asks
+/// for: the request half of the latest watch.
+type ProgressSlot = Arc<tokio::sync::Mutex<Option<WatchRequestSender>>>;
+
+/// The default number of keys a list reads per request.
+pub const DEFAULT_PAGE_SIZE: u32 = 1_000;
+
+/// The default limit on one list page, a watch's creation or a revision
+/// read.
+pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Mirrors the keys under one etcd prefix: a [`Source`] whose keys are the
+/// full etcd keys (prefix kept) and whose objects come from a user decode
+/// function.
+///
+/// Cloning is cheap and shares the connection and the progress-request
+/// handle (see [`request_progress`](Self::request_progress)).
+///
+/// # Examples
+///
+/// ```no_run
+/// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+/// use larder::reflector::{EtcdSource, Source};
+///
+/// let client = etcd_client::Client::connect(["http://127.0.0.1:2379"], None).await?;
+/// let source = EtcdSource::builder(client, "/pods/", |bytes: &[u8]| {
+///     std::str::from_utf8(bytes).map(str::to_owned)
+/// })
+/// .page_size(500)
+/// .build()?;
+/// let listed = source.list().await?;
+/// for (key, value) in &listed.items {
+///     assert!(key.starts_with("/pods/"));
+///     println!("{key} = {value}");
+/// }
+/// for bad in &listed.invalid {
+///     eprintln!("cannot decode {}: {}", bad.key, bad.reason);
+/// }
+/// # Ok(()) }
+/// # let _ = demo;
+/// ```
+pub struct EtcdSource<V> {
+    client: Client,
+    prefix: String,
+    range_start: Vec<u8>,
+    range_end: Vec<u8>,
+    decode: Arc<DecodeFn<V>>,
+    page_size: u32,
+    request_timeout: Duration,
+    progress: ProgressSlot,
+}
+
+impl<V> Clone for EtcdSource<V> {
+    fn clone(&self) -> Self {
+        EtcdSource {
+            client: self.client.clone(),
+            prefix: self.prefix.clone(),
+            range_start: self.range_start.clone(),
+            range_end: self.range_end.clone(),
+            decode: Arc::clone(&self.decode),
+            page_size: self.page_size,
+            request_timeout: self.request_timeout,
+            progress: Arc::clone(&self.progress),
+        }
+    }
+}
+
+impl<V> fmt::Debug for EtcdSource<V> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("EtcdSource")
+            .field("prefix", &self.prefix)
+            .field("page_size", &self.page_size)
+            .field("request_timeout", &self.request_timeout)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Configures an [`EtcdSource`]; made by [`EtcdSource::builder`].
+///
+/// # Examples
+///
+/// ```no_run
+/// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+/// use std::time::Duration;
+/// use larder::reflector::EtcdSource;
+///
+/// let client = etcd_client::Client::connect(["http://127.0.0.1:2379"], None).await?;
+/// let source = EtcdSource::builder(client, "/config/", |bytes: &[u8]| {
+///     std::str::from_utf8(bytes).map_err(|e| e.to_string())?.parse::<u64>().map_err(|e| e.to_string())
+/// })
+/// .page_size(200)
+/// .request_timeout(Duration::from_secs(5))
+/// .build()?;
+/// # drop(source); Ok(()) }
+/// # let _ = demo;
+/// ```
+pub struct EtcdSourceBuilder<V> {
+    client: Client,
+    prefix: String,
+    decode: Arc<DecodeFn<V>>,
+    page_size: u32,
+    request_timeout: Duration,
+}
+
+impl<V> fmt::Debug for EtcdSourceBuilder<V> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("EtcdSourceBuilder")
+            .field("prefix", &self.prefix)
+            .field("page_size", &self.page_size)
+            .field("request_timeout", &self.request_timeout)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Why [`EtcdSourceBuilder::build`] refused its configuration.
+///
+/// # Examples
+///
+/// ```no_run
+/// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+/// use larder::reflector::{EtcdBuildError, EtcdSource};
+///
+/// let client = etcd_client::Client::connect(["http://127.0.0.1:2379"], None).await?;
+/// let err = EtcdSource::builder(client, "/pods/", |b: &[u8]| Ok::<_, String>(b.to_vec()))
+///     .page_size(0)
+///     .build()
+///     .unwrap_err();
+/// assert_eq!(err, EtcdBuildError::ZeroPageSize);
+/// # Ok(()) }
+/// # let _ = demo;
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum EtcdBuildError {
+    /// `page_size(0)`: a list must read at least one key per request.
+    ZeroPageSize,
+    /// `request_timeout(Duration::ZERO)`: every request would time out.
+    ZeroRequestTimeout,
+}
+
+impl fmt::Display for EtcdBuildError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            EtcdBuildError::ZeroPageSize => f.write_str("the list page size must be at least 1"),
+            EtcdBuildError::ZeroRequestTimeout => {
+                f.write_str("the request timeout must be longer than zero")
+            }
+        }
+    }
+}
+
+impl StdError for EtcdBuildError {}
+
+impl<V: 'static> EtcdSource<V> {
+    /// Starts configuring a source that mirrors every key starting with
+    /// `prefix` (an empty prefix mirrors the whole keyspace), decoding each
+    /// value with `decode`. A value `decode` rejects is reported with its
+    /// key (in [`Listed::invalid`] or as [`WatchEvent::Invalid`](crate::reflector::WatchEvent::Invalid)), never
+    /// dropped silently.
+    ///
+    /// `decode` runs on the task polling the list or the watch, outside
+    /// every lock.
+    ///
+    /// # Examples
+    ///
+    /// See [`EtcdSource`].
+    pub fn builder<F, E>(
+        client: Client,
+        prefix: impl Into<String>,
+        decode: F,
+    ) -> EtcdSourceBuilder<V>
+    where
+        F: Fn(&[u8]) -> Result<V, E> + Send + Sync + 'static,
+        E: fmt::Display,
+    {
+        EtcdSourceBuilder {
+            client,
+            prefix: prefix.into(),
+            decode: Arc::new(move |bytes: &[u8]| decode(bytes).map_err(|e| e.to_string())),
+            page_size: DEFAULT_PAGE_SIZE,
+            request_timeout: DEFAULT_REQUEST_TIMEOUT,
+        }
+    }
+}
+
+impl<V> EtcdSourceBuilder<V> {
+    /// How many keys one list request reads (default
+    /// [`DEFAULT_PAGE_SIZE`]). Every page after the first is read at the
+    /// first page's revision, so the list is one consistent snapshot
+    /// however many pages it takes.
+    pub fn page_size(mut self, keys: u32) -> Self {
+        self.page_size = keys;
+        self
+    }
+
+    /// The limit on one list page, a watch's creation and a revision read
+    /// (default [`DEFAULT_REQUEST_TIMEOUT`]); past it the request fails
+    /// with [`SourceError::Connection`]. An open watch stream has no limit:
+    /// etcd closing the connection (or the client's keep-alive, see
+    /// `etcd_client::ConnectOptions::with_keep_alive`) ends it.
+    pub fn request_timeout(mut self, timeout: Duration) -> Self {
+        self.request_timeout = timeout;
+        self
+    }
+
+    /// Builds the source.
+    ///
+    /// # Errors
+    ///
+    /// [`EtcdBuildError`] for a zero page size or a zero timeout.
+    pub fn build(self) -> Result<EtcdSource<V>, EtcdBuildError> {
+        if self.page_size == 0 {
+            return Err(EtcdBuildError::ZeroPageSize);
+        }
+        if self.request_timeout.is_zero() {
+            return Err(EtcdBuildError::ZeroRequestTimeout);
+        }
+        let (range_start, range_end) = prefix_range(self.prefix.as_bytes());
+        Ok(EtcdSource {
+            client: self.client,
+            prefix: self.prefix,
+            range_start,
+            range_end,
+            decode: self.decode,
+            page_size: self.page_size,
+            request_timeout: self.request_timeout,
+            progress: Arc::new(tokio::sync::Mutex::new(None)),
+        })
+    }
+}
+
+/// The `[start, end)` key range of every key starting with `prefix`
+/// (etcd's `clientv3.GetPrefixRangeEnd`).
+fn prefix_range(prefix: &[u8]) -> (Vec<u8>, Vec<u8>) {
+    if prefix.is_empty() {
+        // etcd's "every key": from "\0" to the end.
+        return (vec![0], vec![0]);
+    }
+    let mut end = prefix.to_vec();
+    while let Some(last) = end.pop() {
+        if last < 0xff {
+            end.push(last + 1);
+            return (prefix.to_vec(), end);
+        }
+    }
+    // The prefix is all 0xff bytes: every key from it to the end.
+    (prefix.to_vec(), vec![0])
+}
+
+/// Whether etcd refused a request because its revision is compacted.
+fn is_compacted(error: &etcd_client::Error) -> bool {
+    match error {
+        // etcd's `ErrCompacted` (gRPC `OutOfRange`); its text is part of
+        // etcd's API (`rpctypes.ErrGRPCCompacted`).
+        etcd_client::Error::GRpcStatus(status) => status
+            .message()
+            .contains("required revision has been compacted"),
+        _ => false,
+    }
+}
+
+impl<V> EtcdSource<V> {
+    /// The prefix this source mirrors.
+    pub fn prefix(&self) -> &str {
+        &self.prefix
+    }
+
+    /// The etcd client this source reads through (a clone shares its
+    /// connection), for writes and other requests.
+    pub fn client(&self) -> &Client {
+        &self.client
+    }
+
+    /// Runs `request` under the request timeout, mapping a timeout and every
+    /// etcd error but compaction to [`SourceError::Connection`].
+    async fn timed<T>(
+        &self,
+        what: &'static str,
+        request: impl Future<Output = Result<T, etcd_client::Error>>,
+        compacted_at: Revision,
+    ) -> Result<T, SourceError> {
+        match tokio::time::timeout(self.request_timeout, request).await {
+            Ok(Ok(value)) => Ok(value),
+            Ok(Err(error)) if is_compacted(&error) => Err(SourceError::TooOld {
+                requested: compacted_at,
+                compacted: None,
+            }),
+            Ok(Err(error)) => Err(SourceError::connection(EtcdRequestError {
+                what,
+                detail: error.to_string(),
+            })),
+            Err(_) => Err(SourceError::connection(EtcdRequestError {
+                what,
+                detail: format!("no answer within {:?}", self.request_timeout),
+            })),
+        }
+    }
+
+    /// etcd's current revision, read with one linearizable (quorum) request:
+    /// every write acknowledged before this call has a revision at most the
+    /// one returned. The revision is etcd's, over the whole keyspace, not
+    /// only this prefix.
+    ///
+    /// # Errors
+    ///
+    /// [`SourceError::Connection`] when etcd cannot be reached or does not
+    /// answer within the request timeout.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn demo(source: larder::reflector::EtcdSource<String>) -> Result<(), Box<dyn std::error::Error>> {
+    /// let now = source.current_revision().await?;
+    /// println!("etcd is at revision {now}");
+    /// # Ok(()) }
+    /// # let _ = demo;
+    /// ```
+    pub async fn current_revision(&self) -> Result<Revision, SourceError> {
+        let mut kv = self.client.kv_client();
+        // One key, no value, at most one result: the cheapest linearizable
+        // read there is; its header carries the store's revision.
+        let options = GetOptions::new().with_keys_only().with_limit(1);
+        let response = self
+            .timed(
+                "read the current revision",
+                kv.get(self.range_start.clone(), Some(options)),
+                0,
+            )
+            .await?;
+        header_revision(response.header())
+    }
+
+    /// Asks etcd for a progress notification on the latest watch this source
+    /// opened: etcd answers with a [`WatchEvent::Bookmark`](crate::reflector::WatchEvent::Bookmark) at its current
+    /// revision once the watch has delivered every earlier event. Useful when
+    /// the prefix is quiet but the reader must know it is caught up.
+    ///
+    /// etcd before 3.4.25 and 3.5.8 may send that notification ahead of
+    /// events still in flight; the watch stream detects the reversal and
+    /// ends with [`SourceError::TooOld`] (the reflector relists), but a read
+    /// that trusted the bookmark in between could have been stale.
+    ///
+    /// # Errors
+    ///
+    /// [`SourceError::Connection`] when no watch is open or its stream is
+    /// closed.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn demo(source: larder::reflector::EtcdSource<String>) -> Result<(), Box<dyn std::error::Error>> {
+    /// // A reflector is watching through `source` (or a clone of it).
+    /// source.request_progress().await?;
+    /// # Ok(()) }
+    /// # let _ = demo;
+    /// ```
+    pub async fn request_progress(&self) -> Result<(), SourceError> {
+        let mut slot = self.progress.lock().await;
+        let Some(sender) = slot.as_mut() else {
+            return Err(SourceError::connection(EtcdRequestError {
+                what: "request a progress notification",
+                detail: "no watch is open".to_owned(),
+            }));
+        };
+        match tokio::time::timeout(self.request_timeout, sender.request_progress()).await {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(error)) => {
+                *slot = None;
+                Err(SourceError::connection(EtcdRequestError {
+                    what: "request a progress notification",
+                    detail: error.to_string(),
+                }))
+            }
+            Err(_) => Err(SourceError::connection(EtcdRequestError {
+                what: "request a progress notification",
+                detail: format!("no answer within {:?}", self.request_timeout),
+            })),
+        }
+    }
+
+    fn decode_pair(
+        &self,
+        key: &[u8],
+        value: &[u8],
+        revision: Revision,
+    ) -> Result<(String, V), InvalidObject> {
+        decode_pair(&*self.decode, key, value, revision)
+    }
+}
+
+/// Decodes one key-value pair, or says why it cannot.
+pub(crate) fn decode_pair<V>(
+    decode: &DecodeFn<V>,
+    key: &[u8],
+    value: &[u8],
+    revision: Revision,
+) -> Result<(String, V), InvalidObject> {
+    let key = match std::str::from_utf8(key) {
+        Ok(key) => key.to_owned(),
+        Err(error) => {
+            return Err(InvalidObject {
+                key: String::from_utf8_lossy(key).into_owned(),
+                revision,
+                reason: format!("the key is not UTF-8: {error}"),
+            });
+        }
+    };
+    match decode(value) {
+        Ok(object) => Ok((key, object)),
+        Err(reason) => Err(InvalidObject {
+            key,
+            revision,
+            reason,
+        }),
+    }
+}
+
+/// The revision in a response's header (etcd always sends one).
+fn header_revision(header: Option<&etcd_client::ResponseHeader>) -> Result<Revision, SourceError> {
+    match header {
+        Some(header) if header.revision() >= 0 => Ok(header.revision() as Revision),
+        _ => Err(SourceError::connection(EtcdRequestError {
+            what: "read a response header",
+            detail: "etcd sent no revision".to_owned(),
+        })),
+    }
+}
+
+/// A revision as etcd's signed wire type.
+fn wire(revision: Revision) -> i64 {
+    i64::try_from(revision).unwrap_or(i64::MAX)
+}
+
+/// A failed etcd request: what the source was doing and what etcd (or the
+/// timeout) said. Carried inside [`SourceError::Connection`].
+#[derive(Debug)]
+struct EtcdRequestError {
+    what: &'static str,
+    detail: String,
+}
+
+impl fmt::Display for EtcdRequestError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "etcd: cannot {}: {}", self.what, self.detail)
+    }
+}
+
+impl StdError for EtcdRequestError {}
+
+impl<V: Send + Sync + 'static> Source for EtcdSource<V> {
+    type Key = String;
+    type Object = V;
+    type Watch = EtcdWatch<V>;
+
+    /// Lists the prefix at one revision: the first page is read at etcd's
+    /// current revision (linearizable), every later page at that same
+    /// revision, so the result is one snapshot. If etcd compacts past that
+    /// revision before the last page, the list fails with
+    /// [`SourceError::TooOld`] and should be retried.
+    async fn list(&self) -> Result<Listed<String, V>, SourceError> {
+        let mut kv = self.client.kv_client();
+        let mut items = Vec::new();
+        let mut invalid = Vec::new();
+        let mut start = self.range_start.clone();
+        let mut revision: Option<Revision> = None;
+        loop {
+            let mut options = GetOptions::new()
+                .with_range(self.range_end.clone())
+                .with_limit(i64::from(self.page_size));
+            if let Some(revision) = revision {
+                options = options.with_revision(wire(revision));
+            }
+            let response = self
+                .timed(
+                    "list the prefix",
+                    kv.get(start.clone(), Some(options)),
+                    revision.unwrap_or(0),
+                )
+                .await?;
+            let pinned = match revision {
+                Some(revision) => revision,
+                None => {
+                    let first = header_revision(response.header())?;
+                    revision = Some(first);
+                    first
+                }
+            };
+            for pair in response.kvs() {
+                let at = Revision::try_from(pair.mod_revision()).unwrap_or(pinned);
+                match self.decode_pair(pair.key(), pair.value(), at) {
+                    Ok(item) => items.push(item),
+                    Err(bad) => invalid.push(bad),
+                }
+            }
+            match response.kvs().last() {
+                Some(last) if response.more() => {
+                    // The next page starts just after the last key read.
+                    start = last.key().to_vec();
+                    start.push(0);
+                }
+                _ => {
+                    return Ok(Listed {
+                        items,
+                        revision: pinned,
+                        invalid,
+                    });
+                }
+            }
+        }
+    }
+
+    /// Watches the prefix from just after `from`, asking etcd for progress
+    /// notifications (delivered as bookmarks). Resolves once etcd has
+    /// created the watch, so a change made after this resolves is
+    /// delivered. A compacted `from` ends the stream with
+    /// [`SourceError::TooOld`] as its first item (etcd creates the watch,
+    /// then cancels it with its compaction revision).
+    async fn watch(&self, from: Revision) -> Result<EtcdWatch<V>, SourceError> {
+        let mut client = self.client.watch_client();
+        let options = WatchOptions::new()
+            .with_range(self.range_end.clone())
+            .with_start_revision(wire(from.saturating_add(1)))
+            .with_progress_notify();
+        let stream = self
+            .timed(
+                "open a watch",
+                client.watch(self.range_start.clone(), Some(options)),
+                from,
+            )
+            .await?;
+        let (sender, responses) = stream.split();
+        let mut watch = EtcdWatch::new(responses, Arc::clone(&self.decode), from);
+        // The first answer says whether etcd created the watch or refused
+        // its revision as compacted.
+        match tokio::time::timeout(self.request_timeout, watch.await_created()).await {
+            Ok(Ok(())) => {}
+            Ok(Err(error)) => return Err(error),
+            Err(_) => {
+                return Err(SourceError::connection(EtcdRequestError {
+                    what: "open a watch",
+                    detail: format!("not created within {:?}", self.request_timeout),
+                }));
+            }
+        }
+        *self.progress.lock().await = Some(sender);
+        Ok(watch)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::prefix_range;
+
+    #[test]
+    fn prefix_ranges_follow_etcd() {
+        assert_eq!(prefix_range(b"/a/"), (b"/a/".to_vec(), b"/a0".to_vec()));
+        assert_eq!(prefix_range(b"a\xff"), (b"a\xff".to_vec(), b"b".to_vec()));
+        assert_eq!(prefix_range(b"\xff\xff"), (b"\xff\xff".to_vec(), vec![0]));
+        assert_eq!(prefix_range(b""), (vec![0], vec![0]));
+    }
+}
