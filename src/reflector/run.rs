@@ -13,8 +13,11 @@
 //!    from the last applied revision (step 2). A too-old revision: back
 //!    off, then list again (step 1).
 //!
-//! Events at or below the last applied revision are skipped (a source may
-//! repeat them after a reconnect), so nothing is applied twice.
+//! Events below the last applied revision are skipped (a source may repeat
+//! them after a reconnect), and so is an event at that revision for a key
+//! already changed at it: one request can change several keys at one
+//! revision (an etcd transaction or prefix delete), so a revision alone does
+//! not name a change; revision and key do. Nothing is applied twice.
 //!
 //! Locks: the loop holds no lock while it awaits or calls user code. It
 //! takes the store's lock inside each store call and the status mutex
@@ -131,11 +134,19 @@ enum Step<T> {
     Item(Option<T>),
 }
 
+/// Where the watch has got to: the last applied revision, and the keys
+/// changed at exactly that revision (several changes can share one).
+struct Applying<K> {
+    revision: Revision,
+    keys: HashSet<K>,
+}
+
 /// What applying one watch event led to.
 enum Applied {
     /// Applied (or a bookmark that moved the revision on).
     Yes,
-    /// At or below the last applied revision: skipped.
+    /// Already applied (below the last applied revision, or at it for a
+    /// key already changed at it): skipped.
     Duplicate,
     /// An undecodable object the reflector cannot name: relist.
     Relist,
@@ -222,14 +233,17 @@ where
                 }
             };
             failures = 0;
-            let mut applied = self.apply_list(listed);
+            let mut applied = Applying {
+                revision: self.apply_list(listed),
+                keys: HashSet::new(),
+            };
             let mut first_watch = true;
             loop {
                 if !first_watch {
                     self.status.update(|inner| inner.stats.watch_restarts += 1);
                 }
                 first_watch = false;
-                let mut stream = match self.or_stop(self.source.watch(applied)).await {
+                let mut stream = match self.or_stop(self.source.watch(applied.revision)).await {
                     None => return,
                     Some(Ok(stream)) => stream,
                     Some(Err(error)) => {
@@ -378,11 +392,29 @@ where
     fn apply_event(
         &self,
         event: WatchEvent<Src::Key, Src::Object>,
-        applied: &mut Revision,
+        applied: &mut Applying<Src::Key>,
     ) -> Applied {
         let revision = event.revision();
-        if revision <= *applied {
+        if revision < applied.revision {
             return Applied::Duplicate;
+        }
+        if revision == applied.revision {
+            let seen = match &event {
+                WatchEvent::Put { key, .. } | WatchEvent::Delete { key, .. } => {
+                    applied.keys.contains(key)
+                }
+                // Nothing new: the stream has caught up with its own past.
+                WatchEvent::Bookmark { .. } => true,
+                WatchEvent::Invalid(_) => false,
+            };
+            if seen {
+                return Applied::Duplicate;
+            }
+        } else {
+            applied.keys.clear();
+        }
+        if let WatchEvent::Put { key, .. } | WatchEvent::Delete { key, .. } = &event {
+            applied.keys.insert(key.clone());
         }
         let mut counted = true;
         let mut rejected = false;
@@ -427,7 +459,7 @@ where
                     .map(|previous| Notification::Delete(key, previous))
             }
         };
-        *applied = revision;
+        applied.revision = revision;
         if let Some(notification) = notification {
             self.notify(&notification);
         }

@@ -8,8 +8,10 @@ use std::future::Future;
 use futures_core::Stream;
 
 /// A position in the source's history: etcd's revision, Kubernetes'
-/// `resourceVersion`. Revisions only grow; every change has a larger one
-/// than the changes before it.
+/// `resourceVersion`. Revisions never decrease along a watch. Changes made
+/// by one request may share a revision (etcd gives every key a transaction
+/// or a prefix delete touches the same one), so a change is named by its
+/// revision *and* its key.
 pub type Revision = u64;
 
 /// The whole content of a source, read at one revision
