@@ -169,6 +169,16 @@ struct Cell {
 struct Row {
     contender: String,
     cells: Vec<Cell>,
+    /// A bounded cache's `(len, capacity)` after its last round.
+    bound: Option<(usize, usize)>,
+}
+
+impl Row {
+    /// Whether the cache held more entries than its capacity (its hit
+    /// ratio then is not one of a cache of that capacity).
+    fn over_bound(&self) -> bool {
+        self.bound.is_some_and(|(len, capacity)| len > capacity)
+    }
 }
 
 struct Measured {
@@ -301,6 +311,7 @@ fn main() {
             .zip(samples)
             .map(|(contender, per_threads)| Row {
                 contender: contender.name(),
+                bound: contender.bound(),
                 cells: workload
                     .threads
                     .iter()
@@ -407,7 +418,9 @@ fn render_markdown(
         out,
         "Cells: million operations per second over all threads; in parentheses, how many \
          times faster the first (larder) row is. Thread counts above the core count \
-         oversubscribe the cores.\n"
+         oversubscribe the cores. A bounded cache's entries held after its last round are \
+         shown against its capacity; one over its bound is flagged and left out of the \
+         hit-ratio charts (its hit ratio is that of a bigger cache).\n"
     );
     for m in results {
         let _ = writeln!(out, "## {} / {}\n", m.family, m.workload);
@@ -425,6 +438,11 @@ fn render_markdown(
         }
         if let Some(label) = &extra_label {
             let _ = write!(header, " {label} |");
+            rule.push_str("---:|");
+        }
+        let bounded = m.rows.iter().any(|r| r.bound.is_some());
+        if bounded {
+            header.push_str(" len / capacity |");
             rule.push_str("---:|");
         }
         let _ = writeln!(out, "{header}\n{rule}");
@@ -447,6 +465,17 @@ fn render_markdown(
                     .filter_map(|c| c.extra.as_ref().map(|(_, v)| format_extra(*v)))
                     .collect();
                 let _ = write!(line, " {} |", extras.join(" / "));
+            }
+            if bounded {
+                match row.bound {
+                    Some((len, capacity)) if len > capacity => {
+                        let _ = write!(line, " **{len} / {capacity}: over its bound** |");
+                    }
+                    Some((len, capacity)) => {
+                        let _ = write!(line, " {len} / {capacity} |");
+                    }
+                    None => line.push_str(" |"),
+                }
             }
             let _ = writeln!(out, "{line}");
         }
@@ -497,6 +526,9 @@ fn render_json(
             "workload": m.workload,
             "contenders": m.rows.iter().map(|r| json!({
                 "name": r.contender,
+                "len": r.bound.map(|(len, _)| len),
+                "capacity": r.bound.map(|(_, capacity)| capacity),
+                "over_bound": r.over_bound(),
                 "cells": r.cells.iter().map(|c| json!({
                     "threads": c.threads,
                     "ops_per_sec": c.ops_per_sec,
@@ -643,6 +675,9 @@ fn draw_hit_ratio_charts(results: &[Measured], out: &std::path::Path) -> usize {
                     .filter(|(label, _)| label.contains("hit ratio"))
                     .map(|(_, v)| *v)
             });
+            // A cache over its bound is not plotted: its hit ratio is that
+            // of a bigger cache (the report's table flags it).
+            let hit = hit.filter(|_| !row.over_bound());
             if let Some(hit) = hit {
                 series
                     .entry((m.family.to_string(), trace.clone()))
