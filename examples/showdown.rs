@@ -5,6 +5,7 @@
 //! cargo run --release --example showdown                 # about four minutes
 //! cargo run --release --example showdown -- --quick      # a few seconds (smoke run)
 //! cargo run --release --example showdown -- --only lru --threads 1,2,4,8
+//! cargo run --release --example showdown -- --only lru --workload zipf0.9,pure-hit --threads 1,2
 //! cargo run --release --example showdown -- --json       # JSON on stdout
 //! cargo run --release --example showdown -- --sweep 1000,10000,100000,1000000
 //! ```
@@ -39,6 +40,9 @@ const FAMILIES: &[&str] = &["snapshot", "indexed", "ordered", "lru", "typed"];
 struct Options {
     quick: bool,
     only: Option<String>,
+    /// Only the workloads whose name contains one of these (comma-separated
+    /// on the command line).
+    workload: Option<String>,
     threads: Option<Vec<usize>>,
     json: bool,
     out: PathBuf,
@@ -52,7 +56,7 @@ struct Options {
 
 fn usage() -> ! {
     eprintln!(
-        "usage: showdown [--quick] [--only FAMILY] [--threads 1,2,4] [--json] [--out DIR] [--seconds N] [--rounds N] [--sweep 1000,1000000]\n\
+        "usage: showdown [--quick] [--only FAMILY] [--workload NAME_PART,...] [--threads 1,2,4] [--json] [--out DIR] [--seconds N] [--rounds N] [--sweep 1000,1000000]\n\
          families: {}",
         FAMILIES.join(", ")
     );
@@ -63,6 +67,7 @@ fn parse_options() -> Options {
     let mut options = Options {
         quick: false,
         only: None,
+        workload: None,
         threads: None,
         json: false,
         out: PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/target/showdown")),
@@ -84,6 +89,7 @@ fn parse_options() -> Options {
                 }
                 options.only = Some(family);
             }
+            "--workload" => options.workload = Some(args.next().unwrap_or_else(|| usage())),
             "--threads" => {
                 let list = args.next().unwrap_or_else(|| usage());
                 let threads: Result<Vec<usize>, _> = list.split(',').map(str::parse).collect();
@@ -257,6 +263,9 @@ fn main() {
             Some(sizes) => sizes.iter().flat_map(|&n| sweep_of(family, n)).collect(),
             None => workloads_of(family, size),
         };
+        if let Some(parts) = &options.workload {
+            workloads.retain(|w| parts.split(',').any(|part| w.name.contains(part)));
+        }
         if let Some(threads) = &options.threads {
             for w in &mut workloads {
                 w.threads = threads.clone();
