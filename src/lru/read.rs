@@ -1,6 +1,6 @@
 //! The lookups of [`LruCache`]: `get` (an `Arc<V>` out), `get_with` (a
-//! closure that reads the value in place), `get_cloned` (a copy out), their
-//! uncounted `peek` forms, and `contains_key`.
+//! closure that reads the value in place), `get_cloned` (a copy out), the
+//! uncounted `peek` and `peek_with`, and `contains_key`.
 //!
 //! # What a hit writes
 //!
