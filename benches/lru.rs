@@ -1,5 +1,7 @@
-//! `LruCache` against `Mutex<lru::LruCache>` (one lock, and sharded 16
-//! ways), moka, mini-moka and quick_cache: get-then-insert-on-miss over Zipf
+//! `LruCache` (read through `get` and through `get_with`, under both
+//! policies) against `Mutex<lru::LruCache>` (one lock, and sharded 16
+//! ways), moka, mini-moka, quick_cache and scc's `HashCache`, every peer
+//! storing `u64` values and reading them out by value: get-then-insert-on-miss over Zipf
 //! 0.9 / 1.1 keys at capacities of 1% and 10% of 1M keys, and pure hits; 1,
 //! 2 and 4 threads. Hit ratios are reported by the showdown
 //! (`Contender::extra`). `cargo bench --bench lru`; results in

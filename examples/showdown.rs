@@ -5,6 +5,7 @@
 //! cargo run --release --example showdown                 # about four minutes
 //! cargo run --release --example showdown -- --quick      # a few seconds (smoke run)
 //! cargo run --release --example showdown -- --only lru --threads 1,2,4,8
+//! cargo run --release --example showdown -- --only lru --workload zipf0.9,pure-hit --threads 1,2
 //! cargo run --release --example showdown -- --json       # JSON on stdout
 //! cargo run --release --example showdown -- --sweep 1000,10000,100000,1000000
 //! ```
@@ -39,6 +40,9 @@ const FAMILIES: &[&str] = &["snapshot", "indexed", "ordered", "lru", "typed"];
 struct Options {
     quick: bool,
     only: Option<String>,
+    /// Only the workloads whose name contains one of these (comma-separated
+    /// on the command line).
+    workload: Option<String>,
     threads: Option<Vec<usize>>,
     json: bool,
     out: PathBuf,
@@ -52,7 +56,7 @@ struct Options {
 
 fn usage() -> ! {
     eprintln!(
-        "usage: showdown [--quick] [--only FAMILY] [--threads 1,2,4] [--json] [--out DIR] [--seconds N] [--rounds N] [--sweep 1000,1000000]\n\
+        "usage: showdown [--quick] [--only FAMILY] [--workload NAME_PART,...] [--threads 1,2,4] [--json] [--out DIR] [--seconds N] [--rounds N] [--sweep 1000,1000000]\n\
          families: {}",
         FAMILIES.join(", ")
     );
@@ -63,6 +67,7 @@ fn parse_options() -> Options {
     let mut options = Options {
         quick: false,
         only: None,
+        workload: None,
         threads: None,
         json: false,
         out: PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/target/showdown")),
@@ -84,6 +89,7 @@ fn parse_options() -> Options {
                 }
                 options.only = Some(family);
             }
+            "--workload" => options.workload = Some(args.next().unwrap_or_else(|| usage())),
             "--threads" => {
                 let list = args.next().unwrap_or_else(|| usage());
                 let threads: Result<Vec<usize>, _> = list.split(',').map(str::parse).collect();
@@ -169,6 +175,16 @@ struct Cell {
 struct Row {
     contender: String,
     cells: Vec<Cell>,
+    /// A bounded cache's `(len, capacity)` after its last round.
+    bound: Option<(usize, usize)>,
+}
+
+impl Row {
+    /// Whether the cache held more entries than its capacity (its hit
+    /// ratio then is not one of a cache of that capacity).
+    fn over_bound(&self) -> bool {
+        self.bound.is_some_and(|(len, capacity)| len > capacity)
+    }
 }
 
 struct Measured {
@@ -247,6 +263,9 @@ fn main() {
             Some(sizes) => sizes.iter().flat_map(|&n| sweep_of(family, n)).collect(),
             None => workloads_of(family, size),
         };
+        if let Some(parts) = &options.workload {
+            workloads.retain(|w| parts.split(',').any(|part| w.name.contains(part)));
+        }
         if let Some(threads) = &options.threads {
             for w in &mut workloads {
                 w.threads = threads.clone();
@@ -301,6 +320,7 @@ fn main() {
             .zip(samples)
             .map(|(contender, per_threads)| Row {
                 contender: contender.name(),
+                bound: contender.bound(),
                 cells: workload
                     .threads
                     .iter()
@@ -407,7 +427,9 @@ fn render_markdown(
         out,
         "Cells: million operations per second over all threads; in parentheses, how many \
          times faster the first (larder) row is. Thread counts above the core count \
-         oversubscribe the cores.\n"
+         oversubscribe the cores. A bounded cache's entries held after its last round are \
+         shown against its capacity; one over its bound is flagged and left out of the \
+         hit-ratio charts (its hit ratio is that of a bigger cache).\n"
     );
     for m in results {
         let _ = writeln!(out, "## {} / {}\n", m.family, m.workload);
@@ -425,6 +447,11 @@ fn render_markdown(
         }
         if let Some(label) = &extra_label {
             let _ = write!(header, " {label} |");
+            rule.push_str("---:|");
+        }
+        let bounded = m.rows.iter().any(|r| r.bound.is_some());
+        if bounded {
+            header.push_str(" len / capacity |");
             rule.push_str("---:|");
         }
         let _ = writeln!(out, "{header}\n{rule}");
@@ -447,6 +474,17 @@ fn render_markdown(
                     .filter_map(|c| c.extra.as_ref().map(|(_, v)| format_extra(*v)))
                     .collect();
                 let _ = write!(line, " {} |", extras.join(" / "));
+            }
+            if bounded {
+                match row.bound {
+                    Some((len, capacity)) if len > capacity => {
+                        let _ = write!(line, " **{len} / {capacity}: over its bound** |");
+                    }
+                    Some((len, capacity)) => {
+                        let _ = write!(line, " {len} / {capacity} |");
+                    }
+                    None => line.push_str(" |"),
+                }
             }
             let _ = writeln!(out, "{line}");
         }
@@ -497,6 +535,9 @@ fn render_json(
             "workload": m.workload,
             "contenders": m.rows.iter().map(|r| json!({
                 "name": r.contender,
+                "len": r.bound.map(|(len, _)| len),
+                "capacity": r.bound.map(|(_, capacity)| capacity),
+                "over_bound": r.over_bound(),
                 "cells": r.cells.iter().map(|c| json!({
                     "threads": c.threads,
                     "ops_per_sec": c.ops_per_sec,
@@ -643,6 +684,9 @@ fn draw_hit_ratio_charts(results: &[Measured], out: &std::path::Path) -> usize {
                     .filter(|(label, _)| label.contains("hit ratio"))
                     .map(|(_, v)| *v)
             });
+            // A cache over its bound is not plotted: its hit ratio is that
+            // of a bigger cache (the report's table flags it).
+            let hit = hit.filter(|_| !row.over_bound());
             if let Some(hit) = hit {
                 series
                     .entry((m.family.to_string(), trace.clone()))

@@ -90,7 +90,10 @@ impl Model {
 #[derive(Debug, Clone)]
 enum Op {
     Get(u8),
+    GetWith(u8),
+    GetCloned(u8),
     Peek(u8),
+    PeekWith(u8),
     Contains(u8),
     Insert(u8, u16),
     Remove(u8),
@@ -104,7 +107,10 @@ enum Op {
 fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
         6 => (0u8..20).prop_map(Op::Get),
+        3 => (0u8..20).prop_map(Op::GetWith),
+        2 => (0u8..20).prop_map(Op::GetCloned),
         1 => (0u8..20).prop_map(Op::Peek),
+        1 => (0u8..20).prop_map(Op::PeekWith),
         1 => (0u8..20).prop_map(Op::Contains),
         6 => (0u8..20, any::<u16>()).prop_map(|(k, v)| Op::Insert(k, v)),
         2 => (0u8..20).prop_map(Op::Remove),
@@ -131,9 +137,15 @@ proptest! {
         for op in ops {
             match op {
                 Op::Get(k) => prop_assert_eq!(cache.get(&k).map(|v| *v), model.get(k)),
+                Op::GetWith(k) => prop_assert_eq!(cache.get_with(&k, |v| *v), model.get(k)),
+                Op::GetCloned(k) => prop_assert_eq!(cache.get_cloned(&k), model.get(k)),
                 Op::Peek(k) => {
                     let expected = model.position(k).map(|at| model.entries[at].1);
                     prop_assert_eq!(cache.peek(&k).map(|v| *v), expected);
+                }
+                Op::PeekWith(k) => {
+                    let expected = model.position(k).map(|at| model.entries[at].1);
+                    prop_assert_eq!(cache.peek_with(&k, |v| *v), expected);
                 }
                 Op::Contains(k) => prop_assert_eq!(cache.contains_key(&k), model.position(k).is_some()),
                 Op::Insert(k, v) => prop_assert_eq!(cache.insert(k, v).map(|v| *v), model.insert(k, v)),
@@ -199,6 +211,12 @@ proptest! {
         for op in ops {
             match op {
                 Op::Get(k) => { gets += 1; cache.get(&k); }
+                Op::GetWith(k) => {
+                    gets += 1;
+                    let found = cache.get_with(&k, |v| *v);
+                    prop_assert_eq!(found, cache.peek_with(&k, |v| *v));
+                }
+                Op::GetCloned(k) => { gets += 1; cache.get_cloned(&k); }
                 Op::Insert(k, v) => {
                     cache.insert(k, v);
                     // The entry just inserted is present (under either
@@ -693,7 +711,16 @@ fn stress_counts_under(policy: LruPolicy) {
                     x ^= x >> 7;
                     x ^= x << 17;
                     let key = x % 1024;
-                    if cache.get(&key).is_none() {
+                    // Each thread reads through one of the three hit paths,
+                    // so their hits and misses are all in the exact totals.
+                    let found = match t % 3 {
+                        0 => cache.get(&key).map(|v| *v),
+                        1 => cache.get_with(&key, |v| *v),
+                        _ => cache.get_cloned(&key),
+                    };
+                    if let Some(value) = found {
+                        assert_eq!(value, key * 3);
+                    } else {
                         cache.insert(key, key * 3);
                         inserts.fetch_add(1, Ordering::Relaxed);
                     }
@@ -815,5 +842,108 @@ fn clear_empties_every_shard_before_a_drop_panics() {
         assert_eq!((stats.len, stats.evictions), (0, 0));
         cache.insert(7, PanicsOnDrop(7));
         assert_eq!(cache.get(&7).map(|v| v.0), Some(7));
+    }
+}
+
+// ---------------------------------------------------------------------------
+// the closure forms of the hit path
+
+#[test]
+fn get_with_visits_in_place_and_counts_like_get() {
+    for policy in [LruPolicy::Exact, LruPolicy::Clock] {
+        let cache = LruCache::builder(4)
+            .shards(1)
+            .policy(policy)
+            .build()
+            .unwrap();
+        let value = String::from("hello");
+        cache.insert("k", value);
+        let stored = cache.peek("k").unwrap();
+        // The closure sees the stored value itself, not a copy.
+        let same = cache.get_with("k", |v| std::ptr::eq(v, &*stored));
+        assert_eq!(same, Some(true), "{policy:?}");
+        // `get_with` does not clone the `Arc`: only `stored` and the cache
+        // hold it while the closure runs.
+        assert_eq!(cache.get_with("k", |_| Arc::strong_count(&stored)), Some(2));
+        assert_eq!(cache.get_cloned("k").as_deref(), Some("hello"));
+        assert_eq!(cache.get_with("missing", |v| v.len()), None);
+        assert_eq!(cache.peek_with("k", String::len), Some(5));
+        assert_eq!(cache.peek_with("missing", String::len), None);
+        let stats = cache.stats();
+        // peek_with is not counted; the three gets hit, one missed.
+        assert_eq!((stats.hits, stats.misses), (3, 1), "{policy:?}");
+    }
+}
+
+#[test]
+fn get_with_makes_the_entry_most_recent_and_peek_with_does_not() {
+    let cache = LruCache::builder(2).shards(1).build().unwrap();
+    cache.insert(1, 10);
+    cache.insert(2, 20);
+    assert_eq!(cache.peek_with(&1, |v| *v), Some(10)); // 1 stays least recent
+    assert_eq!(cache.get_with(&2, |v| *v), Some(20));
+    cache.insert(3, 30);
+    assert!(!cache.contains_key(&1));
+    assert_eq!(cache.get_with(&2, |v| *v), Some(20)); // 2 is now the most recent
+    cache.insert(4, 40);
+    assert!(cache.contains_key(&2) && !cache.contains_key(&3));
+}
+
+/// A panic in the closure of `get_with` or `peek_with` (or in `V::clone`
+/// of `get_cloned`) happens after the lookup is complete: the cache stays
+/// consistent, the hit stays counted, and the shard lock is released (a
+/// write to the same shard from another thread completes; the watchdog
+/// fails the test if it hangs).
+#[test]
+fn a_panicking_closure_leaves_the_cache_consistent_and_unlocked() {
+    let _watchdog = watchdog::arm(watchdog::STRESS_LIMIT);
+
+    #[derive(Debug)]
+    struct CloneBomb(u32);
+    impl Clone for CloneBomb {
+        fn clone(&self) -> Self {
+            panic!("clone bomb {}", self.0)
+        }
+    }
+
+    for policy in [LruPolicy::Exact, LruPolicy::Clock] {
+        let cache = LruCache::builder(2)
+            .shards(1)
+            .policy(policy)
+            .build()
+            .unwrap();
+        cache.insert(1, CloneBomb(1));
+        cache.insert(2, CloneBomb(2));
+        let panicked = catch_unwind(AssertUnwindSafe(|| {
+            cache.get_with(&1, |_| -> u32 { panic!("visitor panics") })
+        }));
+        assert!(panicked.is_err());
+        assert!(catch_unwind(AssertUnwindSafe(|| cache.get_cloned(&2))).is_err());
+        assert!(
+            catch_unwind(AssertUnwindSafe(|| cache.peek_with(&1, |_| panic!("peek")))).is_err()
+        );
+        cache.check_invariants();
+        let stats = cache.stats();
+        assert_eq!(
+            (stats.hits, stats.misses, stats.len),
+            (2, 0, 2),
+            "{policy:?}"
+        );
+        // The one shard's lock was released by the unwinding: another
+        // thread writes to it.
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                cache.insert(3, CloneBomb(3));
+                assert_eq!(cache.get_with(&3, |v| v.0), Some(3));
+            });
+        });
+        cache.check_invariants();
+        assert_eq!(cache.len(), 2);
+        if policy == LruPolicy::Exact {
+            // Both panicking gets still made their entry the most recent,
+            // 2 after 1; inserting 3 then evicted 1.
+            let keys: Vec<_> = cache.iter().map(|(k, _)| k).collect();
+            assert_eq!(keys, [3, 2], "{policy:?}");
+        }
     }
 }

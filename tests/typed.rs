@@ -39,6 +39,8 @@ fn public_types_are_send_and_sync() {
 #[derive(Debug, Clone)]
 enum Op {
     Get(u8),
+    GetWith(u8),
+    GetCloned(u8),
     Insert(u8, u32),
     Invalidate(u8),
     GetOrInit(u8, u32),
@@ -53,6 +55,8 @@ fn op() -> impl Strategy<Value = Op> {
     let key = 0u8..12;
     prop_oneof![
         4 => key.clone().prop_map(Op::Get),
+        2 => key.clone().prop_map(Op::GetWith),
+        1 => key.clone().prop_map(Op::GetCloned),
         3 => (key.clone(), any::<u32>()).prop_map(|(k, v)| Op::Insert(k, v)),
         2 => key.clone().prop_map(Op::Invalidate),
         4 => (key.clone(), any::<u32>()).prop_map(|(k, v)| Op::GetOrInit(k, v)),
@@ -144,6 +148,8 @@ fn run_against_model(ops: Vec<Op>, ttl: Option<u64>, tti: Option<u64>) {
     for op in ops {
         match op {
             Op::Get(k) => assert_eq!(cache.get(&k).as_deref().copied(), model.get(k), "{op:?}"),
+            Op::GetWith(k) => assert_eq!(cache.get_with(&k, |v| *v), model.get(k), "{op:?}"),
+            Op::GetCloned(k) => assert_eq!(cache.get_cloned(&k), model.get(k), "{op:?}"),
             Op::Insert(k, v) => {
                 assert_eq!(
                     cache.insert(k, v).as_deref().copied(),
@@ -239,6 +245,14 @@ proptest! {
             match op {
                 Op::Get(k) => {
                     let got = cache.get(&k).as_deref().copied();
+                    prop_assert!(got.is_none() || got == model.get(&k).copied(), "{:?}", op);
+                }
+                Op::GetWith(k) | Op::GetCloned(k) => {
+                    let got = if matches!(op, Op::GetWith(_)) {
+                        cache.get_with(&k, |v| *v)
+                    } else {
+                        cache.get_cloned(&k)
+                    };
                     prop_assert!(got.is_none() || got == model.get(&k).copied(), "{:?}", op);
                 }
                 Op::Insert(k, v) => {
@@ -652,7 +666,12 @@ fn stats_are_exact_with_more_threads_than_owned_stripes() {
                 barrier.wait(); // all alive at once
                 for i in 0..CALLS {
                     assert_eq!(*cache.get_or_init(&(i % 10), || i % 10), i % 10);
-                    let _ = cache.get(&(100 + t));
+                    // The three read forms, all counted in the same stripes.
+                    match i % 3 {
+                        0 => assert_eq!(cache.get(&(100 + t)), None),
+                        1 => assert_eq!(cache.get_with(&(100 + t), |v| *v), None),
+                        _ => assert_eq!(cache.get_with(&(i % 10), |v| *v), Some(i % 10)),
+                    }
                 }
             });
         }
@@ -661,10 +680,15 @@ fn stats_are_exact_with_more_threads_than_owned_stripes() {
     let calls = THREADS as u64 * CALLS;
     assert_eq!(stats.hits + stats.misses, 2 * calls);
     assert_eq!(stats.inits, 10);
+    // The gets of absent keys (two calls in three) miss; the get_with
+    // of a key just initialized (one in three) hits.
+    let absent = THREADS as u64 * (CALLS - CALLS / 3);
+    let hits_of_get_with = THREADS as u64 * (CALLS / 3);
     assert!(
-        stats.misses >= calls,
-        "every get of an absent key is a miss"
+        stats.misses >= absent,
+        "every get of an absent key is a miss: {stats:?}"
     );
+    assert!(stats.hits >= hits_of_get_with, "{stats:?}");
 }
 
 /// A value whose `Drop` panics when it is the chosen one.
@@ -700,4 +724,72 @@ fn invalidate_all_empties_every_shard_before_a_drop_panics() {
     // And the cache still works.
     cache.insert(7, PanicsOnDrop(7));
     assert_eq!(cache.get(&7).map(|v| v.0), Some(7));
+}
+
+// ---------------------------------------------------------------------------
+// the closure forms of the hit path
+
+#[test]
+fn get_with_visits_in_place_and_counts_like_get() {
+    let cache: TypedCache<&str, String> = TypedCache::new();
+    let stored = cache.get_or_init(&"k", || "hello".to_string());
+    assert_eq!(
+        cache.get_with("k", |v| std::ptr::eq(v, &*stored)),
+        Some(true)
+    );
+    // No `Arc` clone: only `stored` and the cache hold it during the visit.
+    assert_eq!(cache.get_with("k", |_| Arc::strong_count(&stored)), Some(2));
+    assert_eq!(cache.get_cloned("k").as_deref(), Some("hello"));
+    assert_eq!(cache.get_with("missing", String::len), None);
+    let stats = cache.stats();
+    assert_eq!((stats.hits, stats.misses, stats.inits), (3, 2, 1));
+}
+
+#[test]
+fn get_with_is_a_read_for_time_to_idle() {
+    let (cache, clock) = clocked(TypedCache::builder().time_to_idle(64 * S));
+    cache.insert("a", 1);
+    clock.advance(60 * S);
+    assert_eq!(cache.get_with("a", |v| *v), Some(1)); // read at 60 s
+    clock.advance(60 * S);
+    assert_eq!(cache.get_cloned("a"), Some(1)); // idle 60 s: alive; read at 120 s
+    clock.advance(64 * S);
+    assert_eq!(cache.get_with("a", |v| *v), None); // idle 64 s: expired
+    assert!(cache.is_empty(), "the expired entry read was removed");
+}
+
+/// A panic in the closure of `get_with` (or in `V::clone` of `get_cloned`)
+/// runs after the lookup: the hit stays counted, the cache consistent, and
+/// the shard's read lock is released (a write to the same key from another
+/// thread completes; the watchdog fails the test if it hangs).
+#[test]
+fn a_panicking_closure_leaves_the_cache_consistent_and_unlocked() {
+    let _watchdog = watchdog::arm(watchdog::STRESS_LIMIT);
+
+    #[derive(Debug)]
+    struct CloneBomb(u32);
+    impl Clone for CloneBomb {
+        fn clone(&self) -> Self {
+            panic!("clone bomb {}", self.0)
+        }
+    }
+
+    let cache: TypedCache<u32, CloneBomb> = TypedCache::builder().max_entries(4).build().unwrap();
+    cache.insert(1, CloneBomb(1));
+    let visit = catch_unwind(AssertUnwindSafe(|| {
+        cache.get_with(&1, |_| -> u32 { panic!("visitor panics") })
+    }));
+    assert!(visit.is_err());
+    assert!(catch_unwind(AssertUnwindSafe(|| cache.get_cloned(&1))).is_err());
+    cache.check_invariants();
+    let stats = cache.stats();
+    assert_eq!((stats.hits, stats.misses), (2, 0));
+    thread::scope(|s| {
+        s.spawn(|| {
+            cache.insert(1, CloneBomb(10));
+            assert_eq!(cache.invalidate(&1).map(|v| v.0), Some(10));
+        });
+    });
+    cache.check_invariants();
+    assert!(cache.is_empty());
 }

@@ -21,6 +21,13 @@ pub trait Contender: Sync {
     fn extra(&self) -> Option<(String, f64)> {
         None
     }
+    /// For a bounded cache, after a measurement: the entries it holds and
+    /// its bound (`(len, capacity)`). The showdown flags a cache holding
+    /// more than its bound (lazy eviction) instead of charting its hit
+    /// ratio beside caches that kept theirs.
+    fn bound(&self) -> Option<(usize, usize)> {
+        None
+    }
 }
 
 /// How big a workload should be: `Full` for criterion and the showdown,

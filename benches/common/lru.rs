@@ -1,10 +1,17 @@
-//! LRU family: `LruCache` (exact LRU, the default, and `LruPolicy::Clock`)
-//! against `Mutex<lru::LruCache>` (one lock, and sharded 16 ways),
-//! `moka::sync::Cache`, `mini_moka::sync::Cache` and
-//! `quick_cache::sync::Cache`.
+//! LRU family: `LruCache` (exact LRU, the default, and `LruPolicy::Clock`;
+//! each read through `get` and through `get_with`) against
+//! `Mutex<lru::LruCache>` (one lock, and sharded 16 ways),
+//! `moka::sync::Cache`, `mini_moka::sync::Cache`, `quick_cache::sync::Cache`
+//! and `scc::HashCache`.
 //!
-//! Workloads (u64 keys, values `Arc<u64>`-sized: every contender hands out a
-//! shared value, so every hit pays one reference-count increment):
+//! Every peer is used the way its users use it with small values: the value
+//! is stored as a `u64` and read out by value (quick_cache, moka and
+//! mini-moka clone `V` out; `Mutex<lru::LruCache<u64, u64>>` and scc's
+//! `HashCache` copy it out under their lock). larder stores `Arc<V>`; its
+//! `get` clones that `Arc` (a reference-count write per hit) and its
+//! `get_with` reads the value in place (no write).
+//!
+//! Workloads (u64 keys and values):
 //!
 //! - `get-insert zipf{0.9,1.1} cap{1%,10%}`: each op is a `get`, then an
 //!   `insert` of the key on a miss (the decorator's job), over Zipf-distributed
@@ -46,9 +53,12 @@ pub trait BenchCache: Send + Sync + 'static {
     fn get(&self, key: u64) -> Option<u64>;
     /// Caches `key`.
     fn insert(&self, key: u64);
+    /// The entries held now (counted in the map itself where the cache's
+    /// own count lags behind its lazy eviction).
+    fn len(&self) -> usize;
 }
 
-type LruMap = lru::LruCache<u64, Arc<u64>, ahash::RandomState>;
+type LruMap = lru::LruCache<u64, u64, ahash::RandomState>;
 
 fn lru_map(capacity: usize) -> LruMap {
     lru::LruCache::with_hasher(
@@ -57,42 +67,88 @@ fn lru_map(capacity: usize) -> LruMap {
     )
 }
 
-impl BenchCache for larder::LruCache<u64, u64> {
-    const NAME: &'static str = "larder LruCache";
-    fn build(capacity: usize) -> Self {
-        larder::LruCache::new(capacity)
-    }
-    #[inline]
-    fn get(&self, key: u64) -> Option<u64> {
-        larder::LruCache::get(self, &key).map(|v| *v)
-    }
-    #[inline]
-    fn insert(&self, key: u64) {
-        larder::LruCache::insert(self, key, key);
-    }
+/// How a larder contender reads a hit and stores a miss.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Form {
+    /// `get`: clones the stored `Arc<u64>` out (a reference-count
+    /// increment and decrement per hit).
+    Arc,
+    /// `get_with(&key, |v| *v)`: reads the value in place under the hit,
+    /// no reference-count write.
+    With,
+    /// `get_with`, and misses insert a clone of a pre-built `Arc` from a
+    /// pool (`insert_arc`) instead of `insert` allocating one. Not a way to
+    /// use the cache: a probe of what the allocation per insert costs.
+    /// It does not isolate it: the pool's values are cold (a 32 MB array
+    /// read in trace order) while the allocator hands the evicted value's
+    /// chunk straight back, so this row runs slower, not faster
+    /// (`docs/lru.md`, "Storing `V` instead of `Arc<V>`").
+    WithPooled,
 }
 
-/// `LruCache` under `LruPolicy::Clock` (second chance: hits share the
-/// shard's lock; default shard count for that policy).
-pub struct ClockLarder(larder::LruCache<u64, u64>);
+/// `larder::LruCache<u64, u64>` under a policy, read and written as `FORM`
+/// says (0: [`Form::Arc`], 1: [`Form::With`], 2: [`Form::WithPooled`]).
+pub struct Larder<const CLOCK: bool, const FORM: u8>(larder::LruCache<u64, u64>);
 
-impl BenchCache for ClockLarder {
-    const NAME: &'static str = "larder LruCache (Clock)";
+impl<const CLOCK: bool, const FORM: u8> Larder<CLOCK, FORM> {
+    const FORM: Form = match FORM {
+        0 => Form::Arc,
+        1 => Form::With,
+        _ => Form::WithPooled,
+    };
+}
+
+/// Pre-built values for [`Form::WithPooled`] (keys up to 2^20; larger
+/// keys allocate).
+fn pool() -> &'static [Arc<u64>] {
+    static POOL: OnceLock<Vec<Arc<u64>>> = OnceLock::new();
+    POOL.get_or_init(|| (0..=1u64 << 20).map(Arc::new).collect())
+}
+
+impl<const CLOCK: bool, const FORM: u8> BenchCache for Larder<CLOCK, FORM> {
+    const NAME: &'static str = match (CLOCK, FORM) {
+        (false, 0) => "larder LruCache get",
+        (false, 1) => "larder LruCache get_with",
+        (false, _) => "larder LruCache get_with, pooled Arc inserts",
+        (true, 0) => "larder LruCache (Clock) get",
+        (true, 1) => "larder LruCache (Clock) get_with",
+        (true, _) => "larder LruCache (Clock) get_with, pooled Arc inserts",
+    };
     fn build(capacity: usize) -> Self {
+        let policy = if CLOCK {
+            larder::LruPolicy::Clock
+        } else {
+            larder::LruPolicy::Exact
+        };
+        if Self::FORM == Form::WithPooled {
+            pool();
+        }
         Self(
             larder::LruCache::builder(capacity)
-                .policy(larder::LruPolicy::Clock)
+                .policy(policy)
                 .build()
                 .expect("valid capacity"),
         )
     }
     #[inline]
     fn get(&self, key: u64) -> Option<u64> {
-        self.0.get(&key).map(|v| *v)
+        match Self::FORM {
+            Form::Arc => self.0.get(&key).map(|v| *v),
+            Form::With | Form::WithPooled => self.0.get_with(&key, |v| *v),
+        }
     }
     #[inline]
     fn insert(&self, key: u64) {
+        if Self::FORM == Form::WithPooled {
+            if let Some(value) = pool().get(key as usize) {
+                self.0.insert_arc(key, Arc::clone(value));
+                return;
+            }
+        }
         self.0.insert(key, key);
+    }
+    fn len(&self) -> usize {
+        self.0.len()
     }
 }
 
@@ -107,13 +163,15 @@ impl BenchCache for MutexLru {
     }
     #[inline]
     fn get(&self, key: u64) -> Option<u64> {
-        // Clone the `Arc` out of the lock, as a caller must.
-        let value = self.0.lock().get(&key).cloned();
-        value.map(|v| *v)
+        // Copy the value out of the lock, as a caller must.
+        self.0.lock().get(&key).copied()
     }
     #[inline]
     fn insert(&self, key: u64) {
-        self.0.lock().put(key, Arc::new(key));
+        self.0.lock().put(key, key);
+    }
+    fn len(&self) -> usize {
+        self.0.lock().len()
     }
 }
 
@@ -143,57 +201,88 @@ impl BenchCache for ShardedMutexLru {
     }
     #[inline]
     fn get(&self, key: u64) -> Option<u64> {
-        let value = self.shard(key).lock().get(&key).cloned();
-        value.map(|v| *v)
+        self.shard(key).lock().get(&key).copied()
     }
     #[inline]
     fn insert(&self, key: u64) {
-        self.shard(key).lock().put(key, Arc::new(key));
+        self.shard(key).lock().put(key, key);
+    }
+    fn len(&self) -> usize {
+        self.shards.iter().map(|s| s.lock().len()).sum()
     }
 }
 
-impl BenchCache for moka::sync::Cache<u64, Arc<u64>> {
+impl BenchCache for moka::sync::Cache<u64, u64> {
     const NAME: &'static str = "moka::sync::Cache";
     fn build(capacity: usize) -> Self {
         moka::sync::Cache::new(capacity as u64)
     }
     #[inline]
     fn get(&self, key: u64) -> Option<u64> {
-        moka::sync::Cache::get(self, &key).map(|v| *v)
+        moka::sync::Cache::get(self, &key)
     }
     #[inline]
     fn insert(&self, key: u64) {
-        moka::sync::Cache::insert(self, key, Arc::new(key));
+        moka::sync::Cache::insert(self, key, key);
+    }
+    fn len(&self) -> usize {
+        self.iter().count()
     }
 }
 
-impl BenchCache for mini_moka::sync::Cache<u64, Arc<u64>> {
+impl BenchCache for mini_moka::sync::Cache<u64, u64> {
     const NAME: &'static str = "mini_moka::sync::Cache";
     fn build(capacity: usize) -> Self {
         mini_moka::sync::Cache::new(capacity as u64)
     }
     #[inline]
     fn get(&self, key: u64) -> Option<u64> {
-        mini_moka::sync::Cache::get(self, &key).map(|v| *v)
+        mini_moka::sync::Cache::get(self, &key)
     }
     #[inline]
     fn insert(&self, key: u64) {
-        mini_moka::sync::Cache::insert(self, key, Arc::new(key));
+        mini_moka::sync::Cache::insert(self, key, key);
+    }
+    fn len(&self) -> usize {
+        self.iter().count()
     }
 }
 
-impl BenchCache for quick_cache::sync::Cache<u64, Arc<u64>> {
+impl BenchCache for quick_cache::sync::Cache<u64, u64> {
     const NAME: &'static str = "quick_cache::sync::Cache";
     fn build(capacity: usize) -> Self {
         quick_cache::sync::Cache::new(capacity)
     }
     #[inline]
     fn get(&self, key: u64) -> Option<u64> {
-        quick_cache::sync::Cache::get(self, &key).map(|v| *v)
+        quick_cache::sync::Cache::get(self, &key)
     }
     #[inline]
     fn insert(&self, key: u64) {
-        quick_cache::sync::Cache::insert(self, key, Arc::new(key));
+        quick_cache::sync::Cache::insert(self, key, key);
+    }
+    fn len(&self) -> usize {
+        quick_cache::sync::Cache::len(self)
+    }
+}
+
+/// scc's `HashCache`: a lock per bucket, LRU within each bucket (its
+/// `get_sync` marks the entry used); capacity as its minimum and maximum.
+impl BenchCache for scc::HashCache<u64, u64, ahash::RandomState> {
+    const NAME: &'static str = "scc::HashCache";
+    fn build(capacity: usize) -> Self {
+        scc::HashCache::with_capacity_and_hasher(capacity, capacity, ahash::RandomState::new())
+    }
+    #[inline]
+    fn get(&self, key: u64) -> Option<u64> {
+        self.get_sync(&key).map(|entry| *entry.get())
+    }
+    #[inline]
+    fn insert(&self, key: u64) {
+        let _ = self.put_sync(key, key);
+    }
+    fn len(&self) -> usize {
+        scc::HashCache::len(self)
     }
 }
 
@@ -332,6 +421,11 @@ impl<C: BenchCache> Contender for CacheContender<C> {
         sum
     }
 
+    fn bound(&self) -> Option<(usize, usize)> {
+        let cache = self.cache.get()?;
+        Some((cache.len(), self.traces.spec.capacity))
+    }
+
     fn extra(&self) -> Option<(String, f64)> {
         // Relaxed: read after the measurement's threads were joined.
         let ops = self.ops.load(Ordering::Relaxed);
@@ -343,19 +437,22 @@ impl<C: BenchCache> Contender for CacheContender<C> {
 }
 
 fn contenders(spec: Spec) -> Vec<Box<dyn Contender>> {
+    fn boxed<C: BenchCache>(traces: &Arc<Traces>) -> Box<dyn Contender> {
+        Box::new(CacheContender::<C>::new(Arc::clone(traces)))
+    }
     let traces = Traces::new(spec);
     vec![
-        Box::new(CacheContender::<larder::LruCache<u64, u64>>::new(
-            Arc::clone(&traces),
-        )),
-        Box::new(CacheContender::<ClockLarder>::new(Arc::clone(&traces))),
-        Box::new(CacheContender::<MutexLru>::new(Arc::clone(&traces))),
-        Box::new(CacheContender::<ShardedMutexLru>::new(Arc::clone(&traces))),
-        Box::new(CacheContender::<moka::sync::Cache<u64, Arc<u64>>>::new(
-            Arc::clone(&traces),
-        )),
-        Box::new(CacheContender::<mini_moka::sync::Cache<u64, Arc<u64>>>::new(Arc::clone(&traces))),
-        Box::new(CacheContender::<quick_cache::sync::Cache<u64, Arc<u64>>>::new(traces)),
+        boxed::<Larder<false, 0>>(&traces),
+        boxed::<Larder<false, 1>>(&traces),
+        boxed::<Larder<false, 2>>(&traces),
+        boxed::<Larder<true, 0>>(&traces),
+        boxed::<Larder<true, 1>>(&traces),
+        boxed::<MutexLru>(&traces),
+        boxed::<ShardedMutexLru>(&traces),
+        boxed::<moka::sync::Cache<u64, u64>>(&traces),
+        boxed::<mini_moka::sync::Cache<u64, u64>>(&traces),
+        boxed::<quick_cache::sync::Cache<u64, u64>>(&traces),
+        boxed::<scc::HashCache<u64, u64, ahash::RandomState>>(&traces),
     ]
 }
 

@@ -17,7 +17,7 @@
 //!
 //! The random workloads prefill the even keys below `2n` and draw keys from
 //! all of `0..2n`, so inserts and removes keep the map near `n` entries and
-//! about half the gets hit. `scc::TreeIndex::insert` does not replace an
+//! about half the gets hit. `scc::TreeIndex::insert_sync` does not replace an
 //! existing key, so for it an insert of a present key is a failed insert (a
 //! little cheaper than the others' replacement).
 //!
@@ -281,7 +281,7 @@ impl OrderedOps for scc::TreeIndex<u64, u64> {
     fn build(keys: &mut dyn Iterator<Item = u64>) -> Self {
         let tree = scc::TreeIndex::new();
         for k in keys {
-            let _ = tree.insert(k, k);
+            let _ = tree.insert_sync(k, k);
         }
         tree
     }
@@ -290,13 +290,13 @@ impl OrderedOps for scc::TreeIndex<u64, u64> {
         self.peek_with(&key, |_, v| *v).unwrap_or(0)
     }
     fn insert(&self, key: u64, value: u64) {
-        let _ = self.insert(key, value);
+        let _ = self.insert_sync(key, value);
     }
     fn remove(&self, key: u64) {
-        self.remove(&key);
+        self.remove_sync(&key);
     }
     fn range(&self, start: u64, end: u64) -> u64 {
-        let guard = scc::ebr::Guard::new();
+        let guard = scc::Guard::new();
         let entries: Vec<(u64, u64)> = self
             .range(start..end, &guard)
             .map(|(k, v)| (*k, *v))
@@ -307,10 +307,10 @@ impl OrderedOps for scc::TreeIndex<u64, u64> {
         // No atomic pop: read the head, then remove what was read; an entry
         // counts for whoever's `remove` succeeded.
         let seen: Vec<(u64, u64)> = {
-            let guard = scc::ebr::Guard::new();
+            let guard = scc::Guard::new();
             self.range(..end, &guard).map(|(k, v)| (*k, *v)).collect()
         };
-        seen.iter().filter(|(k, _)| self.remove(k)).count() as u64
+        seen.iter().filter(|(k, _)| self.remove_sync(k)).count() as u64
     }
 }
 

@@ -78,6 +78,23 @@ impl<S: BuildHasher + Clone + Send + Sync + 'static> InitCache
     }
 }
 
+/// larder's cache read through `get_with` (the value read in place, no
+/// `Arc` clone), `get_or_init` on a miss: how a caller that only needs a
+/// field of the value reads it.
+pub struct LarderGetWith(larder::TypedCache<u64, Resource>);
+
+impl InitCache for LarderGetWith {
+    fn name(&self) -> String {
+        "larder TypedCache::get_with, else get_or_init".into()
+    }
+    fn get_or_init(&self, key: u64, init: &dyn Fn() -> Resource) -> u64 {
+        match self.0.get_with(&key, |resource| resource.id) {
+            Some(id) => id,
+            None => self.0.get_or_init(&key, init).id,
+        }
+    }
+}
+
 /// larder's cache with time to live and time to idle on (a clock read and
 /// the idle bookkeeping on every hit), on the given clock.
 pub struct LarderExpiring(larder::TypedCache<u64, Resource>, &'static str);
@@ -134,8 +151,13 @@ impl InitCache for DashOnce {
         "DashMap<K, Arc<OnceLock<V>>>".into()
     }
     fn get_or_init(&self, key: u64, init: &dyn Fn() -> Resource) -> u64 {
-        let found = self.0.get(&key).map(|cell| Arc::clone(&cell));
-        let cell = found.unwrap_or_else(|| Arc::clone(&self.0.entry(key).or_default()));
+        // A hit reads through the shard's read guard, as a DashMap user
+        // does (no `Arc` clone); a miss clones the cell out of the guard to
+        // run the init with no shard lock held.
+        if let Some(id) = self.0.get(&key).and_then(|cell| cell.get().map(|r| r.id)) {
+            return id;
+        }
+        let cell = Arc::clone(&self.0.entry(key).or_default());
         cell.get_or_init(init).id
     }
 }
@@ -150,6 +172,18 @@ impl InitCache for MutexOnce {
     fn get_or_init(&self, key: u64, init: &dyn Fn() -> Resource) -> u64 {
         let cell = Arc::clone(self.0.lock().unwrap().entry(key).or_default());
         cell.get_or_init(init).id
+    }
+}
+
+impl InitCache for quick_cache::sync::Cache<u64, Resource> {
+    fn name(&self) -> String {
+        "quick_cache get_or_insert_with (V = Resource, cloned out)".into()
+    }
+    fn get_or_init(&self, key: u64, init: &dyn Fn() -> Resource) -> u64 {
+        match self.get_or_insert_with(&key, || Ok::<_, Infallible>(init())) {
+            Ok(value) => value.id,
+            Err(never) => match never {},
+        }
     }
 }
 
@@ -170,6 +204,7 @@ pub fn caches(capacity: usize) -> Vec<Box<dyn InitCache>> {
     let hasher = ahash::RandomState::new;
     vec![
         Box::new(larder::TypedCache::<u64, Resource>::new()),
+        Box::new(LarderGetWith(larder::TypedCache::new())),
         Box::new(LarderExpiring(
             larder::TypedCache::builder()
                 .time_to_live(Duration::from_secs(3600))
@@ -199,6 +234,7 @@ pub fn caches(capacity: usize) -> Vec<Box<dyn InitCache>> {
         Box::new(quick_cache::sync::Cache::<u64, Arc<Resource>>::new(
             capacity * 2,
         )),
+        Box::new(quick_cache::sync::Cache::<u64, Resource>::new(capacity * 2)),
     ]
 }
 

@@ -60,17 +60,26 @@ fn lru_clock_bound_negative_control_split_eviction() {
 }
 
 /// Two threads each make two gets (one hit, one miss) on one shard while the
-/// main thread inserts: `hits + misses` is exactly the number of gets.
+/// main thread inserts: `hits + misses` is exactly the number of gets. One
+/// reader uses `get` (an `Arc` out), the other `get_with` (the value read
+/// under the lock): both hit paths count the same way.
 fn hits_plus_misses_equal_gets(policy: LruPolicy, fault: LruFault) {
     loom::model(move || {
         let cache = Arc::new(LruCache::<u32, u32>::with_policy_fault(2, 1, policy, fault));
         cache.insert(1, 1);
         let readers: Vec<_> = (0..2)
-            .map(|_| {
+            .map(|reader| {
                 let cache = Arc::clone(&cache);
                 thread::spawn(move || {
-                    assert!(cache.get(&1).is_some());
-                    cache.get(&2);
+                    if reader == 0 {
+                        assert!(cache.get(&1).is_some());
+                        cache.get(&2);
+                    } else {
+                        assert_eq!(cache.get_with(&1, |v| *v), Some(1));
+                        if let Some(value) = cache.get_with(&2, |v| *v) {
+                            assert_eq!(value, 2);
+                        }
+                    }
                 })
             })
             .collect();
@@ -119,7 +128,7 @@ fn lru_clock_stats_negative_control_racy_counter() {
 /// lookup ends, so the hand then passes over it: the get hits if and only
 /// if 1 survives (2 is evicted), and misses only if the insert evicted 1
 /// first.
-fn clock_hit_protects_its_entry(fault: LruFault) {
+fn clock_hit_protects_its_entry(fault: LruFault, read_in_place: bool) {
     loom::model(move || {
         let cache = Arc::new(LruCache::<u32, u32>::with_policy_fault(
             2,
@@ -131,7 +140,13 @@ fn clock_hit_protects_its_entry(fault: LruFault) {
         cache.insert(2, 2);
         let reader = {
             let cache = Arc::clone(&cache);
-            thread::spawn(move || cache.get(&1).is_some())
+            thread::spawn(move || {
+                if read_in_place {
+                    cache.get_with(&1, |v| *v).is_some()
+                } else {
+                    cache.get(&1).is_some()
+                }
+            })
         };
         cache.insert(3, 3);
         let hit = reader.join().unwrap();
@@ -147,13 +162,25 @@ fn clock_hit_protects_its_entry(fault: LruFault) {
 
 #[test]
 fn lru_clock_hit_protects_its_entry() {
-    clock_hit_protects_its_entry(LruFault::None);
+    clock_hit_protects_its_entry(LruFault::None, false);
 }
 
 #[test]
 #[should_panic(expected = "a hit's entry was evicted before an unused one")]
 fn lru_clock_hit_negative_control_late_reference_bit() {
-    clock_hit_protects_its_entry(LruFault::LateReferenceBit);
+    clock_hit_protects_its_entry(LruFault::LateReferenceBit, false);
+}
+
+/// The same through `get_with`, which reads the value under the lock.
+#[test]
+fn lru_clock_get_with_hit_protects_its_entry() {
+    clock_hit_protects_its_entry(LruFault::None, true);
+}
+
+#[test]
+#[should_panic(expected = "a hit's entry was evicted before an unused one")]
+fn lru_clock_get_with_hit_negative_control_late_reference_bit() {
+    clock_hit_protects_its_entry(LruFault::LateReferenceBit, true);
 }
 
 /// Two threads race `get_or_load` on one missing key: the loader runs once,

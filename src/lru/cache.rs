@@ -138,9 +138,9 @@ pub(crate) type PaddedShard<K, V> = CachePadded<RwLock<Shard<K, V>>>;
 /// ```
 pub struct LruCache<K, V, S = ahash::RandomState> {
     pub(crate) shards: Box<[PaddedShard<K, V>]>,
-    policy: LruPolicy,
+    pub(crate) policy: LruPolicy,
     /// Hits and misses of lookups under a shared lock (`Clock`).
-    lookups: Lookups,
+    pub(crate) lookups: Lookups,
     pub(crate) hasher: S,
     /// The sum of the shard capacities, or more while a resize is between
     /// shards (see `resize`).
@@ -490,144 +490,8 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
     }
 
     #[inline]
-    fn read(&self, hash: u64) -> RwLockReadGuard<'_, Shard<K, V>> {
+    pub(crate) fn read(&self, hash: u64) -> RwLockReadGuard<'_, Shard<K, V>> {
         self.shard(hash).read()
-    }
-
-    /// The value of `key`, made the most recently used of its shard (under
-    /// [`LruPolicy::Clock`]: marked as used). Counts a hit or a miss.
-    ///
-    /// Linearizable (one shard lock: exclusive under `Exact`, shared under
-    /// `Clock`). Runs `K: Eq` under the lock, `Hash` before it.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// let cache = larder::LruCache::new(4);
-    /// cache.insert(String::from("k"), 1);
-    /// assert_eq!(cache.get("k").as_deref(), Some(&1)); // lookup by &str
-    /// assert_eq!(cache.get("x"), None);
-    /// ```
-    #[inline]
-    pub fn get<Q>(&self, key: &Q) -> Option<Arc<V>>
-    where
-        K: Borrow<Q>,
-        Q: ?Sized + Hash + Eq,
-    {
-        let hash = self.hash(key);
-        self.lookup(hash, key)
-    }
-
-    /// A counted lookup, marking a hit as a use: under the shard's
-    /// exclusive lock (`Exact`) or its shared lock (`Clock`).
-    #[inline]
-    pub(crate) fn lookup<Q>(&self, hash: u64, key: &Q) -> Option<Arc<V>>
-    where
-        K: Borrow<Q>,
-        Q: ?Sized + Eq,
-    {
-        if self.policy == LruPolicy::Clock {
-            return self.lookup_shared(hash, key);
-        }
-        let mut shard = self.lock(hash);
-        #[cfg(loom)]
-        if self.fault == super::Fault::RacyStats {
-            let found = shard.core.get(hash, key).map(Arc::clone);
-            drop(shard);
-            // BROKEN on purpose: a counter read and written back in two
-            // steps, outside the lock (lost updates).
-            // SeqCst: a model-only counter; the bug is the two steps.
-            let n = self.racy_requests.load(Ordering::SeqCst);
-            self.racy_requests.store(n + 1, Ordering::SeqCst);
-            return found;
-        }
-        match shard.core.get(hash, key) {
-            Some(value) => {
-                let value = Arc::clone(value);
-                shard.counters.hits += 1;
-                Some(value)
-            }
-            None => {
-                shard.counters.misses += 1;
-                None
-            }
-        }
-    }
-
-    /// [`lookup`](Self::lookup) under `Clock`: the shard's shared lock, so
-    /// hits on one shard run at the same time; counted in the calling
-    /// thread's stripe after the lock is released.
-    #[inline]
-    fn lookup_shared<Q>(&self, hash: u64, key: &Q) -> Option<Arc<V>>
-    where
-        K: Borrow<Q>,
-        Q: ?Sized + Eq,
-    {
-        #[cfg(loom)]
-        if self.fault == super::Fault::LateReferenceBit {
-            // BROKEN on purpose: the lookup and the use are two critical
-            // sections, so the hand may pass in between.
-            let found = self.read(hash).core.peek(hash, key).map(Arc::clone);
-            let _ = self.read(hash).core.get_shared(hash, key);
-            self.lookups.record(found.is_some());
-            return found;
-        }
-        let shard = self.read(hash);
-        let found = shard.core.get_shared(hash, key).map(Arc::clone);
-        #[cfg(loom)]
-        if self.fault == super::Fault::RacyStats {
-            // BROKEN on purpose: a counter read and written back in two
-            // steps under the *shared* lock, which other readers hold at
-            // the same time (lost updates).
-            // SeqCst: a model-only counter; the bug is the two steps.
-            let n = self.racy_requests.load(Ordering::SeqCst);
-            self.racy_requests.store(n + 1, Ordering::SeqCst);
-            return found;
-        }
-        drop(shard);
-        self.lookups.record(found.is_some());
-        found
-    }
-
-    /// The value of `key` without making it more recent and without
-    /// counting a hit or miss.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// let cache = larder::LruCache::builder(2).shards(1).build().unwrap();
-    /// cache.insert(1, "a");
-    /// cache.insert(2, "b");
-    /// assert_eq!(cache.peek(&1).as_deref(), Some(&"a")); // 1 stays least recent
-    /// cache.insert(3, "c");
-    /// assert!(!cache.contains_key(&1));
-    /// ```
-    pub fn peek<Q>(&self, key: &Q) -> Option<Arc<V>>
-    where
-        K: Borrow<Q>,
-        Q: ?Sized + Hash + Eq,
-    {
-        let hash = self.hash(key);
-        self.read(hash).core.peek(hash, key).map(Arc::clone)
-    }
-
-    /// Whether `key` is present (no recency change, not counted).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// let cache = larder::LruCache::new(2);
-    /// cache.insert(1, ());
-    /// assert!(cache.contains_key(&1));
-    /// assert!(!cache.contains_key(&2));
-    /// ```
-    pub fn contains_key<Q>(&self, key: &Q) -> bool
-    where
-        K: Borrow<Q>,
-        Q: ?Sized + Hash + Eq,
-    {
-        let hash = self.hash(key);
-        self.read(hash).core.contains(hash, key)
     }
 
     /// Inserts `value` as the most recently used entry of its shard and

@@ -7,7 +7,8 @@
 //!   `&self`; `policy.rs`: [`LruPolicy`] and the core of either kind.
 //! - `index.rs`: the hash table from key hash to node, shared by both cores.
 //! - `cache.rs`: the concurrent wrapper (one padded reader-writer lock per
-//!   shard).
+//!   shard); `read.rs`: its lookups (`get`, `get_with`, `get_cloned`,
+//!   `peek`, `peek_with`) and what a hit writes.
 //! - `load.rs`: load on miss through `crate::flight`, and [`LoadingLruCache`].
 //! - `builder.rs`, `stats.rs`, `iter.rs`: configuration, `cache_info()`,
 //!   snapshots.
@@ -23,6 +24,7 @@ mod iter;
 mod load;
 mod load_async;
 mod policy;
+mod read;
 #[allow(dead_code)] // wired into `LruPolicy` next
 mod s3fifo;
 mod stats;

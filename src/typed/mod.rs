@@ -362,6 +362,79 @@ where
         self.raw.get(key, Arc::clone)
     }
 
+    /// Calls `f` with the live value of `key` and returns what it returns,
+    /// without cloning the stored `Arc`. Counts a hit or a miss and records
+    /// a hit as a read, as [`get`](TypedCache::get) does; never waits for an
+    /// init in progress.
+    ///
+    /// The hit path that writes nothing shared: the shard's read lock
+    /// writes only the calling thread's slice of the lock, the CLOCK bit and
+    /// the idle time are stored only when they would change, and the hit is
+    /// counted in the calling thread's own stripe of the statistics. `get`
+    /// adds one write every reader of the key shares: the `Arc`'s
+    /// reference count.
+    ///
+    /// (moka's `get_with` is a get-or-insert; here that is
+    /// [`get_or_init`](TypedCache::get_or_init). Closures in this crate's
+    /// `*_with` methods visit a value.)
+    ///
+    /// # Deadlocks
+    ///
+    /// `f` runs under the key's shard read lock: keep it short, and do not
+    /// write to this cache from it (a write to the same shard deadlocks).
+    ///
+    /// # Panics
+    ///
+    /// If `f` panics. The hit was counted and recorded before `f` ran; the
+    /// lock is released as the panic unwinds and nothing is poisoned.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let cache: larder::TypedCache<String, Vec<u8>> = larder::TypedCache::new();
+    /// cache.insert("blob".to_string(), vec![1, 2, 3]);
+    /// assert_eq!(cache.get_with("blob", |bytes| bytes.len()), Some(3));
+    /// assert_eq!(cache.get_with("none", |bytes| bytes.len()), None);
+    /// assert_eq!((cache.stats().hits, cache.stats().misses), (1, 1));
+    /// ```
+    #[inline]
+    pub fn get_with<Q, R>(&self, key: &Q, f: impl FnOnce(&V) -> R) -> Option<R>
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ?Sized,
+    {
+        self.raw.get(key, |value| f(value))
+    }
+
+    /// A copy of the live value of `key` (`V::clone` under the shard's read
+    /// lock), counted as [`get`](TypedCache::get) counts: for small `Clone`
+    /// values, the read without `get`'s reference-count write.
+    ///
+    /// # Deadlocks
+    ///
+    /// As [`get_with`](TypedCache::get_with).
+    ///
+    /// # Panics
+    ///
+    /// If `V::clone` panics (see [`get_with`](TypedCache::get_with)).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let cache: larder::TypedCache<u32, u64> = larder::TypedCache::new();
+    /// cache.insert(1, 10);
+    /// assert_eq!(cache.get_cloned(&1), Some(10));
+    /// ```
+    #[inline]
+    pub fn get_cloned<Q>(&self, key: &Q) -> Option<V>
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ?Sized,
+        V: Clone,
+    {
+        self.get_with(key, V::clone)
+    }
+
     /// Stores `value` under `key`, replacing any value; returns the live
     /// value it replaced. Atomic per key. An init of the same key in progress
     /// will not overwrite it (its value goes uncached).

@@ -162,11 +162,14 @@ where
     {
         let hash = self.hasher.hash_one(key);
         let now = self.now();
+        // The hit is counted before `project` runs (user code, for
+        // `get_with`), so a panicking projection still counts it.
+        let project = |value: &Arc<V>| {
+            self.stats.record(Event::Hit);
+            project(value)
+        };
         match self.lookup(hash, key, now, true, project) {
-            Lookup::Live(found) => {
-                self.stats.record(Event::Hit);
-                Some(found)
-            }
+            Lookup::Live(found) => Some(found),
             Lookup::Expired => {
                 self.stats.record(Event::Miss);
                 let shard = Self::shard_index(hash);
@@ -325,8 +328,11 @@ where
         K: Borrow<Q>,
         Q: Hash + Eq + ?Sized,
     {
-        if let Lookup::Live(found) = self.lookup(hash, key, self.now(), true, project) {
+        let project = |value: &Arc<V>| {
             self.stats.record(Event::Hit);
+            project(value)
+        };
+        if let Lookup::Live(found) = self.lookup(hash, key, self.now(), true, project) {
             return Some(found);
         }
         self.stats.record(Event::Miss);

@@ -1,0 +1,198 @@
+//! Memory per entry at capacity: each cache of at most N `u64 -> u64`
+//! entries (1M for the figures in `docs/lru.md`, 100K by default) is filled
+//! with 2N distinct keys (so it is full and has evicted
+//! as many as it holds), then its resident memory is read.
+//!
+//! ```text
+//! cargo run --release --example heap_per_entry -- 1000000   # 1M entries
+//! cargo run --release --example heap_per_entry              # 100K (quick)
+//! ```
+//!
+//! Each cache is measured in a fresh child process (this program run with
+//! the cache's name), as the growth of the process's resident set
+//! (`/proc/self/statm`) from just before the cache is built to just after it
+//! is filled, divided by the entries it then holds. That is the memory the
+//! cache costs the process, allocator overhead and freed-but-kept chunks
+//! included; it is not a count of requested bytes (a counting global
+//! allocator needs `unsafe`, which this crate forbids in every target). It
+//! also prints each cache's final `len` against its capacity: a cache that
+//! holds more than its bound is flagged, one that holds much less
+//! (per-shard bounds that evict early) shows it.
+//!
+//! The last row is not a cache: it is `N` values allocated as `Arc<u64>`
+//! (larder's caches store every value in an `Arc`) plus the 8-byte slot
+//! pointing to each, what storing `V` itself instead would save per entry.
+//!
+//! Linux only (reads `/proc`); elsewhere it says so and exits.
+
+use std::num::NonZeroUsize;
+use std::process::Command;
+
+/// The caches measured, by the name passed to the child.
+const CACHES: &[&str] = &[
+    "larder LruCache (Exact)",
+    "larder LruCache (Clock)",
+    "larder TypedCache max_entries",
+    "quick_cache::sync::Cache",
+    "Mutex<lru::LruCache>",
+    "moka::sync::Cache",
+    "scc::HashCache",
+    "Arc<u64> alone",
+];
+
+/// The process's resident set in bytes.
+fn resident() -> Option<usize> {
+    let statm = std::fs::read_to_string("/proc/self/statm").ok()?;
+    let pages: usize = statm.split_whitespace().nth(1)?.parse().ok()?;
+    Some(pages * 4096)
+}
+
+/// Keys in a scattered order (a bijection of `0..2^64`), so no cache sees
+/// a sequential pattern it could favour.
+fn key(i: u64) -> u64 {
+    i.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ 0x5555
+}
+
+/// Builds the cache named `name` with bound `capacity`, fills it with
+/// `2 * capacity` keys, and returns what it holds (the cache is kept alive
+/// by the caller while memory is read, then dropped).
+fn fill(name: &str, capacity: usize) -> (Box<dyn std::any::Any>, usize) {
+    let n = 2 * capacity as u64;
+    match name {
+        "larder LruCache (Exact)" | "larder LruCache (Clock)" => {
+            let policy = if name.contains("Clock") {
+                larder::LruPolicy::Clock
+            } else {
+                larder::LruPolicy::Exact
+            };
+            let cache = larder::LruCache::<u64, u64>::builder(capacity)
+                .policy(policy)
+                .build()
+                .expect("valid capacity");
+            for i in 0..n {
+                cache.insert(key(i), i);
+            }
+            let len = cache.len();
+            (Box::new(cache), len)
+        }
+        "larder TypedCache max_entries" => {
+            let cache = larder::TypedCache::<u64, u64>::builder()
+                .max_entries(capacity)
+                .build()
+                .expect("valid capacity");
+            for i in 0..n {
+                cache.insert(key(i), i);
+            }
+            let len = cache.len();
+            (Box::new(cache), len)
+        }
+        "quick_cache::sync::Cache" => {
+            let cache = quick_cache::sync::Cache::<u64, u64>::new(capacity);
+            for i in 0..n {
+                cache.insert(key(i), i);
+            }
+            let len = cache.len();
+            (Box::new(cache), len)
+        }
+        "Mutex<lru::LruCache>" => {
+            let mut cache = lru::LruCache::<u64, u64, ahash::RandomState>::with_hasher(
+                NonZeroUsize::new(capacity).expect("capacity > 0"),
+                ahash::RandomState::new(),
+            );
+            for i in 0..n {
+                cache.put(key(i), i);
+            }
+            let len = cache.len();
+            (Box::new(std::sync::Mutex::new(cache)), len)
+        }
+        "moka::sync::Cache" => {
+            let cache = moka::sync::Cache::<u64, u64>::new(capacity as u64);
+            for i in 0..n {
+                cache.insert(key(i), i);
+            }
+            // moka evicts in batches; apply what is pending before counting.
+            cache.run_pending_tasks();
+            let len = cache.entry_count() as usize;
+            (Box::new(cache), len)
+        }
+        "scc::HashCache" => {
+            let cache = scc::HashCache::<u64, u64, ahash::RandomState>::with_capacity_and_hasher(
+                capacity,
+                capacity,
+                ahash::RandomState::new(),
+            );
+            for i in 0..n {
+                let _ = cache.put_sync(key(i), i);
+            }
+            let len = cache.len();
+            (Box::new(cache), len)
+        }
+        "Arc<u64> alone" => {
+            // Not a cache: the allocation larder's caches make per value
+            // (`Arc<V>`), and the 8-byte slot that points to it, so the
+            // saving of storing `V` itself can be read off.
+            let values: Vec<std::sync::Arc<u64>> =
+                (0..capacity as u64).map(std::sync::Arc::new).collect();
+            let len = values.len();
+            (Box::new(values), len)
+        }
+        other => panic!("unknown cache {other:?}"),
+    }
+}
+
+/// The child: measures one cache and prints `bytes len`.
+fn child(name: &str, capacity: usize) {
+    // Touch the hasher's lazy state before the first reading.
+    let _ = ahash::RandomState::new().hash_one(1_u64);
+    let before = resident().expect("/proc/self/statm");
+    let (cache, len) = fill(name, capacity);
+    let after = resident().expect("/proc/self/statm");
+    println!("{} {}", after.saturating_sub(before), len);
+    drop(cache);
+}
+
+fn main() {
+    let mut args = std::env::args().skip(1);
+    let first = args.next();
+    if let (Some("--child"), Some(name), Some(capacity)) =
+        (first.as_deref(), args.next(), args.next())
+    {
+        child(&name, capacity.parse().expect("capacity"));
+        return;
+    }
+    if resident().is_none() {
+        println!("heap_per_entry: needs Linux's /proc/self/statm; nothing measured");
+        return;
+    }
+    let capacity: usize = first
+        .filter(|a| a != "--bench")
+        .map(|a| a.parse().expect("usage: heap_per_entry [CAPACITY]"))
+        .unwrap_or(100_000);
+    let exe = std::env::current_exe().expect("own path");
+    println!(
+        "resident memory per entry, {capacity} u64 -> u64 entries at most, filled with 2x as many keys"
+    );
+    println!();
+    println!("| cache | bytes per entry held | len / capacity |");
+    println!("|---|---:|---|");
+    for name in CACHES {
+        let output = Command::new(&exe)
+            .args(["--child", name, &capacity.to_string()])
+            .output()
+            .expect("run the child");
+        assert!(output.status.success(), "{name}: child failed: {output:?}");
+        let text = String::from_utf8_lossy(&output.stdout);
+        let mut fields = text.split_whitespace().map(|f| f.parse::<usize>().unwrap());
+        let (bytes, len) = (fields.next().unwrap(), fields.next().unwrap());
+        let flag = if len > capacity {
+            " **over its bound**"
+        } else {
+            ""
+        };
+        println!(
+            "| {name} | {:.1} | {len} / {capacity} ({:.2}%){flag} |",
+            bytes as f64 / len.max(1) as f64,
+            100.0 * len as f64 / capacity as f64,
+        );
+    }
+}

@@ -1,0 +1,304 @@
+//! The lookups of [`LruCache`]: `get` (an `Arc<V>` out), `get_with` (a
+//! closure that reads the value in place), `get_cloned` (a copy out), the
+//! uncounted `peek` and `peek_with`, and `contains_key`.
+//!
+//! # What a hit writes
+//!
+//! - `LruPolicy::Exact`: a hit moves its entry to the front of its shard's
+//!   list, so it takes the shard's exclusive lock anyway; its hit is counted
+//!   in the shard's plain counters under that same lock (the lock's cache
+//!   line and the shard's are written already; counting adds no other).
+//! - `LruPolicy::Clock`: a hit takes the shard's *shared* lock (a write to
+//!   the lock word, the one shared write of the path), sets the entry's
+//!   reference bit only if it is clear (a hot entry's line stays shared
+//!   between the cores that read it), and counts the hit in the calling
+//!   thread's own padded stripe (`stats::Lookups`), which no other thread
+//!   writes.
+//! - `get` then clones the stored `Arc<V>`: a reference-count increment on
+//!   the value's allocation, which every thread hitting that key writes.
+//!   `get_with` and `get_cloned` skip it: they read the value under the lock.
+
+use std::borrow::Borrow;
+use std::hash::{BuildHasher, Hash};
+
+use super::{LruCache, LruPolicy};
+use crate::sync::Arc;
+#[cfg(loom)]
+use crate::sync::Ordering;
+
+impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
+    /// The value of `key`, made the most recently used of its shard (under
+    /// [`LruPolicy::Clock`]: marked as used). Counts a hit or a miss.
+    ///
+    /// Linearizable (one shard lock: exclusive under `Exact`, shared under
+    /// `Clock`). Runs `K: Eq` under the lock, `Hash` before it.
+    ///
+    /// Clones the stored `Arc<V>` (a reference-count write on the value's
+    /// allocation, which every thread reading that key shares); to read a
+    /// small value without it, use [`get_with`](Self::get_with) or
+    /// [`get_cloned`](Self::get_cloned).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let cache = larder::LruCache::new(4);
+    /// cache.insert(String::from("k"), 1);
+    /// assert_eq!(cache.get("k").as_deref(), Some(&1)); // lookup by &str
+    /// assert_eq!(cache.get("x"), None);
+    /// ```
+    #[inline]
+    pub fn get<Q>(&self, key: &Q) -> Option<Arc<V>>
+    where
+        K: Borrow<Q>,
+        Q: ?Sized + Hash + Eq,
+    {
+        let hash = self.hash(key);
+        self.lookup(hash, key)
+    }
+
+    /// Calls `f` with the value of `key` and returns what it returns,
+    /// without cloning the stored `Arc`; the entry is made the most recently
+    /// used of its shard (under [`LruPolicy::Clock`]: marked as used).
+    /// Counts a hit or a miss, like [`get`](Self::get).
+    ///
+    /// This is the hit path that writes nothing shared under
+    /// [`LruPolicy::Clock`] beyond the shard's shared lock: no
+    /// reference-count write, the reference bit only if it is clear, the hit
+    /// counted in the calling thread's own stripe. Under `Exact` the hit
+    /// moves its entry under the shard's exclusive lock anyway.
+    ///
+    /// (moka's `get_with` is a get-or-insert; here that is
+    /// [`get_or_load`](Self::get_or_load). Closures in this crate's `*_with`
+    /// methods visit a value.)
+    ///
+    /// # Deadlocks
+    ///
+    /// `f` runs under the shard's lock (exclusive under `Exact`, shared
+    /// under `Clock`): keep it short, and do not call this cache from it
+    /// (a call that needs the same shard deadlocks).
+    ///
+    /// # Panics
+    ///
+    /// If `f` panics. The lookup was complete before `f` ran (the entry
+    /// moved or marked, the hit counted), so the cache stays consistent; the
+    /// lock is released as the panic unwinds, and nothing is poisoned.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let cache = larder::LruCache::new(4);
+    /// cache.insert("greeting", String::from("hello"));
+    /// assert_eq!(cache.get_with("greeting", |s| s.len()), Some(5));
+    /// assert_eq!(cache.get_with("other", |s| s.len()), None);
+    /// let stats = cache.stats();
+    /// assert_eq!((stats.hits, stats.misses), (1, 1));
+    /// ```
+    #[inline]
+    pub fn get_with<Q, R>(&self, key: &Q, f: impl FnOnce(&V) -> R) -> Option<R>
+    where
+        K: Borrow<Q>,
+        Q: ?Sized + Hash + Eq,
+    {
+        let hash = self.hash(key);
+        self.lookup_with(hash, key, |value| f(value))
+    }
+
+    /// A copy of the value of `key` (`V::clone`, under the shard's lock),
+    /// made the most recently used; counts a hit or a miss. For small
+    /// `Clone` values this is the read moka's and quick_cache's `get` make,
+    /// without the reference-count write of [`get`](Self::get).
+    ///
+    /// # Deadlocks
+    ///
+    /// As [`get_with`](Self::get_with): `V::clone` runs under the shard's
+    /// lock.
+    ///
+    /// # Panics
+    ///
+    /// If `V::clone` panics; the cache stays consistent (see
+    /// [`get_with`](Self::get_with)).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let cache = larder::LruCache::new(4);
+    /// cache.insert(7_u64, 49_u64);
+    /// assert_eq!(cache.get_cloned(&7), Some(49));
+    /// ```
+    #[inline]
+    pub fn get_cloned<Q>(&self, key: &Q) -> Option<V>
+    where
+        K: Borrow<Q>,
+        Q: ?Sized + Hash + Eq,
+        V: Clone,
+    {
+        self.get_with(key, V::clone)
+    }
+
+    /// A counted lookup, marking a hit as a use: under the shard's
+    /// exclusive lock (`Exact`) or its shared lock (`Clock`).
+    #[inline]
+    pub(crate) fn lookup<Q>(&self, hash: u64, key: &Q) -> Option<Arc<V>>
+    where
+        K: Borrow<Q>,
+        Q: ?Sized + Eq,
+    {
+        self.lookup_with(hash, key, Arc::clone)
+    }
+
+    /// [`lookup`](Self::lookup) projecting the stored `Arc` through
+    /// `project` under the lock, after the hit was marked and counted.
+    #[inline]
+    pub(crate) fn lookup_with<Q, R>(
+        &self,
+        hash: u64,
+        key: &Q,
+        project: impl FnOnce(&Arc<V>) -> R,
+    ) -> Option<R>
+    where
+        K: Borrow<Q>,
+        Q: ?Sized + Eq,
+    {
+        if self.policy == LruPolicy::Clock {
+            return self.lookup_shared(hash, key, project);
+        }
+        let mut guard = self.lock(hash);
+        let shard = &mut *guard;
+        #[cfg(loom)]
+        if self.fault == super::Fault::RacyStats {
+            let found = shard.core.get(hash, key).map(project);
+            drop(guard);
+            // BROKEN on purpose: a counter read and written back in two
+            // steps, outside the lock (lost updates).
+            // SeqCst: a model-only counter; the bug is the two steps.
+            let n = self.racy_requests.load(Ordering::SeqCst);
+            self.racy_requests.store(n + 1, Ordering::SeqCst);
+            return found;
+        }
+        match shard.core.get(hash, key) {
+            Some(value) => {
+                // Counted before `project` runs, so a panicking projection
+                // leaves the counters matching the lookups made.
+                shard.counters.hits += 1;
+                Some(project(value))
+            }
+            None => {
+                shard.counters.misses += 1;
+                None
+            }
+        }
+    }
+
+    /// [`lookup_with`](Self::lookup_with) under `Clock`: the shard's shared
+    /// lock, so hits on one shard run at the same time; counted in the
+    /// calling thread's stripe before `project` runs.
+    #[inline]
+    fn lookup_shared<Q, R>(
+        &self,
+        hash: u64,
+        key: &Q,
+        project: impl FnOnce(&Arc<V>) -> R,
+    ) -> Option<R>
+    where
+        K: Borrow<Q>,
+        Q: ?Sized + Eq,
+    {
+        #[cfg(loom)]
+        if self.fault == super::Fault::LateReferenceBit {
+            // BROKEN on purpose: the lookup and the use are two critical
+            // sections, so the hand may pass in between.
+            let found = self.read(hash).core.peek(hash, key).map(project);
+            let _ = self.read(hash).core.get_shared(hash, key);
+            self.lookups.record(found.is_some());
+            return found;
+        }
+        let shard = self.read(hash);
+        let found = shard.core.get_shared(hash, key);
+        #[cfg(loom)]
+        if self.fault == super::Fault::RacyStats {
+            // BROKEN on purpose: a counter read and written back in two
+            // steps under the *shared* lock, which other readers hold at
+            // the same time (lost updates).
+            // SeqCst: a model-only counter; the bug is the two steps.
+            let n = self.racy_requests.load(Ordering::SeqCst);
+            self.racy_requests.store(n + 1, Ordering::SeqCst);
+            return found.map(project);
+        }
+        // The calling thread's own stripe: no shared write (see
+        // `stats::Lookups`).
+        self.lookups.record(found.is_some());
+        found.map(project)
+    }
+
+    /// The value of `key` without making it more recent and without
+    /// counting a hit or miss.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let cache = larder::LruCache::builder(2).shards(1).build().unwrap();
+    /// cache.insert(1, "a");
+    /// cache.insert(2, "b");
+    /// assert_eq!(cache.peek(&1).as_deref(), Some(&"a")); // 1 stays least recent
+    /// cache.insert(3, "c");
+    /// assert!(!cache.contains_key(&1));
+    /// ```
+    pub fn peek<Q>(&self, key: &Q) -> Option<Arc<V>>
+    where
+        K: Borrow<Q>,
+        Q: ?Sized + Hash + Eq,
+    {
+        let hash = self.hash(key);
+        self.read(hash).core.peek(hash, key).map(Arc::clone)
+    }
+
+    /// Calls `f` with the value of `key` under the shard's shared lock,
+    /// without making it more recent, without counting a hit or miss, and
+    /// without cloning the stored `Arc`.
+    ///
+    /// # Deadlocks
+    ///
+    /// `f` runs under the shard's shared lock: do not write to this cache
+    /// from it.
+    ///
+    /// # Panics
+    ///
+    /// If `f` panics; nothing was changed, and the lock is released as the
+    /// panic unwinds.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let cache = larder::LruCache::new(4);
+    /// cache.insert(1, [1_u8; 32]);
+    /// assert_eq!(cache.peek_with(&1, |bytes| bytes[0]), Some(1));
+    /// assert_eq!(cache.stats().hits, 0);
+    /// ```
+    pub fn peek_with<Q, R>(&self, key: &Q, f: impl FnOnce(&V) -> R) -> Option<R>
+    where
+        K: Borrow<Q>,
+        Q: ?Sized + Hash + Eq,
+    {
+        let hash = self.hash(key);
+        self.read(hash).core.peek(hash, key).map(|value| f(value))
+    }
+
+    /// Whether `key` is present (no recency change, not counted).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let cache = larder::LruCache::new(2);
+    /// cache.insert(1, ());
+    /// assert!(cache.contains_key(&1));
+    /// assert!(!cache.contains_key(&2));
+    /// ```
+    pub fn contains_key<Q>(&self, key: &Q) -> bool
+    where
+        K: Borrow<Q>,
+        Q: ?Sized + Hash + Eq,
+    {
+        let hash = self.hash(key);
+        self.read(hash).core.contains(hash, key)
+    }
+}
