@@ -99,9 +99,10 @@ pub(crate) fn validate(capacity: usize, shards: usize) -> Result<(), LruBuildErr
 }
 
 /// The default shard count for `capacity` under `policy`: per available
-/// core, 128 shards under `Exact` and 512 under `Clock`, rounded up to a
-/// power of two and capped at 4096, but with no fewer than 32 (`Exact`) or
-/// 8 (`Clock`) entries per shard, and at least 1.
+/// core, 128 shards under `Exact` and `S3Fifo` and 512 under `Clock`,
+/// rounded up to a power of two and capped at 4096, but with no fewer than
+/// 32 (`Exact`), 8 (`Clock`) or 64 (`S3Fifo`) entries per shard, and at
+/// least 1.
 ///
 /// Measured on 2 cores (docs/lru.md): 2-thread throughput rises with the
 /// shard count under both policies. Exact LRU's hit ratio falls as shards
@@ -112,6 +113,9 @@ pub(crate) fn default_shards(capacity: usize, policy: LruPolicy) -> usize {
     let (per_core, min_entries) = match policy {
         LruPolicy::Exact => (128, 32),
         LruPolicy::Clock => (512, 8),
+        // Hits share the lock, as under `Clock`; but the probation queue is
+        // 1/32 of a shard, so shards stay large enough to give it room.
+        LruPolicy::S3Fifo => (128, 64),
     };
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let mut shards = (cores * per_core).next_power_of_two().min(4096);
@@ -189,8 +193,9 @@ impl<K, V, S> LruCacheBuilder<K, V, S> {
     }
 
     /// Sets how each shard picks what to evict: [`LruPolicy::Exact`] (the
-    /// default: exact LRU, a hit takes the shard's exclusive lock) or
-    /// [`LruPolicy::Clock`] (second chance, a hit takes its shared lock).
+    /// default: exact LRU, a hit takes the shard's exclusive lock),
+    /// [`LruPolicy::Clock`] (second chance, a hit takes its shared lock) or
+    /// [`LruPolicy::S3Fifo`] (scan-resistant, a hit takes its shared lock).
     ///
     /// # Examples
     ///

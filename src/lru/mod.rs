@@ -25,7 +25,6 @@ mod load;
 mod load_async;
 mod policy;
 mod read;
-#[allow(dead_code)] // wired into `LruPolicy` next
 mod s3fifo;
 mod stats;
 

@@ -8,7 +8,7 @@
 //!   list, so it takes the shard's exclusive lock anyway; its hit is counted
 //!   in the shard's plain counters under that same lock (the lock's cache
 //!   line and the shard's are written already; counting adds no other).
-//! - `LruPolicy::Clock`: a hit takes the shard's *shared* lock (a write to
+//! - `LruPolicy::Clock` and `LruPolicy::S3Fifo`: a hit takes the shard's *shared* lock (a write to
 //!   the lock word, the one shared write of the path), sets the entry's
 //!   reference bit only if it is clear (a hot entry's line stays shared
 //!   between the cores that read it), and counts the hit in the calling
@@ -21,7 +21,7 @@
 use std::borrow::Borrow;
 use std::hash::{BuildHasher, Hash};
 
-use super::{LruCache, LruPolicy};
+use super::LruCache;
 use crate::sync::Arc;
 #[cfg(loom)]
 use crate::sync::Ordering;
@@ -159,7 +159,7 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
         K: Borrow<Q>,
         Q: ?Sized + Eq,
     {
-        if self.policy == LruPolicy::Clock {
+        if self.policy.shared_hits() {
             return self.lookup_shared(hash, key, project);
         }
         let mut guard = self.lock(hash);
