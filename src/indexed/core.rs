@@ -10,18 +10,24 @@
 //!   `K`'s `Hash`.
 //! - `slots: Vec<Option<Slot>>`: slot id -> (key, object, index values). Ids
 //!   are dense and reused through `free`.
-//! - `indexes[i]: HashMap<value, HashMap<slot id, object>>`: one bucket per
-//!   index value, holding the objects that have it, by slot id. Buckets are
-//!   keyed by ids, not keys, so maintaining them hashes only integers (never
-//!   runs `K`'s `Hash`), and they hold the objects themselves, so
-//!   `by_index` is one sequential walk over the bucket: the only random
-//!   memory access per result is the reference-count increment of the `Arc`
-//!   it returns.
+//! - `indexes[i]: HashMap<value, HashSet<slot id>>`: one bucket per index
+//!   value, holding the slot ids (`u32`) of the objects that have it.
+//!   Buckets hold ids, not keys or objects, so maintaining them hashes only
+//!   integers (never runs `K`'s `Hash`), an entry costs four bytes, and an
+//!   update that changes no index value does not touch them at all:
+//!   `by_index` reads each object from its slot.
 //!
 //! Each slot stores the values its object had for every index when it was
 //! written, so removing or updating an object never calls an index function
-//! again (client-go re-runs the function on the old object). An empty bucket
-//! is removed at once, so index memory tracks the live objects.
+//! again (client-go re-runs the function on the old object). Those values
+//! are interned: a slot holds clones of its buckets' own `Arc<str>` keys, so
+//! the values of 100K objects share a few hundred strings, and comparing an
+//! update's new values with the stored ones reads memory that stays in
+//! cache. An update compares per index and only moves the slot between the
+//! buckets of the values that changed; its freshly computed copies of the
+//! unchanged values go back to the caller, dropped after the lock is
+//! released. An empty bucket is removed at once, so index memory tracks the
+//! live objects.
 //!
 //! # User code: `K`'s `Eq`, and only in lookups
 //!
@@ -67,13 +73,28 @@ impl Hasher for IdHasher {
     fn write_usize(&mut self, n: usize) {
         self.0 = (n as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
     }
+    #[inline]
+    fn write_u32(&mut self, n: u32) {
+        self.0 = u64::from(n).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
 }
 
 type IdBuild = BuildHasherDefault<IdHasher>;
-/// One bucket: the objects having one index value, by slot id.
-type Bucket<V> = HashMap<usize, Arc<V>, IdBuild>;
-/// One index: a bucket per value.
-type Buckets<V> = HashMap<Arc<str>, Bucket<V>, ahash::RandomState>;
+/// A slot id as buckets hold it (the core never has more than `u32::MAX`
+/// slots: see [`Core::insert_unindexed`]).
+type Id = u32;
+/// One bucket: the slot ids of the objects having one index value.
+type Bucket = hashbrown::HashSet<Id, IdBuild>;
+/// One index: a bucket per value. The keys are the interned values that
+/// slots hold clones of.
+type Buckets = hashbrown::HashMap<Arc<str>, Bucket, ahash::RandomState>;
+
+/// The bucket id of slot `id` (below `u32::MAX`: checked when the slot was
+/// created).
+#[inline]
+fn bucket_id(id: usize) -> Id {
+    id as Id
+}
 
 /// One table entry: the key's hash (computed once, when the key came in),
 /// the key, its slot id and the object.
@@ -123,7 +144,7 @@ pub(crate) struct Core<K, V> {
     map: HashTable<MapEntry<K, V>>,
     slots: Vec<Option<Slot<K, V>>>,
     free: Vec<usize>,
-    indexes: Vec<Buckets<V>>,
+    indexes: Vec<Buckets>,
     schema: Arc<Schema<V>>,
     value_hasher: ahash::RandomState,
 }
@@ -260,7 +281,16 @@ impl<K, V> Core<K, V> {
             let previous = std::mem::replace(&mut entry.value, Arc::clone(&value));
             let old = self.slots[id].as_mut().map(|slot| {
                 slot.value = value;
-                std::mem::replace(&mut slot.values, values.into_vec())
+                let mut fresh = values.into_vec();
+                // Where an index's values did not change, the slot keeps its
+                // interned copies and the fresh ones go back with the old
+                // values: `reindex` then finds them equal and skips them.
+                for (kept, new) in slot.values.iter_mut().zip(fresh.iter_mut()) {
+                    if *kept == *new {
+                        std::mem::swap(kept, new);
+                    }
+                }
+                std::mem::replace(&mut slot.values, fresh)
             });
             let inserted = Inserted::Updated {
                 previous,
@@ -271,10 +301,15 @@ impl<K, V> Core<K, V> {
         }
         // Room first (growing rehashes from the stored hashes: no user
         // code), so that nothing below can fail half way.
-        self.map.reserve(1, stored);
         if self.free.is_empty() {
+            assert!(
+                self.slots.len() < Id::MAX as usize,
+                "larder: an IndexedStore holds at most {} objects",
+                Id::MAX
+            );
             self.slots.reserve(1);
         }
+        self.map.reserve(1, stored);
         let id = self.free.pop().unwrap_or(self.slots.len());
         self.map.insert_unique(
             hash,
@@ -301,35 +336,34 @@ impl<K, V> Core<K, V> {
 
     /// The index half of `insert_at`: moves slot `id` from the buckets of its
     /// `old` values (none for a new object) to those of its current values,
-    /// and points the buckets it stays in at its current object. Both lists
-    /// are sorted, so this is one merge.
-    ///
-    /// The `Arc`s this drops from buckets are never the last reference to
-    /// their object (the caller holds the replaced object), so no `Drop` of
-    /// `V` runs here.
+    /// and interns the values it gained (the slot keeps the bucket's own
+    /// `Arc<str>`). An index whose values did not change is skipped without
+    /// touching its buckets. Both lists are sorted, so the rest is one merge.
     pub(crate) fn reindex(&mut self, id: usize, old: Option<&[Values]>) {
-        let Some(slot) = self.slots.get(id).and_then(Option::as_ref) else {
+        let Some(slot) = self.slots.get_mut(id).and_then(Option::as_mut) else {
             return;
         };
-        let object = &slot.value;
-        for (position, buckets) in self.indexes.iter_mut().enumerate() {
-            let new = slot.values.get(position).map_or(&[][..], |v| &v[..]);
+        let id = bucket_id(id);
+        for (position, (buckets, new)) in self.indexes.iter_mut().zip(&mut slot.values).enumerate()
+        {
             let old = old
                 .and_then(|old| old.get(position))
                 .map_or(&[][..], |v| &v[..]);
+            if old == &new[..] {
+                continue;
+            }
             let (mut i, mut j) = (0, 0);
             while i < old.len() || j < new.len() {
-                match (old.get(i), new.get(j)) {
-                    (Some(o), Some(n)) if o == n => {
-                        if let Some(held) = buckets.get_mut(&**o).and_then(|b| b.get_mut(&id)) {
-                            if !Arc::ptr_eq(held, object) {
-                                *held = Arc::clone(object);
-                            }
+                match (old.get(i), new.get_mut(j)) {
+                    (Some(o), Some(n)) if *o == *n => {
+                        // Still listed; keep the interned copy.
+                        if !Arc::ptr_eq(o, n) {
+                            *n = Arc::clone(o);
                         }
                         i += 1;
                         j += 1;
                     }
-                    (Some(o), Some(n)) if o < n => {
+                    (Some(o), Some(n)) if *o < *n => {
                         unbucket(buckets, o, id);
                         i += 1;
                     }
@@ -338,7 +372,7 @@ impl<K, V> Core<K, V> {
                         i += 1;
                     }
                     (_, Some(n)) => {
-                        bucket(buckets, n, id, object);
+                        bucket(buckets, n, id);
                         j += 1;
                     }
                     (None, None) => unreachable!("loop condition"),
@@ -396,7 +430,7 @@ impl<K, V> Core<K, V> {
     pub(crate) fn unindex(&mut self, id: usize, values: &[Values]) {
         for (buckets, values) in self.indexes.iter_mut().zip(values) {
             for value in values.iter() {
-                unbucket(buckets, value, id);
+                unbucket(buckets, value, bucket_id(id));
             }
         }
     }
@@ -404,7 +438,10 @@ impl<K, V> Core<K, V> {
     /// The objects whose values for index `position` include `value`.
     pub(crate) fn by_index(&self, position: usize, value: &str) -> Vec<Arc<V>> {
         match self.indexes[position].get(value) {
-            Some(bucket) => bucket.values().cloned().collect(),
+            Some(bucket) => bucket
+                .iter()
+                .map(|&id| Arc::clone(&self.slot(id as usize).value))
+                .collect(),
             None => Vec::new(),
         }
     }
@@ -415,7 +452,10 @@ impl<K, V> Core<K, V> {
         K: Clone,
     {
         match self.indexes[position].get(value) {
-            Some(bucket) => bucket.keys().map(|&id| self.slot(id).key.clone()).collect(),
+            Some(bucket) => bucket
+                .iter()
+                .map(|&id| self.slot(id as usize).key.clone())
+                .collect(),
             None => Vec::new(),
         }
     }
@@ -432,20 +472,23 @@ impl<K, V> Core<K, V> {
             [] => Vec::new(),
             [one] => self.by_index(position, one),
             many => {
-                let mut found: HashMap<usize, &Arc<V>, IdBuild> = HashMap::default();
+                let mut found = Bucket::default();
                 for value in many {
                     if let Some(bucket) = buckets.get(&**value) {
-                        found.extend(bucket.iter().map(|(&id, object)| (id, object)));
+                        found.extend(bucket.iter().copied());
                     }
                 }
-                found.into_values().cloned().collect()
+                found
+                    .into_iter()
+                    .map(|id| Arc::clone(&self.slot(id as usize).value))
+                    .collect()
             }
         }
     }
 
     /// The number of objects that have `value` for index `position`.
     pub(crate) fn index_len(&self, position: usize, value: &str) -> usize {
-        self.indexes[position].get(value).map_or(0, HashMap::len)
+        self.indexes[position].get(value).map_or(0, Bucket::len)
     }
 
     /// The table capacity of one bucket (for tests of memory release).
@@ -453,7 +496,7 @@ impl<K, V> Core<K, V> {
     pub(crate) fn bucket_capacity(&self, position: usize, value: &str) -> usize {
         self.indexes[position]
             .get(value)
-            .map_or(0, HashMap::capacity)
+            .map_or(0, Bucket::capacity)
     }
 
     pub(crate) fn keys(&self) -> Vec<K>
@@ -511,9 +554,9 @@ impl<K, V> Core<K, V> {
         let mut buckets = Buckets::with_hasher(self.value_hasher.clone());
         for (id, slot) in self.slots.iter_mut().enumerate() {
             let Some(slot) = slot else { continue };
-            let (_, values) = computed.remove(&id).expect("checked above");
-            for value in values.iter() {
-                bucket(&mut buckets, value, id, &slot.value);
+            let (_, mut values) = computed.remove(&id).expect("checked above");
+            for value in values.iter_mut() {
+                bucket(&mut buckets, value, bucket_id(id));
             }
             slot.values.push(values);
         }
@@ -584,20 +627,20 @@ impl<K, V> Core<K, V> {
                     !bucket.is_empty(),
                     "invariant violated: empty bucket {name}={value} kept"
                 );
-                for (&id, object) in bucket {
-                    let slot = self.slots.get(id).and_then(Option::as_ref);
-                    let has = slot
+                for &id in bucket {
+                    let slot = self.slots.get(id as usize).and_then(Option::as_ref);
+                    let held = slot
                         .and_then(|slot| slot.values.get(position))
-                        .is_some_and(|values| values.binary_search(value).is_ok());
+                        .and_then(|values| values.binary_search(value).ok().map(|at| &values[at]));
+                    let Some(held) = held else {
+                        panic!(
+                            "invariant violated: index disagrees with objects: \
+                             {name}={value} lists an object without that value"
+                        )
+                    };
                     assert!(
-                        has,
-                        "invariant violated: index disagrees with objects: \
-                         {name}={value} lists an object without that value"
-                    );
-                    assert!(
-                        slot.is_some_and(|slot| Arc::ptr_eq(&slot.value, object)),
-                        "invariant violated: index disagrees with objects: \
-                         {name}={value} holds an old version of an object"
+                        Arc::ptr_eq(held, value),
+                        "invariant violated: slot {id} holds {name}={value} not interned"
                     );
                 }
                 entries += bucket.len();
@@ -617,7 +660,9 @@ impl<K, V> Core<K, V> {
                     "invariant violated: values not sorted and unique"
                 );
                 for value in values.iter() {
-                    let listed = buckets.get(value).is_some_and(|b| b.contains_key(&id));
+                    let listed = buckets
+                        .get(value)
+                        .is_some_and(|b| b.contains(&bucket_id(id)));
                     assert!(
                         listed,
                         "invariant violated: index disagrees with objects: \
@@ -651,27 +696,31 @@ impl<K, V> Core<K, V> {
     }
 }
 
-/// Puts `object` (slot `id`) in the bucket of `value`, creating the bucket
-/// if needed.
+/// Puts slot `id` in the bucket of `value`, creating the bucket if needed,
+/// and interns `value`: afterwards it is the bucket's own key.
 #[inline]
-fn bucket<V>(buckets: &mut Buckets<V>, value: &Arc<str>, id: usize, object: &Arc<V>) {
-    match buckets.get_mut(&**value) {
-        Some(bucket) => {
-            bucket.insert(id, Arc::clone(object));
+fn bucket(buckets: &mut Buckets, value: &mut Arc<str>, id: Id) {
+    match buckets.get_key_value_mut(&**value) {
+        Some((interned, bucket)) => {
+            bucket.insert(id);
+            if !Arc::ptr_eq(interned, value) {
+                *value = Arc::clone(interned);
+            }
         }
         None => {
             let mut bucket = Bucket::default();
-            bucket.insert(id, Arc::clone(object));
+            bucket.insert(id);
             buckets.insert(Arc::clone(value), bucket);
         }
     }
 }
 
 /// Takes slot `id` out of the bucket of `value`, dropping the bucket if it
-/// empties and shrinking it if it is mostly empty. The `Arc` dropped here is
-/// never the object's last reference.
+/// empties and shrinking it if it is mostly empty. The bucket's key dropped
+/// with an empty bucket is never the last reference to it (the slot's
+/// values, returned to the caller, still hold one).
 #[inline]
-fn unbucket<V>(buckets: &mut Buckets<V>, value: &str, id: usize) {
+fn unbucket(buckets: &mut Buckets, value: &str, id: Id) {
     if let Some(bucket) = buckets.get_mut(value) {
         bucket.remove(&id);
         if bucket.is_empty() {

@@ -681,7 +681,8 @@ where
     K: Hash + Eq + Clone,
     S: BuildHasher,
 {
-    let mut core = Core::new(Arc::clone(schema));
+    let mut core = Core::with_capacity(Arc::clone(schema), items.len())
+        .unwrap_or_else(|| Core::new(Arc::clone(schema)));
     for (key, value) in items {
         let values = schema.compute(&value)?;
         let hash = hasher.hash_one(&key);

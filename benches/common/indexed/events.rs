@@ -1,0 +1,439 @@
+//! Watch events and initial loads: what an informer does to its store.
+//!
+//! Contenders, each fed the same objects:
+//!
+//! - **larder `IndexedStore`, 2 indexes**: namespace and labels (every
+//!   `key=value` pair, 3 to 5 per pod), as an informer keeps them.
+//! - **kube-rs design**: `parking_lot::RwLock<AHashMap<String, Arc<Pod>>>`,
+//!   no indexes (kube-rs `reflector::Store`); the baseline.
+//! - **larder `IndexedStore`, no indexes**: what the store costs before
+//!   any index maintenance.
+//!
+//! Workloads over [`PODS`] pods:
+//!
+//! - **watch events**: a stream of [`Event`]s as a watch delivers them
+//!   (see [`WatchFixture::new`]: mostly updates, about a fifth of which
+//!   change a label, plus deletes and re-adds), each applied as one write.
+//!   The stream leaves the store as it found it, so it is applied over and
+//!   over. Keys and objects arrive owned, as a decoded event's do; building
+//!   them is not timed.
+//! - **initial load**: every pod listed, loaded into an empty store with one
+//!   `replace` (the kube-rs design builds an `AHashMap` and swaps it in; the
+//!   bare `AHashMap` build is reported too). Dropping the filled store is not
+//!   timed.
+//!
+//! [`interleaved`] measures the contenders round-robin in one run and prints
+//! the ratios: on a machine whose speed drifts, ratios of runs taken
+//! minutes apart mean little.
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use ahash::AHashMap;
+
+use super::super::Rng;
+use super::{Pod, labels_of, namespace_of, pod};
+
+/// The number of pods in the store.
+pub const PODS: usize = 100_000;
+
+/// Events in one pass of the watch stream (before the closing events that
+/// put the store back as it was).
+pub const EVENTS: usize = 100_000;
+
+/// One watch event, as a reflector applies it.
+#[derive(Clone)]
+pub enum Event {
+    /// An object added or modified: its key and the new object.
+    Put(String, Arc<Pod>),
+    /// An object deleted.
+    Delete(String),
+}
+
+/// The initial list and a watch stream over it.
+pub struct WatchFixture {
+    /// Every pod as listed: `(namespace/name, pod)`.
+    pub listed: Vec<(String, Pod)>,
+    /// The watch stream; applied to a store holding `listed`, it leaves the
+    /// store holding `listed` again (same keys, same index values).
+    pub events: Vec<Event>,
+    /// Counts of the stream's kinds of event, for the report.
+    pub mix: EventMix,
+}
+
+/// How many events of each kind a stream holds.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct EventMix {
+    /// Updates that change no index value (status, spec, annotations).
+    pub plain_updates: usize,
+    /// Updates that change one label value.
+    pub label_updates: usize,
+    /// Deletes.
+    pub deletes: usize,
+    /// Re-adds of deleted keys.
+    pub adds: usize,
+}
+
+/// Pod `i` in label variant `variant` (0 or 1: they differ in one label),
+/// at revision `revision` (its payload differs from every other revision).
+fn version(i: usize, variant: u64, revision: u64) -> Pod {
+    let mut p = pod(i, variant);
+    p.generation = revision;
+    p
+}
+
+/// A change scheduled to undo an earlier one, so the stream closes.
+enum Undo {
+    /// Put pod `i` back in label variant 0.
+    Relabel(usize),
+    /// Add pod `i` back.
+    Readd(usize),
+}
+
+impl WatchFixture {
+    /// `pods` pods and a stream of about `events` events: each step picks a
+    /// random pod and updates it (72%), updates it changing a label (10%,
+    /// the label changes back 1,000 events later), or deletes it (5%, it is
+    /// added back 1,000 events later); the remaining 13% are those changes
+    /// back. Every event carries a new revision of the object. Pending
+    /// changes back close the stream.
+    pub fn new(pods: usize, events: usize) -> Self {
+        const DELAY: usize = 1_000;
+        let listed: Vec<(String, Pod)> = (0..pods)
+            .map(|i| {
+                let p = version(i, 0, 0);
+                (format!("{}/{}", p.namespace, p.name), p)
+            })
+            .collect();
+        let keys: Vec<&String> = listed.iter().map(|(k, _)| k).collect();
+        // Per pod: present, label variant, and whether a change back is due.
+        let mut present = vec![true; pods];
+        let mut variant = vec![0u64; pods];
+        let mut pending = vec![false; pods];
+        let mut undo: VecDeque<(usize, Undo)> = VecDeque::new();
+        let mut out = Vec::with_capacity(events + events / 5);
+        let mut mix = EventMix::default();
+        let mut rng = Rng::new(0x5EED);
+        let mut revision = 1;
+        let mut put = |out: &mut Vec<Event>, i: usize, v: u64| {
+            revision += 1;
+            out.push(Event::Put(
+                keys[i].clone(),
+                Arc::new(version(i, v, revision)),
+            ));
+        };
+        let mut step = 0;
+        while step < events || !undo.is_empty() {
+            let due = undo
+                .front()
+                .is_some_and(|&(at, _)| at <= step || step >= events);
+            if due {
+                let (_, change) = undo.pop_front().expect("front checked");
+                match change {
+                    Undo::Relabel(i) => {
+                        variant[i] = 0;
+                        put(&mut out, i, 0);
+                        mix.label_updates += 1;
+                        pending[i] = false;
+                    }
+                    Undo::Readd(i) => {
+                        present[i] = true;
+                        put(&mut out, i, variant[i]);
+                        mix.adds += 1;
+                        pending[i] = false;
+                    }
+                }
+                step += 1;
+                continue;
+            }
+            let i = rng.below(pods as u64) as usize;
+            if !present[i] {
+                continue;
+            }
+            let roll = rng.below(100);
+            if roll < 5 && !pending[i] {
+                present[i] = false;
+                pending[i] = true;
+                out.push(Event::Delete(keys[i].clone()));
+                mix.deletes += 1;
+                undo.push_back((step + DELAY, Undo::Readd(i)));
+            } else if roll < 15 && !pending[i] {
+                variant[i] = 1;
+                pending[i] = true;
+                put(&mut out, i, 1);
+                mix.label_updates += 1;
+                undo.push_back((step + DELAY, Undo::Relabel(i)));
+            } else {
+                put(&mut out, i, variant[i]);
+                mix.plain_updates += 1;
+            }
+            step += 1;
+        }
+        Self {
+            listed,
+            events: out,
+            mix,
+        }
+    }
+
+    /// The shared fixture of [`PODS`] pods and [`EVENTS`] events.
+    pub fn get() -> &'static Self {
+        static FIXTURE: OnceLock<WatchFixture> = OnceLock::new();
+        FIXTURE.get_or_init(|| Self::new(PODS, EVENTS))
+    }
+}
+
+/// A store an informer fills: from a list, then from watch events.
+pub trait InformerStore: Send + Sync + 'static {
+    /// Name shown in reports.
+    const NAME: &'static str;
+    /// An empty store.
+    fn empty() -> Self;
+    /// Loads `listed` into the (empty) store at once.
+    fn load(&self, listed: Vec<(String, Pod)>);
+    /// Applies one watch event.
+    fn apply(&self, event: Event);
+}
+
+/// larder's store with a namespace and a label index.
+pub type Indexed = super::Larder;
+
+impl InformerStore for Indexed {
+    const NAME: &'static str = "larder IndexedStore, 2 indexes";
+    fn empty() -> Self {
+        larder::IndexedStore::builder()
+            .index("namespace", namespace_of)
+            .index("label", labels_of)
+            .build()
+            .expect("distinct index names")
+    }
+    fn load(&self, listed: Vec<(String, Pod)>) {
+        self.replace(listed).expect("infallible index functions");
+    }
+    #[inline]
+    fn apply(&self, event: Event) {
+        match event {
+            Event::Put(key, pod) => drop(self.insert_arc(key, pod).expect("infallible")),
+            Event::Delete(key) => drop(self.remove(&key)),
+        }
+    }
+}
+
+/// larder's store with no index.
+pub struct Unindexed(larder::IndexedStore<String, Pod>);
+
+impl InformerStore for Unindexed {
+    const NAME: &'static str = "larder IndexedStore, no index";
+    fn empty() -> Self {
+        Self(larder::IndexedStore::new())
+    }
+    fn load(&self, listed: Vec<(String, Pod)>) {
+        self.0.replace(listed).expect("no index functions");
+    }
+    #[inline]
+    fn apply(&self, event: Event) {
+        match event {
+            Event::Put(key, pod) => drop(self.0.insert_arc(key, pod).expect("infallible")),
+            Event::Delete(key) => drop(self.0.remove(&key)),
+        }
+    }
+}
+
+/// The kube-rs `reflector::Store` design: one `RwLock` over an `AHashMap`.
+pub struct KubeRs(parking_lot::RwLock<AHashMap<String, Arc<Pod>>>);
+
+impl InformerStore for KubeRs {
+    const NAME: &'static str = "kube-rs RwLock<AHashMap>, no index";
+    fn empty() -> Self {
+        Self(parking_lot::RwLock::new(AHashMap::new()))
+    }
+    fn load(&self, listed: Vec<(String, Pod)>) {
+        let fresh: AHashMap<String, Arc<Pod>> =
+            listed.into_iter().map(|(k, p)| (k, Arc::new(p))).collect();
+        let old = std::mem::replace(&mut *self.0.write(), fresh);
+        drop(old);
+    }
+    #[inline]
+    fn apply(&self, event: Event) {
+        match event {
+            Event::Put(key, pod) => drop(self.0.write().insert(key, pod)),
+            Event::Delete(key) => drop(self.0.write().remove(&key)),
+        }
+    }
+}
+
+/// One contender fed watch events: its store (loaded with the fixture's
+/// list on first use) and where in the stream it is.
+pub struct Watched<S> {
+    store: OnceLock<S>,
+    next: Mutex<usize>,
+}
+
+impl<S: InformerStore> Watched<S> {
+    /// A contender whose store is built on first use.
+    pub fn new() -> Self {
+        Self {
+            store: OnceLock::new(),
+            next: Mutex::new(0),
+        }
+    }
+
+    fn store(&self) -> &S {
+        self.store.get_or_init(|| {
+            let store = S::empty();
+            store.load(WatchFixture::get().listed.clone());
+            store
+        })
+    }
+
+    /// Applies the next `n` events of the stream (wrapping around) and
+    /// returns the time taken; copying the events out of the fixture is not
+    /// timed.
+    pub fn apply(&self, n: usize) -> Duration {
+        let store = self.store();
+        let events = &WatchFixture::get().events;
+        let mut next = self.next.lock().expect("not poisoned");
+        let batch: Vec<Event> = (0..n)
+            .map(|k| events[(*next + k) % events.len()].clone())
+            .collect();
+        *next = (*next + n) % events.len();
+        let start = Instant::now();
+        for event in batch {
+            store.apply(event);
+        }
+        start.elapsed()
+    }
+}
+
+impl<S: InformerStore> Default for Watched<S> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// Loads the fixture's list into an empty `S` and returns the time taken
+/// (copying the list and dropping the store are not timed).
+pub fn load_time<S: InformerStore>() -> Duration {
+    let listed = WatchFixture::get().listed.clone();
+    let store = S::empty();
+    let start = Instant::now();
+    store.load(listed);
+    let elapsed = start.elapsed();
+    drop(store);
+    elapsed
+}
+
+/// Builds a bare `AHashMap<String, Arc<Pod>>` of the fixture's list and
+/// returns the time taken (copying the list and dropping the map are not
+/// timed).
+pub fn hashmap_build_time() -> Duration {
+    let listed = WatchFixture::get().listed.clone();
+    let start = Instant::now();
+    let map: AHashMap<String, Arc<Pod>> =
+        listed.into_iter().map(|(k, p)| (k, Arc::new(p))).collect();
+    let elapsed = start.elapsed();
+    drop(std::hint::black_box(map));
+    elapsed
+}
+
+fn median(mut xs: Vec<f64>) -> f64 {
+    xs.sort_by(f64::total_cmp);
+    let mid = xs.len() / 2;
+    if xs.len() % 2 == 1 {
+        xs[mid]
+    } else {
+        (xs[mid - 1] + xs[mid]) / 2.0
+    }
+}
+
+/// Measures the contenders round-robin for `rounds` rounds (the order
+/// rotates each round) and prints, per contender, the median time per event
+/// and per load, and the medians of the per-round ratios to the kube-rs
+/// design and to the bare `AHashMap` build.
+pub fn interleaved(rounds: usize) {
+    let fixture = WatchFixture::get();
+    let n = fixture.events.len();
+    println!(
+        "interleaved: {PODS} pods, {n} events per pass ({:?}), {rounds} rounds",
+        fixture.mix
+    );
+    let indexed = Watched::<Indexed>::new();
+    let unindexed = Watched::<Unindexed>::new();
+    let kube = Watched::<KubeRs>::new();
+    // Build the stores and warm them with one pass each, untimed.
+    indexed.apply(n);
+    unindexed.apply(n);
+    kube.apply(n);
+    let mut apply = [Vec::new(), Vec::new(), Vec::new()];
+    let mut load = [Vec::new(), Vec::new(), Vec::new(), Vec::new()];
+    let mut apply_ratio = [Vec::new(), Vec::new()];
+    let mut load_ratio = [Vec::new(), Vec::new(), Vec::new()];
+    for round in 0..rounds {
+        let mut a = [0.0; 3];
+        let mut l = [0.0; 4];
+        for k in 0..3 {
+            let which = (round + k) % 3;
+            let per_event = |d: Duration| d.as_secs_f64() * 1e9 / n as f64;
+            a[which] = match which {
+                0 => per_event(indexed.apply(n)),
+                1 => per_event(kube.apply(n)),
+                _ => per_event(unindexed.apply(n)),
+            };
+        }
+        for k in 0..4 {
+            let which = (round + k) % 4;
+            let ms = |d: Duration| d.as_secs_f64() * 1e3;
+            l[which] = match which {
+                0 => ms(load_time::<Indexed>()),
+                1 => ms(load_time::<KubeRs>()),
+                2 => ms(load_time::<Unindexed>()),
+                _ => ms(hashmap_build_time()),
+            };
+        }
+        for (k, x) in a.iter().enumerate() {
+            apply[k].push(*x);
+        }
+        for (k, x) in l.iter().enumerate() {
+            load[k].push(*x);
+        }
+        apply_ratio[0].push(a[0] / a[1]);
+        apply_ratio[1].push(a[2] / a[1]);
+        load_ratio[0].push(l[0] / l[3]);
+        load_ratio[1].push(l[1] / l[3]);
+        load_ratio[2].push(l[2] / l[3]);
+    }
+    let names = [Indexed::NAME, KubeRs::NAME, Unindexed::NAME];
+    println!("watch events: median ns/event (ratio to kube-rs: median of rounds)");
+    for k in 0..3 {
+        let ratio = match k {
+            0 => format!("{:.2}x", median(apply_ratio[0].clone())),
+            1 => "1.00x".to_string(),
+            _ => format!("{:.2}x", median(apply_ratio[1].clone())),
+        };
+        println!(
+            "  {:<40} {:>8.1} ns  {ratio}",
+            names[k],
+            median(apply[k].clone())
+        );
+    }
+    println!("initial load of {PODS}: median ms (ratio to the bare AHashMap build)");
+    let load_names = [
+        "larder IndexedStore::replace, 2 indexes",
+        "kube-rs: build AHashMap, swap under the lock",
+        "larder IndexedStore::replace, no index",
+        "bare AHashMap build",
+    ];
+    for k in 0..4 {
+        let ratio = if k == 3 {
+            "1.00x".to_string()
+        } else {
+            format!("{:.2}x", median(load_ratio[k].clone()))
+        };
+        println!(
+            "  {:<46} {:>8.1} ms  {ratio}",
+            load_names[k],
+            median(load[k].clone())
+        );
+    }
+}
