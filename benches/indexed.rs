@@ -6,7 +6,8 @@
 //! `cargo bench --bench indexed -- interleaved` runs only the interleaved
 //! comparison of the informer workloads (every contender measured
 //! round-robin in one run, ratios printed); a run with no filter ends with
-//! it too.
+//! it too. `-- profile-events` only applies watch events to the indexed
+//! store, for a profiler.
 
 mod common;
 
@@ -81,6 +82,9 @@ fn interleaved(_: &mut criterion::Criterion) {
         .collect();
     if filters.is_empty() || filters.iter().any(|f| f.contains("interleaved")) {
         events::interleaved(9);
+    }
+    if filters.iter().any(|f| f.contains("profile-events")) {
+        events::profile_events(20);
     }
 }
 

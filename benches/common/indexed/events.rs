@@ -263,6 +263,41 @@ impl InformerStore for KubeRs {
     }
 }
 
+/// The kube-rs design that also calls the two index functions on every
+/// object and keeps their values as larder does (sorted `Arc<str>`s), then
+/// throws them away: the floor of any store that maintains these indexes.
+pub struct KubeRsPlusIndexFunctions(KubeRs);
+
+impl KubeRsPlusIndexFunctions {
+    fn values(pod: &Pod) -> [Vec<Arc<str>>; 2] {
+        let namespace = namespace_of(pod).into_iter().map(Arc::from).collect();
+        let mut labels: Vec<Arc<str>> = labels_of(pod).into_iter().map(Arc::from).collect();
+        labels.sort_unstable();
+        labels.dedup();
+        [namespace, labels]
+    }
+}
+
+impl InformerStore for KubeRsPlusIndexFunctions {
+    const NAME: &'static str = "kube-rs + index function calls";
+    fn empty() -> Self {
+        Self(KubeRs::empty())
+    }
+    fn load(&self, listed: Vec<(String, Pod)>) {
+        for (_, pod) in &listed {
+            std::hint::black_box(Self::values(pod));
+        }
+        self.0.load(listed);
+    }
+    #[inline]
+    fn apply(&self, event: Event) {
+        if let Event::Put(_, pod) = &event {
+            std::hint::black_box(Self::values(pod));
+        }
+        self.0.apply(event);
+    }
+}
+
 /// One contender fed watch events: its store (loaded with the fixture's
 /// list on first use) and where in the stream it is.
 pub struct Watched<S> {
@@ -361,79 +396,91 @@ pub fn interleaved(rounds: usize) {
     let indexed = Watched::<Indexed>::new();
     let unindexed = Watched::<Unindexed>::new();
     let kube = Watched::<KubeRs>::new();
+    let floor = Watched::<KubeRsPlusIndexFunctions>::new();
     // Build the stores and warm them with one pass each, untimed.
     indexed.apply(n);
     unindexed.apply(n);
     kube.apply(n);
-    let mut apply = [Vec::new(), Vec::new(), Vec::new()];
-    let mut load = [Vec::new(), Vec::new(), Vec::new(), Vec::new()];
-    let mut apply_ratio = [Vec::new(), Vec::new()];
-    let mut load_ratio = [Vec::new(), Vec::new(), Vec::new()];
+    floor.apply(n);
+    // Per contender: times, and ratios to the baseline (index 1) per round.
+    const APPLY: usize = 4;
+    const LOAD: usize = 5;
+    let mut apply: [Vec<f64>; APPLY] = Default::default();
+    let mut apply_ratio: [Vec<f64>; APPLY] = Default::default();
+    let mut load: [Vec<f64>; LOAD] = Default::default();
+    let mut load_ratio: [Vec<f64>; LOAD] = Default::default();
+    let per_event = |d: Duration| d.as_secs_f64() * 1e9 / n as f64;
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
     for round in 0..rounds {
-        let mut a = [0.0; 3];
-        let mut l = [0.0; 4];
-        for k in 0..3 {
-            let which = (round + k) % 3;
-            let per_event = |d: Duration| d.as_secs_f64() * 1e9 / n as f64;
-            a[which] = match which {
-                0 => per_event(indexed.apply(n)),
-                1 => per_event(kube.apply(n)),
-                _ => per_event(unindexed.apply(n)),
-            };
+        let mut a = [0.0; APPLY];
+        for k in 0..APPLY {
+            let which = (round + k) % APPLY;
+            a[which] = per_event(match which {
+                0 => indexed.apply(n),
+                1 => kube.apply(n),
+                2 => unindexed.apply(n),
+                _ => floor.apply(n),
+            });
         }
-        for k in 0..4 {
-            let which = (round + k) % 4;
-            let ms = |d: Duration| d.as_secs_f64() * 1e3;
-            l[which] = match which {
-                0 => ms(load_time::<Indexed>()),
-                1 => ms(load_time::<KubeRs>()),
-                2 => ms(load_time::<Unindexed>()),
-                _ => ms(hashmap_build_time()),
-            };
+        let mut l = [0.0; LOAD];
+        for k in 0..LOAD {
+            let which = (round + k) % LOAD;
+            l[which] = ms(match which {
+                0 => load_time::<Indexed>(),
+                1 => hashmap_build_time(),
+                2 => load_time::<KubeRs>(),
+                3 => load_time::<Unindexed>(),
+                _ => load_time::<KubeRsPlusIndexFunctions>(),
+            });
         }
-        for (k, x) in a.iter().enumerate() {
-            apply[k].push(*x);
+        for k in 0..APPLY {
+            apply[k].push(a[k]);
+            apply_ratio[k].push(a[k] / a[1]);
         }
-        for (k, x) in l.iter().enumerate() {
-            load[k].push(*x);
+        for k in 0..LOAD {
+            load[k].push(l[k]);
+            load_ratio[k].push(l[k] / l[1]);
         }
-        apply_ratio[0].push(a[0] / a[1]);
-        apply_ratio[1].push(a[2] / a[1]);
-        load_ratio[0].push(l[0] / l[3]);
-        load_ratio[1].push(l[1] / l[3]);
-        load_ratio[2].push(l[2] / l[3]);
     }
-    let names = [Indexed::NAME, KubeRs::NAME, Unindexed::NAME];
-    println!("watch events: median ns/event (ratio to kube-rs: median of rounds)");
-    for k in 0..3 {
-        let ratio = match k {
-            0 => format!("{:.2}x", median(apply_ratio[0].clone())),
-            1 => "1.00x".to_string(),
-            _ => format!("{:.2}x", median(apply_ratio[1].clone())),
-        };
+    println!("watch events: median ns/event, median of the rounds' ratios to kube-rs");
+    let names = [
+        Indexed::NAME,
+        KubeRs::NAME,
+        Unindexed::NAME,
+        KubeRsPlusIndexFunctions::NAME,
+    ];
+    for k in 0..APPLY {
         println!(
-            "  {:<40} {:>8.1} ns  {ratio}",
+            "  {:<46} {:>8.1} ns  {:.2}x",
             names[k],
-            median(apply[k].clone())
+            median(apply[k].clone()),
+            median(apply_ratio[k].clone())
         );
     }
-    println!("initial load of {PODS}: median ms (ratio to the bare AHashMap build)");
-    let load_names = [
+    println!("initial load of {PODS}: median ms, median of the rounds' ratios to the bare build");
+    let names = [
         "larder IndexedStore::replace, 2 indexes",
+        "bare AHashMap build",
         "kube-rs: build AHashMap, swap under the lock",
         "larder IndexedStore::replace, no index",
-        "bare AHashMap build",
+        "kube-rs + index function calls",
     ];
-    for k in 0..4 {
-        let ratio = if k == 3 {
-            "1.00x".to_string()
-        } else {
-            format!("{:.2}x", median(load_ratio[k].clone()))
-        };
+    for k in 0..LOAD {
         println!(
-            "  {:<46} {:>8.1} ms  {ratio}",
-            load_names[k],
-            median(load[k].clone())
+            "  {:<46} {:>8.1} ms  {:.2}x",
+            names[k],
+            median(load[k].clone()),
+            median(load_ratio[k].clone())
         );
+    }
+}
+
+/// Applies the watch stream to larder's indexed store `passes` times, and
+/// nothing else: a target for a profiler.
+pub fn profile_events(passes: usize) {
+    let indexed = Watched::<Indexed>::new();
+    let n = WatchFixture::get().events.len();
+    for _ in 0..passes {
+        std::hint::black_box(indexed.apply(n));
     }
 }
