@@ -7,7 +7,7 @@
 //! comparison of the informer workloads (every contender measured
 //! round-robin in one run, ratios printed); a run with no filter ends with
 //! it too. `-- profile-events` only applies watch events to the indexed
-//! store, for a profiler.
+//! store, and `-- profile-load` only loads it, for a profiler.
 
 mod common;
 
@@ -83,9 +83,6 @@ fn interleaved(_: &mut criterion::Criterion) {
     if filters.is_empty() || filters.iter().any(|f| f.contains("interleaved")) {
         events::interleaved(9);
     }
-    if filters.iter().any(|f| f.contains("profile-events")) {
-        events::profile_events(20);
-    }
 }
 
 criterion::criterion_group! {
@@ -93,4 +90,20 @@ criterion::criterion_group! {
     config = common::criterion_config();
     targets = indexed, informer, interleaved
 }
-criterion::criterion_main!(benches);
+
+/// `criterion_main!`, after the profiling modes (which run alone).
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    if args.iter().any(|a| a == "profile-events") {
+        events::profile_events(20);
+        return;
+    }
+    if args.iter().any(|a| a == "profile-load") {
+        events::profile_load(10);
+        return;
+    }
+    benches();
+    criterion::Criterion::default()
+        .configure_from_args()
+        .final_summary();
+}

@@ -389,6 +389,63 @@ impl<K, V> Core<K, V> {
         }
     }
 
+    /// Adds or replaces the object under `key` in a core being built by
+    /// [`index_all`](Self::index_all)'s caller (`replace`): map and slot
+    /// only, the buckets are built at the end. What it displaces is dropped
+    /// here: the core is not shared yet, so no lock is held. Runs `K`'s `Eq`.
+    pub(crate) fn push_unindexed(
+        &mut self,
+        hash: u64,
+        key: K,
+        key_copy: K,
+        value: Arc<V>,
+        values: AllValues,
+    ) where
+        K: Eq,
+    {
+        let found = self.find(hash, &key);
+        drop(self.insert_unindexed(hash, found, key, key_copy, value, values));
+    }
+
+    /// Builds every index from the slots' values, after
+    /// [`push_unindexed`](Self::push_unindexed) filled a core whose indexes
+    /// are empty. Ids are first gathered per value (appends, and each value
+    /// interned), then each bucket is built at its final size: the random
+    /// writes into large buckets then overlap instead of each waiting for
+    /// the reference-count increment of an interning.
+    pub(crate) fn index_all(&mut self) {
+        for (position, buckets) in self.indexes.iter_mut().enumerate() {
+            debug_assert!(buckets.is_empty(), "index_all on a built index");
+            let mut groups: hashbrown::HashMap<Arc<str>, Vec<Id>, ahash::RandomState> =
+                hashbrown::HashMap::with_hasher(self.value_hasher.clone());
+            for (id, slot) in self.slots.iter_mut().enumerate() {
+                let Some(values) = slot.as_mut().and_then(|slot| slot.values.get_mut(position))
+                else {
+                    continue;
+                };
+                for value in values.iter_mut() {
+                    match groups.get_key_value_mut(&**value) {
+                        Some((interned, ids)) => {
+                            ids.push(bucket_id(id));
+                            if !Arc::ptr_eq(interned, value) {
+                                *value = Arc::clone(interned);
+                            }
+                        }
+                        None => {
+                            groups.insert(Arc::clone(value), vec![bucket_id(id)]);
+                        }
+                    }
+                }
+            }
+            buckets.reserve(groups.len());
+            for (value, ids) in groups {
+                let mut bucket = Bucket::with_capacity_and_hasher(ids.len(), IdBuild::default());
+                bucket.extend(ids);
+                buckets.insert(value, bucket);
+            }
+        }
+    }
+
     /// Removes the object under `key` (hash `hash`) from the map, the slots
     /// and every index. Runs `K`'s `Eq` (the probe) before any change.
     pub(crate) fn remove<Q>(&mut self, hash: u64, key: &Q) -> Option<Removed<K, V>>

@@ -687,8 +687,9 @@ where
         let values = schema.compute(&value)?;
         let hash = hasher.hash_one(&key);
         let key_copy = key.clone();
-        drop(core.insert(hash, key, key_copy, value, values));
+        core.push_unindexed(hash, key, key_copy, value, values);
     }
+    core.index_all();
     Ok(core)
 }
 

@@ -475,6 +475,14 @@ pub fn interleaved(rounds: usize) {
     }
 }
 
+/// Loads the list into an empty indexed store `passes` times, and nothing
+/// else: a target for a profiler.
+pub fn profile_load(passes: usize) {
+    for _ in 0..passes {
+        std::hint::black_box(load_time::<Indexed>());
+    }
+}
+
 /// Applies the watch stream to larder's indexed store `passes` times, and
 /// nothing else: a target for a profiler.
 pub fn profile_events(passes: usize) {
