@@ -43,6 +43,8 @@ use dashmap::{DashMap, DashSet};
 
 use super::{Background, Contender, Rng, Size, Workload};
 
+pub mod events;
+
 /// Thread counts measured.
 pub const THREADS: &[usize] = &[1, 2, 4];
 

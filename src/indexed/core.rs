@@ -8,20 +8,28 @@
 //!   is one probe; the object sits beside the key in the table's own bucket.
 //!   The table grows and rehashes from the stored hashes, never calling
 //!   `K`'s `Hash`.
-//! - `slots: Vec<Option<Slot>>`: slot id -> (key, object, index values). Ids
+//! - `slots: Vec<Option<Slot>>`: slot id -> (key, index values), and
+//!   `objects: Vec<Option<Arc<V>>>`: slot id -> object, a dense array of
+//!   pointers that `by_index` reads for each id it finds in a bucket. Ids
 //!   are dense and reused through `free`.
-//! - `indexes[i]: HashMap<value, HashMap<slot id, object>>`: one bucket per
-//!   index value, holding the objects that have it, by slot id. Buckets are
-//!   keyed by ids, not keys, so maintaining them hashes only integers (never
-//!   runs `K`'s `Hash`), and they hold the objects themselves, so
-//!   `by_index` is one sequential walk over the bucket: the only random
-//!   memory access per result is the reference-count increment of the `Arc`
-//!   it returns.
+//! - `indexes[i]: HashMap<value, HashSet<slot id>>`: one bucket per index
+//!   value, holding the slot ids (`u32`) of the objects that have it.
+//!   Buckets hold ids, not keys or objects, so maintaining them hashes only
+//!   integers (never runs `K`'s `Hash`), an entry costs four bytes, and an
+//!   update that changes no index value does not touch them at all:
+//!   `by_index` reads each object from its slot.
 //!
 //! Each slot stores the values its object had for every index when it was
 //! written, so removing or updating an object never calls an index function
-//! again (client-go re-runs the function on the old object). An empty bucket
-//! is removed at once, so index memory tracks the live objects.
+//! again (client-go re-runs the function on the old object). Those values
+//! are interned: a slot holds clones of its buckets' own `Arc<str>` keys, so
+//! the values of 100K objects share a few hundred strings, and comparing an
+//! update's new values with the stored ones reads memory that stays in
+//! cache. An update compares per index and only moves the slot between the
+//! buckets of the values that changed; its freshly computed copies of the
+//! unchanged values go back to the caller, dropped after the lock is
+//! released. An empty bucket is removed at once, so index memory tracks the
+//! live objects.
 //!
 //! # User code: `K`'s `Eq`, and only in lookups
 //!
@@ -45,6 +53,8 @@ use hashbrown::HashTable;
 use super::index_fn::{AllValues, Schema, Values};
 use crate::sync::Arc;
 
+mod check;
+
 /// A hasher for slot ids: Fibonacci hashing. Slot ids are dense integers
 /// chosen by the store, not by users, so no flooding protection is needed;
 /// the multiplication spreads consecutive ids over the table's low bits and
@@ -67,13 +77,28 @@ impl Hasher for IdHasher {
     fn write_usize(&mut self, n: usize) {
         self.0 = (n as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
     }
+    #[inline]
+    fn write_u32(&mut self, n: u32) {
+        self.0 = u64::from(n).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
 }
 
 type IdBuild = BuildHasherDefault<IdHasher>;
-/// One bucket: the objects having one index value, by slot id.
-type Bucket<V> = HashMap<usize, Arc<V>, IdBuild>;
-/// One index: a bucket per value.
-type Buckets<V> = HashMap<Arc<str>, Bucket<V>, ahash::RandomState>;
+/// A slot id as buckets hold it (the core never has more than `u32::MAX`
+/// slots: see [`Core::insert_unindexed`]).
+type Id = u32;
+/// One bucket: the slot ids of the objects having one index value.
+type Bucket = hashbrown::HashSet<Id, IdBuild>;
+/// One index: a bucket per value. The keys are the interned values that
+/// slots hold clones of.
+type Buckets = hashbrown::HashMap<Arc<str>, Bucket, ahash::RandomState>;
+
+/// The bucket id of slot `id` (below `u32::MAX`: checked when the slot was
+/// created).
+#[inline]
+fn bucket_id(id: usize) -> Id {
+    id as Id
+}
 
 /// One table entry: the key's hash (computed once, when the key came in),
 /// the key, its slot id and the object.
@@ -90,9 +115,8 @@ fn stored<K, V>(entry: &MapEntry<K, V>) -> u64 {
     entry.hash
 }
 
-struct Slot<K, V> {
+struct Slot<K> {
     key: K,
-    value: Arc<V>,
     /// The object's values for each index, by schema position.
     values: Vec<Values>,
 }
@@ -121,9 +145,12 @@ pub(crate) struct Removed<K, V> {
 /// Objects plus indexes, kept exactly consistent by every `&mut self` method.
 pub(crate) struct Core<K, V> {
     map: HashTable<MapEntry<K, V>>,
-    slots: Vec<Option<Slot<K, V>>>,
+    slots: Vec<Option<Slot<K>>>,
+    /// Slot id -> object, apart from the slots so that `by_index` reads
+    /// eight bytes per result from a dense array.
+    objects: Vec<Option<Arc<V>>>,
     free: Vec<usize>,
-    indexes: Vec<Buckets<V>>,
+    indexes: Vec<Buckets>,
     schema: Arc<Schema<V>>,
     value_hasher: ahash::RandomState,
     /// The revision of the last revisioned write (`IndexedStore::revision`).
@@ -138,6 +165,7 @@ impl<K, V> Core<K, V> {
         let mut core = Self::new(schema);
         core.map.try_reserve(capacity, stored).ok()?;
         core.slots.try_reserve(capacity).ok()?;
+        core.objects.try_reserve(capacity).ok()?;
         Some(core)
     }
 
@@ -147,6 +175,7 @@ impl<K, V> Core<K, V> {
         Self {
             map: HashTable::new(),
             slots: Vec::new(),
+            objects: Vec::new(),
             free: Vec::new(),
             indexes: schema
                 .defs
@@ -273,9 +302,18 @@ impl<K, V> Core<K, V> {
                 .find_mut(hash, |entry| entry.id == id)
                 .expect("larder: a probed slot id is mapped");
             let previous = std::mem::replace(&mut entry.value, Arc::clone(&value));
+            self.objects[id] = Some(value);
             let old = self.slots[id].as_mut().map(|slot| {
-                slot.value = value;
-                std::mem::replace(&mut slot.values, values.into_vec())
+                let mut fresh = values.into_vec();
+                // Where an index's values did not change, the slot keeps its
+                // interned copies and the fresh ones go back with the old
+                // values: `reindex` then finds them equal and skips them.
+                for (kept, new) in slot.values.iter_mut().zip(fresh.iter_mut()) {
+                    if *kept == *new {
+                        std::mem::swap(kept, new);
+                    }
+                }
+                std::mem::replace(&mut slot.values, fresh)
             });
             let inserted = Inserted::Updated {
                 previous,
@@ -286,10 +324,16 @@ impl<K, V> Core<K, V> {
         }
         // Room first (growing rehashes from the stored hashes: no user
         // code), so that nothing below can fail half way.
-        self.map.reserve(1, stored);
         if self.free.is_empty() {
+            assert!(
+                self.slots.len() < Id::MAX as usize,
+                "larder: an IndexedStore holds at most {} objects",
+                Id::MAX
+            );
             self.slots.reserve(1);
+            self.objects.reserve(1);
         }
+        self.map.reserve(1, stored);
         let id = self.free.pop().unwrap_or(self.slots.len());
         self.map.insert_unique(
             hash,
@@ -303,48 +347,48 @@ impl<K, V> Core<K, V> {
         );
         let slot = Some(Slot {
             key: key_copy,
-            value,
             values: values.into_vec(),
         });
         if id < self.slots.len() {
             self.slots[id] = slot;
+            self.objects[id] = Some(value);
         } else {
             self.slots.push(slot);
+            self.objects.push(Some(value));
         }
         (Inserted::New, id, None)
     }
 
     /// The index half of `insert_at`: moves slot `id` from the buckets of its
     /// `old` values (none for a new object) to those of its current values,
-    /// and points the buckets it stays in at its current object. Both lists
-    /// are sorted, so this is one merge.
-    ///
-    /// The `Arc`s this drops from buckets are never the last reference to
-    /// their object (the caller holds the replaced object), so no `Drop` of
-    /// `V` runs here.
+    /// and interns the values it gained (the slot keeps the bucket's own
+    /// `Arc<str>`). An index whose values did not change is skipped without
+    /// touching its buckets. Both lists are sorted, so the rest is one merge.
     pub(crate) fn reindex(&mut self, id: usize, old: Option<&[Values]>) {
-        let Some(slot) = self.slots.get(id).and_then(Option::as_ref) else {
+        let Some(slot) = self.slots.get_mut(id).and_then(Option::as_mut) else {
             return;
         };
-        let object = &slot.value;
-        for (position, buckets) in self.indexes.iter_mut().enumerate() {
-            let new = slot.values.get(position).map_or(&[][..], |v| &v[..]);
+        let id = bucket_id(id);
+        for (position, (buckets, new)) in self.indexes.iter_mut().zip(&mut slot.values).enumerate()
+        {
             let old = old
                 .and_then(|old| old.get(position))
                 .map_or(&[][..], |v| &v[..]);
+            if old == &new[..] {
+                continue;
+            }
             let (mut i, mut j) = (0, 0);
             while i < old.len() || j < new.len() {
-                match (old.get(i), new.get(j)) {
-                    (Some(o), Some(n)) if o == n => {
-                        if let Some(held) = buckets.get_mut(&**o).and_then(|b| b.get_mut(&id)) {
-                            if !Arc::ptr_eq(held, object) {
-                                *held = Arc::clone(object);
-                            }
+                match (old.get(i), new.get_mut(j)) {
+                    (Some(o), Some(n)) if *o == *n => {
+                        // Still listed; keep the interned copy.
+                        if !Arc::ptr_eq(o, n) {
+                            *n = Arc::clone(o);
                         }
                         i += 1;
                         j += 1;
                     }
-                    (Some(o), Some(n)) if o < n => {
+                    (Some(o), Some(n)) if *o < *n => {
                         unbucket(buckets, o, id);
                         i += 1;
                     }
@@ -353,11 +397,68 @@ impl<K, V> Core<K, V> {
                         i += 1;
                     }
                     (_, Some(n)) => {
-                        bucket(buckets, n, id, object);
+                        bucket(buckets, n, id);
                         j += 1;
                     }
                     (None, None) => unreachable!("loop condition"),
                 }
+            }
+        }
+    }
+
+    /// Adds or replaces the object under `key` in a core being built by
+    /// [`index_all`](Self::index_all)'s caller (`replace`): map and slot
+    /// only, the buckets are built at the end. What it displaces is dropped
+    /// here: the core is not shared yet, so no lock is held. Runs `K`'s `Eq`.
+    pub(crate) fn push_unindexed(
+        &mut self,
+        hash: u64,
+        key: K,
+        key_copy: K,
+        value: Arc<V>,
+        values: AllValues,
+    ) where
+        K: Eq,
+    {
+        let found = self.find(hash, &key);
+        drop(self.insert_unindexed(hash, found, key, key_copy, value, values));
+    }
+
+    /// Builds every index from the slots' values, after
+    /// [`push_unindexed`](Self::push_unindexed) filled a core whose indexes
+    /// are empty. Ids are first gathered per value (appends, and each value
+    /// interned), then each bucket is built at its final size: the random
+    /// writes into large buckets then overlap instead of each waiting for
+    /// the reference-count increment of an interning.
+    pub(crate) fn index_all(&mut self) {
+        for (position, buckets) in self.indexes.iter_mut().enumerate() {
+            debug_assert!(buckets.is_empty(), "index_all on a built index");
+            let mut groups: hashbrown::HashMap<Arc<str>, Vec<Id>, ahash::RandomState> =
+                hashbrown::HashMap::with_hasher(self.value_hasher.clone());
+            for (id, slot) in self.slots.iter_mut().enumerate() {
+                let Some(values) = slot.as_mut().and_then(|slot| slot.values.get_mut(position))
+                else {
+                    continue;
+                };
+                for value in values.iter_mut() {
+                    match groups.get_key_value_mut(&**value) {
+                        Some((interned, ids)) => {
+                            ids.push(bucket_id(id));
+                            if !Arc::ptr_eq(interned, value) {
+                                *value = Arc::clone(interned);
+                            }
+                        }
+                        None => {
+                            groups.insert(Arc::clone(value), vec![bucket_id(id)]);
+                        }
+                    }
+                }
+            }
+            buckets.reserve(groups.len());
+            for (value, ids) in groups {
+                let mut bucket = Bucket::with_capacity_and_hasher(ids.len(), IdBuild::default());
+                bucket.extend(ids);
+                buckets.insert(value, bucket);
             }
         }
     }
@@ -399,7 +500,8 @@ impl<K, V> Core<K, V> {
             .take()
             .expect("a mapped slot id is live");
         self.free.push(entry.id);
-        drop(slot.value);
+        // Not the object's last reference: the entry's goes to the caller.
+        drop(self.objects[entry.id].take());
         let removed = Removed {
             value: entry.value,
             rest: ([entry.key, slot.key], Vec::new()),
@@ -411,7 +513,7 @@ impl<K, V> Core<K, V> {
     pub(crate) fn unindex(&mut self, id: usize, values: &[Values]) {
         for (buckets, values) in self.indexes.iter_mut().zip(values) {
             for value in values.iter() {
-                unbucket(buckets, value, id);
+                unbucket(buckets, value, bucket_id(id));
             }
         }
     }
@@ -419,7 +521,7 @@ impl<K, V> Core<K, V> {
     /// The objects whose values for index `position` include `value`.
     pub(crate) fn by_index(&self, position: usize, value: &str) -> Vec<Arc<V>> {
         match self.indexes[position].get(value) {
-            Some(bucket) => bucket.values().cloned().collect(),
+            Some(bucket) => self.clone_objects(bucket.iter().copied()),
             None => Vec::new(),
         }
     }
@@ -430,7 +532,10 @@ impl<K, V> Core<K, V> {
         K: Clone,
     {
         match self.indexes[position].get(value) {
-            Some(bucket) => bucket.keys().map(|&id| self.slot(id).key.clone()).collect(),
+            Some(bucket) => bucket
+                .iter()
+                .map(|&id| self.slot(id as usize).key.clone())
+                .collect(),
             None => Vec::new(),
         }
     }
@@ -447,20 +552,20 @@ impl<K, V> Core<K, V> {
             [] => Vec::new(),
             [one] => self.by_index(position, one),
             many => {
-                let mut found: HashMap<usize, &Arc<V>, IdBuild> = HashMap::default();
+                let mut found = Bucket::default();
                 for value in many {
                     if let Some(bucket) = buckets.get(&**value) {
-                        found.extend(bucket.iter().map(|(&id, object)| (id, object)));
+                        found.extend(bucket.iter().copied());
                     }
                 }
-                found.into_values().cloned().collect()
+                self.clone_objects(found.into_iter())
             }
         }
     }
 
     /// The number of objects that have `value` for index `position`.
     pub(crate) fn index_len(&self, position: usize, value: &str) -> usize {
-        self.indexes[position].get(value).map_or(0, HashMap::len)
+        self.indexes[position].get(value).map_or(0, Bucket::len)
     }
 
     /// The table capacity of one bucket (for tests of memory release).
@@ -468,7 +573,7 @@ impl<K, V> Core<K, V> {
     pub(crate) fn bucket_capacity(&self, position: usize, value: &str) -> usize {
         self.indexes[position]
             .get(value)
-            .map_or(0, HashMap::capacity)
+            .map_or(0, Bucket::capacity)
     }
 
     pub(crate) fn keys(&self) -> Vec<K>
@@ -496,7 +601,7 @@ impl<K, V> Core<K, V> {
     /// new index's values outside the lock.
     pub(crate) fn objects(&self) -> Vec<(usize, Arc<V>)> {
         self.live()
-            .map(|(id, s)| (id, Arc::clone(&s.value)))
+            .map(|(id, _)| (id, Arc::clone(self.object(bucket_id(id)))))
             .collect()
     }
 
@@ -513,12 +618,13 @@ impl<K, V> Core<K, V> {
     ) -> Result<(), Vec<(usize, Arc<V>)>> {
         let stale: Vec<(usize, Arc<V>)> = self
             .live()
-            .filter(|(id, slot)| {
+            .map(|(id, _)| (id, self.object(bucket_id(id))))
+            .filter(|(id, object)| {
                 computed
                     .get(id)
-                    .is_none_or(|(from, _)| !Arc::ptr_eq(from, &slot.value))
+                    .is_none_or(|(from, _)| !Arc::ptr_eq(from, object))
             })
-            .map(|(id, slot)| (id, Arc::clone(&slot.value)))
+            .map(|(id, object)| (id, Arc::clone(object)))
             .collect();
         if !stale.is_empty() {
             return Err(stale);
@@ -526,9 +632,9 @@ impl<K, V> Core<K, V> {
         let mut buckets = Buckets::with_hasher(self.value_hasher.clone());
         for (id, slot) in self.slots.iter_mut().enumerate() {
             let Some(slot) = slot else { continue };
-            let (_, values) = computed.remove(&id).expect("checked above");
-            for value in values.iter() {
-                bucket(&mut buckets, value, id, &slot.value);
+            let (_, mut values) = computed.remove(&id).expect("checked above");
+            for value in values.iter_mut() {
+                bucket(&mut buckets, value, bucket_id(id));
             }
             slot.values.push(values);
         }
@@ -537,156 +643,64 @@ impl<K, V> Core<K, V> {
         Ok(())
     }
 
-    /// Checks every structural invariant; panics with a message starting
-    /// "invariant violated" on the first one broken. Returns each object
-    /// with its stored values so the caller can recompute them (outside the
-    /// lock) and compare.
-    pub(crate) fn check(&self) -> Vec<(Arc<V>, Vec<Values>)>
-    where
-        K: Eq,
-    {
-        let live = self.live().count();
-        assert_eq!(
-            self.map.len(),
-            live,
-            "invariant violated: {} keys but {live} live slots",
-            self.map.len()
-        );
-        assert_eq!(
-            self.free.len() + live,
-            self.slots.len(),
-            "invariant violated: free list does not cover the empty slots"
-        );
-        for &id in &self.free {
-            assert!(
-                self.slots[id].is_none(),
-                "invariant violated: free slot {id} is live"
-            );
-        }
-        for entry in &self.map {
-            assert!(
-                self.map
-                    .find(entry.hash, |other| other.id == entry.id)
-                    .is_some_and(|other| std::ptr::eq(other, entry)),
-                "invariant violated: table entry of slot {} not found by its stored hash",
-                entry.id
-            );
-            let slot = self.slots[entry.id]
-                .as_ref()
-                .unwrap_or_else(|| panic!("invariant violated: key maps to dead slot"));
-            assert!(
-                slot.key == entry.key,
-                "invariant violated: slot {} holds another key",
-                entry.id
-            );
-            assert!(
-                Arc::ptr_eq(&slot.value, &entry.value),
-                "invariant violated: map and slot {} hold different objects",
-                entry.id
-            );
-        }
-        let positions = self.schema.defs.len();
-        assert_eq!(
-            self.indexes.len(),
-            positions,
-            "invariant violated: index count"
-        );
-        for (position, buckets) in self.indexes.iter().enumerate() {
-            let name = &self.schema.defs[position].name;
-            let mut entries = 0;
-            for (value, bucket) in buckets {
-                assert!(
-                    !bucket.is_empty(),
-                    "invariant violated: empty bucket {name}={value} kept"
-                );
-                for (&id, object) in bucket {
-                    let slot = self.slots.get(id).and_then(Option::as_ref);
-                    let has = slot
-                        .and_then(|slot| slot.values.get(position))
-                        .is_some_and(|values| values.binary_search(value).is_ok());
-                    assert!(
-                        has,
-                        "invariant violated: index disagrees with objects: \
-                         {name}={value} lists an object without that value"
-                    );
-                    assert!(
-                        slot.is_some_and(|slot| Arc::ptr_eq(&slot.value, object)),
-                        "invariant violated: index disagrees with objects: \
-                         {name}={value} holds an old version of an object"
-                    );
-                }
-                entries += bucket.len();
-            }
-            let mut expected = 0;
-            for (id, slot) in self.live() {
-                assert_eq!(
-                    slot.values.len(),
-                    positions,
-                    "invariant violated: index disagrees with objects: \
-                     object {id} has values for {} of {positions} indexes",
-                    slot.values.len()
-                );
-                let values = &slot.values[position];
-                assert!(
-                    values.windows(2).all(|w| w[0] < w[1]),
-                    "invariant violated: values not sorted and unique"
-                );
-                for value in values.iter() {
-                    let listed = buckets.get(value).is_some_and(|b| b.contains_key(&id));
-                    assert!(
-                        listed,
-                        "invariant violated: index disagrees with objects: \
-                         an object with {name}={value} is missing from its bucket"
-                    );
-                }
-                expected += values.len();
-            }
-            assert_eq!(
-                entries, expected,
-                "invariant violated: index disagrees with objects: bucket sizes"
-            );
-        }
-        self.live()
-            .map(|(_, slot)| (Arc::clone(&slot.value), slot.values.clone()))
-            .collect()
-    }
-
-    fn live(&self) -> impl Iterator<Item = (usize, &Slot<K, V>)> {
+    fn live(&self) -> impl Iterator<Item = (usize, &Slot<K>)> {
         self.slots
             .iter()
             .enumerate()
             .filter_map(|(id, slot)| slot.as_ref().map(|slot| (id, slot)))
     }
 
+    /// Clones the objects of slots `ids`, in two passes: the first only
+    /// loads each object's pointer from `objects`, so those cache misses
+    /// overlap; the second increments the reference counts (a locked
+    /// instruction each, which would otherwise wait for every load before
+    /// it).
+    fn clone_objects(&self, ids: impl ExactSizeIterator<Item = Id>) -> Vec<Arc<V>> {
+        let objects: Vec<&Arc<V>> = ids.map(|id| self.object(id)).collect();
+        objects.into_iter().cloned().collect()
+    }
+
+    /// The object in slot `id`, which an index lists.
     #[inline]
-    fn slot(&self, id: usize) -> &Slot<K, V> {
+    fn object(&self, id: Id) -> &Arc<V> {
+        self.objects[id as usize]
+            .as_ref()
+            .expect("invariant violated: an index lists a removed object")
+    }
+
+    #[inline]
+    fn slot(&self, id: usize) -> &Slot<K> {
         self.slots[id]
             .as_ref()
             .expect("invariant violated: an index lists a removed object")
     }
 }
 
-/// Puts `object` (slot `id`) in the bucket of `value`, creating the bucket
-/// if needed.
+/// Puts slot `id` in the bucket of `value`, creating the bucket if needed,
+/// and interns `value`: afterwards it is the bucket's own key.
 #[inline]
-fn bucket<V>(buckets: &mut Buckets<V>, value: &Arc<str>, id: usize, object: &Arc<V>) {
-    match buckets.get_mut(&**value) {
-        Some(bucket) => {
-            bucket.insert(id, Arc::clone(object));
+fn bucket(buckets: &mut Buckets, value: &mut Arc<str>, id: Id) {
+    match buckets.get_key_value_mut(&**value) {
+        Some((interned, bucket)) => {
+            bucket.insert(id);
+            if !Arc::ptr_eq(interned, value) {
+                *value = Arc::clone(interned);
+            }
         }
         None => {
             let mut bucket = Bucket::default();
-            bucket.insert(id, Arc::clone(object));
+            bucket.insert(id);
             buckets.insert(Arc::clone(value), bucket);
         }
     }
 }
 
 /// Takes slot `id` out of the bucket of `value`, dropping the bucket if it
-/// empties and shrinking it if it is mostly empty. The `Arc` dropped here is
-/// never the object's last reference.
+/// empties and shrinking it if it is mostly empty. The bucket's key dropped
+/// with an empty bucket is never the last reference to it (the slot's
+/// values, returned to the caller, still hold one).
 #[inline]
-fn unbucket<V>(buckets: &mut Buckets<V>, value: &str, id: usize) {
+fn unbucket(buckets: &mut Buckets, value: &str, id: Id) {
     if let Some(bucket) = buckets.get_mut(value) {
         bucket.remove(&id);
         if bucket.is_empty() {

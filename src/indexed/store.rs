@@ -731,13 +731,15 @@ where
     K: Hash + Eq + Clone,
     S: BuildHasher,
 {
-    let mut core = Core::new(Arc::clone(schema));
+    let mut core = Core::with_capacity(Arc::clone(schema), items.len())
+        .unwrap_or_else(|| Core::new(Arc::clone(schema)));
     for (key, value) in items {
         let values = schema.compute(&value)?;
         let hash = hasher.hash_one(&key);
         let key_copy = key.clone();
-        drop(core.insert(hash, key, key_copy, value, values));
+        core.push_unindexed(hash, key, key_copy, value, values);
     }
+    core.index_all();
     Ok(core)
 }
 
