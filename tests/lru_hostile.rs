@@ -55,7 +55,7 @@ struct Shape {
     shards: usize,
 }
 
-const SHAPES: [Shape; 4] = [
+const SHAPES: [Shape; 6] = [
     Shape {
         policy: LruPolicy::Exact,
         shards: 1,
@@ -70,6 +70,14 @@ const SHAPES: [Shape; 4] = [
     },
     Shape {
         policy: LruPolicy::Clock,
+        shards: 4,
+    },
+    Shape {
+        policy: LruPolicy::S3Fifo,
+        shards: 1,
+    },
+    Shape {
+        policy: LruPolicy::S3Fifo,
         shards: 4,
     },
 ];
@@ -268,7 +276,7 @@ fn writes_survive_a_panic_at_every_user_call() {
     // Inserts and removes fresh keys in one shard: tombstones, then
     // rehashing in place.
     let churned: Vec<u64> = (0..4).chain(5_000..5_032).collect();
-    let one_shard = [SHAPES[0], SHAPES[2]];
+    let one_shard = [SHAPES[0], SHAPES[2], SHAPES[4]];
     panics += sweep_shapes(&one_shard, &churned, Effect::Keeps, |f| {
         for id in 5_000..5_032 {
             f.cache.remove(&Key::new(id % 4));
@@ -334,7 +342,7 @@ fn every_loader_run_is_counted_even_when_storing_it_panics() {
 
 #[test]
 fn any_capacity_from_one_up_builds() {
-    for policy in [LruPolicy::Exact, LruPolicy::Clock] {
+    for policy in [LruPolicy::Exact, LruPolicy::Clock, LruPolicy::S3Fifo] {
         for capacity in [1, u32::MAX as usize, usize::MAX / 2, usize::MAX] {
             let cache = LruCache::<u64, u64>::builder(capacity)
                 .policy(policy)

@@ -88,9 +88,10 @@ pub enum Form {
 
 /// `larder::LruCache<u64, u64>` under a policy, read and written as `FORM`
 /// says (0: [`Form::Arc`], 1: [`Form::With`], 2: [`Form::WithPooled`]).
-pub struct Larder<const CLOCK: bool, const FORM: u8>(larder::LruCache<u64, u64>);
+/// larder's `LruCache`; `POLICY`: 0 exact LRU, 1 CLOCK, 2 S3-FIFO.
+pub struct Larder<const POLICY: u8, const FORM: u8>(larder::LruCache<u64, u64>);
 
-impl<const CLOCK: bool, const FORM: u8> Larder<CLOCK, FORM> {
+impl<const POLICY: u8, const FORM: u8> Larder<POLICY, FORM> {
     const FORM: Form = match FORM {
         0 => Form::Arc,
         1 => Form::With,
@@ -105,20 +106,22 @@ fn pool() -> &'static [Arc<u64>] {
     POOL.get_or_init(|| (0..=1u64 << 20).map(Arc::new).collect())
 }
 
-impl<const CLOCK: bool, const FORM: u8> BenchCache for Larder<CLOCK, FORM> {
-    const NAME: &'static str = match (CLOCK, FORM) {
-        (false, 0) => "larder LruCache get",
-        (false, 1) => "larder LruCache get_with",
-        (false, _) => "larder LruCache get_with, pooled Arc inserts",
-        (true, 0) => "larder LruCache (Clock) get",
-        (true, 1) => "larder LruCache (Clock) get_with",
-        (true, _) => "larder LruCache (Clock) get_with, pooled Arc inserts",
+impl<const POLICY: u8, const FORM: u8> BenchCache for Larder<POLICY, FORM> {
+    const NAME: &'static str = match (POLICY, FORM) {
+        (0, 0) => "larder LruCache get",
+        (0, 1) => "larder LruCache get_with",
+        (0, _) => "larder LruCache get_with, pooled Arc inserts",
+        (1, 0) => "larder LruCache (Clock) get",
+        (1, 1) => "larder LruCache (Clock) get_with",
+        (1, _) => "larder LruCache (Clock) get_with, pooled Arc inserts",
+        (_, 0) => "larder LruCache (S3Fifo) get",
+        (_, _) => "larder LruCache (S3Fifo) get_with",
     };
     fn build(capacity: usize) -> Self {
-        let policy = if CLOCK {
-            larder::LruPolicy::Clock
-        } else {
-            larder::LruPolicy::Exact
+        let policy = match POLICY {
+            0 => larder::LruPolicy::Exact,
+            1 => larder::LruPolicy::Clock,
+            _ => larder::LruPolicy::S3Fifo,
         };
         if Self::FORM == Form::WithPooled {
             pool();
@@ -442,11 +445,13 @@ fn contenders(spec: Spec) -> Vec<Box<dyn Contender>> {
     }
     let traces = Traces::new(spec);
     vec![
-        boxed::<Larder<false, 0>>(&traces),
-        boxed::<Larder<false, 1>>(&traces),
-        boxed::<Larder<false, 2>>(&traces),
-        boxed::<Larder<true, 0>>(&traces),
-        boxed::<Larder<true, 1>>(&traces),
+        boxed::<Larder<0, 0>>(&traces),
+        boxed::<Larder<0, 1>>(&traces),
+        boxed::<Larder<0, 2>>(&traces),
+        boxed::<Larder<1, 0>>(&traces),
+        boxed::<Larder<1, 1>>(&traces),
+        boxed::<Larder<2, 0>>(&traces),
+        boxed::<Larder<2, 1>>(&traces),
         boxed::<MutexLru>(&traces),
         boxed::<ShardedMutexLru>(&traces),
         boxed::<moka::sync::Cache<u64, u64>>(&traces),

@@ -128,14 +128,13 @@ fn lru_clock_stats_negative_control_racy_counter() {
 /// lookup ends, so the hand then passes over it: the get hits if and only
 /// if 1 survives (2 is evicted), and misses only if the insert evicted 1
 /// first.
-fn clock_hit_protects_its_entry(fault: LruFault, read_in_place: bool) {
+///
+/// `S3Fifo` has the same property on this shard: 1 and 2 both sit in the
+/// probation queue, 1 the oldest; a hit moves 1 on to the main queue when
+/// the insert looks for a victim, which is then 2.
+fn clock_hit_protects_its_entry(policy: LruPolicy, fault: LruFault, read_in_place: bool) {
     loom::model(move || {
-        let cache = Arc::new(LruCache::<u32, u32>::with_policy_fault(
-            2,
-            1,
-            LruPolicy::Clock,
-            fault,
-        ));
+        let cache = Arc::new(LruCache::<u32, u32>::with_policy_fault(2, 1, policy, fault));
         cache.insert(1, 1);
         cache.insert(2, 2);
         let reader = {
@@ -162,25 +161,25 @@ fn clock_hit_protects_its_entry(fault: LruFault, read_in_place: bool) {
 
 #[test]
 fn lru_clock_hit_protects_its_entry() {
-    clock_hit_protects_its_entry(LruFault::None, false);
+    clock_hit_protects_its_entry(LruPolicy::Clock, LruFault::None, false);
 }
 
 #[test]
 #[should_panic(expected = "a hit's entry was evicted before an unused one")]
 fn lru_clock_hit_negative_control_late_reference_bit() {
-    clock_hit_protects_its_entry(LruFault::LateReferenceBit, false);
+    clock_hit_protects_its_entry(LruPolicy::Clock, LruFault::LateReferenceBit, false);
 }
 
 /// The same through `get_with`, which reads the value under the lock.
 #[test]
 fn lru_clock_get_with_hit_protects_its_entry() {
-    clock_hit_protects_its_entry(LruFault::None, true);
+    clock_hit_protects_its_entry(LruPolicy::Clock, LruFault::None, true);
 }
 
 #[test]
 #[should_panic(expected = "a hit's entry was evicted before an unused one")]
 fn lru_clock_get_with_hit_negative_control_late_reference_bit() {
-    clock_hit_protects_its_entry(LruFault::LateReferenceBit, true);
+    clock_hit_protects_its_entry(LruPolicy::Clock, LruFault::LateReferenceBit, true);
 }
 
 /// Two threads race `get_or_load` on one missing key: the loader runs once,
@@ -231,4 +230,44 @@ fn lru_clock_get_or_load_runs_the_loader_once() {
 #[should_panic(expected = "the loader ran 2 times")]
 fn lru_clock_get_or_load_negative_control_skip_flight() {
     get_or_load_runs_the_loader_once(LruPolicy::Clock, LruFault::SkipFlight);
+}
+
+// The same models under `S3Fifo`, whose hits also share the shard's lock.
+
+#[test]
+fn lru_s3fifo_bound_holds_under_concurrent_inserts() {
+    bound_holds_under_concurrent_inserts(LruPolicy::S3Fifo, LruFault::None);
+}
+
+#[test]
+#[should_panic(expected = "bound exceeded")]
+fn lru_s3fifo_bound_negative_control_split_eviction() {
+    bound_holds_under_concurrent_inserts(LruPolicy::S3Fifo, LruFault::SplitEviction);
+}
+
+#[test]
+fn lru_s3fifo_hits_plus_misses_equal_gets() {
+    hits_plus_misses_equal_gets(LruPolicy::S3Fifo, LruFault::None);
+}
+
+#[test]
+#[should_panic(expected = "hits + misses != gets")]
+fn lru_s3fifo_stats_negative_control_racy_counter() {
+    hits_plus_misses_equal_gets(LruPolicy::S3Fifo, LruFault::RacyStats);
+}
+
+#[test]
+fn lru_s3fifo_hit_protects_its_entry() {
+    clock_hit_protects_its_entry(LruPolicy::S3Fifo, LruFault::None, false);
+}
+
+#[test]
+#[should_panic(expected = "a hit's entry was evicted before an unused one")]
+fn lru_s3fifo_hit_negative_control_late_use() {
+    clock_hit_protects_its_entry(LruPolicy::S3Fifo, LruFault::LateReferenceBit, false);
+}
+
+#[test]
+fn lru_s3fifo_get_or_load_runs_the_loader_once() {
+    get_or_load_runs_the_loader_once(LruPolicy::S3Fifo, LruFault::None);
 }

@@ -79,3 +79,14 @@ fn lru_clock_bound_holds_while_resize_races_insert() {
 fn lru_clock_resize_negative_control_capacity_before_shrink() {
     bound_holds_while_resize_races_insert(LruPolicy::Clock, LruFault::CapacityBeforeShrink);
 }
+
+#[test]
+fn lru_s3fifo_bound_holds_while_resize_races_insert() {
+    bound_holds_while_resize_races_insert(LruPolicy::S3Fifo, LruFault::None);
+}
+
+#[test]
+#[should_panic(expected = "bound exceeded")]
+fn lru_s3fifo_resize_negative_control_capacity_before_shrink() {
+    bound_holds_while_resize_races_insert(LruPolicy::S3Fifo, LruFault::CapacityBeforeShrink);
+}
