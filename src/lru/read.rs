@@ -28,7 +28,7 @@ use crate::sync::Ordering;
 
 impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
     /// The value of `key`, made the most recently used of its shard (under
-    /// [`LruPolicy::Clock`]: marked as used). Counts a hit or a miss.
+    /// [`LruPolicy::Clock`](super::LruPolicy::Clock): marked as used). Counts a hit or a miss.
     ///
     /// Linearizable (one shard lock: exclusive under `Exact`, shared under
     /// `Clock`). Runs `K: Eq` under the lock, `Hash` before it.
@@ -58,11 +58,11 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
 
     /// Calls `f` with the value of `key` and returns what it returns,
     /// without cloning the stored `Arc`; the entry is made the most recently
-    /// used of its shard (under [`LruPolicy::Clock`]: marked as used).
+    /// used of its shard (under [`LruPolicy::Clock`](super::LruPolicy::Clock): marked as used).
     /// Counts a hit or a miss, like [`get`](Self::get).
     ///
     /// This is the hit path that writes nothing shared under
-    /// [`LruPolicy::Clock`] beyond the shard's shared lock: no
+    /// [`LruPolicy::Clock`](super::LruPolicy::Clock) beyond the shard's shared lock: no
     /// reference-count write, the reference bit only if it is clear, the hit
     /// counted in the calling thread's own stripe. Under `Exact` the hit
     /// moves its entry under the shard's exclusive lock anyway.
