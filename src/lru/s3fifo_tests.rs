@@ -286,6 +286,31 @@ fn hit_ratio(trace: &[u32], mut access: impl FnMut(u32) -> bool) -> f64 {
     hits as f64 / trace.len() as f64
 }
 
+/// Hit ratio of an S3-FIFO core of `capacity` over `trace`, inserting on a
+/// miss.
+fn s3fifo_hit_ratio(trace: &[u32], capacity: usize) -> f64 {
+    let mut core = S3FifoCore::new(capacity);
+    hit_ratio(trace, |k| {
+        let hit = core.get(hash(k), &k).is_some();
+        if !hit {
+            core.insert(hash(k), k, k);
+        }
+        hit
+    })
+}
+
+/// [`s3fifo_hit_ratio`] for an exact LRU core.
+fn lru_hit_ratio(trace: &[u32], capacity: usize) -> f64 {
+    let mut core = LruCore::new(capacity);
+    hit_ratio(trace, |k| {
+        let hit = core.get(hash(k), &k).is_some();
+        if !hit {
+            core.insert(hash(k), k, k);
+        }
+        hit
+    })
+}
+
 /// Zipf 0.9 over 10,000 keys, with a fifth of the accesses in sequential
 /// scans of never-repeated keys: S3-FIFO keeps the hot set through the
 /// scans, exact LRU does not.
@@ -309,22 +334,8 @@ fn scan_polluted_zipf_hits_more_than_exact_lru() {
         }
     }
     let capacity = 100;
-    let mut s3 = S3FifoCore::new(capacity);
-    let s3_ratio = hit_ratio(&trace, |k| {
-        if s3.get(hash(k), &k).is_some() {
-            return true;
-        }
-        s3.insert(hash(k), k, k);
-        false
-    });
-    let mut lru = LruCore::new(capacity);
-    let lru_ratio = hit_ratio(&trace, |k| {
-        if lru.get(hash(k), &k).is_some() {
-            return true;
-        }
-        lru.insert(hash(k), k, k);
-        false
-    });
+    let s3_ratio = s3fifo_hit_ratio(&trace, capacity);
+    let lru_ratio = lru_hit_ratio(&trace, capacity);
     assert!(
         s3_ratio > lru_ratio + 0.02,
         "S3-FIFO {s3_ratio:.3} against exact LRU {lru_ratio:.3}"
@@ -364,22 +375,8 @@ fn hit_ratio_cells() {
             }
         }
         let capacity = 1_000_000 * percent / 100;
-        let mut s3 = S3FifoCore::new(capacity);
-        let s3_ratio = hit_ratio(&trace, |k| {
-            if s3.get(hash(k), &k).is_some() {
-                return true;
-            }
-            s3.insert(hash(k), k, k);
-            false
-        });
-        let mut lru = LruCore::new(capacity);
-        let lru_ratio = hit_ratio(&trace, |k| {
-            if lru.get(hash(k), &k).is_some() {
-                return true;
-            }
-            lru.insert(hash(k), k, k);
-            false
-        });
+        let s3_ratio = s3fifo_hit_ratio(&trace, capacity);
+        let lru_ratio = lru_hit_ratio(&trace, capacity);
         let mut qc = quick_cache::unsync::Cache::<u32, u32>::new(capacity);
         let qc_ratio = hit_ratio(&trace, |k| {
             if qc.get(&k).is_some() {
