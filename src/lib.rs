@@ -178,6 +178,7 @@ mod ordered;
 #[cfg(feature = "reflector")]
 #[cfg_attr(docsrs, doc(cfg(feature = "reflector")))]
 pub mod reflector;
+mod removal;
 mod snapshot;
 mod sync;
 mod typed;
@@ -191,6 +192,7 @@ pub use lru::{
     CacheStats, LoadingLruCache, LruBuildError, LruCache, LruCacheBuilder, LruIter, LruPolicy,
 };
 pub use ordered::{OrderedIndex, OrderedIndexBuilder, OrderedLock, OrderedSnapshot};
+pub use removal::RemovalCause;
 pub use snapshot::{CachedReader, CompareAndSwapError, Guard, Snapshot, Versioned};
 pub use typed::{
     AnyCache, AnyCacheBuilder, Clock, CoarseClock, ManualClock, SystemClock, TypedBuildError,

@@ -13,6 +13,7 @@ use std::sync::{Arc, Barrier, Mutex};
 
 use larder::{
     CacheStats, LoadingLruCache, LruBuildError, LruCache, LruCacheBuilder, LruIter, LruPolicy,
+    RemovalCause,
 };
 use proptest::prelude::*;
 use rand::SeedableRng;
@@ -50,7 +51,8 @@ struct Model {
     entries: VecDeque<(u8, u16)>,
     capacity: usize,
     stats: CacheStats,
-    evicted: Vec<(u8, u16)>,
+    /// What the listener should have seen, in order.
+    removed: Vec<(u8, u16, RemovalCause)>,
 }
 
 impl Model {
@@ -76,8 +78,12 @@ impl Model {
         let old = self
             .position(key)
             .map(|at| self.entries.remove(at).unwrap().1);
+        if let Some(old) = old {
+            self.removed.push((key, old, RemovalCause::Replaced));
+        }
         if old.is_none() && self.entries.len() == self.capacity {
-            self.evicted.push(self.entries.pop_back().unwrap());
+            let (k, v) = self.entries.pop_back().unwrap();
+            self.removed.push((k, v, RemovalCause::Evicted));
             self.stats.evictions += 1;
         }
         self.entries.push_front((key, value));
@@ -85,7 +91,8 @@ impl Model {
     }
     fn shrink(&mut self) {
         while self.entries.len() > self.capacity {
-            self.evicted.push(self.entries.pop_back().unwrap());
+            let (k, v) = self.entries.pop_back().unwrap();
+            self.removed.push((k, v, RemovalCause::Evicted));
             self.stats.evictions += 1;
         }
     }
@@ -134,7 +141,9 @@ proptest! {
         let log = Arc::clone(&evicted);
         let cache = LruCache::builder(capacity)
             .shards(1)
-            .eviction_listener(move |k: u8, v: Arc<u16>| log.lock().unwrap().push((k, *v)))
+            .eviction_listener(move |k: u8, v: Arc<u16>, cause: RemovalCause| {
+                log.lock().unwrap().push((k, *v, cause));
+            })
             .build()
             .unwrap();
         let mut model = Model { capacity, ..Model::default() };
@@ -155,6 +164,9 @@ proptest! {
                 Op::Insert(k, v) => prop_assert_eq!(cache.insert(k, v).map(|v| *v), model.insert(k, v)),
                 Op::Remove(k) => {
                     let expected = model.position(k).map(|at| model.entries.remove(at).unwrap().1);
+                    if let Some(v) = expected {
+                        model.removed.push((k, v, RemovalCause::Removed));
+                    }
                     prop_assert_eq!(cache.remove(&k).map(|v| *v), expected);
                 }
                 Op::Resize(c) => {
@@ -163,8 +175,15 @@ proptest! {
                     model.shrink();
                 }
                 Op::Clear => {
+                    let logged = evicted.lock().unwrap().len();
                     cache.clear();
-                    model.entries.clear();
+                    // The shard hands its entries over in no set order.
+                    evicted.lock().unwrap()[logged..].sort_unstable_by_key(|&(k, v, _)| (k, v));
+                    let mut cleared: Vec<_> = model.entries.drain(..).collect();
+                    cleared.sort_unstable();
+                    model
+                        .removed
+                        .extend(cleared.into_iter().map(|(k, v)| (k, v, RemovalCause::Cleared)));
                 }
                 Op::Load(k, v) => {
                     let got = *cache.get_or_load(&k, || v);
@@ -200,7 +219,7 @@ proptest! {
             stats.len = model.entries.len();
             stats.capacity = model.capacity;
             prop_assert_eq!(cache.stats(), stats);
-            prop_assert_eq!(&*evicted.lock().unwrap(), &model.evicted);
+            prop_assert_eq!(&*evicted.lock().unwrap(), &model.removed);
         }
     }
 
@@ -559,7 +578,7 @@ fn a_panicking_loader_leaves_the_cache_usable() {
 fn a_panicking_listener_leaves_the_cache_consistent() {
     let cache = LruCache::builder(2)
         .shards(1)
-        .eviction_listener(|key: u32, _value: Arc<u32>| {
+        .eviction_listener(|key: u32, _value: Arc<u32>, _cause: RemovalCause| {
             if key == 1 {
                 panic!("listener");
             }
@@ -580,7 +599,7 @@ fn a_panicking_listener_leaves_the_cache_consistent() {
     assert_eq!(cache.stats().evictions, 2);
     // A panicking listener during a load: the value is cached anyway.
     let cache2 = LruCache::builder(1)
-        .eviction_listener(|_key: u32, _value: Arc<u32>| panic!("listener"))
+        .eviction_listener(|_key: u32, _value: Arc<u32>, _cause| panic!("listener"))
         .build()
         .unwrap();
     cache2.insert(1, 1);

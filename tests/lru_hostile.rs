@@ -23,7 +23,7 @@ use std::collections::BTreeSet;
 
 use hasher::TestState;
 use hostile::{Key, Trait, Value, sweep};
-use larder::{LoadingLruCache, LruBuildError, LruCache, LruPolicy};
+use larder::{LoadingLruCache, LruBuildError, LruCache, LruPolicy, RemovalCause};
 
 const TRAITS: [Trait; 4] = [Trait::Hash, Trait::Eq, Trait::Clone, Trait::Drop];
 const LIMIT: u64 = 20_000;
@@ -88,6 +88,19 @@ thread_local! {
     static RUNS: Cell<u64> = const { Cell::new(0) };
 }
 
+thread_local! {
+    /// What the fixture's removal listener saw since the last
+    /// `Fixture::new`: each entry's id and cause.
+    static REMOVED: RefCell<Vec<(u64, RemovalCause)>> = const { RefCell::new(Vec::new()) };
+}
+
+/// The fixture's removal listener: clones the key (a hostile `Clone`
+/// call, so the sweeps plant panics inside the listener too) and logs it.
+fn listen(key: Key, _value: std::sync::Arc<Value>, cause: RemovalCause) {
+    let copy = key.clone();
+    REMOVED.with(|log| log.borrow_mut().push((copy.id, cause)));
+}
+
 fn count_run() {
     RUNS.with(|runs| runs.set(runs.get() + 1));
 }
@@ -116,6 +129,7 @@ impl Fixture {
             .hasher(TestState {
                 one_shard: shape.shards == 1,
             })
+            .eviction_listener(listen)
             .build_with_loader(loader as fn(&Key) -> Value)
             .unwrap();
         RUNS.with(|runs| runs.set(0));
@@ -123,6 +137,8 @@ impl Fixture {
         for id in 0..CAPACITY as u64 {
             fixture.cache.insert(Key::new(id), Value::new(id));
         }
+        fixture.cache.reset_stats();
+        REMOVED.with(|log| log.borrow_mut().clear());
         fixture
     }
 
@@ -160,7 +176,7 @@ enum Effect {
     Clears,
 }
 
-fn check(f: &Fixture, before: &BTreeSet<u64>, touched: &[u64], effect: Effect) {
+fn check(f: &Fixture, before: &BTreeSet<u64>, touched: &[u64], effect: Effect, fired: bool) {
     let cache: &Cache = &f.cache;
     cache.check_invariants();
     let stats = cache.stats();
@@ -172,6 +188,28 @@ fn check(f: &Fixture, before: &BTreeSet<u64>, touched: &[u64], effect: Effect) {
         "loader runs lost from the statistics: {stats:?}"
     );
     let now = f.ids();
+    // Every entry that left went to the listener with its cause, and the
+    // evictions it saw are the counted ones; a panic planted in one
+    // listener call loses that call's record only.
+    let removed = REMOVED.with(|log| log.borrow().clone());
+    let slack = usize::from(fired);
+    let unreported = before
+        .difference(&now)
+        .filter(|id| !removed.iter().any(|(r, _)| r == *id))
+        .count();
+    assert!(unreported <= slack, "{unreported} removals not reported: {removed:?}");
+    let evicted = removed
+        .iter()
+        .filter(|(_, cause)| *cause == RemovalCause::Evicted)
+        .count() as u64;
+    assert!(
+        evicted <= stats.evictions && evicted + slack as u64 >= stats.evictions,
+        "listener saw {evicted} evictions, {} counted",
+        stats.evictions
+    );
+    if effect == Effect::Clears && !fired {
+        assert!(removed.iter().all(|(_, cause)| *cause == RemovalCause::Cleared));
+    }
     assert_eq!(now.len(), cache.len(), "iter and len disagree");
     for &id in &now {
         assert_eq!(cache.peek(&Key::new(id)).map(|v| v.id), Some(id));
@@ -231,7 +269,7 @@ fn sweep_shapes(shapes: &[Shape], touched: &[u64], effect: Effect, op: impl Fn(&
                     f
                 },
                 &op,
-                |f, _| check(f, &before.borrow(), touched, effect),
+                |f, fired| check(f, &before.borrow(), touched, effect, fired),
             );
         }
     }

@@ -6,6 +6,7 @@ use std::marker::PhantomData;
 
 use super::core::MAX_SHARD_CAPACITY;
 use super::{Listener, LoadingLruCache, LruCache, LruPolicy};
+use crate::removal::RemovalCause;
 use crate::sync::Arc;
 
 /// Why an [`LruCacheBuilder`] (or [`LruCache::resize`]) refused a
@@ -131,22 +132,22 @@ pub(crate) fn default_shards(capacity: usize, policy: LruPolicy) -> usize {
 /// # Examples
 ///
 /// ```
-/// use larder::LruCache;
+/// use larder::{LruCache, RemovalCause};
 /// use std::sync::{Arc, Mutex};
 ///
 /// let evicted = Arc::new(Mutex::new(Vec::new()));
 /// let log = Arc::clone(&evicted);
 /// let cache = LruCache::builder(2)
 ///     .shards(1)
-///     .eviction_listener(move |key: &'static str, value: Arc<u32>| {
-///         log.lock().unwrap().push((key, *value));
+///     .eviction_listener(move |key: &'static str, value: Arc<u32>, cause: RemovalCause| {
+///         log.lock().unwrap().push((key, *value, cause));
 ///     })
 ///     .build()
 ///     .expect("valid configuration");
 /// cache.insert("a", 1);
 /// cache.insert("b", 2);
 /// cache.insert("c", 3); // evicts "a", the least recently used
-/// assert_eq!(*evicted.lock().unwrap(), [("a", 1)]);
+/// assert_eq!(*evicted.lock().unwrap(), [("a", 1, RemovalCause::Evicted)]);
 /// ```
 pub struct LruCacheBuilder<K, V, S = ahash::RandomState> {
     capacity: usize,
@@ -236,35 +237,51 @@ impl<K, V, S> LruCacheBuilder<K, V, S> {
         }
     }
 
-    /// Sets a function called with each entry evicted to make room (by an
-    /// insert, a load or a shrinking [`resize`](LruCache::resize)).
+    /// Sets a function called with every entry that leaves the cache, and
+    /// why ([`RemovalCause`]): evicted to make room (by an insert, a load or
+    /// a shrinking [`resize`](LruCache::resize)), replaced by an insert or a
+    /// load (with the old value), removed by [`remove`](LruCache::remove),
+    /// or cleared by [`clear`](LruCache::clear). Filter with
+    /// [`RemovalCause::was_evicted`] to see only evictions.
     ///
-    /// It runs on the thread that caused the eviction, after the shard lock
-    /// is released, so it may use the cache. Not called for `remove`,
-    /// replacement by `insert`, or `clear`. If it panics, the panic reaches
-    /// the caller of the operation that evicted; the cache stays consistent.
+    /// It runs on the thread whose operation removed the entry, after every
+    /// shard lock is released, so it may use the cache. The key it gets is
+    /// the stored key (for `Replaced`: the key passed to `insert`, equal to
+    /// the stored one, which is kept). `remove` and `insert` still return
+    /// the old value: with a listener set, they hand the listener a second
+    /// `Arc` of it.
+    ///
+    /// # Panics
+    ///
+    /// If the listener panics, the operation has completed and the cache is
+    /// consistent; the other entries that operation removed are still
+    /// handed to the listener, then the first panic reaches the caller.
     ///
     /// # Examples
     ///
     /// ```
+    /// use larder::RemovalCause;
     /// use std::sync::atomic::{AtomicUsize, Ordering};
     /// use std::sync::Arc;
     ///
-    /// let count = Arc::new(AtomicUsize::new(0));
-    /// let seen = Arc::clone(&count);
+    /// let evictions = Arc::new(AtomicUsize::new(0));
+    /// let seen = Arc::clone(&evictions);
     /// let cache = larder::LruCache::builder(1)
-    ///     .eviction_listener(move |_key: u32, _value: Arc<u32>| {
-    ///         seen.fetch_add(1, Ordering::Relaxed);
+    ///     .eviction_listener(move |_key: u32, _value: Arc<u32>, cause: RemovalCause| {
+    ///         if cause.was_evicted() {
+    ///             seen.fetch_add(1, Ordering::Relaxed);
+    ///         }
     ///     })
     ///     .build()
     ///     .unwrap();
     /// cache.insert(1, 1);
-    /// cache.insert(2, 2);
-    /// assert_eq!(count.load(Ordering::Relaxed), 1);
+    /// cache.insert(2, 2); // evicts 1
+    /// cache.remove(&2); // a removal, not an eviction
+    /// assert_eq!(evictions.load(Ordering::Relaxed), 1);
     /// ```
     pub fn eviction_listener<F>(mut self, listener: F) -> Self
     where
-        F: Fn(K, Arc<V>) + Send + Sync + 'static,
+        F: Fn(K, Arc<V>, RemovalCause) + Send + Sync + 'static,
     {
         self.listener = Some(Arc::new(listener));
         self

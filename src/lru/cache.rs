@@ -30,6 +30,7 @@ use super::policy::Core;
 use super::stats::{CacheStats, Counters, Lookups};
 use super::{Listener, LruBuildError, LruCacheBuilder, LruIter, LruPolicy};
 use crate::flight::FlightGroup;
+use crate::removal::{RemovalCause, notify};
 use crate::sync::{
     Arc, AtomicUsize, CachePadded, Mutex, Ordering, RwLock, RwLockReadGuard, RwLockWriteGuard,
 };
@@ -413,10 +414,11 @@ impl<K, V, S> LruCache<K, V, S> {
         self.lookups.reset();
     }
 
-    /// Removes every entry. Their `Drop` runs after every shard has been
-    /// emptied and its lock released, so a panicking `Drop` (which then
-    /// reaches the caller) cannot leave entries behind; the eviction
-    /// listener is not called and no eviction is counted.
+    /// Removes every entry. They go to the eviction listener (as
+    /// [`RemovalCause::Cleared`]) and are dropped after every shard has been
+    /// emptied and its lock released, so a panicking listener or `Drop`
+    /// (which then reaches the caller) cannot leave entries behind. No
+    /// eviction is counted.
     ///
     /// Clears one shard at a time: an insert racing with `clear` may survive
     /// it.
@@ -435,7 +437,7 @@ impl<K, V, S> LruCache<K, V, S> {
             .iter()
             .map(|shard| shard.write().core.take_all())
             .collect();
-        drop(removed);
+        self.dispose(removed.into_iter().flatten(), RemovalCause::Cleared);
     }
 
     /// Asserts internal invariants (each shard's table, list or ring, and
@@ -457,14 +459,19 @@ impl<K, V, S> LruCache<K, V, S> {
         assert_eq!(self.flights.in_flight(), 0, "a load is still registered");
     }
 
-    /// Calls the listener with each evicted entry, then drops what is left.
-    /// Runs with no lock held.
-    pub(crate) fn dispose(&self, evicted: impl IntoIterator<Item = (K, Arc<V>)>) {
-        if let Some(listener) = &self.listener {
-            for (key, value) in evicted {
-                listener(key, value);
-            }
-        }
+    /// Hands each removed entry to the listener with `cause`, then drops
+    /// it (see `crate::removal::notify`). Runs with no lock held.
+    pub(crate) fn dispose(
+        &self,
+        removed: impl IntoIterator<Item = (K, Arc<V>)>,
+        cause: RemovalCause,
+    ) {
+        notify(
+            self.listener.as_ref(),
+            removed
+                .into_iter()
+                .map(|(key, value)| (key, value, cause)),
+        );
     }
 }
 
@@ -577,19 +584,30 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
         inserted
     }
 
-    /// Gives the evicted entry to the listener; drops the rest. Unlocked.
+    /// Gives the replaced and the evicted entry to the listener, then drops
+    /// them and the unused key. Unlocked.
     pub(crate) fn finish_insert(&self, displaced: Inserted<K, Arc<V>>) {
         let Inserted {
             replaced,
             evicted,
             unused_key,
         } = displaced;
-        drop((replaced, unused_key));
-        self.dispose(evicted);
+        // The replaced value goes to the listener under the key passed in
+        // (equal to the stored one, which is kept).
+        // One `notify`, so a panicking call still hands over the other.
+        let replaced = unused_key.zip(replaced);
+        let removed = (replaced.map(|(k, v)| (k, v, RemovalCause::Replaced)).into_iter())
+            .chain(evicted.map(|(k, v)| (k, v, RemovalCause::Evicted)));
+        notify(self.listener.as_ref(), removed);
     }
 
-    /// Removes `key` and returns its value. The key's `Drop` runs after the
-    /// lock is released. Not counted as an eviction.
+    /// Removes `key` and returns its value. The eviction listener gets the
+    /// entry (as [`RemovalCause::Removed`]) and the key's `Drop` runs after
+    /// the lock is released. Not counted as an eviction.
+    ///
+    /// # Panics
+    ///
+    /// If the eviction listener panics (the entry has been removed).
     ///
     /// # Examples
     ///
@@ -606,7 +624,11 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
     {
         let hash = self.hash(key);
         let removed = self.lock(hash).core.remove(hash, key);
-        removed.map(|(_key, value)| value)
+        let (key, value) = removed?;
+        if self.listener.is_some() {
+            self.dispose([(key, Arc::clone(&value))], RemovalCause::Removed);
+        }
+        Some(value)
     }
 
     /// Changes the capacity. Shrinking evicts the least recently used
@@ -661,7 +683,7 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
                 shard.core.set_capacity(target, &mut evicted);
                 shard.counters.evictions += evicted.len() as u64;
             }
-            self.dispose(evicted);
+            self.dispose(evicted, RemovalCause::Evicted);
         }
         if !growing {
             // Relaxed: see `capacity()`; stored after every shard shrank.

@@ -35,10 +35,7 @@ pub use load::LoadingLruCache;
 pub use policy::LruPolicy;
 pub use stats::CacheStats;
 
-use crate::sync::Arc;
-
-/// The eviction listener: called with each evicted entry, unlocked.
-pub(crate) type Listener<K, V> = Arc<dyn Fn(K, Arc<V>) + Send + Sync>;
+pub(crate) use crate::removal::Listener;
 
 /// A deliberately broken protocol, for the loom suite's negative controls.
 #[cfg(loom)]
