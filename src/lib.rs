@@ -196,7 +196,7 @@ pub use removal::RemovalCause;
 pub use snapshot::{CachedReader, CompareAndSwapError, Guard, Snapshot, Versioned};
 pub use typed::{
     AnyCache, AnyCacheBuilder, Clock, CoarseClock, ManualClock, SystemClock, TypedBuildError,
-    TypedCache, TypedCacheBuilder, TypedCacheStats,
+    TypedCache, TypedCacheBuilder, TypedCacheStats, TypedIter,
 };
 
 #[cfg(loom)]

@@ -12,6 +12,7 @@ use super::clock::{Clock, SystemClock};
 use super::core::Policy;
 use super::raw::Raw;
 use crate::flight::FlightFault;
+use crate::removal::{Listener, RemovalCause};
 use crate::sync::Arc;
 
 /// Why a [`TypedCacheBuilder`] or [`AnyCacheBuilder`] refused to build.
@@ -157,6 +158,7 @@ impl<S> fmt::Debug for Settings<S> {
 /// ```
 pub struct TypedCacheBuilder<K, V, S = ahash::RandomState> {
     settings: Settings<S>,
+    listener: Option<Listener<K, V>>,
     types: PhantomData<fn() -> (K, V)>,
 }
 
@@ -178,6 +180,8 @@ pub struct TypedCacheBuilder<K, V, S = ahash::RandomState> {
 /// ```
 pub struct AnyCacheBuilder<K, S = ahash::RandomState> {
     settings: Settings<S>,
+    /// No listener: values of many types have no one `V` to hand over.
+    listener: (),
     types: PhantomData<fn() -> K>,
 }
 
@@ -249,6 +253,7 @@ macro_rules! setters {
             pub fn hasher<S2>(self, hasher: S2) -> $builder<$($param,)* S2> {
                 $builder {
                     settings: self.settings.with_hasher(hasher),
+                    listener: self.listener,
                     types: PhantomData,
                 }
             }
@@ -289,8 +294,67 @@ impl<K, V> TypedCacheBuilder<K, V> {
     pub(crate) fn new() -> Self {
         Self {
             settings: Settings::new(crate::sync::default_hasher()),
+            listener: None,
             types: PhantomData,
         }
+    }
+}
+
+impl<K, V, S> TypedCacheBuilder<K, V, S> {
+    /// Sets a function called with every entry that leaves the cache, and
+    /// why ([`RemovalCause`]): `Evicted` to keep within `max_entries`,
+    /// `Expired` once its time to live or time to idle has passed (whatever
+    /// operation then releases it), `Replaced` by `insert` (with the old
+    /// value), `Removed` by `invalidate`, `Cleared` by `invalidate_all`.
+    /// Filter with [`RemovalCause::was_evicted`] for the cache's own
+    /// removals. An init whose value is not cached (a write raced it) was
+    /// never stored, so it is not reported.
+    ///
+    /// It runs on the thread whose operation released the entry, after
+    /// every lock is released, so it may use the cache. An expired entry is
+    /// released by the next write to its shard, by a read that finds it, or
+    /// by [`purge_expired`](TypedCache::purge_expired), so a listener sees it
+    /// then, not at the instant it expired.
+    ///
+    /// # Panics
+    ///
+    /// If the listener panics, the operation has completed and the cache is
+    /// consistent; the other entries that operation released are still
+    /// handed to the listener, then the first panic reaches the caller.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use larder::{ManualClock, RemovalCause, TypedCache};
+    /// use std::sync::{Arc, Mutex};
+    /// use std::time::Duration;
+    ///
+    /// let log = Arc::new(Mutex::new(Vec::new()));
+    /// let seen = Arc::clone(&log);
+    /// let clock = ManualClock::new();
+    /// let cache = TypedCache::<&str, u32>::builder()
+    ///     .time_to_live(Duration::from_secs(10))
+    ///     .clock(clock.clone())
+    ///     .eviction_listener(move |key: &str, _value: Arc<u32>, cause: RemovalCause| {
+    ///         seen.lock().unwrap().push((key, cause));
+    ///     })
+    ///     .build()
+    ///     .unwrap();
+    /// cache.insert("a", 1);
+    /// cache.insert("a", 2);
+    /// clock.advance(Duration::from_secs(11));
+    /// assert_eq!(cache.get("a"), None); // the read releases the expired entry
+    /// assert_eq!(
+    ///     *log.lock().unwrap(),
+    ///     [("a", RemovalCause::Replaced), ("a", RemovalCause::Expired)]
+    /// );
+    /// ```
+    pub fn eviction_listener<F>(mut self, listener: F) -> Self
+    where
+        F: Fn(K, Arc<V>, RemovalCause) + Send + Sync + 'static,
+    {
+        self.listener = Some(Arc::new(listener));
+        self
     }
 }
 
@@ -313,7 +377,9 @@ where
     /// assert!(cache.is_empty());
     /// ```
     pub fn build(self) -> Result<TypedCache<K, V, S>, TypedBuildError> {
-        Ok(TypedCache::from_raw(self.settings.build()?))
+        let mut raw = self.settings.build()?;
+        raw.set_listener(self.listener);
+        Ok(TypedCache::from_raw(raw))
     }
 }
 
@@ -321,6 +387,7 @@ impl<K> AnyCacheBuilder<K> {
     pub(crate) fn new() -> Self {
         Self {
             settings: Settings::new(crate::sync::default_hasher()),
+            listener: (),
             types: PhantomData,
         }
     }

@@ -31,6 +31,7 @@ use std::time::Duration;
 use hashbrown::HashTable;
 use hashbrown::hash_table::Entry as TableEntry;
 
+use crate::removal::{Removal, RemovalCause};
 use crate::sync::{Arc, AtomicBool, AtomicU64, Ordering};
 
 /// Idle time is recorded with a resolution of `time_to_idle / TTI_STEPS`: a
@@ -147,11 +148,11 @@ pub(crate) struct Entry<K, V> {
     slot: Slot<V>,
 }
 
-/// A key and value removed from a shard, for the caller to drop unlocked.
-pub(crate) type Removed<K, V> = (K, Arc<V>);
+/// A key and value removed from a shard and why, for the caller to hand
+/// to the listener and drop unlocked.
+pub(crate) type Removed<K, V> = Removal<K, V>;
 
-/// The removed entries of a whole shard (`take_all`), dropped unlocked.
-pub(crate) type Table<K, V> = HashTable<Entry<K, V>>;
+type Table<K, V> = HashTable<Entry<K, V>>;
 
 /// What [`Core::insert`] displaced.
 pub(crate) struct Displaced<K, V> {
@@ -174,6 +175,8 @@ pub(crate) struct Core<K, V> {
     /// Bumped by every user write (insert, invalidate, invalidate_all). An
     /// init that started before a bump does not cache its value.
     generation: u64,
+    /// Where the expiry sweep's cursor stands in `order` (see `sweep`).
+    sweep_at: usize,
 }
 
 /// The stored hash of an entry: the only hasher the table ever uses.
@@ -190,6 +193,7 @@ impl<K, V> Core<K, V> {
             track_order,
             next_id: 0,
             generation: 0,
+            sweep_at: 0,
         }
     }
 
@@ -309,24 +313,32 @@ impl<K, V> Core<K, V> {
         }
         let (entry, _) = occupied.remove();
         self.compact_order();
-        Some((entry.key, entry.slot.value))
+        Some((entry.key, entry.slot.value, RemovalCause::Expired))
     }
 
-    /// Empties the shard; returns the old table for the caller to drop after
-    /// unlocking.
-    pub(crate) fn take_all(&mut self) -> Table<K, V> {
+    /// Empties the shard; moves every entry to `out`, as `Cleared` (or
+    /// `Expired` if its time had passed). Runs no user code.
+    pub(crate) fn take_all(&mut self, policy: &Policy, now: u64, out: &mut Vec<Removed<K, V>>) {
         self.order.clear();
-        std::mem::take(&mut self.table)
+        self.sweep_at = 0;
+        out.extend(std::mem::take(&mut self.table).into_iter().map(|e| {
+            let cause = if policy.is_expired(&e.slot, now) {
+                RemovalCause::Expired
+            } else {
+                RemovalCause::Cleared
+            };
+            (e.key, e.slot.value, cause)
+        }));
     }
 
     /// Removes the entry of `hash` inserted as `id`, if it is still there.
-    fn remove_id(&mut self, hash: u64, id: u64) -> Option<Removed<K, V>> {
+    fn remove_id(&mut self, hash: u64, id: u64, cause: RemovalCause) -> Option<Removed<K, V>> {
         let (entry, _) = self
             .table
             .find_entry(hash, |e| e.slot.id == id)
             .ok()?
             .remove();
-        Some((entry.key, entry.slot.value))
+        Some((entry.key, entry.slot.value, cause))
     }
 
     /// Evicts one entry: an expired one if the queue front has one, else the
@@ -348,12 +360,18 @@ impl<K, V> Core<K, V> {
             // Relaxed: we hold the write lock, which orders us after every
             // reader that set the bit (their read locks were released).
             let referenced = slot.referenced.load(Ordering::Relaxed);
-            if referenced && !policy.is_expired(slot, now) {
+            let expired = policy.is_expired(slot, now);
+            if referenced && !expired {
                 slot.referenced.store(false, Ordering::Relaxed);
                 self.order.rotate_left(1);
                 continue;
             }
-            let removed = self.remove_id(hash, id);
+            let cause = if expired {
+                RemovalCause::Expired
+            } else {
+                RemovalCause::Evicted
+            };
+            let removed = self.remove_id(hash, id, cause);
             self.order.pop_front();
             self.compact_order();
             return removed;
@@ -361,17 +379,25 @@ impl<K, V> Core<K, V> {
         None
     }
 
-    /// Removes expired entries from the front of the queue, looking at most
-    /// at `budget` entries (an amortised sweep on each insert); moves the
-    /// removed entries to `out`. Runs no user code.
-    pub(crate) fn purge_front(
+    /// Releases expired entries, looking at no more than `budget` queue
+    /// entries (the amortized sweep of every write); moves them to `out`.
+    /// Runs no user code.
+    ///
+    /// First the front of the queue, up to its first live entry: under a
+    /// time to live alone the queue is in creation order, so the expired
+    /// entries wait there. Then a cursor that walks on through the queue
+    /// from one sweep to the next and wraps around, so an expired entry
+    /// behind a live one (time to idle; an entry CLOCK moved to the back)
+    /// is reached after at most about `order.len() / budget` sweeps.
+    pub(crate) fn sweep(
         &mut self,
         policy: &Policy,
         now: u64,
         budget: usize,
         out: &mut Vec<Removed<K, V>>,
     ) {
-        for _ in 0..budget {
+        let mut looked = 0;
+        while looked < budget {
             let Some(&(hash, id)) = self.order.front() else {
                 break;
             };
@@ -379,9 +405,26 @@ impl<K, V> Core<K, V> {
                 if !policy.is_expired(&entry.slot, now) {
                     break;
                 }
-                out.extend(self.remove_id(hash, id));
+                out.extend(self.remove_id(hash, id, RemovalCause::Expired));
             }
             self.order.pop_front();
+            self.sweep_at = self.sweep_at.saturating_sub(1);
+            looked += 1;
+        }
+        while looked < budget && !self.order.is_empty() {
+            if self.sweep_at >= self.order.len() {
+                self.sweep_at = 0;
+            }
+            let (hash, id) = self.order[self.sweep_at];
+            if self
+                .find_id(hash, id)
+                .is_some_and(|entry| policy.is_expired(&entry.slot, now))
+            {
+                // Its queue entry goes stale, dropped by `compact_order`.
+                out.extend(self.remove_id(hash, id, RemovalCause::Expired));
+            }
+            self.sweep_at += 1;
+            looked += 1;
         }
         self.compact_order();
     }
@@ -391,7 +434,7 @@ impl<K, V> Core<K, V> {
         out.extend(
             self.table
                 .extract_if(|e| policy.is_expired(&e.slot, now))
-                .map(|e| (e.key, e.slot.value)),
+                .map(|e| (e.key, e.slot.value, RemovalCause::Expired)),
         );
         self.compact_order();
     }
@@ -403,6 +446,16 @@ impl<K, V> Core<K, V> {
             let table = &self.table;
             self.order
                 .retain(|&(hash, id)| table.find(hash, |e| e.slot.id == id).is_some());
+        }
+    }
+
+    /// Calls `f` with each live entry's key and value, in table order. Runs
+    /// no user code itself.
+    pub(crate) fn for_each_live(&self, policy: &Policy, now: u64, mut f: impl FnMut(&K, &Arc<V>)) {
+        for entry in &self.table {
+            if !policy.is_expired(&entry.slot, now) {
+                f(&entry.key, &entry.slot.value);
+            }
         }
     }
 

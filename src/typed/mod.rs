@@ -40,6 +40,7 @@ mod any;
 mod builder;
 mod clock;
 mod core;
+mod iter;
 mod load_async;
 mod raw;
 mod stats;
@@ -47,6 +48,7 @@ mod stats;
 pub use any::AnyCache;
 pub use builder::{AnyCacheBuilder, TypedBuildError, TypedCacheBuilder};
 pub use clock::{Clock, CoarseClock, ManualClock, SystemClock};
+pub use iter::TypedIter;
 pub use stats::TypedCacheStats;
 
 use std::borrow::Borrow;
@@ -78,6 +80,9 @@ pub enum Fault {
     /// before taking its shard lock (check-then-act): two inserts into
     /// different shards can both decide "no room needed".
     EvictionCheckedBeforeLock,
+    /// A write does not sweep its shard: an expired entry stays (and is
+    /// counted in `len`) until a read finds it or `purge_expired` runs.
+    WriteSkipsSweep,
 }
 
 /// A concurrent map from keys to lazily initialized, shared values: each
@@ -510,8 +515,15 @@ where
         self.raw.contains_key(key)
     }
 
-    /// Removes every expired entry now (they are otherwise removed lazily);
-    /// returns how many.
+    /// Removes every expired entry now, in every shard; returns how many.
+    /// The listener gets each as [`RemovalCause::Expired`](crate::RemovalCause::Expired).
+    ///
+    /// Not needed for expiry to work: every write to a shard (an insert, an
+    /// init's value being stored, an invalidation) releases the shard's
+    /// expired entries a few at a time (a bounded amount of work per
+    /// write), and a read that finds an expired entry releases it. Call
+    /// this to release everything at once, for example from a timer in a
+    /// cache that is read often and written rarely.
     ///
     /// # Examples
     ///
@@ -534,9 +546,10 @@ where
         self.raw.purge_expired()
     }
 
-    /// The number of entries stored, including expired ones not yet removed.
-    /// Exact when no write is in progress; otherwise somewhere between the
-    /// counts before and after the writes in progress.
+    /// The number of entries stored, including expired ones not yet
+    /// released (see [`purge_expired`](TypedCache::purge_expired) for when
+    /// they are). Exact when no write is in progress; otherwise somewhere
+    /// between the counts before and after the writes in progress.
     ///
     /// # Examples
     ///
@@ -558,6 +571,39 @@ where
     /// ```
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+
+    /// A snapshot of the live entries (expired ones left out), in no
+    /// particular order: keys cloned, values shared.
+    ///
+    /// Each of the cache's shards is copied under its read lock, one shard
+    /// after another, so the snapshot holds each shard as it was at some
+    /// moment during the call (a write that lands meanwhile may or may not
+    /// be in it), and does not change afterwards. Not a read: no time to
+    /// idle is refreshed, nothing is counted, nothing released.
+    ///
+    /// # User code
+    ///
+    /// `K::clone` runs under a shard's read lock (the only user code that
+    /// does besides `K: Eq` in lookups): it must not write to this cache
+    /// (that deadlocks). Values are shared (`Arc::clone`), never cloned.
+    ///
+    /// # Panics
+    ///
+    /// If `K::clone` panics; the cache is unchanged (a shard is only read).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let cache: larder::TypedCache<String, u32> = larder::TypedCache::new();
+    /// cache.insert("a".to_string(), 1);
+    /// cache.insert("b".to_string(), 2);
+    /// let mut entries: Vec<(String, u32)> = cache.iter().map(|(k, v)| (k, *v)).collect();
+    /// entries.sort();
+    /// assert_eq!(entries, [("a".to_string(), 1), ("b".to_string(), 2)]);
+    /// ```
+    pub fn iter(&self) -> TypedIter<K, V> {
+        TypedIter::new(self.raw.entries())
     }
 
     /// The counters so far (see [`TypedCacheStats`]).

@@ -18,8 +18,16 @@
 //!   key and before that operation's first change (see `core.rs`). The
 //!   key's `Hash` and the clock run before the lock is taken; `K: Clone`
 //!   (for an init's key) before it too; inits run with no lock held; and
-//!   removed, replaced and evicted keys and values are dropped after
-//!   unlocking.
+//!   removed, replaced, expired and evicted keys and values go to the
+//!   listener and are dropped after unlocking. `iter` is the exception:
+//!   it runs `K: Clone` under a shard's read lock (see `iter.rs`).
+//!
+//! # Expiry
+//!
+//! Every write to a shard (insert, an init's publish, invalidate) and every
+//! read that finds an expired entry also runs [`Core::sweep`] under the
+//! write lock it holds: at most [`SWEEP_BUDGET`] queue entries looked at,
+//! the expired ones released. Nobody has to call `purge_expired`.
 
 use std::borrow::Borrow;
 use std::cell::Cell;
@@ -28,6 +36,7 @@ use std::hash::{BuildHasher, Hash};
 
 use super::clock::Clock;
 use super::core::{Core, Policy, Removed};
+use crate::removal::{Listener, RemovalCause, notify};
 use super::stats::{Event, Stats, TypedCacheStats};
 use crate::flight::{FlightFault, FlightGroup, Source};
 use crate::sync::{Arc, AtomicUsize, CachePadded, Ordering, ShardedLock};
@@ -36,8 +45,9 @@ use crate::sync::{Arc, AtomicUsize, CachePadded, Ordering, ShardedLock};
 /// proceed at once; reads never contend whatever the count.
 const SHARDS: usize = 16;
 
-/// How many queue entries an insert looks at to drop expired ones.
-const PURGE_BUDGET: usize = 2;
+/// How many queue entries a write looks at to release expired ones: the
+/// bound on the expiry work one operation pays (see `Core::sweep`).
+pub(crate) const SWEEP_BUDGET: usize = 4;
 
 /// What a read-locked lookup found.
 pub(crate) enum Lookup<R> {
@@ -56,6 +66,7 @@ pub(crate) struct Raw<K, V, S> {
     /// removed). Updated under the shard lock of each change.
     len: CachePadded<AtomicUsize>,
     stats: Stats,
+    listener: Option<Listener<K, V>>,
     #[cfg(loom)]
     pub(crate) fault: super::Fault,
 }
@@ -99,6 +110,7 @@ where
             clock,
             len: CachePadded::new(AtomicUsize::new(0)),
             stats: Stats::new(),
+            listener: None,
             #[cfg(loom)]
             fault: super::Fault::None,
         }
@@ -106,6 +118,18 @@ where
 
     pub(crate) fn hasher(&self) -> &S {
         &self.hasher
+    }
+
+    pub(crate) fn set_listener(&mut self, listener: Option<Listener<K, V>>) {
+        self.listener = listener;
+    }
+
+    /// Hands removed entries to the listener, then drops them. Call with no
+    /// lock held.
+    fn release(&self, removed: Vec<Removed<K, V>>) {
+        if !removed.is_empty() {
+            notify(self.listener.as_ref(), removed);
+        }
     }
 
     #[inline]
@@ -174,9 +198,13 @@ where
                 self.stats.record(Event::Miss);
                 let shard = Self::shard_index(hash);
                 let removed = self.write(shard, |core| {
-                    core.remove_expired(hash, key, &self.policy, now)
+                    // `K: Eq` runs in `remove_expired`, before any change.
+                    let mut removed: Vec<_> =
+                        core.remove_expired(hash, key, &self.policy, now).into_iter().collect();
+                    core.sweep(&self.policy, now, SWEEP_BUDGET, &mut removed);
+                    removed
                 });
-                drop(removed);
+                self.release(removed);
                 None
             }
             Lookup::Missing => {
@@ -456,7 +484,6 @@ where
         let shard = Self::shard_index(hash);
         let now = self.now();
         let mut garbage = Vec::new();
-        let unused;
         #[cfg(loom)]
         // BROKEN on purpose (loom negative control): check-then-act on the
         // total, read before the shard lock.
@@ -486,28 +513,42 @@ where
             let user_write = user_write && self.fault != super::Fault::InsertKeepsGeneration;
             let before = core.len();
             let displaced = core.insert(hash, key, value, now, user_write);
-            unused = displaced.unused_key;
+            // The old value goes to the listener (under the key passed in,
+            // equal to the stored one) and, if still live, to the caller.
+            let old = displaced.old.map(|old| {
+                if self.policy.is_expired(&old, now) {
+                    (old.value, RemovalCause::Expired)
+                } else {
+                    (old.value, RemovalCause::Replaced)
+                }
+            });
+            let replaced = match &old {
+                Some((value, RemovalCause::Replaced)) => Some(Arc::clone(value)),
+                _ => None,
+            };
+            if let (Some(key), Some((value, cause))) = (displaced.unused_key, old) {
+                garbage.push((key, value, cause));
+            }
             if self.policy.expires() {
-                core.purge_front(&self.policy, now, PURGE_BUDGET, &mut garbage);
+                #[cfg(loom)]
+                // BROKEN on purpose (loom negative control): no sweep.
+                let sweep = self.fault != super::Fault::WriteSkipsSweep;
+                #[cfg(not(loom))]
+                let sweep = true;
+                if sweep {
+                    core.sweep(&self.policy, now, SWEEP_BUDGET, &mut garbage);
+                }
             }
             self.account(before, core.len());
             if !skip_eviction {
                 self.evict_locked(&mut core, 1, now, &mut garbage);
             }
-            match displaced.old {
-                Some(old) if !self.policy.is_expired(&old, now) => Some(old.value),
-                old => {
-                    drop(core);
-                    drop(old);
-                    None
-                }
-            }
+            replaced
         };
         if !skip_eviction {
             self.evict_elsewhere(shard, now, &mut garbage);
         }
-        drop(unused);
-        drop(garbage);
+        self.release(garbage);
         replaced
     }
 
@@ -561,39 +602,53 @@ where
     {
         let hash = self.hasher.hash_one(key);
         let now = self.now();
+        let mut garbage = Vec::new();
         let removed = self.write(Self::shard_index(hash), |core| {
             // `K: Eq` runs in `remove`, before any change (the generation
             // bump included).
             let removed = core.remove(hash, key);
             core.bump_generation();
+            if self.policy.expires() {
+                core.sweep(&self.policy, now, SWEEP_BUDGET, &mut garbage);
+            }
             removed
         });
-        // Dropped unlocked: the key, and the value if it had expired.
-        let (_key, slot) = removed?;
-        if self.policy.is_expired(&slot, now) {
-            None
-        } else {
-            Some(slot.value)
-        }
+        // Handed over and dropped unlocked: the key, and the value (which
+        // the caller gets too if it was live).
+        let live = removed.and_then(|(key, slot)| {
+            let expired = self.policy.is_expired(&slot, now);
+            let cause = if expired {
+                RemovalCause::Expired
+            } else {
+                RemovalCause::Removed
+            };
+            let live = (!expired).then(|| Arc::clone(&slot.value));
+            garbage.insert(0, (key, slot.value, cause));
+            live
+        });
+        self.release(garbage);
+        live
     }
 
     /// Empties every shard, then drops what they held (unlocked): a
     /// panicking `Drop` reaches the caller only once every shard is empty.
     pub(crate) fn invalidate_all(&self) {
-        let old: Vec<_> = (0..SHARDS)
-            .map(|shard| {
-                self.write(shard, |core| {
-                    #[cfg(loom)]
-                    // BROKEN on purpose (loom negative control): no bump.
-                    if self.fault == super::Fault::InvalidateAllKeepsGeneration {
-                        return core.take_all();
-                    }
+        let now = self.now();
+        let mut old = Vec::new();
+        for shard in 0..SHARDS {
+            self.write(shard, |core| {
+                #[cfg(loom)]
+                // BROKEN on purpose (loom negative control): no bump.
+                let bump = self.fault != super::Fault::InvalidateAllKeepsGeneration;
+                #[cfg(not(loom))]
+                let bump = true;
+                if bump {
                     core.bump_generation();
-                    core.take_all()
-                })
-            })
-            .collect();
-        drop(old);
+                }
+                core.take_all(&self.policy, now, &mut old);
+            });
+        }
+        self.release(old);
     }
 
     pub(crate) fn purge_expired(&self) -> usize {
@@ -601,19 +656,35 @@ where
             return 0;
         }
         let now = self.now();
-        let mut removed = 0;
+        let mut garbage = Vec::new();
         for shard in 0..SHARDS {
-            let mut garbage = Vec::new();
             self.write(shard, |core| {
                 core.purge_all(&self.policy, now, &mut garbage)
             });
-            removed += garbage.len();
         }
+        let removed = garbage.len();
+        self.release(garbage);
         removed
     }
 
     pub(crate) fn len(&self) -> usize {
         self.len.load(Ordering::SeqCst)
+    }
+
+    /// A copy of the live entries: each shard under its read lock in turn,
+    /// with `K: Clone` (user code) running under that read lock. Reads only:
+    /// no access recorded, nothing counted, nothing released.
+    pub(crate) fn entries(&self) -> Vec<(K, Arc<V>)> {
+        let now = self.now();
+        let mut entries = Vec::new();
+        for shard in self.shards.iter() {
+            let core = shard.read();
+            entries.reserve(core.len());
+            core.for_each_live(&self.policy, now, |key, value| {
+                entries.push((key.clone(), Arc::clone(value)));
+            });
+        }
+        entries
     }
 
     pub(crate) fn stats(&self) -> TypedCacheStats {

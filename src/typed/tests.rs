@@ -1,4 +1,5 @@
 use super::core::{Core, Policy};
+use crate::RemovalCause;
 use super::*;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Barrier, mpsc};
@@ -14,8 +15,8 @@ fn h(key: u32) -> u64 {
     u64::from(key).wrapping_mul(0x9E37_79B9_7F4A_7C15)
 }
 
-fn evicted(removed: Option<(u32, Arc<u32>)>) -> Option<u32> {
-    removed.map(|(_, value)| *value)
+fn evicted(removed: Option<(u32, Arc<u32>, RemovalCause)>) -> Option<u32> {
+    removed.map(|(_, value, _)| *value)
 }
 
 #[test]
@@ -62,7 +63,7 @@ fn core_queue_stays_compact_under_churn() {
 }
 
 #[test]
-fn core_purges_expired_front_and_all() {
+fn core_sweeps_the_expired_front_and_purges_all() {
     let policy = Policy::new(Some(Duration::from_nanos(100)), None, None);
     let mut core = core(&policy);
     for k in 0..10 {
@@ -70,12 +71,34 @@ fn core_purges_expired_front_and_all() {
     }
     let mut out = Vec::new();
     // At 150 ns, keys 0..=5 (stored at 0..=50) are expired.
-    core.purge_front(&policy, 150, 2, &mut out);
+    core.sweep(&policy, 150, 2, &mut out);
     assert_eq!(out.len(), 2);
     core.purge_all(&policy, 150, &mut out);
     assert_eq!(out.len(), 6);
     assert_eq!(core.len(), 4);
     core.check_invariants();
+}
+
+#[test]
+fn core_sweep_cursor_reaches_expired_entries_behind_live_ones() {
+    let policy = Policy::new(None, Some(Duration::from_nanos(6_400)), None);
+    let mut core = core(&policy);
+    for k in 0..16 {
+        core.insert(h(k), k, Arc::new(k), 0, false);
+    }
+    // The even keys are read at 5000: alive at 8000; the odd ones idle.
+    for k in (0..16).step_by(2) {
+        policy.touch(core.get(h(k), &k).unwrap(), 5_000);
+    }
+    let mut out = Vec::new();
+    // The front (key 0) is live: the cursor walks on, four entries a sweep.
+    for sweep in 1..=4 {
+        core.sweep(&policy, 8_000, 4, &mut out);
+        assert_eq!(out.len(), 2 * sweep);
+        core.check_invariants();
+    }
+    assert_eq!(core.len(), 8);
+    assert!(out.iter().all(|(k, _, cause)| k % 2 == 1 && *cause == RemovalCause::Expired));
 }
 
 #[test]
