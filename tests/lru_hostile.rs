@@ -197,7 +197,10 @@ fn check(f: &Fixture, before: &BTreeSet<u64>, touched: &[u64], effect: Effect, f
         .difference(&now)
         .filter(|id| !removed.iter().any(|(r, _)| r == *id))
         .count();
-    assert!(unreported <= slack, "{unreported} removals not reported: {removed:?}");
+    assert!(
+        unreported <= slack,
+        "{unreported} removals not reported: {removed:?}"
+    );
     let evicted = removed
         .iter()
         .filter(|(_, cause)| *cause == RemovalCause::Evicted)
@@ -208,7 +211,11 @@ fn check(f: &Fixture, before: &BTreeSet<u64>, touched: &[u64], effect: Effect, f
         stats.evictions
     );
     if effect == Effect::Clears && !fired {
-        assert!(removed.iter().all(|(_, cause)| *cause == RemovalCause::Cleared));
+        assert!(
+            removed
+                .iter()
+                .all(|(_, cause)| *cause == RemovalCause::Cleared)
+        );
     }
     assert_eq!(now.len(), cache.len(), "iter and len disagree");
     for &id in &now {

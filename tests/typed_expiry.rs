@@ -20,7 +20,9 @@ type Log = Arc<Mutex<Vec<(u32, u32, RemovalCause)>>>;
 /// A cache of `u32` keys all in one shard, on a manual clock, whose
 /// listener logs `(key, value, cause)`.
 fn one_shard(
-    configure: impl FnOnce(TypedCacheBuilder<u32, u32, TestState>) -> TypedCacheBuilder<u32, u32, TestState>,
+    configure: impl FnOnce(
+        TypedCacheBuilder<u32, u32, TestState>,
+    ) -> TypedCacheBuilder<u32, u32, TestState>,
 ) -> (TypedCache<u32, u32, TestState>, ManualClock, Log) {
     let clock = ManualClock::new();
     let log: Log = Arc::default();
@@ -83,7 +85,11 @@ fn invalidate_and_init_release_expired_entries_of_their_shard() {
     cache.insert(4, 40);
     clock.advance(11 * S);
     assert_eq!(*cache.get_or_init(&5, || 50), 50); // an init's store
-    assert_eq!(cache.len(), 1, "the init's store released the expired entry");
+    assert_eq!(
+        cache.len(),
+        1,
+        "the init's store released the expired entry"
+    );
     let causes: Vec<_> = taken(&log).into_iter().map(|(k, _, c)| (k, c)).collect();
     assert_eq!(
         causes,
@@ -168,7 +174,10 @@ fn the_listener_hears_every_cause_once() {
     expired.sort_unstable_by_key(|&(k, _, _)| k);
     assert_eq!(
         expired,
-        [(5, 50, RemovalCause::Expired), (6, 60, RemovalCause::Expired)]
+        [
+            (5, 50, RemovalCause::Expired),
+            (6, 60, RemovalCause::Expired)
+        ]
     );
     cache.check_invariants();
 }

@@ -7,7 +7,10 @@
 //! in step with the shards, within `max_entries`, every entry in its shard
 //! under its stored hash and in the CLOCK queue), the statistics add up,
 //! every entry the operation did not touch is still there with its value,
-//! and the cache still caches (a bounded one still evicts).
+//! and the cache still caches (a bounded one still evicts). `TypedCache`'s
+//! removal listener clones each key it is given (so the `Clone` sweep
+//! plants panics inside the listener too), and every entry that left
+//! without being reported must be an expired one the cache still holds.
 //!
 //! Also here: the regression tests of user code under a lock (a re-entrant
 //! `Clone`) and of the clock's saturation.
@@ -25,7 +28,9 @@ use std::time::Duration;
 
 use hasher::TestState;
 use hostile::{Key, Trait, Value, sweep};
-use larder::{AnyCache, Clock, ManualClock, TypedBuildError, TypedCache, TypedCacheStats};
+use larder::{
+    AnyCache, Clock, ManualClock, RemovalCause, TypedBuildError, TypedCache, TypedCacheStats,
+};
 
 const TRAITS: [Trait; 4] = [Trait::Hash, Trait::Eq, Trait::Clone, Trait::Drop];
 /// No operation here makes this many calls of one trait.
@@ -44,6 +49,21 @@ trait Api {
     fn len(&self) -> usize;
     fn stats(&self) -> TypedCacheStats;
     fn check_invariants(&self);
+    /// Whether removals are reported to [`REMOVED`].
+    fn listens(&self) -> bool;
+}
+
+thread_local! {
+    /// The ids `TypedCache`'s removal listener was given since `fill`
+    /// (sweeps run their operations on the test's thread).
+    static REMOVED: RefCell<Vec<(u64, RemovalCause)>> = const { RefCell::new(Vec::new()) };
+}
+
+/// The typed fixture's removal listener: clones the key (a hostile `Clone`
+/// call) and logs it.
+fn listen(key: Key, _value: Arc<Value>, cause: RemovalCause) {
+    let copy = key.clone();
+    REMOVED.with(|log| log.borrow_mut().push((copy.id, cause)));
 }
 
 impl Api for TypedCache<Key, Value, TestState> {
@@ -82,6 +102,9 @@ impl Api for TypedCache<Key, Value, TestState> {
     fn check_invariants(&self) {
         self.check_invariants();
     }
+    fn listens(&self) -> bool {
+        true
+    }
 }
 
 impl Api for AnyCache<Key, TestState> {
@@ -119,6 +142,9 @@ impl Api for AnyCache<Key, TestState> {
     }
     fn check_invariants(&self) {
         self.check_invariants();
+    }
+    fn listens(&self) -> bool {
+        false
     }
 }
 
@@ -182,7 +208,8 @@ fn typed(shape: Shape, clock: &ManualClock) -> TypedCache<Key, Value, TestState>
         .hasher(TestState {
             one_shard: shape.one_shard,
         })
-        .clock(clock.clone());
+        .clock(clock.clone())
+        .eviction_listener(listen);
     if let Some(max) = shape.max_entries {
         builder = builder.max_entries(max);
     }
@@ -229,6 +256,7 @@ fn fill<C: Api>(cache: C, clock: ManualClock, shape: Shape) -> Fixture<C> {
     if shape.max_entries.is_some() {
         kept.clear();
     }
+    REMOVED.with(|log| log.borrow_mut().clear());
     Fixture {
         cache,
         clock,
@@ -259,9 +287,33 @@ fn check<C: Api>(f: &Fixture<C>, touched: &[u64], panicked: bool) {
             assert_eq!(f.cache.get(id), Some(id), "untouched entry {id} lost");
         }
     }
+    let ids: std::collections::BTreeSet<u64> = f.stored.iter().chain(touched).copied().collect();
+    if f.cache.listens() {
+        // Every stored entry that is gone was reported, except expired
+        // ones still held (counted in `len`, not live) and, if a panic was
+        // planted in a listener call, that call's one.
+        let removed = REMOVED.with(|log| log.borrow().clone());
+        let live = ids.iter().filter(|&&id| f.cache.contains(id)).count();
+        let held_expired = f.cache.len() - live;
+        let unreported = f
+            .stored
+            .iter()
+            .filter(|&&id| !f.cache.contains(id) && !removed.iter().any(|&(r, _)| r == id))
+            .count();
+        assert!(
+            unreported <= held_expired + usize::from(panicked),
+            "{unreported} removals not reported ({held_expired} expired held): {removed:?}"
+        );
+        if touched == ALL && !panicked {
+            assert!(
+                removed
+                    .iter()
+                    .all(|&(_, c)| c == RemovalCause::Cleared || c == RemovalCause::Expired)
+            );
+        }
+    }
     // No entry holds another's value, and `len` counts what is there.
     let mut present = 0;
-    let ids: std::collections::BTreeSet<u64> = f.stored.iter().chain(touched).copied().collect();
     for id in ids {
         if let Some(value) = f.cache.get(id) {
             assert_eq!(value, id, "entry {id} holds {value}");

@@ -468,9 +468,7 @@ impl<K, V, S> LruCache<K, V, S> {
     ) {
         notify(
             self.listener.as_ref(),
-            removed
-                .into_iter()
-                .map(|(key, value)| (key, value, cause)),
+            removed.into_iter().map(|(key, value)| (key, value, cause)),
         );
     }
 }
@@ -596,8 +594,10 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
         // (equal to the stored one, which is kept).
         // One `notify`, so a panicking call still hands over the other.
         let replaced = unused_key.zip(replaced);
-        let removed = (replaced.map(|(k, v)| (k, v, RemovalCause::Replaced)).into_iter())
-            .chain(evicted.map(|(k, v)| (k, v, RemovalCause::Evicted)));
+        let removed = (replaced
+            .map(|(k, v)| (k, v, RemovalCause::Replaced))
+            .into_iter())
+        .chain(evicted.map(|(k, v)| (k, v, RemovalCause::Evicted)));
         notify(self.listener.as_ref(), removed);
     }
 

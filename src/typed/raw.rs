@@ -36,9 +36,9 @@ use std::hash::{BuildHasher, Hash};
 
 use super::clock::Clock;
 use super::core::{Core, Policy, Removed};
-use crate::removal::{Listener, RemovalCause, notify};
 use super::stats::{Event, Stats, TypedCacheStats};
 use crate::flight::{FlightFault, FlightGroup, Source};
+use crate::removal::{Listener, RemovalCause, notify};
 use crate::sync::{Arc, AtomicUsize, CachePadded, Ordering, ShardedLock};
 
 /// Number of key shards (a power of two). More shards let more writes
@@ -199,8 +199,10 @@ where
                 let shard = Self::shard_index(hash);
                 let removed = self.write(shard, |core| {
                     // `K: Eq` runs in `remove_expired`, before any change.
-                    let mut removed: Vec<_> =
-                        core.remove_expired(hash, key, &self.policy, now).into_iter().collect();
+                    let mut removed: Vec<_> = core
+                        .remove_expired(hash, key, &self.policy, now)
+                        .into_iter()
+                        .collect();
                     core.sweep(&self.policy, now, SWEEP_BUDGET, &mut removed);
                     removed
                 });

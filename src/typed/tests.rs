@@ -1,6 +1,6 @@
 use super::core::{Core, Policy};
-use crate::RemovalCause;
 use super::*;
+use crate::RemovalCause;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Barrier, mpsc};
 use std::thread;
@@ -98,7 +98,10 @@ fn core_sweep_cursor_reaches_expired_entries_behind_live_ones() {
         core.check_invariants();
     }
     assert_eq!(core.len(), 8);
-    assert!(out.iter().all(|(k, _, cause)| k % 2 == 1 && *cause == RemovalCause::Expired));
+    assert!(
+        out.iter()
+            .all(|(k, _, cause)| k % 2 == 1 && *cause == RemovalCause::Expired)
+    );
 }
 
 #[test]
