@@ -161,6 +161,7 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
         E: Send + Sync + 'static,
     {
         let mut displaced = None;
+        let ran = std::cell::Cell::new(false);
         let outcome = self.flights.load(
             hash,
             owned,
@@ -168,6 +169,7 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
             // miss and our registration has published its value.
             || self.lock(hash).core.get(hash, owned).map(Arc::clone),
             || {
+                ran.set(true);
                 let run = LoadRun::start(self, hash);
                 let result = load();
                 run.finish(&result);
@@ -179,10 +181,20 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
                 displaced = Some(self.insert_hashed(hash, key, Arc::clone(value)));
             },
         );
+        if !ran.get() {
+            self.count_wait(hash);
+        }
         if let Some(displaced) = displaced {
             self.finish_insert(displaced);
         }
         outcome.map(|(value, _source)| value)
+    }
+
+    /// Counts a loading call that missed and did not run its loader (it
+    /// waited for another caller's load, or found its value on the
+    /// re-check). On the miss path only, under the shard lock, as loads are.
+    pub(crate) fn count_wait(&self, hash: u64) {
+        self.lock(hash).counters.waits += 1;
     }
 }
 

@@ -141,6 +141,7 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
         E: Send + Sync + 'static,
     {
         let mut displaced = None;
+        let mut ran = false;
         let outcome = self
             .flights
             .load_async(
@@ -159,6 +160,7 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
                 async {
                     // Counts this run once, as the loader returns; a panic
                     // or a drop mid-load (cancellation) counts a failure.
+                    ran = true;
                     let run = LoadRun::start(self, hash);
                     let result = load.await;
                     run.finish(&result);
@@ -171,6 +173,9 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
                 },
             )
             .await;
+        if !ran {
+            self.count_wait(hash);
+        }
         if let Some(displaced) = displaced {
             self.finish_insert(displaced);
         }

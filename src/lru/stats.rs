@@ -20,6 +20,7 @@ pub(crate) struct Counters {
     pub(crate) evictions: u64,
     pub(crate) loads: u64,
     pub(crate) load_failures: u64,
+    pub(crate) waits: u64,
 }
 
 impl Counters {
@@ -30,6 +31,7 @@ impl Counters {
         stats.evictions += self.evictions;
         stats.loads += self.loads;
         stats.load_failures += self.load_failures;
+        stats.waits += self.waits;
     }
 }
 
@@ -44,9 +46,22 @@ impl Counters {
 /// - `evictions`: entries removed to make room (by an insert, a load or a
 ///   shrinking `resize`); not `remove` or `clear`.
 /// - `loads` / `load_failures`: loader runs by this cache's loading methods
-///   that returned a value / an error or panicked. Callers that waited for
-///   another caller's load count a miss but no load.
+///   that returned a value / an error or panicked.
+/// - `waits`: calls of the loading methods that missed and did not run
+///   their loader: they waited for another caller's load of the key (and
+///   got its value or its error), or found the value another caller stored
+///   between their miss and their turn to load.
 /// - `len` / `capacity`: entries held, and the bound.
+///
+/// Every call of a loading method (`get_or_load`, `try_get_or_load`, their
+/// async forms, [`LoadingLruCache`](super::LoadingLruCache)'s) that misses
+/// counts exactly one of a load, a load failure or a wait, so once the
+/// cache is quiet:
+///
+/// `misses == loads + load_failures + waits + (misses of get, get_with, get_cloned)`
+///
+/// (a call that never finishes its miss, a re-entrant load that panics or
+/// an async call dropped while it waits, counts its miss only).
 ///
 /// Summed shard by shard when [`stats`](super::LruCache::stats) is called:
 /// each shard's counters are exact, but the sum is not one atomic snapshot
@@ -79,6 +94,9 @@ pub struct CacheStats {
     pub loads: u64,
     /// Loader runs that returned an error or panicked.
     pub load_failures: u64,
+    /// Misses of the loading methods that did not run their loader (they
+    /// waited for another caller's load, or found its value).
+    pub waits: u64,
     /// Entries held.
     pub len: usize,
     /// The most entries the cache holds.
@@ -120,7 +138,7 @@ impl fmt::Display for CacheStats {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "hits={} misses={} maxsize={} currsize={} inserts={} evictions={} loads={} load_failures={}",
+            "hits={} misses={} maxsize={} currsize={} inserts={} evictions={} loads={} load_failures={} waits={}",
             self.hits,
             self.misses,
             self.capacity,
@@ -128,7 +146,8 @@ impl fmt::Display for CacheStats {
             self.inserts,
             self.evictions,
             self.loads,
-            self.load_failures
+            self.load_failures,
+            self.waits
         )
     }
 }

@@ -37,7 +37,7 @@ use std::hash::{BuildHasher, Hash};
 use super::clock::Clock;
 use super::core::{Core, Policy, Removed};
 use super::stats::{Event, Stats, TypedCacheStats};
-use crate::flight::{FlightFault, FlightGroup, Source};
+use crate::flight::{FlightFault, FlightGroup};
 use crate::removal::{Listener, RemovalCause, notify};
 use crate::sync::{Arc, AtomicUsize, CachePadded, Ordering, ShardedLock};
 
@@ -300,20 +300,14 @@ where
             );
             drop(stored);
         };
-        match self.flights.load(hash, &key, lookup, load, publish) {
-            Ok((value, source)) => {
-                if source == Source::Waited {
-                    self.stats.record(Event::Wait);
-                }
-                Ok(project(&value))
-            }
-            Err(error) => {
-                if !ran.get() {
-                    self.stats.record(Event::Wait);
-                }
-                Err(error)
-            }
+        let outcome = self.flights.load(hash, &key, lookup, load, publish);
+        // Not the init's runner: waited for another caller's init, or found
+        // the value on the re-check. Either way one `waits`, so every miss
+        // of a loading call is one init or one wait.
+        if !ran.get() {
+            self.stats.record(Event::Wait);
         }
+        outcome.map(|(value, _source)| project(&value))
     }
 
     /// The async `get_or_try_init`: a hit returns at once (nothing is
@@ -432,20 +426,11 @@ where
             .flights
             .load_async(hash, key, &make_key, lookup, load, publish)
             .await;
-        match outcome {
-            Ok((value, source)) => {
-                if source == Source::Waited {
-                    self.stats.record(Event::Wait);
-                }
-                Ok(project(&value))
-            }
-            Err(error) => {
-                if !ran {
-                    self.stats.record(Event::Wait);
-                }
-                Err(error)
-            }
+        // As in `init_slow`: one init or one wait per miss.
+        if !ran {
+            self.stats.record(Event::Wait);
         }
+        outcome.map(|(value, _source)| project(&value))
     }
 
     /// Runs `f` under shard `shard`'s write lock, keeping `len` in step.

@@ -12,11 +12,19 @@ const STRIPES: usize = 32;
 /// A snapshot of a cache's counters, from [`TypedCache::stats`] or
 /// [`AnyCache::stats`].
 ///
-/// Counted per call: every `get`, `get_or_init` and `get_or_try_init` call
-/// is exactly one hit or one miss. A miss then either ran the init
-/// (`inits`, and `init_failures` if it returned an error or panicked) or
-/// waited for another caller's init (`waits`). So, once the cache is quiet,
-/// `inits + waits <= misses`, and the difference is `get` misses.
+/// Counted per call: every `get`, `get_with`, `get_cloned`, `get_or_init`
+/// and `get_or_try_init` call (async forms included) is exactly one hit or
+/// one miss. A miss of a loading call (`get_or_init`, `get_or_try_init`)
+/// then either ran the init (`inits`, and `init_failures` too if it
+/// returned an error or panicked) or did not (`waits`: it waited for
+/// another caller's init and got its value or its error, or found the value
+/// another caller stored between its miss and its turn). So, once the
+/// cache is quiet:
+///
+/// `misses == inits + waits + (misses of get, get_with, get_cloned)`
+///
+/// (a call that never finishes its miss, a re-entrant init that panics or
+/// an async call dropped while it waits, counts its miss only).
 ///
 /// The counters are summed from per-thread stripes without a lock: while
 /// other threads work, the snapshot is not an atomic cut (each counter is
@@ -37,6 +45,10 @@ const STRIPES: usize = 32;
 /// let stats = cache.stats();
 /// assert_eq!((stats.hits, stats.misses, stats.inits), (1, 2, 1));
 /// assert_eq!(stats.hit_ratio(), 1.0 / 3.0);
+/// assert_eq!(
+///     stats.to_string(),
+///     "hits=1 misses=2 inits=1 init_failures=0 waits=0"
+/// );
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[non_exhaustive]
@@ -49,8 +61,8 @@ pub struct TypedCacheStats {
     pub inits: u64,
     /// Init closures that returned an error or panicked.
     pub init_failures: u64,
-    /// Callers that blocked on another caller's init instead of running their
-    /// own.
+    /// Misses of the loading calls that did not run their init: they waited
+    /// for another caller's init (or found its value).
     pub waits: u64,
 }
 
@@ -69,6 +81,18 @@ impl TypedCacheStats {
         } else {
             self.hits as f64 / calls as f64
         }
+    }
+}
+
+impl fmt::Display for TypedCacheStats {
+    /// One line of `name=value` pairs, like
+    /// [`CacheStats`](crate::CacheStats)'s.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "hits={} misses={} inits={} init_failures={} waits={}",
+            self.hits, self.misses, self.inits, self.init_failures, self.waits
+        )
     }
 }
 
