@@ -40,7 +40,10 @@ fn a_caller_that_waits_on_another_callers_load_counts_a_wait() {
     });
     let stats = cache.stats();
     assert_eq!((stats.misses, stats.loads, stats.waits), (2, 1, 1));
-    assert_eq!(stats.misses, stats.loads + stats.load_failures + stats.waits);
+    assert_eq!(
+        stats.misses,
+        stats.loads + stats.load_failures + stats.waits
+    );
 }
 
 #[test]
@@ -98,7 +101,10 @@ fn every_lru_miss_is_a_load_a_failure_or_a_wait_under_contention() {
         }
     });
     let stats = cache.stats();
-    assert_eq!(stats.hits + stats.misses, THREADS as u64 * u64::from(ROUNDS));
+    assert_eq!(
+        stats.hits + stats.misses,
+        THREADS as u64 * u64::from(ROUNDS)
+    );
     assert_eq!(
         stats.misses,
         stats.loads + stats.load_failures + stats.waits,

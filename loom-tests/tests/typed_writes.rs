@@ -1,13 +1,15 @@
-//! loom models of `TypedCache`'s user writes against concurrent inits and
-//! its global `max_entries` bound across shards: the real cache code over
+//! loom models of `TypedCache`'s user writes against concurrent inits, its
+//! release of expired entries by racing writes, and its global
+//! `max_entries` bound across shards: the real cache code over
 //! loom's locks and atomics. Each model has a negative control that runs a
 //! deliberately broken protocol (`TypedFault`) and must fail.
 #![cfg(loom)]
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
+use std::time::Duration;
 
-use larder::{TypedCache, TypedFault};
+use larder::{ManualClock, RemovalCause, TypedCache, TypedFault};
 use loom::thread;
 
 /// The user write that races the init in [`write_wins_over_init`].
@@ -129,4 +131,59 @@ fn typed_bound_holds_across_shards() {
 #[should_panic(expected = "bound exceeded")]
 fn typed_bound_negative_control_check_before_lock() {
     bound_holds_across_shards(TypedFault::EvictionCheckedBeforeLock);
+}
+
+/// An expired entry and two writes to its shard at once: an init of
+/// another key (its value stored under the shard's write lock) and an
+/// insert. Each write sweeps the shard for expired entries; whatever the
+/// interleaving, the expired entry is released exactly once (handed to the
+/// listener once, as `Expired`), `len` stays in step with the shards, and
+/// the inserted value stays.
+fn writes_release_an_expired_entry_once(fault: TypedFault) {
+    loom::model(move || {
+        let clock = ManualClock::new();
+        let released = Arc::new(loom::sync::atomic::AtomicUsize::new(0));
+        let seen = Arc::clone(&released);
+        let cache = Arc::new(
+            TypedCache::<u32, u32>::builder()
+                .time_to_live(Duration::from_secs(10))
+                .clock(clock.clone())
+                .eviction_listener(move |key, _value, cause| {
+                    assert_eq!((key, cause), (0, RemovalCause::Expired));
+                    seen.fetch_add(1, Ordering::SeqCst);
+                })
+                .typed_fault(fault)
+                .build()
+                .unwrap(),
+        );
+        let old = 0;
+        let mut same_shard = (1..).filter(|&key| shard_of(&cache, key) == shard_of(&cache, old));
+        let (initialized, inserted) = (same_shard.next().unwrap(), same_shard.next().unwrap());
+        cache.insert(old, 0);
+        clock.advance(Duration::from_secs(11));
+        let init = {
+            let cache = Arc::clone(&cache);
+            thread::spawn(move || *cache.get_or_init(&initialized, || 1))
+        };
+        cache.insert(inserted, 2);
+        assert_eq!(init.join().unwrap(), 1);
+        match released.load(Ordering::SeqCst) {
+            0 => panic!("an expired entry outlived the writes to its shard"),
+            1 => {}
+            n => panic!("an expired entry was released {n} times"),
+        }
+        assert_eq!(cache.get(&inserted).as_deref(), Some(&2));
+        cache.check_invariants();
+    });
+}
+
+#[test]
+fn typed_writes_release_an_expired_entry_once() {
+    writes_release_an_expired_entry_once(TypedFault::None);
+}
+
+#[test]
+#[should_panic(expected = "an expired entry outlived the writes to its shard")]
+fn typed_expiry_negative_control_write_skips_sweep() {
+    writes_release_an_expired_entry_once(TypedFault::WriteSkipsSweep);
 }
