@@ -159,6 +159,12 @@ pub struct AsyncGuideDoctests;
 #[doc = include_str!("../docs/snapshot.md")]
 pub struct SnapshotGuideDoctests;
 
+/// The code of the `TypedCache` guide (`docs/typed.md`), compiled and run
+/// as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../docs/typed.md")]
+pub struct TypedGuideDoctests;
+
 /// The code of the `OrderedIndex` guide (`docs/ordered.md`), compiled and
 /// run as doctests.
 #[cfg(doctest)]

@@ -144,6 +144,11 @@ fn downcast<V: Any + Send + Sync>(erased: &Arc<Erased>) -> Arc<V> {
 /// value type's id) runs before any lock, `K: Clone` before the shard lock,
 /// and only `K: Eq` under it, before the operation's first change; a
 /// panicking `Hash`, `Eq`, `Clone` or `Drop` loses no other entry.
+/// Expired entries are released by writes and reads as in `TypedCache`.
+///
+/// Two things `TypedCache` has are missing here: a removal listener (its
+/// values have no one type to hand over) and `iter` (likewise). Keep a
+/// `TypedCache` per value type where you need them.
 ///
 /// [`TypedCache`]: crate::TypedCache
 ///
@@ -488,7 +493,11 @@ where
         self.raw.contains_key(&view as &dyn KeyView<Q>)
     }
 
-    /// Removes every expired entry now; returns how many.
+    /// Removes every expired entry now; returns how many. Not needed for
+    /// expiry to work: as in [`TypedCache::purge_expired`], writes and
+    /// reads release expired entries a few at a time.
+    ///
+    /// [`TypedCache::purge_expired`]: crate::TypedCache::purge_expired
     ///
     /// # Examples
     ///

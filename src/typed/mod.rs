@@ -112,13 +112,18 @@ pub enum Fault {
 ///   it) before the shard lock too; `f` with no lock held. Under a shard
 ///   lock the only user code is the key's `Eq`, on a full 64-bit hash
 ///   match, in the lookup that starts an operation and before its first
-///   change. Every entry stores its hash, so growing, rehashing, evicting
-///   and expiring run no user code at all. Removed, replaced and evicted
-///   keys and values are dropped after the lock is released.
+///   change; besides it, only [`get_with`](TypedCache::get_with)'s
+///   closure, [`get_cloned`](TypedCache::get_cloned)'s `V::clone` and
+///   [`iter`](TypedCache::iter)'s `K::clone` run under a shard's *read*
+///   lock. Every entry stores its hash, so growing, rehashing, evicting
+///   and expiring run no user code at all. Removed, replaced, expired and
+///   evicted keys and values go to the removal listener and are dropped
+///   after the lock is released.
 /// - **A panic in user code loses nothing else.** A panicking `Hash`,
 ///   `Eq` or `Clone` leaves the cache as it was (`len`, every other entry,
-///   the `max_entries` bound); a panicking `Drop` of removed entries reaches
-///   the caller after the cache has reached its new state. The test suite
+///   the `max_entries` bound); a panicking listener or `Drop` of removed
+///   entries reaches the caller after the cache has reached its new state
+///   (and the other removed entries are still handed over). The test suite
 ///   checks this by planting a panic at every call of every user trait in
 ///   every write operation.
 /// - **Writes win over inits in progress.** An `insert`, `invalidate` or
@@ -133,8 +138,31 @@ pub enum Fault {
 /// Built with [`TypedCache::builder`]: time to live, time to idle and a
 /// maximum entry count compose (an entry is gone once any says so). The
 /// clock is injectable ([`ManualClock`] for tests). Expired entries are
-/// invisible at once and removed lazily (on a read of the key, on inserts
-/// into the shard, or by [`purge_expired`](TypedCache::purge_expired)).
+/// invisible at once and released without anyone scheduling it: every
+/// write to a shard (an insert, an init's value being stored, an
+/// invalidation) sweeps it, looking at no more than four entries (so no
+/// write pays for the whole shard), and a read that finds an expired entry
+/// releases it. [`purge_expired`](TypedCache::purge_expired) releases them
+/// all at once. The builder's
+/// [`eviction_listener`](TypedCacheBuilder::eviction_listener) hears each
+/// entry that leaves, with its [`RemovalCause`](crate::RemovalCause).
+///
+/// ```
+/// use larder::{ManualClock, TypedCache};
+/// use std::time::Duration;
+///
+/// let clock = ManualClock::new();
+/// let cache = TypedCache::<u32, u32>::builder()
+///     .time_to_live(Duration::from_secs(10))
+///     .clock(clock.clone())
+///     .build()
+///     .unwrap();
+/// cache.insert(1, 1);
+/// clock.advance(Duration::from_secs(11));
+/// assert_eq!(cache.len(), 1); // expired, held until something releases it
+/// assert_eq!(cache.get(&1), None); // this read does
+/// assert_eq!(cache.len(), 0);
+/// ```
 ///
 /// # Performance
 ///
@@ -442,7 +470,15 @@ where
 
     /// Stores `value` under `key`, replacing any value; returns the live
     /// value it replaced. Atomic per key. An init of the same key in progress
-    /// will not overwrite it (its value goes uncached).
+    /// will not overwrite it (its value goes uncached). The replaced value
+    /// goes to the removal listener too (`Replaced`, or `Expired` if it had
+    /// expired), and the write releases a few expired entries of the key's
+    /// shard (see [`purge_expired`](TypedCache::purge_expired)).
+    ///
+    /// # Panics
+    ///
+    /// If the removal listener or a released value's `Drop` panics; the
+    /// insert has completed.
     ///
     /// # Examples
     ///
@@ -457,7 +493,14 @@ where
     }
 
     /// Removes `key`; returns its value if it was live. An init of the key
-    /// in progress will not cache its value afterwards.
+    /// in progress will not cache its value afterwards. The removal
+    /// listener gets the entry (`Removed`, or `Expired` if it had expired),
+    /// and the write releases a few expired entries of the key's shard.
+    ///
+    /// # Panics
+    ///
+    /// If the removal listener or a released value's `Drop` panics; the
+    /// entry has been removed.
     ///
     /// # Examples
     ///
@@ -478,8 +521,9 @@ where
     /// Removes every entry. Each key shard is emptied atomically, one after
     /// another: an insert that lands in an already emptied shard while this
     /// runs survives it. Inits in progress do not cache their values. The
-    /// removed values are dropped after every shard is empty, with no lock
-    /// held, so a panicking `Drop` (which then reaches the caller) leaves
+    /// removed entries go to the removal listener (`Cleared`, or `Expired`)
+    /// and are dropped after every shard is empty, with no lock held, so a
+    /// panicking listener or `Drop` (which then reaches the caller) leaves
     /// no entry behind.
     ///
     /// # Examples
