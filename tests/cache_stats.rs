@@ -177,3 +177,55 @@ fn both_statistics_print_as_one_line_of_pairs() {
         "hits=0 misses=2 inits=1 init_failures=0 waits=0"
     );
 }
+
+#[test]
+fn async_callers_that_wait_count_a_wait_too() {
+    let _watchdog = watchdog::arm(Duration::from_secs(60));
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    let lru: LruCache<u32, u32> = LruCache::new(16);
+    let typed: TypedCache<u32, u32> = TypedCache::new();
+    runtime.block_on(async {
+        // The leader's load yields until the second caller has missed; on
+        // one thread the second caller then waits on the load as a future.
+        let leader = async {
+            lru.get_or_load_async(&1, async {
+                while lru.stats().misses < 2 {
+                    tokio::task::yield_now().await;
+                }
+                10
+            })
+            .await
+        };
+        let waiter = async {
+            tokio::task::yield_now().await;
+            lru.get_or_load_async(&1, async { unreachable!("the leader loads") })
+                .await
+        };
+        let (a, b) = tokio::join!(leader, waiter);
+        assert_eq!((*a, *b), (10, 10));
+        let leader = async {
+            typed
+                .get_or_init_async(&1, async {
+                    while typed.stats().misses < 2 {
+                        tokio::task::yield_now().await;
+                    }
+                    10
+                })
+                .await
+        };
+        let waiter = async {
+            tokio::task::yield_now().await;
+            typed
+                .get_or_init_async(&1, async { unreachable!("the leader inits") })
+                .await
+        };
+        let (a, b) = tokio::join!(leader, waiter);
+        assert_eq!((*a, *b), (10, 10));
+    });
+    let stats = lru.stats();
+    assert_eq!((stats.misses, stats.loads, stats.waits), (2, 1, 1));
+    let stats = typed.stats();
+    assert_eq!((stats.misses, stats.inits, stats.waits), (2, 1, 1));
+}

@@ -502,8 +502,9 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
     /// Inserts `value` as the most recently used entry of its shard and
     /// returns the value it replaced. If the shard is full, its least
     /// recently used entry is evicted under the same lock (the bound is never
-    /// exceeded) and handed to the eviction listener after the lock is
-    /// released.
+    /// exceeded) and handed to the eviction listener (as
+    /// [`RemovalCause::Evicted`]) after the lock is released; a replaced
+    /// value goes to it too (as [`RemovalCause::Replaced`]).
     ///
     /// If the key is present, its stored key is kept (as in `HashMap`).
     ///
