@@ -48,7 +48,7 @@ fn fetch(path: &str) -> Result<Metadata, String> {
 fn main() {
     // `lru_cache(maxsize=1024)`, with the loader owned by the cache.
     let metadata = LruCache::builder(1024)
-        .build_with_loader(|path: &String| fetch(path))
+        .build_with_try_loader(|path: &String| fetch(path))
         .expect("valid configuration");
 
     thread::scope(|s| {

@@ -26,7 +26,8 @@ fn assert_send_sync<T: Send + Sync>() {}
 fn public_types_are_send_and_sync() {
     assert_send_sync::<LruCache<String, Vec<u8>>>();
     assert_send_sync::<LruCacheBuilder<String, Vec<u8>>>();
-    assert_send_sync::<LoadingLruCache<String, u32, fn(&String) -> u32>>();
+    assert_send_sync::<LoadingLruCache<String, u32>>();
+    assert_send_sync::<LoadingLruCache<String, u32, std::io::Error>>();
     assert_send_sync::<LruIter<String, u32>>();
     assert_send_sync::<CacheStats>();
     assert_send_sync::<LruBuildError>();
@@ -482,9 +483,10 @@ fn resize_grows_and_shrinks_with_counted_evictions() {
 
 #[test]
 fn loading_cache_loads_once_and_counts() {
-    let calls = AtomicUsize::new(0);
-    let cache = LruCache::with_loader(4, |k: &u32| {
-        calls.fetch_add(1, Ordering::SeqCst);
+    let calls = Arc::new(AtomicUsize::new(0));
+    let counted = Arc::clone(&calls);
+    let cache = LruCache::with_loader(4, move |k: &u32| {
+        counted.fetch_add(1, Ordering::SeqCst);
         k * 2
     });
     assert_eq!(*cache.get_or_load(&5), 10);

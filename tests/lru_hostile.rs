@@ -20,6 +20,7 @@ mod hostile;
 
 use std::cell::{Cell, RefCell};
 use std::collections::BTreeSet;
+use std::convert::Infallible;
 
 use hasher::TestState;
 use hostile::{Key, Trait, Value, sweep};
@@ -118,7 +119,7 @@ fn loader(key: &Key) -> Value {
 /// A cache filled with ids `0..CAPACITY` (each value's id is its key's;
 /// with 4 shards, some are evicted on the way: shards fill unevenly).
 struct Fixture {
-    cache: LoadingLruCache<Key, Value, fn(&Key) -> Value, TestState>,
+    cache: LoadingLruCache<Key, Value, Infallible, TestState>,
 }
 
 impl Fixture {
@@ -130,7 +131,7 @@ impl Fixture {
                 one_shard: shape.shards == 1,
             })
             .eviction_listener(listen)
-            .build_with_loader(loader as fn(&Key) -> Value)
+            .build_with_loader(loader)
             .unwrap();
         RUNS.with(|runs| runs.set(0));
         let fixture = Self { cache };

@@ -1,10 +1,12 @@
 //! [`LruCacheBuilder`] and [`LruBuildError`].
 
+use std::convert::Infallible;
 use std::fmt;
 use std::hash::{BuildHasher, Hash};
 use std::marker::PhantomData;
 
 use super::core::MAX_SHARD_CAPACITY;
+use super::load::infallible;
 use super::{Listener, LoadingLruCache, LruCache, LruPolicy};
 use crate::removal::RemovalCause;
 use crate::sync::Arc;
@@ -343,8 +345,40 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCacheBuilder<K, V, S> {
     pub fn build_with_loader<F>(
         self,
         loader: F,
-    ) -> Result<LoadingLruCache<K, V, F, S>, LruBuildError> {
-        Ok(LoadingLruCache::from_parts(self.build()?, loader))
+    ) -> Result<LoadingLruCache<K, V, Infallible, S>, LruBuildError>
+    where
+        F: Fn(&K) -> V + Send + Sync + 'static,
+    {
+        Ok(LoadingLruCache::from_parts(
+            self.build()?,
+            infallible(loader),
+        ))
+    }
+
+    /// Builds a [`LoadingLruCache`] that owns the fallible `loader`: its
+    /// errors reach the callers waiting for that load and are never cached.
+    ///
+    /// # Errors
+    ///
+    /// As [`build`](Self::build).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let parsed = larder::LruCache::builder(64)
+    ///     .build_with_try_loader(|text: &String| text.parse::<u32>())
+    ///     .unwrap();
+    /// assert_eq!(*parsed.try_get_or_load("12").unwrap(), 12);
+    /// assert!(parsed.try_get_or_load("twelve").is_err());
+    /// ```
+    pub fn build_with_try_loader<E, F>(
+        self,
+        loader: F,
+    ) -> Result<LoadingLruCache<K, V, E, S>, LruBuildError>
+    where
+        F: Fn(&K) -> Result<V, E> + Send + Sync + 'static,
+    {
+        Ok(LoadingLruCache::from_parts(self.build()?, Box::new(loader)))
     }
 }
 

@@ -198,9 +198,22 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
     }
 }
 
+/// The loader a [`LoadingLruCache`] owns: boxed, so the cache's type does
+/// not name the closure's.
+type Loader<K, V, E> = Box<dyn Fn(&K) -> Result<V, E> + Send + Sync>;
+
 /// An [`LruCache`] that owns its loader: the closest thing to Python's
-/// `@lru_cache` decorator. Made by [`LruCache::with_loader`] or
-/// [`LruCacheBuilder::build_with_loader`](super::LruCacheBuilder::build_with_loader).
+/// `@lru_cache` decorator. Made by [`LruCache::with_loader`],
+/// [`LruCache::with_try_loader`], or the builder's
+/// [`build_with_loader`](super::LruCacheBuilder::build_with_loader) and
+/// [`build_with_try_loader`](super::LruCacheBuilder::build_with_try_loader).
+///
+/// The loader is boxed (`Box<dyn Fn(&K) -> Result<V, E> + Send + Sync>`), so
+/// the type names only the key, the value, the loader's error type `E`
+/// (`Infallible` for a loader that cannot fail) and the hasher: a
+/// `LoadingLruCache<String, Metadata, io::Error>` can be a field of your
+/// struct without naming a closure type. The box costs one indirect call
+/// per load, never anything on a hit.
 ///
 /// It dereferences to its [`LruCache`], so `get`, `insert`, `stats` and the
 /// rest are available as well.
@@ -208,17 +221,21 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
 /// # Examples
 ///
 /// ```
-/// use larder::LruCache;
+/// use larder::{LoadingLruCache, LruCache};
 ///
-/// let lengths = LruCache::with_loader(128, |path: &String| path.len());
-/// assert_eq!(*lengths.get_or_load(&"/etc/hosts".to_string()), 10);
-/// assert_eq!(lengths.stats().misses, 1);
-/// assert_eq!(*lengths.get_or_load(&"/etc/hosts".to_string()), 10);
-/// assert_eq!(lengths.stats().hits, 1);
+/// struct Service {
+///     lengths: LoadingLruCache<String, usize>,
+/// }
+///
+/// let service = Service { lengths: LruCache::with_loader(128, |path: &String| path.len()) };
+/// assert_eq!(*service.lengths.get_or_load("/etc/hosts"), 10);
+/// assert_eq!(service.lengths.stats().misses, 1);
+/// assert_eq!(*service.lengths.get_or_load("/etc/hosts"), 10);
+/// assert_eq!(service.lengths.stats().hits, 1);
 /// ```
-pub struct LoadingLruCache<K, V, F, S = ahash::RandomState> {
+pub struct LoadingLruCache<K, V, E = Infallible, S = ahash::RandomState> {
     cache: LruCache<K, V, S>,
-    loader: F,
+    loader: Loader<K, V, E>,
 }
 
 impl<K: Hash + Eq, V> LruCache<K, V> {
@@ -237,20 +254,59 @@ impl<K: Hash + Eq, V> LruCache<K, V> {
     /// let squares = larder::LruCache::with_loader(8, |n: &u32| n * n);
     /// assert_eq!(*squares.get_or_load(&9), 81);
     /// ```
-    pub fn with_loader<F>(capacity: usize, loader: F) -> LoadingLruCache<K, V, F> {
-        LoadingLruCache::from_parts(Self::new(capacity), loader)
+    pub fn with_loader<F>(capacity: usize, loader: F) -> LoadingLruCache<K, V>
+    where
+        F: Fn(&K) -> V + Send + Sync + 'static,
+    {
+        LoadingLruCache::from_parts(Self::new(capacity), infallible(loader))
+    }
+
+    /// A cache of at most `capacity` entries that loads missing keys with
+    /// the fallible `loader` (see [`LoadingLruCache`]); its errors are
+    /// shared by the callers waiting for that load and never cached.
+    ///
+    /// # Panics
+    ///
+    /// If `capacity` is 0 (use
+    /// [`build_with_try_loader`](super::LruCacheBuilder::build_with_try_loader)
+    /// for an error instead).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let users = larder::LruCache::with_try_loader(8, |id: &u32| {
+    ///     if *id == 0 { Err("no user 0") } else { Ok(format!("user {id}")) }
+    /// });
+    /// assert_eq!(*users.try_get_or_load(&0).unwrap_err(), "no user 0");
+    /// assert_eq!(users.try_get_or_load(&3).unwrap().as_str(), "user 3");
+    /// ```
+    pub fn with_try_loader<E, F>(capacity: usize, loader: F) -> LoadingLruCache<K, V, E>
+    where
+        F: Fn(&K) -> Result<V, E> + Send + Sync + 'static,
+    {
+        LoadingLruCache::from_parts(Self::new(capacity), Box::new(loader))
     }
 }
 
-impl<K, V, F, S> LoadingLruCache<K, V, F, S> {
-    pub(crate) fn from_parts(cache: LruCache<K, V, S>, loader: F) -> Self {
+/// An infallible loader in the boxed fallible form.
+pub(crate) fn infallible<K, V, F>(loader: F) -> Loader<K, V, Infallible>
+where
+    F: Fn(&K) -> V + Send + Sync + 'static,
+{
+    Box::new(move |key| Ok(loader(key)))
+}
+
+impl<K, V, E, S> LoadingLruCache<K, V, E, S> {
+    pub(crate) fn from_parts(cache: LruCache<K, V, S>, loader: Loader<K, V, E>) -> Self {
         Self { cache, loader }
     }
 }
 
-impl<K: Hash + Eq + Clone, V, F, S: BuildHasher> LoadingLruCache<K, V, F, S> {
+impl<K: Hash + Eq + Clone, V, S: BuildHasher> LoadingLruCache<K, V, Infallible, S> {
     /// The value of `key`, loaded by the cache's loader on a miss (once for
-    /// all concurrent callers). See [`LruCache::get_or_load`].
+    /// all concurrent callers). See [`LruCache::get_or_load`]. Only for a
+    /// cache whose loader cannot fail; a fallible one answers
+    /// [`try_get_or_load`](Self::try_get_or_load).
     ///
     /// # Panics
     ///
@@ -266,37 +322,19 @@ impl<K: Hash + Eq + Clone, V, F, S: BuildHasher> LoadingLruCache<K, V, F, S> {
     where
         K: Borrow<Q>,
         Q: ?Sized + Hash + Eq + ToOwned<Owned = K>,
-        F: Fn(&K) -> V,
     {
-        match self.try_get_or_load_with(key, |owned| Ok::<V, Infallible>((self.loader)(owned))) {
+        match self.try_get_or_load(key) {
             Ok(value) => value,
             Err(never) => match *never {},
         }
     }
+}
 
-    /// A lookup of `key`, then on a miss the owned key (built before any
-    /// loader runs, so a panicking `ToOwned` is not a loader run) and
-    /// `load(&owned)` through the single flight.
-    fn try_get_or_load_with<Q, E>(
-        &self,
-        key: &Q,
-        load: impl FnOnce(&K) -> Result<V, E>,
-    ) -> Result<Arc<V>, Arc<E>>
-    where
-        K: Borrow<Q>,
-        Q: ?Sized + Hash + Eq + ToOwned<Owned = K>,
-        E: Send + Sync + 'static,
-    {
-        let hash = self.cache.hash(key);
-        if let Some(value) = self.cache.lookup(hash, key) {
-            return Ok(value);
-        }
-        let owned = key.to_owned();
-        self.cache.load_missed(hash, &owned, || load(&owned))
-    }
-
-    /// The value of `key`, loaded by the cache's fallible loader on a miss.
-    /// See [`LruCache::try_get_or_load`].
+impl<K: Hash + Eq + Clone, V, E, S: BuildHasher> LoadingLruCache<K, V, E, S> {
+    /// The value of `key`, loaded by the cache's loader on a miss. See
+    /// [`LruCache::try_get_or_load`]. A lookup first; on a miss the owned
+    /// key is built (before any loader runs, so a panicking `ToOwned` is
+    /// not a loader run) and the loader runs through the single flight.
     ///
     /// # Errors
     ///
@@ -310,31 +348,36 @@ impl<K: Hash + Eq + Clone, V, F, S: BuildHasher> LoadingLruCache<K, V, F, S> {
     /// # Examples
     ///
     /// ```
-    /// let cache = larder::LruCache::with_loader(8, |id: &u32| {
+    /// let cache = larder::LruCache::with_try_loader(8, |id: &u32| {
     ///     if *id == 0 { Err("no user 0") } else { Ok(format!("user {id}")) }
     /// });
     /// assert_eq!(*cache.try_get_or_load(&0).unwrap_err(), "no user 0");
     /// assert_eq!(cache.try_get_or_load(&3).unwrap().as_str(), "user 3");
     /// ```
-    pub fn try_get_or_load<Q, E>(&self, key: &Q) -> Result<Arc<V>, Arc<E>>
+    pub fn try_get_or_load<Q>(&self, key: &Q) -> Result<Arc<V>, Arc<E>>
     where
         K: Borrow<Q>,
         Q: ?Sized + Hash + Eq + ToOwned<Owned = K>,
-        F: Fn(&K) -> Result<V, E>,
         E: Send + Sync + 'static,
     {
-        self.try_get_or_load_with(key, |owned| (self.loader)(owned))
+        let hash = self.cache.hash(key);
+        if let Some(value) = self.cache.lookup(hash, key) {
+            return Ok(value);
+        }
+        let owned = key.to_owned();
+        self.cache
+            .load_missed(hash, &owned, || (self.loader)(&owned))
     }
 }
 
-impl<K, V, F, S> Deref for LoadingLruCache<K, V, F, S> {
+impl<K, V, E, S> Deref for LoadingLruCache<K, V, E, S> {
     type Target = LruCache<K, V, S>;
     fn deref(&self) -> &LruCache<K, V, S> {
         &self.cache
     }
 }
 
-impl<K, V, F, S> fmt::Debug for LoadingLruCache<K, V, F, S> {
+impl<K, V, E, S> fmt::Debug for LoadingLruCache<K, V, E, S> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("LoadingLruCache")
             .field("cache", &self.cache)
