@@ -1,14 +1,14 @@
 //! Public-API tests of `LruCache`: a proptest against a `VecDeque` LRU
-//! model, hit ratio against an exact global LRU on Zipf traces, panic safety,
-//! and a stress test with more threads than cores.
+//! model, API details, panic safety and the closure forms of the hit path
+//! (hit ratios are in `lru_hit_ratio.rs`, stress tests in `lru_stress.rs`).
 
 #[path = "common/watchdog.rs"]
 mod watchdog;
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::hash::{Hash, Hasher};
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Barrier, Mutex};
 
 use larder::{
@@ -16,9 +16,6 @@ use larder::{
     RemovalCause,
 };
 use proptest::prelude::*;
-use rand::SeedableRng;
-use rand::rngs::StdRng;
-use rand_distr::{Distribution, Zipf};
 
 fn assert_send_sync<T: Send + Sync>() {}
 
@@ -257,170 +254,6 @@ proptest! {
             prop_assert_eq!(stats.len, cache.iter().len());
             prop_assert_eq!(stats.hits + stats.misses, gets);
         }
-    }
-}
-
-// ---------------------------------------------------------------------------
-// hit ratio against an exact global LRU on Zipf(0.9) traces over 1M keys
-
-/// Exact global LRU in O(log n) per access: key -> last-use tick, and tick ->
-/// key ordered, the smallest tick being the least recently used.
-struct ExactLru {
-    ticks: HashMap<u64, u64>,
-    order: BTreeMap<u64, u64>,
-    capacity: usize,
-    now: u64,
-}
-
-impl ExactLru {
-    fn new(capacity: usize) -> Self {
-        Self {
-            ticks: HashMap::new(),
-            order: BTreeMap::new(),
-            capacity,
-            now: 0,
-        }
-    }
-    /// Accesses `key`; true on a hit. A miss inserts it.
-    fn access(&mut self, key: u64) -> bool {
-        self.now += 1;
-        let hit = match self.ticks.insert(key, self.now) {
-            Some(old) => {
-                self.order.remove(&old);
-                true
-            }
-            None => false,
-        };
-        self.order.insert(self.now, key);
-        if self.ticks.len() > self.capacity {
-            let (_, victim) = self.order.pop_first().unwrap();
-            self.ticks.remove(&victim);
-        }
-        hit
-    }
-}
-
-/// A Zipf(0.9) trace over 1M keys (rank 1 the most popular), drawn by
-/// inverting the exact discrete CDF (binary search in a table built once):
-/// fast enough for debug builds, unlike rejection sampling.
-fn zipf_trace(requests: usize, seed: u64) -> Vec<u64> {
-    static CDF: std::sync::OnceLock<Vec<f64>> = std::sync::OnceLock::new();
-    let cdf = CDF.get_or_init(|| {
-        let mut sum = 0.0;
-        let mut cdf: Vec<f64> = (1..=1_000_000u32)
-            .map(|rank| {
-                sum += f64::from(rank).powf(-0.9);
-                sum
-            })
-            .collect();
-        cdf.iter_mut().for_each(|c| *c /= sum);
-        cdf
-    });
-    let mut rng = StdRng::seed_from_u64(seed);
-    (0..requests)
-        .map(|_| {
-            let u: f64 = rand::Rng::random(&mut rng);
-            cdf.partition_point(|&c| c < u) as u64 + 1
-        })
-        .collect()
-}
-
-/// Runs a Zipf(0.9) trace over 1M keys through a cache of the default
-/// shard count (get, insert on miss) and the exact model; returns both hit
-/// ratios.
-fn zipf_hit_ratios(capacity: usize, requests: usize, policy: LruPolicy) -> (f64, f64) {
-    let cache = LruCache::builder(capacity).policy(policy).build().unwrap();
-    let mut model = ExactLru::new(capacity);
-    let (mut cache_hits, mut model_hits) = (0u64, 0u64);
-    for key in zipf_trace(requests, capacity as u64) {
-        if cache.get(&key).is_some() {
-            cache_hits += 1;
-        } else {
-            cache.insert(key, ());
-        }
-        model_hits += u64::from(model.access(key));
-    }
-    assert!(cache.len() <= capacity);
-    assert_eq!(cache.stats().hits, cache_hits);
-    assert!(cache.shard_count() > 1, "the default must shard");
-    (
-        cache_hits as f64 / requests as f64,
-        model_hits as f64 / requests as f64,
-    )
-}
-
-/// Debug builds run 300K requests (the 1% cache is warm well before the
-/// end; the 10% one has just filled); release builds (`cargo test
-/// --release`) run 3M, the steady state.
-const ZIPF_REQUESTS: usize = if cfg!(debug_assertions) {
-    300_000
-} else {
-    3_000_000
-};
-
-#[test]
-fn zipf_hit_ratio_within_one_point_of_global_lru_at_1_percent() {
-    let (cache, exact) = zipf_hit_ratios(10_000, ZIPF_REQUESTS, LruPolicy::Exact);
-    println!("capacity 1%: sharded {cache:.4} exact {exact:.4}");
-    assert!(
-        (cache - exact).abs() < 0.01,
-        "sharded {cache:.4} vs exact {exact:.4}"
-    );
-}
-
-#[test]
-fn zipf_hit_ratio_within_one_point_of_global_lru_at_10_percent() {
-    let (cache, exact) = zipf_hit_ratios(100_000, ZIPF_REQUESTS, LruPolicy::Exact);
-    println!("capacity 10%: sharded {cache:.4} exact {exact:.4}");
-    assert!(
-        (cache - exact).abs() < 0.01,
-        "sharded {cache:.4} vs exact {exact:.4}"
-    );
-}
-
-/// CLOCK is not LRU, so its hit ratio may differ either way; the cost the
-/// docs promise is at most 1 point *below* exact global LRU on these traces.
-#[test]
-fn clock_hit_ratio_at_most_one_point_below_global_lru() {
-    for capacity in [10_000, 100_000] {
-        let (clock, exact) = zipf_hit_ratios(capacity, ZIPF_REQUESTS, LruPolicy::Clock);
-        println!("capacity {capacity}: clock {clock:.4} exact {exact:.4}");
-        assert!(clock > exact - 0.01, "clock {clock:.4} vs exact {exact:.4}");
-    }
-}
-
-/// S3-FIFO, sharded by default, misses less than exact *global* LRU on the
-/// same Zipf trace (the docs promise the best hit ratio of the policies on
-/// skewed workloads). At 10K entries the cache is warm well before the end
-/// of a debug build's trace; at 100K only a release build's trace (3M
-/// requests) reaches the steady state, so that capacity runs there only.
-#[test]
-fn s3fifo_hit_ratio_above_global_lru() {
-    let capacities: &[usize] = if cfg!(debug_assertions) {
-        &[10_000]
-    } else {
-        &[10_000, 100_000]
-    };
-    for &capacity in capacities {
-        let (s3, exact) = zipf_hit_ratios(capacity, ZIPF_REQUESTS, LruPolicy::S3Fifo);
-        println!("capacity {capacity}: s3fifo {s3:.4} exact {exact:.4}");
-        assert!(s3 > exact + 0.01, "s3fifo {s3:.4} vs exact {exact:.4}");
-    }
-}
-
-#[test]
-fn one_shard_is_exactly_global_lru_on_a_zipf_trace() {
-    let zipf = Zipf::new(10_000.0, 0.9).unwrap();
-    let mut rng = StdRng::seed_from_u64(7);
-    let cache = LruCache::builder(500).shards(1).build().unwrap();
-    let mut model = ExactLru::new(500);
-    for _ in 0..50_000 {
-        let key = zipf.sample(&mut rng) as u64;
-        let hit = cache.get(&key).is_some();
-        if !hit {
-            cache.insert(key, ());
-        }
-        assert_eq!(hit, model.access(key), "diverged at key {key}");
     }
 }
 
@@ -702,152 +535,6 @@ fn panicking_hash_and_eq_under(
     assert_eq!(cache.len(), 3);
     assert_eq!(cache.get(&key(5)).as_deref(), Some(&5));
     assert!(!cache.contains_key(&key(0)));
-}
-
-// ---------------------------------------------------------------------------
-// stress: 8 threads on 2 cores
-
-#[test]
-fn stress_counts_are_exact_and_the_bound_holds() {
-    stress_counts_under(LruPolicy::Exact);
-}
-
-#[test]
-fn stress_counts_are_exact_and_the_bound_holds_under_clock() {
-    stress_counts_under(LruPolicy::Clock);
-}
-
-fn stress_counts_under(policy: LruPolicy) {
-    let _watchdog = watchdog::arm(watchdog::STRESS_LIMIT);
-    const THREADS: usize = 8;
-    const OPS: u64 = 20_000;
-    let cache = LruCache::<u64, u64>::builder(256)
-        .shards(8)
-        .policy(policy)
-        .build()
-        .unwrap();
-    let gets = AtomicU64::new(0);
-    let inserts = AtomicU64::new(0);
-    let done = AtomicBool::new(false);
-    let start = Barrier::new(THREADS + 1);
-    std::thread::scope(|s| {
-        let watcher = s.spawn(|| {
-            let mut checks = 0u64;
-            while !done.load(Ordering::SeqCst) {
-                // `len` and `capacity` in `stats()` are one consistent
-                // snapshot, even during resizes.
-                let stats = cache.stats();
-                assert!(stats.len <= stats.capacity, "bound exceeded: {stats:?}");
-                // `len()` sums shards one at a time while resizes run; every
-                // shard stays within its largest share (328 / 8 = 41).
-                assert!(cache.len() <= 328);
-                checks += 1;
-            }
-            checks
-        });
-        for t in 0..THREADS as u64 {
-            let (cache, gets, inserts, start) = (&cache, &gets, &inserts, &start);
-            s.spawn(move || {
-                start.wait();
-                let mut x = t + 1;
-                for i in 0..OPS {
-                    x ^= x << 13;
-                    x ^= x >> 7;
-                    x ^= x << 17;
-                    let key = x % 1024;
-                    // Each thread reads through one of the three hit paths,
-                    // so their hits and misses are all in the exact totals.
-                    let found = match t % 3 {
-                        0 => cache.get(&key).map(|v| *v),
-                        1 => cache.get_with(&key, |v| *v),
-                        _ => cache.get_cloned(&key),
-                    };
-                    if let Some(value) = found {
-                        assert_eq!(value, key * 3);
-                    } else {
-                        cache.insert(key, key * 3);
-                        inserts.fetch_add(1, Ordering::Relaxed);
-                    }
-                    gets.fetch_add(1, Ordering::Relaxed);
-                    if i % 4096 == 0 && t == 0 {
-                        cache.resize(128 + (i as usize / 4096 % 3) * 100).unwrap();
-                    }
-                    if let Some(v) = cache.peek(&key) {
-                        assert_eq!(*v, key * 3);
-                    }
-                }
-            });
-        }
-        start.wait();
-        // Scoped threads other than the watcher are joined at scope end; stop
-        // the watcher once they are (poll the insert counter instead of
-        // joining handles we did not keep).
-        while gets.load(Ordering::SeqCst) < THREADS as u64 * OPS {
-            std::thread::yield_now();
-        }
-        done.store(true, Ordering::SeqCst);
-        assert!(watcher.join().unwrap() > 0);
-    });
-    let stats = cache.stats();
-    assert_eq!(stats.hits + stats.misses, THREADS as u64 * OPS);
-    assert_eq!(stats.misses, inserts.load(Ordering::SeqCst));
-    assert_eq!(stats.inserts, inserts.load(Ordering::SeqCst));
-    assert!(stats.len <= stats.capacity);
-    assert_eq!(stats.len, cache.iter().len());
-    // Every insert either is still cached, or was evicted, or was displaced
-    // by a later insert of the same key (two threads missing at once).
-    assert!(stats.inserts >= stats.len as u64 + stats.evictions);
-}
-
-#[test]
-fn stress_racing_loads_run_each_loader_once() {
-    for policy in [LruPolicy::Exact, LruPolicy::Clock, LruPolicy::S3Fifo] {
-        stress_racing_loads_under(policy);
-    }
-}
-
-fn stress_racing_loads_under(policy: LruPolicy) {
-    let _watchdog = watchdog::arm(watchdog::STRESS_LIMIT);
-    const THREADS: usize = 8;
-    const KEYS: u64 = 64;
-    // Room for every key in whichever shard it lands: nothing is evicted.
-    let cache = LruCache::<u64, u64>::builder(4 * KEYS as usize)
-        .shards(4)
-        .policy(policy)
-        .build()
-        .unwrap();
-    let runs: Vec<AtomicUsize> = (0..KEYS).map(|_| AtomicUsize::new(0)).collect();
-    let start = Barrier::new(THREADS);
-    std::thread::scope(|s| {
-        for t in 0..THREADS as u64 {
-            let (cache, runs, start) = (&cache, &runs, &start);
-            s.spawn(move || {
-                start.wait();
-                for round in 0..3 {
-                    for i in 0..KEYS {
-                        let key = (i + t * 7 + round) % KEYS;
-                        let value = cache.get_or_load(&key, || {
-                            runs[key as usize].fetch_add(1, Ordering::SeqCst);
-                            std::thread::yield_now();
-                            key + 100
-                        });
-                        assert_eq!(*value, key + 100);
-                    }
-                }
-            });
-        }
-    });
-    for (key, count) in runs.iter().enumerate() {
-        assert_eq!(
-            count.load(Ordering::SeqCst),
-            1,
-            "key {key} loaded more than once"
-        );
-    }
-    let stats = cache.stats();
-    assert_eq!(stats.loads, KEYS);
-    assert_eq!(stats.hits + stats.misses, THREADS as u64 * KEYS * 3);
-    assert_eq!((stats.len, stats.evictions), (KEYS as usize, 0));
 }
 
 /// A value whose `Drop` panics when it is the chosen one.
