@@ -186,6 +186,7 @@ mod ordered;
 pub mod reflector;
 mod removal;
 mod snapshot;
+mod striped;
 mod sync;
 mod typed;
 /// The tests' watchdog (a hang fails fast, naming the test).

@@ -9,7 +9,7 @@
 
 use std::fmt;
 
-use crate::sync::{self, AtomicU64, CachePadded, Ordering};
+use crate::striped::StripedCounters;
 
 /// Counters of one shard, guarded by the shard lock.
 #[derive(Debug, Default, Clone, Copy)]
@@ -152,68 +152,37 @@ impl fmt::Display for CacheStats {
     }
 }
 
-/// Number of owned stripes of [`Lookups`]: threads numbered below this (see
-/// `sync::thread_stripe`) each own one; later threads share a fallback.
-const STRIPES: usize = 32;
-
-/// One stripe of [`Lookups`].
-#[derive(Default)]
-struct Stripe {
-    hits: AtomicU64,
-    misses: AtomicU64,
-}
-
 /// Hits and misses of lookups made under a shard's *shared* lock
-/// ([`LruPolicy::Clock`](super::LruPolicy::Clock)), where the shard's plain
-/// counters cannot be written. Counted in per-thread padded stripes, so a
-/// hit writes only a cache line its own thread owns; summed on read.
-pub(crate) struct Lookups {
-    stripes: Box<[CachePadded<Stripe>]>,
-    /// The sums at the last reset. Stripes only grow, and a reset subtracts
-    /// instead of storing 0, which an owner's load-and-store could undo.
-    base: crate::sync::Mutex<(u64, u64)>,
-}
+/// ([`LruPolicy::Clock`](super::LruPolicy::Clock) and
+/// [`LruPolicy::S3Fifo`](super::LruPolicy::S3Fifo)), where the shard's
+/// plain counters cannot be written: per-thread padded stripes
+/// ([`StripedCounters`]), so a hit writes only a cache line its own thread
+/// owns; summed on read.
+pub(crate) struct Lookups(StripedCounters<2>);
+
+/// The counters of [`Lookups`].
+const HITS: usize = 0;
+const MISSES: usize = 1;
 
 impl Lookups {
     pub(crate) fn new() -> Self {
-        Self {
-            stripes: (0..=STRIPES)
-                .map(|_| CachePadded::new(Stripe::default()))
-                .collect(),
-            base: crate::sync::Mutex::new((0, 0)),
-        }
+        Self(StripedCounters::new())
     }
 
     /// Counts one lookup: a hit if `hit`, else a miss.
     #[inline]
     pub(crate) fn record(&self, hit: bool) {
-        sync::count_striped(&self.stripes, |stripe| {
-            if hit { &stripe.hits } else { &stripe.misses }
-        });
-    }
-
-    fn sums(&self) -> (u64, u64) {
-        // Relaxed: see `record`; each stripe only grows.
-        self.stripes.iter().fold((0, 0), |(h, m), s| {
-            (
-                h + s.hits.load(Ordering::Relaxed),
-                m + s.misses.load(Ordering::Relaxed),
-            )
-        })
+        self.0.record(if hit { HITS } else { MISSES });
     }
 
     /// Hits and misses since the last reset.
     pub(crate) fn totals(&self) -> (u64, u64) {
-        // The base lock orders this read of the stripes after the sums a
-        // reset stored: stripes only grow, so the differences are >= 0.
-        let base = self.base.lock();
-        let (hits, misses) = self.sums();
-        (hits - base.0, misses - base.1)
+        let totals = self.0.totals();
+        (totals[HITS], totals[MISSES])
     }
 
     /// Starts counting from 0 again.
     pub(crate) fn reset(&self) {
-        let mut base = self.base.lock();
-        *base = self.sums();
+        self.0.reset();
     }
 }

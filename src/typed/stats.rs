@@ -1,13 +1,10 @@
-//! Statistics: per-thread padded stripes of counters, so that counting a hit
-//! writes only a cache line the calling thread (almost always) owns.
+//! Statistics: [`TypedCacheStats`], counted in per-thread padded stripes
+//! (the crate's `StripedCounters`, shared with `LruCache`), so that counting
+//! a hit writes only a cache line the calling thread (almost always) owns.
 
 use std::fmt;
 
-use crate::sync::{self, AtomicU64, CachePadded, Ordering};
-
-/// Number of owned counter stripes: threads numbered below this (see
-/// `sync::thread_stripe`) each own one; later threads share a fallback.
-const STRIPES: usize = 32;
+use crate::striped::StripedCounters;
 
 /// A snapshot of a cache's counters, from [`TypedCache::stats`] or
 /// [`AnyCache::stats`].
@@ -96,15 +93,6 @@ impl fmt::Display for TypedCacheStats {
     }
 }
 
-#[derive(Default)]
-struct Counters {
-    hits: AtomicU64,
-    misses: AtomicU64,
-    inits: AtomicU64,
-    init_failures: AtomicU64,
-    waits: AtomicU64,
-}
-
 /// Which counter to bump.
 #[derive(Clone, Copy)]
 pub(crate) enum Event {
@@ -115,52 +103,36 @@ pub(crate) enum Event {
     Wait,
 }
 
-/// The live counters of one cache: one padded stripe per thread for the
-/// first `STRIPES` threads, written by that thread only, plus a shared
-/// stripe for the rest (the last one).
+/// The live counters of one cache, one per [`Event`], counted per thread
+/// ([`StripedCounters`]) so that counting a hit writes only a cache line
+/// the calling thread (almost always) owns.
 pub(crate) struct Stats {
-    stripes: Box<[CachePadded<Counters>]>,
-}
-
-impl Counters {
-    fn get(&self, event: Event) -> &AtomicU64 {
-        match event {
-            Event::Hit => &self.hits,
-            Event::Miss => &self.misses,
-            Event::Init => &self.inits,
-            Event::InitFailure => &self.init_failures,
-            Event::Wait => &self.waits,
-        }
-    }
+    counters: StripedCounters<5>,
 }
 
 impl Stats {
     pub(crate) fn new() -> Self {
         Self {
-            stripes: (0..=STRIPES)
-                .map(|_| CachePadded::new(Counters::default()))
-                .collect(),
+            counters: StripedCounters::new(),
         }
     }
 
     #[inline]
     pub(crate) fn record(&self, event: Event) {
         // `snapshot` promises each counter's total, not a cut across
-        // counters, so Relaxed per-thread counting is enough.
-        sync::count_striped(&self.stripes, |stripe| stripe.get(event));
+        // counters, so per-thread counting is enough.
+        self.counters.record(event as usize);
     }
 
     pub(crate) fn snapshot(&self) -> TypedCacheStats {
-        let mut total = TypedCacheStats::default();
-        for stripe in self.stripes.iter() {
-            // Relaxed: see `record`.
-            total.hits += stripe.hits.load(Ordering::Relaxed);
-            total.misses += stripe.misses.load(Ordering::Relaxed);
-            total.inits += stripe.inits.load(Ordering::Relaxed);
-            total.init_failures += stripe.init_failures.load(Ordering::Relaxed);
-            total.waits += stripe.waits.load(Ordering::Relaxed);
+        let totals = self.counters.totals();
+        TypedCacheStats {
+            hits: totals[Event::Hit as usize],
+            misses: totals[Event::Miss as usize],
+            inits: totals[Event::Init as usize],
+            init_failures: totals[Event::InitFailure as usize],
+            waits: totals[Event::Wait as usize],
         }
-        total
     }
 }
 

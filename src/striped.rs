@@ -1,0 +1,112 @@
+//! [`StripedCounters`]: the statistics counters that hot paths of both
+//! caches bump without writing a cache line another thread uses
+//! (`LruCache`'s lookups under a shared lock, every `TypedCache` event).
+//!
+//! One padded stripe of `N` counters per thread for the first [`STRIPES`]
+//! threads, written by that thread only (a load and a store, no locked
+//! instruction: `sync::count_striped`), plus a last stripe shared by every
+//! later thread (a real `fetch_add`). Reading sums the stripes.
+
+use std::fmt;
+
+use crate::sync::{self, AtomicU64, CachePadded, Mutex, Ordering};
+
+/// Number of owned stripes: threads numbered below this (see
+/// `sync::thread_stripe`) each own one; later threads share a fallback.
+const STRIPES: usize = 32;
+
+/// `N` event counters, counted per thread and summed on read.
+pub(crate) struct StripedCounters<const N: usize> {
+    stripes: Box<[CachePadded<[AtomicU64; N]>]>,
+    /// The sums at the last reset. Stripes only grow, and a reset subtracts
+    /// instead of storing 0, which an owner's load-and-store could undo.
+    base: Mutex<[u64; N]>,
+}
+
+impl<const N: usize> StripedCounters<N> {
+    pub(crate) fn new() -> Self {
+        Self {
+            stripes: (0..=STRIPES)
+                .map(|_| CachePadded::new(std::array::from_fn(|_| AtomicU64::new(0))))
+                .collect(),
+            base: Mutex::new([0; N]),
+        }
+    }
+
+    /// Adds 1 to counter `counter` (< `N`) in the calling thread's stripe.
+    #[inline]
+    pub(crate) fn record(&self, counter: usize) {
+        sync::count_striped(&self.stripes, |stripe| &stripe[counter]);
+    }
+
+    fn sums(&self) -> [u64; N] {
+        let mut sums = [0; N];
+        for stripe in self.stripes.iter() {
+            for (sum, counter) in sums.iter_mut().zip(stripe.iter()) {
+                // Relaxed: counters that publish no other data; the totals
+                // promise each counter's value, not a cut across counters.
+                *sum += counter.load(Ordering::Relaxed);
+            }
+        }
+        sums
+    }
+
+    /// Each counter's count since the last [`reset`](Self::reset). Exact
+    /// per counter once the counting threads are quiet; while they count,
+    /// two counters may be read at slightly different moments.
+    pub(crate) fn totals(&self) -> [u64; N] {
+        // The base lock orders this read of the stripes after the sums a
+        // reset stored: stripes only grow, so the differences are >= 0.
+        let base = self.base.lock();
+        let mut totals = self.sums();
+        for (total, base) in totals.iter_mut().zip(base.iter()) {
+            *total -= base;
+        }
+        totals
+    }
+
+    /// Starts every counter from 0 again.
+    pub(crate) fn reset(&self) {
+        let mut base = self.base.lock();
+        *base = self.sums();
+    }
+}
+
+impl<const N: usize> fmt::Debug for StripedCounters<N> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("StripedCounters")
+            .field("totals", &self.totals())
+            .finish()
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn totals_count_every_thread_and_reset_subtracts() {
+        let counters = StripedCounters::<3>::new();
+        std::thread::scope(|s| {
+            // More threads than owned stripes: the shared stripe is used too.
+            for t in 0..(STRIPES + 8) {
+                let counters = &counters;
+                s.spawn(move || {
+                    for _ in 0..100 {
+                        counters.record(t % 3);
+                    }
+                });
+            }
+        });
+        let each = [
+            (0..STRIPES + 8).filter(|t| t % 3 == 0).count() as u64 * 100,
+            (0..STRIPES + 8).filter(|t| t % 3 == 1).count() as u64 * 100,
+            (0..STRIPES + 8).filter(|t| t % 3 == 2).count() as u64 * 100,
+        ];
+        assert_eq!(counters.totals(), each);
+        counters.reset();
+        assert_eq!(counters.totals(), [0; 3]);
+        counters.record(1);
+        assert_eq!(counters.totals(), [0, 1, 0]);
+    }
+}
