@@ -177,6 +177,7 @@ pub struct OrderedGuideDoctests;
 #[doc = include_str!("../docs/reflector.md")]
 pub struct ReflectorGuideDoctests;
 
+mod entries;
 mod flight;
 mod indexed;
 mod lru;
@@ -194,16 +195,15 @@ mod typed;
 #[path = "../tests/common/watchdog.rs"]
 mod watchdog;
 
+pub use entries::{CacheIter, LruIter, TypedIter};
 pub use indexed::{IndexError, IndexedBuildError, IndexedStore, IndexedStoreBuilder, Transaction};
-pub use lru::{
-    CacheStats, LoadingLruCache, LruBuildError, LruCache, LruCacheBuilder, LruIter, LruPolicy,
-};
+pub use lru::{CacheStats, LoadingLruCache, LruBuildError, LruCache, LruCacheBuilder, LruPolicy};
 pub use ordered::{OrderedIndex, OrderedIndexBuilder, OrderedLock, OrderedSnapshot};
 pub use removal::RemovalCause;
 pub use snapshot::{CachedReader, CompareAndSwapError, Guard, Snapshot, Versioned};
 pub use typed::{
     AnyCache, AnyCacheBuilder, Clock, CoarseClock, ManualClock, SystemClock, TypedBuildError,
-    TypedCache, TypedCacheBuilder, TypedCacheStats, TypedIter,
+    TypedCache, TypedCacheBuilder, TypedCacheStats,
 };
 
 #[cfg(loom)]

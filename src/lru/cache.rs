@@ -28,7 +28,8 @@ use std::hash::{BuildHasher, Hash};
 use super::core::{Inserted, MAX_SHARD_CAPACITY};
 use super::policy::Core;
 use super::stats::{CacheStats, Counters, Lookups};
-use super::{Listener, LruBuildError, LruCacheBuilder, LruIter, LruPolicy};
+use super::{Listener, LruBuildError, LruCacheBuilder, LruPolicy};
+use crate::entries::LruIter;
 use crate::flight::FlightGroup;
 use crate::removal::{RemovalCause, notify};
 use crate::sync::{

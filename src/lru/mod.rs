@@ -10,8 +10,8 @@
 //!   shard); `read.rs`: its lookups (`get`, `get_with`, `get_cloned`,
 //!   `peek`, `peek_with`) and what a hit writes.
 //! - `load.rs`: load on miss through `crate::flight`, and [`LoadingLruCache`].
-//! - `builder.rs`, `stats.rs`, `iter.rs`: configuration, `cache_info()`,
-//!   snapshots.
+//! - `builder.rs`, `stats.rs`: configuration and `cache_info()`; `iter`'s
+//!   snapshot is the crate's `CacheIter` (`src/entries.rs`).
 //!
 //! Design notes and the measurements behind them: `docs/lru.md`.
 
@@ -20,7 +20,6 @@ mod cache;
 mod clock;
 mod core;
 mod index;
-mod iter;
 mod load;
 mod load_async;
 mod policy;
@@ -30,7 +29,6 @@ mod stats;
 
 pub use builder::{LruBuildError, LruCacheBuilder};
 pub use cache::LruCache;
-pub use iter::LruIter;
 pub use load::LoadingLruCache;
 pub use policy::LruPolicy;
 pub use stats::CacheStats;

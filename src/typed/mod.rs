@@ -40,7 +40,6 @@ mod any;
 mod builder;
 mod clock;
 mod core;
-mod iter;
 mod load_async;
 mod raw;
 mod stats;
@@ -48,7 +47,6 @@ mod stats;
 pub use any::AnyCache;
 pub use builder::{AnyCacheBuilder, TypedBuildError, TypedCacheBuilder};
 pub use clock::{Clock, CoarseClock, ManualClock, SystemClock};
-pub use iter::TypedIter;
 pub use stats::TypedCacheStats;
 
 use std::borrow::Borrow;
@@ -646,8 +644,8 @@ where
     /// entries.sort();
     /// assert_eq!(entries, [("a".to_string(), 1), ("b".to_string(), 2)]);
     /// ```
-    pub fn iter(&self) -> TypedIter<K, V> {
-        TypedIter::new(self.raw.entries())
+    pub fn iter(&self) -> crate::TypedIter<K, V> {
+        crate::CacheIter::new(self.raw.entries())
     }
 
     /// The counters so far (see [`TypedCacheStats`]).

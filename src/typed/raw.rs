@@ -20,7 +20,7 @@
 //!   (for an init's key) before it too; inits run with no lock held; and
 //!   removed, replaced, expired and evicted keys and values go to the
 //!   listener and are dropped after unlocking. `iter` is the exception:
-//!   it runs `K: Clone` under a shard's read lock (see `iter.rs`).
+//!   it runs `K: Clone` under a shard's read lock (see `entries`).
 //!
 //! # Expiry
 //!
