@@ -303,12 +303,12 @@ fn a_transaction_is_applied_whole_or_not_at_all() {
                     tx.insert(Key::new(k), Value::new(object(k)))?;
                 }
                 tx.insert(Key::new(2), Value::new(998))?;
-                tx.remove(Key::new(5));
+                tx.remove(&Key::new(5));
                 tx.insert(Key::new(200), Value::new(1))?;
-                tx.remove(Key::new(200));
-                tx.remove(Key::new(6));
+                tx.remove(&Key::new(200));
+                tx.remove(&Key::new(6));
                 tx.insert(Key::new(6), Value::new(997))?;
-                tx.remove(Key::new(7_000));
+                tx.remove(&Key::new(7_000));
                 Ok(())
             })
             .unwrap();

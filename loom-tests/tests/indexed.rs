@@ -90,7 +90,7 @@ fn replace_is_all_or_nothing(fault: IndexedFault) {
             thread::spawn(move || {
                 store
                     .transaction(|tx| {
-                        tx.remove("a");
+                        tx.remove(&"a");
                         tx.insert("e", "red")
                     })
                     .unwrap();

@@ -639,7 +639,7 @@ where
     ///
     /// // Move a job between states: readers see it in exactly one.
     /// queue.transaction(|tx| -> Result<(), IndexError> {
-    ///     tx.remove("job-1");
+    ///     tx.remove(&"job-1");
     ///     tx.insert("job-1/done", "done")?;
     ///     Ok(())
     /// }).unwrap();
