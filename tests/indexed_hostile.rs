@@ -372,7 +372,12 @@ fn replace_clear_and_add_index_lose_nothing() {
 fn by_index_reads_and_visits_change_nothing() {
     let _watchdog = watchdog::arm(watchdog::STRESS_LIMIT);
     let read_all = |store: &Store| {
-        for (name, value) in [("parity", "0"), ("parity", "1"), ("tens", "1"), ("tens", "x")] {
+        for (name, value) in [
+            ("parity", "0"),
+            ("parity", "1"),
+            ("tens", "1"),
+            ("tens", "x"),
+        ] {
             let entries = store.by_index_entries(name, value).unwrap();
             let mut keys: Vec<u64> = entries.iter().map(|(k, _)| k.id).collect();
             keys.sort_unstable();
@@ -398,7 +403,10 @@ fn by_index_reads_and_visits_change_nothing() {
         store.remove(&Key::new(9_999));
     };
     let planted = sweep_all(|| churned(20, 30), read_all, Model::clone);
-    assert!(planted > 0, "the reads made no user call to plant a panic at");
+    assert!(
+        planted > 0,
+        "the reads made no user call to plant a panic at"
+    );
     // A visit closure that panics: nothing changes, the lock is released.
     let (store, before) = churned(20, 30);
     for stop_at in 0..3 {

@@ -73,7 +73,10 @@ impl Contender for FormContender {
                     }
                 }
                 Form::Entries => {
-                    for (key, pod) in store.by_index_entries("namespace", ns).expect("index exists") {
+                    for (key, pod) in store
+                        .by_index_entries("namespace", ns)
+                        .expect("index exists")
+                    {
                         sum = sum.wrapping_add(pod.generation + key.len() as u64);
                     }
                 }
