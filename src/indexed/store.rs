@@ -119,7 +119,7 @@ use crate::sync::{Arc, ShardedLock};
 /// the visit closures of [`for_each_by_index`](IndexedStore::for_each_by_index)
 /// and [`try_for_each_by_index`](IndexedStore::try_for_each_by_index). A
 /// write from there waits for the read lock its own thread holds: a
-/// deadlock, every time. A read from there takes the read lock a second
+/// deadlock (on some platforms, a panic), every time. A read from there takes the read lock a second
 /// time, which deadlocks if a writer arrived in between (a waiting writer
 /// goes first). Index functions and the closure of
 /// [`transaction`](IndexedStore::transaction) run with no lock held and may

@@ -111,7 +111,8 @@ where
     /// - If `f` writes to the same store (`insert`, `remove`, `replace`,
     ///   `clear`, `transaction`, `add_index`), the write waits for every
     ///   shard's read lock, including the one this thread holds while it
-    ///   waits: a deadlock, every time.
+    ///   waits: a deadlock, every time (on some platforms the standard
+    ///   library's lock under each shard panics instead).
     /// - If `f` reads the same store (`get`, `by_index`, `len`, another
     ///   visit, ...), it takes the same read lock a second time. That
     ///   succeeds while no writer waits, but a writer that arrives between
