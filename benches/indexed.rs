@@ -2,6 +2,8 @@
 //! with pod-shaped objects; then what an informer does to its store (watch
 //! events, initial load) against the kube-rs design.
 //! `cargo bench --bench indexed`; results in docs/benchmarks.md.
+//! `cargo bench --bench indexed -- "by-index forms"` runs only the
+//! comparison of the by-index forms (figures in docs/indexed.md).
 //!
 //! `cargo bench --bench indexed -- interleaved` runs only the interleaved
 //! comparison of the informer workloads (every contender measured
@@ -17,6 +19,14 @@ use common::indexed::events::{self, Indexed, KubeRs, Unindexed, Watched};
 
 fn indexed(c: &mut criterion::Criterion) {
     for workload in common::indexed::workloads(common::Size::Full) {
+        common::criterion_workload(c, &workload);
+    }
+}
+
+/// `by_index`, `by_index_entries` and `for_each_by_index` on one namespace
+/// (about 100 pods) of a 10K store: what each form costs per call.
+fn forms(c: &mut criterion::Criterion) {
+    for workload in common::indexed::visit::workloads() {
         common::criterion_workload(c, &workload);
     }
 }
@@ -88,7 +98,7 @@ fn interleaved(_: &mut criterion::Criterion) {
 criterion::criterion_group! {
     name = benches;
     config = common::criterion_config();
-    targets = indexed, informer, interleaved
+    targets = indexed, forms, informer, interleaved
 }
 
 /// `criterion_main!`, after the profiling modes (which run alone).

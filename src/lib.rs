@@ -171,6 +171,12 @@ pub struct TypedGuideDoctests;
 #[doc = include_str!("../docs/ordered.md")]
 pub struct OrderedGuideDoctests;
 
+/// The code of the `IndexedStore` guide (`docs/indexed.md`), compiled and
+/// run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../docs/indexed.md")]
+pub struct IndexedGuideDoctests;
+
 /// The code of the reflector guide (`docs/reflector.md`), compiled and run
 /// as doctests.
 #[cfg(all(doctest, feature = "reflector"))]

@@ -223,7 +223,7 @@ fn step(store: &IndexedStore<u8, Obj>, model: &mut Model, op: Op) {
                 for (k, o) in &ops {
                     match o {
                         Some(o) => tx.insert(*k, o.clone())?,
-                        None => tx.remove(*k),
+                        None => tx.remove(k),
                     }
                 }
                 Ok(())
@@ -342,7 +342,7 @@ fn panicking_index_function_leaves_the_store_unchanged_and_usable() {
     // transaction: the second insert panics, the first must not be applied
     let result = catch_unwind(AssertUnwindSafe(|| {
         store.transaction(|tx| -> Result<(), IndexError> {
-            tx.remove(1);
+            tx.remove(&1);
             tx.insert(3, bomb("c"))?;
             tx.insert(4, boom.clone())?;
             Ok(())
@@ -413,7 +413,7 @@ fn panicking_key_hash_leaves_the_store_unchanged_and_usable() {
     check(&store);
     let result = catch_unwind(AssertUnwindSafe(|| {
         store.transaction(|tx| -> Result<(), IndexError> {
-            tx.remove(TouchyKey(0));
+            tx.remove(&TouchyKey(0));
             tx.insert(TouchyKey(100), 100)?;
             tx.insert(TouchyKey(666), 666)?;
             Ok(())
@@ -559,7 +559,7 @@ fn stress_many_threads_keep_indexes_exact() {
                             let to = 1000 + (token + 1) % 4;
                             store
                                 .transaction(|tx| {
-                                    tx.remove((t, token));
+                                    tx.remove(&(t, token));
                                     tx.insert(
                                         (t, to),
                                         Item {

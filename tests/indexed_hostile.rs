@@ -10,6 +10,8 @@
 
 #[path = "common/hostile.rs"]
 mod hostile;
+#[path = "common/watchdog.rs"]
+mod watchdog;
 
 use std::cell::Cell;
 use std::collections::{BTreeMap, BTreeSet};
@@ -303,12 +305,12 @@ fn a_transaction_is_applied_whole_or_not_at_all() {
                     tx.insert(Key::new(k), Value::new(object(k)))?;
                 }
                 tx.insert(Key::new(2), Value::new(998))?;
-                tx.remove(Key::new(5));
+                tx.remove(&Key::new(5));
                 tx.insert(Key::new(200), Value::new(1))?;
-                tx.remove(Key::new(200));
-                tx.remove(Key::new(6));
+                tx.remove(&Key::new(200));
+                tx.remove(&Key::new(6));
                 tx.insert(Key::new(6), Value::new(997))?;
-                tx.remove(Key::new(7_000));
+                tx.remove(&Key::new(7_000));
                 Ok(())
             })
             .unwrap();
@@ -359,6 +361,68 @@ fn replace_clear_and_add_index_lose_nothing() {
         planted >= 20,
         "add_index ran the index function once per object"
     );
+}
+
+/// The by-index reads and visits change nothing whichever user call panics
+/// (`K::clone` in `by_index_entries`, `Drop` of the keys it cloned, a visit
+/// closure), and release the lock: the op ends with a write, and the check
+/// with another, each of which would wait forever on a read lock left held
+/// (the watchdog fails the test then).
+#[test]
+fn by_index_reads_and_visits_change_nothing() {
+    let _watchdog = watchdog::arm(watchdog::STRESS_LIMIT);
+    let read_all = |store: &Store| {
+        for (name, value) in [
+            ("parity", "0"),
+            ("parity", "1"),
+            ("tens", "1"),
+            ("tens", "x"),
+        ] {
+            let entries = store.by_index_entries(name, value).unwrap();
+            let mut keys: Vec<u64> = entries.iter().map(|(k, _)| k.id).collect();
+            keys.sort_unstable();
+            let mut visited = Vec::new();
+            store
+                .for_each_by_index(name, value, |k, _| visited.push(k.id))
+                .unwrap();
+            visited.sort_unstable();
+            assert_eq!(visited, keys);
+            let mut first = None;
+            let flow = store
+                .try_for_each_by_index(name, value, |k, v| {
+                    first = Some((k.id, v.id));
+                    std::ops::ControlFlow::Break(())
+                })
+                .unwrap();
+            assert_eq!(flow.is_break(), !keys.is_empty());
+            if let Some((k, v)) = first {
+                assert_eq!(object(k), v);
+            }
+        }
+        // A write: it waits for every read lock, so a leaked one hangs it.
+        store.remove(&Key::new(9_999));
+    };
+    let planted = sweep_all(|| churned(20, 30), read_all, Model::clone);
+    assert!(
+        planted > 0,
+        "the reads made no user call to plant a panic at"
+    );
+    // A visit closure that panics: nothing changes, the lock is released.
+    let (store, before) = churned(20, 30);
+    for stop_at in 0..3 {
+        let mut calls = 0;
+        let outcome = catch_unwind(AssertUnwindSafe(|| {
+            store
+                .for_each_by_index("parity", "0", |_, _| {
+                    assert!(calls != stop_at, "the visit panics at call {stop_at}");
+                    calls += 1;
+                })
+                .unwrap();
+        }));
+        assert!(outcome.is_err());
+        store.remove(&Key::new(9_999));
+        check(&store, &before, &before, false);
+    }
 }
 
 // ---------------------------------------------------------------------------

@@ -44,6 +44,7 @@ use dashmap::{DashMap, DashSet};
 use super::{Background, Contender, Rng, Size, Workload};
 
 pub mod events;
+pub mod visit;
 
 /// Thread counts measured.
 pub const THREADS: &[usize] = &[1, 2, 4];

@@ -90,7 +90,7 @@ fn replace_is_all_or_nothing(fault: IndexedFault) {
             thread::spawn(move || {
                 store
                     .transaction(|tx| {
-                        tx.remove("a");
+                        tx.remove(&"a");
                         tx.insert("e", "red")
                     })
                     .unwrap();
@@ -174,4 +174,51 @@ fn indexed_add_index_covers_racing_writes() {
 #[should_panic(expected = "invariant violated")]
 fn indexed_add_index_negative_control_ignore_schema_change() {
     add_index_covers_racing_writes(IndexedFault::IgnoreSchemaChange);
+}
+
+/// One thread updates `a` from red to blue while the main thread visits the
+/// red objects and then the blue ones (`for_each_by_index`): each visit
+/// sees `a` as the old object under the old value or the new object under
+/// the new value, never an object under a value it does not have. The
+/// negative control reads the bucket and the objects under two separate
+/// read locks, and the model finds the update run between them.
+fn visit_sees_a_consistent_cut(fault: IndexedFault) {
+    loom::model(move || {
+        let store = Arc::new(colored(fault));
+        store.insert("a", "red").unwrap();
+        store.insert("b", "red").unwrap();
+        let updater = {
+            let store = Arc::clone(&store);
+            thread::spawn(move || {
+                store.insert("a", "blue").unwrap();
+            })
+        };
+        for color in ["red", "blue"] {
+            store
+                .for_each_by_index("color", color, |key, object| {
+                    assert_eq!(
+                        *object, color,
+                        "invariant violated: the visit of {color} got {key} as a {object} object"
+                    );
+                })
+                .unwrap();
+        }
+        updater.join().unwrap();
+        let mut blue = Vec::new();
+        store
+            .for_each_by_index("color", "blue", |key, _| blue.push(*key))
+            .unwrap();
+        assert_eq!(blue, ["a"]);
+    });
+}
+
+#[test]
+fn indexed_visit_sees_a_consistent_cut() {
+    visit_sees_a_consistent_cut(IndexedFault::None);
+}
+
+#[test]
+#[should_panic(expected = "invariant violated")]
+fn indexed_visit_negative_control_two_locks() {
+    visit_sees_a_consistent_cut(IndexedFault::VisitTwoLocks);
 }

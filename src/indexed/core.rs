@@ -526,6 +526,24 @@ impl<K, V> Core<K, V> {
         }
     }
 
+    /// The `(key, object)` pairs of [`by_index`](Self::by_index), borrowed
+    /// from the core, in bucket order: the visits walk them under the read
+    /// lock without cloning anything.
+    pub(crate) fn bucket_entries(
+        &self,
+        position: usize,
+        value: &str,
+    ) -> impl Iterator<Item = (&K, &Arc<V>)> {
+        self.indexes[position]
+            .get(value)
+            .into_iter()
+            .flat_map(move |bucket| {
+                bucket
+                    .iter()
+                    .map(move |&id| (&self.slot(id as usize).key, self.object(id)))
+            })
+    }
+
     /// The keys of [`by_index`](Self::by_index), unsorted.
     pub(crate) fn index_keys(&self, position: usize, value: &str) -> Vec<K>
     where

@@ -32,6 +32,13 @@ where
     /// returned object had `value` at that instant, and no object that had
     /// it is missing. Costs time proportional to the answer.
     ///
+    /// Each object is handed out as an `Arc` (a reference-count increment
+    /// each). For the keys too, from the same cut, use
+    /// [`by_index_entries`](Self::by_index_entries); to read the objects in
+    /// place without cloning, [`for_each_by_index`](Self::for_each_by_index).
+    /// The lookup is by the value itself, so no probe object is needed
+    /// ([`matching`](Self::matching) is the form that takes one).
+    ///
     /// # Errors
     ///
     /// [`IndexError::UnknownIndex`] if no index is named `name`.
@@ -57,7 +64,9 @@ where
 
     /// The keys of the objects whose values for index `name` include
     /// `value`, sorted (client-go `IndexKeys`). A consistent cut; the keys
-    /// are sorted after the lock is released.
+    /// are sorted after the lock is released. Calling [`get`](Self::get)
+    /// for each key afterwards reads a later state: for keys with their
+    /// objects from one cut, use [`by_index_entries`](Self::by_index_entries).
     ///
     /// # Errors
     ///

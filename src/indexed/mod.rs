@@ -61,6 +61,7 @@ mod lookup;
 mod revision;
 mod store;
 mod transaction;
+mod visit;
 
 pub use builder::IndexedStoreBuilder;
 pub use error::{IndexError, IndexedBuildError};
@@ -86,6 +87,9 @@ pub enum Fault {
     /// A revisioned insert records its revision in a second critical
     /// section, after the object.
     RevisionOutsideLock,
+    /// The by-index visits read a bucket's keys under one read lock and
+    /// look each object up under another.
+    VisitTwoLocks,
 }
 
 #[cfg(all(test, not(loom)))]

@@ -65,6 +65,26 @@ use crate::sync::{Arc, ShardedLock};
 /// - Index memory tracks live objects: a bucket is dropped when its last
 ///   object leaves it.
 ///
+/// # Why `insert` returns a `Result`
+///
+/// Writes that run index functions (`insert`, `insert_arc`, `replace`,
+/// `transaction`) return `Result<_, IndexError>` even on a store with no
+/// fallible index, because the type does not say which kind of index
+/// functions a store has, and [`add_try_index`](IndexedStore::add_try_index)
+/// can add a fallible one to a live store. With only infallible functions
+/// ([`index`](crate::IndexedStoreBuilder::index),
+/// [`add_index`](IndexedStore::add_index)) these writes never fail; say so
+/// where you call them:
+///
+/// ```
+/// let store = larder::IndexedStore::<u32, u32>::builder()
+///     .index("parity", |n: &u32| [(n % 2).to_string()])
+///     .build()
+///     .expect("distinct index names");
+/// let previous = store.insert(1, 1).expect("infallible index functions");
+/// assert!(previous.is_none());
+/// ```
+///
 /// # User code and locks
 ///
 /// Which user code runs where:
@@ -73,9 +93,10 @@ use crate::sync::{Arc, ShardedLock};
 /// |---|---|
 /// | `K`'s `Hash` (and `S`'s hashing) | once per key per operation, with no lock held, before anything changes; never again: the table keeps each key's hash and grows and rehashes from it |
 /// | `K`'s `Eq` | under the lock, in the probe that finds a key: in a write, before its first change |
-/// | `K::clone` | writes: with no lock held, before anything changes; reads that return keys ([`keys`](IndexedStore::keys), [`iter`](IndexedStore::iter), [`index_keys`](IndexedStore::index_keys)): under the read lock, changing nothing |
+/// | `K::clone` | writes: with no lock held, before anything changes; reads that return keys ([`keys`](IndexedStore::keys), [`iter`](IndexedStore::iter), [`index_keys`](IndexedStore::index_keys), [`by_index_entries`](IndexedStore::by_index_entries)): under the read lock, changing nothing |
 /// | `K`'s `Ord` | [`index_keys`](IndexedStore::index_keys)' sort, with no lock held |
 /// | index functions | with no lock held, before anything changes |
+/// | the closure of [`for_each_by_index`](IndexedStore::for_each_by_index) and [`try_for_each_by_index`](IndexedStore::try_for_each_by_index) | under the read lock, changing nothing |
 /// | `Drop` of keys and objects a write replaced or removed | after the lock is released |
 ///
 /// So a panic in any of them, at any call, leaves the store exactly as it
@@ -93,9 +114,16 @@ use crate::sync::{Arc, ShardedLock};
 /// # Deadlocks
 ///
 /// No method blocks while holding a lock that user code could need, with
-/// one exception: `K`'s `Eq`, and `Clone` in reads that return keys, run
-/// under the lock and must not call back into the same store. Index
-/// functions may read the store.
+/// these exceptions, which run under the lock and must not call back into
+/// the same store: `K`'s `Eq`, `K::clone` in reads that return keys, and
+/// the visit closures of [`for_each_by_index`](IndexedStore::for_each_by_index)
+/// and [`try_for_each_by_index`](IndexedStore::try_for_each_by_index). A
+/// write from there waits for the read lock its own thread holds: a
+/// deadlock (on some platforms, a panic), every time. A read from there takes the read lock a second
+/// time, which deadlocks if a writer arrived in between (a waiting writer
+/// goes first). Index functions and the closure of
+/// [`transaction`](IndexedStore::transaction) run with no lock held and may
+/// use the store.
 ///
 /// # Performance
 ///
@@ -139,7 +167,7 @@ pub struct IndexedStore<K, V, S = ahash::RandomState> {
     /// Hashes keys, with no lock held; the core stores each key's hash.
     pub(super) hasher: S,
     #[cfg(loom)]
-    fault: Fault,
+    pub(super) fault: Fault,
 }
 
 impl<K, V> IndexedStore<K, V>
@@ -344,6 +372,17 @@ where
     ///
     /// [`IndexError::IndexFunction`] if an index function fails on `value`;
     /// the store is then unchanged.
+    ///
+    /// Only a fallible index function (registered with
+    /// [`try_index`](crate::IndexedStoreBuilder::try_index) or
+    /// [`add_try_index`](Self::add_try_index)) can fail. The `Result` is
+    /// there even when none is registered, because the store's type does
+    /// not record which kind its indexes are, and an index can be added to
+    /// a live store. A store whose indexes all come from
+    /// [`index`](crate::IndexedStoreBuilder::index) or
+    /// [`add_index`](Self::add_index) never returns `Err` here: write
+    /// `insert(..).expect("infallible index functions")`, as the example
+    /// does with `unwrap`.
     ///
     /// # Panics
     ///
@@ -639,7 +678,7 @@ where
     ///
     /// // Move a job between states: readers see it in exactly one.
     /// queue.transaction(|tx| -> Result<(), IndexError> {
-    ///     tx.remove("job-1");
+    ///     tx.remove(&"job-1");
     ///     tx.insert("job-1/done", "done")?;
     ///     Ok(())
     /// }).unwrap();

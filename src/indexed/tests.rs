@@ -179,7 +179,7 @@ fn transaction_applies_in_order_and_is_all_or_nothing() {
     store.insert(1, "1".into()).unwrap();
     let err = store
         .transaction(|tx| -> Result<(), IndexError> {
-            tx.remove(1);
+            tx.remove(&1);
             tx.insert(2, "2".to_string())?;
             tx.insert(3, "three".to_string())?;
             Ok(())
@@ -190,7 +190,7 @@ fn transaction_applies_in_order_and_is_all_or_nothing() {
     store
         .transaction(|tx| -> Result<(), IndexError> {
             tx.insert(2, "2".to_string())?;
-            tx.remove(2);
+            tx.remove(&2);
             tx.insert(3, "3".to_string())?;
             Ok(())
         })

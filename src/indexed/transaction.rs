@@ -1,6 +1,7 @@
 //! [`Transaction`]: inserts and removes recorded with no lock held, then
 //! applied to the store in one critical section.
 
+use std::borrow::Borrow;
 use std::fmt;
 use std::hash::{BuildHasher, Hash};
 
@@ -48,7 +49,7 @@ pub(crate) enum Garbage<K, V> {
 /// let recorded = store
 ///     .transaction(|tx| -> Result<usize, IndexError> {
 ///         tx.insert(2, "two")?;
-///         tx.remove(1);
+///         tx.remove(&1);
 ///         assert!(store.contains_key(&1)); // not applied yet
 ///         Ok(tx.len())
 ///     })
@@ -140,22 +141,43 @@ impl<K: Clone, V> Transaction<K, V> {
 
     /// Records a remove of `key` (a no-op at commit if it is absent then).
     ///
+    /// Takes the key borrowed, as [`IndexedStore::remove`] does, and keeps
+    /// an owned copy (`ToOwned`, which is `K::clone` when `Q` is `K`) until
+    /// the commit: a transaction is a write, so it allocates anyway.
+    ///
+    /// `Q` must own back into `K` exactly (`Q: ToOwned<Owned = K>`): with
+    /// `String` keys pass a `&str` or `&String`; with `u32` keys a `&u32`;
+    /// with `&'static str` keys a `&&str` (`tx.remove(&"a")`), since a `str`
+    /// owns into a `String`, not a `&str`.
+    ///
+    /// # Panics
+    ///
+    /// If `Q`'s `ToOwned` (`K::clone`) panics; nothing is recorded.
+    ///
     /// # Examples
     ///
     /// ```
-    /// let store = larder::IndexedStore::<u32, u32>::new();
-    /// store.insert(1, 10).unwrap();
+    /// let store = larder::IndexedStore::<String, u32>::new();
+    /// store.insert("a".to_string(), 10).unwrap();
     /// store
     ///     .transaction(|tx| -> Result<(), larder::IndexError> {
-    ///         tx.remove(1);
-    ///         tx.remove(2);
+    ///         tx.remove("a");
+    ///         tx.remove("b"); // absent: a no-op at commit
     ///         Ok(())
     ///     })
     ///     .unwrap();
     /// assert!(store.is_empty());
     /// ```
-    pub fn remove(&mut self, key: K) {
-        self.ops.push(Op::Remove { key });
+    ///
+    /// [`IndexedStore::remove`]: crate::IndexedStore::remove
+    pub fn remove<Q>(&mut self, key: &Q)
+    where
+        K: Borrow<Q>,
+        Q: ?Sized + ToOwned<Owned = K>,
+    {
+        self.ops.push(Op::Remove {
+            key: key.to_owned(),
+        });
     }
 
     /// How many writes are recorded.
@@ -166,7 +188,7 @@ impl<K: Clone, V> Transaction<K, V> {
     /// let store = larder::IndexedStore::<u32, u32>::new();
     /// let n = store
     ///     .transaction(|tx| -> Result<usize, larder::IndexError> {
-    ///         tx.remove(1);
+    ///         tx.remove(&1);
     ///         Ok(tx.len())
     ///     })
     ///     .unwrap();
