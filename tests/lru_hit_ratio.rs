@@ -197,7 +197,11 @@ fn one_exact_shard_hits_as_the_lru_reference() {
                 .build()
                 .unwrap();
             let (hits, _) = replay(&cache, &trace);
-            assert_eq!(hits, offline::lru_hits(&trace, capacity), "capacity {capacity}");
+            assert_eq!(
+                hits,
+                offline::lru_hits(&trace, capacity),
+                "capacity {capacity}"
+            );
         }
     }
 }
