@@ -350,11 +350,16 @@ pub fn draw(studies: &[Study], out: &Path) -> usize {
 /// What the chart module reads of a study.
 impl Study {
     pub fn caption(&self) -> String {
+        let count = |n: usize| match n {
+            n if n >= 1_000_000 && n % 100_000 == 0 => format!("{}M", n as f64 / 1e6),
+            n if n >= 1_000 && n % 1_000 == 0 => format!("{}K", n / 1_000),
+            n => n.to_string(),
+        };
         format!(
-            "lru: hit ratio vs capacity, {} ({}K keys, {}K accesses, 1 thread)",
+            "lru: hit ratio vs capacity, {} ({} keys, {} accesses, 1 thread)",
             self.workload.trim_start_matches("hit-ratio "),
-            self.keys / 1000,
-            self.accesses / 1000
+            count(self.keys),
+            count(self.accesses)
         )
     }
     pub fn percents(&self) -> &[f64] {
