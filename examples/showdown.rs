@@ -13,6 +13,11 @@
 //! `--sweep` measures one representative workload per family at each size
 //! (entries) instead, and charts throughput against size.
 //!
+//! The LRU family also charts hit ratio against capacity (workloads
+//! `hit-ratio zipf0.9`, `hit-ratio zipf1.1`, `hit-ratio scans`): each cache
+//! replays one trace on one thread at capacities on a log scale, beside
+//! offline exact LRU and Belady's OPT (`showdown/hit_ratio.rs`).
+//!
 //! It measures the workloads of the criterion benches (shared through
 //! `benches/common/`, not copied), prints Markdown tables, and writes
 //! `target/showdown/report.md`, `report.json` and SVG charts.
@@ -27,6 +32,12 @@
 
 #[path = "../benches/common/mod.rs"]
 mod common;
+#[path = "showdown/hit_ratio.rs"]
+mod hit_ratio;
+#[path = "showdown/hit_ratio_chart.rs"]
+mod hit_ratio_chart;
+#[path = "showdown/legend.rs"]
+mod legend;
 
 use common::{Contender, Size, Workload};
 use indicatif::{ProgressBar, ProgressStyle};
@@ -273,11 +284,20 @@ fn main() {
         }
         plan.extend(workloads);
     }
+    let keep = |name: &str| {
+        let parts = options.workload.as_deref().unwrap_or("");
+        parts.is_empty() || parts.split(',').any(|part| name.contains(part))
+    };
+    let studies = if families.contains(&"lru") && options.sweep.is_none() {
+        hit_ratio::run(options.quick, keep)
+    } else {
+        Vec::new()
+    };
     let cells: usize = plan
         .iter()
         .map(|w| w.contenders.len() * w.threads.len())
         .sum();
-    if cells == 0 {
+    if cells == 0 && studies.is_empty() {
         eprintln!("nothing to measure");
         std::process::exit(1);
     }
@@ -338,8 +358,10 @@ fn main() {
     bar.finish_and_clear();
 
     let elapsed = started.elapsed();
-    let markdown = render_markdown(&results, &options, idle_ratio, &idle_warning, elapsed);
-    let report = render_json(&results, &options, idle_ratio, &idle_warning, elapsed);
+    let mut markdown = render_markdown(&results, &options, idle_ratio, &idle_warning, elapsed);
+    markdown.push_str(&hit_ratio::markdown(&studies));
+    let mut report = render_json(&results, &options, idle_ratio, &idle_warning, elapsed);
+    report["hit_ratio"] = hit_ratio::json(&studies);
 
     std::fs::create_dir_all(&options.out).expect("create the output folder");
     clear_previous_output(&options.out);
@@ -352,7 +374,7 @@ fn main() {
     let charts = if options.sweep.is_some() {
         draw_sweep_charts(&results, &options.out)
     } else {
-        draw_charts(&results, &options.out)
+        draw_charts(&results, &options.out) + hit_ratio::draw(&studies, &options.out)
     };
 
     if options.json {
@@ -428,8 +450,8 @@ fn render_markdown(
         "Cells: million operations per second over all threads; in parentheses, how many \
          times faster the first (larder) row is. Thread counts above the core count \
          oversubscribe the cores. A bounded cache's entries held after its last round are \
-         shown against its capacity; one over its bound is flagged and left out of the \
-         hit-ratio charts (its hit ratio is that of a bigger cache).\n"
+         shown against its capacity; one over its bound is flagged (its hit ratio is that \
+         of a bigger cache).\n"
     );
     for m in results {
         let _ = writeln!(out, "## {} / {}\n", m.family, m.workload);
@@ -585,10 +607,11 @@ where
         .flat_map(|(_, points)| points.iter().map(|p| p.1))
         .fold(0.0_f64, f64::max)
         * 1.1;
-    let root = SVGBackend::new(path, (800, 480)).into_drawing_area();
+    let root = SVGBackend::new(path, (1140, 480)).into_drawing_area();
     let draw = || -> Result<(), Box<dyn std::error::Error>> {
         root.fill(&WHITE)?;
-        let mut chart = ChartBuilder::on(&root)
+        let (plot, legend) = root.split_horizontally(800);
+        let mut chart = ChartBuilder::on(&plot)
             .caption(caption, ("sans-serif", 20))
             .margin(12)
             .x_label_area_size(36)
@@ -598,28 +621,22 @@ where
             .configure_mesh()
             .x_desc(axes.0)
             .y_desc(axes.1)
+            .x_label_formatter(&|x: &f64| format!("{x}"))
+            .light_line_style(WHITE)
             .draw()?;
+        let mut entries = Vec::new();
         for (i, (name, mut points)) in curves.into_iter().enumerate() {
             points.sort_by(|a, b| a.0.total_cmp(&b.0));
             let color = Palette99::pick(i).to_rgba();
-            chart
-                .draw_series(LineSeries::new(points.clone(), color.stroke_width(2)))?
-                .label(name)
-                .legend(move |(x, y)| {
-                    PathElement::new(vec![(x, y), (x + 16, y)], color.stroke_width(2))
-                });
+            chart.draw_series(LineSeries::new(points.clone(), color.stroke_width(2)))?;
+            entries.push((name, color.stroke_width(2), false));
             chart.draw_series(
                 points
                     .into_iter()
                     .map(|p| Circle::new(p, 3, color.filled())),
             )?;
         }
-        chart
-            .configure_series_labels()
-            .background_style(WHITE.mix(0.8))
-            .border_style(BLACK)
-            .position(SeriesLabelPosition::UpperRight)
-            .draw()?;
+        legend::draw(&legend, &entries, &[])?;
         root.present()?;
         Ok(())
     };
@@ -632,10 +649,10 @@ where
     }
 }
 
-/// Draws one throughput-versus-threads chart per workload, and one hit
-/// ratio chart per family whose workloads report a hit ratio. Returns the
-/// number of charts written.
+/// Draws one throughput-versus-threads chart per workload (threads on a
+/// log axis ticked at powers of two). Returns the number of charts written.
 fn draw_charts(results: &[Measured], out: &std::path::Path) -> usize {
+    use plotters::prelude::IntoLogRange;
     let mut written = 0;
     for m in results {
         let path = out.join(format!("{}_{}.svg", m.family, file_stem(&m.workload)));
@@ -653,7 +670,7 @@ fn draw_charts(results: &[Measured], out: &std::path::Path) -> usize {
             })
             .collect();
         let caption = format!("{} / {}", m.family, m.workload);
-        let x = 1.0..(max_threads.max(2) as f64);
+        let x = (1.0..(max_threads.max(2) as f64)).log_scale().base(2.0);
         written += usize::from(line_chart(
             &path,
             &caption,
@@ -662,77 +679,7 @@ fn draw_charts(results: &[Measured], out: &std::path::Path) -> usize {
             curves,
         ));
     }
-    written + draw_hit_ratio_charts(results, out)
-}
-
-/// Hit ratio versus capacity, for workloads named `... cap<percent>% ...`
-/// that report a "hit ratio" extra (the LRU family).
-fn draw_hit_ratio_charts(results: &[Measured], out: &std::path::Path) -> usize {
-    use std::collections::BTreeMap;
-    // (family, trace) -> contender -> [(capacity %, hit ratio)]
-    let mut series: BTreeMap<(String, String), ByContender> = BTreeMap::new();
-    for m in results {
-        let Some(capacity) = capacity_percent(&m.workload) else {
-            continue;
-        };
-        let token = capacity_token(&m.workload).unwrap_or_default();
-        let trace = m.workload.replace(token, "").trim().to_string();
-        for row in &m.rows {
-            let hit = row.cells.iter().find_map(|c| {
-                c.extra
-                    .as_ref()
-                    .filter(|(label, _)| label.contains("hit ratio"))
-                    .map(|(_, v)| *v)
-            });
-            // A cache over its bound is not plotted: its hit ratio is that
-            // of a bigger cache (the report's table flags it).
-            let hit = hit.filter(|_| !row.over_bound());
-            if let Some(hit) = hit {
-                series
-                    .entry((m.family.to_string(), trace.clone()))
-                    .or_default()
-                    .entry(row.contender.clone())
-                    .or_default()
-                    .push((capacity, hit));
-            }
-        }
-    }
-    let mut written = 0;
-    for ((family, trace), contenders) in series {
-        let path = out.join(format!("{family}_hit_ratio_{}.svg", file_stem(&trace)));
-        let max_cap = contenders
-            .values()
-            .flat_map(|points| points.iter().map(|p| p.0))
-            .fold(0.0_f64, f64::max)
-            * 1.1;
-        let caption = format!("{family}: hit ratio vs capacity ({trace})");
-        let axes = ("capacity, % of keys", "hit ratio");
-        let curves = contenders.into_iter().collect();
-        written += usize::from(line_chart(
-            &path,
-            &caption,
-            axes,
-            0.0..max_cap.max(1.0),
-            curves,
-        ));
-    }
     written
-}
-
-/// Parses the capacity out of a workload name (`cap1%` or `cap=1%`).
-fn capacity_percent(name: &str) -> Option<f64> {
-    capacity_token(name)?
-        .trim_start_matches("cap")
-        .trim_start_matches('=')
-        .trim_end_matches('%')
-        .parse()
-        .ok()
-}
-
-/// The `cap<percent>%` word of a workload name.
-fn capacity_token(name: &str) -> Option<&str> {
-    name.split_whitespace()
-        .find(|word| word.starts_with("cap") && word.ends_with('%'))
 }
 
 /// Throughput against size (entries, the last word of each workload name),

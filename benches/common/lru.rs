@@ -320,17 +320,46 @@ impl Traces {
 
     fn get(&self) -> &[Vec<u64>] {
         self.traces.get_or_init(|| {
-            let zipf = Zipf::new(self.spec.keys as f64, self.spec.exponent).unwrap();
             (0..TRACES)
                 .map(|t| {
-                    let mut rng = rand::rngs::StdRng::seed_from_u64(t as u64 + 1);
-                    (0..self.spec.trace_len)
-                        .map(|_| zipf.sample(&mut rng) as u64)
-                        .collect()
+                    let spec = &self.spec;
+                    zipf_trace(spec.keys, spec.exponent, spec.trace_len, t as u64 + 1)
                 })
                 .collect()
         })
     }
+}
+
+/// `len` keys drawn from `1..=keys` by a Zipf distribution of `exponent`
+/// (key 1 the most popular), seeded with `seed`.
+pub fn zipf_trace(keys: usize, exponent: f64, len: usize, seed: u64) -> Vec<u64> {
+    let zipf = Zipf::new(keys as f64, exponent).unwrap();
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+    (0..len).map(|_| zipf.sample(&mut rng) as u64).collect()
+}
+
+/// A hot set polluted by scans: Zipf 0.9 over `1..=keys`, interrupted by
+/// sequential scans of `keys / 100` keys (at least 10) that are never
+/// accessed again (numbered from `keys + 1` up). A scan starts before an
+/// access with probability 0.2 / scan length, so about a sixth of the `len`
+/// accesses are scans. Seeded with `seed`.
+pub fn scan_polluted_trace(keys: usize, len: usize, seed: u64) -> Vec<u64> {
+    use rand::Rng;
+    let zipf = Zipf::new(keys as f64, 0.9).unwrap();
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+    let scan = (keys / 100).max(10) as u64;
+    let mut next_scan_key = keys as u64 + 1;
+    let mut trace = Vec::with_capacity(len);
+    while trace.len() < len {
+        if rng.random_bool(0.2 / scan as f64) {
+            let end = (next_scan_key + scan).min(next_scan_key + (len - trace.len()) as u64);
+            trace.extend(next_scan_key..end);
+            next_scan_key += scan;
+        } else {
+            trace.push(zipf.sample(&mut rng) as u64);
+        }
+    }
+    trace
 }
 
 /// One contender: a cache, the shared traces, per-thread cursors and the

@@ -10,6 +10,7 @@
 pub mod harness;
 pub mod indexed;
 pub mod lru;
+pub mod offline;
 pub mod ordered;
 pub mod snapshot;
 pub mod typed;
