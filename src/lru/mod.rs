@@ -10,6 +10,8 @@
 //!   shard); `read.rs`: its lookups (`get`, `get_with`, `get_cloned`,
 //!   `peek`, `peek_with`) and what a hit writes.
 //! - `load.rs`: load on miss through `crate::flight`, and [`LoadingLruCache`].
+//! - `write.rs`: `insert`, `remove`, `resize`; `weight.rs`: the weigher,
+//!   and the entries one insert evicts.
 //! - `builder.rs`, `stats.rs`: configuration and `cache_info()`; `iter`'s
 //!   snapshot is the crate's `CacheIter` (`src/entries.rs`).
 //!
@@ -26,6 +28,8 @@ mod policy;
 mod read;
 mod s3fifo;
 mod stats;
+mod weight;
+mod write;
 
 pub use builder::{LruBuildError, LruCacheBuilder};
 pub use cache::LruCache;
