@@ -336,10 +336,14 @@ impl<K, V, S> LruCacheBuilder<K, V, S> {
     ///     .build()?;
     /// cache.insert("a", "1234".to_string());
     /// cache.insert("b", "1234".to_string());
-    /// cache.insert("c", "123456".to_string()); // evicts "a" and "b"
-    /// assert_eq!((cache.len(), cache.weighted_size()), (1, 6));
+    /// cache.get("a"); // "b" is now the least recently used
+    /// cache.insert("c", "123456".to_string()); // 14 > 10: evicts "b"
+    /// assert_eq!((cache.len(), cache.weighted_size()), (2, 10));
+    /// assert!(!cache.contains_key("b"));
+    /// cache.insert("a", "12345678".to_string()); // heavier: evicts "c"
+    /// assert_eq!((cache.len(), cache.weighted_size()), (1, 8));
     /// cache.insert("d", "12345678901".to_string()); // 11 > 10: not stored
-    /// assert!(!cache.contains_key("d") && cache.contains_key("c"));
+    /// assert!(!cache.contains_key("d") && cache.contains_key("a"));
     /// # Ok::<(), larder::LruBuildError>(())
     /// ```
     pub fn weigher<F>(mut self, weigher: F) -> Self

@@ -60,6 +60,11 @@ pub(crate) type PaddedShard<K, V> = CachePadded<RwLock<Shard<K, V>>>;
 /// - **Hard bound**: `len() <= capacity()` at every moment any thread can
 ///   observe. An insert into a full shard evicts under the same lock, so
 ///   there is no overshoot, ever (moka evicts later and overshoots).
+/// - **Or a bound on weight**: with a
+///   [`weigher`](LruCacheBuilder::weigher), `capacity` bounds the total
+///   weight of the entries ([`weighted_size`](Self::weighted_size)) with
+///   the same guarantee: an insert evicts as many entries as it takes to
+///   fit, under the same lock.
 /// - **Exact LRU per shard** (the default [`LruPolicy::Exact`]): keys are
 ///   spread over `shards` independent LRU lists by hash, each holding
 ///   `capacity / shards` entries. Within a shard the order is exact and every
@@ -236,6 +241,29 @@ impl<K: Hash + Eq, V> LruCache<K, V> {
         if fault == super::Fault::NotifyOne {
             cache.flights = FlightGroup::with_fault(crate::flight::FlightFault::NotifyOne);
         }
+        cache
+    }
+
+    /// [`with_policy_fault`](Self::with_policy_fault) with a weigher.
+    #[cfg(loom)]
+    #[doc(hidden)]
+    pub fn with_weigher_fault<F>(
+        capacity: usize,
+        shards: usize,
+        policy: LruPolicy,
+        weigher: F,
+        fault: super::Fault,
+    ) -> Self
+    where
+        F: Fn(&K, &V) -> u32 + Send + Sync + 'static,
+    {
+        let mut cache = Self::builder(capacity)
+            .shards(shards)
+            .policy(policy)
+            .weigher(weigher)
+            .build()
+            .expect("valid configuration");
+        cache.fault = fault;
         cache
     }
 }

@@ -21,6 +21,15 @@
 //! Removal keeps the `Vec` dense by moving the last node into the hole; a
 //! full shard recycles its least recently used node for the new entry, so the
 //! steady state of a full cache allocates nothing.
+//!
+//! # Weights
+//!
+//! The bound is a total weight: every entry weighs at least 1 (exactly 1
+//! without a weigher), and an insert evicts from the tail until the new
+//! entry fits, recycling the last victim's node (with one victim, the
+//! common case and the only one when unweighted, that is the old path).
+//! The weights live in a `Vec<u32>` beside the nodes, started on the first
+//! weight other than 1, so an unweighted core's nodes keep their size.
 
 use std::borrow::Borrow;
 
@@ -40,8 +49,6 @@ struct Node<K, V> {
     hash: u64,
     prev: u32,
     next: u32,
-    /// The entry's weight (at least 1; 1 in an unweighted cache).
-    weight: u32,
 }
 
 impl<K, V> Keyed for Node<K, V> {
@@ -87,6 +94,11 @@ pub(crate) struct LruCore<K, V> {
     head: u32,
     tail: u32,
     capacity: usize,
+    /// The weight of each node, by node index, once some entry weighed
+    /// other than 1; empty (every node weighs 1) until then. Kept apart
+    /// from the nodes so an unweighted cache's node stays 32 bytes for
+    /// 8-byte keys (a `u32` in the node would pad it to 40).
+    weights: Vec<u32>,
     /// The sum of the nodes' weights.
     weight: u64,
 }
@@ -101,6 +113,7 @@ impl<K, V> LruCore<K, V> {
             head: NIL,
             tail: NIL,
             capacity,
+            weights: Vec::new(),
             weight: 0,
         }
     }
@@ -119,6 +132,25 @@ impl<K, V> LruCore<K, V> {
     #[cfg(any(test, loom))]
     pub(crate) fn capacity(&self) -> usize {
         self.capacity
+    }
+
+    /// The weight of node `i`.
+    #[inline]
+    fn weight_of(&self, i: u32) -> u32 {
+        self.weights.get(i as usize).copied().unwrap_or(1)
+    }
+
+    /// Sets the weight of node `i` (which exists), starting the weight
+    /// table on the first weight other than 1.
+    #[inline]
+    fn set_weight(&mut self, i: u32, weight: u32) {
+        if self.weights.is_empty() {
+            if weight == 1 {
+                return;
+            }
+            self.weights = vec![1; self.nodes.len()];
+        }
+        self.weights[i as usize] = weight;
     }
 
     /// The node index of the key, calling `K: Eq` only on a full hash match.
@@ -173,11 +205,10 @@ impl<K, V> LruCore<K, V> {
         debug_assert!(weight >= 1);
         // The only user code (`K: Eq`) runs here, before any mutation.
         if let Some(i) = self.find(hash, &key) {
-            let old_weight = self.nodes[i as usize].weight;
+            let old_weight = self.weight_of(i);
             if self.weight - u64::from(old_weight) + u64::from(weight) <= self.capacity as u64 {
-                let node = &mut self.nodes[i as usize];
-                let old = std::mem::replace(&mut node.value, value);
-                node.weight = weight;
+                let old = std::mem::replace(&mut self.nodes[i as usize].value, value);
+                self.set_weight(i, weight);
                 self.weight = self.weight - u64::from(old_weight) + u64::from(weight);
                 self.touch(i);
                 return Inserted {
@@ -210,7 +241,7 @@ impl<K, V> LruCore<K, V> {
         }
         while self.weight + weight_64 > capacity {
             let t = self.tail;
-            let tail_weight = u64::from(self.nodes[t as usize].weight);
+            let tail_weight = u64::from(self.weight_of(t));
             if self.weight - tail_weight + weight_64 > capacity {
                 // One victim is not enough: remove it, look at the next.
                 let entry = self.remove_index(t);
@@ -224,7 +255,7 @@ impl<K, V> LruCore<K, V> {
             let old_key = std::mem::replace(&mut node.key, key);
             let old_value = std::mem::replace(&mut node.value, value);
             node.hash = hash;
-            node.weight = weight;
+            self.set_weight(t, weight);
             self.weight = self.weight - tail_weight + weight_64;
             self.push_front(t);
             self.table.insert(&self.nodes, t);
@@ -238,8 +269,12 @@ impl<K, V> LruCore<K, V> {
             hash,
             prev: NIL,
             next: NIL,
-            weight,
         });
+        if !self.weights.is_empty() {
+            self.weights.push(weight);
+        } else {
+            self.set_weight(i, weight);
+        }
         self.weight += weight_64;
         self.push_front(i);
         self.table.insert(&self.nodes, i);
@@ -276,6 +311,9 @@ impl<K, V> LruCore<K, V> {
             evicted.push(entry);
         }
         self.table.shrink(&mut self.nodes, self.capacity);
+        if !self.weights.is_empty() {
+            self.weights.shrink_to(self.nodes.capacity());
+        }
     }
 
     /// Sets the capacity without evicting (a deliberately broken protocol
@@ -290,6 +328,7 @@ impl<K, V> LruCore<K, V> {
         self.table.clear();
         self.head = NIL;
         self.tail = NIL;
+        self.weights = Vec::new();
         self.weight = 0;
         std::mem::take(&mut self.nodes)
             .into_iter()
@@ -357,8 +396,11 @@ impl<K, V> LruCore<K, V> {
         self.table.remove(&self.nodes, i);
         self.unlink(i);
         let last = (self.nodes.len() - 1) as u32;
+        self.weight -= u64::from(self.weight_of(i));
         let node = self.nodes.swap_remove(i as usize);
-        self.weight -= u64::from(node.weight);
+        if !self.weights.is_empty() {
+            self.weights.swap_remove(i as usize);
+        }
         if i != last {
             // The node that was last now lives at `i`: repoint its
             // neighbours and its table slot.
@@ -404,8 +446,8 @@ impl<K, V> LruCore<K, V> {
         let mut weight = 0;
         while at != NIL {
             let node = &self.nodes[at as usize];
-            assert!(node.weight >= 1, "node {at} weighs 0");
-            weight += u64::from(node.weight);
+            assert!(self.weight_of(at) >= 1, "node {at} weighs 0");
+            weight += u64::from(self.weight_of(at));
             assert!(!seen[at as usize], "cycle at node {at}");
             seen[at as usize] = true;
             assert_eq!(node.prev, prev, "broken prev link at node {at}");
@@ -420,5 +462,10 @@ impl<K, V> LruCore<K, V> {
         assert_eq!(self.tail, prev, "tail is not the last node of the list");
         assert_eq!(count, n, "list length differs from node count");
         assert_eq!(weight, self.weight, "node weights differ from their sum");
+        assert!(
+            self.weights.is_empty() || self.weights.len() == n,
+            "{} weights for {n} nodes",
+            self.weights.len()
+        );
     }
 }

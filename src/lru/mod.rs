@@ -47,7 +47,8 @@ pub enum Fault {
     /// The correct protocol.
     None,
     /// `insert` adds the entry in one critical section and evicts in a
-    /// second one: the bound is exceeded in between.
+    /// second one: the bound (the entry count, or with a weigher the total
+    /// weight) is exceeded in between.
     SplitEviction,
     /// `get` counts its hit or miss with a load then a store: outside the
     /// shard lock under `Exact`, under the shared lock (which other readers

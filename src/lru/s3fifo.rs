@@ -6,7 +6,8 @@
 //!
 //! Three FIFO queues:
 //!
-//! - **small** (1/32 of the capacity) takes every new key. Most keys are
+//! - **small** (1/32 of the capacity, a share of the total weight when a
+//!   weigher is set) takes every new key. Most keys are
 //!   used once and leave from here without ever touching the rest of the
 //!   cache: a scan or a burst of one-hit wonders cannot flush the hot set.
 //! - **main** (the rest) holds keys that proved themselves: a key used
@@ -15,7 +16,8 @@
 //!   then it is reinserted at the head with one use less (CLOCK with a
 //!   2-bit counter).
 //! - **ghost** remembers the hashes (not keys or values) of as many
-//!   recently evicted small-queue keys as main holds. A key that comes back
+//!   recently evicted small-queue keys as main holds (as much weight as
+//!   main's share, with a weigher). A key that comes back
 //!   while its hash is remembered goes straight to main.
 //!
 //! A hit only bumps the entry's use counter (0 to 3), an atomic stored only
@@ -108,7 +110,11 @@ impl List {
 /// age out as usual; so each member counts its places in `order` and,
 /// separately, whether it is still remembered.
 struct Ghost {
-    order: VecDeque<(u64, u32)>,
+    order: VecDeque<u64>,
+    /// The weight of each place in `order`, once some weighed other than
+    /// 1; empty (each weighs 1) until then, so an unweighted ghost keeps
+    /// 8 bytes a place.
+    weights: VecDeque<u32>,
     /// The sum of the weights in `order`.
     weight: u64,
     /// `(hash, places in order, remembered)`, hashed by the hash itself.
@@ -120,6 +126,7 @@ impl Ghost {
     fn new(capacity: usize) -> Self {
         Self {
             order: VecDeque::new(),
+            weights: VecDeque::new(),
             weight: 0,
             members: HashTable::new(),
             capacity,
@@ -146,7 +153,13 @@ impl Ghost {
                 self.members.insert_unique(hash, (hash, 1, true), |m| m.0);
             }
         }
-        self.order.push_back((hash, weight));
+        self.order.push_back(hash);
+        if !self.weights.is_empty() || weight != 1 {
+            if self.weights.is_empty() {
+                self.weights = std::iter::repeat_n(1, self.order.len() - 1).collect();
+            }
+            self.weights.push_back(weight);
+        }
         self.weight += u64::from(weight);
         self.trim();
     }
@@ -163,6 +176,7 @@ impl Ghost {
         self.trim();
         if self.order.capacity() > capacity.max(4).saturating_mul(2) {
             self.order.shrink_to(capacity);
+            self.weights.shrink_to(capacity);
             self.members.shrink_to(capacity, |m| m.0);
         }
     }
@@ -171,9 +185,10 @@ impl Ghost {
     /// last place.
     fn trim(&mut self) {
         while self.weight > self.capacity as u64 {
-            let Some((oldest, weight)) = self.order.pop_front() else {
+            let Some(oldest) = self.order.pop_front() else {
                 break;
             };
+            let weight = self.weights.pop_front().unwrap_or(1);
             self.weight -= u64::from(weight);
             if let Ok(mut entry) = self.members.find_entry(oldest, |m| m.0 == oldest) {
                 if entry.get().1 <= 1 {
@@ -187,6 +202,7 @@ impl Ghost {
 
     fn clear(&mut self) {
         self.order = VecDeque::new();
+        self.weights = VecDeque::new();
         self.weight = 0;
         self.members = HashTable::new();
     }
@@ -602,12 +618,16 @@ impl<K, V> S3FifoCore<K, V> {
             self.ghost.weight,
             self.ghost.capacity
         );
+        let ghost = &self.ghost;
+        assert!(
+            ghost.weights.is_empty() || ghost.weights.len() == ghost.order.len(),
+            "ghost: {} weights for {} places",
+            ghost.weights.len(),
+            ghost.order.len()
+        );
+        let places = ghost.order.len() - ghost.weights.len().min(ghost.order.len());
         assert_eq!(
-            self.ghost
-                .order
-                .iter()
-                .map(|&(_, w)| u64::from(w))
-                .sum::<u64>(),
+            ghost.weights.iter().map(|&w| u64::from(w)).sum::<u64>() + places as u64,
             self.ghost.weight,
             "ghost weights differ from their sum"
         );
