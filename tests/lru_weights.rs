@@ -256,6 +256,20 @@ fn an_entry_heavier_than_its_shard_is_not_stored() {
 }
 
 #[test]
+fn a_loaded_value_heavier_than_its_shard_is_returned_not_cached() {
+    let (cache, events) = recorded(10, 2, LruPolicy::Exact);
+    assert_eq!(*cache.get_or_load(&1, || (7, 6)), (7, 6));
+    assert!(!cache.contains_key(&1));
+    let stats = cache.stats();
+    assert_eq!((stats.loads, stats.evictions, stats.len), (1, 1, 0));
+    assert_eq!(
+        *events.lock().unwrap(),
+        [(1, (7, 6), RemovalCause::Evicted)]
+    );
+    cache.check_invariants();
+}
+
+#[test]
 fn a_heavier_replacement_evicts_others() {
     for policy in [LruPolicy::Exact, LruPolicy::Clock, LruPolicy::S3Fifo] {
         let (cache, events) = recorded(10, 1, policy);

@@ -318,6 +318,8 @@ impl<K, V, S> LruCacheBuilder<K, V, S> {
     ///   listener as [`RemovalCause::Evicted`] and counts as an eviction. Big
     ///   weights want fewer shards: set [`shards`](Self::shards) so that
     ///   `capacity / shards` is well above the largest weight.
+    ///   A load whose value is rejected this way still returns it to its
+    ///   callers; it is just not cached.
     ///
     /// # Panics
     ///

@@ -313,7 +313,8 @@ impl<K, V, S> LruCache<K, V, S> {
         }
     }
 
-    /// The most entries the cache holds.
+    /// The most entries the cache holds; with a
+    /// [`weigher`](LruCacheBuilder::weigher), the most total weight.
     ///
     /// # Examples
     ///

@@ -20,6 +20,25 @@ fn keys(core: &S3FifoCore<u32, u32>) -> Vec<u32> {
 }
 
 #[test]
+fn the_small_queue_share_is_a_share_of_the_weight() {
+    // Capacity 64: small's share is a weight of 2.
+    let mut core = S3FifoCore::new(64);
+    for k in 0..32 {
+        core.insert(hash(k), k, k, 2);
+        core.get(hash(k), &k);
+    }
+    // All used: they move to main, and main's oldest (0) makes room.
+    let evicted = core.insert(hash(100), 100, 100, 2).evicted.single();
+    assert_eq!(evicted, Some((0, 0)));
+    // Small holds one entry of weight 2, its whole share (by count it
+    // would be under its share of 2 entries): small is served first.
+    let evicted = core.insert(hash(101), 101, 101, 1).evicted.single();
+    assert_eq!(evicted, Some((100, 100)));
+    assert_eq!(core.weight(), 63);
+    core.check_invariants();
+}
+
+#[test]
 fn new_keys_enter_small_and_used_ones_survive_a_flood() {
     let mut core = S3FifoCore::new(10);
     // Hot keys 0..5, each used twice.

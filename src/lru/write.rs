@@ -176,9 +176,10 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
         Some(value)
     }
 
-    /// Changes the capacity. Shrinking evicts the least recently used
-    /// entries of each shard (counted, and given to the listener after that
-    /// shard's lock is released).
+    /// Changes the capacity (with a weigher, the total weight). Shrinking
+    /// evicts the least recently used entries of each shard (in the
+    /// policy's order) until it fits (counted, and given to the listener
+    /// after that shard's lock is released).
     ///
     /// Concurrent operations stay within the bound throughout: when
     /// growing, `capacity()` reports the new value before any shard grows;
