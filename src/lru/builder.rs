@@ -7,6 +7,7 @@ use std::marker::PhantomData;
 
 use super::core::MAX_SHARD_CAPACITY;
 use super::load::infallible;
+use super::weight::Weigher;
 use super::{Listener, LoadingLruCache, LruCache, LruPolicy};
 use crate::removal::RemovalCause;
 use crate::sync::Arc;
@@ -157,6 +158,7 @@ pub struct LruCacheBuilder<K, V, S = ahash::RandomState> {
     policy: LruPolicy,
     hasher: S,
     listener: Option<Listener<K, V>>,
+    weigher: Option<Weigher<K, V>>,
     _types: PhantomData<fn(K, V)>,
 }
 
@@ -168,6 +170,7 @@ impl<K, V> LruCacheBuilder<K, V> {
             policy: LruPolicy::Exact,
             hasher: crate::sync::default_hasher(),
             listener: None,
+            weigher: None,
             _types: PhantomData,
         }
     }
@@ -235,6 +238,7 @@ impl<K, V, S> LruCacheBuilder<K, V, S> {
             policy: self.policy,
             hasher,
             listener: self.listener,
+            weigher: self.weigher,
             _types: PhantomData,
         }
     }
@@ -288,6 +292,69 @@ impl<K, V, S> LruCacheBuilder<K, V, S> {
         self.listener = Some(Arc::new(listener));
         self
     }
+
+    /// Sets a weigher: the cache's bound becomes the total weight of its
+    /// entries instead of their number, as moka's `weigher` and
+    /// quick_cache's `Weighter` offer. `capacity` is then that total weight
+    /// (say, bytes), split over the shards as the entry count is without a
+    /// weigher.
+    ///
+    /// The weigher is called once per stored value (by `insert`,
+    /// `insert_arc` and each load that stores its value), with no lock
+    /// held, before the shard is touched; the weight is kept with the
+    /// entry. Without a weigher every entry weighs 1.
+    ///
+    /// - **Hard bound**: the total weight never exceeds `capacity()` at any
+    ///   moment another thread can observe
+    ///   ([`weighted_size`](LruCache::weighted_size) and
+    ///   [`CacheStats::weighted_size`](crate::CacheStats::weighted_size)).
+    ///   An insert evicts, under the same lock, as many entries as it takes
+    ///   to fit; replacing a value with a heavier one may evict others.
+    /// - **A weight of 0 counts as 1**: every entry takes room, so the entry
+    ///   count stays at most `capacity` too.
+    /// - **An entry heavier than its shard's share** (`capacity / shards`)
+    ///   is not stored: the key's old value, if any, is removed (as
+    ///   [`RemovalCause::Replaced`]), and the new entry goes to the eviction
+    ///   listener as [`RemovalCause::Evicted`] and counts as an eviction. Big
+    ///   weights want fewer shards: set [`shards`](Self::shards) so that
+    ///   `capacity / shards` is well above the largest weight.
+    ///   A load whose value is rejected this way still returns it to its
+    ///   callers; it is just not cached.
+    ///
+    /// # Panics
+    ///
+    /// A panicking weigher makes that `insert` (or the load storing its
+    /// value) panic before anything changed: the cache is as it was.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use larder::LruCache;
+    ///
+    /// // At most 10 bytes of values, in one shard.
+    /// let cache = LruCache::builder(10)
+    ///     .shards(1)
+    ///     .weigher(|_key: &&str, value: &String| value.len() as u32)
+    ///     .build()?;
+    /// cache.insert("a", "1234".to_string());
+    /// cache.insert("b", "1234".to_string());
+    /// cache.get("a"); // "b" is now the least recently used
+    /// cache.insert("c", "123456".to_string()); // 14 > 10: evicts "b"
+    /// assert_eq!((cache.len(), cache.weighted_size()), (2, 10));
+    /// assert!(!cache.contains_key("b"));
+    /// cache.insert("a", "12345678".to_string()); // heavier: evicts "c"
+    /// assert_eq!((cache.len(), cache.weighted_size()), (1, 8));
+    /// cache.insert("d", "12345678901".to_string()); // 11 > 10: not stored
+    /// assert!(!cache.contains_key("d") && cache.contains_key("a"));
+    /// # Ok::<(), larder::LruBuildError>(())
+    /// ```
+    pub fn weigher<F>(mut self, weigher: F) -> Self
+    where
+        F: Fn(&K, &V) -> u32 + Send + Sync + 'static,
+    {
+        self.weigher = Some(Arc::new(weigher));
+        self
+    }
 }
 
 impl<K: Hash + Eq, V, S: BuildHasher> LruCacheBuilder<K, V, S> {
@@ -324,6 +391,7 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCacheBuilder<K, V, S> {
             self.policy,
             self.hasher,
             self.listener,
+            self.weigher,
         ))
     }
 
@@ -389,6 +457,7 @@ impl<K, V, S> fmt::Debug for LruCacheBuilder<K, V, S> {
             .field("shards", &self.shards)
             .field("policy", &self.policy)
             .field("eviction_listener", &self.listener.is_some())
+            .field("weigher", &self.weigher.is_some())
             .finish_non_exhaustive()
     }
 }

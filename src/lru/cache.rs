@@ -21,14 +21,14 @@
 //! keys, loaders, the eviction listener and the `Drop` of every removed key
 //! and value run after the lock is released.
 
-use std::borrow::Borrow;
 use std::fmt;
 use std::hash::{BuildHasher, Hash};
 
-use super::core::{Inserted, MAX_SHARD_CAPACITY};
+use super::core::MAX_SHARD_CAPACITY;
 use super::policy::Core;
 use super::stats::{CacheStats, Counters, Lookups};
-use super::{Listener, LruBuildError, LruCacheBuilder, LruPolicy};
+use super::weight::Weigher;
+use super::{Listener, LruCacheBuilder, LruPolicy};
 use crate::entries::LruIter;
 use crate::flight::FlightGroup;
 use crate::removal::{RemovalCause, notify};
@@ -60,6 +60,11 @@ pub(crate) type PaddedShard<K, V> = CachePadded<RwLock<Shard<K, V>>>;
 /// - **Hard bound**: `len() <= capacity()` at every moment any thread can
 ///   observe. An insert into a full shard evicts under the same lock, so
 ///   there is no overshoot, ever (moka evicts later and overshoots).
+/// - **Or a bound on weight**: with a
+///   [`weigher`](LruCacheBuilder::weigher), `capacity` bounds the total
+///   weight of the entries ([`weighted_size`](Self::weighted_size)) with
+///   the same guarantee: an insert evicts as many entries as it takes to
+///   fit, under the same lock.
 /// - **Exact LRU per shard** (the default [`LruPolicy::Exact`]): keys are
 ///   spread over `shards` independent LRU lists by hash, each holding
 ///   `capacity / shards` entries. Within a shard the order is exact and every
@@ -146,10 +151,13 @@ pub struct LruCache<K, V, S = ahash::RandomState> {
     pub(crate) hasher: S,
     /// The sum of the shard capacities, or more while a resize is between
     /// shards (see `resize`).
-    capacity: AtomicUsize,
+    pub(crate) capacity: AtomicUsize,
     /// Serializes resizes.
-    resize_lock: Mutex<()>,
-    listener: Option<Listener<K, V>>,
+    pub(crate) resize_lock: Mutex<()>,
+    pub(crate) listener: Option<Listener<K, V>>,
+    /// Weighs each entry before its insert takes the shard lock; `None`:
+    /// every entry weighs 1.
+    pub(crate) weigher: Option<Weigher<K, V>>,
     pub(crate) flights: FlightGroup<K, V>,
     #[cfg(loom)]
     pub(crate) fault: super::Fault,
@@ -160,7 +168,7 @@ pub struct LruCache<K, V, S = ahash::RandomState> {
 /// The capacity of shard `index` of `shards` when the total is `capacity`:
 /// its share, held to what one shard can index (`u32` node indices). The
 /// shares then sum to at most `capacity`, so the bound holds.
-fn shard_capacity(capacity: usize, shards: usize, index: usize) -> usize {
+pub(crate) fn shard_capacity(capacity: usize, shards: usize, index: usize) -> usize {
     (capacity / shards + usize::from(index < capacity % shards)).min(MAX_SHARD_CAPACITY)
 }
 
@@ -235,6 +243,29 @@ impl<K: Hash + Eq, V> LruCache<K, V> {
         }
         cache
     }
+
+    /// [`with_policy_fault`](Self::with_policy_fault) with a weigher.
+    #[cfg(loom)]
+    #[doc(hidden)]
+    pub fn with_weigher_fault<F>(
+        capacity: usize,
+        shards: usize,
+        policy: LruPolicy,
+        weigher: F,
+        fault: super::Fault,
+    ) -> Self
+    where
+        F: Fn(&K, &V) -> u32 + Send + Sync + 'static,
+    {
+        let mut cache = Self::builder(capacity)
+            .shards(shards)
+            .policy(policy)
+            .weigher(weigher)
+            .build()
+            .expect("valid configuration");
+        cache.fault = fault;
+        cache
+    }
 }
 
 impl<K, V, S> LruCache<K, V, S> {
@@ -256,6 +287,7 @@ impl<K, V, S> LruCache<K, V, S> {
         policy: LruPolicy,
         hasher: S,
         listener: Option<Listener<K, V>>,
+        weigher: Option<Weigher<K, V>>,
     ) -> Self {
         Self {
             shards: (0..shards)
@@ -272,6 +304,7 @@ impl<K, V, S> LruCache<K, V, S> {
             capacity: AtomicUsize::new(capacity),
             resize_lock: Mutex::new(()),
             listener,
+            weigher,
             flights: FlightGroup::new(),
             #[cfg(loom)]
             fault: super::Fault::None,
@@ -280,7 +313,8 @@ impl<K, V, S> LruCache<K, V, S> {
         }
     }
 
-    /// The most entries the cache holds.
+    /// The most entries the cache holds; with a
+    /// [`weigher`](LruCacheBuilder::weigher), the most total weight.
     ///
     /// # Examples
     ///
@@ -340,6 +374,34 @@ impl<K, V, S> LruCache<K, V, S> {
         self.shards.iter().map(|s| s.read().core.len()).sum()
     }
 
+    /// The total weight of the entries: with a
+    /// [`weigher`](LruCacheBuilder::weigher), the sum of their weights (a
+    /// weight of 0 counting as 1), at most [`capacity`](Self::capacity);
+    /// without one, the same as [`len`](Self::len).
+    ///
+    /// Same consistency as [`len`](Self::len): one shard at a time;
+    /// [`stats`](Self::stats) gives a consistent
+    /// [`weighted_size`](CacheStats::weighted_size) and `capacity` pair.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let cache = larder::LruCache::builder(10)
+    ///     .shards(1)
+    ///     .weigher(|_key: &u8, value: &String| value.len() as u32)
+    ///     .build()
+    ///     .unwrap();
+    /// cache.insert(1, "four".to_string());
+    /// cache.insert(2, "three".to_string());
+    /// assert_eq!((cache.len(), cache.weighted_size()), (2, 9));
+    /// ```
+    pub fn weighted_size(&self) -> usize {
+        self.shards
+            .iter()
+            .map(|s| s.read().core.weight() as usize)
+            .sum()
+    }
+
     /// Whether the cache holds no entry (same consistency as [`len`](Self::len)).
     ///
     /// # Examples
@@ -378,10 +440,13 @@ impl<K, V, S> LruCache<K, V, S> {
     pub fn stats(&self) -> CacheStats {
         let mut stats = CacheStats::default();
         let guards: Vec<_> = self.shards.iter().map(|shard| shard.read()).collect();
+        let mut weight = 0;
         for shard in &guards {
             shard.counters.add_to(&mut stats);
             stats.len += shard.core.len();
+            weight += shard.core.weight() as usize;
         }
+        stats.weighted_size = self.weigher.is_some().then_some(weight);
         let (hits, misses) = self.lookups.totals();
         stats.hits += hits;
         stats.misses += misses;
@@ -446,15 +511,21 @@ impl<K, V, S> LruCache<K, V, S> {
     /// the cache. Runs no user code.
     #[doc(hidden)]
     pub fn check_invariants(&self) {
-        let mut len = 0;
+        let (mut len, mut weight) = (0, 0);
         for shard in self.shards.iter() {
             let shard = shard.read();
             shard.core.check_invariants();
             len += shard.core.len();
+            weight += shard.core.weight();
         }
         assert!(
             len <= self.capacity(),
             "{len} entries over capacity {}",
+            self.capacity()
+        );
+        assert!(
+            weight <= self.capacity() as u64,
+            "weight {weight} over capacity {}",
             self.capacity()
         );
         assert_eq!(self.flights.in_flight(), 0, "a load is still registered");
@@ -498,200 +569,6 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
     #[inline]
     pub(crate) fn read(&self, hash: u64) -> RwLockReadGuard<'_, Shard<K, V>> {
         self.shard(hash).read()
-    }
-
-    /// Inserts `value` as the most recently used entry of its shard and
-    /// returns the value it replaced. If the shard is full, its least
-    /// recently used entry is evicted under the same lock (the bound is never
-    /// exceeded) and handed to the eviction listener (as
-    /// [`RemovalCause::Evicted`]) after the lock is released; a replaced
-    /// value goes to it too (as [`RemovalCause::Replaced`]).
-    ///
-    /// If the key is present, its stored key is kept (as in `HashMap`).
-    ///
-    /// # Panics
-    ///
-    /// If the eviction listener panics (the insert itself has completed).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// let cache = larder::LruCache::new(2);
-    /// assert_eq!(cache.insert("a", 1), None);
-    /// assert_eq!(cache.insert("a", 2).as_deref(), Some(&1));
-    /// assert_eq!(cache.stats().inserts, 2);
-    /// ```
-    pub fn insert(&self, key: K, value: V) -> Option<Arc<V>> {
-        self.insert_arc(key, Arc::new(value))
-    }
-
-    /// [`insert`](Self::insert) for a value already in an `Arc`.
-    ///
-    /// # Panics
-    ///
-    /// If the eviction listener panics.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use std::sync::Arc;
-    /// let shared = Arc::new(String::from("v"));
-    /// let cache = larder::LruCache::new(2);
-    /// cache.insert_arc(1, Arc::clone(&shared));
-    /// assert!(Arc::ptr_eq(&cache.get(&1).unwrap(), &shared));
-    /// ```
-    pub fn insert_arc(&self, key: K, value: Arc<V>) -> Option<Arc<V>> {
-        let hash = self.hash(&key);
-        let displaced = self.insert_hashed(hash, key, value);
-        let replaced = displaced.replaced.clone();
-        self.finish_insert(displaced);
-        replaced
-    }
-
-    /// Inserts under the shard lock and counts it; returns what was
-    /// displaced, to be disposed of with [`Self::finish_insert`] unlocked.
-    pub(crate) fn insert_hashed(&self, hash: u64, key: K, value: Arc<V>) -> Inserted<K, Arc<V>> {
-        #[cfg(loom)]
-        if self.fault == super::Fault::SplitEviction {
-            return self.insert_split(hash, key, value);
-        }
-        let mut shard = self.lock(hash);
-        let inserted = shard.core.insert(hash, key, value);
-        let counters = &mut shard.counters;
-        counters.inserts += 1;
-        counters.evictions += u64::from(inserted.evicted.is_some());
-        inserted
-    }
-
-    /// BROKEN on purpose (loom negative control): inserts over the capacity
-    /// in one critical section and evicts in a second one.
-    #[cfg(loom)]
-    fn insert_split(&self, hash: u64, key: K, value: Arc<V>) -> Inserted<K, Arc<V>> {
-        let mut shard = self.lock(hash);
-        let capacity = shard.core.capacity();
-        shard.core.set_capacity_lazily(capacity + 1);
-        let mut inserted = shard.core.insert(hash, key, value);
-        shard.core.set_capacity_lazily(capacity);
-        shard.counters.inserts += 1;
-        drop(shard);
-        let mut evicted: Vec<_> = inserted.evicted.take().into_iter().collect();
-        let mut shard = self.lock(hash);
-        shard.core.evict_overflow(&mut evicted);
-        shard.counters.evictions += evicted.len() as u64;
-        drop(shard);
-        // Only one entry goes back to the listener; this path is a model.
-        inserted.evicted = evicted.pop();
-        inserted
-    }
-
-    /// Gives the replaced and the evicted entry to the listener, then drops
-    /// them and the unused key. Unlocked.
-    pub(crate) fn finish_insert(&self, displaced: Inserted<K, Arc<V>>) {
-        let Inserted {
-            replaced,
-            evicted,
-            unused_key,
-        } = displaced;
-        // The replaced value goes to the listener under the key passed in
-        // (equal to the stored one, which is kept).
-        // One `notify`, so a panicking call still hands over the other.
-        let replaced = unused_key.zip(replaced);
-        let removed = (replaced
-            .map(|(k, v)| (k, v, RemovalCause::Replaced))
-            .into_iter())
-        .chain(evicted.map(|(k, v)| (k, v, RemovalCause::Evicted)));
-        notify(self.listener.as_ref(), removed);
-    }
-
-    /// Removes `key` and returns its value. The eviction listener gets the
-    /// entry (as [`RemovalCause::Removed`]) and the key's `Drop` runs after
-    /// the lock is released. Not counted as an eviction.
-    ///
-    /// # Panics
-    ///
-    /// If the eviction listener panics (the entry has been removed).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// let cache = larder::LruCache::new(2);
-    /// cache.insert(1, "a");
-    /// assert_eq!(cache.remove(&1).as_deref(), Some(&"a"));
-    /// assert_eq!(cache.remove(&1), None);
-    /// ```
-    pub fn remove<Q>(&self, key: &Q) -> Option<Arc<V>>
-    where
-        K: Borrow<Q>,
-        Q: ?Sized + Hash + Eq,
-    {
-        let hash = self.hash(key);
-        let removed = self.lock(hash).core.remove(hash, key);
-        let (key, value) = removed?;
-        if self.listener.is_some() {
-            self.dispose([(key, Arc::clone(&value))], RemovalCause::Removed);
-        }
-        Some(value)
-    }
-
-    /// Changes the capacity. Shrinking evicts the least recently used
-    /// entries of each shard (counted, and given to the listener after that
-    /// shard's lock is released).
-    ///
-    /// Concurrent operations stay within the bound throughout: when
-    /// growing, `capacity()` reports the new value before any shard grows;
-    /// when shrinking, only after every shard has shrunk. Resizes are
-    /// serialized.
-    ///
-    /// # Errors
-    ///
-    /// [`LruBuildError`] if `capacity` is 0 or below the shard count; the
-    /// cache is then unchanged.
-    ///
-    /// # Panics
-    ///
-    /// If the eviction listener panics; the shards already resized keep their
-    /// new capacity and `capacity()` keeps reporting the old, larger one, so
-    /// the bound still holds. A later `resize` completes the change.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// let cache = larder::LruCache::builder(4).shards(1).build().unwrap();
-    /// for i in 0..4 {
-    ///     cache.insert(i, i);
-    /// }
-    /// cache.resize(2).unwrap();
-    /// assert_eq!((cache.len(), cache.capacity()), (2, 2));
-    /// assert!(cache.contains_key(&3) && !cache.contains_key(&0));
-    /// assert!(cache.resize(0).is_err());
-    /// ```
-    pub fn resize(&self, capacity: usize) -> Result<(), LruBuildError> {
-        let shards = self.shards.len();
-        super::builder::validate(capacity, shards)?;
-        let _serial = self.resize_lock.lock();
-        let growing = capacity >= self.capacity();
-        #[cfg(loom)]
-        // BROKEN on purpose (loom negative control): store first, always.
-        let growing = growing || self.fault == super::Fault::CapacityBeforeShrink;
-        if growing {
-            // Relaxed: see `capacity()`; stored before any shard grows.
-            self.capacity.store(capacity, Ordering::Relaxed);
-        }
-        for (index, shard) in self.shards.iter().enumerate() {
-            let mut evicted = Vec::new();
-            {
-                let mut shard = shard.write();
-                let target = shard_capacity(capacity, shards, index);
-                shard.core.set_capacity(target, &mut evicted);
-                shard.counters.evictions += evicted.len() as u64;
-            }
-            self.dispose(evicted, RemovalCause::Evicted);
-        }
-        if !growing {
-            // Relaxed: see `capacity()`; stored after every shard shrank.
-            self.capacity.store(capacity, Ordering::Relaxed);
-        }
-        Ok(())
     }
 }
 
@@ -743,6 +620,7 @@ impl<K, V, S> fmt::Debug for LruCache<K, V, S> {
             .field("capacity", &self.capacity())
             .field("shards", &self.shards.len())
             .field("policy", &self.policy)
+            .field("weigher", &self.weigher.is_some())
             .field("loads_in_flight", &self.flights.in_flight())
             .finish_non_exhaustive()
     }

@@ -22,6 +22,7 @@ use std::borrow::Borrow;
 
 use super::core::{Inserted, MAX_SHARD_CAPACITY};
 use super::index::{Keyed, NodeIndex};
+use super::weight::Evicted;
 use crate::sync::{AtomicBool, Ordering};
 
 struct Node<K, V> {
@@ -31,6 +32,8 @@ struct Node<K, V> {
     /// Set by a hit (under the shard's shared lock), cleared by the hand
     /// (under its exclusive lock).
     referenced: AtomicBool,
+    /// The entry's weight (at least 1; 1 in an unweighted cache).
+    weight: u32,
 }
 
 impl<K, V> Keyed for Node<K, V> {
@@ -43,13 +46,15 @@ impl<K, V> Keyed for Node<K, V> {
     }
 }
 
-/// A CLOCK map of at most `capacity` entries.
+/// A CLOCK map whose entries weigh at most `capacity` in all.
 pub(crate) struct ClockCore<K, V> {
     table: NodeIndex,
     nodes: Vec<Node<K, V>>,
     /// The next node the hand looks at (may equal `nodes.len()`: wraps).
     hand: usize,
     capacity: usize,
+    /// The sum of the nodes' weights.
+    weight: u64,
 }
 
 impl<K, V> ClockCore<K, V> {
@@ -61,12 +66,19 @@ impl<K, V> ClockCore<K, V> {
             nodes: Vec::new(),
             hand: 0,
             capacity,
+            weight: 0,
         }
     }
 
     #[inline]
     pub(crate) fn len(&self) -> usize {
         self.nodes.len()
+    }
+
+    /// The sum of the entries' weights.
+    #[inline]
+    pub(crate) fn weight(&self) -> u64 {
+        self.weight
     }
 
     #[cfg(any(test, loom))]
@@ -121,54 +133,94 @@ impl<K, V> ClockCore<K, V> {
         self.find(hash, key).map(|i| &self.nodes[i as usize].value)
     }
 
-    /// Inserts or replaces the key's value (a replacement marks it used);
-    /// evicts the entry the hand picks if the core is full.
+    /// Inserts or replaces the key's value (of `weight`, at least 1; a
+    /// replacement marks it used); evicts the entries the hand picks until
+    /// it fits. A value heavier than the capacity is not stored: it comes
+    /// back in `evicted`, and the key's old entry, if any, is removed.
     #[inline]
-    pub(crate) fn insert(&mut self, hash: u64, key: K, value: V) -> Inserted<K, V>
+    pub(crate) fn insert(&mut self, hash: u64, key: K, value: V, weight: u32) -> Inserted<K, V>
     where
         K: Eq,
     {
+        debug_assert!(weight >= 1);
         // The only user code (`K: Eq`) runs here, before any mutation.
         if let Some(i) = self.find(hash, &key) {
-            let node = &mut self.nodes[i as usize];
-            // Relaxed: under the exclusive lock.
-            node.referenced.store(true, Ordering::Relaxed);
-            let old = std::mem::replace(&mut node.value, value);
-            return Inserted {
-                replaced: Some(old),
-                evicted: None,
-                unused_key: Some(key),
-            };
+            let old_weight = self.nodes[i as usize].weight;
+            if self.weight - u64::from(old_weight) + u64::from(weight) <= self.capacity as u64 {
+                let node = &mut self.nodes[i as usize];
+                // Relaxed: under the exclusive lock.
+                node.referenced.store(true, Ordering::Relaxed);
+                let old = std::mem::replace(&mut node.value, value);
+                node.weight = weight;
+                self.weight = self.weight - u64::from(old_weight) + u64::from(weight);
+                return Inserted {
+                    replaced: Some(old),
+                    evicted: Evicted::none(),
+                    unused_key: Some(key),
+                };
+            }
+            // Heavier, and others must make room: take the old entry out
+            // (so the hand cannot pick it), then insert anew, marked used.
+            let (stored_key, old) = self.remove_index(i as usize);
+            let mut inserted = self.insert_new(hash, stored_key, value, weight, true);
+            inserted.replaced = Some(old);
+            inserted.unused_key = Some(key);
+            return inserted;
         }
-        if self.nodes.len() >= self.capacity {
-            // Full: the victim's node takes the new entry.
+        self.insert_new(hash, key, value, weight, false)
+    }
+
+    /// Inserts an absent key, evicting the hand's picks until it fits.
+    #[inline]
+    fn insert_new(
+        &mut self,
+        hash: u64,
+        key: K,
+        value: V,
+        weight: u32,
+        referenced: bool,
+    ) -> Inserted<K, V> {
+        let mut inserted = Inserted::nothing();
+        let (capacity, weight_64) = (self.capacity as u64, u64::from(weight));
+        if weight_64 > capacity {
+            inserted.evicted.push((key, value));
+            return inserted;
+        }
+        while self.weight + weight_64 > capacity {
             let v = self.victim();
+            let victim_weight = u64::from(self.nodes[v].weight);
+            if self.weight - victim_weight + weight_64 > capacity {
+                // One victim is not enough: remove it, look for the next.
+                let entry = self.remove_index(v);
+                inserted.evicted.push(entry);
+                continue;
+            }
+            // The last victim: its node takes the new entry.
             self.table.remove(&self.nodes, v as u32);
             let node = &mut self.nodes[v];
             let old_key = std::mem::replace(&mut node.key, key);
             let old_value = std::mem::replace(&mut node.value, value);
             node.hash = hash;
+            node.weight = weight;
+            // Relaxed: under the exclusive lock.
+            node.referenced.store(referenced, Ordering::Relaxed);
+            self.weight = self.weight - victim_weight + weight_64;
             self.table.insert(&self.nodes, v as u32);
             self.hand = v + 1;
-            return Inserted {
-                replaced: None,
-                evicted: Some((old_key, old_value)),
-                unused_key: None,
-            };
+            inserted.evicted.push((old_key, old_value));
+            return inserted;
         }
         let i = self.nodes.len() as u32;
         self.nodes.push(Node {
             key,
             value,
             hash,
-            referenced: AtomicBool::new(false),
+            referenced: AtomicBool::new(referenced),
+            weight,
         });
+        self.weight += weight_64;
         self.table.insert(&self.nodes, i);
-        Inserted {
-            replaced: None,
-            evicted: None,
-            unused_key: None,
-        }
+        inserted
     }
 
     /// Removes the key, returning its entry.
@@ -189,9 +241,9 @@ impl<K, V> ClockCore<K, V> {
         self.evict_overflow(evicted);
     }
 
-    /// Moves the entries over the capacity into `evicted`.
+    /// Moves the entries over the capacity (by weight) into `evicted`.
     pub(crate) fn evict_overflow(&mut self, evicted: &mut Vec<(K, V)>) {
-        while self.nodes.len() > self.capacity {
+        while self.weight > self.capacity as u64 {
             let v = self.victim();
             evicted.push(self.remove_index(v));
         }
@@ -208,6 +260,7 @@ impl<K, V> ClockCore<K, V> {
     pub(crate) fn take_all(&mut self) -> Vec<(K, V)> {
         self.table.clear();
         self.hand = 0;
+        self.weight = 0;
         std::mem::take(&mut self.nodes)
             .into_iter()
             .map(|node| (node.key, node.value))
@@ -256,6 +309,7 @@ impl<K, V> ClockCore<K, V> {
         self.table.remove(&self.nodes, i as u32);
         let last = self.nodes.len() - 1;
         let node = self.nodes.swap_remove(i);
+        self.weight -= u64::from(node.weight);
         if self.hand >= self.nodes.len() {
             self.hand = 0;
         }
@@ -276,6 +330,18 @@ impl<K, V> ClockCore<K, V> {
         );
         assert_eq!(self.table.len(), n, "table and node counts differ");
         assert!(self.hand <= n, "hand {} beyond {n} nodes", self.hand);
+        assert!(
+            self.weight <= self.capacity as u64,
+            "weight {} over capacity {}",
+            self.weight,
+            self.capacity
+        );
+        let weight: u64 = self.nodes.iter().map(|node| u64::from(node.weight)).sum();
+        assert_eq!(weight, self.weight, "node weights differ from their sum");
+        assert!(
+            self.nodes.iter().all(|node| node.weight >= 1),
+            "a node weighs 0"
+        );
         for (i, node) in self.nodes.iter().enumerate() {
             assert!(
                 self.table.locates(node.hash, i as u32),

@@ -10,6 +10,8 @@
 //!   shard); `read.rs`: its lookups (`get`, `get_with`, `get_cloned`,
 //!   `peek`, `peek_with`) and what a hit writes.
 //! - `load.rs`: load on miss through `crate::flight`, and [`LoadingLruCache`].
+//! - `write.rs`: `insert`, `remove`, `resize`; `weight.rs`: the weigher,
+//!   and the entries one insert evicts.
 //! - `builder.rs`, `stats.rs`: configuration and `cache_info()`; `iter`'s
 //!   snapshot is the crate's `CacheIter` (`src/entries.rs`).
 //!
@@ -26,6 +28,8 @@ mod policy;
 mod read;
 mod s3fifo;
 mod stats;
+mod weight;
+mod write;
 
 pub use builder::{LruBuildError, LruCacheBuilder};
 pub use cache::LruCache;
@@ -43,7 +47,8 @@ pub enum Fault {
     /// The correct protocol.
     None,
     /// `insert` adds the entry in one critical section and evicts in a
-    /// second one: the bound is exceeded in between.
+    /// second one: the bound (the entry count, or with a weigher the total
+    /// weight) is exceeded in between.
     SplitEviction,
     /// `get` counts its hit or miss with a load then a store: outside the
     /// shard lock under `Exact`, under the shared lock (which other readers

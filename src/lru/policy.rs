@@ -169,12 +169,20 @@ impl<K, V> Core<K, V> {
         either!(self, c => c.peek(hash, key))
     }
 
+    /// Inserts the key's value of `weight` (at least 1), evicting until it
+    /// fits (see [`Inserted`]).
     #[inline]
-    pub(crate) fn insert(&mut self, hash: u64, key: K, value: V) -> Inserted<K, V>
+    pub(crate) fn insert(&mut self, hash: u64, key: K, value: V, weight: u32) -> Inserted<K, V>
     where
         K: Eq,
     {
-        either!(self, c => c.insert(hash, key, value))
+        either!(self, c => c.insert(hash, key, value, weight))
+    }
+
+    /// The sum of the entries' weights (`len` when unweighted).
+    #[inline]
+    pub(crate) fn weight(&self) -> u64 {
+        either!(self, c => c.weight())
     }
 
     pub(crate) fn remove<Q>(&mut self, hash: u64, key: &Q) -> Option<(K, V)>

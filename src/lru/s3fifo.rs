@@ -6,7 +6,8 @@
 //!
 //! Three FIFO queues:
 //!
-//! - **small** (1/32 of the capacity) takes every new key. Most keys are
+//! - **small** (1/32 of the capacity, a share of the total weight when a
+//!   weigher is set) takes every new key. Most keys are
 //!   used once and leave from here without ever touching the rest of the
 //!   cache: a scan or a burst of one-hit wonders cannot flush the hot set.
 //! - **main** (the rest) holds keys that proved themselves: a key used
@@ -15,7 +16,8 @@
 //!   then it is reinserted at the head with one use less (CLOCK with a
 //!   2-bit counter).
 //! - **ghost** remembers the hashes (not keys or values) of as many
-//!   recently evicted small-queue keys as main holds. A key that comes back
+//!   recently evicted small-queue keys as main holds (as much weight as
+//!   main's share, with a weigher). A key that comes back
 //!   while its hash is remembered goes straight to main.
 //!
 //! A hit only bumps the entry's use counter (0 to 3), an atomic stored only
@@ -37,6 +39,7 @@ use hashbrown::HashTable;
 
 use super::core::{Inserted, MAX_SHARD_CAPACITY};
 use super::index::{Keyed, NodeIndex};
+use super::weight::Evicted;
 use crate::sync::{AtomicU8, Ordering};
 
 /// The "no node" index.
@@ -63,6 +66,8 @@ struct Node<K, V> {
     /// bumped by a hit (under the shard's shared lock), read and lowered by
     /// eviction (under its exclusive lock).
     freq: AtomicU8,
+    /// The entry's weight (at least 1; 1 in an unweighted cache).
+    weight: u32,
 }
 
 impl<K, V> Keyed for Node<K, V> {
@@ -82,6 +87,8 @@ struct List {
     head: u32,
     tail: u32,
     len: usize,
+    /// The sum of its nodes' weights (`len` when unweighted).
+    weight: u64,
 }
 
 impl List {
@@ -89,11 +96,14 @@ impl List {
         head: NIL,
         tail: NIL,
         len: 0,
+        weight: 0,
     };
 }
 
 /// The ghost queue: hashes of recently evicted small-queue keys, oldest
-/// first, with a table to test membership.
+/// first, each with its entry's weight, with a table to test membership.
+/// It remembers as much weight as its capacity (as many hashes when
+/// unweighted).
 ///
 /// A hash can sit in `order` more than once (a key evicted twice), and a
 /// key readmitted to main is forgotten at once while its places in `order`
@@ -101,6 +111,12 @@ impl List {
 /// separately, whether it is still remembered.
 struct Ghost {
     order: VecDeque<u64>,
+    /// The weight of each place in `order`, once some weighed other than
+    /// 1; empty (each weighs 1) until then, so an unweighted ghost keeps
+    /// 8 bytes a place.
+    weights: VecDeque<u32>,
+    /// The sum of the weights in `order`.
+    weight: u64,
     /// `(hash, places in order, remembered)`, hashed by the hash itself.
     members: HashTable<(u64, u32, bool)>,
     capacity: usize,
@@ -110,6 +126,8 @@ impl Ghost {
     fn new(capacity: usize) -> Self {
         Self {
             order: VecDeque::new(),
+            weights: VecDeque::new(),
+            weight: 0,
             members: HashTable::new(),
             capacity,
         }
@@ -122,7 +140,7 @@ impl Ghost {
         )
     }
 
-    fn push(&mut self, hash: u64) {
+    fn push(&mut self, hash: u64, weight: u32) {
         if self.capacity == 0 {
             return;
         }
@@ -136,6 +154,13 @@ impl Ghost {
             }
         }
         self.order.push_back(hash);
+        if !self.weights.is_empty() || weight != 1 {
+            if self.weights.is_empty() {
+                self.weights = std::iter::repeat_n(1, self.order.len() - 1).collect();
+            }
+            self.weights.push_back(weight);
+        }
+        self.weight += u64::from(weight);
         self.trim();
     }
 
@@ -151,6 +176,7 @@ impl Ghost {
         self.trim();
         if self.order.capacity() > capacity.max(4).saturating_mul(2) {
             self.order.shrink_to(capacity);
+            self.weights.shrink_to(capacity);
             self.members.shrink_to(capacity, |m| m.0);
         }
     }
@@ -158,10 +184,12 @@ impl Ghost {
     /// Drops the oldest places beyond the capacity, and a member with its
     /// last place.
     fn trim(&mut self) {
-        while self.order.len() > self.capacity {
+        while self.weight > self.capacity as u64 {
             let Some(oldest) = self.order.pop_front() else {
                 break;
             };
+            let weight = self.weights.pop_front().unwrap_or(1);
+            self.weight -= u64::from(weight);
             if let Ok(mut entry) = self.members.find_entry(oldest, |m| m.0 == oldest) {
                 if entry.get().1 <= 1 {
                     entry.remove();
@@ -174,15 +202,14 @@ impl Ghost {
 
     fn clear(&mut self) {
         self.order = VecDeque::new();
+        self.weights = VecDeque::new();
+        self.weight = 0;
         self.members = HashTable::new();
-    }
-
-    fn len(&self) -> usize {
-        self.order.len()
     }
 }
 
-/// An S3-FIFO map of at most `capacity` entries.
+/// An S3-FIFO map whose entries weigh at most `capacity` in all; the
+/// queues' shares are shares of that weight.
 pub(crate) struct S3FifoCore<K, V> {
     table: NodeIndex,
     nodes: Vec<Node<K, V>>,
@@ -224,6 +251,12 @@ impl<K, V> S3FifoCore<K, V> {
     #[inline]
     pub(crate) fn len(&self) -> usize {
         self.nodes.len()
+    }
+
+    /// The sum of the entries' weights.
+    #[inline]
+    pub(crate) fn weight(&self) -> u64 {
+        self.small.weight + self.main.weight
     }
 
     #[cfg(any(test, loom))]
@@ -280,25 +313,45 @@ impl<K, V> S3FifoCore<K, V> {
         self.find(hash, key).map(|i| &self.nodes[i as usize].value)
     }
 
-    /// Inserts or replaces the key's value (a replacement counts as a use);
-    /// a new key goes to main if the ghost remembers it, else to small,
-    /// after one entry is evicted if the core is full.
-    pub(crate) fn insert(&mut self, hash: u64, key: K, value: V) -> Inserted<K, V>
+    /// Inserts or replaces the key's value (of `weight`, at least 1; a
+    /// replacement counts as a use); a new key goes to main if the ghost
+    /// remembers it, else to small, after entries are evicted until it
+    /// fits. A value heavier than the capacity is not stored: it comes back
+    /// in `evicted`, and the key's old entry, if any, is removed.
+    pub(crate) fn insert(&mut self, hash: u64, key: K, value: V, weight: u32) -> Inserted<K, V>
     where
         K: Eq,
     {
+        debug_assert!(weight >= 1);
         // The only user code (`K: Eq`) runs here, before any mutation.
         if let Some(i) = self.find(hash, &key) {
-            let node = &mut self.nodes[i as usize];
-            // Relaxed: under the exclusive lock.
-            let freq = node.freq.load(Ordering::Relaxed);
-            node.freq.store((freq + 1).min(MAX_FREQ), Ordering::Relaxed);
-            let old = std::mem::replace(&mut node.value, value);
-            return Inserted {
-                replaced: Some(old),
-                evicted: None,
-                unused_key: Some(key),
+            let (old_weight, queue) = {
+                let node = &self.nodes[i as usize];
+                (node.weight, node.queue)
             };
+            // Relaxed: under the exclusive lock.
+            let freq = (self.nodes[i as usize].freq.load(Ordering::Relaxed) + 1).min(MAX_FREQ);
+            if self.weight() - u64::from(old_weight) + u64::from(weight) <= self.capacity as u64 {
+                let node = &mut self.nodes[i as usize];
+                node.freq.store(freq, Ordering::Relaxed);
+                let old = std::mem::replace(&mut node.value, value);
+                node.weight = weight;
+                let list = self.list_mut(queue);
+                list.weight = list.weight - u64::from(old_weight) + u64::from(weight);
+                return Inserted {
+                    replaced: Some(old),
+                    evicted: Evicted::none(),
+                    unused_key: Some(key),
+                };
+            }
+            // Heavier, and others must make room: take the old entry out
+            // (so eviction cannot pick it; the ghost does not learn it),
+            // then insert anew in its queue, its use counted.
+            let (stored_key, old) = self.remove_index(i);
+            let mut inserted = self.insert_new(hash, stored_key, value, weight, queue, freq);
+            inserted.replaced = Some(old);
+            inserted.unused_key = Some(key);
+            return inserted;
         }
         let queue = if self.ghost.contains(hash) {
             self.ghost.forget(hash);
@@ -306,23 +359,49 @@ impl<K, V> S3FifoCore<K, V> {
         } else {
             Queue::Small
         };
-        if self.nodes.len() >= self.capacity {
-            // Full: the victim's node takes the new entry.
+        self.insert_new(hash, key, value, weight, queue, 0)
+    }
+
+    /// Inserts an absent key into `queue` with `freq` uses, evicting until
+    /// it fits.
+    fn insert_new(
+        &mut self,
+        hash: u64,
+        key: K,
+        value: V,
+        weight: u32,
+        queue: Queue,
+        freq: u8,
+    ) -> Inserted<K, V> {
+        let mut inserted = Inserted::nothing();
+        let (capacity, weight_64) = (self.capacity as u64, u64::from(weight));
+        if weight_64 > capacity {
+            inserted.evicted.push((key, value));
+            return inserted;
+        }
+        while self.weight() + weight_64 > capacity {
             let v = self.victim();
+            let victim_weight = u64::from(self.nodes[v as usize].weight);
+            if self.weight() - victim_weight + weight_64 > capacity {
+                // One victim is not enough: remove it, look for the next.
+                let entry = self.remove_index(v);
+                inserted.evicted.push(entry);
+                continue;
+            }
+            // The last victim: its node takes the new entry.
             self.table.remove(&self.nodes, v);
             self.unlink(v);
             let node = &mut self.nodes[v as usize];
             let old_key = std::mem::replace(&mut node.key, key);
             let old_value = std::mem::replace(&mut node.value, value);
             node.hash = hash;
-            node.freq.store(0, Ordering::Relaxed);
+            node.weight = weight;
+            // Relaxed: under the exclusive lock.
+            node.freq.store(freq, Ordering::Relaxed);
             self.push_front(v, queue);
             self.table.insert(&self.nodes, v);
-            return Inserted {
-                replaced: None,
-                evicted: Some((old_key, old_value)),
-                unused_key: None,
-            };
+            inserted.evicted.push((old_key, old_value));
+            return inserted;
         }
         let i = self.nodes.len() as u32;
         self.nodes.push(Node {
@@ -332,15 +411,12 @@ impl<K, V> S3FifoCore<K, V> {
             prev: NIL,
             next: NIL,
             queue,
-            freq: AtomicU8::new(0),
+            freq: AtomicU8::new(freq),
+            weight,
         });
         self.push_front(i, queue);
         self.table.insert(&self.nodes, i);
-        Inserted {
-            replaced: None,
-            evicted: None,
-            unused_key: None,
-        }
+        inserted
     }
 
     /// Removes the key, returning its entry (the ghost does not remember a
@@ -363,9 +439,9 @@ impl<K, V> S3FifoCore<K, V> {
         self.evict_overflow(evicted);
     }
 
-    /// Moves the entries over the capacity into `evicted`.
+    /// Moves the entries over the capacity (by weight) into `evicted`.
     pub(crate) fn evict_overflow(&mut self, evicted: &mut Vec<(K, V)>) {
-        while self.nodes.len() > self.capacity {
+        while self.weight() > self.capacity as u64 {
             let v = self.victim();
             evicted.push(self.remove_index(v));
         }
@@ -415,7 +491,8 @@ impl<K, V> S3FifoCore<K, V> {
         debug_assert!(!self.nodes.is_empty());
         let small_share = small_target(self.capacity);
         loop {
-            if self.small.len > 0 && (self.small.len >= small_share || self.main.len == 0) {
+            if self.small.len > 0 && (self.small.weight >= small_share as u64 || self.main.len == 0)
+            {
                 let t = self.small.tail;
                 let node = &self.nodes[t as usize];
                 // Relaxed, here and below: under the exclusive lock.
@@ -426,8 +503,8 @@ impl<K, V> S3FifoCore<K, V> {
                     self.push_front(t, Queue::Main);
                     continue;
                 }
-                let hash = node.hash;
-                self.ghost.push(hash);
+                let (hash, weight) = (node.hash, node.weight);
+                self.ghost.push(hash, weight);
                 return t;
             }
             let t = self.main.tail;
@@ -452,9 +529,9 @@ impl<K, V> S3FifoCore<K, V> {
     }
 
     fn unlink(&mut self, i: u32) {
-        let (prev, next, queue) = {
+        let (prev, next, queue, weight) = {
             let node = &self.nodes[i as usize];
-            (node.prev, node.next, node.queue)
+            (node.prev, node.next, node.queue, node.weight)
         };
         if prev != NIL {
             self.nodes[prev as usize].next = next;
@@ -470,16 +547,18 @@ impl<K, V> S3FifoCore<K, V> {
             list.tail = prev;
         }
         list.len -= 1;
+        list.weight -= u64::from(weight);
     }
 
     fn push_front(&mut self, i: u32, queue: Queue) {
         let old_head = self.list_mut(queue).head;
-        {
+        let weight = {
             let node = &mut self.nodes[i as usize];
             node.prev = NIL;
             node.next = old_head;
             node.queue = queue;
-        }
+            node.weight
+        };
         if old_head != NIL {
             self.nodes[old_head as usize].prev = i;
         }
@@ -489,6 +568,7 @@ impl<K, V> S3FifoCore<K, V> {
         }
         list.head = i;
         list.len += 1;
+        list.weight += u64::from(weight);
     }
 
     /// Unlinks and removes node `i`, moving the last node into its slot.
@@ -533,10 +613,29 @@ impl<K, V> S3FifoCore<K, V> {
         );
         assert_eq!(self.table.len(), n, "table and node counts differ");
         assert!(
-            self.ghost.len() <= self.ghost.capacity,
-            "ghost holds {} hashes, over its {}",
-            self.ghost.len(),
+            self.ghost.weight <= self.ghost.capacity as u64,
+            "ghost holds weight {}, over its {}",
+            self.ghost.weight,
             self.ghost.capacity
+        );
+        let ghost = &self.ghost;
+        assert!(
+            ghost.weights.is_empty() || ghost.weights.len() == ghost.order.len(),
+            "ghost: {} weights for {} places",
+            ghost.weights.len(),
+            ghost.order.len()
+        );
+        let places = ghost.order.len() - ghost.weights.len().min(ghost.order.len());
+        assert_eq!(
+            ghost.weights.iter().map(|&w| u64::from(w)).sum::<u64>() + places as u64,
+            self.ghost.weight,
+            "ghost weights differ from their sum"
+        );
+        assert!(
+            self.weight() <= self.capacity as u64,
+            "weight {} over capacity {}",
+            self.weight(),
+            self.capacity
         );
         let mut seen = vec![false; n];
         let mut total = 0;
@@ -544,8 +643,11 @@ impl<K, V> S3FifoCore<K, V> {
             let mut at = list.head;
             let mut prev = NIL;
             let mut count = 0;
+            let mut weight = 0;
             while at != NIL {
                 let node = &self.nodes[at as usize];
+                assert!(node.weight >= 1, "node {at} weighs 0");
+                weight += u64::from(node.weight);
                 assert!(!seen[at as usize], "node {at} linked twice");
                 seen[at as usize] = true;
                 assert_eq!(node.queue, queue, "node {at} in the wrong queue");
@@ -564,6 +666,10 @@ impl<K, V> S3FifoCore<K, V> {
             }
             assert_eq!(list.tail, prev, "{queue:?}: tail is not the last node");
             assert_eq!(list.len, count, "{queue:?}: length differs from its list");
+            assert_eq!(
+                list.weight, weight,
+                "{queue:?}: weight differs from its list"
+            );
             total += count;
         }
         assert_eq!(total, n, "queues hold {total} of {n} nodes");

@@ -20,17 +20,36 @@ fn keys(core: &S3FifoCore<u32, u32>) -> Vec<u32> {
 }
 
 #[test]
+fn the_small_queue_share_is_a_share_of_the_weight() {
+    // Capacity 64: small's share is a weight of 2.
+    let mut core = S3FifoCore::new(64);
+    for k in 0..32 {
+        core.insert(hash(k), k, k, 2);
+        core.get(hash(k), &k);
+    }
+    // All used: they move to main, and main's oldest (0) makes room.
+    let evicted = core.insert(hash(100), 100, 100, 2).evicted.single();
+    assert_eq!(evicted, Some((0, 0)));
+    // Small holds one entry of weight 2, its whole share (by count it
+    // would be under its share of 2 entries): small is served first.
+    let evicted = core.insert(hash(101), 101, 101, 1).evicted.single();
+    assert_eq!(evicted, Some((100, 100)));
+    assert_eq!(core.weight(), 63);
+    core.check_invariants();
+}
+
+#[test]
 fn new_keys_enter_small_and_used_ones_survive_a_flood() {
     let mut core = S3FifoCore::new(10);
     // Hot keys 0..5, each used twice.
     for k in 0..5 {
-        core.insert(hash(k), k, k);
+        core.insert(hash(k), k, k, 1);
         core.get(hash(k), &k);
         core.get(hash(k), &k);
     }
     // A flood of 100 one-hit wonders.
     for k in 100..200 {
-        core.insert(hash(k), k, k);
+        core.insert(hash(k), k, k, 1);
         core.check_invariants();
     }
     for k in 0..5 {
@@ -45,11 +64,11 @@ fn exact_lru_loses_the_hot_set_to_the_same_flood() {
     // empties an exact LRU of the same capacity.
     let mut core = LruCore::new(10);
     for k in 0..5 {
-        core.insert(hash(k), k, k);
+        core.insert(hash(k), k, k, 1);
         core.get(hash(k), &k);
     }
     for k in 100..200 {
-        core.insert(hash(k), k, k);
+        core.insert(hash(k), k, k, 1);
     }
     assert!((0..5).all(|k| !core.contains(hash(k), &k)));
 }
@@ -57,16 +76,16 @@ fn exact_lru_loses_the_hot_set_to_the_same_flood() {
 #[test]
 fn a_key_the_ghost_remembers_goes_to_main() {
     let mut core = S3FifoCore::new(10);
-    core.insert(hash(1), 1, 1);
+    core.insert(hash(1), 1, 1, 1);
     // Push 1 out of small, unused: its hash goes to the ghost.
     for k in 10..20 {
-        core.insert(hash(k), k, k);
+        core.insert(hash(k), k, k, 1);
     }
     assert!(!core.contains(hash(1), &1));
-    core.insert(hash(1), 1, 1);
+    core.insert(hash(1), 1, 1, 1);
     // In main now: a further flood of one-hit wonders passes it by.
     for k in 20..40 {
-        core.insert(hash(k), k, k);
+        core.insert(hash(k), k, k, 1);
     }
     assert!(core.contains(hash(1), &1));
     core.check_invariants();
@@ -76,13 +95,13 @@ fn a_key_the_ghost_remembers_goes_to_main() {
 fn capacity_one_and_shrinking_keep_the_bound() {
     let mut core = S3FifoCore::new(1);
     for k in 0..5 {
-        let inserted = core.insert(hash(k), k, k);
-        assert_eq!(inserted.evicted.map(|(k, _)| k), k.checked_sub(1));
+        let inserted = core.insert(hash(k), k, k, 1);
+        assert_eq!(inserted.evicted.single().map(|(k, _)| k), k.checked_sub(1));
         core.check_invariants();
     }
     let mut core = S3FifoCore::new(50);
     for k in 0..50 {
-        core.insert(hash(k), k, k);
+        core.insert(hash(k), k, k, 1);
         if k % 3 == 0 {
             core.get(hash(k), &k);
         }
@@ -261,10 +280,10 @@ proptest! {
                 Op::Get(k) => prop_assert_eq!(core.get(hash(k), &k).copied(), model.get(k)),
                 Op::Peek(k) => prop_assert_eq!(core.peek(hash(k), &k).copied(), model.values.get(&k).copied()),
                 Op::Insert(k, v) => {
-                    let got = core.insert(hash(k), k, v);
+                    let got = core.insert(hash(k), k, v, 1);
                     let (replaced, evicted) = model.insert(k, v);
                     prop_assert_eq!(got.replaced, replaced);
-                    prop_assert_eq!(got.evicted, evicted);
+                    prop_assert_eq!(got.evicted.single(), evicted);
                 }
                 Op::Remove(k) => prop_assert_eq!(core.remove(hash(k), &k).map(|(_, v)| v), model.remove(k)),
                 Op::SetCapacity(c) => {
@@ -293,7 +312,7 @@ fn s3fifo_hit_ratio(trace: &[u32], capacity: usize) -> f64 {
     hit_ratio(trace, |k| {
         let hit = core.get(hash(k), &k).is_some();
         if !hit {
-            core.insert(hash(k), k, k);
+            core.insert(hash(k), k, k, 1);
         }
         hit
     })
@@ -305,7 +324,7 @@ fn lru_hit_ratio(trace: &[u32], capacity: usize) -> f64 {
     hit_ratio(trace, |k| {
         let hit = core.get(hash(k), &k).is_some();
         if !hit {
-            core.insert(hash(k), k, k);
+            core.insert(hash(k), k, k, 1);
         }
         hit
     })

@@ -52,6 +52,8 @@ impl Counters {
 ///   got its value or its error), or found the value another caller stored
 ///   between their miss and their turn to load.
 /// - `len` / `capacity`: entries held, and the bound.
+/// - `weighted_size`: with a weigher, their total weight, bounded by
+///   `capacity`; `None` without one.
 ///
 /// Every call of a loading method (`get_or_load`, `try_get_or_load`, their
 /// async forms, [`LoadingLruCache`](super::LoadingLruCache)'s) that misses
@@ -99,7 +101,12 @@ pub struct CacheStats {
     pub waits: u64,
     /// Entries held.
     pub len: usize,
-    /// The most entries the cache holds.
+    /// With a [`weigher`](super::LruCacheBuilder::weigher): the total
+    /// weight of the entries held (each at least 1), at most `capacity`.
+    /// `None` without one (every entry weighs 1: the total is `len`).
+    pub weighted_size: Option<usize>,
+    /// The most entries the cache holds; with a weigher, the most total
+    /// weight.
     pub capacity: usize,
 }
 

@@ -83,10 +83,10 @@ proptest! {
                     prop_assert_eq!(core.peek(weak_hash(k), &k).copied(), expected);
                 }
                 Op::Insert(k, v) => {
-                    let got = core.insert(weak_hash(k), k, v);
+                    let got = core.insert(weak_hash(k), k, v, 1);
                     let (replaced, evicted) = model.insert(k, v);
                     prop_assert_eq!(got.replaced, replaced);
-                    prop_assert_eq!(got.evicted, evicted);
+                    prop_assert_eq!(got.evicted.single(), evicted);
                     prop_assert_eq!(got.unused_key.is_some(), replaced.is_some());
                 }
                 Op::Remove(k) => {
@@ -202,10 +202,10 @@ proptest! {
                     prop_assert_eq!(core.peek(weak_hash(k), &k).copied(), expected);
                 }
                 Op::Insert(k, v) => {
-                    let got = core.insert(weak_hash(k), k, v);
+                    let got = core.insert(weak_hash(k), k, v, 1);
                     let (replaced, evicted) = model.insert(k, v);
                     prop_assert_eq!(got.replaced, replaced);
-                    prop_assert_eq!(got.evicted, evicted);
+                    prop_assert_eq!(got.evicted.single(), evicted);
                     prop_assert_eq!(got.unused_key.is_some(), replaced.is_some());
                 }
                 Op::Remove(k) => {
@@ -260,18 +260,18 @@ proptest! {
 fn clock_gives_a_hit_entry_a_second_chance() {
     let mut core = ClockCore::<u32, u32>::new(3);
     for k in 0..3 {
-        core.insert(u64::from(k), k, k);
+        core.insert(u64::from(k), k, k, 1);
     }
     assert_eq!(core.get(1, &1), Some(&1));
     // The hand passes 0 (unreferenced): evicted first.
-    assert_eq!(core.insert(9, 9, 9).evicted, Some((0, 0)));
+    assert_eq!(core.insert(9, 9, 9, 1).evicted.single(), Some((0, 0)));
     // Then 1 loses its bit and 2 is evicted; 1 survives two insertions.
-    assert_eq!(core.insert(10, 10, 10).evicted, Some((2, 2)));
+    assert_eq!(core.insert(10, 10, 10, 1).evicted.single(), Some((2, 2)));
     assert!(core.contains(1, &1));
     // The hand wraps to 9 (never hit since it entered) before 1...
-    assert_eq!(core.insert(11, 11, 11).evicted, Some((9, 9)));
+    assert_eq!(core.insert(11, 11, 11, 1).evicted.single(), Some((9, 9)));
     // ...and then reaches 1, whose bit it cleared a lap ago.
-    assert_eq!(core.insert(12, 12, 12).evicted, Some((1, 1)));
+    assert_eq!(core.insert(12, 12, 12, 1).evicted.single(), Some((1, 1)));
     core.check_invariants();
 }
 
@@ -279,11 +279,11 @@ fn clock_gives_a_hit_entry_a_second_chance() {
 fn a_full_core_recycles_its_least_recent_node() {
     let mut core = LruCore::<u32, u32>::new(3);
     for k in 0..3 {
-        core.insert(u64::from(k), k, k);
+        core.insert(u64::from(k), k, k, 1);
     }
     assert_eq!(core.get(0, &0), Some(&0));
-    let inserted = core.insert(9, 9, 9);
-    assert_eq!(inserted.evicted, Some((1, 1)));
+    let inserted = core.insert(9, 9, 9, 1);
+    assert_eq!(inserted.evicted.single(), Some((1, 1)));
     core.check_invariants();
     let order: Vec<_> = core.iter().map(|(k, _)| *k).collect();
     assert_eq!(order, [9, 0, 2]);
@@ -293,7 +293,7 @@ fn a_full_core_recycles_its_least_recent_node() {
 fn removing_the_middle_moves_the_last_node_into_the_hole() {
     let mut core = LruCore::<u32, u32>::new(8);
     for k in 0..5 {
-        core.insert(u64::from(k) * 7, k, k * 10);
+        core.insert(u64::from(k) * 7, k, k * 10, 1);
     }
     assert_eq!(core.remove(7, &1), Some((1, 10)));
     core.check_invariants();

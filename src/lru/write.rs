@@ -1,0 +1,240 @@
+//! The writes of [`LruCache`]: `insert`, `insert_arc` (and the insert that
+//! publishes a loaded value), `remove` and `resize`.
+//!
+//! # Weights
+//!
+//! An insert weighs its entry first, with no lock held (the weigher is user
+//! code), then stores it under the shard's exclusive lock, evicting in the
+//! same critical section as many entries as it takes to fit: the shard's
+//! total weight never exceeds its share of the capacity at any point
+//! another thread can observe. The evicted entries go to the listener, and
+//! are dropped, after the lock is released.
+
+use std::borrow::Borrow;
+use std::hash::{BuildHasher, Hash};
+
+use super::core::Inserted;
+#[cfg(loom)]
+use super::weight::Evicted;
+use super::weight::weigh;
+use super::{LruBuildError, LruCache};
+use crate::removal::{RemovalCause, notify};
+use crate::sync::{Arc, Ordering};
+
+impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
+    /// Inserts `value` as the most recently used entry of its shard and
+    /// returns the value it replaced. If the shard is full, its least
+    /// recently used entry is evicted under the same lock (the bound is never
+    /// exceeded) and handed to the eviction listener (as
+    /// [`RemovalCause::Evicted`]) after the lock is released; a replaced
+    /// value goes to it too (as [`RemovalCause::Replaced`]).
+    ///
+    /// If the key is present, its stored key is kept (as in `HashMap`).
+    ///
+    /// With a [`weigher`](crate::LruCacheBuilder::weigher), the shard's
+    /// entries are evicted until the new one fits in its share of the
+    /// weight (a heavier value for a present key may evict others); an
+    /// entry heavier than the shard's whole share is not stored: the key's
+    /// old value, if any, is removed (as [`RemovalCause::Replaced`], and
+    /// returned), and the new entry goes to the listener as
+    /// [`RemovalCause::Evicted`], counted as an eviction.
+    ///
+    /// # Panics
+    ///
+    /// If the eviction listener panics (the insert itself has completed),
+    /// or the weigher panics (before anything changed: the cache is as it
+    /// was).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let cache = larder::LruCache::new(2);
+    /// assert_eq!(cache.insert("a", 1), None);
+    /// assert_eq!(cache.insert("a", 2).as_deref(), Some(&1));
+    /// assert_eq!(cache.stats().inserts, 2);
+    /// ```
+    pub fn insert(&self, key: K, value: V) -> Option<Arc<V>> {
+        self.insert_arc(key, Arc::new(value))
+    }
+
+    /// [`insert`](Self::insert) for a value already in an `Arc`.
+    ///
+    /// # Panics
+    ///
+    /// If the eviction listener or the weigher panics (as `insert`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// let shared = Arc::new(String::from("v"));
+    /// let cache = larder::LruCache::new(2);
+    /// cache.insert_arc(1, Arc::clone(&shared));
+    /// assert!(Arc::ptr_eq(&cache.get(&1).unwrap(), &shared));
+    /// ```
+    pub fn insert_arc(&self, key: K, value: Arc<V>) -> Option<Arc<V>> {
+        let hash = self.hash(&key);
+        let displaced = self.insert_hashed(hash, key, value);
+        let replaced = displaced.replaced.clone();
+        self.finish_insert(displaced);
+        replaced
+    }
+
+    /// Weighs the entry (user code, no lock held; a panic there leaves the
+    /// cache unchanged), then inserts it under the shard lock and counts
+    /// it; returns what was displaced, to be disposed of with
+    /// [`Self::finish_insert`] unlocked.
+    pub(crate) fn insert_hashed(&self, hash: u64, key: K, value: Arc<V>) -> Inserted<K, Arc<V>> {
+        let weight = weigh(self.weigher.as_ref(), &key, &*value);
+        #[cfg(loom)]
+        if self.fault == super::Fault::SplitEviction {
+            return self.insert_split(hash, key, value, weight);
+        }
+        let mut shard = self.lock(hash);
+        let inserted = shard.core.insert(hash, key, value, weight);
+        let counters = &mut shard.counters;
+        counters.inserts += 1;
+        counters.evictions += inserted.evicted.len() as u64;
+        inserted
+    }
+
+    /// BROKEN on purpose (loom negative control): stores the new entry over
+    /// the capacity (by its weight) in one critical section and evicts in a
+    /// second one.
+    #[cfg(loom)]
+    fn insert_split(&self, hash: u64, key: K, value: Arc<V>, weight: u32) -> Inserted<K, Arc<V>> {
+        let mut shard = self.lock(hash);
+        let capacity = shard.core.capacity();
+        shard.core.set_capacity_lazily(capacity + weight as usize);
+        let mut inserted = shard.core.insert(hash, key, value, weight);
+        shard.core.set_capacity_lazily(capacity);
+        shard.counters.inserts += 1;
+        drop(shard);
+        let mut evicted: Vec<_> = std::mem::replace(&mut inserted.evicted, Evicted::none())
+            .into_iter()
+            .collect();
+        let mut shard = self.lock(hash);
+        shard.core.evict_overflow(&mut evicted);
+        shard.counters.evictions += evicted.len() as u64;
+        drop(shard);
+        for entry in evicted {
+            inserted.evicted.push(entry);
+        }
+        inserted
+    }
+
+    /// Gives the replaced and the evicted entries to the listener, then drops
+    /// them and the unused key. Unlocked.
+    pub(crate) fn finish_insert(&self, displaced: Inserted<K, Arc<V>>) {
+        let Inserted {
+            replaced,
+            evicted,
+            unused_key,
+        } = displaced;
+        // The replaced value goes to the listener under the key passed in
+        // (equal to the stored one, which is kept).
+        // One `notify`, so a panicking call still hands over the other.
+        let replaced = unused_key.zip(replaced);
+        let removed = (replaced
+            .map(|(k, v)| (k, v, RemovalCause::Replaced))
+            .into_iter())
+        .chain(
+            evicted
+                .into_iter()
+                .map(|(k, v)| (k, v, RemovalCause::Evicted)),
+        );
+        notify(self.listener.as_ref(), removed);
+    }
+
+    /// Removes `key` and returns its value. The eviction listener gets the
+    /// entry (as [`RemovalCause::Removed`]) and the key's `Drop` runs after
+    /// the lock is released. Not counted as an eviction.
+    ///
+    /// # Panics
+    ///
+    /// If the eviction listener panics (the entry has been removed).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let cache = larder::LruCache::new(2);
+    /// cache.insert(1, "a");
+    /// assert_eq!(cache.remove(&1).as_deref(), Some(&"a"));
+    /// assert_eq!(cache.remove(&1), None);
+    /// ```
+    pub fn remove<Q>(&self, key: &Q) -> Option<Arc<V>>
+    where
+        K: Borrow<Q>,
+        Q: ?Sized + Hash + Eq,
+    {
+        let hash = self.hash(key);
+        let removed = self.lock(hash).core.remove(hash, key);
+        let (key, value) = removed?;
+        if self.listener.is_some() {
+            self.dispose([(key, Arc::clone(&value))], RemovalCause::Removed);
+        }
+        Some(value)
+    }
+
+    /// Changes the capacity (with a weigher, the total weight). Shrinking
+    /// evicts the least recently used entries of each shard (in the
+    /// policy's order) until it fits (counted, and given to the listener
+    /// after that shard's lock is released).
+    ///
+    /// Concurrent operations stay within the bound throughout: when
+    /// growing, `capacity()` reports the new value before any shard grows;
+    /// when shrinking, only after every shard has shrunk. Resizes are
+    /// serialized.
+    ///
+    /// # Errors
+    ///
+    /// [`LruBuildError`] if `capacity` is 0 or below the shard count; the
+    /// cache is then unchanged.
+    ///
+    /// # Panics
+    ///
+    /// If the eviction listener panics; the shards already resized keep their
+    /// new capacity and `capacity()` keeps reporting the old, larger one, so
+    /// the bound still holds. A later `resize` completes the change.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let cache = larder::LruCache::builder(4).shards(1).build().unwrap();
+    /// for i in 0..4 {
+    ///     cache.insert(i, i);
+    /// }
+    /// cache.resize(2).unwrap();
+    /// assert_eq!((cache.len(), cache.capacity()), (2, 2));
+    /// assert!(cache.contains_key(&3) && !cache.contains_key(&0));
+    /// assert!(cache.resize(0).is_err());
+    /// ```
+    pub fn resize(&self, capacity: usize) -> Result<(), LruBuildError> {
+        let shards = self.shards.len();
+        super::builder::validate(capacity, shards)?;
+        let _serial = self.resize_lock.lock();
+        let growing = capacity >= self.capacity();
+        #[cfg(loom)]
+        // BROKEN on purpose (loom negative control): store first, always.
+        let growing = growing || self.fault == super::Fault::CapacityBeforeShrink;
+        if growing {
+            // Relaxed: see `capacity()`; stored before any shard grows.
+            self.capacity.store(capacity, Ordering::Relaxed);
+        }
+        for (index, shard) in self.shards.iter().enumerate() {
+            let mut evicted = Vec::new();
+            {
+                let mut shard = shard.write();
+                let target = super::cache::shard_capacity(capacity, shards, index);
+                shard.core.set_capacity(target, &mut evicted);
+                shard.counters.evictions += evicted.len() as u64;
+            }
+            self.dispose(evicted, RemovalCause::Evicted);
+        }
+        if !growing {
+            // Relaxed: see `capacity()`; stored after every shard shrank.
+            self.capacity.store(capacity, Ordering::Relaxed);
+        }
+        Ok(())
+    }
+}
