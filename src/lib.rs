@@ -47,12 +47,13 @@
 //!   and pay for index maintenance, so for write-dominated data with no
 //!   secondary lookups a sharded map such as `DashMap` is cheaper.
 //!
-//! - [`LruCache`] when a cache must never hold more than N entries, evict the
-//!   least recently used, report hits and misses, and load each missing key
-//!   once however many threads miss it. Sharded exact LRU with one short
+//! - [`LruCache`] when a cache must never hold more than N entries (or N
+//!   units of weight, with a weigher), report hits and misses, and load each
+//!   missing key once however many threads miss it. Sharded, with one short
 //!   lock per operation, so it scales where one `Mutex<lru::LruCache>` does
-//!   not. Do not use it when a scan-resistant policy (W-TinyLFU, S3-FIFO) would
-//!   serve the access pattern better, or for per-entry time-to-live.
+//!   not; each shard evicts by exact LRU (the default), CLOCK, or
+//!   scan-resistant S3-FIFO ([`LruPolicy`] has a table of which for which
+//!   workload). For per-entry time-to-live, use [`TypedCache`].
 //!
 //! - [`TypedCache`] when each value is expensive to build and many threads
 //!   may ask for the same missing key at once: the init runs once per key
