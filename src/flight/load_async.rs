@@ -7,10 +7,20 @@
 //!
 //! - A waiter awaits [`Wait`], whose waker sits in the flight's waker list:
 //!   no thread blocks. It is woken by the same `finish` that wakes blocked
-//!   sync waiters, so sync and async callers share one flight.
+//!   sync waiters, so sync and async callers share one flight. Waiting is
+//!   inline in the caller's future: a waiter allocates nothing (no box, no
+//!   key; its [`Wait`] holds the flight's `Arc` and one slot index).
+//! - Only the leader boxes: the steps it runs after registering (the
+//!   re-check, the loader, publishing) are one boxed future, built when it
+//!   becomes the leader. Every caller's future is one hand-written
+//!   [`LoadAsync`] holding its arguments (the user's loader future once, not
+//!   yet pinned), a `Wait` and one pointer: no nested `async fn` levels
+//!   that would each hold (and move) their own copy of the loader.
+//! - The lookup comes first, in the first `poll`: a hit builds no flight
+//!   state, takes no flight lock and allocates nothing.
 //! - The leader's loader is polled with no lock held; the shard and flight
 //!   mutexes are only ever held between two `.await`s, never across one.
-//! - Cancellation: the leader's state (a [`Leader`]) lives in the returned
+//! - Cancellation: the leader's state (a [`Leader`]) lives in its boxed
 //!   future, so dropping the future mid-load drops the leader, which
 //!   abandons the flight as a panicking leader does: it leaves the group and
 //!   its waiters wake and go back to step 1, where one of them leads. A
@@ -32,124 +42,252 @@
 
 use std::borrow::Borrow;
 use std::future::{Future, poll_fn};
-use std::pin::pin;
+use std::ops::ControlFlow;
+use std::pin::{Pin, pin};
+use std::task::{Context, Poll};
 
 use super::wait::{Flight, State, Wait};
-use super::{FlightFault, FlightGroup, Leader, REENTRANT, SHARDS, Source};
+use super::{Entered, FlightFault, FlightGroup, Leader, REENTRANT, Source};
 use crate::sync::{self, Arc};
+
+/// What one async caller brings to [`FlightGroup::load_async`], as closures
+/// that take the key's hash (computed in the first `poll`, by `begin`).
+pub(crate) struct Caller<B, M, L, F, P, D> {
+    /// Computes the hash and looks in the cache: `Break(output)` on a hit,
+    /// `Continue(hash)` on a miss. Runs once, in the first `poll`.
+    pub(crate) begin: B,
+    /// Builds the owned key, only if no flight of the key is found.
+    pub(crate) make_key: M,
+    /// The leader's re-check of the cache after registering: the value, or
+    /// a token handed to `publish` (the typed cache's write generation).
+    pub(crate) lookup: L,
+    /// Builds this caller's loader future; called only if it leads and the
+    /// re-check missed.
+    pub(crate) load: F,
+    /// Stores a loaded value in the cache (must not call back into the
+    /// group for the same key); what it returns reaches `done`.
+    pub(crate) publish: P,
+    /// Shapes the outcome: `(hash, result, source, published)`.
+    pub(crate) done: D,
+}
+
+/// A leader's outcome: the result, how it was obtained and what `publish`
+/// returned (if it ran).
+type Led<V, E, T> = (Result<Arc<V>, Arc<E>>, Source, Option<T>);
 
 impl<K, V> FlightGroup<K, V> {
     /// The async [`load`](FlightGroup::load): gets the value of `key`
-    /// through at most one concurrent load, sync or async.
-    ///
-    /// `lookup` looks in the cache and returns, on a miss, a token handed to
-    /// `publish` (the typed cache passes its shard's write generation).
-    /// `make_key` builds the owned key, called only when this caller
-    /// registers a flight. `load` is polled with no lock held; `publish`
-    /// must not call back into this group for the same key.
+    /// through at most one concurrent load, sync or async. See [`Caller`]
+    /// for what each closure does and when it runs.
     ///
     /// # Panics
     ///
-    /// Panics with [`REENTRANT`] if called while the loader of the same
-    /// key's flight is being polled (or called) on this thread; resumes the
-    /// loader's panic if it panicked.
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) async fn load_async<Q, E, T, L, F, P>(
-        &self,
-        hash: u64,
+    /// The future panics with [`REENTRANT`] if polled while the loader of
+    /// the same key's flight is being polled (or called) on this thread; it
+    /// resumes the loader's panic if it panicked.
+    #[allow(clippy::type_complexity)]
+    pub(crate) fn load_async<'a, Q, E, T, R, O, B, M, L, F, Fut, P, D>(
+        &'a self,
         key: &Q,
-        make_key: impl Fn() -> K,
-        mut lookup: L,
-        load: F,
-        publish: P,
-    ) -> Result<(Arc<V>, Source), Arc<E>>
+        caller: Caller<B, M, L, F, P, D>,
+    ) -> impl Future<Output = O>
     where
         K: Borrow<Q>,
         Q: ?Sized + Eq,
         E: Send + Sync + 'static,
-        L: FnMut() -> Result<Arc<V>, T>,
-        F: Future<Output = Result<V, E>>,
-        P: FnOnce(&Arc<V>, T),
+        B: FnOnce() -> ControlFlow<O, u64>,
+        M: Fn() -> K,
+        L: FnMut(u64) -> Result<Arc<V>, T>,
+        F: FnOnce(u64) -> Fut,
+        Fut: Future<Output = Result<V, E>>,
+        P: FnOnce(u64, &Arc<V>, T) -> R,
+        D: FnOnce(u64, Result<Arc<V>, Arc<E>>, Source, Option<R>) -> O,
     {
-        if self.fault == FlightFault::SkipFlight {
-            // BROKEN on purpose (loom negative control): check-then-act.
-            let token = match lookup() {
-                Ok(value) => return Ok((value, Source::Cached)),
-                Err(token) => token,
-            };
-            let value = Arc::new(load.await.map_err(Arc::new)?);
-            publish(&value, token);
-            return Ok((value, Source::Loaded));
+        let Caller {
+            begin,
+            make_key,
+            lookup,
+            load,
+            publish,
+            done,
+        } = caller;
+        LoadAsync {
+            group: self,
+            key,
+            hash: 0,
+            begin: Some(begin),
+            make_key,
+            start: Some(move |leader: Leader<'a, K, V>| lead(leader, lookup, load, publish)),
+            done: Some(done),
+            step: Step::Begin,
         }
-        let shard = hash as usize % SHARDS;
-        // The owned key is built (user `ToOwned`/`Clone`) before the shard
-        // mutex is taken, so only `Eq` runs under it; it is kept across
-        // rounds, and a caller that joins drops it unlocked.
-        let mut owned: Option<K> = None;
-        let leader = loop {
-            let key_for_flight = owned.take().unwrap_or_else(&make_key);
-            // Step 1, under the shard mutex (released before any await).
-            let joined = {
-                let mut bucket = self.shards[shard].lock();
-                let found = bucket
-                    .iter()
-                    .find(|(h, k, _)| *h == hash && k.borrow() == key)
-                    .map(|(_, _, flight)| Arc::clone(flight));
-                match found {
-                    Some(flight) => Ok((flight, key_for_flight)),
-                    None => {
-                        let flight = Arc::new(Flight::new(self.fault));
-                        bucket.push((hash, key_for_flight, Arc::clone(&flight)));
-                        Err(flight)
+    }
+}
+
+/// Where a [`LoadAsync`] stands.
+enum Step<V, LF> {
+    /// Not polled yet: the lookup comes first.
+    Begin,
+    /// Missed: join or register (steps 1 and 2).
+    Enter,
+    /// Joined a flight: waiting for its outcome (inline, unboxed).
+    Waiting(Wait<V>),
+    /// Leads the flight: the boxed rest of the protocol.
+    Leading(Pin<Box<LF>>),
+    /// Returned its output.
+    Done,
+}
+
+/// The future of [`FlightGroup::load_async`].
+///
+/// Hand-written, so that the user's loader future sits in it once,
+/// unpinned (inside `start`), until this caller leads and moves it into the
+/// leader's box; a waiter never boxes. It is `Unpin` (declared below): no
+/// field is ever pinned in place, the loader is pinned only inside its box.
+struct LoadAsync<'a, 'k, K, V, Q: ?Sized, B, M, S, LF, D> {
+    group: &'a FlightGroup<K, V>,
+    key: &'k Q,
+    hash: u64,
+    begin: Option<B>,
+    make_key: M,
+    /// Builds the leader's future (holds the loader, the re-check and the
+    /// publish closure until then).
+    start: Option<S>,
+    done: Option<D>,
+    step: Step<V, LF>,
+}
+
+// No field is structurally pinned: `poll` never hands out a `Pin` to one
+// (the leader's future is pinned in its own box), so moving the whole
+// future between polls moves nothing that relies on staying put.
+impl<K, V, Q: ?Sized, B, M, S, LF, D> Unpin for LoadAsync<'_, '_, K, V, Q, B, M, S, LF, D> {}
+
+const POLLED_AFTER_DONE: &str = "larder: a loading future was polled after it completed";
+
+impl<'a, K, V, Q, E, R, O, B, M, S, LF, D> Future for LoadAsync<'a, '_, K, V, Q, B, M, S, LF, D>
+where
+    K: Borrow<Q>,
+    Q: ?Sized + Eq,
+    E: Send + Sync + 'static,
+    B: FnOnce() -> ControlFlow<O, u64>,
+    M: Fn() -> K,
+    S: FnOnce(Leader<'a, K, V>) -> LF,
+    LF: Future<Output = Led<V, E, R>>,
+    D: FnOnce(u64, Result<Arc<V>, Arc<E>>, Source, Option<R>) -> O,
+{
+    type Output = O;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<O> {
+        let this = self.get_mut();
+        loop {
+            let (outcome, source, published) = match &mut this.step {
+                Step::Begin => {
+                    let begin = this.begin.take().expect(POLLED_AFTER_DONE);
+                    match begin() {
+                        ControlFlow::Break(output) => {
+                            this.step = Step::Done;
+                            return Poll::Ready(output);
+                        }
+                        ControlFlow::Continue(hash) => {
+                            this.hash = hash;
+                            this.step = Step::Enter;
+                        }
                     }
+                    continue;
                 }
+                Step::Enter => {
+                    this.enter();
+                    continue;
+                }
+                Step::Waiting(wait) => match Pin::new(wait).poll(cx) {
+                    Poll::Pending => return Poll::Pending,
+                    Poll::Ready(State::Value(value)) => (Ok(value), Source::Waited, None),
+                    Poll::Ready(State::Failed(error)) => match error.downcast::<E>() {
+                        Ok(error) => (Err(error), Source::Waited, None),
+                        // Another call site's error type: load for
+                        // ourselves (as the sync form does).
+                        Err(_) => {
+                            this.step = Step::Enter;
+                            continue;
+                        }
+                    },
+                    // Abandoned (panic or cancellation): take over.
+                    Poll::Ready(State::Abandoned | State::Loading) => {
+                        this.step = Step::Enter;
+                        continue;
+                    }
+                },
+                Step::Leading(lead) => match lead.as_mut().poll(cx) {
+                    Poll::Pending => return Poll::Pending,
+                    Poll::Ready(led) => led,
+                },
+                Step::Done => panic!("{}", POLLED_AFTER_DONE),
             };
-            match joined {
-                Ok((flight, unused_key)) => {
-                    owned = Some(unused_key);
-                    assert!(!sync::is_loading(flight.id()), "{}", REENTRANT);
-                    match Wait::new(flight).await {
-                        State::Value(value) => return Ok((value, Source::Waited)),
-                        State::Failed(error) => match error.downcast::<E>() {
-                            Ok(error) => return Err(error),
-                            // Another call site's error type: load for
-                            // ourselves (as the sync form does).
-                            Err(_) => continue,
-                        },
-                        // Abandoned (panic or cancellation): take over.
-                        State::Abandoned | State::Loading => continue,
-                    }
-                }
-                Err(flight) => break Leader::new(self, hash, flight, true),
+            this.step = Step::Done;
+            let done = this.done.take().expect(POLLED_AFTER_DONE);
+            return Poll::Ready(done(this.hash, outcome, source, published));
+        }
+    }
+}
+
+impl<'a, K, V, Q, B, M, S, LF, D> LoadAsync<'a, '_, K, V, Q, B, M, S, LF, D>
+where
+    K: Borrow<Q>,
+    Q: ?Sized + Eq,
+    M: Fn() -> K,
+    S: FnOnce(Leader<'a, K, V>) -> LF,
+{
+    /// Steps 1 and 2: joins the key's flight (`Waiting`) or leads a new one
+    /// (`Leading`, the only allocation of the miss path besides the flight
+    /// and the key).
+    fn enter(&mut self) {
+        let group = self.group;
+        let entered = if group.fault == FlightFault::SkipFlight {
+            // BROKEN on purpose (loom negative control): check-then-act. The
+            // flight is never registered, so no caller ever joins it.
+            Entered::Leading(Arc::new(Flight::new(group.fault)))
+        } else {
+            group.enter(self.hash, self.key, &self.make_key)
+        };
+        self.step = match entered {
+            Entered::Joined(flight) => {
+                assert!(!sync::is_loading(flight.id()), "{}", REENTRANT);
+                Step::Waiting(Wait::new(flight))
+            }
+            Entered::Leading(flight) => {
+                let leader = Leader::new(group, self.hash, flight, true);
+                let start = self.start.take().expect(POLLED_AFTER_DONE);
+                Step::Leading(Box::pin(start(leader)))
             }
         };
-        lead(leader, &mut lookup, load, publish).await
     }
 }
 
 /// Steps 2 and 3 for an async leader. Dropping this future mid-load drops
 /// `leader`, which abandons the flight.
-async fn lead<K, V, E, T, L, F, P>(
+async fn lead<K, V, E, T, R, L, F, Fut, P>(
     mut leader: Leader<'_, K, V>,
-    lookup: &mut L,
+    mut lookup: L,
     load: F,
     publish: P,
-) -> Result<(Arc<V>, Source), Arc<E>>
+) -> Led<V, E, R>
 where
     E: Send + Sync + 'static,
-    L: FnMut() -> Result<Arc<V>, T>,
-    F: Future<Output = Result<V, E>>,
-    P: FnOnce(&Arc<V>, T),
+    L: FnMut(u64) -> Result<Arc<V>, T>,
+    F: FnOnce(u64) -> Fut,
+    Fut: Future<Output = Result<V, E>>,
+    P: FnOnce(u64, &Arc<V>, T) -> R,
 {
-    let token = match lookup() {
+    let hash = leader.hash;
+    let token = match lookup(hash) {
         Ok(value) => {
             leader.complete(State::Value(Arc::clone(&value)));
-            return Ok((value, Source::Cached));
+            return (Ok(value), Source::Cached, None);
         }
         Err(token) => token,
     };
     let id = leader.flight.id();
-    let mut load = pin!(load);
+    let mut load = pin!(load(hash));
     let outcome = poll_fn(|cx| {
         let _entered = sync::enter_load(id);
         let abandon = AbandonOnUnwind(&mut leader);
@@ -158,9 +296,16 @@ where
         poll
     })
     .await;
-    leader.settle(outcome, |value| publish(value, token))
+    let mut published = None;
+    let outcome = leader.settle(outcome, |value| {
+        published = Some(publish(hash, value, token))
+    });
+    (
+        outcome.map(|(value, _source)| value),
+        Source::Loaded,
+        published,
+    )
 }
-
 /// Abandons the flight if the loader's `poll` unwinds (disarmed with
 /// `mem::forget` when it returns).
 struct AbandonOnUnwind<'l, 'a, K, V>(&'l mut Leader<'a, K, V>);
