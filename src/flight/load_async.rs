@@ -177,24 +177,45 @@ where
 {
     type Output = O;
 
+    /// The hit path inline (the lookup, nothing else); the rest of the
+    /// protocol out of line, in [`poll_miss`](LoadAsync::poll_miss).
+    #[inline]
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<O> {
         let this = self.get_mut();
+        if let Step::Begin = this.step {
+            let begin = this.begin.take().expect(POLLED_AFTER_DONE);
+            match begin() {
+                ControlFlow::Break(output) => {
+                    this.step = Step::Done;
+                    return Poll::Ready(output);
+                }
+                ControlFlow::Continue(hash) => {
+                    this.hash = hash;
+                    this.step = Step::Enter;
+                }
+            }
+        }
+        this.poll_miss(cx)
+    }
+}
+
+impl<'a, K, V, Q, E, R, O, B, M, S, LF, D> LoadAsync<'a, '_, K, V, Q, B, M, S, LF, D>
+where
+    K: Borrow<Q>,
+    Q: ?Sized + Eq,
+    E: Send + Sync + 'static,
+    M: Fn() -> K,
+    S: FnOnce(Leader<'a, K, V>) -> LF,
+    LF: Future<Output = Led<V, E, R>>,
+    D: FnOnce(u64, Result<Arc<V>, Arc<E>>, Source, Option<R>) -> O,
+{
+    /// Everything after a miss: joining or leading, waiting, finishing.
+    #[inline(never)]
+    fn poll_miss(&mut self, cx: &mut Context<'_>) -> Poll<O> {
+        let this = self;
         loop {
             let (outcome, source, published) = match &mut this.step {
-                Step::Begin => {
-                    let begin = this.begin.take().expect(POLLED_AFTER_DONE);
-                    match begin() {
-                        ControlFlow::Break(output) => {
-                            this.step = Step::Done;
-                            return Poll::Ready(output);
-                        }
-                        ControlFlow::Continue(hash) => {
-                            this.hash = hash;
-                            this.step = Step::Enter;
-                        }
-                    }
-                    continue;
-                }
+                Step::Begin => unreachable!("larder: the lookup runs first"),
                 Step::Enter => {
                     this.enter();
                     continue;
