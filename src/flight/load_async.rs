@@ -50,9 +50,16 @@ use super::wait::{Flight, State, Wait};
 use super::{Entered, FlightFault, FlightGroup, Leader, REENTRANT, Source};
 use crate::sync::{self, Arc};
 
-/// What one async caller brings to [`FlightGroup::load_async`], as closures
-/// that take the key's hash (computed in the first `poll`, by `begin`).
-pub(crate) struct Caller<B, M, L, F, P, D> {
+/// What one async caller brings to [`FlightGroup::load_async`]: a context
+/// `cx` (the cache, a `Copy` reference), its init future, and closures that
+/// get the context, the key and its hash as arguments instead of capturing
+/// them, so that the future holds each of those once and the closures are
+/// (usually) zero-sized.
+pub(crate) struct Caller<C, I, B, M, L, F, P, D> {
+    /// The cache the closures work on.
+    pub(crate) cx: C,
+    /// The caller's init future, handed to `load` if it runs.
+    pub(crate) init: I,
     /// Computes the hash and looks in the cache: `Break(output)` on a hit,
     /// `Continue(hash)` on a miss. Runs once, in the first `poll`.
     pub(crate) begin: B,
@@ -61,13 +68,13 @@ pub(crate) struct Caller<B, M, L, F, P, D> {
     /// The leader's re-check of the cache after registering: the value, or
     /// a token handed to `publish` (the typed cache's write generation).
     pub(crate) lookup: L,
-    /// Builds this caller's loader future; called only if it leads and the
-    /// re-check missed.
+    /// Builds this caller's loader future from `init`; called only if it
+    /// leads and the re-check missed.
     pub(crate) load: F,
     /// Stores a loaded value in the cache (must not call back into the
     /// group for the same key); what it returns reaches `done`.
     pub(crate) publish: P,
-    /// Shapes the outcome: `(hash, result, source, published)`.
+    /// Shapes the outcome: `(cx, hash, result, source, published)`.
     pub(crate) done: D,
 }
 
@@ -86,24 +93,27 @@ impl<K, V> FlightGroup<K, V> {
     /// the same key's flight is being polled (or called) on this thread; it
     /// resumes the loader's panic if it panicked.
     #[allow(clippy::type_complexity)]
-    pub(crate) fn load_async<'a, Q, E, T, R, O, B, M, L, F, Fut, P, D>(
+    pub(crate) fn load_async<'a, 'k, Q, C, I, E, T, R, O, B, M, L, F, Fut, P, D>(
         &'a self,
-        key: &Q,
-        caller: Caller<B, M, L, F, P, D>,
+        key: &'k Q,
+        caller: Caller<C, I, B, M, L, F, P, D>,
     ) -> impl Future<Output = O>
     where
         K: Borrow<Q>,
         Q: ?Sized + Eq,
+        C: Copy,
         E: Send + Sync + 'static,
-        B: FnOnce() -> ControlFlow<O, u64>,
-        M: Fn() -> K,
-        L: FnMut(u64) -> Result<Arc<V>, T>,
-        F: FnOnce(u64) -> Fut,
+        B: FnOnce(C, &Q) -> ControlFlow<O, u64>,
+        M: Fn(&Q) -> K,
+        L: FnMut(C, &Q, u64) -> Result<Arc<V>, T>,
+        F: FnOnce(C, u64, I) -> Fut,
         Fut: Future<Output = Result<V, E>>,
-        P: FnOnce(u64, &Arc<V>, T) -> R,
-        D: FnOnce(u64, Result<Arc<V>, Arc<E>>, Source, Option<R>) -> O,
+        P: FnOnce(C, &Q, u64, &Arc<V>, T) -> R,
+        D: FnOnce(C, u64, Result<Arc<V>, Arc<E>>, Source, Option<R>) -> O,
     {
         let Caller {
+            cx,
+            init,
             begin,
             make_key,
             lookup,
@@ -115,9 +125,15 @@ impl<K, V> FlightGroup<K, V> {
             group: self,
             key,
             hash: 0,
+            cx,
+            init: Some(init),
             begin: Some(begin),
             make_key,
-            start: Some(move |leader: Leader<'a, K, V>| lead(leader, lookup, load, publish)),
+            start: Some(
+                move |leader: Leader<'a, K, V>, cx: C, key: &'k Q, init: I| {
+                    lead(leader, cx, key, init, lookup, load, publish)
+                },
+            ),
             done: Some(done),
             step: Step::Begin,
         }
@@ -144,14 +160,18 @@ enum Step<V, LF> {
 /// unpinned (inside `start`), until this caller leads and moves it into the
 /// leader's box; a waiter never boxes. It is `Unpin` (declared below): no
 /// field is ever pinned in place, the loader is pinned only inside its box.
-struct LoadAsync<'a, 'k, K, V, Q: ?Sized, B, M, S, LF, D> {
+struct LoadAsync<'a, 'k, K, V, Q: ?Sized, C, I, B, M, S, LF, D> {
     group: &'a FlightGroup<K, V>,
     key: &'k Q,
     hash: u64,
+    cx: C,
+    /// The user's init future, not pinned until it moves into the leader's
+    /// box.
+    init: Option<I>,
     begin: Option<B>,
     make_key: M,
     /// Builds the leader's future (holds the loader, the re-check and the
-    /// publish closure until then).
+    /// publish closures until then).
     start: Option<S>,
     done: Option<D>,
     step: Step<V, LF>,
@@ -160,20 +180,25 @@ struct LoadAsync<'a, 'k, K, V, Q: ?Sized, B, M, S, LF, D> {
 // No field is structurally pinned: `poll` never hands out a `Pin` to one
 // (the leader's future is pinned in its own box), so moving the whole
 // future between polls moves nothing that relies on staying put.
-impl<K, V, Q: ?Sized, B, M, S, LF, D> Unpin for LoadAsync<'_, '_, K, V, Q, B, M, S, LF, D> {}
+impl<K, V, Q: ?Sized, C, I, B, M, S, LF, D> Unpin
+    for LoadAsync<'_, '_, K, V, Q, C, I, B, M, S, LF, D>
+{
+}
 
 const POLLED_AFTER_DONE: &str = "larder: a loading future was polled after it completed";
 
-impl<'a, K, V, Q, E, R, O, B, M, S, LF, D> Future for LoadAsync<'a, '_, K, V, Q, B, M, S, LF, D>
+impl<'a, 'k, K, V, Q, C, I, E, R, O, B, M, S, LF, D> Future
+    for LoadAsync<'a, 'k, K, V, Q, C, I, B, M, S, LF, D>
 where
     K: Borrow<Q>,
     Q: ?Sized + Eq,
+    C: Copy,
     E: Send + Sync + 'static,
-    B: FnOnce() -> ControlFlow<O, u64>,
-    M: Fn() -> K,
-    S: FnOnce(Leader<'a, K, V>) -> LF,
+    B: FnOnce(C, &Q) -> ControlFlow<O, u64>,
+    M: Fn(&Q) -> K,
+    S: FnOnce(Leader<'a, K, V>, C, &'k Q, I) -> LF,
     LF: Future<Output = Led<V, E, R>>,
-    D: FnOnce(u64, Result<Arc<V>, Arc<E>>, Source, Option<R>) -> O,
+    D: FnOnce(C, u64, Result<Arc<V>, Arc<E>>, Source, Option<R>) -> O,
 {
     type Output = O;
 
@@ -184,7 +209,7 @@ where
         let this = self.get_mut();
         if let Step::Begin = this.step {
             let begin = this.begin.take().expect(POLLED_AFTER_DONE);
-            match begin() {
+            match begin(this.cx, this.key) {
                 ControlFlow::Break(output) => {
                     this.step = Step::Done;
                     return Poll::Ready(output);
@@ -199,15 +224,17 @@ where
     }
 }
 
-impl<'a, K, V, Q, E, R, O, B, M, S, LF, D> LoadAsync<'a, '_, K, V, Q, B, M, S, LF, D>
+impl<'a, 'k, K, V, Q, C, I, E, R, O, M, B, S, LF, D>
+    LoadAsync<'a, 'k, K, V, Q, C, I, B, M, S, LF, D>
 where
     K: Borrow<Q>,
     Q: ?Sized + Eq,
+    C: Copy,
     E: Send + Sync + 'static,
-    M: Fn() -> K,
-    S: FnOnce(Leader<'a, K, V>) -> LF,
+    M: Fn(&Q) -> K,
+    S: FnOnce(Leader<'a, K, V>, C, &'k Q, I) -> LF,
     LF: Future<Output = Led<V, E, R>>,
-    D: FnOnce(u64, Result<Arc<V>, Arc<E>>, Source, Option<R>) -> O,
+    D: FnOnce(C, u64, Result<Arc<V>, Arc<E>>, Source, Option<R>) -> O,
 {
     /// Everything after a miss: joining or leading, waiting, finishing.
     #[inline(never)]
@@ -246,17 +273,18 @@ where
             };
             this.step = Step::Done;
             let done = this.done.take().expect(POLLED_AFTER_DONE);
-            return Poll::Ready(done(this.hash, outcome, source, published));
+            return Poll::Ready(done(this.cx, this.hash, outcome, source, published));
         }
     }
 }
 
-impl<'a, K, V, Q, B, M, S, LF, D> LoadAsync<'a, '_, K, V, Q, B, M, S, LF, D>
+impl<'a, 'k, K, V, Q, C, I, B, M, S, LF, D> LoadAsync<'a, 'k, K, V, Q, C, I, B, M, S, LF, D>
 where
     K: Borrow<Q>,
     Q: ?Sized + Eq,
-    M: Fn() -> K,
-    S: FnOnce(Leader<'a, K, V>) -> LF,
+    C: Copy,
+    M: Fn(&Q) -> K,
+    S: FnOnce(Leader<'a, K, V>, C, &'k Q, I) -> LF,
 {
     /// Steps 1 and 2: joins the key's flight (`Waiting`) or leads a new one
     /// (`Leading`, the only allocation of the miss path besides the flight
@@ -268,7 +296,7 @@ where
             // flight is never registered, so no caller ever joins it.
             Entered::Leading(Arc::new(Flight::new(group.fault)))
         } else {
-            group.enter(self.hash, self.key, &self.make_key)
+            group.enter(self.hash, self.key, || (self.make_key)(self.key))
         };
         self.step = match entered {
             Entered::Joined(flight) => {
@@ -278,7 +306,8 @@ where
             Entered::Leading(flight) => {
                 let leader = Leader::new(group, self.hash, flight, true);
                 let start = self.start.take().expect(POLLED_AFTER_DONE);
-                Step::Leading(Box::pin(start(leader)))
+                let init = self.init.take().expect(POLLED_AFTER_DONE);
+                Step::Leading(Box::pin(start(leader, self.cx, self.key, init)))
             }
         };
     }
@@ -286,21 +315,27 @@ where
 
 /// Steps 2 and 3 for an async leader. Dropping this future mid-load drops
 /// `leader`, which abandons the flight.
-async fn lead<K, V, E, T, R, L, F, Fut, P>(
+#[allow(clippy::too_many_arguments)]
+async fn lead<K, V, Q, C, I, E, T, R, L, F, Fut, P>(
     mut leader: Leader<'_, K, V>,
+    cx: C,
+    key: &Q,
+    init: I,
     mut lookup: L,
     load: F,
     publish: P,
 ) -> Led<V, E, R>
 where
+    Q: ?Sized,
+    C: Copy,
     E: Send + Sync + 'static,
-    L: FnMut(u64) -> Result<Arc<V>, T>,
-    F: FnOnce(u64) -> Fut,
+    L: FnMut(C, &Q, u64) -> Result<Arc<V>, T>,
+    F: FnOnce(C, u64, I) -> Fut,
     Fut: Future<Output = Result<V, E>>,
-    P: FnOnce(u64, &Arc<V>, T) -> R,
+    P: FnOnce(C, &Q, u64, &Arc<V>, T) -> R,
 {
     let hash = leader.hash;
-    let token = match lookup(hash) {
+    let token = match lookup(cx, key, hash) {
         Ok(value) => {
             leader.complete(State::Value(Arc::clone(&value)));
             return (Ok(value), Source::Cached, None);
@@ -308,7 +343,7 @@ where
         Err(token) => token,
     };
     let id = leader.flight.id();
-    let mut load = pin!(load(hash));
+    let mut load = pin!(load(cx, hash, init));
     let outcome = poll_fn(|cx| {
         let _entered = sync::enter_load(id);
         let abandon = AbandonOnUnwind(&mut leader);
@@ -319,7 +354,7 @@ where
     .await;
     let mut published = None;
     let outcome = leader.settle(outcome, |value| {
-        published = Some(publish(hash, value, token))
+        published = Some(publish(cx, key, hash, value, token))
     });
     (
         outcome.map(|(value, _source)| value),

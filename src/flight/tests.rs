@@ -147,12 +147,14 @@ fn load_key_one(
     group.load_async(
         &1,
         Caller {
-            begin: || std::ops::ControlFlow::Continue(1),
-            make_key: || 1,
-            lookup: |_| Err(()),
-            load: move |_| load,
-            publish: |_, _: &Arc<u32>, ()| {},
-            done: |_, outcome, source, _| (outcome, source),
+            cx: (),
+            init: load,
+            begin: |(), _: &u32| std::ops::ControlFlow::Continue(1),
+            make_key: |_: &u32| 1,
+            lookup: |(), _: &u32, _| Err(()),
+            load: |(), _, load| load,
+            publish: |(), _: &u32, _, _: &Arc<u32>, ()| {},
+            done: |(), _, outcome, source, _| (outcome, source),
         },
     )
 }

@@ -129,64 +129,71 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
     /// flight protocol in the same future, where a waiter allocates nothing
     /// and only the leader boxes its loader's state. `finish` shapes the
     /// outcome (the infallible form unwraps it).
-    fn load_async_with<Q, E, O>(
-        &self,
+    fn load_async_with<'a, Q, E, L, O>(
+        &'a self,
         key: &Q,
-        load: impl Future<Output = Result<V, E>>,
+        load: L,
         finish: impl Fn(Result<Arc<V>, Arc<E>>) -> O + Copy,
     ) -> impl Future<Output = O>
     where
         K: Borrow<Q>,
         Q: ?Sized + Hash + Eq + ToOwned<Owned = K>,
         E: Send + Sync + 'static,
+        L: Future<Output = Result<V, E>>,
     {
-        let begin = move || {
-            let hash = self.hash(key);
-            match self.lookup(hash, key) {
+        // The closures capture only `finish` (zero-sized for both callers):
+        // the cache, the key and the hash come in as arguments, so the
+        // future holds them once.
+        let begin = move |cache: &'a Self, key: &Q| {
+            let hash = cache.hash(key);
+            match cache.lookup(hash, key) {
                 Some(value) => ControlFlow::Break(finish(Ok(value))),
                 None => ControlFlow::Continue(hash),
             }
         };
         // Re-check after registering: a flight that ended between our miss
         // and our registration has published its value.
-        let lookup = move |hash: u64| {
-            self.lock(hash)
+        let lookup = |cache: &'a Self, key: &Q, hash: u64| {
+            cache
+                .lock(hash)
                 .core
                 .get(hash, key)
                 .map(Arc::clone)
                 .ok_or(())
         };
-        let load = move |hash: u64| async move {
+        let run = |cache: &'a Self, hash: u64, load: L| async move {
             // Counts this run once, as the loader returns; a panic or a
             // drop mid-load (cancellation) counts a failure.
-            let run = LoadRun::start(self, hash);
+            let run = LoadRun::start(cache, hash);
             let result = load.await;
             run.finish(&result);
             result
         };
-        let publish = move |hash: u64, value: &Arc<V>, ()| {
+        let publish = |cache: &'a Self, key: &Q, hash: u64, value: &Arc<V>, ()| {
             // `Q::to_owned` runs here, before the shard lock is taken.
-            self.insert_hashed(hash, key.to_owned(), Arc::clone(value))
+            cache.insert_hashed(hash, key.to_owned(), Arc::clone(value))
         };
-        let done = move |hash: u64, outcome, source, displaced: Option<_>| {
+        let done = move |cache: &'a Self, hash: u64, outcome, source, displaced: Option<_>| {
             // One load or one wait per miss of a loading call.
             if source != Source::Loaded {
-                self.count_wait(hash);
+                cache.count_wait(hash);
             }
             // The eviction listener (user code) runs after the flight has
             // ended and with no lock held.
             if let Some(displaced) = displaced {
-                self.finish_insert(displaced);
+                cache.finish_insert(displaced);
             }
             finish(outcome)
         };
         self.flights.load_async(
             key,
             Caller {
+                cx: self,
+                init: load,
                 begin,
-                make_key: move || key.to_owned(),
+                make_key: |key: &Q| key.to_owned(),
                 lookup,
-                load,
+                load: run,
                 publish,
                 done,
             },

@@ -344,7 +344,7 @@ where
         self.raw
             .get_or_try_init_async(
                 &view as &(dyn KeyView<Q> + Sync),
-                || Self::typed::<V>(key.to_owned()),
+                move |_| Self::typed::<V>(key.to_owned()),
                 init,
                 downcast::<V>,
                 |outcome| match outcome {
@@ -399,7 +399,7 @@ where
         self.raw
             .get_or_try_init_async(
                 &view as &(dyn KeyView<Q> + Sync),
-                || Self::typed::<V>(key.to_owned()),
+                move |_| Self::typed::<V>(key.to_owned()),
                 init,
                 downcast::<V>,
                 std::convert::identity,

@@ -97,7 +97,7 @@ where
         // first (a hit builds no flight state and polls no inner future).
         self.raw.get_or_try_init_async(
             key,
-            move || key.to_owned(),
+            |key: &Q| key.to_owned(),
             async move { Ok::<V, Infallible>(init.await) },
             Arc::clone,
             |outcome| match outcome {
@@ -160,6 +160,6 @@ where
         E: Send + Sync + 'static,
     {
         self.raw
-            .get_or_try_init_async(key, move || key.to_owned(), init, Arc::clone, identity)
+            .get_or_try_init_async(key, |key: &Q| key.to_owned(), init, Arc::clone, identity)
     }
 }

@@ -319,10 +319,10 @@ where
     /// only the leader boxes its loader's state. `make_key` builds the owned
     /// key on a miss; `finish` shapes the outcome (the infallible forms
     /// unwrap it), so the public forms need no future level of their own.
-    pub(crate) fn get_or_try_init_async<Q, E, F, R, P, O>(
-        &self,
+    pub(crate) fn get_or_try_init_async<'a, Q, E, F, R, P, O>(
+        &'a self,
         key: &Q,
-        make_key: impl Fn() -> K + Copy,
+        make_key: impl Fn(&Q) -> K + Copy,
         init: F,
         project: P,
         finish: impl Fn(Result<R, Arc<E>>) -> O + Copy,
@@ -334,56 +334,68 @@ where
         F: std::future::Future<Output = Result<V, E>>,
         P: Fn(&Arc<V>) -> R + Copy,
     {
-        let begin = move || {
-            let hash = self.hasher.hash_one(key);
-            match self.hit(hash, key, project) {
+        // The closures capture only `project`, `make_key` and `finish`
+        // (zero-sized for every caller in the crate): the cache, the key
+        // and the hash come in as arguments, so the future holds them once.
+        let begin = move |raw: &'a Self, key: &Q| {
+            let hash = raw.hasher.hash_one(key);
+            match raw.hit(hash, key, project) {
                 Some(found) => ControlFlow::Break(finish(Ok(found))),
                 None => ControlFlow::Continue(hash),
             }
         };
         // The re-check returns, on a miss, the shard's write generation it
         // saw: an insert or invalidation after that point wins over the init.
-        let lookup = move |hash: u64| {
-            let now = self.now();
-            let core = self.shards[Self::shard_index(hash)].read();
+        let lookup = |raw: &'a Self, key: &Q, hash: u64| {
+            let now = raw.now();
+            let core = raw.shards[Self::shard_index(hash)].read();
             let generation = core.generation();
             match core.get(hash, key) {
-                Some(slot) if !self.policy.is_expired(slot, now) => {
-                    self.policy.touch(slot, now);
+                Some(slot) if !raw.policy.is_expired(slot, now) => {
+                    raw.policy.touch(slot, now);
                     Ok(Arc::clone(&slot.value))
                 }
                 _ => Err(generation),
             }
         };
-        let load = move |_hash: u64| async move {
-            self.stats.record(Event::Init);
+        let load = |raw: &'a Self, _hash: u64, init: F| async move {
+            raw.stats.record(Event::Init);
             // Counts a failure if the init errs, panics or is cancelled.
             let mut failure = FailureGuard {
-                stats: &self.stats,
+                stats: &raw.stats,
                 armed: true,
             };
             let result = init.await;
             failure.armed = result.is_err();
             result
         };
-        let publish = move |hash: u64, value: &Arc<V>, generation: u64| {
+        let publish = move |raw: &'a Self, key: &Q, hash: u64, value: &Arc<V>, generation: u64| {
             // `make_key` (user `ToOwned`) runs here, before `store` takes the
             // shard lock.
-            let stored = self.store(hash, make_key(), Arc::clone(value), Some(generation), false);
+            let stored = raw.store(
+                hash,
+                make_key(key),
+                Arc::clone(value),
+                Some(generation),
+                false,
+            );
             drop(stored);
         };
-        let done = move |_hash: u64, outcome: Result<Arc<V>, Arc<E>>, source, _published| {
-            // As in `init_slow`: one init or one wait per miss (a caller
-            // that did not run its init waited, or found the value on the
-            // leader's re-check).
-            if source != Source::Loaded {
-                self.stats.record(Event::Wait);
-            }
-            finish(outcome.map(|value| project(&value)))
-        };
+        let done =
+            move |raw: &'a Self, _hash, outcome: Result<Arc<V>, Arc<E>>, source, _published| {
+                // As in `init_slow`: one init or one wait per miss (a caller
+                // that did not run its init waited, or found the value on the
+                // leader's re-check).
+                if source != Source::Loaded {
+                    raw.stats.record(Event::Wait);
+                }
+                finish(outcome.map(|value| project(&value)))
+            };
         self.flights.load_async(
             key,
             Caller {
+                cx: self,
+                init,
                 begin,
                 make_key,
                 lookup,
