@@ -72,8 +72,7 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
         K: Borrow<Q>,
         Q: ?Sized + Hash + Eq + ToOwned<Owned = K>,
     {
-        let load = async move { Ok::<V, Infallible>(load.await) };
-        self.load_async_with(key, load, |outcome| match outcome {
+        self.load_async_with(key, load, Ok::<V, Infallible>, |outcome| match outcome {
             Ok(value) => value,
             Err(never) => match *never {},
         })
@@ -121,29 +120,32 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
         Q: ?Sized + Hash + Eq + ToOwned<Owned = K>,
         E: Send + Sync + 'static,
     {
-        self.load_async_with(key, load, identity)
+        self.load_async_with(key, load, identity, identity)
     }
 
     /// The one future behind both async forms: its first `poll` looks the
     /// key up (a hit allocates and registers nothing); a miss runs the
     /// flight protocol in the same future, where a waiter allocates nothing
-    /// and only the leader boxes its loader's state. `finish` shapes the
-    /// outcome (the infallible form unwraps it).
+    /// and only the leader boxes its loader's state. `lift` turns the
+    /// loader's output into a `Result` inside the leader's box (so the
+    /// future holds `load` as it is, not wrapped in another `async` block);
+    /// `finish` shapes the outcome (the infallible form unwraps it).
     fn load_async_with<'a, Q, E, L, O>(
         &'a self,
         key: &Q,
         load: L,
+        lift: impl Fn(L::Output) -> Result<V, E> + Copy,
         finish: impl Fn(Result<Arc<V>, Arc<E>>) -> O + Copy,
     ) -> impl Future<Output = O>
     where
         K: Borrow<Q>,
         Q: ?Sized + Hash + Eq + ToOwned<Owned = K>,
         E: Send + Sync + 'static,
-        L: Future<Output = Result<V, E>>,
+        L: Future,
     {
-        // The closures capture only `finish` (zero-sized for both callers):
-        // the cache, the key and the hash come in as arguments, so the
-        // future holds them once.
+        // The closures capture only `lift` and `finish` (zero-sized for both
+        // callers): the cache, the key and the hash come in as arguments, so
+        // the future holds them once.
         let begin = move |cache: &'a Self, key: &Q| {
             let hash = cache.hash(key);
             match cache.lookup(hash, key) {
@@ -161,11 +163,11 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
                 .map(Arc::clone)
                 .ok_or(())
         };
-        let run = |cache: &'a Self, hash: u64, load: L| async move {
+        let run = move |cache: &'a Self, hash: u64, load: L| async move {
             // Counts this run once, as the loader returns; a panic or a
             // drop mid-load (cancellation) counts a failure.
             let run = LoadRun::start(cache, hash);
-            let result = load.await;
+            let result = lift(load.await);
             run.finish(&result);
             result
         };

@@ -340,12 +340,12 @@ where
         // One level over the raw future (it holds the key's view, which the
         // raw future borrows).
         let view = (key, TypeId::of::<V>());
-        let init = async { Ok::<_, std::convert::Infallible>(Erased(Arc::new(init.await))) };
         self.raw
             .get_or_try_init_async(
                 &view as &(dyn KeyView<Q> + Sync),
                 move |_| Self::typed::<V>(key.to_owned()),
                 init,
+                |value| Ok::<_, std::convert::Infallible>(Erased(Arc::new(value))),
                 downcast::<V>,
                 |outcome| match outcome {
                     Ok(value) => value,
@@ -395,12 +395,12 @@ where
         // One level over the raw future (it holds the key's view, which the
         // raw future borrows).
         let view = (key, TypeId::of::<V>());
-        let init = async { init.await.map(|value| Erased(Arc::new(value))) };
         self.raw
             .get_or_try_init_async(
                 &view as &(dyn KeyView<Q> + Sync),
                 move |_| Self::typed::<V>(key.to_owned()),
                 init,
+                |result: Result<V, E>| result.map(|value| Erased(Arc::new(value))),
                 downcast::<V>,
                 std::convert::identity,
             )

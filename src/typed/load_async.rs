@@ -98,7 +98,8 @@ where
         self.raw.get_or_try_init_async(
             key,
             |key: &Q| key.to_owned(),
-            async move { Ok::<V, Infallible>(init.await) },
+            init,
+            Ok::<V, Infallible>,
             Arc::clone,
             |outcome| match outcome {
                 Ok(value) => value,
@@ -159,7 +160,13 @@ where
         Q: ?Sized + Hash + Eq + ToOwned<Owned = K>,
         E: Send + Sync + 'static,
     {
-        self.raw
-            .get_or_try_init_async(key, |key: &Q| key.to_owned(), init, Arc::clone, identity)
+        self.raw.get_or_try_init_async(
+            key,
+            |key: &Q| key.to_owned(),
+            init,
+            identity,
+            Arc::clone,
+            identity,
+        )
     }
 }

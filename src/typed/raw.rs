@@ -317,13 +317,15 @@ where
     /// nothing allocated); a miss goes through the flight group's async
     /// protocol in the same future, where a waiter allocates nothing and
     /// only the leader boxes its loader's state. `make_key` builds the owned
-    /// key on a miss; `finish` shapes the outcome (the infallible forms
+    /// key on a miss; `lift` turns the init's output into a `Result`;
+    /// `finish` shapes the outcome (the infallible forms
     /// unwrap it), so the public forms need no future level of their own.
     pub(crate) fn get_or_try_init_async<'a, Q, E, F, R, P, O>(
         &'a self,
         key: &Q,
         make_key: impl Fn(&Q) -> K + Copy,
         init: F,
+        lift: impl Fn(F::Output) -> Result<V, E> + Copy,
         project: P,
         finish: impl Fn(Result<R, Arc<E>>) -> O + Copy,
     ) -> impl std::future::Future<Output = O>
@@ -331,12 +333,16 @@ where
         K: Borrow<Q>,
         Q: Hash + Eq + ?Sized,
         E: Send + Sync + 'static,
-        F: std::future::Future<Output = Result<V, E>>,
+        F: std::future::Future,
         P: Fn(&Arc<V>) -> R + Copy,
     {
-        // The closures capture only `project`, `make_key` and `finish`
-        // (zero-sized for every caller in the crate): the cache, the key
-        // and the hash come in as arguments, so the future holds them once.
+        // The closures capture only `project`, `make_key`, `lift` and
+        // `finish` (zero-sized for every caller in the crate but `AnyCache`'s
+        // `make_key`): the cache, the key and the hash come in as arguments,
+        // so the future holds them once. `lift` maps the init's output
+        // inside the leader's box, so the caller's future holds the user's
+        // init future as it is (no wrapping `async` block, which would hold
+        // it twice: once captured, once being awaited).
         let begin = move |raw: &'a Self, key: &Q| {
             let hash = raw.hasher.hash_one(key);
             match raw.hit(hash, key, project) {
@@ -358,14 +364,14 @@ where
                 _ => Err(generation),
             }
         };
-        let load = |raw: &'a Self, _hash: u64, init: F| async move {
+        let load = move |raw: &'a Self, _hash: u64, init: F| async move {
             raw.stats.record(Event::Init);
             // Counts a failure if the init errs, panics or is cancelled.
             let mut failure = FailureGuard {
                 stats: &raw.stats,
                 armed: true,
             };
-            let result = init.await;
+            let result = lift(init.await);
             failure.armed = result.is_err();
             result
         };
