@@ -135,15 +135,15 @@ impl<K, V> FlightGroup<K, V> {
                 },
             ),
             done: Some(done),
-            step: Step::Begin,
+            step: None,
         }
     }
 }
 
-/// Where a [`LoadAsync`] stands.
+/// Where a [`LoadAsync`] stands once it has missed (before that, its
+/// `step` is `None`: a hit never sets it, so the hit path neither writes nor
+/// drops one).
 enum Step<V, LF> {
-    /// Not polled yet: the lookup comes first.
-    Begin,
     /// Missed: join or register (steps 1 and 2).
     Enter,
     /// Joined a flight: waiting for its outcome (inline, unboxed).
@@ -174,7 +174,7 @@ struct LoadAsync<'a, 'k, K, V, Q: ?Sized, C, I, B, M, S, LF, D> {
     /// publish closures until then).
     start: Option<S>,
     done: Option<D>,
-    step: Step<V, LF>,
+    step: Option<Step<V, LF>>,
 }
 
 // No field is structurally pinned: `poll` never hands out a `Pin` to one
@@ -207,16 +207,14 @@ where
     #[inline]
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<O> {
         let this = self.get_mut();
-        if let Step::Begin = this.step {
+        if this.step.is_none() {
+            // A second poll after a hit finds `begin` gone and panics.
             let begin = this.begin.take().expect(POLLED_AFTER_DONE);
             match begin(this.cx, this.key) {
-                ControlFlow::Break(output) => {
-                    this.step = Step::Done;
-                    return Poll::Ready(output);
-                }
+                ControlFlow::Break(output) => return Poll::Ready(output),
                 ControlFlow::Continue(hash) => {
                     this.hash = hash;
-                    this.step = Step::Enter;
+                    this.step = Some(Step::Enter);
                 }
             }
         }
@@ -241,8 +239,10 @@ where
     fn poll_miss(&mut self, cx: &mut Context<'_>) -> Poll<O> {
         let this = self;
         loop {
-            let (outcome, source, published) = match &mut this.step {
-                Step::Begin => unreachable!("larder: the lookup runs first"),
+            let Some(step) = &mut this.step else {
+                unreachable!("larder: the lookup runs first")
+            };
+            let (outcome, source, published) = match step {
                 Step::Enter => {
                     this.enter();
                     continue;
@@ -255,13 +255,13 @@ where
                         // Another call site's error type: load for
                         // ourselves (as the sync form does).
                         Err(_) => {
-                            this.step = Step::Enter;
+                            this.step = Some(Step::Enter);
                             continue;
                         }
                     },
                     // Abandoned (panic or cancellation): take over.
                     Poll::Ready(State::Abandoned | State::Loading) => {
-                        this.step = Step::Enter;
+                        this.step = Some(Step::Enter);
                         continue;
                     }
                 },
@@ -271,7 +271,7 @@ where
                 },
                 Step::Done => panic!("{}", POLLED_AFTER_DONE),
             };
-            this.step = Step::Done;
+            this.step = Some(Step::Done);
             let done = this.done.take().expect(POLLED_AFTER_DONE);
             return Poll::Ready(done(this.cx, this.hash, outcome, source, published));
         }
@@ -298,7 +298,7 @@ where
         } else {
             group.enter(self.hash, self.key, || (self.make_key)(self.key))
         };
-        self.step = match entered {
+        self.step = Some(match entered {
             Entered::Joined(flight) => {
                 assert!(!sync::is_loading(flight.id()), "{}", REENTRANT);
                 Step::Waiting(Wait::new(flight))
@@ -309,7 +309,7 @@ where
                 let init = self.init.take().expect(POLLED_AFTER_DONE);
                 Step::Leading(Box::pin(start(leader, self.cx, self.key, init)))
             }
-        };
+        });
     }
 }
 
