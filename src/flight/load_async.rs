@@ -24,7 +24,7 @@
 //!   future, so dropping the future mid-load drops the leader, which
 //!   abandons the flight as a panicking leader does: it leaves the group and
 //!   its waiters wake and go back to step 1, where one of them leads. A
-//!   dropped waiter takes its waker out of the list ([`Wait`]'s `Drop`).
+//!   dropped waiter empties its slot in the list ([`Wait`]'s `Drop`).
 //! - A panic inside the loader's `poll` abandons the flight at once, while
 //!   unwinding, not only when the future is later dropped.
 //!
