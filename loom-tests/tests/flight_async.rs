@@ -128,6 +128,14 @@ fn flight_async_three_tasks_negative_control_wake_one() {
     exactly_one_load(3, FlightFault::WakeOneAsync);
 }
 
+#[test]
+#[should_panic(expected = "deadlock")]
+fn flight_async_two_tasks_negative_control_register_unlocked() {
+    // A waiter that registers its waker under a second lock, after seeing
+    // `Loading` under the first, misses a `finish` in between.
+    exactly_one_load(2, FlightFault::RegisterUnlocked);
+}
+
 /// The main thread starts a load, polls it once (the init suspends; a
 /// no-op waker, so nobody will poll it again) and drops it: a cancelled
 /// leader. `waiters` other threads await the same key: they all complete,

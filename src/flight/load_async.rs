@@ -7,14 +7,24 @@
 //!
 //! - A waiter awaits [`Wait`], whose waker sits in the flight's waker list:
 //!   no thread blocks. It is woken by the same `finish` that wakes blocked
-//!   sync waiters, so sync and async callers share one flight.
+//!   sync waiters, so sync and async callers share one flight. Waiting is
+//!   inline in the caller's future: a waiter allocates nothing (no box, no
+//!   key; its [`Wait`] holds the flight's `Arc` and one slot index).
+//! - Only the leader boxes: the steps it runs after registering (the
+//!   re-check, the loader, publishing) are one boxed future, built when it
+//!   becomes the leader. Every caller's future is one hand-written
+//!   [`LoadAsync`] holding its arguments (the user's loader future once, not
+//!   yet pinned), a `Wait` and one pointer: no nested `async fn` levels
+//!   that would each hold (and move) their own copy of the loader.
+//! - The lookup comes first, in the first `poll`: a hit builds no flight
+//!   state, takes no flight lock and allocates nothing.
 //! - The leader's loader is polled with no lock held; the shard and flight
 //!   mutexes are only ever held between two `.await`s, never across one.
-//! - Cancellation: the leader's state (a [`Leader`]) lives in the returned
+//! - Cancellation: the leader's state (a [`Leader`]) lives in its boxed
 //!   future, so dropping the future mid-load drops the leader, which
 //!   abandons the flight as a panicking leader does: it leaves the group and
 //!   its waiters wake and go back to step 1, where one of them leads. A
-//!   dropped waiter takes its waker out of the list ([`Wait`]'s `Drop`).
+//!   dropped waiter empties its slot in the list ([`Wait`]'s `Drop`).
 //! - A panic inside the loader's `poll` abandons the flight at once, while
 //!   unwinding, not only when the future is later dropped.
 //!
@@ -32,124 +42,308 @@
 
 use std::borrow::Borrow;
 use std::future::{Future, poll_fn};
-use std::pin::pin;
+use std::ops::ControlFlow;
+use std::pin::{Pin, pin};
+use std::task::{Context, Poll};
 
 use super::wait::{Flight, State, Wait};
-use super::{FlightFault, FlightGroup, Leader, REENTRANT, SHARDS, Source};
+use super::{Entered, FlightFault, FlightGroup, Leader, REENTRANT, Source};
 use crate::sync::{self, Arc};
+
+/// What one async caller brings to [`FlightGroup::load_async`]: a context
+/// `cx` (the cache, a `Copy` reference), its init future, and closures that
+/// get the context, the key and its hash as arguments instead of capturing
+/// them, so that the future holds each of those once and the closures are
+/// (usually) zero-sized.
+pub(crate) struct Caller<C, I, B, M, L, F, P, D> {
+    /// The cache the closures work on.
+    pub(crate) cx: C,
+    /// The caller's init future, handed to `load` if it runs.
+    pub(crate) init: I,
+    /// Computes the hash and looks in the cache: `Break(output)` on a hit,
+    /// `Continue(hash)` on a miss. Runs once, in the first `poll`.
+    pub(crate) begin: B,
+    /// Builds the owned key, only if no flight of the key is found.
+    pub(crate) make_key: M,
+    /// The leader's re-check of the cache after registering: the value, or
+    /// a token handed to `publish` (the typed cache's write generation).
+    pub(crate) lookup: L,
+    /// Builds this caller's loader future from `init`; called only if it
+    /// leads and the re-check missed.
+    pub(crate) load: F,
+    /// Stores a loaded value in the cache (must not call back into the
+    /// group for the same key); what it returns reaches `done`.
+    pub(crate) publish: P,
+    /// Shapes the outcome: `(cx, hash, result, source, published)`.
+    pub(crate) done: D,
+}
+
+/// A leader's outcome: the result, how it was obtained and what `publish`
+/// returned (if it ran).
+type Led<V, E, T> = (Result<Arc<V>, Arc<E>>, Source, Option<T>);
 
 impl<K, V> FlightGroup<K, V> {
     /// The async [`load`](FlightGroup::load): gets the value of `key`
-    /// through at most one concurrent load, sync or async.
-    ///
-    /// `lookup` looks in the cache and returns, on a miss, a token handed to
-    /// `publish` (the typed cache passes its shard's write generation).
-    /// `make_key` builds the owned key, called only when this caller
-    /// registers a flight. `load` is polled with no lock held; `publish`
-    /// must not call back into this group for the same key.
+    /// through at most one concurrent load, sync or async. See [`Caller`]
+    /// for what each closure does and when it runs.
     ///
     /// # Panics
     ///
-    /// Panics with [`REENTRANT`] if called while the loader of the same
-    /// key's flight is being polled (or called) on this thread; resumes the
-    /// loader's panic if it panicked.
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) async fn load_async<Q, E, T, L, F, P>(
-        &self,
-        hash: u64,
-        key: &Q,
-        make_key: impl Fn() -> K,
-        mut lookup: L,
-        load: F,
-        publish: P,
-    ) -> Result<(Arc<V>, Source), Arc<E>>
+    /// The future panics with [`REENTRANT`] if polled while the loader of
+    /// the same key's flight is being polled (or called) on this thread; it
+    /// resumes the loader's panic if it panicked.
+    #[allow(clippy::type_complexity)]
+    pub(crate) fn load_async<'a, 'k, Q, C, I, E, T, R, O, B, M, L, F, Fut, P, D>(
+        &'a self,
+        key: &'k Q,
+        caller: Caller<C, I, B, M, L, F, P, D>,
+    ) -> impl Future<Output = O>
     where
         K: Borrow<Q>,
         Q: ?Sized + Eq,
+        C: Copy,
         E: Send + Sync + 'static,
-        L: FnMut() -> Result<Arc<V>, T>,
-        F: Future<Output = Result<V, E>>,
-        P: FnOnce(&Arc<V>, T),
+        B: FnOnce(C, &Q) -> ControlFlow<O, u64>,
+        M: Fn(&Q) -> K,
+        L: FnMut(C, &Q, u64) -> Result<Arc<V>, T>,
+        F: FnOnce(C, u64, I) -> Fut,
+        Fut: Future<Output = Result<V, E>>,
+        P: FnOnce(C, &Q, u64, &Arc<V>, T) -> R,
+        D: FnOnce(C, u64, Result<Arc<V>, Arc<E>>, Source, Option<R>) -> O,
     {
-        if self.fault == FlightFault::SkipFlight {
-            // BROKEN on purpose (loom negative control): check-then-act.
-            let token = match lookup() {
-                Ok(value) => return Ok((value, Source::Cached)),
-                Err(token) => token,
-            };
-            let value = Arc::new(load.await.map_err(Arc::new)?);
-            publish(&value, token);
-            return Ok((value, Source::Loaded));
+        let Caller {
+            cx,
+            init,
+            begin,
+            make_key,
+            lookup,
+            load,
+            publish,
+            done,
+        } = caller;
+        LoadAsync {
+            group: self,
+            key,
+            hash: 0,
+            cx,
+            init: Some(init),
+            begin: Some(begin),
+            make_key,
+            start: Some(
+                move |leader: Leader<'a, K, V>, cx: C, key: &'k Q, init: I| {
+                    lead(leader, cx, key, init, lookup, load, publish)
+                },
+            ),
+            done: Some(done),
+            step: None,
         }
-        let shard = hash as usize % SHARDS;
-        // The owned key is built (user `ToOwned`/`Clone`) before the shard
-        // mutex is taken, so only `Eq` runs under it; it is kept across
-        // rounds, and a caller that joins drops it unlocked.
-        let mut owned: Option<K> = None;
-        let leader = loop {
-            let key_for_flight = owned.take().unwrap_or_else(&make_key);
-            // Step 1, under the shard mutex (released before any await).
-            let joined = {
-                let mut bucket = self.shards[shard].lock();
-                let found = bucket
-                    .iter()
-                    .find(|(h, k, _)| *h == hash && k.borrow() == key)
-                    .map(|(_, _, flight)| Arc::clone(flight));
-                match found {
-                    Some(flight) => Ok((flight, key_for_flight)),
-                    None => {
-                        let flight = Arc::new(Flight::new(self.fault));
-                        bucket.push((hash, key_for_flight, Arc::clone(&flight)));
-                        Err(flight)
-                    }
+    }
+}
+
+/// Where a [`LoadAsync`] stands once it has missed (before that, its
+/// `step` is `None`: a hit never sets it, so the hit path neither writes nor
+/// drops one).
+enum Step<V, LF> {
+    /// Missed: join or register (steps 1 and 2).
+    Enter,
+    /// Joined a flight: waiting for its outcome (inline, unboxed).
+    Waiting(Wait<V>),
+    /// Leads the flight: the boxed rest of the protocol.
+    Leading(Pin<Box<LF>>),
+    /// Returned its output.
+    Done,
+}
+
+/// The future of [`FlightGroup::load_async`].
+///
+/// Hand-written, so that the user's loader future sits in it once,
+/// unpinned (inside `start`), until this caller leads and moves it into the
+/// leader's box; a waiter never boxes. It is `Unpin` (declared below): no
+/// field is ever pinned in place, the loader is pinned only inside its box.
+struct LoadAsync<'a, 'k, K, V, Q: ?Sized, C, I, B, M, S, LF, D> {
+    group: &'a FlightGroup<K, V>,
+    key: &'k Q,
+    hash: u64,
+    cx: C,
+    /// The user's init future, not pinned until it moves into the leader's
+    /// box.
+    init: Option<I>,
+    begin: Option<B>,
+    make_key: M,
+    /// Builds the leader's future (holds the loader, the re-check and the
+    /// publish closures until then).
+    start: Option<S>,
+    done: Option<D>,
+    step: Option<Step<V, LF>>,
+}
+
+// No field is structurally pinned: `poll` never hands out a `Pin` to one
+// (the leader's future is pinned in its own box), so moving the whole
+// future between polls moves nothing that relies on staying put.
+impl<K, V, Q: ?Sized, C, I, B, M, S, LF, D> Unpin
+    for LoadAsync<'_, '_, K, V, Q, C, I, B, M, S, LF, D>
+{
+}
+
+const POLLED_AFTER_DONE: &str = "larder: a loading future was polled after it completed";
+
+impl<'a, 'k, K, V, Q, C, I, E, R, O, B, M, S, LF, D> Future
+    for LoadAsync<'a, 'k, K, V, Q, C, I, B, M, S, LF, D>
+where
+    K: Borrow<Q>,
+    Q: ?Sized + Eq,
+    C: Copy,
+    E: Send + Sync + 'static,
+    B: FnOnce(C, &Q) -> ControlFlow<O, u64>,
+    M: Fn(&Q) -> K,
+    S: FnOnce(Leader<'a, K, V>, C, &'k Q, I) -> LF,
+    LF: Future<Output = Led<V, E, R>>,
+    D: FnOnce(C, u64, Result<Arc<V>, Arc<E>>, Source, Option<R>) -> O,
+{
+    type Output = O;
+
+    /// The hit path inline (the lookup, nothing else); the rest of the
+    /// protocol out of line, in [`poll_miss`](LoadAsync::poll_miss).
+    #[inline]
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<O> {
+        let this = self.get_mut();
+        if this.step.is_none() {
+            // A second poll after a hit finds `begin` gone and panics.
+            let begin = this.begin.take().expect(POLLED_AFTER_DONE);
+            match begin(this.cx, this.key) {
+                ControlFlow::Break(output) => return Poll::Ready(output),
+                ControlFlow::Continue(hash) => {
+                    this.hash = hash;
+                    this.step = Some(Step::Enter);
                 }
-            };
-            match joined {
-                Ok((flight, unused_key)) => {
-                    owned = Some(unused_key);
-                    assert!(!sync::is_loading(flight.id()), "{}", REENTRANT);
-                    match Wait::new(flight).await {
-                        State::Value(value) => return Ok((value, Source::Waited)),
-                        State::Failed(error) => match error.downcast::<E>() {
-                            Ok(error) => return Err(error),
-                            // Another call site's error type: load for
-                            // ourselves (as the sync form does).
-                            Err(_) => continue,
-                        },
-                        // Abandoned (panic or cancellation): take over.
-                        State::Abandoned | State::Loading => continue,
-                    }
-                }
-                Err(flight) => break Leader::new(self, hash, flight, true),
             }
+        }
+        this.poll_miss(cx)
+    }
+}
+
+impl<'a, 'k, K, V, Q, C, I, E, R, O, M, B, S, LF, D>
+    LoadAsync<'a, 'k, K, V, Q, C, I, B, M, S, LF, D>
+where
+    K: Borrow<Q>,
+    Q: ?Sized + Eq,
+    C: Copy,
+    E: Send + Sync + 'static,
+    M: Fn(&Q) -> K,
+    S: FnOnce(Leader<'a, K, V>, C, &'k Q, I) -> LF,
+    LF: Future<Output = Led<V, E, R>>,
+    D: FnOnce(C, u64, Result<Arc<V>, Arc<E>>, Source, Option<R>) -> O,
+{
+    /// Everything after a miss: joining or leading, waiting, finishing.
+    #[inline(never)]
+    fn poll_miss(&mut self, cx: &mut Context<'_>) -> Poll<O> {
+        let this = self;
+        loop {
+            let Some(step) = &mut this.step else {
+                unreachable!("larder: the lookup runs first")
+            };
+            let (outcome, source, published) = match step {
+                Step::Enter => {
+                    this.enter();
+                    continue;
+                }
+                Step::Waiting(wait) => match Pin::new(wait).poll(cx) {
+                    Poll::Pending => return Poll::Pending,
+                    Poll::Ready(State::Value(value)) => (Ok(value), Source::Waited, None),
+                    Poll::Ready(State::Failed(error)) => match error.downcast::<E>() {
+                        Ok(error) => (Err(error), Source::Waited, None),
+                        // Another call site's error type: load for
+                        // ourselves (as the sync form does).
+                        Err(_) => {
+                            this.step = Some(Step::Enter);
+                            continue;
+                        }
+                    },
+                    // Abandoned (panic or cancellation): take over.
+                    Poll::Ready(State::Abandoned | State::Loading) => {
+                        this.step = Some(Step::Enter);
+                        continue;
+                    }
+                },
+                Step::Leading(lead) => match lead.as_mut().poll(cx) {
+                    Poll::Pending => return Poll::Pending,
+                    Poll::Ready(led) => led,
+                },
+                Step::Done => panic!("{}", POLLED_AFTER_DONE),
+            };
+            this.step = Some(Step::Done);
+            let done = this.done.take().expect(POLLED_AFTER_DONE);
+            return Poll::Ready(done(this.cx, this.hash, outcome, source, published));
+        }
+    }
+}
+
+impl<'a, 'k, K, V, Q, C, I, B, M, S, LF, D> LoadAsync<'a, 'k, K, V, Q, C, I, B, M, S, LF, D>
+where
+    K: Borrow<Q>,
+    Q: ?Sized + Eq,
+    C: Copy,
+    M: Fn(&Q) -> K,
+    S: FnOnce(Leader<'a, K, V>, C, &'k Q, I) -> LF,
+{
+    /// Steps 1 and 2: joins the key's flight (`Waiting`) or leads a new one
+    /// (`Leading`, the only allocation of the miss path besides the flight
+    /// and the key).
+    fn enter(&mut self) {
+        let group = self.group;
+        let entered = if group.fault == FlightFault::SkipFlight {
+            // BROKEN on purpose (loom negative control): check-then-act. The
+            // flight is never registered, so no caller ever joins it.
+            Entered::Leading(Arc::new(Flight::new(group.fault)))
+        } else {
+            group.enter(self.hash, self.key, || (self.make_key)(self.key))
         };
-        lead(leader, &mut lookup, load, publish).await
+        self.step = Some(match entered {
+            Entered::Joined(flight) => {
+                assert!(!sync::is_loading(flight.id()), "{}", REENTRANT);
+                Step::Waiting(Wait::new(flight))
+            }
+            Entered::Leading(flight) => {
+                let leader = Leader::new(group, self.hash, flight, true);
+                let start = self.start.take().expect(POLLED_AFTER_DONE);
+                let init = self.init.take().expect(POLLED_AFTER_DONE);
+                Step::Leading(Box::pin(start(leader, self.cx, self.key, init)))
+            }
+        });
     }
 }
 
 /// Steps 2 and 3 for an async leader. Dropping this future mid-load drops
 /// `leader`, which abandons the flight.
-async fn lead<K, V, E, T, L, F, P>(
+#[allow(clippy::too_many_arguments)]
+async fn lead<K, V, Q, C, I, E, T, R, L, F, Fut, P>(
     mut leader: Leader<'_, K, V>,
-    lookup: &mut L,
+    cx: C,
+    key: &Q,
+    init: I,
+    mut lookup: L,
     load: F,
     publish: P,
-) -> Result<(Arc<V>, Source), Arc<E>>
+) -> Led<V, E, R>
 where
+    Q: ?Sized,
+    C: Copy,
     E: Send + Sync + 'static,
-    L: FnMut() -> Result<Arc<V>, T>,
-    F: Future<Output = Result<V, E>>,
-    P: FnOnce(&Arc<V>, T),
+    L: FnMut(C, &Q, u64) -> Result<Arc<V>, T>,
+    F: FnOnce(C, u64, I) -> Fut,
+    Fut: Future<Output = Result<V, E>>,
+    P: FnOnce(C, &Q, u64, &Arc<V>, T) -> R,
 {
-    let token = match lookup() {
+    let hash = leader.hash;
+    let token = match lookup(cx, key, hash) {
         Ok(value) => {
             leader.complete(State::Value(Arc::clone(&value)));
-            return Ok((value, Source::Cached));
+            return (Ok(value), Source::Cached, None);
         }
         Err(token) => token,
     };
     let id = leader.flight.id();
-    let mut load = pin!(load);
+    let mut load = pin!(load(cx, hash, init));
     let outcome = poll_fn(|cx| {
         let _entered = sync::enter_load(id);
         let abandon = AbandonOnUnwind(&mut leader);
@@ -158,9 +352,16 @@ where
         poll
     })
     .await;
-    leader.settle(outcome, |value| publish(value, token))
+    let mut published = None;
+    let outcome = leader.settle(outcome, |value| {
+        published = Some(publish(cx, key, hash, value, token))
+    });
+    (
+        outcome.map(|(value, _source)| value),
+        Source::Loaded,
+        published,
+    )
 }
-
 /// Abandons the flight if the loader's `poll` unwinds (disarmed with
 /// `mem::forget` when it returns).
 struct AbandonOnUnwind<'l, 'a, K, V>(&'l mut Leader<'a, K, V>);

@@ -9,11 +9,15 @@
 //!
 //! 1. Under the shard mutex of the key's hash, it looks for a flight of the
 //!    key. If there is one it *joins*: it releases the mutex and blocks on
-//!    the flight's own mutex and condvar until the outcome is known.
-//! 2. Otherwise it registers a new flight and becomes its *leader*. It
-//!    releases the mutex, looks in the cache once more (a previous leader may
-//!    have published between the caller's miss and its registration), and
-//!    runs its loader with no lock held.
+//!    the flight's own mutex and condvar until the outcome is known. A
+//!    caller that joins builds nothing: no owned key, no allocation.
+//! 2. Otherwise it releases the mutex, builds the owned key (user code, so
+//!    unlocked), takes the mutex again and looks once more: if another
+//!    caller registered the key meanwhile it joins that flight; if not it
+//!    registers a new flight and becomes its *leader*. It releases the mutex,
+//!    looks in the cache once more (a previous leader may have published
+//!    between the caller's miss and its registration), and runs its loader
+//!    with no lock held.
 //! 3. The leader publishes a value to the cache *before* it completes the
 //!    flight and removes it from the group, so a caller arriving after the
 //!    removal finds the value in the cache in step 2.
@@ -54,17 +58,24 @@
 //!
 //! Lock order: a shard mutex, then (briefly, never while blocking) a flight's
 //! state mutex. No user code runs under either, except `K: Eq` during the
-//! lookup of step 1 (a panic there leaves the shard as it was: the lookup
-//! only reads). The key is cloned for registration before the mutex is
-//! taken.
+//! lookups of steps 1 and 2 (a panic there leaves the shard as it was: the
+//! lookup only reads). The owned key is built before the mutex is taken for
+//! registration. Each shard is a `hashbrown::HashTable` of entries that
+//! store their key's full hash: growing, shrinking and removal rehash from
+//! the stored hashes and never call the user's `Hash`, and a lookup calls
+//! `K: Eq` only on a full 64-bit hash match.
 
 mod load_async;
 mod wait;
 
 use std::any::Any;
+use std::borrow::Borrow;
 use std::fmt;
 
+use hashbrown::HashTable;
+
 use crate::sync::{self, Arc, CachePadded, Mutex};
+pub(crate) use load_async::Caller;
 use wait::{Flight, State};
 
 /// The panic message of a re-entrant load of the same key.
@@ -108,10 +119,35 @@ pub enum FlightFault {
     /// A finishing leader wakes one blocked waiter (`notify_one`) instead
     /// of all: a second waiter sleeps forever.
     NotifyOne,
+    /// An async waiter checks the state and registers its waker under two
+    /// separate locks: a `finish` that falls between them is never seen
+    /// (a lost wake-up).
+    RegisterUnlocked,
 }
 
-type Bucket<K, V> = Vec<(u64, K, Arc<Flight<V>>)>;
-type Shard<K, V> = CachePadded<Mutex<Bucket<K, V>>>;
+/// One registered flight: its key, the key's full hash and the flight.
+struct Entry<K, V> {
+    hash: u64,
+    key: K,
+    flight: Arc<Flight<V>>,
+}
+
+type Shard<K, V> = CachePadded<Mutex<HashTable<Entry<K, V>>>>;
+
+/// The shard of a hash. Takes bits the tables' own bucket index (the low
+/// bits) and tag (the top seven) do not use, so the entries of one shard
+/// still spread over its table.
+fn shard_of(hash: u64) -> usize {
+    (hash >> 32) as usize & (SHARDS - 1)
+}
+
+/// What [`FlightGroup::enter`] made of a caller.
+enum Entered<V> {
+    /// A flight of the key was in progress: wait for it.
+    Joined(Arc<Flight<V>>),
+    /// This caller registered the flight and leads it.
+    Leading(Arc<Flight<V>>),
+}
 
 /// The flights in progress of one cache, sharded by key hash.
 pub(crate) struct FlightGroup<K, V> {
@@ -127,7 +163,7 @@ impl<K, V> FlightGroup<K, V> {
     pub(crate) fn with_fault(fault: FlightFault) -> Self {
         Self {
             shards: (0..SHARDS)
-                .map(|_| CachePadded::new(Mutex::new(Vec::new())))
+                .map(|_| CachePadded::new(Mutex::new(HashTable::new())))
                 .collect(),
             fault,
         }
@@ -136,6 +172,50 @@ impl<K, V> FlightGroup<K, V> {
     /// Number of flights in progress (for tests and `Debug`).
     pub(crate) fn in_flight(&self) -> usize {
         self.shards.iter().map(|s| s.lock().len()).sum()
+    }
+
+    /// The flight registered for `key` (for tests).
+    #[cfg(all(test, not(loom)))]
+    fn flight_of(&self, hash: u64, key: &K) -> Option<Arc<Flight<V>>>
+    where
+        K: Eq,
+    {
+        let table = self.shards[shard_of(hash)].lock();
+        let entry = table.find(hash, |e| e.hash == hash && e.key == *key)?;
+        Some(Arc::clone(&entry.flight))
+    }
+
+    /// Steps 1 and 2 of the protocol: joins the flight of `key` if there is
+    /// one, registers one otherwise. `make_key` (user code) runs only if no
+    /// flight was found, and with no lock held; a key it built and that is
+    /// not registered (a flight appeared meanwhile) is dropped unlocked.
+    fn enter<Q>(&self, hash: u64, key: &Q, make_key: impl FnOnce() -> K) -> Entered<V>
+    where
+        K: Borrow<Q>,
+        Q: ?Sized + Eq,
+    {
+        let shard = &self.shards[shard_of(hash)];
+        let same = |e: &Entry<K, V>| e.hash == hash && e.key.borrow() == key;
+        if let Some(entry) = shard.lock().find(hash, same) {
+            return Entered::Joined(Arc::clone(&entry.flight));
+        }
+        let owned = make_key();
+        let mut table = shard.lock();
+        if let Some(entry) = table.find(hash, same) {
+            let flight = Arc::clone(&entry.flight);
+            drop(table);
+            drop(owned);
+            return Entered::Joined(flight);
+        }
+        let flight = Arc::new(Flight::new(self.fault));
+        let entry = Entry {
+            hash,
+            key: owned,
+            flight: Arc::clone(&flight),
+        };
+        // Rehashes (if the table grows) from the stored hashes: no user code.
+        table.insert_unique(hash, entry, |e| e.hash);
+        Entered::Leading(flight)
     }
 }
 
@@ -177,37 +257,27 @@ impl<K: Clone + Eq, V> FlightGroup<K, V> {
             publish(&value);
             return Ok((value, Source::Loaded));
         }
-        let shard = &self.shards[(hash as usize) % SHARDS];
-        // `K: Clone` runs here, before the shard mutex is taken (only `Eq`
-        // runs under it); a caller that joins drops its copy unlocked.
-        let owned = key.clone();
         loop {
-            let mut bucket = shard.lock();
-            let joined = bucket
-                .iter()
-                .find(|(h, k, _)| *h == hash && k == key)
-                .map(|(_, _, flight)| Arc::clone(flight));
-            if let Some(flight) = joined {
-                drop(bucket);
-                assert!(!sync::is_loading(flight.id()), "{}", REENTRANT);
-                match flight.wait() {
-                    State::Value(value) => return Ok((value, Source::Waited)),
-                    State::Failed(error) => match error.downcast::<E>() {
-                        Ok(error) => return Err(error),
-                        // The leader's error has another type than ours (its
-                        // call site differs): we cannot hand it over, so
-                        // this caller loads for itself.
-                        Err(_) => continue,
-                    },
-                    // The leader panicked: go round and take over.
-                    State::Abandoned | State::Loading => continue,
+            let flight = match self.enter(hash, key, || key.clone()) {
+                Entered::Joined(flight) => flight,
+                Entered::Leading(flight) => {
+                    let lead = Leader::new(self, hash, flight, false);
+                    return lead.run(&mut lookup, load, publish);
                 }
+            };
+            assert!(!sync::is_loading(flight.id()), "{}", REENTRANT);
+            match flight.wait() {
+                State::Value(value) => return Ok((value, Source::Waited)),
+                State::Failed(error) => match error.downcast::<E>() {
+                    Ok(error) => return Err(error),
+                    // The leader's error has another type than ours (its
+                    // call site differs): we cannot hand it over, so this
+                    // caller loads for itself.
+                    Err(_) => continue,
+                },
+                // The leader panicked: go round and take over.
+                State::Abandoned | State::Loading => continue,
             }
-            let flight = Arc::new(Flight::new(self.fault));
-            bucket.push((hash, owned, Arc::clone(&flight)));
-            drop(bucket);
-            let lead = Leader::new(self, hash, flight, false);
-            return lead.run(&mut lookup, load, publish);
         }
     }
 }
@@ -216,7 +286,7 @@ impl<K: Clone + Eq, V> FlightGroup<K, V> {
 /// an async leader's future dropped mid-load).
 struct Leader<'a, K, V> {
     group: &'a FlightGroup<K, V>,
-    shard: usize,
+    hash: u64,
     flight: Arc<Flight<V>>,
     finished: bool,
     /// Whether this leader is an async one (for the `LeakOnCancel` fault).
@@ -232,7 +302,7 @@ impl<'a, K, V> Leader<'a, K, V> {
     ) -> Self {
         Self {
             group,
-            shard: hash as usize % SHARDS,
+            hash,
             flight,
             finished: false,
             is_async,
@@ -315,15 +385,17 @@ impl<'a, K, V> Leader<'a, K, V> {
         // still registered (it would join it again and spin until the
         // removal). A value was published before this call, so a caller
         // arriving after the removal finds it in step 2.
-        {
-            let mut bucket = self.group.shards[self.shard].lock();
-            if let Some(at) = bucket
-                .iter()
-                .position(|(_, _, f)| Arc::ptr_eq(f, &self.flight))
-            {
-                bucket.swap_remove(at);
+        let removed = {
+            let mut table = self.group.shards[shard_of(self.hash)].lock();
+            // Found by the stored hash and the flight's address: no user
+            // code runs under the lock.
+            match table.find_entry(self.hash, |e| Arc::ptr_eq(&e.flight, &self.flight)) {
+                Ok(entry) => Some(entry.remove().0),
+                Err(_) => None,
             }
-        }
+        };
+        // The owned key (user `Drop`) is dropped with no lock held.
+        drop(removed);
         self.flight.finish(outcome);
     }
 }

@@ -121,7 +121,8 @@ fn different_keys_do_not_wait_for_each_other() {
         });
         started_rx.recv().unwrap();
         assert_eq!(group.in_flight(), 1);
-        // Key 1 is loading and blocked; key 2 (same shard: hash 17 % 16 == 1)
+        // Key 1 is loading and blocked; key 2 (same shard: hashes 1 and 17
+        // agree in bits 32 and up)
         // must still load at once.
         let (v, _) = group
             .load::<(), _, _, _>(17, &2, || None, || Ok(2), |_| {})
@@ -137,27 +138,34 @@ fn poll_once<F: std::future::Future>(future: std::pin::Pin<&mut F>) -> std::task
     future.poll(&mut cx)
 }
 
+/// An async caller of key 1 (hash 1) whose cache always misses, with `load`
+/// as its loader; outputs its result and how it was obtained.
+fn load_key_one(
+    group: &FlightGroup<u32, u32>,
+    load: impl std::future::Future<Output = Result<u32, ()>>,
+) -> impl std::future::Future<Output = (Result<Arc<u32>, Arc<()>>, Source)> {
+    group.load_async(
+        &1,
+        Caller {
+            cx: (),
+            init: load,
+            begin: |(), _: &u32| std::ops::ControlFlow::Continue(1),
+            make_key: |_: &u32| 1,
+            lookup: |(), _: &u32, _| Err(()),
+            load: |(), _, load| load,
+            publish: |(), _: &u32, _, _: &Arc<u32>, ()| {},
+            done: |(), _, outcome, source, _| (outcome, source),
+        },
+    )
+}
+
 #[test]
 fn dropped_async_waiter_deregisters_its_waker() {
     let group = FlightGroup::<u32, u32>::new();
-    let mut leader = Box::pin(group.load_async::<u32, (), _, _, _, _>(
-        1,
-        &1,
-        || 1,
-        || Err(()),
-        std::future::pending(),
-        |_, ()| {},
-    ));
+    let mut leader = Box::pin(load_key_one(&group, std::future::pending()));
     assert!(poll_once(leader.as_mut()).is_pending());
-    let flight = Arc::clone(&group.shards[1].lock()[0].2);
-    let mut waiter = Box::pin(group.load_async::<u32, (), _, _, _, _>(
-        1,
-        &1,
-        || 1,
-        || Err(()),
-        async { Ok(2) },
-        |_, ()| {},
-    ));
+    let flight = group.flight_of(1, &1).expect("the leader's flight");
+    let mut waiter = Box::pin(load_key_one(&group, async { Ok(2) }));
     assert!(poll_once(waiter.as_mut()).is_pending());
     assert!(poll_once(waiter.as_mut()).is_pending());
     assert_eq!(flight.registered_wakers(), 1, "a re-poll registers once");
@@ -167,6 +175,13 @@ fn dropped_async_waiter_deregisters_its_waker() {
         0,
         "a dropped waiter left its waker"
     );
+    // A new waiter reuses the emptied slot: the list does not grow with
+    // waiters that come and go.
+    for _ in 0..100 {
+        let mut waiter = Box::pin(load_key_one(&group, async { Ok(2) }));
+        assert!(poll_once(waiter.as_mut()).is_pending());
+    }
+    assert!(flight.waker_slots() <= 4, "{} slots", flight.waker_slots());
     // The cancelled leader abandons the flight: nothing stays registered.
     drop(leader);
     assert_eq!(group.in_flight(), 0);
@@ -175,27 +190,13 @@ fn dropped_async_waiter_deregisters_its_waker() {
 #[test]
 fn cancelled_async_leader_hands_over_to_its_waiter() {
     let group = FlightGroup::<u32, u32>::new();
-    let mut leader = Box::pin(group.load_async::<u32, (), _, _, _, _>(
-        1,
-        &1,
-        || 1,
-        || Err(()),
-        std::future::pending(),
-        |_, ()| {},
-    ));
+    let mut leader = Box::pin(load_key_one(&group, std::future::pending()));
     assert!(poll_once(leader.as_mut()).is_pending());
-    let mut waiter = Box::pin(group.load_async::<u32, (), _, _, _, _>(
-        1,
-        &1,
-        || 1,
-        || Err(()),
-        async { Ok(2) },
-        |_, ()| {},
-    ));
+    let mut waiter = Box::pin(load_key_one(&group, async { Ok(2) }));
     assert!(poll_once(waiter.as_mut()).is_pending());
     drop(leader);
     match poll_once(waiter.as_mut()) {
-        std::task::Poll::Ready(Ok((v, source))) => assert_eq!((*v, source), (2, Source::Loaded)),
+        std::task::Poll::Ready((Ok(v), source)) => assert_eq!((*v, source), (2, Source::Loaded)),
         _ => panic!("the waiter did not take over"),
     }
     assert_eq!(group.in_flight(), 0);

@@ -12,6 +12,16 @@
 //! condvar) under the same lock that `finish` takes to set the outcome, so
 //! no wake-up can fall between the check and the registration. Wakers are
 //! woken after the lock is released (a waker is runtime code).
+//!
+//! # Waker slots
+//!
+//! The waker list is a `Vec<Option<Waker>>`; a [`Wait`] keeps the index of
+//! the slot it registered in. A re-poll updates its slot in place, a dropped
+//! `Wait` empties its slot (no search, no shifting: the other waiters'
+//! indices stay valid), a new waiter reuses an emptied slot before the list
+//! grows, and `finish` takes the whole list. Joining a flight
+//! thus allocates nothing per waiter beyond the list's amortised growth: the
+//! `Wait` holds a clone of the flight's `Arc` and one index.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -42,10 +52,9 @@ impl<V> State<V> {
 
 struct Inner<V> {
     state: State<V>,
-    /// The async waiters registered while loading, each under its own
-    /// number so that a dropped [`Wait`] takes out its own waker.
-    wakers: Vec<(u64, Waker)>,
-    next_waiter: u64,
+    /// The async waiters registered while loading, one slot each; a
+    /// dropped [`Wait`] empties its own slot.
+    wakers: Vec<Option<Waker>>,
 }
 
 /// One load in progress.
@@ -61,7 +70,6 @@ impl<V> Flight<V> {
             inner: Mutex::new(Inner {
                 state: State::Loading,
                 wakers: Vec::new(),
-                next_waiter: 0,
             }),
             done: Condvar::new(),
             fault,
@@ -91,12 +99,12 @@ impl<V> Flight<V> {
         if self.fault == FlightFault::WakeOneAsync {
             // BROKEN on purpose (loom negative control): `notify_one` for
             // the async waiters; the others are never woken.
-            if let Some((_, waker)) = wakers.into_iter().next() {
+            if let Some(waker) = wakers.into_iter().flatten().next() {
                 waker.wake();
             }
             return;
         }
-        for (_, waker) in wakers {
+        for waker in wakers.into_iter().flatten() {
             waker.wake();
         }
     }
@@ -118,8 +126,8 @@ impl<V> Flight<V> {
 /// the flight's list.
 pub(crate) struct Wait<V> {
     flight: Arc<Flight<V>>,
-    /// The number of this waiter's waker in the list, once registered.
-    registered: Option<u64>,
+    /// The index of this waiter's slot in the list, once registered.
+    registered: Option<usize>,
 }
 
 impl<V> Wait<V> {
@@ -143,8 +151,8 @@ impl<V> Future for Wait<V> {
             return Poll::Ready(outcome);
         }
         match this.registered {
-            Some(number) => {
-                if let Some((_, waker)) = inner.wakers.iter_mut().find(|(n, _)| *n == number) {
+            Some(slot) => {
+                if let Some(Some(waker)) = inner.wakers.get_mut(slot) {
                     // Polled again by another task or with another waker:
                     // keep the latest, as the `Future` contract asks.
                     if !waker.will_wake(cx.waker()) {
@@ -153,10 +161,33 @@ impl<V> Future for Wait<V> {
                 }
             }
             None => {
-                let number = inner.next_waiter;
-                inner.next_waiter += 1;
-                inner.wakers.push((number, cx.waker().clone()));
-                this.registered = Some(number);
+                if this.flight.fault == FlightFault::RegisterUnlocked {
+                    // BROKEN on purpose (loom negative control): the lock is
+                    // released between the check above and the
+                    // registration, so a `finish` in between is lost.
+                    drop(inner);
+                    inner = this.flight.inner.lock();
+                }
+                let waker = Some(cx.waker().clone());
+                // A slot emptied by a dropped waiter is reused before the
+                // list grows, so a long load that waiters keep joining and
+                // leaving holds at most twice as many slots as waiters.
+                let free = if inner.wakers.len() == inner.wakers.capacity() {
+                    inner.wakers.iter().position(Option::is_none)
+                } else {
+                    None
+                };
+                let slot = match free {
+                    Some(slot) => {
+                        inner.wakers[slot] = waker;
+                        slot
+                    }
+                    None => {
+                        inner.wakers.push(waker);
+                        inner.wakers.len() - 1
+                    }
+                };
+                this.registered = Some(slot);
             }
         }
         Poll::Pending
@@ -173,11 +204,15 @@ impl<V> Drop for Wait<V> {
         if std::thread::panicking() {
             return;
         }
-        if let Some(number) = self.registered {
-            let mut inner = self.flight.inner.lock();
-            if let Some(at) = inner.wakers.iter().position(|(n, _)| *n == number) {
-                inner.wakers.swap_remove(at);
-            }
+        if let Some(slot) = self.registered {
+            // Taken out under the lock, dropped (runtime code) after it.
+            let waker = {
+                let mut inner = self.flight.inner.lock();
+                // Once `finish` has taken the list it is empty and the
+                // state final: no slot to empty.
+                inner.wakers.get_mut(slot).and_then(Option::take)
+            };
+            drop(waker);
         }
     }
 }
@@ -186,6 +221,12 @@ impl<V> Flight<V> {
     /// Async waiters registered now (for tests).
     #[cfg(all(test, not(loom)))]
     pub(crate) fn registered_wakers(&self) -> usize {
+        self.inner.lock().wakers.iter().flatten().count()
+    }
+
+    /// Slots in the waker list, used or emptied (for tests).
+    #[cfg(all(test, not(loom)))]
+    pub(crate) fn waker_slots(&self) -> usize {
         self.inner.lock().wakers.len()
     }
 }

@@ -4,11 +4,14 @@
 //! [`LruCache::get_or_load`].
 
 use std::borrow::Borrow;
+use std::convert::{Infallible, identity};
 use std::future::Future;
 use std::hash::{BuildHasher, Hash};
+use std::ops::ControlFlow;
 
 use super::LruCache;
 use super::load::LoadRun;
+use crate::flight::{Caller, Source};
 use crate::sync::Arc;
 
 impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
@@ -60,21 +63,19 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
     /// assert_eq!((stats.hits, stats.misses, stats.loads), (1, 1, 1));
     /// # });
     /// ```
-    pub async fn get_or_load_async<Q>(&self, key: &Q, load: impl Future<Output = V>) -> Arc<V>
+    pub fn get_or_load_async<Q>(
+        &self,
+        key: &Q,
+        load: impl Future<Output = V>,
+    ) -> impl Future<Output = Arc<V>>
     where
         K: Borrow<Q>,
         Q: ?Sized + Hash + Eq + ToOwned<Owned = K>,
     {
-        // One future level, the lookup first: a hit polls no inner future.
-        let hash = self.hash(key);
-        if let Some(value) = self.lookup(hash, key) {
-            return value;
-        }
-        let load = async { Ok::<V, std::convert::Infallible>(load.await) };
-        match Box::pin(self.load_slow_async(hash, key, load)).await {
+        self.load_async_with(key, load, Ok::<V, Infallible>, |outcome| match outcome {
             Ok(value) => value,
             Err(never) => match *never {},
-        }
+        })
     }
 
     /// As [`get_or_load_async`](Self::get_or_load_async) with a fallible
@@ -109,76 +110,95 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
     /// assert_eq!(cache.stats().load_failures, 1);
     /// # });
     /// ```
-    pub async fn try_get_or_load_async<Q, E>(
+    pub fn try_get_or_load_async<Q, E>(
         &self,
         key: &Q,
         load: impl Future<Output = Result<V, E>>,
-    ) -> Result<Arc<V>, Arc<E>>
+    ) -> impl Future<Output = Result<Arc<V>, Arc<E>>>
     where
         K: Borrow<Q>,
         Q: ?Sized + Hash + Eq + ToOwned<Owned = K>,
         E: Send + Sync + 'static,
     {
-        let hash = self.hash(key);
-        if let Some(value) = self.lookup(hash, key) {
-            return Ok(value);
-        }
-        // Boxed: a miss allocates anyway, and the future a hit builds and
-        // moves stays small.
-        Box::pin(self.load_slow_async(hash, key, load)).await
+        self.load_async_with(key, load, identity, identity)
     }
 
-    /// The miss path of [`try_get_or_load_async`](Self::try_get_or_load_async).
-    async fn load_slow_async<Q, E>(
-        &self,
-        hash: u64,
+    /// The one future behind both async forms: its first `poll` looks the
+    /// key up (a hit allocates and registers nothing); a miss runs the
+    /// flight protocol in the same future, where a waiter allocates nothing
+    /// and only the leader boxes its loader's state. `lift` turns the
+    /// loader's output into a `Result` inside the leader's box (so the
+    /// future holds `load` as it is, not wrapped in another `async` block);
+    /// `finish` shapes the outcome (the infallible form unwraps it).
+    fn load_async_with<'a, Q, E, L, O>(
+        &'a self,
         key: &Q,
-        load: impl Future<Output = Result<V, E>>,
-    ) -> Result<Arc<V>, Arc<E>>
+        load: L,
+        lift: impl Fn(L::Output) -> Result<V, E> + Copy,
+        finish: impl Fn(Result<Arc<V>, Arc<E>>) -> O + Copy,
+    ) -> impl Future<Output = O>
     where
         K: Borrow<Q>,
         Q: ?Sized + Hash + Eq + ToOwned<Owned = K>,
         E: Send + Sync + 'static,
+        L: Future,
     {
-        let mut displaced = None;
-        let mut ran = false;
-        let outcome = self
-            .flights
-            .load_async(
-                hash,
-                key,
-                || key.to_owned(),
-                // Re-check after registering: a flight that ended between
-                // our miss and our registration has published its value.
-                || {
-                    self.lock(hash)
-                        .core
-                        .get(hash, key)
-                        .map(Arc::clone)
-                        .ok_or(())
-                },
-                async {
-                    // Counts this run once, as the loader returns; a panic
-                    // or a drop mid-load (cancellation) counts a failure.
-                    ran = true;
-                    let run = LoadRun::start(self, hash);
-                    let result = load.await;
-                    run.finish(&result);
-                    result
-                },
-                |value, ()| {
-                    // `Q::to_owned` runs here, before the shard lock is taken.
-                    let key = key.to_owned();
-                    displaced = Some(self.insert_hashed(hash, key, Arc::clone(value)));
-                },
-            )
-            .await;
-        if !ran {
-            self.count_wait(hash);
-        }
-        if let Some(displaced) = displaced {
-            self.finish_insert(displaced);
-        }
-        outcome.map(|(value, _source)| value)
+        // The closures capture only `lift` and `finish` (zero-sized for both
+        // callers): the cache, the key and the hash come in as arguments, so
+        // the future holds them once.
+        let begin = move |cache: &'a Self, key: &Q| {
+            let hash = cache.hash(key);
+            match cache.lookup(hash, key) {
+                Some(value) => ControlFlow::Break(finish(Ok(value))),
+                None => ControlFlow::Continue(hash),
+            }
+        };
+        // Re-check after registering: a flight that ended between our miss
+        // and our registration has published its value.
+        let lookup = |cache: &'a Self, key: &Q, hash: u64| {
+            cache
+                .lock(hash)
+                .core
+                .get(hash, key)
+                .map(Arc::clone)
+                .ok_or(())
+        };
+        let run = move |cache: &'a Self, hash: u64, load: L| async move {
+            // Counts this run once, as the loader returns; a panic or a
+            // drop mid-load (cancellation) counts a failure.
+            let run = LoadRun::start(cache, hash);
+            let result = lift(load.await);
+            run.finish(&result);
+            result
+        };
+        let publish = |cache: &'a Self, key: &Q, hash: u64, value: &Arc<V>, ()| {
+            // `Q::to_owned` runs here, before the shard lock is taken.
+            cache.insert_hashed(hash, key.to_owned(), Arc::clone(value))
+        };
+        let done = move |cache: &'a Self, hash: u64, outcome, source, displaced: Option<_>| {
+            // One load or one wait per miss of a loading call.
+            if source != Source::Loaded {
+                cache.count_wait(hash);
+            }
+            // The eviction listener (user code) runs after the flight has
+            // ended and with no lock held.
+            if let Some(displaced) = displaced {
+                cache.finish_insert(displaced);
+            }
+            finish(outcome)
+        };
+        self.flights.load_async(
+            key,
+            Caller {
+                cx: self,
+                init: load,
+                begin,
+                make_key: |key: &Q| key.to_owned(),
+                lookup,
+                load: run,
+                publish,
+                done,
+            },
+        )
     }
 }

@@ -337,11 +337,22 @@ where
         K: Borrow<Q> + Sync,
         Q: ?Sized + Hash + Eq + Sync + ToOwned<Owned = K>,
     {
-        let init = async { Ok::<V, std::convert::Infallible>(init.await) };
-        match self.get_or_try_init_async(key, init).await {
-            Ok(value) => value,
-            Err(never) => match *never {},
-        }
+        // One level over the raw future (it holds the key's view, which the
+        // raw future borrows).
+        let view = (key, TypeId::of::<V>());
+        self.raw
+            .get_or_try_init_async(
+                &view as &(dyn KeyView<Q> + Sync),
+                move |_| Self::typed::<V>(key.to_owned()),
+                init,
+                |value| Ok::<_, std::convert::Infallible>(Erased(Arc::new(value))),
+                downcast::<V>,
+                |outcome| match outcome {
+                    Ok(value) => value,
+                    Err(never) => match *never {},
+                },
+            )
+            .await
     }
 
     /// The fallible [`get_or_init_async`](AnyCache::get_or_init_async).
@@ -381,14 +392,17 @@ where
         K: Borrow<Q> + Sync,
         Q: ?Sized + Hash + Eq + Sync + ToOwned<Owned = K>,
     {
+        // One level over the raw future (it holds the key's view, which the
+        // raw future borrows).
         let view = (key, TypeId::of::<V>());
-        let init = async { init.await.map(|value| Erased(Arc::new(value))) };
         self.raw
             .get_or_try_init_async(
                 &view as &(dyn KeyView<Q> + Sync),
-                || Self::typed::<V>(key.to_owned()),
+                move |_| Self::typed::<V>(key.to_owned()),
                 init,
+                |result: Result<V, E>| result.map(|value| Erased(Arc::new(value))),
                 downcast::<V>,
+                std::convert::identity,
             )
             .await
     }

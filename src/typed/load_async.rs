@@ -5,6 +5,7 @@
 //! `crate::flight`). The `AnyCache` forms are in `any.rs`.
 
 use std::borrow::Borrow;
+use std::convert::{Infallible, identity};
 use std::future::Future;
 use std::hash::{BuildHasher, Hash};
 
@@ -83,26 +84,28 @@ where
     /// assert_eq!(cache.stats().inits, 1);
     /// # });
     /// ```
-    pub async fn get_or_init_async<Q>(&self, key: &Q, init: impl Future<Output = V>) -> Arc<V>
+    pub fn get_or_init_async<Q>(
+        &self,
+        key: &Q,
+        init: impl Future<Output = V>,
+    ) -> impl Future<Output = Arc<V>>
     where
         K: Borrow<Q>,
         Q: ?Sized + Hash + Eq + ToOwned<Owned = K>,
     {
-        // One future level, the lookup first: a hit builds no flight state
-        // and polls no inner future.
-        let hash = self.raw.hash_of(key);
-        if let Some(found) = self.raw.hit(hash, key, Arc::clone) {
-            return found;
-        }
-        let init = async { Ok::<V, std::convert::Infallible>(init.await) };
-        let project = Arc::clone;
-        let miss = self
-            .raw
-            .init_slow_async(hash, key, || key.to_owned(), init, &project);
-        match Box::pin(miss).await {
-            Ok(value) => value,
-            Err(never) => match *never {},
-        }
+        // The raw future itself, no level of our own: it looks the key up
+        // first (a hit builds no flight state and polls no inner future).
+        self.raw.get_or_try_init_async(
+            key,
+            |key: &Q| key.to_owned(),
+            init,
+            Ok::<V, Infallible>,
+            Arc::clone,
+            |outcome| match outcome {
+                Ok(value) => value,
+                Err(never) => match *never {},
+            },
+        )
     }
 
     /// The value of `key`, awaiting the fallible `init` to create it if
@@ -147,24 +150,23 @@ where
     /// assert_eq!(*port, 80);
     /// # });
     /// ```
-    pub async fn get_or_try_init_async<Q, E>(
+    pub fn get_or_try_init_async<Q, E>(
         &self,
         key: &Q,
         init: impl Future<Output = Result<V, E>>,
-    ) -> Result<Arc<V>, Arc<E>>
+    ) -> impl Future<Output = Result<Arc<V>, Arc<E>>>
     where
         K: Borrow<Q>,
         Q: ?Sized + Hash + Eq + ToOwned<Owned = K>,
         E: Send + Sync + 'static,
     {
-        let hash = self.raw.hash_of(key);
-        if let Some(found) = self.raw.hit(hash, key, Arc::clone) {
-            return Ok(found);
-        }
-        let project = Arc::clone;
-        let miss = self
-            .raw
-            .init_slow_async(hash, key, || key.to_owned(), init, &project);
-        Box::pin(miss).await
+        self.raw.get_or_try_init_async(
+            key,
+            |key: &Q| key.to_owned(),
+            init,
+            identity,
+            Arc::clone,
+            identity,
+        )
     }
 }

@@ -33,11 +33,12 @@ use std::borrow::Borrow;
 use std::cell::Cell;
 use std::fmt;
 use std::hash::{BuildHasher, Hash};
+use std::ops::ControlFlow;
 
 use super::clock::Clock;
 use super::core::{Core, Policy, Removed};
 use super::stats::{Event, Stats, TypedCacheStats};
-use crate::flight::{FlightFault, FlightGroup};
+use crate::flight::{Caller, FlightFault, FlightGroup, Source};
 use crate::removal::{Listener, RemovalCause, notify};
 use crate::sync::{Arc, AtomicUsize, CachePadded, Ordering, ShardedLock};
 
@@ -310,32 +311,105 @@ where
         outcome.map(|(value, _source)| project(&value))
     }
 
-    /// The async `get_or_try_init`: a hit returns at once (nothing is
-    /// registered, nothing allocated); a miss goes through the flight
-    /// group's async protocol. `make_key` builds the owned key on a miss.
-    pub(crate) async fn get_or_try_init_async<Q, E, F, R, P>(
-        &self,
+    /// The async `get_or_try_init`, the one future every async form of
+    /// `TypedCache` and `AnyCache` returns (or wraps once): its first `poll`
+    /// looks the key up, and a hit returns at once (nothing registered,
+    /// nothing allocated); a miss goes through the flight group's async
+    /// protocol in the same future, where a waiter allocates nothing and
+    /// only the leader boxes its loader's state. `make_key` builds the owned
+    /// key on a miss; `lift` turns the init's output into a `Result`;
+    /// `finish` shapes the outcome (the infallible forms
+    /// unwrap it), so the public forms need no future level of their own.
+    pub(crate) fn get_or_try_init_async<'a, Q, E, F, R, P, O>(
+        &'a self,
         key: &Q,
-        make_key: impl Fn() -> K,
+        make_key: impl Fn(&Q) -> K + Copy,
         init: F,
+        lift: impl Fn(F::Output) -> Result<V, E> + Copy,
         project: P,
-    ) -> Result<R, Arc<E>>
+        finish: impl Fn(Result<R, Arc<E>>) -> O + Copy,
+    ) -> impl std::future::Future<Output = O>
     where
         K: Borrow<Q>,
         Q: Hash + Eq + ?Sized,
         E: Send + Sync + 'static,
-        F: std::future::Future<Output = Result<V, E>>,
-        P: Fn(&Arc<V>) -> R,
+        F: std::future::Future,
+        P: Fn(&Arc<V>) -> R + Copy,
     {
-        let hash = self.hasher.hash_one(key);
-        if let Some(found) = self.hit(hash, key, &project) {
-            return Ok(found);
-        }
-        // The miss path's future (the flight protocol's state) is boxed: a
-        // miss allocates anyway (the flight, the key), and the future a
-        // hit builds and moves stays small (measured: an unboxed one made
-        // hits about twice as slow as the sync hit).
-        Box::pin(self.init_slow_async(hash, key, make_key, init, &project)).await
+        // The closures capture only `project`, `make_key`, `lift` and
+        // `finish` (zero-sized for every caller in the crate but `AnyCache`'s
+        // `make_key`): the cache, the key and the hash come in as arguments,
+        // so the future holds them once. `lift` maps the init's output
+        // inside the leader's box, so the caller's future holds the user's
+        // init future as it is (no wrapping `async` block, which would hold
+        // it twice: once captured, once being awaited).
+        let begin = move |raw: &'a Self, key: &Q| {
+            let hash = raw.hasher.hash_one(key);
+            match raw.hit(hash, key, project) {
+                Some(found) => ControlFlow::Break(finish(Ok(found))),
+                None => ControlFlow::Continue(hash),
+            }
+        };
+        // The re-check returns, on a miss, the shard's write generation it
+        // saw: an insert or invalidation after that point wins over the init.
+        let lookup = |raw: &'a Self, key: &Q, hash: u64| {
+            let now = raw.now();
+            let core = raw.shards[Self::shard_index(hash)].read();
+            let generation = core.generation();
+            match core.get(hash, key) {
+                Some(slot) if !raw.policy.is_expired(slot, now) => {
+                    raw.policy.touch(slot, now);
+                    Ok(Arc::clone(&slot.value))
+                }
+                _ => Err(generation),
+            }
+        };
+        let load = move |raw: &'a Self, _hash: u64, init: F| async move {
+            raw.stats.record(Event::Init);
+            // Counts a failure if the init errs, panics or is cancelled.
+            let mut failure = FailureGuard {
+                stats: &raw.stats,
+                armed: true,
+            };
+            let result = lift(init.await);
+            failure.armed = result.is_err();
+            result
+        };
+        let publish = move |raw: &'a Self, key: &Q, hash: u64, value: &Arc<V>, generation: u64| {
+            // `make_key` (user `ToOwned`) runs here, before `store` takes the
+            // shard lock.
+            let stored = raw.store(
+                hash,
+                make_key(key),
+                Arc::clone(value),
+                Some(generation),
+                false,
+            );
+            drop(stored);
+        };
+        let done =
+            move |raw: &'a Self, _hash, outcome: Result<Arc<V>, Arc<E>>, source, _published| {
+                // As in `init_slow`: one init or one wait per miss (a caller
+                // that did not run its init waited, or found the value on the
+                // leader's re-check).
+                if source != Source::Loaded {
+                    raw.stats.record(Event::Wait);
+                }
+                finish(outcome.map(|value| project(&value)))
+            };
+        self.flights.load_async(
+            key,
+            Caller {
+                cx: self,
+                init,
+                begin,
+                make_key,
+                lookup,
+                load,
+                publish,
+                done,
+            },
+        )
     }
 
     /// The hit path of the async forms: a live entry's projection (counted
@@ -361,76 +435,6 @@ where
         }
         self.stats.record(Event::Miss);
         None
-    }
-
-    /// The hash of `key` under the cache's hasher.
-    #[inline]
-    pub(crate) fn hash_of<Q: Hash + ?Sized>(&self, key: &Q) -> u64 {
-        self.hasher.hash_one(key)
-    }
-
-    /// The miss path of [`get_or_try_init_async`](Self::get_or_try_init_async),
-    /// after [`hit`](Self::hit) missed. Callers box it: a miss allocates
-    /// anyway (the flight, the key), and the future a hit builds and moves
-    /// stays small.
-    pub(crate) async fn init_slow_async<Q, E, F, R, P>(
-        &self,
-        hash: u64,
-        key: &Q,
-        make_key: impl Fn() -> K,
-        init: F,
-        project: &P,
-    ) -> Result<R, Arc<E>>
-    where
-        K: Borrow<Q>,
-        Q: Hash + Eq + ?Sized,
-        E: Send + Sync + 'static,
-        F: std::future::Future<Output = Result<V, E>>,
-        P: Fn(&Arc<V>) -> R,
-    {
-        let shard = Self::shard_index(hash);
-        // The re-check returns, on a miss, the shard's write generation it
-        // saw: an insert or invalidation after that point wins over the init.
-        let lookup = || {
-            let now = self.now();
-            let core = self.shards[shard].read();
-            let generation = core.generation();
-            match core.get(hash, key) {
-                Some(slot) if !self.policy.is_expired(slot, now) => {
-                    self.policy.touch(slot, now);
-                    Ok(Arc::clone(&slot.value))
-                }
-                _ => Err(generation),
-            }
-        };
-        let mut ran = false;
-        let load = async {
-            ran = true;
-            self.stats.record(Event::Init);
-            // Counts a failure if the init errs, panics or is cancelled.
-            let mut failure = FailureGuard {
-                stats: &self.stats,
-                armed: true,
-            };
-            let result = init.await;
-            failure.armed = result.is_err();
-            result
-        };
-        let publish = |value: &Arc<V>, generation: u64| {
-            // `make_key` (user `ToOwned`) runs here, before `store` takes the
-            // shard lock.
-            let stored = self.store(hash, make_key(), Arc::clone(value), Some(generation), false);
-            drop(stored);
-        };
-        let outcome = self
-            .flights
-            .load_async(hash, key, &make_key, lookup, load, publish)
-            .await;
-        // As in `init_slow`: one init or one wait per miss.
-        if !ran {
-            self.stats.record(Event::Wait);
-        }
-        outcome.map(|(value, _source)| project(&value))
     }
 
     /// Runs `f` under shard `shard`'s write lock, keeping `len` in step.
