@@ -287,3 +287,66 @@ fn debug_shows_len_and_stats() {
     assert!(text.contains("len: 1"), "{text}");
     assert!(text.contains("hits"), "{text}");
 }
+
+/// A hasher whose hash of a `u64` key is the key itself, so a test can
+/// choose the shard of each key (`Raw::shard_index` takes bits 40..44).
+#[derive(Clone, Default)]
+struct KeyIsHash;
+
+impl std::hash::BuildHasher for KeyIsHash {
+    type Hasher = KeyIsHashHasher;
+    fn build_hasher(&self) -> KeyIsHashHasher {
+        KeyIsHashHasher(0)
+    }
+}
+
+struct KeyIsHashHasher(u64);
+
+impl std::hash::Hasher for KeyIsHashHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, _bytes: &[u8]) {
+        unreachable!("only u64 keys")
+    }
+    fn write_u64(&mut self, key: u64) {
+        self.0 = key;
+    }
+}
+
+/// Keys in different shards have different locks: a reader held inside
+/// `get_with` on one shard does not hold up a write to another. (All keys
+/// in one shard would deadlock here: the write waits for the read, which
+/// waits for the write.)
+#[test]
+fn a_read_of_one_shard_does_not_block_a_write_to_another() {
+    let _watchdog = crate::watchdog::arm(crate::watchdog::STRESS_LIMIT);
+    let cache = TypedCache::<u64, u64>::builder()
+        .hasher(KeyIsHash)
+        .build()
+        .unwrap();
+    let shards = [0, 1 << 40, 7 << 40, 15 << 40];
+    for key in shards {
+        cache.insert(key, key);
+    }
+    for reader_key in shards {
+        let (reading_tx, reading_rx) = mpsc::channel();
+        let (written_tx, written_rx) = mpsc::channel::<()>();
+        let cache = &cache;
+        thread::scope(|s| {
+            s.spawn(move || {
+                cache.get_with(&reader_key, |_| {
+                    reading_tx.send(()).unwrap();
+                    // Holds the shard's read lock until the writes are done.
+                    written_rx.recv().unwrap();
+                })
+            });
+            reading_rx.recv().unwrap();
+            for key in shards.into_iter().filter(|&key| key != reader_key) {
+                cache.insert(key, key + 1);
+            }
+            written_tx.send(()).unwrap();
+        });
+    }
+    cache.check_invariants();
+}
