@@ -98,7 +98,9 @@ for file in "${files[@]}"; do
   mkdir -p "mutants.out/$slug"
   echo "=== $file: lib [$MUTANTS_LIB_FILTERS] tests [$MUTANTS_TESTS] loom [$MUTANTS_LOOM_TESTS]"
   # shellcheck disable=SC2086 # MUTANTS_ARGS is a list of options
-  cargo-mutants mutants "${file_args[@]}" "${exclude[@]}" \
+  # A folder's tests.rs is the module's unit tests (`#[cfg(test)]`), not
+  # code under test.
+  cargo-mutants mutants "${file_args[@]}" --exclude 'src/**/tests.rs' "${exclude[@]}" \
     --output "mutants.out/$slug" --test-package larder \
     --timeout "${MUTANTS_TIMEOUT:-150}" --build-timeout 900 --no-shuffle \
     ${MUTANTS_ARGS:-} || true

@@ -350,3 +350,22 @@ fn a_read_of_one_shard_does_not_block_a_write_to_another() {
     }
     cache.check_invariants();
 }
+
+/// An init in progress is registered (what `check_invariants` and `Debug`
+/// report), and nothing is once it has finished.
+#[test]
+fn an_init_in_progress_is_counted_in_flight() {
+    let cache: TypedCache<u32, u32> = TypedCache::new();
+    assert_eq!(cache.raw.in_flight(), 0);
+    // Asserted after the init is released (a failed assertion inside
+    // `during` would leave the init paused).
+    let mut during = (0, String::new());
+    let got = with_init_paused(&cache, || {
+        during = (cache.raw.in_flight(), format!("{cache:?}"));
+    });
+    assert_eq!(got, 10);
+    assert_eq!(during.0, 1);
+    assert!(during.1.contains("in_flight: 1"), "{}", during.1);
+    assert_eq!(cache.raw.in_flight(), 0);
+    cache.check_invariants();
+}
