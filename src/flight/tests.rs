@@ -239,3 +239,76 @@ fn equal_hashes_of_different_keys_do_not_share_a_load() {
     });
     assert_eq!(group.in_flight(), 0);
 }
+
+#[test]
+fn debug_shows_the_flights_in_progress() {
+    let group = FlightGroup::<u32, u32>::new();
+    assert_eq!(format!("{group:?}"), "FlightGroup { in_flight: 0 }");
+}
+
+/// A key whose comparison with a key carrying a sender sends on it: tells a
+/// test that a caller is looking through the flights of its shard.
+#[derive(Clone)]
+struct SignalingKey(u32, Option<std::sync::mpsc::Sender<()>>);
+
+impl PartialEq for SignalingKey {
+    fn eq(&self, other: &Self) -> bool {
+        for signal in [&self.1, &other.1].into_iter().flatten() {
+            let _ = signal.send(());
+        }
+        self.0 == other.0
+    }
+}
+
+impl Eq for SignalingKey {}
+
+/// Only a flight of the loader's *own* key is re-entrant: a loader may join
+/// the flight of another key, loaded on another thread, and wait for it.
+#[test]
+fn a_loader_may_wait_for_the_flight_of_another_key() {
+    let _watchdog = crate::watchdog::arm(crate::watchdog::STRESS_LIMIT);
+    let group = FlightGroup::<SignalingKey, u32>::new();
+    let (started_tx, started_rx) = std::sync::mpsc::channel();
+    let (release_tx, release_rx) = std::sync::mpsc::channel::<()>();
+    let group = &group;
+    let outer = std::thread::scope(|s| {
+        s.spawn(move || {
+            group.load::<(), _, _, _>(
+                2,
+                &SignalingKey(2, None),
+                || None,
+                || {
+                    started_tx.send(()).unwrap();
+                    release_rx.recv().unwrap();
+                    Ok(20)
+                },
+                |_| {},
+            )
+        });
+        started_rx.recv().unwrap();
+        // Key 2's flight is registered and its loader paused. The inner
+        // call's lookup compares against it and releases it: the inner call
+        // has joined that flight by the time it can finish.
+        group.load::<(), _, _, _>(
+            1,
+            &SignalingKey(1, None),
+            || None,
+            || {
+                let (value, source) = group
+                    .load::<(), _, _, _>(
+                        2,
+                        &SignalingKey(2, Some(release_tx)),
+                        || None,
+                        || Ok(21),
+                        |_| {},
+                    )
+                    .unwrap();
+                assert_eq!(source, Source::Waited);
+                Ok(*value + 1)
+            },
+            |_| {},
+        )
+    });
+    assert_eq!(*outer.unwrap().0, 21);
+    assert_eq!(group.in_flight(), 0);
+}
