@@ -312,3 +312,66 @@ fn a_loader_may_wait_for_the_flight_of_another_key() {
     assert_eq!(*outer.unwrap().0, 21);
     assert_eq!(group.in_flight(), 0);
 }
+
+/// A waker that counts its wake-ups.
+struct CountingWaker(AtomicUsize);
+
+impl std::task::Wake for CountingWaker {
+    fn wake(self: Arc<Self>) {
+        self.0.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+fn counting_waker() -> (Arc<CountingWaker>, std::task::Waker) {
+    let counter = Arc::new(CountingWaker(AtomicUsize::new(0)));
+    (Arc::clone(&counter), std::task::Waker::from(counter))
+}
+
+/// `finish` wakes the waker of each waiter's latest poll (a future may move
+/// to another task between polls), and a dropped waiter takes out its own
+/// waker, not another waiter's.
+#[test]
+fn finish_wakes_each_waiters_latest_waker() {
+    use super::wait::{Flight, State, Wait};
+    use std::task::{Context, Poll};
+    let flight = Arc::new(Flight::<u32>::new(FlightFault::None));
+    let mut first = Box::pin(Wait::new(Arc::clone(&flight)));
+    let mut second = Box::pin(Wait::new(Arc::clone(&flight)));
+    let (first_old, waker) = counting_waker();
+    assert!(
+        first
+            .as_mut()
+            .poll(&mut Context::from_waker(&waker))
+            .is_pending()
+    );
+    let (first_new, waker) = counting_waker();
+    assert!(
+        first
+            .as_mut()
+            .poll(&mut Context::from_waker(&waker))
+            .is_pending()
+    );
+    let (second_count, waker) = counting_waker();
+    assert!(
+        second
+            .as_mut()
+            .poll(&mut Context::from_waker(&waker))
+            .is_pending()
+    );
+    assert_eq!(flight.registered_wakers(), 2);
+    drop(second);
+    assert_eq!(flight.registered_wakers(), 1);
+    flight.finish(State::Value(Arc::new(7)));
+    let woken = |counter: &CountingWaker| counter.0.load(Ordering::SeqCst);
+    assert_eq!(
+        (woken(&first_old), woken(&first_new), woken(&second_count)),
+        (0, 1, 0)
+    );
+    match first
+        .as_mut()
+        .poll(&mut Context::from_waker(std::task::Waker::noop()))
+    {
+        Poll::Ready(State::Value(value)) => assert_eq!(*value, 7),
+        _ => panic!("the waiter did not get the value"),
+    }
+}
