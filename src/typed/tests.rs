@@ -351,21 +351,29 @@ fn a_read_of_one_shard_does_not_block_a_write_to_another() {
     cache.check_invariants();
 }
 
-/// An init in progress is registered (what `check_invariants` and `Debug`
-/// report), and nothing is once it has finished.
+/// An init in progress is registered (what `Debug` reports, and what
+/// `check_invariants` rejects: it is called when no other thread uses the
+/// cache), and nothing is once it has finished.
 #[test]
 fn an_init_in_progress_is_counted_in_flight() {
     let cache: TypedCache<u32, u32> = TypedCache::new();
     assert_eq!(cache.raw.in_flight(), 0);
     // Asserted after the init is released (a failed assertion inside
     // `during` would leave the init paused).
-    let mut during = (0, String::new());
+    let mut during = (0, String::new(), false);
     let got = with_init_paused(&cache, || {
-        during = (cache.raw.in_flight(), format!("{cache:?}"));
+        let checked =
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| cache.check_invariants()));
+        during = (
+            cache.raw.in_flight(),
+            format!("{cache:?}"),
+            checked.is_err(),
+        );
     });
     assert_eq!(got, 10);
     assert_eq!(during.0, 1);
     assert!(during.1.contains("in_flight: 1"), "{}", during.1);
+    assert!(during.2, "check_invariants missed the init in progress");
     assert_eq!(cache.raw.in_flight(), 0);
     cache.check_invariants();
 }
