@@ -1,47 +1,107 @@
 #!/usr/bin/env bash
 # Mutation testing of larder's concurrency-critical files with cargo-mutants
-# (`cargo install cargo-mutants`). The test command is the lib's unit tests and
-# the integration tests (`cargo test --lib --tests`), then the whole loom suite
-# (scripts/mutants-cargo.sh). Slow: see docs/verification.md for the measured
-# time per mutant; not part of .ci/run.
+# (`cargo install cargo-mutants --locked`). Each file is mutated by its own
+# cargo-mutants run, and each mutant is tested only by the tests that
+# exercise that file (the table in `selection` below): the lib's unit tests
+# of the modules involved (`cargo test --lib -- <filters>`), the `tests/`
+# files that go through the file's code, and the loom models of its
+# protocols (release, LOOM_MAX_PREEMPTIONS=2). scripts/mutants-cargo.sh
+# runs that selection in place of the plain `cargo test` cargo-mutants asks
+# for. Not part of .ci/run; see docs/verification.md for the measured time
+# per mutant.
 #
-#   scripts/mutants.sh                      # every file below
-#   scripts/mutants.sh src/flight.rs        # only the files given
+#   scripts/mutants.sh                        # every file below, in order
+#   scripts/mutants.sh src/typed/raw.rs       # only the files given
+#   scripts/mutants.sh src/flight/            # a folder: its .rs files
 #
-# Extra cargo-mutants options go in MUTANTS_ARGS (e.g. MUTANTS_ARGS="--list").
-# Results land in mutants.out/ (outcomes.json, caught.txt, missed.txt, ...).
+# Options for cargo-mutants go in MUTANTS_ARGS (e.g. MUTANTS_ARGS="--list",
+# or "--in-place" to mutate this tree instead of a copy). MUTANTS_TIMEOUT is
+# the limit of one mutant's test phase in seconds (default 150: above the
+# tests' 120 s watchdog, so a hang is caught by name or by the timeout).
+# Results land in mutants.out/<file>/mutants.out/ (outcomes.json,
+# caught.txt, missed.txt, unviable.txt, timeout.txt).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+# The tests of one file, as "lib filters | tests/ targets | loom-tests
+# targets" (space-separated within each part).
+selection() {
+  case "${1%/}" in
+    src/typed/raw.rs)
+      echo "typed:: flight:: | typed typed_hostile typed_expiry cache_stats async_flight |
+        typed typed_writes flight_async flight_waiters" ;;
+    src/flight | src/flight/*)
+      echo "flight:: typed:: lru:: | async_flight typed typed_hostile cache_stats lru_hostile lru |
+        flight_async flight_waiters typed" ;;
+    src/sync.rs)
+      echo "sync:: flight:: snapshot:: | snapshot cache_stats typed_hostile async_flight ordered indexed |
+        flight_async flight_waiters typed" ;;
+    src/lru/cache.rs)
+      echo "lru:: | lru lru_hostile cache_stats async_flight | lru lru_resize flight_waiters" ;;
+    src/indexed/core.rs)
+      echo "indexed:: | indexed indexed_hostile | indexed indexed_revision" ;;
+    src/snapshot | src/snapshot/*)
+      echo "snapshot:: | snapshot misuse | snapshot misuse" ;;
+    src/ordered/partitioned.rs)
+      echo "ordered:: | ordered ordered_hostile ordered_wait | ordered ordered_drain ordered_wait" ;;
+    *)
+      echo "scripts/mutants.sh: no test selection for $1 (add it to \`selection\`)" >&2
+      return 1 ;;
+  esac
+}
+
 files=("$@")
 if [[ ${#files[@]} -eq 0 ]]; then
-  files=(src/flight.rs src/sync.rs src/snapshot/ src/indexed/core.rs src/lru/cache.rs
-    src/typed/raw.rs src/ordered/partitioned.rs)
+  files=(src/typed/raw.rs src/flight/ src/sync.rs src/lru/cache.rs src/indexed/core.rs
+    src/snapshot/ src/ordered/partitioned.rs)
 fi
-file_args=()
+
+target="${CARGO_TARGET_DIR:-$PWD/target}"
+export MUTANTS_REAL_CARGO="${MUTANTS_REAL_CARGO:-$(command -v cargo)}"
+export MUTANTS_LOOM_TARGET="$target/loom"
+export CARGO="$PWD/scripts/mutants-cargo.sh"
+export CARGO_TARGET_DIR="$target"
+
+# The loom stand-ins in src/sync.rs (the `#[cfg(loom)]` hasher and
+# `#[cfg(loom)] mod imp`) are test scaffolding that no normal build compiles:
+# mutating them is not mutating the shipped code, so they are excluded by
+# their line ranges.
+sync_exclude() {
+  local ranges=() start end
+  while read -r start; do
+    # An item starts on the line after its `#[cfg(loom)]` and ends at the
+    # next line that closes at column 0.
+    end=$(awk -v from="$start" 'NR > from && /^}/ { print NR; exit }' src/sync.rs)
+    ranges+=("$(seq "$start" "$end" | paste -sd'|')")
+  done < <(grep -n '^#\[cfg(loom)\]$' src/sync.rs | cut -d: -f1)
+  local joined
+  joined=$(IFS='|'; echo "${ranges[*]}")
+  [[ -n "$joined" ]] && echo "^src/sync\\.rs:($joined):"
+}
+
 for file in "${files[@]}"; do
+  spec=$(selection "$file")
+  IFS='|' read -r lib tests loom <<<"$(echo "$spec" | tr '\n' ' ')"
+  export MUTANTS_LIB_FILTERS="$(echo $lib)" MUTANTS_TESTS="$(echo $tests)" \
+    MUTANTS_LOOM_TESTS="$(echo $loom)"
+  file_args=()
   if [[ -d "$file" ]]; then
     file_args+=(--file "${file%/}/**/*.rs")
   else
     file_args+=(--file "$file")
   fi
+  exclude=()
+  if [[ "$file" == src/sync.rs ]]; then
+    exclude=(--exclude-re "$(sync_exclude)")
+  fi
+  slug=$(echo "${file%/}" | sed 's|^src/||; s|\.rs$||; s|/|-|g')
+  mkdir -p "mutants.out/$slug"
+  echo "=== $file: lib [$MUTANTS_LIB_FILTERS] tests [$MUTANTS_TESTS] loom [$MUTANTS_LOOM_TESTS]"
+  # shellcheck disable=SC2086 # MUTANTS_ARGS is a list of options
+  # A folder's tests.rs is the module's unit tests (`#[cfg(test)]`), not
+  # code under test.
+  cargo-mutants mutants "${file_args[@]}" --exclude 'src/**/tests.rs' "${exclude[@]}" \
+    --output "mutants.out/$slug" --test-package larder \
+    --timeout "${MUTANTS_TIMEOUT:-150}" --build-timeout 900 --no-shuffle \
+    ${MUTANTS_ARGS:-} || true
 done
-target="${CARGO_TARGET_DIR:-$PWD/target}"
-export MUTANTS_REAL_CARGO="${CARGO:-$(command -v cargo)}"
-export MUTANTS_LOOM_TARGET="$target/mutants-loom"
-export CARGO="$PWD/scripts/mutants-cargo.sh"
-export CARGO_TARGET_DIR="$target/mutants"
-# The loom stand-ins in src/sync.rs (the `#[cfg(loom)] mod imp`) are test
-# scaffolding that no normal build compiles: mutating them is not mutating the
-# shipped code, so they are excluded by their line range.
-loom_start=$(grep -n '^#\[cfg(loom)\]$' src/sync.rs | awk -F: 'NR==FNR{print $1}' | tail -1)
-loom_end=$(grep -n '^pub(crate) use imp::\*;$' src/sync.rs | cut -d: -f1)
-exclude=()
-if [[ -n "$loom_start" && -n "$loom_end" ]]; then
-  lines=$(seq "$loom_start" "$loom_end" | paste -sd'|')
-  exclude=(--exclude-re "^src/sync\\.rs:($lines):")
-fi
-# shellcheck disable=SC2086 # MUTANTS_ARGS is a list of options
-cargo-mutants mutants "${file_args[@]}" "${exclude[@]}" \
-  --test-package larder --cargo-test-arg=--lib --cargo-test-arg=--tests \
-  --jobs 1 --timeout "${MUTANTS_TIMEOUT:-300}" --build-timeout 900 --no-shuffle \
-  ${MUTANTS_ARGS:-}

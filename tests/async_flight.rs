@@ -556,3 +556,31 @@ fn hit_builds_no_owned_key() {
         );
     });
 }
+
+/// An expired entry is a miss for the async forms as for the sync ones: the
+/// init runs and its value replaces the expired one (the leader's re-check
+/// must not hand the expired value back as found).
+#[test]
+fn an_expired_entry_is_initialized_again() {
+    within("an_expired_entry_is_initialized_again", 0, async {
+        let clock = larder::ManualClock::new();
+        let cache = TypedCache::<u32, u32>::builder()
+            .time_to_live(Duration::from_secs(10))
+            .clock(clock.clone())
+            .build()
+            .unwrap();
+        cache.insert(1, 10);
+        cache.insert(2, 20);
+        clock.advance(Duration::from_secs(11));
+        assert_eq!(*cache.get_or_init_async(&1, async { 11 }).await, 11);
+        let tried = cache
+            .get_or_try_init_async(&2, async { Ok::<_, ()>(21) })
+            .await;
+        assert_eq!(tried.as_deref(), Ok(&21));
+        assert_eq!(cache.get(&1).as_deref(), Some(&11));
+        assert_eq!(cache.get(&2).as_deref(), Some(&21));
+        let stats = cache.stats();
+        assert_eq!((stats.inits, stats.waits), (2, 0));
+        cache.check_invariants();
+    });
+}

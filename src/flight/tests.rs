@@ -240,3 +240,161 @@ fn equal_hashes_of_different_keys_do_not_share_a_load() {
     });
     assert_eq!(group.in_flight(), 0);
 }
+
+#[test]
+fn debug_shows_the_flights_in_progress() {
+    let group = FlightGroup::<u32, u32>::new();
+    assert_eq!(format!("{group:?}"), "FlightGroup { in_flight: 0 }");
+}
+
+/// A key whose comparison with a key carrying a sender sends on it: tells a
+/// test that a caller is looking through the flights of its shard.
+#[derive(Clone)]
+struct SignalingKey(u32, Option<std::sync::mpsc::Sender<()>>);
+
+impl PartialEq for SignalingKey {
+    fn eq(&self, other: &Self) -> bool {
+        for signal in [&self.1, &other.1].into_iter().flatten() {
+            let _ = signal.send(());
+        }
+        self.0 == other.0
+    }
+}
+
+impl Eq for SignalingKey {}
+
+/// Only a flight of the loader's *own* key is re-entrant: a loader may join
+/// the flight of another key, loaded on another thread, and wait for it.
+#[test]
+fn a_loader_may_wait_for_the_flight_of_another_key() {
+    let _watchdog = crate::watchdog::arm(crate::watchdog::STRESS_LIMIT);
+    let group = FlightGroup::<SignalingKey, u32>::new();
+    let (started_tx, started_rx) = std::sync::mpsc::channel();
+    let (release_tx, release_rx) = std::sync::mpsc::channel::<()>();
+    let group = &group;
+    let outer = std::thread::scope(|s| {
+        s.spawn(move || {
+            group.load::<(), _, _, _>(
+                2,
+                &SignalingKey(2, None),
+                || None,
+                || {
+                    started_tx.send(()).unwrap();
+                    release_rx.recv().unwrap();
+                    Ok(20)
+                },
+                |_| {},
+            )
+        });
+        started_rx.recv().unwrap();
+        // Key 2's flight is registered and its loader paused. The inner
+        // call's lookup compares against it and releases it: the inner call
+        // has joined that flight by the time it can finish.
+        group.load::<(), _, _, _>(
+            1,
+            &SignalingKey(1, None),
+            || None,
+            || {
+                let (value, source) = group
+                    .load::<(), _, _, _>(
+                        2,
+                        &SignalingKey(2, Some(release_tx)),
+                        || None,
+                        || Ok(21),
+                        |_| {},
+                    )
+                    .unwrap();
+                assert_eq!(source, Source::Waited);
+                Ok(*value + 1)
+            },
+            |_| {},
+        )
+    });
+    assert_eq!(*outer.unwrap().0, 21);
+    assert_eq!(group.in_flight(), 0);
+}
+
+/// A waker that counts its wake-ups.
+struct CountingWaker(AtomicUsize);
+
+impl std::task::Wake for CountingWaker {
+    fn wake(self: Arc<Self>) {
+        self.0.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+fn counting_waker() -> (Arc<CountingWaker>, std::task::Waker) {
+    let counter = Arc::new(CountingWaker(AtomicUsize::new(0)));
+    (Arc::clone(&counter), std::task::Waker::from(counter))
+}
+
+/// `finish` wakes the waker of each waiter's latest poll (a future may move
+/// to another task between polls), and a dropped waiter takes out its own
+/// waker, not another waiter's.
+#[test]
+fn finish_wakes_each_waiters_latest_waker() {
+    use super::wait::{Flight, State, Wait};
+    use std::task::{Context, Poll};
+    let flight = Arc::new(Flight::<u32>::new(FlightFault::None));
+    let mut first = Box::pin(Wait::new(Arc::clone(&flight)));
+    let mut second = Box::pin(Wait::new(Arc::clone(&flight)));
+    let (first_old, waker) = counting_waker();
+    assert!(
+        first
+            .as_mut()
+            .poll(&mut Context::from_waker(&waker))
+            .is_pending()
+    );
+    let (first_new, waker) = counting_waker();
+    assert!(
+        first
+            .as_mut()
+            .poll(&mut Context::from_waker(&waker))
+            .is_pending()
+    );
+    let (second_count, waker) = counting_waker();
+    assert!(
+        second
+            .as_mut()
+            .poll(&mut Context::from_waker(&waker))
+            .is_pending()
+    );
+    assert_eq!(flight.registered_wakers(), 2);
+    drop(second);
+    assert_eq!(flight.registered_wakers(), 1);
+    flight.finish(State::Value(Arc::new(7)));
+    let woken = |counter: &CountingWaker| counter.0.load(Ordering::SeqCst);
+    assert_eq!(
+        (woken(&first_old), woken(&first_new), woken(&second_count)),
+        (0, 1, 0)
+    );
+    match first
+        .as_mut()
+        .poll(&mut Context::from_waker(std::task::Waker::noop()))
+    {
+        Poll::Ready(State::Value(value)) => assert_eq!(*value, 7),
+        _ => panic!("the waiter did not get the value"),
+    }
+}
+
+/// A panic inside an async loader's `poll` abandons the flight as it
+/// unwinds, before the leader's future is dropped: its waiters go on at
+/// once, whatever the caller does with the future afterwards.
+#[test]
+fn async_loader_panic_abandons_the_flight_while_unwinding() {
+    let group = FlightGroup::<u32, u32>::new();
+    let mut leader = Box::pin(group.load_async::<u32, (), _, _, _, _>(
+        1,
+        &1,
+        || 1,
+        || Err(()),
+        async { panic!("loader panics") },
+        |_, ()| {},
+    ));
+    let unwound =
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| poll_once(leader.as_mut())));
+    assert!(unwound.is_err());
+    assert_eq!(group.in_flight(), 0, "the flight outlived the panic");
+    drop(leader);
+    assert_eq!(group.in_flight(), 0);
+}

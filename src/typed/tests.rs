@@ -287,3 +287,93 @@ fn debug_shows_len_and_stats() {
     assert!(text.contains("len: 1"), "{text}");
     assert!(text.contains("hits"), "{text}");
 }
+
+/// A hasher whose hash of a `u64` key is the key itself, so a test can
+/// choose the shard of each key (`Raw::shard_index` takes bits 40..44).
+#[derive(Clone, Default)]
+struct KeyIsHash;
+
+impl std::hash::BuildHasher for KeyIsHash {
+    type Hasher = KeyIsHashHasher;
+    fn build_hasher(&self) -> KeyIsHashHasher {
+        KeyIsHashHasher(0)
+    }
+}
+
+struct KeyIsHashHasher(u64);
+
+impl std::hash::Hasher for KeyIsHashHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, _bytes: &[u8]) {
+        unreachable!("only u64 keys")
+    }
+    fn write_u64(&mut self, key: u64) {
+        self.0 = key;
+    }
+}
+
+/// Keys in different shards have different locks: a reader held inside
+/// `get_with` on one shard does not hold up a write to another. (All keys
+/// in one shard would deadlock here: the write waits for the read, which
+/// waits for the write.)
+#[test]
+fn a_read_of_one_shard_does_not_block_a_write_to_another() {
+    let _watchdog = crate::watchdog::arm(crate::watchdog::STRESS_LIMIT);
+    let cache = TypedCache::<u64, u64>::builder()
+        .hasher(KeyIsHash)
+        .build()
+        .unwrap();
+    let shards = [0, 1 << 40, 7 << 40, 15 << 40];
+    for key in shards {
+        cache.insert(key, key);
+    }
+    for reader_key in shards {
+        let (reading_tx, reading_rx) = mpsc::channel();
+        let (written_tx, written_rx) = mpsc::channel::<()>();
+        let cache = &cache;
+        thread::scope(|s| {
+            s.spawn(move || {
+                cache.get_with(&reader_key, |_| {
+                    reading_tx.send(()).unwrap();
+                    // Holds the shard's read lock until the writes are done.
+                    written_rx.recv().unwrap();
+                })
+            });
+            reading_rx.recv().unwrap();
+            for key in shards.into_iter().filter(|&key| key != reader_key) {
+                cache.insert(key, key + 1);
+            }
+            written_tx.send(()).unwrap();
+        });
+    }
+    cache.check_invariants();
+}
+
+/// An init in progress is registered (what `Debug` reports, and what
+/// `check_invariants` rejects: it is called when no other thread uses the
+/// cache), and nothing is once it has finished.
+#[test]
+fn an_init_in_progress_is_counted_in_flight() {
+    let cache: TypedCache<u32, u32> = TypedCache::new();
+    assert_eq!(cache.raw.in_flight(), 0);
+    // Asserted after the init is released (a failed assertion inside
+    // `during` would leave the init paused).
+    let mut during = (0, String::new(), false);
+    let got = with_init_paused(&cache, || {
+        let checked =
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| cache.check_invariants()));
+        during = (
+            cache.raw.in_flight(),
+            format!("{cache:?}"),
+            checked.is_err(),
+        );
+    });
+    assert_eq!(got, 10);
+    assert_eq!(during.0, 1);
+    assert!(during.1.contains("in_flight: 1"), "{}", during.1);
+    assert!(during.2, "check_invariants missed the init in progress");
+    assert_eq!(cache.raw.in_flight(), 0);
+    cache.check_invariants();
+}
