@@ -376,25 +376,3 @@ fn finish_wakes_each_waiters_latest_waker() {
         _ => panic!("the waiter did not get the value"),
     }
 }
-
-/// A panic inside an async loader's `poll` abandons the flight as it
-/// unwinds, before the leader's future is dropped: its waiters go on at
-/// once, whatever the caller does with the future afterwards.
-#[test]
-fn async_loader_panic_abandons_the_flight_while_unwinding() {
-    let group = FlightGroup::<u32, u32>::new();
-    let mut leader = Box::pin(group.load_async::<u32, (), _, _, _, _>(
-        1,
-        &1,
-        || 1,
-        || Err(()),
-        async { panic!("loader panics") },
-        |_, ()| {},
-    ));
-    let unwound =
-        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| poll_once(leader.as_mut())));
-    assert!(unwound.is_err());
-    assert_eq!(group.in_flight(), 0, "the flight outlived the panic");
-    drop(leader);
-    assert_eq!(group.in_flight(), 0);
-}
