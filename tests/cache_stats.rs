@@ -9,6 +9,7 @@
 mod watchdog;
 
 use std::sync::Barrier;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use larder::{LruCache, TypedCache};
@@ -24,17 +25,21 @@ fn wait_until(done: impl Fn() -> bool) {
 fn a_caller_that_waits_on_another_callers_load_counts_a_wait() {
     let _watchdog = watchdog::arm(Duration::from_secs(60));
     let cache: LruCache<u32, u32> = LruCache::new(16);
+    let loading = AtomicBool::new(false);
     std::thread::scope(|s| {
         // The loader returns only once the second caller has missed, so
         // that caller either waits on this load or finds its value on its
         // re-check: a wait either way, never a load.
+        // The second caller starts only once the loader runs, so the flight
+        // is registered by then: it cannot become the leader itself.
         let leader = s.spawn(|| {
             cache.get_or_load(&1, || {
+                loading.store(true, Ordering::SeqCst);
                 wait_until(|| cache.stats().misses >= 2);
                 10
             })
         });
-        wait_until(|| cache.stats().misses >= 1);
+        wait_until(|| loading.load(Ordering::SeqCst));
         let waiter = *cache.get_or_load(&1, || unreachable!("the leader loads"));
         assert_eq!((waiter, *leader.join().unwrap()), (10, 10));
     });
@@ -50,14 +55,17 @@ fn a_caller_that_waits_on_another_callers_load_counts_a_wait() {
 fn a_caller_that_waits_on_another_callers_init_counts_a_wait() {
     let _watchdog = watchdog::arm(Duration::from_secs(60));
     let cache: TypedCache<u32, u32> = TypedCache::new();
+    let loading = AtomicBool::new(false);
     std::thread::scope(|s| {
+        // As above: the second caller starts once the init runs.
         let leader = s.spawn(|| {
             cache.get_or_init(&1, || {
+                loading.store(true, Ordering::SeqCst);
                 wait_until(|| cache.stats().misses >= 2);
                 10
             })
         });
-        wait_until(|| cache.stats().misses >= 1);
+        wait_until(|| loading.load(Ordering::SeqCst));
         let waiter = *cache.get_or_init(&1, || unreachable!("the leader inits"));
         assert_eq!((waiter, *leader.join().unwrap()), (10, 10));
     });
