@@ -17,7 +17,10 @@
 # Options for cargo-mutants go in MUTANTS_ARGS (e.g. MUTANTS_ARGS="--list",
 # or "--in-place" to mutate this tree instead of a copy). MUTANTS_TIMEOUT is
 # the limit of one mutant's test phase in seconds (default 150: above the
-# tests' 120 s watchdog, so a hang is caught by name or by the timeout).
+# tests' watchdog, so a hang is caught by name or by the timeout).
+# LARDER_WATCHDOG_SECS (default 30 here) lowers the tests' watchdog limits
+# (tests/common/watchdog.rs), so a mutant that deadlocks a watched test
+# fails in 30 s instead of 120.
 # Results land in mutants.out/<file>/mutants.out/ (outcomes.json,
 # caught.txt, missed.txt, unviable.txt, timeout.txt).
 set -euo pipefail
@@ -61,6 +64,7 @@ export MUTANTS_REAL_CARGO="${MUTANTS_REAL_CARGO:-$(command -v cargo)}"
 export MUTANTS_LOOM_TARGET="$target/loom"
 export CARGO="$PWD/scripts/mutants-cargo.sh"
 export CARGO_TARGET_DIR="$target"
+export LARDER_WATCHDOG_SECS="${LARDER_WATCHDOG_SECS:-30}"
 
 # The loom stand-ins in src/sync.rs (the `#[cfg(loom)]` hasher and
 # `#[cfg(loom)] mod imp`) are test scaffolding that no normal build compiles:

@@ -18,6 +18,20 @@ use std::time::Duration;
 /// (seconds, in debug builds on 2 cores), far below a stalled CI job.
 pub const STRESS_LIMIT: Duration = Duration::from_secs(120);
 
+/// Names an environment variable that lowers every limit to this many
+/// seconds, for runs where a hang is expected and waiting for it is the
+/// cost (scripts/mutants.sh sets it: a mutant that deadlocks should fail in
+/// seconds, not minutes). Unset, the limits are as the tests give them.
+pub const LIMIT_OVERRIDE: &str = "LARDER_WATCHDOG_SECS";
+
+/// `limit`, or the override's seconds when that is set and smaller.
+fn effective(limit: Duration) -> Duration {
+    std::env::var(LIMIT_OVERRIDE)
+        .ok()
+        .and_then(|secs| secs.trim().parse::<u64>().ok())
+        .map_or(limit, |secs| limit.min(Duration::from_secs(secs)))
+}
+
 /// An armed watchdog: disarmed when dropped (when the test's body returns
 /// or unwinds).
 #[must_use = "the watchdog is disarmed when this value is dropped"]
@@ -30,6 +44,7 @@ pub struct Watchdog {
 /// dropped within `limit`, the process aborts with a message naming the
 /// test. Put `let _watchdog = watchdog::arm(LIMIT);` first in a test body.
 pub fn arm(limit: Duration) -> Watchdog {
+    let limit = effective(limit);
     let name = std::thread::current()
         .name()
         .unwrap_or("an unnamed test")
