@@ -118,7 +118,7 @@ pub(crate) fn default_shards(capacity: usize, policy: LruPolicy) -> usize {
         LruPolicy::Exact => (128, 32),
         LruPolicy::Clock => (512, 8),
         // Hits share the lock, as under `Clock`; but the probation queue is
-        // 1/32 of a shard, so shards stay large enough to give it room.
+        // 1/48 of a shard, so shards stay large enough to give it room.
         LruPolicy::S3Fifo => (128, 64),
     };
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());

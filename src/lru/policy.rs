@@ -66,7 +66,7 @@ pub enum LruPolicy {
     /// under the shard's shared lock, so hits never wait for each other.
     Clock,
     /// S3-FIFO within each shard (Yang et al., SOSP 2023): new keys enter a
-    /// small probation queue (1/32 of the shard) and leave it unless used
+    /// small probation queue (1/48 of the shard) and leave it unless used
     /// again; keys used again move to the main queue, which evicts a key
     /// only once it went unused for a whole pass; a ghost list of recently
     /// evicted hashes readmits a returning key straight to main. A hit

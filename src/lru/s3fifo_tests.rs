@@ -144,11 +144,11 @@ impl Model {
     }
 
     fn small_share(&self) -> usize {
-        (self.capacity / 32).max(1)
+        (self.capacity / 48).max(1)
     }
 
     fn ghost_capacity(&self) -> usize {
-        self.capacity - self.small_share()
+        self.capacity * 2 / 3
     }
 
     fn get(&mut self, key: u32) -> Option<u32> {
