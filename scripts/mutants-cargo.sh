@@ -17,7 +17,7 @@
 # loom build (about half of a mutant's build time). A mutant that compiles
 # but fails the loom build (code that differs under --cfg loom) therefore
 # counts as caught; its log says "loom build failed", and
-# docs/verification.md counts such mutants apart.
+# docs/mutation.md counts such mutants apart.
 set -euo pipefail
 real_cargo="${MUTANTS_REAL_CARGO:?set by scripts/mutants.sh}"
 if [[ "${1:-}" != "test" ]]; then

@@ -7,7 +7,7 @@
 # files that go through the file's code, and the loom models of its
 # protocols (release, LOOM_MAX_PREEMPTIONS=2). scripts/mutants-cargo.sh
 # runs that selection in place of the plain `cargo test` cargo-mutants asks
-# for. Not part of .ci/run; see docs/verification.md for the measured time
+# for. Not part of .ci/run; see docs/mutation.md for the measured time
 # per mutant.
 #
 #   scripts/mutants.sh                        # every file below, in order
