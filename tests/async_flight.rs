@@ -11,6 +11,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use larder::{AnyCache, LruCache, TypedCache};
+
+#[path = "common/watchdog.rs"]
+mod watchdog;
 use tokio::sync::{Notify, oneshot};
 
 const LIMIT: Duration = Duration::from_secs(20);
@@ -298,6 +301,56 @@ fn panicking_init_future_hands_over() {
         assert_eq!(cache.get::<u64, _>(&1).as_deref(), Some(&7));
         cache.check_invariants();
     });
+}
+
+/// A panic inside the leader's init abandons the flight while it unwinds,
+/// not only when the leader's future is later dropped: here the caller
+/// catches the panic around `poll` and keeps the future, and a joined
+/// waiter still takes over at once.
+#[test]
+fn panicking_init_hands_over_while_the_panicked_future_is_kept() {
+    use std::panic::{AssertUnwindSafe, catch_unwind};
+    use std::pin::pin;
+    use std::task::{Context, Poll, Waker};
+
+    let _watchdog = watchdog::arm(LIMIT);
+    let cache: TypedCache<u32, u32> = TypedCache::new();
+    let mut cx = Context::from_waker(Waker::noop());
+    // The leader's init: pending on its first poll, panics on its second.
+    let mut polls = 0;
+    let init = std::future::poll_fn(|_| {
+        polls += 1;
+        if polls == 1 {
+            Poll::Pending
+        } else {
+            panic!("init panicked on purpose")
+        }
+    });
+    let mut leader = pin!(cache.get_or_init_async(&1, init));
+    assert!(
+        leader.as_mut().poll(&mut cx).is_pending(),
+        "registers, loads"
+    );
+    let mut waiter = pin!(cache.get_or_init_async(&1, async { 7 }));
+    assert!(
+        waiter.as_mut().poll(&mut cx).is_pending(),
+        "joins the flight"
+    );
+    let panicked = catch_unwind(AssertUnwindSafe(|| leader.as_mut().poll(&mut cx)));
+    assert!(
+        panicked.is_err(),
+        "the init's panic reaches the leader's poll"
+    );
+    // `leader` is still alive (pinned above, not dropped): the flight must
+    // already be abandoned.
+    match waiter.as_mut().poll(&mut cx) {
+        Poll::Ready(value) => assert_eq!(*value, 7),
+        Poll::Pending => panic!("the waiter still waits for a leader that panicked"),
+    }
+    let stats = cache.stats();
+    assert_eq!((stats.inits, stats.init_failures), (2, 1), "{stats:?}");
+    assert_eq!(cache.get(&1).as_deref(), Some(&7));
+    cache.check_invariants();
 }
 
 /// A sync leader (blocking thread) and async waiters share one flight, and

@@ -26,7 +26,11 @@
 //!   its waiters wake and go back to step 1, where one of them leads. A
 //!   dropped waiter empties its slot in the list ([`Wait`]'s `Drop`).
 //! - A panic inside the loader's `poll` abandons the flight at once, while
-//!   unwinding, not only when the future is later dropped.
+//!   unwinding, not only when the future is later dropped: the panic
+//!   unwinds through [`lead`]'s own frame, which drops its live locals, the
+//!   leader among them (the test
+//!   `panicking_init_hands_over_while_the_panicked_future_is_kept` keeps the
+//!   panicked future alive and sees a waiter take over).
 //!
 //! # Re-entrancy
 //!
@@ -346,10 +350,7 @@ where
     let mut load = pin!(load(cx, hash, init));
     let outcome = poll_fn(|cx| {
         let _entered = sync::enter_load(id);
-        let abandon = AbandonOnUnwind(&mut leader);
-        let poll = load.as_mut().poll(cx);
-        std::mem::forget(abandon);
-        poll
+        load.as_mut().poll(cx)
     })
     .await;
     let mut published = None;
@@ -361,18 +362,4 @@ where
         Source::Loaded,
         published,
     )
-}
-/// Abandons the flight if the loader's `poll` unwinds (disarmed with
-/// `mem::forget` when it returns).
-struct AbandonOnUnwind<'l, 'a, K, V>(&'l mut Leader<'a, K, V>);
-
-impl<K, V> Drop for AbandonOnUnwind<'_, '_, K, V> {
-    fn drop(&mut self) {
-        // The same as dropping the leader unfinished (which honours the
-        // loom faults); `finished` keeps the later drop from acting twice.
-        let leader = &mut *self.0;
-        if !leader.finished {
-            leader.abandon();
-        }
-    }
 }
