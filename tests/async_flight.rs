@@ -2,8 +2,9 @@
 //! `TypedCache::get_or_init_async`, `AnyCache::get_or_init_async`,
 //! `LruCache::get_or_load_async` and their `try` twins.
 //!
-//! Every test runs under `tokio::time::timeout` (through [`within`]), so a
-//! hang fails with the test's name instead of wedging the suite.
+//! Every test runs under `tokio::time::timeout` and a thread watchdog
+//! (through [`within`]), so a hang fails with the test's name instead of
+//! wedging the suite.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -19,8 +20,11 @@ use tokio::sync::{Notify, oneshot};
 const LIMIT: Duration = Duration::from_secs(20);
 
 /// Runs `body` on a fresh runtime (`workers == 0`: current-thread) and
-/// fails with `name` if it does not finish within [`LIMIT`].
+/// fails with `name` if it does not finish within [`LIMIT`]. A future that
+/// spins inside one `poll` never lets the runtime's timer fire: the thread
+/// watchdog, armed a little later, aborts naming the test then.
 fn within<F: Future>(name: &str, workers: usize, body: F) -> F::Output {
+    let _watchdog = watchdog::arm(LIMIT + Duration::from_secs(10));
     let runtime = if workers == 0 {
         tokio::runtime::Builder::new_current_thread()
             .enable_all()
