@@ -36,6 +36,7 @@ use std::borrow::Borrow;
 use std::collections::VecDeque;
 
 use hashbrown::HashTable;
+use hashbrown::hash_table::Entry;
 
 use super::core::{Inserted, MAX_SHARD_CAPACITY};
 use super::index::{Keyed, NodeIndex};
@@ -133,24 +134,30 @@ impl Ghost {
         }
     }
 
-    fn contains(&self, hash: u64) -> bool {
-        matches!(
-            self.members.find(hash, |m| m.0 == hash),
-            Some(&(_, _, true))
-        )
+    /// Whether `hash` is remembered; if so, forgets it (its key is being
+    /// readmitted, to main). One probe of the table.
+    fn take(&mut self, hash: u64) -> bool {
+        match self.members.find_mut(hash, |m| m.0 == hash) {
+            Some(member) if member.2 => {
+                member.2 = false;
+                true
+            }
+            _ => false,
+        }
     }
 
     fn push(&mut self, hash: u64, weight: u32) {
         if self.capacity == 0 {
             return;
         }
-        match self.members.find_mut(hash, |m| m.0 == hash) {
-            Some(member) => {
+        match self.members.entry(hash, |m| m.0 == hash, |m| m.0) {
+            Entry::Occupied(mut member) => {
+                let member = member.get_mut();
                 member.1 += 1;
                 member.2 = true;
             }
-            None => {
-                self.members.insert_unique(hash, (hash, 1, true), |m| m.0);
+            Entry::Vacant(slot) => {
+                slot.insert((hash, 1, true));
             }
         }
         self.order.push_back(hash);
@@ -162,13 +169,6 @@ impl Ghost {
         }
         self.weight += u64::from(weight);
         self.trim();
-    }
-
-    /// Forgets `hash` (its key was readmitted, to main).
-    fn forget(&mut self, hash: u64) {
-        if let Some(member) = self.members.find_mut(hash, |m| m.0 == hash) {
-            member.2 = false;
-        }
     }
 
     fn set_capacity(&mut self, capacity: usize) {
@@ -364,8 +364,7 @@ impl<K, V> S3FifoCore<K, V> {
             inserted.unused_key = Some(key);
             return inserted;
         }
-        let queue = if self.ghost.contains(hash) {
-            self.ghost.forget(hash);
+        let queue = if self.ghost.take(hash) {
             Queue::Main
         } else {
             Queue::Small
