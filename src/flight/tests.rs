@@ -182,6 +182,17 @@ fn dropped_async_waiter_deregisters_its_waker() {
         assert!(poll_once(waiter.as_mut()).is_pending());
     }
     assert!(flight.waker_slots() <= 4, "{} slots", flight.waker_slots());
+    // Waiters alive at once each hold a slot of their own.
+    let mut live: Vec<_> = (0..3)
+        .map(|_| Box::pin(load_key_one(&group, async { Ok(2) })))
+        .collect();
+    for waiter in &mut live {
+        assert!(poll_once(waiter.as_mut()).is_pending());
+    }
+    assert_eq!(flight.registered_wakers(), 3);
+    assert!(flight.waker_slots() >= 3, "{} slots", flight.waker_slots());
+    drop(live);
+    assert_eq!(flight.registered_wakers(), 0);
     // The cancelled leader abandons the flight: nothing stays registered.
     drop(leader);
     assert_eq!(group.in_flight(), 0);
