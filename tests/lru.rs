@@ -678,3 +678,60 @@ fn a_panicking_closure_leaves_the_cache_consistent_and_unlocked() {
         }
     }
 }
+
+/// A value that counts its drops.
+struct Counted(Arc<AtomicUsize>);
+
+impl Drop for Counted {
+    fn drop(&mut self) {
+        self.0.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+/// Every value the cache lets go of is dropped exactly once, with or
+/// without a listener: evicted, replaced, removed, cleared, or left in the
+/// cache when it is dropped.
+#[test]
+fn every_value_let_go_is_dropped_once_under_every_policy() {
+    for policy in [LruPolicy::Exact, LruPolicy::Clock, LruPolicy::S3Fifo] {
+        for listener in [false, true] {
+            let drops = Arc::new(AtomicUsize::new(0));
+            let heard = Arc::new(AtomicUsize::new(0));
+            let builder = LruCache::builder(8).shards(2).policy(policy);
+            let builder = if listener {
+                let heard = Arc::clone(&heard);
+                builder.eviction_listener(move |_: u32, _: Arc<Counted>, _| {
+                    heard.fetch_add(1, Ordering::SeqCst);
+                })
+            } else {
+                builder
+            };
+            let cache = builder.build().unwrap();
+            let mut made = 0;
+            for key in 0..100u32 {
+                cache.insert(key, Counted(Arc::clone(&drops)));
+                made += 1;
+            }
+            // Evictions only so far: every value not held was dropped.
+            assert_eq!(
+                drops.load(Ordering::SeqCst),
+                made - cache.len(),
+                "{policy:?}, listener {listener}: after evictions"
+            );
+            let present = cache.iter().next().map(|(key, _)| key).unwrap();
+            cache.insert(present, Counted(Arc::clone(&drops)));
+            made += 1;
+            cache.remove(&present);
+            assert_eq!(drops.load(Ordering::SeqCst), made - cache.len());
+            cache.clear();
+            assert_eq!(drops.load(Ordering::SeqCst), made);
+            cache.insert(1000, Counted(Arc::clone(&drops)));
+            drop(cache);
+            assert_eq!(drops.load(Ordering::SeqCst), made + 1);
+            if listener {
+                // Every value let go before the cache was dropped was heard.
+                assert_eq!(heard.load(Ordering::SeqCst), made);
+            }
+        }
+    }
+}

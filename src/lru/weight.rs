@@ -54,6 +54,16 @@ impl<K, V> Evicted<K, V> {
         usize::from(self.first.is_some()) + self.rest.len()
     }
 
+    /// The only victim (or none), or `Err(self)` if there were several.
+    #[inline]
+    pub(crate) fn at_most_one(self) -> Result<Option<(K, V)>, Self> {
+        if self.rest.is_empty() {
+            Ok(self.first)
+        } else {
+            Err(self)
+        }
+    }
+
     /// The victims, oldest first.
     pub(crate) fn into_iter(self) -> impl Iterator<Item = (K, V)> {
         self.first.into_iter().chain(self.rest)
