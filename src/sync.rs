@@ -476,12 +476,15 @@ mod tests {
     /// number without a stripe of its own) share the last stripe with every
     /// later thread, so they must take the read-modify-write path: a load
     /// and a store there lose increments as soon as two such threads
-    /// overlap. Four threads all counting as the boundary number make the
-    /// overlap certain.
+    /// overlap. Four threads all counting as the boundary number, each for
+    /// tens of milliseconds (longer than a scheduler slice, so that even on
+    /// a loaded machine they overlap or preempt each other mid-increment),
+    /// make the loss certain. 200,000 increments each were too few: a
+    /// mutation run on a busy machine saw a load-and-store boundary pass.
     #[test]
     fn the_boundary_thread_counts_with_a_read_modify_write() {
         const THREADS: u64 = 4;
-        const EACH: u64 = 200_000;
+        const EACH: u64 = 2_000_000;
         let stripes: Vec<CachePadded<AtomicU64>> = (0..4)
             .map(|_| CachePadded::new(AtomicU64::new(0)))
             .collect();
