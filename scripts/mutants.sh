@@ -37,7 +37,7 @@ selection() {
       echo "flight:: typed:: lru:: | async_flight typed typed_hostile cache_stats lru_hostile lru |
         flight_async flight_waiters typed" ;;
     src/sync.rs)
-      echo "sync:: flight:: snapshot:: | snapshot cache_stats typed_hostile async_flight ordered indexed |
+      echo "sync:: flight:: snapshot:: | snapshot cache_stats lru_stress typed_hostile async_flight ordered indexed |
         flight_async flight_waiters typed" ;;
     src/lru/cache.rs)
       echo "lru:: | lru lru_hostile cache_stats async_flight | lru lru_resize flight_waiters" ;;
