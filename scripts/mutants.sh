@@ -40,7 +40,7 @@ selection() {
       echo "sync:: flight:: snapshot:: | snapshot cache_stats lru_stress typed_hostile async_flight ordered indexed |
         flight_async flight_waiters typed" ;;
     src/lru/cache.rs)
-      echo "lru:: | lru lru_hostile cache_stats async_flight | lru lru_resize flight_waiters" ;;
+      echo "lru:: | lru lru_hostile lru_weights lru_stress lru_hit_ratio cache_stats async_flight | lru lru_resize lru_weights flight_waiters" ;;
     src/indexed/core.rs)
       echo "indexed:: | indexed indexed_hostile | indexed indexed_revision" ;;
     src/snapshot | src/snapshot/*)

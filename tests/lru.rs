@@ -735,3 +735,18 @@ fn every_value_let_go_is_dropped_once_under_every_policy() {
         }
     }
 }
+
+/// The accessors report what the builder set.
+#[test]
+fn accessors_report_the_configuration() {
+    for policy in [LruPolicy::Exact, LruPolicy::Clock, LruPolicy::S3Fifo] {
+        let cache: LruCache<u32, u32> = LruCache::builder(64)
+            .shards(4)
+            .policy(policy)
+            .build()
+            .unwrap();
+        assert_eq!(cache.policy(), policy);
+        assert_eq!(cache.shard_count(), 4);
+        assert_eq!(cache.capacity(), 64);
+    }
+}
