@@ -750,3 +750,24 @@ fn accessors_report_the_configuration() {
         assert_eq!(cache.capacity(), 64);
     }
 }
+
+/// `is_empty`, `stats().len` and `Debug` follow the entries in every shard.
+#[test]
+fn emptiness_length_and_debug_follow_the_entries() {
+    let cache: LruCache<u32, u32> = LruCache::builder(64).shards(4).build().unwrap();
+    assert!(cache.is_empty());
+    assert_eq!(cache.stats().len, 0);
+    for key in 0..20 {
+        cache.insert(key, key);
+    }
+    assert!(!cache.is_empty());
+    assert_eq!(cache.stats().len, cache.len());
+    assert_eq!(cache.len(), 20);
+    let debug = format!("{cache:?}");
+    for part in ["LruCache", "len: 20", "capacity: 64", "shards: 4", "Exact"] {
+        assert!(debug.contains(part), "{debug}");
+    }
+    cache.clear();
+    assert!(cache.is_empty());
+    assert_eq!(cache.stats().len, 0);
+}
