@@ -44,6 +44,39 @@ fn compare_and_swap_by_identity_not_equality() {
     assert_eq!((**snap.load(), snap.version()), (7, 2));
 }
 
+#[test]
+fn every_public_type_has_an_informative_debug() {
+    let snap = Snapshot::new(String::from("alpha"));
+    snap.store(String::from("beta"));
+    assert_eq!(
+        format!("{snap:?}"),
+        r#"Snapshot { version: 1, value: "beta" }"#
+    );
+    let expected = r#"Versioned { version: 1, value: "beta" }"#;
+    assert_eq!(format!("{:?}", snap.load()), expected, "Guard");
+    assert_eq!(
+        format!("{:?}", snap.load_full()),
+        expected,
+        "Arc<Versioned>"
+    );
+    let mut reader = snap.cached_reader();
+    assert_eq!(
+        format!("{:?}", reader.load()),
+        expected,
+        "CachedReader::load"
+    );
+    assert_eq!(format!("{reader:?}"), "CachedReader { .. }");
+    let stale = snap.load_full();
+    snap.store(String::from("gamma"));
+    let err = snap
+        .compare_and_swap(&stale, String::from("delta"))
+        .unwrap_err();
+    assert_eq!(
+        format!("{err:?}"),
+        "CompareAndSwapError { current_version: 2, .. }"
+    );
+}
+
 /// Eight threads (more than the cores) update concurrently while readers
 /// check that versions never go backwards and always match the value.
 #[test]

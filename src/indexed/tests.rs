@@ -141,12 +141,21 @@ fn install_index_refuses_stale_values() {
 
 #[test]
 fn id_hasher_spreads_dense_ids() {
+    // Buckets hash `u32` slot ids (`write_u32`); `usize` goes through
+    // `write_usize`, and wider integers through the byte-wise `write`.
     let hasher = BuildHasherDefault::<IdHasher>::default();
-    let mut low_bits = std::collections::HashSet::new();
-    for id in 0usize..64 {
-        low_bits.insert(hasher.hash_one(id) & 63);
-    }
-    assert_eq!(low_bits.len(), 64, "64 dense ids fill 64 buckets");
+    let spread = |hash: &dyn Fn(u64) -> u64| {
+        (0u64..64)
+            .map(|id| hash(id) & 63)
+            .collect::<std::collections::HashSet<_>>()
+            .len()
+    };
+    assert_eq!(spread(&|id| hasher.hash_one(id as u32)), 64, "u32 ids");
+    assert_eq!(spread(&|id| hasher.hash_one(id as usize)), 64, "usize ids");
+    // The byte-wise fallback (no slot id uses it) at least tells ids apart.
+    let distinct: std::collections::HashSet<u64> =
+        (0u64..64).map(|id| hasher.hash_one(id)).collect();
+    assert_eq!(distinct.len(), 64, "u64 ids (bytes)");
 }
 
 #[test]
@@ -232,6 +241,38 @@ fn debug_and_display_are_informative() {
     assert_eq!(err.to_string(), "no index named \"w\"");
     let builder = IndexedStore::<u32, String>::builder().index("x", |s: &String| [s.clone()]);
     assert!(format!("{builder:?}").contains("\"x\""));
+}
+
+/// A bucket keeps its table while at least an eighth of it is used (so
+/// removals and re-inserts around one size never rehash back and forth),
+/// then halves, keeping room for twice what it holds.
+#[test]
+fn a_bucket_keeps_its_table_until_an_eighth_is_used() {
+    let mut core = core();
+    for key in 0..4096 {
+        put(&mut core, key, "z");
+    }
+    let peak = core.bucket_capacity(0, "z");
+    assert!(peak >= 4096 && peak % 8 == 0, "capacity {peak}");
+    // Removing key `len - 1` leaves `len - 1` ids in the bucket.
+    let mut len: usize = 4096;
+    let remove = |core: &mut Core<u32, String>, key: usize| {
+        let key = u32::try_from(key).unwrap();
+        assert!(core.remove(h(&key), &key).is_some());
+    };
+    while len > peak / 8 {
+        len -= 1;
+        remove(&mut core, len);
+        assert_eq!(core.bucket_capacity(0, "z"), peak, "shrunk at len {len}");
+    }
+    len -= 1;
+    remove(&mut core, len);
+    let shrunk = core.bucket_capacity(0, "z");
+    assert!(
+        shrunk < peak && shrunk >= 2 * len,
+        "at len {len}: capacity {shrunk}, was {peak}"
+    );
+    core.check();
 }
 
 #[test]
