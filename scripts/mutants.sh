@@ -46,7 +46,7 @@ selection() {
     src/snapshot | src/snapshot/*)
       echo "snapshot:: | snapshot misuse | snapshot misuse" ;;
     src/ordered/partitioned.rs)
-      echo "ordered:: | ordered ordered_hostile ordered_wait | ordered ordered_drain ordered_wait" ;;
+      echo "ordered:: | ordered ordered_hostile ordered_wait | ordered ordered_drain ordered_wait ordered_reshape" ;;
     *)
       echo "scripts/mutants.sh: no test selection for $1 (add it to \`selection\`)" >&2
       return 1 ;;

@@ -158,6 +158,9 @@ impl<K, V, S> OrderedIndexBuilder<K, V, S> {
         if let (super::Fault::LateSlots, Engine::Partitioned(parts)) = (fault, &mut index.engine) {
             parts.late_slots = true;
         }
+        if let Engine::Partitioned(parts) = &mut index.engine {
+            parts.set_router_fault(fault);
+        }
         index
     }
 

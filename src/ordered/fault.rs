@@ -32,6 +32,24 @@ pub enum Fault {
     /// releasing the leaf locks (a point read finds an entry a range no
     /// longer shows).
     LateSlots,
+    /// With [`OrderedLock::Partitioned`](super::OrderedLock::Partitioned):
+    /// the split or merge a write asks for finds its leaf again by the
+    /// index the leaf had, not by its address (a concurrent split or merge
+    /// that shifted the leaves sends it to the wrong leaf).
+    StaleLeafIndex,
+    /// With [`OrderedLock::Partitioned`](super::OrderedLock::Partitioned):
+    /// a split cuts at its prepared entry even after concurrent writes moved
+    /// that entry to the front of the leaf (an empty leaf is left).
+    SplitAtMovedMarker,
+    /// With [`OrderedLock::Partitioned`](super::OrderedLock::Partitioned):
+    /// a merge checks only the left leaf for a snapshot sharing it, and
+    /// merges a right leaf a snapshot still holds.
+    MergeSharedLeaf,
+    /// With [`OrderedLock::Partitioned`](super::OrderedLock::Partitioned):
+    /// `first` and `last` take an empty end leaf (emptied by a removal
+    /// whose merge has not run yet) for an empty map, instead of dropping
+    /// it and looking again.
+    EmptyEndLeaf,
 }
 
 impl<K: Ord + Clone, V, S> OrderedIndex<K, V, S> {

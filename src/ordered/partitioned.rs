@@ -207,6 +207,11 @@ struct Router<K, V> {
     leaves: VecDeque<Leaf<K, V>>,
     /// A slot for every leaf entry, if the index keeps point lookups.
     points: Option<Points<K, V>>,
+    /// The loom negative controls that break reshaping
+    /// (`Fault::StaleLeafIndex`, `SplitAtMovedMarker`, `MergeSharedLeaf`,
+    /// `EmptyEndLeaf`).
+    #[cfg(loom)]
+    fault: super::Fault,
 }
 
 impl<K, V> Router<K, V> {
@@ -215,6 +220,8 @@ impl<K, V> Router<K, V> {
             bounds: VecDeque::new(),
             leaves: VecDeque::from([new_leaf(LeafData::default())]),
             points: point_lookups.then(Points::new),
+            #[cfg(loom)]
+            fault: super::Fault::None,
         }
     }
 
@@ -244,6 +251,8 @@ impl<K, V> Router<K, V> {
                     bounds,
                     leaves,
                     points,
+                    #[cfg(loom)]
+                    fault: super::Fault::None,
                 };
             }
         }
@@ -252,6 +261,11 @@ impl<K, V> Router<K, V> {
     /// The index of the leaf whose address is `id`: `hint` if it still is
     /// there, else found by a scan; `None` if a merge removed it.
     fn find(&self, hint: usize, id: usize) -> Option<usize> {
+        #[cfg(loom)]
+        if self.fault == super::Fault::StaleLeafIndex {
+            // BROKEN on purpose: trusts the index the leaf had.
+            return (hint < self.leaves.len()).then_some(hint);
+        }
         if self.leaves.get(hint).is_some_and(|leaf| id_of(leaf) == id) {
             return Some(hint);
         }
@@ -287,9 +301,14 @@ impl<K, V> Router<K, V> {
             garbage.keys.extend(bound);
             return;
         }
+        #[cfg(not(loom))]
+        let any_position = false;
+        // BROKEN on purpose under `SplitAtMovedMarker`: an end is accepted.
+        #[cfg(loom)]
+        let any_position = self.fault == super::Fault::SplitAtMovedMarker;
         let at = marker
             .and_then(|value| leaf.position_of(value))
-            .filter(|&at| at > 0 && at < leaf.len());
+            .filter(|&at| any_position || (at > 0 && at < leaf.len()));
         let (bound, mid) = match (bound, at) {
             (Some(bound), Some(at)) => (bound, at),
             (bound, _) => {
@@ -330,7 +349,13 @@ impl<K, V> Router<K, V> {
         };
         let shared =
             |router: &mut Self, j: usize| Arc::get_mut(router.leaves[j].get_mut()).is_none();
-        if shared(self, left) || shared(self, right) {
+        #[cfg(not(loom))]
+        let check_right = true;
+        // BROKEN on purpose under `MergeSharedLeaf`: the right leaf's
+        // sharing goes unchecked.
+        #[cfg(loom)]
+        let check_right = self.fault != super::Fault::MergeSharedLeaf;
+        if shared(self, left) || (check_right && shared(self, right)) {
             return;
         }
         let mut gone = self.leaves.remove(right).expect("larder: leaf to merge");
@@ -421,6 +446,12 @@ impl<K, V> Partitioned<K, V> {
 
     pub(crate) fn leaf_capacity(&self) -> usize {
         self.leaf_capacity
+    }
+
+    /// Selects a loom negative control that breaks reshaping.
+    #[cfg(loom)]
+    pub(crate) fn set_router_fault(&mut self, fault: super::Fault) {
+        self.router.write().fault = fault;
     }
 
     /// Whether a leaf left with `len` entries, in a router of `leaves`,
@@ -611,7 +642,13 @@ impl<K, V> Partitioned<K, V> {
                 if let Some((key, value)) = entry {
                     return Some((key.clone(), Arc::clone(value)));
                 }
-                if n == 1 {
+                #[cfg(not(loom))]
+                let alone = n == 1;
+                // BROKEN on purpose under `EmptyEndLeaf`: an empty end leaf
+                // is taken for an empty map.
+                #[cfg(loom)]
+                let alone = n == 1 || router.fault == super::Fault::EmptyEndLeaf;
+                if alone {
                     return None;
                 }
             }

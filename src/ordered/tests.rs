@@ -416,6 +416,64 @@ fn partitioned_snapshot_is_a_copy_on_write_cut() {
     parts(&index).check_invariants();
 }
 
+/// A partitioned index bulk-built (as `FromIterator` builds one) from keys
+/// `0..n`.
+fn bulk(n: u32, leaf_capacity: usize) -> OrderedIndex<u32, u32> {
+    OrderedIndex::builder()
+        .lock(OrderedLock::Partitioned)
+        .leaf_capacity(leaf_capacity)
+        .build_from((0..n).map(|k| (k, Arc::new(k))).collect())
+}
+
+fn remove_all(index: &OrderedIndex<u32, u32>, keys: std::ops::Range<u32>) {
+    for key in keys {
+        assert!(index.remove(&key).is_some(), "remove {key}");
+    }
+}
+
+#[test]
+fn a_bulk_build_fills_leaves_to_three_quarters() {
+    let index = bulk(100, 16);
+    parts(&index).check_invariants();
+    assert_eq!(
+        parts(&index).leaf_lens(),
+        [12, 12, 12, 12, 12, 12, 12, 12, 4]
+    );
+    let index = bulk(5, 2);
+    parts(&index).check_invariants();
+    assert_eq!(parts(&index).leaf_lens(), [1, 1, 1, 1, 1]);
+    let index = bulk(0, 16);
+    parts(&index).check_invariants();
+    assert_eq!(parts(&index).leaf_lens(), [0]);
+}
+
+/// A leaf a removal leaves at a quarter of the capacity merges into its
+/// right neighbour if the two fill at most half a leaf, else into its left
+/// one, else stays.
+#[test]
+fn a_quarter_full_leaf_merges_with_a_neighbour_that_fits() {
+    // Leaves of 12 (capacity 16): a quarter is 4, half a leaf 8.
+    let index = bulk(36, 16);
+    remove_all(&index, 0..9); // leaf 0: 4 (too big for leaf 1), then 3
+    remove_all(&index, 24..33); // leaf 2: 4 (too big for leaf 1), then 3
+    assert_eq!(parts(&index).leaf_lens(), [3, 12, 3]);
+    // Leaf 1 at 5 would fit beside 3, but only reaching a quarter (or 0)
+    // asks for a merge.
+    remove_all(&index, 12..19);
+    assert_eq!(parts(&index).leaf_lens(), [3, 5, 3]);
+    remove_all(&index, 19..20); // leaf 1 at 4: 4 + 3 fits its right neighbour
+    assert_eq!(parts(&index).leaf_lens(), [3, 7]);
+    parts(&index).check_invariants();
+
+    // The last leaf has no right neighbour: it merges left.
+    let index = bulk(24, 16);
+    remove_all(&index, 0..9);
+    remove_all(&index, 12..20);
+    assert_eq!(parts(&index).leaf_lens(), [7]);
+    parts(&index).check_invariants();
+    assert_eq!(index.len(), 7);
+}
+
 #[test]
 fn partitioned_random_ord_accounts_for_every_entry() {
     let index: OrderedIndex<Random, u32> = partitioned(4);

@@ -64,4 +64,11 @@ impl<K, V> Partitioned<K, V> {
             );
         }
     }
+
+    /// The entries of each leaf, in key order (for the layout tests).
+    #[cfg(test)]
+    pub(crate) fn leaf_lens(&self) -> Vec<usize> {
+        let router = self.router.read();
+        router.leaves.iter().map(|leaf| leaf.read().len()).collect()
+    }
 }

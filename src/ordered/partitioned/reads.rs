@@ -125,6 +125,11 @@ impl<K, V> Partitioned<K, V> {
         K: Ord + Clone,
     {
         let leaves = self.share();
+        // The leaves are held, unlocked, while the map is built: writers
+        // run meanwhile and find them shared. Building with std's `Arc`s is
+        // invisible to loom, so the models get a scheduling point here.
+        #[cfg(loom)]
+        loom::thread::yield_now();
         // One insert at a time, not `collect`: collecting sorts, and std's
         // sort panics on an `Ord` it finds inconsistent. Inserting in key
         // order walks the tree's right edge, so it stays cheap.
