@@ -59,31 +59,41 @@ fn partitioned_splits_negative_control_stale_leaf_index() {
     splits_find_their_leaves(OrderedFault::StaleLeafIndex);
 }
 
-/// An insert takes a leaf over capacity and prepares its split at the new
-/// entry; before the split runs, another thread removes the entry before it
-/// and inserts after it, so the prepared entry is first in a leaf that is
-/// still over capacity. The split must cut elsewhere, not leave an empty
-/// leaf beside an overfull one.
+/// An insert takes a leaf over capacity and prepares its split at an entry
+/// in the middle; before the split runs, another thread removes the entries
+/// before that one and inserts after it, so the prepared entry is first in a
+/// leaf that is still over capacity. The split must cut in the middle
+/// instead, not leave an empty leaf beside an overfull one.
 fn split_falls_back_when_its_entry_moved_to_the_front(fault: OrderedFault) {
     loom::model(move || {
-        let index = Arc::new(index(2, fault));
-        // One leaf [10, 30].
-        for key in [10_u32, 30] {
+        // Capacity 3: the leaf is over capacity with four entries, an even
+        // count, so a cut at the wrong place shows.
+        let index = Arc::new(index(3, fault));
+        // One leaf [10, 30, 50].
+        for key in [10_u32, 30, 50] {
             index.insert(key, ());
         }
         let other = {
             let index = Arc::clone(&index);
-            // [10, 20, 30]: a split prepared at 20, in the middle.
+            // [10, 20, 30, 50]: a split prepared at 30, in the middle.
             thread::spawn(move || {
                 index.insert(20, ());
             })
         };
-        // [20, 30, 40] if the insert above came first: 20 is now in front.
+        // [30, 50, 60, 70] if the insert above came first: 30 is now in
+        // front, and this thread's own split is pending too.
         index.remove(&10);
-        index.insert(40, ());
+        let removed_20 = index.remove(&20).is_some();
+        index.insert(60, ());
+        index.insert(70, ());
         other.join().unwrap();
         index.check_invariants();
-        assert_eq!(keys(&index), [20, 30, 40]);
+        let expected: &[u32] = if removed_20 {
+            &[30, 50, 60, 70]
+        } else {
+            &[20, 30, 50, 60, 70]
+        };
+        assert_eq!(keys(&index), expected);
     });
 }
 
