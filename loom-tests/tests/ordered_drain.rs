@@ -65,17 +65,22 @@ fn three_five_seven(engine: Engine, fault: OrderedFault) -> Arc<OrderedIndex<u32
     index
 }
 
-/// One thread drains up to 5 while the main thread takes `range(..)`: the
-/// reader sees the index before the drain (`[3, 5, 7]`) or after it
-/// (`[7]`), never the first leaf drained and the second not.
-fn drain_is_one_cut_for_a_reader(engine: Engine, fault: OrderedFault) {
+/// One thread drains up to 5 while the main thread takes `range(..)` (or
+/// a snapshot): the reader sees the index before the drain (`[3, 5, 7]`)
+/// or after it (`[7]`), never the first leaf drained and the second not. A
+/// snapshot holds the leaves while it builds its map, after releasing their
+/// locks: the drain must copy a leaf it shares rather than change it.
+fn drain_is_one_cut_for_a_reader(engine: Engine, fault: OrderedFault, reader: Reader) {
     loom::model(move || {
         let index = three_five_seven(engine, fault);
         let drainer = {
             let index = Arc::clone(&index);
             thread::spawn(move || keys(&index.drain_to(Bound::Included(&5))))
         };
-        let cut = keys(&index.range::<u32, _>(..));
+        let cut = match reader {
+            Reader::Range => keys(&index.range::<u32, _>(..)),
+            Reader::Snapshot => index.snapshot().iter().map(|(k, _)| *k).collect(),
+        };
         assert!(
             [&[3, 5, 7][..], &[7]].contains(&cut.as_slice()),
             "a reader saw a drain half done: {cut:?}"
@@ -87,24 +92,39 @@ fn drain_is_one_cut_for_a_reader(engine: Engine, fault: OrderedFault) {
 
 #[test]
 fn partitioned_drain_is_one_cut_for_a_reader() {
-    drain_is_one_cut_for_a_reader(Engine::Leaves, OrderedFault::None);
+    drain_is_one_cut_for_a_reader(Engine::Leaves, OrderedFault::None, Reader::Range);
+}
+
+#[test]
+fn partitioned_drain_is_one_cut_for_a_snapshot() {
+    drain_is_one_cut_for_a_reader(Engine::Leaves, OrderedFault::None, Reader::Snapshot);
+}
+
+#[test]
+#[should_panic(expected = "a reader saw a drain half done")]
+fn partitioned_drain_snapshot_negative_control_hand_over_hand() {
+    drain_is_one_cut_for_a_reader(Engine::Leaves, OrderedFault::LeafByLeaf, Reader::Snapshot);
 }
 
 #[test]
 #[should_panic(expected = "a reader saw a drain half done")]
 fn partitioned_drain_reader_negative_control_hand_over_hand() {
-    drain_is_one_cut_for_a_reader(Engine::Leaves, OrderedFault::LeafByLeaf);
+    drain_is_one_cut_for_a_reader(Engine::Leaves, OrderedFault::LeafByLeaf, Reader::Range);
 }
 
 #[test]
 fn ordered_drain_is_one_cut_for_a_reader() {
-    drain_is_one_cut_for_a_reader(Engine::OneLock, OrderedFault::None);
+    drain_is_one_cut_for_a_reader(Engine::OneLock, OrderedFault::None, Reader::Range);
 }
 
 #[test]
 #[should_panic(expected = "a reader saw a drain half done")]
 fn ordered_drain_reader_negative_control_check_then_remove() {
-    drain_is_one_cut_for_a_reader(Engine::OneLock, OrderedFault::CheckThenRemove);
+    drain_is_one_cut_for_a_reader(
+        Engine::OneLock,
+        OrderedFault::CheckThenRemove,
+        Reader::Range,
+    );
 }
 
 /// On two-entry leaves (`[3]`, `[5, 7]`) the main thread drains up to 5
@@ -181,7 +201,7 @@ fn partitioned_point_table_negative_control_late_slots() {
     point_table_moves_with_the_leaves(OrderedFault::LateSlots);
 }
 
-/// How the reader of [`cut_is_consistent_on_one_lock`] reads.
+/// How a reader of these models reads.
 #[derive(Clone, Copy)]
 enum Reader {
     Range,
