@@ -152,14 +152,8 @@ impl<K, V, S> OrderedIndexBuilder<K, V, S> {
     pub fn build_with_fault(self, fault: super::Fault) -> OrderedIndex<K, V, S> {
         let mut index = self.build();
         index.fault = fault;
-        if let (super::Fault::LeafByLeaf, Engine::Partitioned(parts)) = (fault, &mut index.engine) {
-            parts.leaf_by_leaf = true;
-        }
-        if let (super::Fault::LateSlots, Engine::Partitioned(parts)) = (fault, &mut index.engine) {
-            parts.late_slots = true;
-        }
         if let Engine::Partitioned(parts) = &mut index.engine {
-            parts.set_router_fault(fault);
+            parts.set_fault(fault);
         }
         index
     }

@@ -448,9 +448,12 @@ impl<K, V> Partitioned<K, V> {
         self.leaf_capacity
     }
 
-    /// Selects a loom negative control that breaks reshaping.
+    /// Selects the loom negative control `fault` (those of this engine act;
+    /// the others are the wrapper's).
     #[cfg(loom)]
-    pub(crate) fn set_router_fault(&mut self, fault: super::Fault) {
+    pub(crate) fn set_fault(&mut self, fault: super::Fault) {
+        self.leaf_by_leaf = fault == super::Fault::LeafByLeaf;
+        self.late_slots = fault == super::Fault::LateSlots;
         self.router.write().fault = fault;
     }
 
