@@ -20,8 +20,9 @@
 //! (per-shard bounds that evict early) shows it.
 //!
 //! The last row is not a cache: it is `N` values allocated as `Arc<u64>`
-//! (larder's caches store every value in an `Arc`) plus the 8-byte slot
-//! pointing to each, what storing `V` itself instead would save per entry.
+//! plus the 8-byte slot pointing to each: what an `Arc` per value costs
+//! (`TypedCache` stores one per entry; `LruCache` stores `V` itself, so
+//! only an `LruCache<K, Arc<T>>` pays it).
 //!
 //! Linux only (reads `/proc`); elsewhere it says so and exits.
 
@@ -32,6 +33,7 @@ use std::process::Command;
 const CACHES: &[&str] = &[
     "larder LruCache (Exact)",
     "larder LruCache (Clock)",
+    "larder LruCache (S3Fifo)",
     "larder TypedCache max_entries",
     "quick_cache::sync::Cache",
     "Mutex<lru::LruCache>",
@@ -59,9 +61,11 @@ fn key(i: u64) -> u64 {
 fn fill(name: &str, capacity: usize) -> (Box<dyn std::any::Any>, usize) {
     let n = 2 * capacity as u64;
     match name {
-        "larder LruCache (Exact)" | "larder LruCache (Clock)" => {
+        "larder LruCache (Exact)" | "larder LruCache (Clock)" | "larder LruCache (S3Fifo)" => {
             let policy = if name.contains("Clock") {
                 larder::LruPolicy::Clock
+            } else if name.contains("S3Fifo") {
+                larder::LruPolicy::S3Fifo
             } else {
                 larder::LruPolicy::Exact
             };
@@ -128,9 +132,9 @@ fn fill(name: &str, capacity: usize) -> (Box<dyn std::any::Any>, usize) {
             (Box::new(cache), len)
         }
         "Arc<u64> alone" => {
-            // Not a cache: the allocation larder's caches make per value
-            // (`Arc<V>`), and the 8-byte slot that points to it, so the
-            // saving of storing `V` itself can be read off.
+            // Not a cache: the allocation an `Arc` per value makes
+            // (`TypedCache`'s `Arc<V>`), and the 8-byte slot that points to
+            // it.
             let values: Vec<std::sync::Arc<u64>> =
                 (0..capacity as u64).map(std::sync::Arc::new).collect();
             let len = values.len();

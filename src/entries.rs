@@ -7,7 +7,8 @@ use std::fmt;
 
 use crate::sync::Arc;
 
-/// An owned snapshot of a cache's entries: keys cloned, values shared.
+/// An owned snapshot of a cache's entries: keys and values cloned (a
+/// `TypedCache`'s values are `Arc`s, so there the values are shared).
 /// Holds no lock; the cache may change while it is consumed without
 /// affecting it. Each cache's `iter` says in which order the entries come.
 ///
@@ -24,7 +25,7 @@ use crate::sync::Arc;
 /// assert_eq!(keys, [2, 1]);
 /// ```
 pub struct CacheIter<K, V> {
-    entries: std::vec::IntoIter<(K, Arc<V>)>,
+    entries: std::vec::IntoIter<(K, V)>,
 }
 
 /// The snapshot [`LruCache::iter`](crate::LruCache::iter) returns: most
@@ -47,10 +48,10 @@ pub type LruIter<K, V> = CacheIter<K, V>;
 /// keys.sort_unstable();
 /// assert_eq!(keys, [1, 2]);
 /// ```
-pub type TypedIter<K, V> = CacheIter<K, V>;
+pub type TypedIter<K, V> = CacheIter<K, Arc<V>>;
 
 impl<K, V> CacheIter<K, V> {
-    pub(crate) fn new(entries: Vec<(K, Arc<V>)>) -> Self {
+    pub(crate) fn new(entries: Vec<(K, V)>) -> Self {
         Self {
             entries: entries.into_iter(),
         }
@@ -58,9 +59,9 @@ impl<K, V> CacheIter<K, V> {
 }
 
 impl<K, V> Iterator for CacheIter<K, V> {
-    type Item = (K, Arc<V>);
+    type Item = (K, V);
 
-    fn next(&mut self) -> Option<(K, Arc<V>)> {
+    fn next(&mut self) -> Option<(K, V)> {
         self.entries.next()
     }
 

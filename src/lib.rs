@@ -104,6 +104,11 @@
 //!   second pointer hop per call; a struct of yours holding
 //!   `Arc<IndexedStore<..>>` can `#[derive(Clone)]` to get moka- or
 //!   kube-rs-style handles.
+//! - **Values out:** `IndexedStore`, `OrderedIndex`, `Snapshot` and
+//!   `TypedCache` hold immutable values and hand out `Arc<V>` (or a guard);
+//!   [`LruCache`] stores `V` as given and hands out clones, as moka and
+//!   quick_cache do (store `Arc<T>` there for large values). Both caches'
+//!   `get_with` reads a value in place without cloning anything.
 //! - **Builders** return `Result` when a setting can be invalid
 //!   ([`IndexedStoreBuilder`], [`LruCacheBuilder`], [`TypedCacheBuilder`],
 //!   each with its own `#[non_exhaustive]` error enum that implements

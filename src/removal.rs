@@ -31,7 +31,7 @@ use crate::sync::Arc;
 /// let log = Arc::new(Mutex::new(Vec::new()));
 /// let seen = Arc::clone(&log);
 /// let cache = LruCache::builder(1)
-///     .eviction_listener(move |key: u32, _value: Arc<&str>, cause: RemovalCause| {
+///     .eviction_listener(move |key: u32, _value: &str, cause: RemovalCause| {
 ///         seen.lock().unwrap().push((key, cause));
 ///     })
 ///     .build()
@@ -87,10 +87,13 @@ impl RemovalCause {
 }
 
 /// A removal listener: called with each removed entry and why, unlocked.
-pub(crate) type Listener<K, V> = Arc<dyn Fn(K, Arc<V>, RemovalCause) + Send + Sync>;
+///
+/// `V` is what the cache hands out: `LruCache` passes its stored value,
+/// `TypedCache` its `Arc<V>`.
+pub(crate) type Listener<K, V> = Arc<dyn Fn(K, V, RemovalCause) + Send + Sync>;
 
 /// One removed entry, on its way to the listener.
-pub(crate) type Removal<K, V> = (K, Arc<V>, RemovalCause);
+pub(crate) type Removal<K, V> = (K, V, RemovalCause);
 
 /// Hands each removed entry to `listener` (if any), in order, then drops
 /// it. Call with no lock held.

@@ -133,7 +133,7 @@ fn sixty_four_tasks_thousand_keys_each_loaded_once() {
                                     key * 3
                                 })
                                 .await;
-                            assert_eq!(*v, key * 3);
+                            assert_eq!(v, key * 3);
                         }
                     })
                 })
@@ -211,8 +211,8 @@ fn lru_leader_cancelled_by_timeout_hands_over() {
         )
         .await;
         assert!(leader.is_err(), "the pending load cannot finish");
-        assert_eq!(*waiter.await.unwrap(), 2);
-        assert_eq!(cache.get("k").as_deref(), Some(&2));
+        assert_eq!(waiter.await.unwrap(), 2);
+        assert_eq!(cache.get("k"), Some(2));
         let stats = cache.stats();
         assert_eq!((stats.loads, stats.load_failures), (1, 1));
     });
@@ -604,7 +604,7 @@ fn hit_builds_no_owned_key() {
         assert!(before > 0, "a miss builds the owned key");
         for _ in 0..10 {
             assert_eq!(*typed.get_or_init_async(&Key(1), async { 2 }).await, 1);
-            assert_eq!(*lru.get_or_load_async(&Key(1), async { 2 }).await, 1);
+            assert_eq!(lru.get_or_load_async(&Key(1), async { 2 }).await, 1);
         }
         assert_eq!(
             CLONES.load(Ordering::SeqCst),

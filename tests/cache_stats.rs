@@ -40,8 +40,8 @@ fn a_caller_that_waits_on_another_callers_load_counts_a_wait() {
             })
         });
         wait_until(|| loading.load(Ordering::SeqCst));
-        let waiter = *cache.get_or_load(&1, || unreachable!("the leader loads"));
-        assert_eq!((waiter, *leader.join().unwrap()), (10, 10));
+        let waiter = cache.get_or_load(&1, || unreachable!("the leader loads"));
+        assert_eq!((waiter, leader.join().unwrap()), (10, 10));
     });
     let stats = cache.stats();
     assert_eq!((stats.misses, stats.loads, stats.waits), (2, 1, 1));
@@ -99,7 +99,7 @@ fn every_lru_miss_is_a_load_a_failure_or_a_wait_under_contention() {
                             std::thread::yield_now();
                             key
                         });
-                        assert_eq!(*value, key);
+                        assert_eq!(value, key);
                     }
                     if t == 0 && round % 7 == 0 {
                         cache.remove(&key);
@@ -212,7 +212,7 @@ fn async_callers_that_wait_count_a_wait_too() {
                 .await
         };
         let (a, b) = tokio::join!(leader, waiter);
-        assert_eq!((*a, *b), (10, 10));
+        assert_eq!((a, b), (10, 10));
         let leader = async {
             typed
                 .get_or_init_async(&1, async {

@@ -97,7 +97,7 @@ thread_local! {
 
 /// The fixture's removal listener: clones the key (a hostile `Clone`
 /// call, so the sweeps plant panics inside the listener too) and logs it.
-fn listen(key: Key, _value: std::sync::Arc<Value>, cause: RemovalCause) {
+fn listen(key: Key, _value: Value, cause: RemovalCause) {
     let copy = key.clone();
     REMOVED.with(|log| log.borrow_mut().push((copy.id, cause)));
 }
@@ -413,7 +413,7 @@ fn any_capacity_from_one_up_builds() {
     }
     let cache = LruCache::<u8, u8>::new(usize::MAX);
     cache.insert(1, 1);
-    assert_eq!(cache.get(&1).as_deref(), Some(&1));
+    assert_eq!(cache.get(&1), Some(1));
 }
 
 #[test]

@@ -43,8 +43,8 @@ fn recorded(
         .shards(shards)
         .policy(policy)
         .weigher(by_weight)
-        .eviction_listener(move |key, value: Arc<Value>, cause| {
-            log.lock().unwrap().push((key, *value, cause));
+        .eviction_listener(move |key, value: Value, cause| {
+            log.lock().unwrap().push((key, value, cause));
         })
         .build()
         .unwrap();
@@ -150,14 +150,14 @@ proptest! {
             let id = id as u32;
             match op {
                 Op::Insert(k, w) => {
-                    let got = cache.insert(k, (id, w)).map(|v| *v);
+                    let got = cache.insert(k, (id, w));
                     prop_assert_eq!(got, model.insert(k, (id, w)));
                 }
                 Op::Get(k) => {
-                    prop_assert_eq!(cache.get(&k).map(|v| *v), model.get(k));
+                    prop_assert_eq!(cache.get(&k), model.get(k));
                 }
                 Op::Remove(k) => {
-                    prop_assert_eq!(cache.remove(&k).map(|v| *v), model.remove(k));
+                    prop_assert_eq!(cache.remove(&k), model.remove(k));
                 }
                 Op::Resize(c) => {
                     cache.resize(c).unwrap();
@@ -173,7 +173,7 @@ proptest! {
             prop_assert!(stats.weighted_size.unwrap() <= stats.capacity);
             prop_assert_eq!(stats.evictions, model.evictions);
             prop_assert_eq!(stats.len, model.entries.len());
-            let order: Vec<_> = cache.iter().map(|(k, v)| (k, *v)).collect();
+            let order: Vec<_> = cache.iter().collect();
             let expected: Vec<_> = model.entries.iter().copied().collect();
             prop_assert_eq!(order, expected);
         }
@@ -240,7 +240,7 @@ fn an_entry_heavier_than_its_shard_is_not_stored() {
         events.lock().unwrap().clear();
         // With an old value: that one leaves as replaced, and is returned.
         cache.insert(1, (2, 3));
-        assert_eq!(cache.insert(1, (3, 6)).as_deref(), Some(&(2, 3)));
+        assert_eq!(cache.insert(1, (3, 6)), Some((2, 3)));
         assert!(!cache.contains_key(&1));
         assert_eq!(
             *events.lock().unwrap(),
@@ -258,7 +258,7 @@ fn an_entry_heavier_than_its_shard_is_not_stored() {
 #[test]
 fn a_loaded_value_heavier_than_its_shard_is_returned_not_cached() {
     let (cache, events) = recorded(10, 2, LruPolicy::Exact);
-    assert_eq!(*cache.get_or_load(&1, || (7, 6)), (7, 6));
+    assert_eq!(cache.get_or_load(&1, || (7, 6)), (7, 6));
     assert!(!cache.contains_key(&1));
     let stats = cache.stats();
     assert_eq!((stats.loads, stats.evictions, stats.len), (1, 1, 0));
@@ -277,7 +277,7 @@ fn a_heavier_replacement_evicts_others() {
             cache.insert(k, (u32::from(k), 2));
         }
         assert_eq!(cache.weighted_size(), 10);
-        assert_eq!(cache.insert(4, (9, 6)).as_deref(), Some(&(4, 2)));
+        assert_eq!(cache.insert(4, (9, 6)), Some((4, 2)));
         assert!(cache.contains_key(&4), "{policy:?}");
         assert_eq!((cache.len(), cache.weighted_size()), (3, 10), "{policy:?}");
         let evicted = events
@@ -349,13 +349,13 @@ fn a_panicking_weigher_leaves_the_cache_unchanged() {
         for k in 0..4 {
             cache.insert(k, k);
         }
-        let before: Vec<_> = cache.iter().map(|(k, v)| (k, *v)).collect();
+        let before: Vec<_> = cache.iter().collect();
         let stats = cache.stats();
         // A new key into a full cache (it would evict), and a replacement.
         for key in [9, 2] {
             let result = catch_unwind(AssertUnwindSafe(|| cache.insert(key, POISON)));
             assert!(result.is_err());
-            let after: Vec<_> = cache.iter().map(|(k, v)| (k, *v)).collect();
+            let after: Vec<_> = cache.iter().collect();
             assert_eq!(after, before, "{policy:?}");
             assert_eq!(cache.stats(), stats);
             cache.check_invariants();
@@ -368,7 +368,7 @@ fn a_panicking_weigher_leaves_the_cache_unchanged() {
         cache.check_invariants();
         let after = cache.stats();
         assert_eq!(after.loads + after.load_failures, 1, "{policy:?}");
-        assert_eq!(*cache.get_or_load(&7, || 70), 70);
+        assert_eq!(cache.get_or_load(&7, || 70), 70);
         assert_eq!(cache.weighted_size(), 8);
     }
 }
@@ -468,7 +468,7 @@ fn threaded_inserts_keep_the_weight_bound() {
             cache.check_invariants();
             let stats = cache.stats();
             assert_eq!(stats.inserts, inserts.load(Ordering::Relaxed));
-            let weights: usize = cache.iter().map(|(_, v)| (*v % 13).max(1) as usize).sum();
+            let weights: usize = cache.iter().map(|(_, v)| (v % 13).max(1) as usize).sum();
             assert_eq!(Some(weights), stats.weighted_size);
             assert!(stats.weighted_size.unwrap() <= stats.capacity);
         }

@@ -7,9 +7,9 @@
 //! Every peer is used the way its users use it with small values: the value
 //! is stored as a `u64` and read out by value (quick_cache, moka and
 //! mini-moka clone `V` out; `Mutex<lru::LruCache<u64, u64>>` and scc's
-//! `HashCache` copy it out under their lock). larder stores `Arc<V>`; its
-//! `get` clones that `Arc` (a reference-count write per hit) and its
-//! `get_with` reads the value in place (no write).
+//! `HashCache` copy it out under their lock). So is larder: its `get`
+//! copies the `u64` out and its `get_with` reads it in place; one more row
+//! stores `Arc<u64>` (`LarderArc`), what a user with large values would.
 //!
 //! Workloads (u64 keys and values):
 //!
@@ -67,68 +67,48 @@ fn lru_map(capacity: usize) -> LruMap {
     )
 }
 
-/// How a larder contender reads a hit and stores a miss.
+/// How a larder contender reads a hit.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub enum Form {
-    /// `get`: clones the stored `Arc<u64>` out (a reference-count
-    /// increment and decrement per hit).
-    Arc,
-    /// `get_with(&key, |v| *v)`: reads the value in place under the hit,
-    /// no reference-count write.
+    /// `get`: copies the stored `u64` out, as the peers' `get` does.
+    Get,
+    /// `get_with(&key, |v| *v)`: reads the value in place under the hit.
     With,
-    /// `get_with`, and misses insert a clone of a pre-built `Arc` from a
-    /// pool (`insert_arc`) instead of `insert` allocating one. Not a way to
-    /// use the cache: a probe of what the allocation per insert costs.
-    /// It does not isolate it: the pool's values are cold (a 32 MB array
-    /// read in trace order) while the allocator hands the evicted value's
-    /// chunk straight back, so this row runs slower, not faster
-    /// (`docs/lru.md`, "Storing `V` instead of `Arc<V>`").
-    WithPooled,
 }
 
-/// `larder::LruCache<u64, u64>` under a policy, read and written as `FORM`
-/// says (0: [`Form::Arc`], 1: [`Form::With`], 2: [`Form::WithPooled`]).
-/// larder's `LruCache`; `POLICY`: 0 exact LRU, 1 CLOCK, 2 S3-FIFO.
+/// `larder::LruCache<u64, u64>` under a policy, read as `FORM` says (0:
+/// [`Form::Get`], 1: [`Form::With`]). `POLICY`: 0 exact LRU, 1 CLOCK,
+/// 2 S3-FIFO.
 pub struct Larder<const POLICY: u8, const FORM: u8>(larder::LruCache<u64, u64>);
 
 impl<const POLICY: u8, const FORM: u8> Larder<POLICY, FORM> {
     const FORM: Form = match FORM {
-        0 => Form::Arc,
-        1 => Form::With,
-        _ => Form::WithPooled,
+        0 => Form::Get,
+        _ => Form::With,
     };
 }
 
-/// Pre-built values for [`Form::WithPooled`] (keys up to 2^20; larger
-/// keys allocate).
-fn pool() -> &'static [Arc<u64>] {
-    static POOL: OnceLock<Vec<Arc<u64>>> = OnceLock::new();
-    POOL.get_or_init(|| (0..=1u64 << 20).map(Arc::new).collect())
+fn larder_policy(policy: u8) -> larder::LruPolicy {
+    match policy {
+        0 => larder::LruPolicy::Exact,
+        1 => larder::LruPolicy::Clock,
+        _ => larder::LruPolicy::S3Fifo,
+    }
 }
 
 impl<const POLICY: u8, const FORM: u8> BenchCache for Larder<POLICY, FORM> {
     const NAME: &'static str = match (POLICY, FORM) {
         (0, 0) => "larder LruCache get",
-        (0, 1) => "larder LruCache get_with",
-        (0, _) => "larder LruCache get_with, pooled Arc inserts",
+        (0, _) => "larder LruCache get_with",
         (1, 0) => "larder LruCache (Clock) get",
-        (1, 1) => "larder LruCache (Clock) get_with",
-        (1, _) => "larder LruCache (Clock) get_with, pooled Arc inserts",
+        (1, _) => "larder LruCache (Clock) get_with",
         (_, 0) => "larder LruCache (S3Fifo) get",
         (_, _) => "larder LruCache (S3Fifo) get_with",
     };
     fn build(capacity: usize) -> Self {
-        let policy = match POLICY {
-            0 => larder::LruPolicy::Exact,
-            1 => larder::LruPolicy::Clock,
-            _ => larder::LruPolicy::S3Fifo,
-        };
-        if Self::FORM == Form::WithPooled {
-            pool();
-        }
         Self(
             larder::LruCache::builder(capacity)
-                .policy(policy)
+                .policy(larder_policy(POLICY))
                 .build()
                 .expect("valid capacity"),
         )
@@ -136,19 +116,46 @@ impl<const POLICY: u8, const FORM: u8> BenchCache for Larder<POLICY, FORM> {
     #[inline]
     fn get(&self, key: u64) -> Option<u64> {
         match Self::FORM {
-            Form::Arc => self.0.get(&key).map(|v| *v),
-            Form::With | Form::WithPooled => self.0.get_with(&key, |v| *v),
+            Form::Get => self.0.get(&key),
+            Form::With => self.0.get_with(&key, |v| *v),
         }
     }
     #[inline]
     fn insert(&self, key: u64) {
-        if Self::FORM == Form::WithPooled {
-            if let Some(value) = pool().get(key as usize) {
-                self.0.insert_arc(key, Arc::clone(value));
-                return;
-            }
-        }
         self.0.insert(key, key);
+    }
+    fn len(&self) -> usize {
+        self.0.len()
+    }
+}
+
+/// `larder::LruCache<u64, Arc<u64>>` read through `get` (an `Arc` clone
+/// out): the cost of a boxed value, an allocation per insert, one more
+/// cache line per entry and a reference-count write per hit, against
+/// [`Larder`]'s plain `u64`. `POLICY` as for [`Larder`].
+pub struct LarderArc<const POLICY: u8>(larder::LruCache<u64, Arc<u64>>);
+
+impl<const POLICY: u8> BenchCache for LarderArc<POLICY> {
+    const NAME: &'static str = match POLICY {
+        0 => "larder LruCache<u64, Arc<u64>> get",
+        1 => "larder LruCache<u64, Arc<u64>> (Clock) get",
+        _ => "larder LruCache<u64, Arc<u64>> (S3Fifo) get",
+    };
+    fn build(capacity: usize) -> Self {
+        Self(
+            larder::LruCache::builder(capacity)
+                .policy(larder_policy(POLICY))
+                .build()
+                .expect("valid capacity"),
+        )
+    }
+    #[inline]
+    fn get(&self, key: u64) -> Option<u64> {
+        self.0.get(&key).map(|v| *v)
+    }
+    #[inline]
+    fn insert(&self, key: u64) {
+        self.0.insert(key, Arc::new(key));
     }
     fn len(&self) -> usize {
         self.0.len()
@@ -476,7 +483,7 @@ fn contenders(spec: Spec) -> Vec<Box<dyn Contender>> {
     vec![
         boxed::<Larder<0, 0>>(&traces),
         boxed::<Larder<0, 1>>(&traces),
-        boxed::<Larder<0, 2>>(&traces),
+        boxed::<LarderArc<0>>(&traces),
         boxed::<Larder<1, 0>>(&traces),
         boxed::<Larder<1, 1>>(&traces),
         boxed::<Larder<2, 0>>(&traces),

@@ -25,7 +25,7 @@ fn lru_three_callers_all_return_model(policy: LruPolicy, fault: LruFault) {
             let cache = Arc::clone(&cache);
             let runs = Arc::clone(&runs);
             move || {
-                *cache.get_or_load(&7, || {
+                cache.get_or_load(&7, || {
                     runs.fetch_add(1, Ordering::SeqCst);
                     70
                 })

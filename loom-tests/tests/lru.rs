@@ -192,7 +192,7 @@ fn get_or_load_runs_the_loader_once(policy: LruPolicy, fault: LruFault) {
             let cache = Arc::clone(&cache);
             let runs = Arc::clone(&runs);
             thread::spawn(move || {
-                *cache.get_or_load(&7, || {
+                cache.get_or_load(&7, || {
                     // SeqCst: a test counter, read after both joins.
                     runs.fetch_add(1, Ordering::SeqCst);
                     70

@@ -84,7 +84,7 @@ pub(crate) struct Caller<C, I, B, M, L, F, P, D> {
 
 /// A leader's outcome: the result, how it was obtained and what `publish`
 /// returned (if it ran).
-type Led<V, E, T> = (Result<Arc<V>, Arc<E>>, Source, Option<T>);
+type Led<V, E, T> = (Result<V, Arc<E>>, Source, Option<T>);
 
 impl<K, V> FlightGroup<K, V> {
     /// The async [`load`](FlightGroup::load): gets the value of `key`
@@ -109,11 +109,12 @@ impl<K, V> FlightGroup<K, V> {
         E: Send + Sync + 'static,
         B: FnOnce(C, &Q) -> ControlFlow<O, u64>,
         M: Fn(&Q) -> K,
-        L: FnMut(C, &Q, u64) -> Result<Arc<V>, T>,
+        V: Clone,
+        L: FnMut(C, &Q, u64) -> Result<V, T>,
         F: FnOnce(C, u64, I) -> Fut,
         Fut: Future<Output = Result<V, E>>,
-        P: FnOnce(C, &Q, u64, &Arc<V>, T) -> R,
-        D: FnOnce(C, u64, Result<Arc<V>, Arc<E>>, Source, Option<R>) -> O,
+        P: FnOnce(C, &Q, u64, &V, T) -> R,
+        D: FnOnce(C, u64, Result<V, Arc<E>>, Source, Option<R>) -> O,
     {
         let Caller {
             cx,
@@ -201,8 +202,9 @@ where
     B: FnOnce(C, &Q) -> ControlFlow<O, u64>,
     M: Fn(&Q) -> K,
     S: FnOnce(Leader<'a, K, V>, C, &'k Q, I) -> LF,
+    V: Clone,
     LF: Future<Output = Led<V, E, R>>,
-    D: FnOnce(C, u64, Result<Arc<V>, Arc<E>>, Source, Option<R>) -> O,
+    D: FnOnce(C, u64, Result<V, Arc<E>>, Source, Option<R>) -> O,
 {
     type Output = O;
 
@@ -235,8 +237,9 @@ where
     E: Send + Sync + 'static,
     M: Fn(&Q) -> K,
     S: FnOnce(Leader<'a, K, V>, C, &'k Q, I) -> LF,
+    V: Clone,
     LF: Future<Output = Led<V, E, R>>,
-    D: FnOnce(C, u64, Result<Arc<V>, Arc<E>>, Source, Option<R>) -> O,
+    D: FnOnce(C, u64, Result<V, Arc<E>>, Source, Option<R>) -> O,
 {
     /// Everything after a miss: joining or leading, waiting, finishing.
     #[inline(never)]
@@ -253,7 +256,10 @@ where
                 }
                 Step::Waiting(wait) => match Pin::new(wait).poll(cx) {
                     Poll::Pending => return Poll::Pending,
-                    Poll::Ready(State::Value(value)) => (Ok(value), Source::Waited, None),
+                    // The waiter's clone (user code) runs with no lock held.
+                    Poll::Ready(State::Value(value)) => {
+                        (Ok(V::clone(&value)), Source::Waited, None)
+                    }
                     Poll::Ready(State::Failed(error)) => match error.downcast::<E>() {
                         Ok(error) => (Err(error), Source::Waited, None),
                         // Another call site's error type: load for
@@ -333,15 +339,16 @@ where
     Q: ?Sized,
     C: Copy,
     E: Send + Sync + 'static,
-    L: FnMut(C, &Q, u64) -> Result<Arc<V>, T>,
+    V: Clone,
+    L: FnMut(C, &Q, u64) -> Result<V, T>,
     F: FnOnce(C, u64, I) -> Fut,
     Fut: Future<Output = Result<V, E>>,
-    P: FnOnce(C, &Q, u64, &Arc<V>, T) -> R,
+    P: FnOnce(C, &Q, u64, &V, T) -> R,
 {
     let hash = leader.hash;
     let token = match lookup(cx, key, hash) {
         Ok(value) => {
-            leader.complete(State::Value(Arc::clone(&value)));
+            leader.complete_with(&value);
             return (Ok(value), Source::Cached, None);
         }
         Err(token) => token,

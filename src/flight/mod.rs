@@ -24,7 +24,10 @@
 //!
 //! Outcomes, and what the waiters already joined get:
 //!
-//! - a value: everyone gets the same `Arc<V>`;
+//! - a value: everyone gets a clone of the same value (the flight keeps it
+//!   in one `Arc`, so each waiter's `V: Clone` runs after it has left the
+//!   flight's lock; `TypedCache` hands out `Arc<V>`, so its clones are
+//!   reference-count increments);
 //! - an error: everyone already waiting gets the same `Arc<E>` (a failing
 //!   backend sees one call, not one per waiter); nothing is cached, so the
 //!   next call after the flight ends starts a fresh load (a transient error
@@ -219,7 +222,7 @@ impl<K, V> FlightGroup<K, V> {
     }
 }
 
-impl<K: Clone + Eq, V> FlightGroup<K, V> {
+impl<K: Clone + Eq, V: Clone> FlightGroup<K, V> {
     /// Gets the value of `key` through at most one concurrent load.
     ///
     /// `hash` is the key's hash under the cache's hasher. `lookup` looks in
@@ -241,19 +244,19 @@ impl<K: Clone + Eq, V> FlightGroup<K, V> {
         mut lookup: L,
         load: F,
         publish: P,
-    ) -> Result<(Arc<V>, Source), Arc<E>>
+    ) -> Result<(V, Source), Arc<E>>
     where
         E: Send + Sync + 'static,
-        L: FnMut() -> Option<Arc<V>>,
+        L: FnMut() -> Option<V>,
         F: FnOnce() -> Result<V, E>,
-        P: FnOnce(&Arc<V>),
+        P: FnOnce(&V),
     {
         if self.fault == FlightFault::SkipFlight {
             // BROKEN on purpose (loom negative control): check-then-act.
             if let Some(value) = lookup() {
                 return Ok((value, Source::Cached));
             }
-            let value = Arc::new(load().map_err(Arc::new)?);
+            let value = load().map_err(Arc::new)?;
             publish(&value);
             return Ok((value, Source::Loaded));
         }
@@ -267,7 +270,8 @@ impl<K: Clone + Eq, V> FlightGroup<K, V> {
             };
             assert!(!sync::is_loading(flight.id()), "{}", REENTRANT);
             match flight.wait() {
-                State::Value(value) => return Ok((value, Source::Waited)),
+                // The waiter's clone (user code) runs with no lock held.
+                State::Value(value) => return Ok((V::clone(&value), Source::Waited)),
                 State::Failed(error) => match error.downcast::<E>() {
                     Ok(error) => return Err(error),
                     // The leader's error has another type than ours (its
@@ -309,20 +313,16 @@ impl<'a, K, V> Leader<'a, K, V> {
         }
     }
 
-    fn run<E, L, F, P>(
-        mut self,
-        lookup: &mut L,
-        load: F,
-        publish: P,
-    ) -> Result<(Arc<V>, Source), Arc<E>>
+    fn run<E, L, F, P>(mut self, lookup: &mut L, load: F, publish: P) -> Result<(V, Source), Arc<E>>
     where
+        V: Clone,
         E: Send + Sync + 'static,
-        L: FnMut() -> Option<Arc<V>>,
+        L: FnMut() -> Option<V>,
         F: FnOnce() -> Result<V, E>,
-        P: FnOnce(&Arc<V>),
+        P: FnOnce(&V),
     {
         if let Some(value) = lookup() {
-            self.complete(State::Value(Arc::clone(&value)));
+            self.complete_with(&value);
             return Ok((value, Source::Cached));
         }
         let outcome = {
@@ -338,14 +338,16 @@ impl<'a, K, V> Leader<'a, K, V> {
     fn settle<E: Send + Sync + 'static>(
         &mut self,
         outcome: Result<V, E>,
-        publish: impl FnOnce(&Arc<V>),
-    ) -> Result<(Arc<V>, Source), Arc<E>> {
+        publish: impl FnOnce(&V),
+    ) -> Result<(V, Source), Arc<E>>
+    where
+        V: Clone,
+    {
         match outcome {
             Ok(value) => {
-                let value = Arc::new(value);
                 // Publish before the flight leaves the group (step 3).
                 publish(&value);
-                self.complete(State::Value(Arc::clone(&value)));
+                self.complete_with(&value);
                 Ok((value, Source::Loaded))
             }
             Err(error) => {
@@ -375,6 +377,17 @@ impl<'a, K, V> Leader<'a, K, V> {
         if !leak {
             self.complete(State::Abandoned);
         }
+    }
+
+    /// Completes the flight with a value: the waiters share one `Arc` of a
+    /// clone of it (`V: Clone` runs here, with no lock held; if it panics
+    /// the leader is dropped unfinished and abandons the flight, whose
+    /// waiters then find the published value in the cache).
+    fn complete_with(&mut self, value: &V)
+    where
+        V: Clone,
+    {
+        self.complete(State::Value(Arc::new(value.clone())));
     }
 
     /// Wakes the waiters with `outcome` and removes the flight.

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 fn concurrent_misses_load_once_and_share() {
     let _watchdog = crate::watchdog::arm(crate::watchdog::STRESS_LIMIT);
     let group = FlightGroup::<u32, u32>::new();
-    let cache = Mutex::new(None::<Arc<u32>>);
+    let cache = Mutex::new(None::<u32>);
     let loads = AtomicUsize::new(0);
     let barrier = std::sync::Barrier::new(8);
     let results: Vec<_> = std::thread::scope(|s| {
@@ -19,13 +19,13 @@ fn concurrent_misses_load_once_and_share() {
                         .load::<(), _, _, _>(
                             7,
                             &1,
-                            || cache.lock().clone(),
+                            || *cache.lock(),
                             || {
                                 loads.fetch_add(1, Ordering::SeqCst);
                                 std::thread::sleep(std::time::Duration::from_millis(20));
                                 Ok(42)
                             },
-                            |v| *cache.lock() = Some(Arc::clone(v)),
+                            |v| *cache.lock() = Some(*v),
                         )
                         .unwrap()
                 })
@@ -34,7 +34,7 @@ fn concurrent_misses_load_once_and_share() {
         handles.into_iter().map(|h| h.join().unwrap()).collect()
     });
     assert_eq!(loads.load(Ordering::SeqCst), 1);
-    assert!(results.iter().all(|(v, _)| **v == 42));
+    assert!(results.iter().all(|(v, _)| *v == 42));
     assert_eq!(
         results.iter().filter(|(_, s)| *s == Source::Loaded).count(),
         1
@@ -53,7 +53,7 @@ fn errors_are_returned_and_not_kept() {
     let (v, source) = group
         .load::<&str, _, _, _>(1, &1, || None, || Ok(5), |_| {})
         .unwrap();
-    assert_eq!((*v, source), (5, Source::Loaded));
+    assert_eq!((v, source), (5, Source::Loaded));
 }
 
 #[test]
@@ -67,7 +67,7 @@ fn panicking_loader_releases_the_flight() {
     let (v, _) = group
         .load::<(), _, _, _>(1, &1, || None, || Ok(9), |_| {})
         .unwrap();
-    assert_eq!(*v, 9);
+    assert_eq!(v, 9);
 }
 
 #[test]
@@ -81,7 +81,7 @@ fn reentrant_load_panics_instead_of_hanging() {
             || {
                 group
                     .load::<(), _, _, _>(1, &1, || None, || Ok(1), |_| {})
-                    .map(|(v, _)| *v)
+                    .map(|(v, _)| v)
                     .map_err(|_| ())
             },
             |_| {},
@@ -127,7 +127,7 @@ fn different_keys_do_not_wait_for_each_other() {
         let (v, _) = group
             .load::<(), _, _, _>(17, &2, || None, || Ok(2), |_| {})
             .unwrap();
-        assert_eq!(*v, 2);
+        assert_eq!(v, 2);
         release_tx.send(()).unwrap();
     });
 }
@@ -143,7 +143,7 @@ fn poll_once<F: std::future::Future>(future: std::pin::Pin<&mut F>) -> std::task
 fn load_key_one(
     group: &FlightGroup<u32, u32>,
     load: impl std::future::Future<Output = Result<u32, ()>>,
-) -> impl std::future::Future<Output = (Result<Arc<u32>, Arc<()>>, Source)> {
+) -> impl std::future::Future<Output = (Result<u32, Arc<()>>, Source)> {
     group.load_async(
         &1,
         Caller {
@@ -153,7 +153,7 @@ fn load_key_one(
             make_key: |_: &u32| 1,
             lookup: |(), _: &u32, _| Err(()),
             load: |(), _, load| load,
-            publish: |(), _: &u32, _, _: &Arc<u32>, ()| {},
+            publish: |(), _: &u32, _, _: &u32, ()| {},
             done: |(), _, outcome, source, _| (outcome, source),
         },
     )
@@ -207,7 +207,7 @@ fn cancelled_async_leader_hands_over_to_its_waiter() {
     assert!(poll_once(waiter.as_mut()).is_pending());
     drop(leader);
     match poll_once(waiter.as_mut()) {
-        std::task::Poll::Ready((Ok(v), source)) => assert_eq!((*v, source), (2, Source::Loaded)),
+        std::task::Poll::Ready((Ok(v), source)) => assert_eq!((v, source), (2, Source::Loaded)),
         _ => panic!("the waiter did not take over"),
     }
     assert_eq!(group.in_flight(), 0);
@@ -247,7 +247,7 @@ fn equal_hashes_of_different_keys_do_not_share_a_load() {
         let (v, source) = group
             .load::<(), _, _, _>(5, &2, || None, || Ok(2), |_| {})
             .unwrap();
-        assert_eq!((*v, source), (2, Source::Loaded));
+        assert_eq!((v, source), (2, Source::Loaded));
     });
     assert_eq!(group.in_flight(), 0);
 }
@@ -316,12 +316,12 @@ fn a_loader_may_wait_for_the_flight_of_another_key() {
                     )
                     .unwrap();
                 assert_eq!(source, Source::Waited);
-                Ok(*value + 1)
+                Ok(value + 1)
             },
             |_| {},
         )
     });
-    assert_eq!(*outer.unwrap().0, 21);
+    assert_eq!(outer.unwrap().0, 21);
     assert_eq!(group.in_flight(), 0);
 }
 

@@ -5,10 +5,11 @@ use std::fmt;
 use std::hash::{BuildHasher, Hash};
 use std::marker::PhantomData;
 
+use super::cache::ValueListener;
 use super::core::MAX_SHARD_CAPACITY;
 use super::load::infallible;
 use super::weight::Weigher;
-use super::{Listener, LoadingLruCache, LruCache, LruPolicy};
+use super::{LoadingLruCache, LruCache, LruPolicy};
 use crate::removal::RemovalCause;
 use crate::sync::Arc;
 
@@ -142,8 +143,8 @@ pub(crate) fn default_shards(capacity: usize, policy: LruPolicy) -> usize {
 /// let log = Arc::clone(&evicted);
 /// let cache = LruCache::builder(2)
 ///     .shards(1)
-///     .eviction_listener(move |key: &'static str, value: Arc<u32>, cause: RemovalCause| {
-///         log.lock().unwrap().push((key, *value, cause));
+///     .eviction_listener(move |key: &'static str, value: u32, cause: RemovalCause| {
+///         log.lock().unwrap().push((key, value, cause));
 ///     })
 ///     .build()
 ///     .expect("valid configuration");
@@ -157,7 +158,7 @@ pub struct LruCacheBuilder<K, V, S = ahash::RandomState> {
     shards: Option<usize>,
     policy: LruPolicy,
     hasher: S,
-    listener: Option<Listener<K, V>>,
+    listener: Option<ValueListener<K, V>>,
     weigher: Option<Weigher<K, V>>,
     _types: PhantomData<fn(K, V)>,
 }
@@ -254,8 +255,9 @@ impl<K, V, S> LruCacheBuilder<K, V, S> {
     /// shard lock is released, so it may use the cache. The key it gets is
     /// the stored key (for `Replaced`: the key passed to `insert`, equal to
     /// the stored one, which is kept). `remove` and `insert` still return
-    /// the old value: with a listener set, they hand the listener a second
-    /// `Arc` of it.
+    /// the old value: with a listener set, they hand the listener the value
+    /// and return a clone of it (which is why a listener needs `V: Clone`;
+    /// the clone runs with no lock held).
     ///
     /// # Panics
     ///
@@ -273,7 +275,7 @@ impl<K, V, S> LruCacheBuilder<K, V, S> {
     /// let evictions = Arc::new(AtomicUsize::new(0));
     /// let seen = Arc::clone(&evictions);
     /// let cache = larder::LruCache::builder(1)
-    ///     .eviction_listener(move |_key: u32, _value: Arc<u32>, cause: RemovalCause| {
+    ///     .eviction_listener(move |_key: u32, _value: u32, cause: RemovalCause| {
     ///         if cause.was_evicted() {
     ///             seen.fetch_add(1, Ordering::Relaxed);
     ///         }
@@ -287,9 +289,13 @@ impl<K, V, S> LruCacheBuilder<K, V, S> {
     /// ```
     pub fn eviction_listener<F>(mut self, listener: F) -> Self
     where
-        F: Fn(K, Arc<V>, RemovalCause) + Send + Sync + 'static,
+        F: Fn(K, V, RemovalCause) + Send + Sync + 'static,
+        V: Clone,
     {
-        self.listener = Some(Arc::new(listener));
+        self.listener = Some(ValueListener {
+            call: Arc::new(listener),
+            clone: V::clone,
+        });
         self
     }
 
@@ -300,7 +306,7 @@ impl<K, V, S> LruCacheBuilder<K, V, S> {
     /// weigher.
     ///
     /// The weigher is called once per stored value (by `insert`,
-    /// `insert_arc` and each load that stores its value), with no lock
+    /// and each load that stores its value), with no lock
     /// held, before the shard is touched; the weight is kept with the
     /// entry. Without a weigher every entry weighs 1.
     ///
@@ -408,7 +414,7 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCacheBuilder<K, V, S> {
     /// let squares = larder::LruCache::builder(64)
     ///     .build_with_loader(|n: &u64| n * n)
     ///     .unwrap();
-    /// assert_eq!(*squares.get_or_load(&12), 144);
+    /// assert_eq!(squares.get_or_load(&12), 144);
     /// ```
     pub fn build_with_loader<F>(
         self,
@@ -436,7 +442,7 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCacheBuilder<K, V, S> {
     /// let parsed = larder::LruCache::builder(64)
     ///     .build_with_try_loader(|text: &String| text.parse::<u32>())
     ///     .unwrap();
-    /// assert_eq!(*parsed.try_get_or_load("12").unwrap(), 12);
+    /// assert_eq!(parsed.try_get_or_load("12").unwrap(), 12);
     /// assert!(parsed.try_get_or_load("twelve").is_err());
     /// ```
     pub fn build_with_try_loader<E, F>(

@@ -33,13 +33,22 @@ use crate::entries::LruIter;
 use crate::flight::FlightGroup;
 use crate::removal::{RemovalCause, notify};
 use crate::sync::{
-    Arc, AtomicUsize, CachePadded, Mutex, Ordering, RwLock, RwLockReadGuard, RwLockWriteGuard,
+    AtomicUsize, CachePadded, Mutex, Ordering, RwLock, RwLockReadGuard, RwLockWriteGuard,
 };
 
 /// The state of one shard: its core (exact LRU or CLOCK) and its counters.
 pub(crate) struct Shard<K, V> {
-    pub(crate) core: Core<K, Arc<V>>,
+    pub(crate) core: Core<K, V>,
     pub(crate) counters: Counters,
+}
+
+/// The eviction listener, and `V::clone` beside it: `insert` and `remove`
+/// return the value they displace and hand the listener a clone (so only a
+/// cache with a listener needs `V: Clone` for its writes; the builder's
+/// `eviction_listener` asks for it).
+pub(crate) struct ValueListener<K, V> {
+    pub(crate) call: Listener<K, V>,
+    pub(crate) clone: fn(&V) -> V,
 }
 
 /// A shard behind its lock, on cache lines of its own.
@@ -52,8 +61,9 @@ pub(crate) type PaddedShard<K, V> = CachePadded<RwLock<Shard<K, V>>>;
 /// entries, the least recently used evicted first, hit/miss statistics
 /// ([`stats`](Self::stats), like `cache_info()`), and a loader that runs once
 /// per missing key however many threads ask ([`get_or_load`](Self::get_or_load)).
-/// Values are shared as `Arc<V>`; no lock is ever held when a method
-/// returns.
+/// Values are stored as given and cloned out (`V: Clone`), as moka and
+/// quick_cache do: store small values as they are, large or shared ones as
+/// `Arc<T>`. No lock is ever held when a method returns.
 ///
 /// # Policy and guarantees
 ///
@@ -79,12 +89,15 @@ pub(crate) type PaddedShard<K, V> = CachePadded<RwLock<Shard<K, V>>>;
 ///   chance), so a hit only sets a bit under the shard's *shared* lock.
 ///   Operations stay linearizable; the eviction order is CLOCK's, not LRU's
 ///   (see [`LruPolicy`] for the trade and its measured hit ratio).
-/// - **User code never runs under a lock**, with two exceptions: `K: Eq`,
-///   in the lookup that starts an operation, on a full 64-bit hash match,
-///   before the operation's first change; and `K: Clone` in
-///   [`iter`](Self::iter), under the shard's *shared* lock, which only
-///   reads the shard. The key's `Hash` runs before the lock; `K: Clone` of a
-///   loaded key before it; loaders, the eviction listener, and the `Drop`
+/// - **User code never runs under a lock while a shard changes**: `K: Eq`
+///   runs in the lookup that starts an operation, on a full 64-bit hash
+///   match, before the operation's first change; `V: Clone` in the reads
+///   that return a value (`get`, `peek`, [`iter`](Self::iter), which also
+///   clones keys), and the closures of `get_with` / `peek_with`, after the
+///   lookup is complete (the entry moved or marked, the hit counted), with
+///   nothing left to change. The key's `Hash` runs before the lock; `K:
+///   Clone` of a loaded key and `V: Clone` of a loaded value before it;
+///   loaders, the eviction listener, and the `Drop`
 ///   of evicted, replaced and removed keys and values after it is
 ///   released. Every entry stores its hash, so growing, shrinking,
 ///   rehashing and evicting run no user code.
@@ -116,7 +129,7 @@ pub(crate) type PaddedShard<K, V> = CachePadded<RwLock<Shard<K, V>>>;
 /// let cache = LruCache::new(2);
 /// cache.insert("a", 1);
 /// cache.insert("b", 2);
-/// assert_eq!(cache.get("a").as_deref(), Some(&1)); // "a" is now the most recent
+/// assert_eq!(cache.get("a"), Some(1)); // "a" is now the most recent
 /// cache.insert("c", 3); // full: evicts "b", the least recently used
 /// assert!(!cache.contains_key("b"));
 /// assert_eq!(cache.len(), 2);
@@ -154,7 +167,7 @@ pub struct LruCache<K, V, S = ahash::RandomState> {
     pub(crate) capacity: AtomicUsize,
     /// Serializes resizes.
     pub(crate) resize_lock: Mutex<()>,
-    pub(crate) listener: Option<Listener<K, V>>,
+    pub(crate) listener: Option<ValueListener<K, V>>,
     /// Weighs each entry before its insert takes the shard lock; `None`:
     /// every entry weighs 1.
     pub(crate) weigher: Option<Weigher<K, V>>,
@@ -286,7 +299,7 @@ impl<K, V, S> LruCache<K, V, S> {
         shards: usize,
         policy: LruPolicy,
         hasher: S,
-        listener: Option<Listener<K, V>>,
+        listener: Option<ValueListener<K, V>>,
         weigher: Option<Weigher<K, V>>,
     ) -> Self {
         Self {
@@ -533,13 +546,9 @@ impl<K, V, S> LruCache<K, V, S> {
 
     /// Hands each removed entry to the listener with `cause`, then drops
     /// it (see `crate::removal::notify`). Runs with no lock held.
-    pub(crate) fn dispose(
-        &self,
-        removed: impl IntoIterator<Item = (K, Arc<V>)>,
-        cause: RemovalCause,
-    ) {
+    pub(crate) fn dispose(&self, removed: impl IntoIterator<Item = (K, V)>, cause: RemovalCause) {
         notify(
-            self.listener.as_ref(),
+            self.listener.as_ref().map(|listener| &listener.call),
             removed.into_iter().map(|(key, value)| (key, value, cause)),
         );
     }
@@ -572,7 +581,7 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
     }
 }
 
-impl<K: Clone, V, S> LruCache<K, V, S> {
+impl<K: Clone, V: Clone, S> LruCache<K, V, S> {
     /// A snapshot of the entries, each shard from most to least recently
     /// used, shard after shard. With one shard (`shards(1)`) this is the
     /// exact recency order of the whole cache. Under [`LruPolicy::Clock`],
@@ -580,15 +589,15 @@ impl<K: Clone, V, S> LruCache<K, V, S> {
     /// used since the hand last passed them, then the others, each group in
     /// the reverse of the order the hand would reach them.
     ///
-    /// Each shard is copied under its lock (keys cloned, values shared), one
-    /// shard at a time; the snapshot does not change afterwards and holds no
+    /// Each shard is copied under its shared lock (keys and values cloned),
+    /// one shard at a time; the snapshot does not change afterwards and holds no
     /// lock. Recency is not changed and nothing is counted.
     ///
     /// # Panics
     ///
-    /// If `K::clone` panics; the cache is unchanged (the shard is only read,
-    /// under its shared lock). `K::clone` runs under that lock: a `Clone`
-    /// that writes to this cache deadlocks.
+    /// If `K::clone` or `V::clone` panics; the cache is unchanged (the
+    /// shard is only read, under its shared lock). Both run under that
+    /// lock: a `Clone` that writes to this cache deadlocks.
     ///
     /// # Examples
     ///
@@ -607,7 +616,7 @@ impl<K: Clone, V, S> LruCache<K, V, S> {
             entries.reserve(shard.core.len());
             shard
                 .core
-                .for_each(|key, value| entries.push((key.clone(), Arc::clone(value))));
+                .for_each(|key, value| entries.push((key.clone(), value.clone())));
         }
         LruIter::new(entries)
     }

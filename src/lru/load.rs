@@ -96,15 +96,16 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
     /// ```
     /// let cache = larder::LruCache::new(16);
     /// let value = cache.get_or_load(&"answer", || 42);
-    /// assert_eq!(*value, 42);
+    /// assert_eq!(value, 42);
     /// let again = cache.get_or_load(&"answer", || unreachable!("cached"));
-    /// assert_eq!(*again, 42);
+    /// assert_eq!(again, 42);
     /// let stats = cache.stats();
     /// assert_eq!((stats.hits, stats.misses, stats.loads), (1, 1, 1));
     /// ```
-    pub fn get_or_load<Q, F>(&self, key: &Q, load: F) -> Arc<V>
+    pub fn get_or_load<Q, F>(&self, key: &Q, load: F) -> V
     where
         K: Borrow<Q> + Clone,
+        V: Clone,
         Q: ?Sized + Hash + Eq + ToOwned<Owned = K>,
         F: FnOnce() -> V,
     {
@@ -137,9 +138,10 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
     /// assert_eq!(ok.unwrap().as_str(), "row 1");
     /// assert_eq!(cache.stats().load_failures, 1);
     /// ```
-    pub fn try_get_or_load<Q, E, F>(&self, key: &Q, load: F) -> Result<Arc<V>, Arc<E>>
+    pub fn try_get_or_load<Q, E, F>(&self, key: &Q, load: F) -> Result<V, Arc<E>>
     where
         K: Borrow<Q> + Clone,
+        V: Clone,
         Q: ?Sized + Hash + Eq + ToOwned<Owned = K>,
         F: FnOnce() -> Result<V, E>,
         E: Send + Sync + 'static,
@@ -154,9 +156,10 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
 
     /// The miss path of [`try_get_or_load`](Self::try_get_or_load), after
     /// the lookup of `key` (hashed to `hash`) missed and counted its miss.
-    pub(crate) fn load_missed<E, F>(&self, hash: u64, owned: &K, load: F) -> Result<Arc<V>, Arc<E>>
+    pub(crate) fn load_missed<E, F>(&self, hash: u64, owned: &K, load: F) -> Result<V, Arc<E>>
     where
         K: Clone,
+        V: Clone,
         F: FnOnce() -> Result<V, E>,
         E: Send + Sync + 'static,
     {
@@ -167,7 +170,7 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
             owned,
             // Re-check after registering: a flight that ended between our
             // miss and our registration has published its value.
-            || self.lock(hash).core.get(hash, owned).map(Arc::clone),
+            || self.lock(hash).core.get(hash, owned).cloned(),
             || {
                 ran.set(true);
                 let run = LoadRun::start(self, hash);
@@ -176,9 +179,10 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
                 result
             },
             |value| {
-                // `K: Clone` runs here, before the shard lock is taken.
+                // `K: Clone` and `V: Clone` run here, before the shard lock
+                // is taken.
                 let key = owned.clone();
-                displaced = Some(self.insert_hashed(hash, key, Arc::clone(value)));
+                displaced = Some(self.insert_hashed(hash, key, value.clone()));
             },
         );
         if !ran.get() {
@@ -228,9 +232,9 @@ type Loader<K, V, E> = Box<dyn Fn(&K) -> Result<V, E> + Send + Sync>;
 /// }
 ///
 /// let service = Service { lengths: LruCache::with_loader(128, |path: &String| path.len()) };
-/// assert_eq!(*service.lengths.get_or_load("/etc/hosts"), 10);
+/// assert_eq!(service.lengths.get_or_load("/etc/hosts"), 10);
 /// assert_eq!(service.lengths.stats().misses, 1);
-/// assert_eq!(*service.lengths.get_or_load("/etc/hosts"), 10);
+/// assert_eq!(service.lengths.get_or_load("/etc/hosts"), 10);
 /// assert_eq!(service.lengths.stats().hits, 1);
 /// ```
 pub struct LoadingLruCache<K, V, E = Infallible, S = ahash::RandomState> {
@@ -252,7 +256,7 @@ impl<K: Hash + Eq, V> LruCache<K, V> {
     ///
     /// ```
     /// let squares = larder::LruCache::with_loader(8, |n: &u32| n * n);
-    /// assert_eq!(*squares.get_or_load(&9), 81);
+    /// assert_eq!(squares.get_or_load(&9), 81);
     /// ```
     pub fn with_loader<F>(capacity: usize, loader: F) -> LoadingLruCache<K, V>
     where
@@ -302,7 +306,7 @@ impl<K, V, E, S> LoadingLruCache<K, V, E, S> {
     }
 }
 
-impl<K: Hash + Eq + Clone, V, S: BuildHasher> LoadingLruCache<K, V, Infallible, S> {
+impl<K: Hash + Eq + Clone, V: Clone, S: BuildHasher> LoadingLruCache<K, V, Infallible, S> {
     /// The value of `key`, loaded by the cache's loader on a miss (once for
     /// all concurrent callers). See [`LruCache::get_or_load`]. Only for a
     /// cache whose loader cannot fail; a fallible one answers
@@ -318,7 +322,7 @@ impl<K: Hash + Eq + Clone, V, S: BuildHasher> LoadingLruCache<K, V, Infallible, 
     /// let cache = larder::LruCache::with_loader(8, |id: &u32| format!("user {id}"));
     /// assert_eq!(cache.get_or_load(&7).as_str(), "user 7");
     /// ```
-    pub fn get_or_load<Q>(&self, key: &Q) -> Arc<V>
+    pub fn get_or_load<Q>(&self, key: &Q) -> V
     where
         K: Borrow<Q>,
         Q: ?Sized + Hash + Eq + ToOwned<Owned = K>,
@@ -330,7 +334,7 @@ impl<K: Hash + Eq + Clone, V, S: BuildHasher> LoadingLruCache<K, V, Infallible, 
     }
 }
 
-impl<K: Hash + Eq + Clone, V, E, S: BuildHasher> LoadingLruCache<K, V, E, S> {
+impl<K: Hash + Eq + Clone, V: Clone, E, S: BuildHasher> LoadingLruCache<K, V, E, S> {
     /// The value of `key`, loaded by the cache's loader on a miss. See
     /// [`LruCache::try_get_or_load`]. A lookup first; on a miss the owned
     /// key is built (before any loader runs, so a panicking `ToOwned` is
@@ -354,7 +358,7 @@ impl<K: Hash + Eq + Clone, V, E, S: BuildHasher> LoadingLruCache<K, V, E, S> {
     /// assert_eq!(*cache.try_get_or_load(&0).unwrap_err(), "no user 0");
     /// assert_eq!(cache.try_get_or_load(&3).unwrap().as_str(), "user 3");
     /// ```
-    pub fn try_get_or_load<Q>(&self, key: &Q) -> Result<Arc<V>, Arc<E>>
+    pub fn try_get_or_load<Q>(&self, key: &Q) -> Result<V, Arc<E>>
     where
         K: Borrow<Q>,
         Q: ?Sized + Hash + Eq + ToOwned<Owned = K>,

@@ -56,9 +56,9 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
     /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
     /// let cache: larder::LruCache<String, usize> = larder::LruCache::new(16);
     /// let value = cache.get_or_load_async("answer", async { 42 }).await;
-    /// assert_eq!(*value, 42);
+    /// assert_eq!(value, 42);
     /// let again = cache.get_or_load_async("answer", async { unreachable!("cached") }).await;
-    /// assert_eq!(*again, 42);
+    /// assert_eq!(again, 42);
     /// let stats = cache.stats();
     /// assert_eq!((stats.hits, stats.misses, stats.loads), (1, 1, 1));
     /// # });
@@ -67,10 +67,11 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
         &self,
         key: &Q,
         load: impl Future<Output = V>,
-    ) -> impl Future<Output = Arc<V>>
+    ) -> impl Future<Output = V>
     where
         K: Borrow<Q>,
         Q: ?Sized + Hash + Eq + ToOwned<Owned = K>,
+        V: Clone,
     {
         self.load_async_with(key, load, Ok::<V, Infallible>, |outcome| match outcome {
             Ok(value) => value,
@@ -114,10 +115,11 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
         &self,
         key: &Q,
         load: impl Future<Output = Result<V, E>>,
-    ) -> impl Future<Output = Result<Arc<V>, Arc<E>>>
+    ) -> impl Future<Output = Result<V, Arc<E>>>
     where
         K: Borrow<Q>,
         Q: ?Sized + Hash + Eq + ToOwned<Owned = K>,
+        V: Clone,
         E: Send + Sync + 'static,
     {
         self.load_async_with(key, load, identity, identity)
@@ -135,11 +137,12 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
         key: &Q,
         load: L,
         lift: impl Fn(L::Output) -> Result<V, E> + Copy,
-        finish: impl Fn(Result<Arc<V>, Arc<E>>) -> O + Copy,
+        finish: impl Fn(Result<V, Arc<E>>) -> O + Copy,
     ) -> impl Future<Output = O>
     where
         K: Borrow<Q>,
         Q: ?Sized + Hash + Eq + ToOwned<Owned = K>,
+        V: Clone,
         E: Send + Sync + 'static,
         L: Future,
     {
@@ -156,12 +159,7 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
         // Re-check after registering: a flight that ended between our miss
         // and our registration has published its value.
         let lookup = |cache: &'a Self, key: &Q, hash: u64| {
-            cache
-                .lock(hash)
-                .core
-                .get(hash, key)
-                .map(Arc::clone)
-                .ok_or(())
+            cache.lock(hash).core.get(hash, key).cloned().ok_or(())
         };
         let run = move |cache: &'a Self, hash: u64, load: L| async move {
             // Counts this run once, as the loader returns; a panic or a
@@ -171,9 +169,10 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
             run.finish(&result);
             result
         };
-        let publish = |cache: &'a Self, key: &Q, hash: u64, value: &Arc<V>, ()| {
-            // `Q::to_owned` runs here, before the shard lock is taken.
-            cache.insert_hashed(hash, key.to_owned(), Arc::clone(value))
+        let publish = |cache: &'a Self, key: &Q, hash: u64, value: &V, ()| {
+            // `Q::to_owned` and `V::clone` run here, before the shard lock
+            // is taken.
+            cache.insert_hashed(hash, key.to_owned(), value.clone())
         };
         let done = move |cache: &'a Self, hash: u64, outcome, source, displaced: Option<_>| {
             // One load or one wait per miss of a loading call.

@@ -7,7 +7,7 @@
 //!   `&self`; `policy.rs`: [`LruPolicy`] and the core of either kind.
 //! - `index.rs`: the hash table from key hash to node, shared by both cores.
 //! - `cache.rs`: the concurrent wrapper (one padded reader-writer lock per
-//!   shard); `read.rs`: its lookups (`get`, `get_with`, `get_cloned`,
+//!   shard); `read.rs`: its lookups (`get`, `get_with`,
 //!   `peek`, `peek_with`) and what a hit writes.
 //! - `load.rs`: load on miss through `crate::flight`, and [`LoadingLruCache`].
 //! - `write.rs`: `insert`, `remove`, `resize`; `weight.rs`: the weigher,

@@ -1,6 +1,6 @@
-//! The lookups of [`LruCache`]: `get` (an `Arc<V>` out), `get_with` (a
-//! closure that reads the value in place), `get_cloned` (a copy out), the
-//! uncounted `peek` and `peek_with`, and `contains_key`.
+//! The lookups of [`LruCache`]: `get` (a clone of the value out),
+//! `get_with` (a closure that reads the value in place), the uncounted
+//! `peek` and `peek_with`, and `contains_key`.
 //!
 //! # What a hit writes
 //!
@@ -14,15 +14,15 @@
 //!   between the cores that read it), and counts the hit in the calling
 //!   thread's own padded stripe (`stats::Lookups`), which no other thread
 //!   writes.
-//! - `get` then clones the stored `Arc<V>`: a reference-count increment on
-//!   the value's allocation, which every thread hitting that key writes.
-//!   `get_with` and `get_cloned` skip it: they read the value under the lock.
+//! - The value is stored in the entry itself: `get` clones it out under the
+//!   lock (for `V = Arc<T>` that clone is a reference-count write every
+//!   thread hitting the key shares; for a small `Copy`-like value it writes
+//!   nothing shared), `get_with` reads it in place.
 
 use std::borrow::Borrow;
 use std::hash::{BuildHasher, Hash};
 
 use super::LruCache;
-use crate::sync::Arc;
 #[cfg(loom)]
 use crate::sync::Ordering;
 
@@ -33,38 +33,52 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
     /// Linearizable (one shard lock: exclusive under `Exact`, shared under
     /// `Clock`). Runs `K: Eq` under the lock, `Hash` before it.
     ///
-    /// Clones the stored `Arc<V>` (a reference-count write on the value's
-    /// allocation, which every thread reading that key shares); to read a
-    /// small value without it, use [`get_with`](Self::get_with) or
-    /// [`get_cloned`](Self::get_cloned).
+    /// Returns a clone of the stored value (`V::clone`, under the shard's
+    /// lock), as moka's and quick_cache's `get` do: store small values as
+    /// they are, and large or shared ones as `V = Arc<T>` (the clone is
+    /// then a reference-count increment, a write every thread reading that
+    /// key shares). To read a value in place without cloning it, use
+    /// [`get_with`](Self::get_with).
+    ///
+    /// # Deadlocks
+    ///
+    /// `V::clone` runs under the shard's lock: a `Clone` impl that calls
+    /// this cache can deadlock (see [`get_with`](Self::get_with)).
+    ///
+    /// # Panics
+    ///
+    /// If `V::clone` panics; the cache stays consistent (see
+    /// [`get_with`](Self::get_with)).
     ///
     /// # Examples
     ///
     /// ```
     /// let cache = larder::LruCache::new(4);
     /// cache.insert(String::from("k"), 1);
-    /// assert_eq!(cache.get("k").as_deref(), Some(&1)); // lookup by &str
+    /// assert_eq!(cache.get("k"), Some(1)); // lookup by &str
     /// assert_eq!(cache.get("x"), None);
     /// ```
     #[inline]
-    pub fn get<Q>(&self, key: &Q) -> Option<Arc<V>>
+    pub fn get<Q>(&self, key: &Q) -> Option<V>
     where
         K: Borrow<Q>,
         Q: ?Sized + Hash + Eq,
+        V: Clone,
     {
         let hash = self.hash(key);
         self.lookup(hash, key)
     }
 
     /// Calls `f` with the value of `key` and returns what it returns,
-    /// without cloning the stored `Arc`; the entry is made the most recently
+    /// without cloning the value; the entry is made the most recently
     /// used of its shard (under [`LruPolicy::Clock`](super::LruPolicy::Clock): marked as used).
     /// Counts a hit or a miss, like [`get`](Self::get).
     ///
     /// This is the hit path that writes nothing shared under
     /// [`LruPolicy::Clock`](super::LruPolicy::Clock) beyond the shard's shared lock: no
     /// reference-count write, the reference bit only if it is clear, the hit
-    /// counted in the calling thread's own stripe. Under `Exact` the hit
+    /// counted in the calling thread's own stripe, whatever `V` is. Under
+    /// `Exact` the hit
     /// moves its entry under the shard's exclusive lock anyway.
     ///
     /// (moka's `get_with` is a get-or-insert; here that is
@@ -103,57 +117,26 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
         self.lookup_with(hash, key, |value| f(value))
     }
 
-    /// A copy of the value of `key` (`V::clone`, under the shard's lock),
-    /// made the most recently used; counts a hit or a miss. For small
-    /// `Clone` values this is the read moka's and quick_cache's `get` make,
-    /// without the reference-count write of [`get`](Self::get).
-    ///
-    /// # Deadlocks
-    ///
-    /// As [`get_with`](Self::get_with): `V::clone` runs under the shard's
-    /// lock.
-    ///
-    /// # Panics
-    ///
-    /// If `V::clone` panics; the cache stays consistent (see
-    /// [`get_with`](Self::get_with)).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// let cache = larder::LruCache::new(4);
-    /// cache.insert(7_u64, 49_u64);
-    /// assert_eq!(cache.get_cloned(&7), Some(49));
-    /// ```
-    #[inline]
-    pub fn get_cloned<Q>(&self, key: &Q) -> Option<V>
-    where
-        K: Borrow<Q>,
-        Q: ?Sized + Hash + Eq,
-        V: Clone,
-    {
-        self.get_with(key, V::clone)
-    }
-
     /// A counted lookup, marking a hit as a use: under the shard's
     /// exclusive lock (`Exact`) or its shared lock (`Clock`).
     #[inline]
-    pub(crate) fn lookup<Q>(&self, hash: u64, key: &Q) -> Option<Arc<V>>
+    pub(crate) fn lookup<Q>(&self, hash: u64, key: &Q) -> Option<V>
     where
         K: Borrow<Q>,
         Q: ?Sized + Eq,
+        V: Clone,
     {
-        self.lookup_with(hash, key, Arc::clone)
+        self.lookup_with(hash, key, V::clone)
     }
 
-    /// [`lookup`](Self::lookup) projecting the stored `Arc` through
+    /// [`lookup`](Self::lookup) projecting the stored value through
     /// `project` under the lock, after the hit was marked and counted.
     #[inline]
     pub(crate) fn lookup_with<Q, R>(
         &self,
         hash: u64,
         key: &Q,
-        project: impl FnOnce(&Arc<V>) -> R,
+        project: impl FnOnce(&V) -> R,
     ) -> Option<R>
     where
         K: Borrow<Q>,
@@ -193,12 +176,7 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
     /// lock, so hits on one shard run at the same time; counted in the
     /// calling thread's stripe before `project` runs.
     #[inline]
-    fn lookup_shared<Q, R>(
-        &self,
-        hash: u64,
-        key: &Q,
-        project: impl FnOnce(&Arc<V>) -> R,
-    ) -> Option<R>
+    fn lookup_shared<Q, R>(&self, hash: u64, key: &Q, project: impl FnOnce(&V) -> R) -> Option<R>
     where
         K: Borrow<Q>,
         Q: ?Sized + Eq,
@@ -230,8 +208,9 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
         found.map(project)
     }
 
-    /// The value of `key` without making it more recent and without
-    /// counting a hit or miss.
+    /// A clone of the value of `key` without making it more recent and
+    /// without counting a hit or miss (`V::clone` runs under the shard's
+    /// shared lock).
     ///
     /// # Examples
     ///
@@ -239,22 +218,23 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
     /// let cache = larder::LruCache::builder(2).shards(1).build().unwrap();
     /// cache.insert(1, "a");
     /// cache.insert(2, "b");
-    /// assert_eq!(cache.peek(&1).as_deref(), Some(&"a")); // 1 stays least recent
+    /// assert_eq!(cache.peek(&1), Some("a")); // 1 stays least recent
     /// cache.insert(3, "c");
     /// assert!(!cache.contains_key(&1));
     /// ```
-    pub fn peek<Q>(&self, key: &Q) -> Option<Arc<V>>
+    pub fn peek<Q>(&self, key: &Q) -> Option<V>
     where
         K: Borrow<Q>,
         Q: ?Sized + Hash + Eq,
+        V: Clone,
     {
         let hash = self.hash(key);
-        self.read(hash).core.peek(hash, key).map(Arc::clone)
+        self.read(hash).core.peek(hash, key).cloned()
     }
 
     /// Calls `f` with the value of `key` under the shard's shared lock,
     /// without making it more recent, without counting a hit or miss, and
-    /// without cloning the stored `Arc`.
+    /// without cloning the value.
     ///
     /// # Deadlocks
     ///
@@ -280,7 +260,7 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
         Q: ?Sized + Hash + Eq,
     {
         let hash = self.hash(key);
-        self.read(hash).core.peek(hash, key).map(|value| f(value))
+        self.read(hash).core.peek(hash, key).map(f)
     }
 
     /// Whether `key` is present (no recency change, not counted).

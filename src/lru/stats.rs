@@ -60,7 +60,7 @@ impl Counters {
 /// counts exactly one of a load, a load failure or a wait, so once the
 /// cache is quiet:
 ///
-/// `misses == loads + load_failures + waits + (misses of get, get_with, get_cloned)`
+/// `misses == loads + load_failures + waits + (misses of get and get_with)`
 ///
 /// (a call that never finishes its miss, a re-entrant load that panics or
 /// an async call dropped while it waits, counts its miss only).

@@ -1,5 +1,5 @@
-//! The writes of [`LruCache`]: `insert`, `insert_arc` (and the insert that
-//! publishes a loaded value), `remove` and `resize`.
+//! The writes of [`LruCache`]: `insert` (and the insert that publishes a
+//! loaded value), `remove` and `resize`.
 //!
 //! # Weights
 //!
@@ -19,7 +19,9 @@ use super::weight::Evicted;
 use super::weight::weigh;
 use super::{LruBuildError, LruCache};
 use crate::removal::{RemovalCause, notify};
-use crate::sync::{Arc, Ordering};
+use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
+
+use crate::sync::Ordering;
 
 impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
     /// Inserts `value` as the most recently used entry of its shard and
@@ -50,42 +52,34 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
     /// ```
     /// let cache = larder::LruCache::new(2);
     /// assert_eq!(cache.insert("a", 1), None);
-    /// assert_eq!(cache.insert("a", 2).as_deref(), Some(&1));
+    /// assert_eq!(cache.insert("a", 2), Some(1));
     /// assert_eq!(cache.stats().inserts, 2);
     /// ```
-    pub fn insert(&self, key: K, value: V) -> Option<Arc<V>> {
-        self.insert_arc(key, Arc::new(value))
-    }
-
-    /// [`insert`](Self::insert) for a value already in an `Arc`.
-    ///
-    /// # Panics
-    ///
-    /// If the eviction listener or the weigher panics (as `insert`).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use std::sync::Arc;
-    /// let shared = Arc::new(String::from("v"));
-    /// let cache = larder::LruCache::new(2);
-    /// cache.insert_arc(1, Arc::clone(&shared));
-    /// assert!(Arc::ptr_eq(&cache.get(&1).unwrap(), &shared));
-    /// ```
-    pub fn insert_arc(&self, key: K, value: Arc<V>) -> Option<Arc<V>> {
+    pub fn insert(&self, key: K, value: V) -> Option<V> {
         let hash = self.hash(&key);
-        let displaced = self.insert_hashed(hash, key, value);
-        let replaced = displaced.replaced.clone();
+        let mut displaced = self.insert_hashed(hash, key, value);
+        let Some(listener) = &self.listener else {
+            let replaced = displaced.replaced.take();
+            self.finish_insert(displaced);
+            return replaced;
+        };
+        // The listener gets the replaced value, the caller a clone of it,
+        // made with no lock held; a panicking clone still lets every
+        // displaced entry reach the listener first.
+        let copy = displaced
+            .replaced
+            .as_ref()
+            .map(|value| catch_unwind(AssertUnwindSafe(|| (listener.clone)(value))));
         self.finish_insert(displaced);
-        replaced
+        copy.map(|copy| copy.unwrap_or_else(|panic| resume_unwind(panic)))
     }
 
     /// Weighs the entry (user code, no lock held; a panic there leaves the
     /// cache unchanged), then inserts it under the shard lock and counts
     /// it; returns what was displaced, to be disposed of with
     /// [`Self::finish_insert`] unlocked.
-    pub(crate) fn insert_hashed(&self, hash: u64, key: K, value: Arc<V>) -> Inserted<K, Arc<V>> {
-        let weight = weigh(self.weigher.as_ref(), &key, &*value);
+    pub(crate) fn insert_hashed(&self, hash: u64, key: K, value: V) -> Inserted<K, V> {
+        let weight = weigh(self.weigher.as_ref(), &key, &value);
         #[cfg(loom)]
         if self.fault == super::Fault::SplitEviction {
             return self.insert_split(hash, key, value, weight);
@@ -102,7 +96,7 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
     /// the capacity (by its weight) in one critical section and evicts in a
     /// second one.
     #[cfg(loom)]
-    fn insert_split(&self, hash: u64, key: K, value: Arc<V>, weight: u32) -> Inserted<K, Arc<V>> {
+    fn insert_split(&self, hash: u64, key: K, value: V, weight: u32) -> Inserted<K, V> {
         let mut shard = self.lock(hash);
         let capacity = shard.core.capacity();
         shard.core.set_capacity_lazily(capacity + weight as usize);
@@ -125,7 +119,7 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
 
     /// Gives the replaced and the evicted entries to the listener, then drops
     /// them and the unused key. Unlocked.
-    pub(crate) fn finish_insert(&self, displaced: Inserted<K, Arc<V>>) {
+    pub(crate) fn finish_insert(&self, displaced: Inserted<K, V>) {
         let Inserted {
             replaced,
             evicted,
@@ -157,7 +151,10 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
                 .into_iter()
                 .map(|(k, v)| (k, v, RemovalCause::Evicted)),
         );
-        notify(self.listener.as_ref(), removed);
+        notify(
+            self.listener.as_ref().map(|listener| &listener.call),
+            removed,
+        );
     }
 
     /// Removes `key` and returns its value. The eviction listener gets the
@@ -173,10 +170,10 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
     /// ```
     /// let cache = larder::LruCache::new(2);
     /// cache.insert(1, "a");
-    /// assert_eq!(cache.remove(&1).as_deref(), Some(&"a"));
+    /// assert_eq!(cache.remove(&1), Some("a"));
     /// assert_eq!(cache.remove(&1), None);
     /// ```
-    pub fn remove<Q>(&self, key: &Q) -> Option<Arc<V>>
+    pub fn remove<Q>(&self, key: &Q) -> Option<V>
     where
         K: Borrow<Q>,
         Q: ?Sized + Hash + Eq,
@@ -184,10 +181,13 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
         let hash = self.hash(key);
         let removed = self.lock(hash).core.remove(hash, key);
         let (key, value) = removed?;
-        if self.listener.is_some() {
-            self.dispose([(key, Arc::clone(&value))], RemovalCause::Removed);
-        }
-        Some(value)
+        let Some(listener) = &self.listener else {
+            return Some(value);
+        };
+        // As in `insert`: the listener gets the value, the caller a clone.
+        let copy = catch_unwind(AssertUnwindSafe(|| (listener.clone)(&value)));
+        self.dispose([(key, value)], RemovalCause::Removed);
+        Some(copy.unwrap_or_else(|panic| resume_unwind(panic)))
     }
 
     /// Changes the capacity (with a weigher, the total weight). Shrinking

@@ -158,7 +158,7 @@ impl<S> fmt::Debug for Settings<S> {
 /// ```
 pub struct TypedCacheBuilder<K, V, S = ahash::RandomState> {
     settings: Settings<S>,
-    listener: Option<Listener<K, V>>,
+    listener: Option<Listener<K, Arc<V>>>,
     types: PhantomData<fn() -> (K, V)>,
 }
 

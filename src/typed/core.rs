@@ -150,7 +150,7 @@ pub(crate) struct Entry<K, V> {
 
 /// A key and value removed from a shard and why, for the caller to hand
 /// to the listener and drop unlocked.
-pub(crate) type Removed<K, V> = Removal<K, V>;
+pub(crate) type Removed<K, V> = Removal<K, Arc<V>>;
 
 type Table<K, V> = HashTable<Entry<K, V>>;
 

@@ -60,14 +60,15 @@ pub(crate) enum Lookup<R> {
 pub(crate) struct Raw<K, V, S> {
     shards: Box<[ShardedLock<Core<K, V>>]>,
     hasher: S,
-    flights: FlightGroup<K, V>,
+    /// Flights hand out the `Arc<V>` the shards store.
+    flights: FlightGroup<K, Arc<V>>,
     policy: Policy,
     clock: Arc<dyn Clock>,
     /// Entries stored, over all shards (including expired ones not yet
     /// removed). Updated under the shard lock of each change.
     len: CachePadded<AtomicUsize>,
     stats: Stats,
-    listener: Option<Listener<K, V>>,
+    listener: Option<Listener<K, Arc<V>>>,
     #[cfg(loom)]
     pub(crate) fault: super::Fault,
 }
@@ -121,7 +122,7 @@ where
         &self.hasher
     }
 
-    pub(crate) fn set_listener(&mut self, listener: Option<Listener<K, V>>) {
+    pub(crate) fn set_listener(&mut self, listener: Option<Listener<K, Arc<V>>>) {
         self.listener = listener;
     }
 
@@ -288,7 +289,7 @@ where
             };
             let result = init();
             failure.armed = result.is_err();
-            result
+            result.map(Arc::new)
         };
         let publish = |value: &Arc<V>| {
             // `K: Clone` runs here, before `store` takes the shard lock.
@@ -373,7 +374,7 @@ where
             };
             let result = lift(init.await);
             failure.armed = result.is_err();
-            result
+            result.map(Arc::new)
         };
         let publish = move |raw: &'a Self, key: &Q, hash: u64, value: &Arc<V>, generation: u64| {
             // `make_key` (user `ToOwned`) runs here, before `store` takes the
