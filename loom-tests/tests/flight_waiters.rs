@@ -83,7 +83,6 @@ fn lru_three_callers_share_a_failure_model(fault: LruFault) {
                 cache
                     .try_get_or_load(&7, || Err::<u32, &str>("backend down"))
                     .map_err(|error| *error)
-                    .map(|value| *value)
             }
         };
         let others: Vec<_> = (0..2).map(|_| thread::spawn(call.clone())).collect();
