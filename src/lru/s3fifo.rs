@@ -15,7 +15,8 @@
 //!   Main's tail is evicted unless it was used since it last got there;
 //!   then it is reinserted at the head with one use less (CLOCK with a
 //!   2-bit counter).
-//! - **ghost** remembers the hashes (not keys or values) of recently
+//! - **ghost** remembers 32-bit fingerprints of the hashes (not keys or
+//!   values) of recently
 //!   evicted small-queue keys, up to two thirds of the capacity (of its
 //!   weight, with a weigher). A key that comes back
 //!   while its hash is remembered goes straight to main.
@@ -28,7 +29,7 @@
 //! (`core.rs`): one dense `Vec` of nodes, the shared [`NodeIndex`], the
 //! user's `Eq` called only before the first mutation, and every removed key
 //! and value handed back to the caller to drop unlocked. The ghost holds
-//! bare 64-bit hashes, so it never runs user code either.
+//! bare fingerprints of hashes, so it never runs user code either.
 //!
 //! [`LruPolicy::S3Fifo`]: super::LruPolicy::S3Fifo
 
@@ -101,26 +102,57 @@ impl List {
     };
 }
 
-/// The ghost queue: hashes of recently evicted small-queue keys, oldest
-/// first, each with its entry's weight, with a table to test membership.
-/// It remembers as much weight as its capacity (as many hashes when
-/// unweighted).
+/// The ghost queue: fingerprints of recently evicted small-queue keys,
+/// oldest first, each with its entry's weight, with a table to test
+/// membership. It remembers as much weight as its capacity (as many
+/// fingerprints when unweighted).
 ///
-/// A hash can sit in `order` more than once (a key evicted twice), and a
-/// key readmitted to main is forgotten at once while its places in `order`
-/// age out as usual; so each member counts its places in `order` and,
-/// separately, whether it is still remembered.
+/// A fingerprint is the low 32 bits of the key's hash (bits that vary
+/// within a shard): two keys of one shard that share them are one member,
+/// so the ghost may readmit a key to main that it never saw, as a ghost of
+/// full hashes may on a 64-bit collision; with a shard's ghost in the
+/// thousands that is about one lookup in a million. It halves the ghost:
+/// 4 bytes a place in `order`, 8 a member.
+///
+/// A fingerprint can sit in `order` more than once (a key evicted twice),
+/// and a key readmitted to main is forgotten at once while its places in
+/// `order` age out as usual; so each member counts its places in `order`
+/// and, separately, whether it is still remembered.
 struct Ghost {
-    order: VecDeque<u64>,
+    order: VecDeque<u32>,
     /// The weight of each place in `order`, once some weighed other than
     /// 1; empty (each weighs 1) until then, so an unweighted ghost keeps
-    /// 8 bytes a place.
+    /// 4 bytes a place.
     weights: VecDeque<u32>,
     /// The sum of the weights in `order`.
     weight: u64,
-    /// `(hash, places in order, remembered)`, hashed by the hash itself.
-    members: HashTable<(u64, u32, bool)>,
+    members: HashTable<Member>,
     capacity: usize,
+}
+
+/// A ghost member: a fingerprint, its places in `order` (the low 31 bits
+/// of `state`) and whether it is remembered (the top bit).
+#[derive(Clone, Copy)]
+struct Member {
+    print: u32,
+    state: u32,
+}
+
+/// `Member::state`'s flag: the fingerprint is remembered.
+const REMEMBERED: u32 = 1 << 31;
+/// The most places one member counts; a member at the limit takes no new
+/// place (it is remembered again and ages out with the places it has).
+const MAX_PLACES: u32 = REMEMBERED - 1;
+
+/// The fingerprint of a hash (see [`Ghost`]).
+fn fingerprint(hash: u64) -> u32 {
+    hash as u32
+}
+
+/// The members table's hash of a fingerprint: spread over all 64 bits, so
+/// the table's tag (its top seven bits) tells members apart.
+fn spread(print: u32) -> u64 {
+    u64::from(print).wrapping_mul(0x9E37_79B9_7F4A_7C15)
 }
 
 impl Ghost {
@@ -137,9 +169,10 @@ impl Ghost {
     /// Whether `hash` is remembered; if so, forgets it (its key is being
     /// readmitted, to main). One probe of the table.
     fn take(&mut self, hash: u64) -> bool {
-        match self.members.find_mut(hash, |m| m.0 == hash) {
-            Some(member) if member.2 => {
-                member.2 = false;
+        let print = fingerprint(hash);
+        match self.members.find_mut(spread(print), |m| m.print == print) {
+            Some(member) if member.state & REMEMBERED != 0 => {
+                member.state &= !REMEMBERED;
                 true
             }
             _ => false,
@@ -150,17 +183,27 @@ impl Ghost {
         if self.capacity == 0 {
             return;
         }
-        match self.members.entry(hash, |m| m.0 == hash, |m| m.0) {
+        let print = fingerprint(hash);
+        match self
+            .members
+            .entry(spread(print), |m| m.print == print, |m| spread(m.print))
+        {
             Entry::Occupied(mut member) => {
                 let member = member.get_mut();
-                member.1 += 1;
-                member.2 = true;
+                member.state |= REMEMBERED;
+                if member.state & MAX_PLACES == MAX_PLACES {
+                    return;
+                }
+                member.state += 1;
             }
             Entry::Vacant(slot) => {
-                slot.insert((hash, 1, true));
+                slot.insert(Member {
+                    print,
+                    state: REMEMBERED | 1,
+                });
             }
         }
-        self.order.push_back(hash);
+        self.order.push_back(print);
         if !self.weights.is_empty() || weight != 1 {
             if self.weights.is_empty() {
                 self.weights = std::iter::repeat_n(1, self.order.len() - 1).collect();
@@ -177,7 +220,7 @@ impl Ghost {
         if self.order.capacity() > capacity.max(4).saturating_mul(2) {
             self.order.shrink_to(capacity);
             self.weights.shrink_to(capacity);
-            self.members.shrink_to(capacity, |m| m.0);
+            self.members.shrink_to(capacity, |m| spread(m.print));
         }
     }
 
@@ -190,11 +233,14 @@ impl Ghost {
             };
             let weight = self.weights.pop_front().unwrap_or(1);
             self.weight -= u64::from(weight);
-            if let Ok(mut entry) = self.members.find_entry(oldest, |m| m.0 == oldest) {
-                if entry.get().1 <= 1 {
+            if let Ok(mut entry) = self
+                .members
+                .find_entry(spread(oldest), |m| m.print == oldest)
+            {
+                if entry.get().state & MAX_PLACES <= 1 {
                     entry.remove();
                 } else {
-                    entry.get_mut().1 -= 1;
+                    entry.get_mut().state -= 1;
                 }
             }
         }
