@@ -16,8 +16,11 @@
 //!   [`LoadAsync`] holding its arguments (the user's loader future once, not
 //!   yet pinned), a `Wait` and one pointer: no nested `async fn` levels
 //!   that would each hold (and move) their own copy of the loader.
-//! - The lookup comes first, in the first `poll`: a hit builds no flight
-//!   state, takes no flight lock and allocates nothing.
+//! - The lookup comes first, when the caller's method is called, before
+//!   any future exists: a hit returns [`Looked::Hit`], a ready output and
+//!   nothing else (no flight state, no flight lock, no allocation, no copy
+//!   of the loader kept); only a miss builds a [`LoadAsync`], which starts
+//!   at step 1 on its first `poll`.
 //! - The leader's loader is polled with no lock held; the shard and flight
 //!   mutexes are only ever held between two `.await`s, never across one.
 //! - Cancellation: the leader's state (a [`Leader`]) lives in its boxed
@@ -46,7 +49,6 @@
 
 use std::borrow::Borrow;
 use std::future::{Future, poll_fn};
-use std::ops::ControlFlow;
 use std::pin::{Pin, pin};
 use std::task::{Context, Poll};
 
@@ -54,19 +56,19 @@ use super::wait::{Flight, State, Wait};
 use super::{Entered, FlightFault, FlightGroup, Leader, REENTRANT, Source};
 use crate::sync::{self, Arc};
 
-/// What one async caller brings to [`FlightGroup::load_async`]: a context
-/// `cx` (the cache, a `Copy` reference), its init future, and closures that
-/// get the context, the key and its hash as arguments instead of capturing
-/// them, so that the future holds each of those once and the closures are
-/// (usually) zero-sized.
-pub(crate) struct Caller<C, I, B, M, L, F, P, D> {
+/// What one async caller that missed brings to
+/// [`FlightGroup::load_async`]: a context `cx` (the cache, a `Copy`
+/// reference), the key's hash, its init future, and closures that get the
+/// context, the key and its hash as arguments instead of capturing them, so
+/// that the future holds each of those once and the closures are (usually)
+/// zero-sized.
+pub(crate) struct Caller<C, I, M, L, F, P, D> {
     /// The cache the closures work on.
     pub(crate) cx: C,
+    /// The key's hash under the cache's hasher.
+    pub(crate) hash: u64,
     /// The caller's init future, handed to `load` if it runs.
     pub(crate) init: I,
-    /// Computes the hash and looks in the cache: `Break(output)` on a hit,
-    /// `Continue(hash)` on a miss. Runs once, in the first `poll`.
-    pub(crate) begin: B,
     /// Builds the owned key, only if no flight of the key is found.
     pub(crate) make_key: M,
     /// The leader's re-check of the cache after registering: the value, or
@@ -87,9 +89,10 @@ pub(crate) struct Caller<C, I, B, M, L, F, P, D> {
 type Led<V, E, T> = (Result<V, Arc<E>>, Source, Option<T>);
 
 impl<K, V> FlightGroup<K, V> {
-    /// The async [`load`](FlightGroup::load): gets the value of `key`
-    /// through at most one concurrent load, sync or async. See [`Caller`]
-    /// for what each closure does and when it runs.
+    /// The async [`load`](FlightGroup::load) for a caller whose lookup
+    /// missed: gets the value of `key` through at most one concurrent load,
+    /// sync or async. See [`Caller`] for what each closure does and when it
+    /// runs.
     ///
     /// # Panics
     ///
@@ -97,17 +100,16 @@ impl<K, V> FlightGroup<K, V> {
     /// the same key's flight is being polled (or called) on this thread; it
     /// resumes the loader's panic if it panicked.
     #[allow(clippy::type_complexity)]
-    pub(crate) fn load_async<'a, 'k, Q, C, I, E, T, R, O, B, M, L, F, Fut, P, D>(
+    pub(crate) fn load_async<'a, 'k, Q, C, I, E, T, R, O, M, L, F, Fut, P, D>(
         &'a self,
         key: &'k Q,
-        caller: Caller<C, I, B, M, L, F, P, D>,
-    ) -> impl Future<Output = O>
+        caller: Caller<C, I, M, L, F, P, D>,
+    ) -> impl Future<Output = O> + Unpin
     where
         K: Borrow<Q>,
         Q: ?Sized + Eq,
         C: Copy,
         E: Send + Sync + 'static,
-        B: FnOnce(C, &Q) -> ControlFlow<O, u64>,
         M: Fn(&Q) -> K,
         V: Clone,
         L: FnMut(C, &Q, u64) -> Result<V, T>,
@@ -118,8 +120,8 @@ impl<K, V> FlightGroup<K, V> {
     {
         let Caller {
             cx,
+            hash,
             init,
-            begin,
             make_key,
             lookup,
             load,
@@ -129,10 +131,9 @@ impl<K, V> FlightGroup<K, V> {
         LoadAsync {
             group: self,
             key,
-            hash: 0,
+            hash,
             cx,
             init: Some(init),
-            begin: Some(begin),
             make_key,
             start: Some(
                 move |leader: Leader<'a, K, V>, cx: C, key: &'k Q, init: I| {
@@ -140,14 +141,36 @@ impl<K, V> FlightGroup<K, V> {
                 },
             ),
             done: Some(done),
-            step: None,
+            step: Step::Enter,
         }
     }
 }
 
-/// Where a [`LoadAsync`] stands once it has missed (before that, its
-/// `step` is `None`: a hit never sets it, so the hit path neither writes nor
-/// drops one).
+/// An async caller's future: a hit found at the call, or the rest of the
+/// protocol for a miss. `Unpin`: a hit's output is never pinned, and `F`
+/// (a [`LoadAsync`]) is `Unpin`.
+pub(crate) enum Looked<O, F> {
+    /// The lookup hit: the output, taken by the one `poll`.
+    Hit(Option<O>),
+    /// The lookup missed.
+    Miss(F),
+}
+
+impl<O, F: Unpin> Unpin for Looked<O, F> {}
+
+impl<O, F: Future<Output = O> + Unpin> Future for Looked<O, F> {
+    type Output = O;
+
+    #[inline]
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<O> {
+        match self.get_mut() {
+            Looked::Hit(output) => Poll::Ready(output.take().expect(POLLED_AFTER_DONE)),
+            Looked::Miss(load) => Pin::new(load).poll(cx),
+        }
+    }
+}
+
+/// Where a [`LoadAsync`] stands.
 enum Step<V, LF> {
     /// Missed: join or register (steps 1 and 2).
     Enter,
@@ -165,7 +188,7 @@ enum Step<V, LF> {
 /// unpinned (inside `start`), until this caller leads and moves it into the
 /// leader's box; a waiter never boxes. It is `Unpin` (declared below): no
 /// field is ever pinned in place, the loader is pinned only inside its box.
-struct LoadAsync<'a, 'k, K, V, Q: ?Sized, C, I, B, M, S, LF, D> {
+struct LoadAsync<'a, 'k, K, V, Q: ?Sized, C, I, M, S, LF, D> {
     group: &'a FlightGroup<K, V>,
     key: &'k Q,
     hash: u64,
@@ -173,83 +196,41 @@ struct LoadAsync<'a, 'k, K, V, Q: ?Sized, C, I, B, M, S, LF, D> {
     /// The user's init future, not pinned until it moves into the leader's
     /// box.
     init: Option<I>,
-    begin: Option<B>,
     make_key: M,
     /// Builds the leader's future (holds the loader, the re-check and the
     /// publish closures until then).
     start: Option<S>,
     done: Option<D>,
-    step: Option<Step<V, LF>>,
+    step: Step<V, LF>,
 }
 
 // No field is structurally pinned: `poll` never hands out a `Pin` to one
 // (the leader's future is pinned in its own box), so moving the whole
 // future between polls moves nothing that relies on staying put.
-impl<K, V, Q: ?Sized, C, I, B, M, S, LF, D> Unpin
-    for LoadAsync<'_, '_, K, V, Q, C, I, B, M, S, LF, D>
-{
-}
+impl<K, V, Q: ?Sized, C, I, M, S, LF, D> Unpin for LoadAsync<'_, '_, K, V, Q, C, I, M, S, LF, D> {}
 
 const POLLED_AFTER_DONE: &str = "larder: a loading future was polled after it completed";
 
-impl<'a, 'k, K, V, Q, C, I, E, R, O, B, M, S, LF, D> Future
-    for LoadAsync<'a, 'k, K, V, Q, C, I, B, M, S, LF, D>
+impl<'a, 'k, K, V, Q, C, I, E, R, O, M, S, LF, D> Future
+    for LoadAsync<'a, 'k, K, V, Q, C, I, M, S, LF, D>
 where
     K: Borrow<Q>,
     Q: ?Sized + Eq,
     C: Copy,
     E: Send + Sync + 'static,
-    B: FnOnce(C, &Q) -> ControlFlow<O, u64>,
+    V: Clone,
     M: Fn(&Q) -> K,
     S: FnOnce(Leader<'a, K, V>, C, &'k Q, I) -> LF,
-    V: Clone,
     LF: Future<Output = Led<V, E, R>>,
     D: FnOnce(C, u64, Result<V, Arc<E>>, Source, Option<R>) -> O,
 {
     type Output = O;
 
-    /// The hit path inline (the lookup, nothing else); the rest of the
-    /// protocol out of line, in [`poll_miss`](LoadAsync::poll_miss).
-    #[inline]
+    /// Steps 1 to 3: joining or leading, waiting, finishing.
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<O> {
         let this = self.get_mut();
-        if this.step.is_none() {
-            // A second poll after a hit finds `begin` gone and panics.
-            let begin = this.begin.take().expect(POLLED_AFTER_DONE);
-            match begin(this.cx, this.key) {
-                ControlFlow::Break(output) => return Poll::Ready(output),
-                ControlFlow::Continue(hash) => {
-                    this.hash = hash;
-                    this.step = Some(Step::Enter);
-                }
-            }
-        }
-        this.poll_miss(cx)
-    }
-}
-
-impl<'a, 'k, K, V, Q, C, I, E, R, O, M, B, S, LF, D>
-    LoadAsync<'a, 'k, K, V, Q, C, I, B, M, S, LF, D>
-where
-    K: Borrow<Q>,
-    Q: ?Sized + Eq,
-    C: Copy,
-    E: Send + Sync + 'static,
-    M: Fn(&Q) -> K,
-    S: FnOnce(Leader<'a, K, V>, C, &'k Q, I) -> LF,
-    V: Clone,
-    LF: Future<Output = Led<V, E, R>>,
-    D: FnOnce(C, u64, Result<V, Arc<E>>, Source, Option<R>) -> O,
-{
-    /// Everything after a miss: joining or leading, waiting, finishing.
-    #[inline(never)]
-    fn poll_miss(&mut self, cx: &mut Context<'_>) -> Poll<O> {
-        let this = self;
         loop {
-            let Some(step) = &mut this.step else {
-                unreachable!("larder: the lookup runs first")
-            };
-            let (outcome, source, published) = match step {
+            let (outcome, source, published) = match &mut this.step {
                 Step::Enter => {
                     this.enter();
                     continue;
@@ -265,13 +246,13 @@ where
                         // Another call site's error type: load for
                         // ourselves (as the sync form does).
                         Err(_) => {
-                            this.step = Some(Step::Enter);
+                            this.step = Step::Enter;
                             continue;
                         }
                     },
                     // Abandoned (panic or cancellation): take over.
                     Poll::Ready(State::Abandoned | State::Loading) => {
-                        this.step = Some(Step::Enter);
+                        this.step = Step::Enter;
                         continue;
                     }
                 },
@@ -281,14 +262,14 @@ where
                 },
                 Step::Done => panic!("{}", POLLED_AFTER_DONE),
             };
-            this.step = Some(Step::Done);
+            this.step = Step::Done;
             let done = this.done.take().expect(POLLED_AFTER_DONE);
             return Poll::Ready(done(this.cx, this.hash, outcome, source, published));
         }
     }
 }
 
-impl<'a, 'k, K, V, Q, C, I, B, M, S, LF, D> LoadAsync<'a, 'k, K, V, Q, C, I, B, M, S, LF, D>
+impl<'a, 'k, K, V, Q, C, I, M, S, LF, D> LoadAsync<'a, 'k, K, V, Q, C, I, M, S, LF, D>
 where
     K: Borrow<Q>,
     Q: ?Sized + Eq,
@@ -308,7 +289,7 @@ where
         } else {
             group.enter(self.hash, self.key, || (self.make_key)(self.key))
         };
-        self.step = Some(match entered {
+        self.step = match entered {
             Entered::Joined(flight) => {
                 assert!(!sync::is_loading(flight.id()), "{}", REENTRANT);
                 Step::Waiting(Wait::new(flight))
@@ -319,7 +300,7 @@ where
                 let init = self.init.take().expect(POLLED_AFTER_DONE);
                 Step::Leading(Box::pin(start(leader, self.cx, self.key, init)))
             }
-        });
+        };
     }
 }
 

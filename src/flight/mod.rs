@@ -78,7 +78,7 @@ use std::fmt;
 use hashbrown::HashTable;
 
 use crate::sync::{self, Arc, CachePadded, Mutex};
-pub(crate) use load_async::Caller;
+pub(crate) use load_async::{Caller, Looked};
 use wait::{Flight, State};
 
 /// The panic message of a re-entrant load of the same key.

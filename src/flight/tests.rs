@@ -148,8 +148,8 @@ fn load_key_one(
         &1,
         Caller {
             cx: (),
+            hash: 1,
             init: load,
-            begin: |(), _: &u32| std::ops::ControlFlow::Continue(1),
             make_key: |_: &u32| 1,
             lookup: |(), _: &u32, _| Err(()),
             load: |(), _, load| load,

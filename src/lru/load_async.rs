@@ -7,11 +7,10 @@ use std::borrow::Borrow;
 use std::convert::{Infallible, identity};
 use std::future::Future;
 use std::hash::{BuildHasher, Hash};
-use std::ops::ControlFlow;
 
 use super::LruCache;
 use super::load::LoadRun;
-use crate::flight::{Caller, Source};
+use crate::flight::{Caller, Looked, Source};
 use crate::sync::Arc;
 
 impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
@@ -21,10 +20,12 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
     /// [`get_or_load`](Self::get_or_load).
     ///
     /// A caller that finds a load of the key in progress waits as a future
-    /// (its waker registered with the load), never blocking its thread. A
-    /// hit looks the key up by reference and returns at once, allocating and
-    /// registering nothing; the owned key is built (`Q::to_owned`) only on a
-    /// miss. `load` is polled only by the caller that loads; the others drop
+    /// (its waker registered with the load), never blocking its thread. The
+    /// key is looked up (by reference) when this method is called, not when
+    /// the future is first polled: a hit is counted and marks its entry
+    /// used at the call, and returns a future that is ready at once and
+    /// holds only the value (nothing allocated or registered, `load`
+    /// dropped). The owned key is built (`Q::to_owned`) only on a miss. `load` is polled only by the caller that loads; the others drop
     /// theirs unpolled. The returned future is `Send` when `K`, `V`, `Q`
     /// and `load` are. Counts a hit or a miss, and a load for the caller
     /// whose loader ran, as the sync form does.
@@ -125,10 +126,11 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
         self.load_async_with(key, load, identity, identity)
     }
 
-    /// The one future behind both async forms: its first `poll` looks the
-    /// key up (a hit allocates and registers nothing); a miss runs the
-    /// flight protocol in the same future, where a waiter allocates nothing
-    /// and only the leader boxes its loader's state. `lift` turns the
+    /// The one future behind both async forms. It looks the key up when
+    /// called: a hit returns a ready future holding the value and nothing
+    /// else (nothing registered or allocated, `load` dropped at once); a
+    /// miss returns the flight protocol's future, where a waiter allocates
+    /// nothing and only the leader boxes its loader's state. `lift` turns the
     /// loader's output into a `Result` inside the leader's box (so the
     /// future holds `load` as it is, not wrapped in another `async` block);
     /// `finish` shapes the outcome (the infallible form unwraps it).
@@ -149,13 +151,10 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
         // The closures capture only `lift` and `finish` (zero-sized for both
         // callers): the cache, the key and the hash come in as arguments, so
         // the future holds them once.
-        let begin = move |cache: &'a Self, key: &Q| {
-            let hash = cache.hash(key);
-            match cache.lookup(hash, key) {
-                Some(value) => ControlFlow::Break(finish(Ok(value))),
-                None => ControlFlow::Continue(hash),
-            }
-        };
+        let hash = self.hash(key);
+        if let Some(value) = self.lookup(hash, key) {
+            return Looked::Hit(Some(finish(Ok(value))));
+        }
         // Re-check after registering: a flight that ended between our miss
         // and our registration has published its value.
         let lookup = |cache: &'a Self, key: &Q, hash: u64| {
@@ -186,18 +185,18 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
             }
             finish(outcome)
         };
-        self.flights.load_async(
+        Looked::Miss(self.flights.load_async(
             key,
             Caller {
                 cx: self,
+                hash,
                 init: load,
-                begin,
                 make_key: |key: &Q| key.to_owned(),
                 lookup,
                 load: run,
                 publish,
                 done,
             },
-        )
+        ))
     }
 }

@@ -24,9 +24,12 @@ where
     /// Among concurrent callers for one key that find no value, sync or
     /// async, exactly one runs its init; the async others wait without
     /// blocking their thread (their waker is registered with the init in
-    /// progress) and get the same `Arc`. A hit looks the key up by
-    /// reference and returns at once: it allocates nothing and registers
-    /// nothing; the owned key is built (`Q::to_owned`) only on a miss.
+    /// progress) and get the same `Arc`. The key is looked up (by
+    /// reference) when this method is called, not when the future is first
+    /// polled: a hit is counted at the call and returns a future that is
+    /// ready at once and holds only the `Arc` (nothing allocated or
+    /// registered, `init` dropped); the owned key is built (`Q::to_owned`)
+    /// only on a miss.
     /// `init` is polled only if this caller runs the init; otherwise it is
     /// dropped unpolled. The returned future is `Send` when `K`, `V`, `Q`
     /// and `init` are.

@@ -33,12 +33,11 @@ use std::borrow::Borrow;
 use std::cell::Cell;
 use std::fmt;
 use std::hash::{BuildHasher, Hash};
-use std::ops::ControlFlow;
 
 use super::clock::Clock;
 use super::core::{Core, Policy, Removed};
 use super::stats::{Event, Stats, TypedCacheStats};
-use crate::flight::{Caller, FlightFault, FlightGroup, Source};
+use crate::flight::{Caller, FlightFault, FlightGroup, Looked, Source};
 use crate::removal::{Listener, RemovalCause, notify};
 use crate::sync::{Arc, AtomicUsize, CachePadded, Ordering, ShardedLock};
 
@@ -313,11 +312,12 @@ where
     }
 
     /// The async `get_or_try_init`, the one future every async form of
-    /// `TypedCache` and `AnyCache` returns (or wraps once): its first `poll`
-    /// looks the key up, and a hit returns at once (nothing registered,
-    /// nothing allocated); a miss goes through the flight group's async
-    /// protocol in the same future, where a waiter allocates nothing and
-    /// only the leader boxes its loader's state. `make_key` builds the owned
+    /// `TypedCache` and `AnyCache` returns (or wraps once). It looks the key
+    /// up when called: a hit returns a ready future holding the output and
+    /// nothing else (nothing registered, nothing allocated, `init` dropped
+    /// at once); a miss returns the flight group's async protocol, where a
+    /// waiter allocates nothing and only the leader boxes its loader's
+    /// state. `make_key` builds the owned
     /// key on a miss; `lift` turns the init's output into a `Result`;
     /// `finish` shapes the outcome (the infallible forms
     /// unwrap it), so the public forms need no future level of their own.
@@ -329,7 +329,7 @@ where
         lift: impl Fn(F::Output) -> Result<V, E> + Copy,
         project: P,
         finish: impl Fn(Result<R, Arc<E>>) -> O + Copy,
-    ) -> impl std::future::Future<Output = O>
+    ) -> impl std::future::Future<Output = O> + Unpin
     where
         K: Borrow<Q>,
         Q: Hash + Eq + ?Sized,
@@ -337,6 +337,10 @@ where
         F: std::future::Future,
         P: Fn(&Arc<V>) -> R + Copy,
     {
+        let hash = self.hasher.hash_one(key);
+        if let Some(found) = self.hit(hash, key, project) {
+            return Looked::Hit(Some(finish(Ok(found))));
+        }
         // The closures capture only `project`, `make_key`, `lift` and
         // `finish` (zero-sized for every caller in the crate but `AnyCache`'s
         // `make_key`): the cache, the key and the hash come in as arguments,
@@ -344,13 +348,6 @@ where
         // inside the leader's box, so the caller's future holds the user's
         // init future as it is (no wrapping `async` block, which would hold
         // it twice: once captured, once being awaited).
-        let begin = move |raw: &'a Self, key: &Q| {
-            let hash = raw.hasher.hash_one(key);
-            match raw.hit(hash, key, project) {
-                Some(found) => ControlFlow::Break(finish(Ok(found))),
-                None => ControlFlow::Continue(hash),
-            }
-        };
         // The re-check returns, on a miss, the shard's write generation it
         // saw: an insert or invalidation after that point wins over the init.
         let lookup = |raw: &'a Self, key: &Q, hash: u64| {
@@ -398,19 +395,19 @@ where
                 }
                 finish(outcome.map(|value| project(&value)))
             };
-        self.flights.load_async(
+        Looked::Miss(self.flights.load_async(
             key,
             Caller {
                 cx: self,
+                hash,
                 init,
-                begin,
                 make_key,
                 lookup,
                 load,
                 publish,
                 done,
             },
-        )
+        ))
     }
 
     /// The hit path of the async forms: a live entry's projection (counted
