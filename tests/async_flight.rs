@@ -641,3 +641,53 @@ fn an_expired_entry_is_initialized_again() {
         cache.check_invariants();
     });
 }
+
+/// The lookup runs when the method is called: a hit is counted, and its
+/// init future dropped, before the returned future is polled, and that
+/// future is then ready without touching the cache again (an invalidation
+/// in between does not change what it returns). A miss is counted at the
+/// call too, and registers nothing until polled.
+#[test]
+fn the_lookup_runs_when_the_method_is_called() {
+    within("the_lookup_runs_when_the_method_is_called", 0, async {
+        struct Flag(Arc<AtomicUsize>);
+        impl Drop for Flag {
+            fn drop(&mut self) {
+                self.0.fetch_add(1, Ordering::SeqCst);
+            }
+        }
+        let dropped = Arc::new(AtomicUsize::new(0));
+
+        let typed: TypedCache<u32, u32> = TypedCache::new();
+        typed.insert(1, 10);
+        let flag = Flag(Arc::clone(&dropped));
+        let hit = typed.get_or_init_async(&1, async move {
+            let _flag = flag;
+            unreachable!("a hit never polls its init")
+        });
+        assert_eq!(typed.stats().hits, 1, "counted at the call");
+        assert_eq!(
+            dropped.load(Ordering::SeqCst),
+            1,
+            "the init is dropped at the call"
+        );
+        typed.invalidate(&1);
+        assert_eq!(*hit.await, 10, "the value found at the call");
+        let miss = typed.get_or_init_async(&2, async { 20 });
+        assert_eq!(typed.stats().misses, 1);
+        assert_eq!(typed.stats().inits, 0, "nothing runs until polled");
+        assert_eq!(*miss.await, 20);
+
+        let lru: LruCache<u32, u32> = LruCache::new(8);
+        lru.insert(1, 10);
+        let flag = Flag(Arc::clone(&dropped));
+        let hit = lru.get_or_load_async(&1, async move {
+            let _flag = flag;
+            unreachable!("a hit never polls its loader")
+        });
+        assert_eq!(lru.stats().hits, 1);
+        assert_eq!(dropped.load(Ordering::SeqCst), 2);
+        lru.remove(&1);
+        assert_eq!(hit.await, 10);
+    });
+}
