@@ -152,6 +152,6 @@ fn main() {
         outcome.fixed_store_writes_completed
     ));
     common::note(
-        "larder's maps (IndexedStore, OrderedIndex, LruCache, TypedCache) return Arc<V>, never a guard",
+        "larder's maps return an owned value (Arc<V>, or a clone from LruCache), never a guard",
     );
 }

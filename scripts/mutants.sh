@@ -39,7 +39,7 @@ selection() {
     src/sync.rs)
       echo "sync:: flight:: snapshot:: | snapshot cache_stats lru_stress typed_hostile async_flight ordered indexed |
         flight_async flight_waiters typed" ;;
-    src/lru/cache.rs)
+    src/lru/cache.rs | src/lru/write.rs)
       echo "lru:: | lru lru_hostile lru_weights lru_stress lru_hit_ratio cache_stats async_flight | lru lru_resize lru_weights flight_waiters" ;;
     src/indexed/core.rs)
       echo "indexed:: | indexed indexed_hostile | indexed indexed_revision" ;;
@@ -55,7 +55,7 @@ selection() {
 
 files=("$@")
 if [[ ${#files[@]} -eq 0 ]]; then
-  files=(src/typed/raw.rs src/flight/ src/sync.rs src/lru/cache.rs src/indexed/core.rs
+  files=(src/typed/raw.rs src/flight/ src/sync.rs src/lru/cache.rs src/lru/write.rs src/indexed/core.rs
     src/snapshot/ src/ordered/partitioned.rs)
 fi
 
