@@ -88,12 +88,18 @@ impl<const POLICY: u8, const FORM: u8> Larder<POLICY, FORM> {
     };
 }
 
-fn larder_policy(policy: u8) -> larder::LruPolicy {
-    match policy {
+/// A larder cache of `capacity` under policy `policy` (0 exact LRU, 1
+/// CLOCK, 2 S3-FIFO).
+fn larder_cache<V>(capacity: usize, policy: u8) -> larder::LruCache<u64, V> {
+    let policy = match policy {
         0 => larder::LruPolicy::Exact,
         1 => larder::LruPolicy::Clock,
         _ => larder::LruPolicy::S3Fifo,
-    }
+    };
+    larder::LruCache::builder(capacity)
+        .policy(policy)
+        .build()
+        .expect("valid capacity")
 }
 
 impl<const POLICY: u8, const FORM: u8> BenchCache for Larder<POLICY, FORM> {
@@ -106,12 +112,7 @@ impl<const POLICY: u8, const FORM: u8> BenchCache for Larder<POLICY, FORM> {
         (_, _) => "larder LruCache (S3Fifo) get_with",
     };
     fn build(capacity: usize) -> Self {
-        Self(
-            larder::LruCache::builder(capacity)
-                .policy(larder_policy(POLICY))
-                .build()
-                .expect("valid capacity"),
-        )
+        Self(larder_cache(capacity, POLICY))
     }
     #[inline]
     fn get(&self, key: u64) -> Option<u64> {
@@ -142,12 +143,7 @@ impl<const POLICY: u8> BenchCache for LarderArc<POLICY> {
         _ => "larder LruCache<u64, Arc<u64>> (S3Fifo) get",
     };
     fn build(capacity: usize) -> Self {
-        Self(
-            larder::LruCache::builder(capacity)
-                .policy(larder_policy(POLICY))
-                .build()
-                .expect("valid capacity"),
-        )
+        Self(larder_cache(capacity, POLICY))
     }
     #[inline]
     fn get(&self, key: u64) -> Option<u64> {

@@ -51,6 +51,15 @@ pub(crate) struct ValueListener<K, V> {
     pub(crate) clone: fn(&V) -> V,
 }
 
+impl<K, V> ValueListener<K, V> {
+    /// The caller's copy of a displaced value, made with no lock held; a
+    /// panicking `V::clone` is caught, so the displaced entries can still
+    /// reach the listener before it resumes.
+    pub(crate) fn copy(&self, value: &V) -> std::thread::Result<V> {
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| (self.clone)(value)))
+    }
+}
+
 /// A shard behind its lock, on cache lines of its own.
 pub(crate) type PaddedShard<K, V> = CachePadded<RwLock<Shard<K, V>>>;
 

@@ -19,7 +19,7 @@ use super::weight::Evicted;
 use super::weight::weigh;
 use super::{LruBuildError, LruCache};
 use crate::removal::{RemovalCause, notify};
-use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
+use std::panic::resume_unwind;
 
 use crate::sync::Ordering;
 
@@ -69,7 +69,7 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
         let copy = displaced
             .replaced
             .as_ref()
-            .map(|value| catch_unwind(AssertUnwindSafe(|| (listener.clone)(value))));
+            .map(|value| listener.copy(value));
         self.finish_insert(displaced);
         copy.map(|copy| copy.unwrap_or_else(|panic| resume_unwind(panic)))
     }
@@ -185,7 +185,7 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
             return Some(value);
         };
         // As in `insert`: the listener gets the value, the caller a clone.
-        let copy = catch_unwind(AssertUnwindSafe(|| (listener.clone)(&value)));
+        let copy = listener.copy(&value);
         self.dispose([(key, value)], RemovalCause::Removed);
         Some(copy.unwrap_or_else(|panic| resume_unwind(panic)))
     }
