@@ -107,7 +107,8 @@ fn broken_double_init(callers: usize) -> (usize, usize) {
 /// caller is inside its init (forced with a barrier), and the init then
 /// takes a while.
 fn fixed_single_init(callers: usize) -> (usize, usize, u64) {
-    let cache: TypedCache<&str, Schema> = TypedCache::new();
+    // Shared values: the cache holds an `Arc`, every caller gets a clone.
+    let cache: TypedCache<&str, Arc<Schema>> = TypedCache::new();
     let inits = AtomicUsize::new(0);
     let leader_in_init = Barrier::new(callers);
     let values: Vec<Arc<Schema>> = thread::scope(|s| {
@@ -118,14 +119,14 @@ fn fixed_single_init(callers: usize) -> (usize, usize, u64) {
                 // Give them time to reach get_or_init and block on this init;
                 // whether they wait or arrive after it, each gets its value.
                 thread::sleep(Duration::from_millis(20));
-                parse_schema(inits)
+                Arc::new(parse_schema(inits))
             })
         });
         let others: Vec<_> = (1..callers)
             .map(|_| {
                 s.spawn(move || {
                     leader_in_init.wait();
-                    cache.get_or_init(&"users", || parse_schema(inits))
+                    cache.get_or_init(&"users", || Arc::new(parse_schema(inits)))
                 })
             })
             .collect();

@@ -170,7 +170,7 @@ fn fixed_handover() -> ((bool, bool), (u64, u64)) {
     (
         (
             leader_panicked,
-            waiter_value.is_some_and(|v| *v == "schema v1"),
+            waiter_value.is_some_and(|v| v == "schema v1"),
         ),
         (stats.init_failures, stats.inits),
     )

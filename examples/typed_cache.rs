@@ -56,8 +56,9 @@ const TABLES: [&str; 4] = ["users", "orders", "items", "invoices"];
 const PATTERNS: [&str; 3] = ["/api/.*", "/static/.*", "/health"];
 
 fn main() {
-    // 1. One value type per cache: schemas by table name.
-    let schemas: TypedCache<String, Schema> = TypedCache::builder()
+    // 1. One value type per cache: schemas by table name, each shared by
+    //    every caller (`Arc`: a hit clones the pointer, not the schema).
+    let schemas: TypedCache<String, Arc<Schema>> = TypedCache::builder()
         .time_to_live(Duration::from_secs(300))
         .max_entries(1_000)
         .build()
@@ -77,8 +78,9 @@ fn main() {
                 barrier.wait(); // every thread misses at the same moment
                 for i in 0..REQUESTS_PER_THREAD {
                     let table = TABLES[(t + i) % TABLES.len()];
-                    let schema: Arc<Schema> =
-                        schemas.get_or_init(&table.to_string(), || fetch_and_parse(table, parses));
+                    let schema: Arc<Schema> = schemas.get_or_init(&table.to_string(), || {
+                        Arc::new(fetch_and_parse(table, parses))
+                    });
                     assert_eq!(schema.table, table);
                     assert_eq!(schema.columns.len(), 3);
 

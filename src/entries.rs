@@ -5,10 +5,8 @@
 
 use std::fmt;
 
-use crate::sync::Arc;
-
-/// An owned snapshot of a cache's entries: keys and values cloned (a
-/// `TypedCache`'s values are `Arc`s, so there the values are shared).
+/// An owned snapshot of a cache's entries: keys and values cloned (store
+/// values as `Arc<T>` to share them instead).
 /// Holds no lock; the cache may change while it is consumed without
 /// affecting it. Each cache's `iter` says in which order the entries come.
 ///
@@ -48,7 +46,7 @@ pub type LruIter<K, V> = CacheIter<K, V>;
 /// keys.sort_unstable();
 /// assert_eq!(keys, [1, 2]);
 /// ```
-pub type TypedIter<K, V> = CacheIter<K, Arc<V>>;
+pub type TypedIter<K, V> = CacheIter<K, V>;
 
 impl<K, V> CacheIter<K, V> {
     pub(crate) fn new(entries: Vec<(K, V)>) -> Self {

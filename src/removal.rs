@@ -88,9 +88,15 @@ impl RemovalCause {
 
 /// A removal listener: called with each removed entry and why, unlocked.
 ///
-/// `V` is what the cache hands out: `LruCache` passes its stored value,
-/// `TypedCache` its `Arc<V>`.
+/// `V` is the stored value (each cache hands out clones of it).
 pub(crate) type Listener<K, V> = Arc<dyn Fn(K, V, RemovalCause) + Send + Sync>;
+
+/// The caller's copy of a value that also goes to the listener, made with
+/// no lock held: a panicking `clone` is caught, so the removed entries can
+/// still reach the listener before the panic resumes in the caller.
+pub(crate) fn copy_unlocked<V>(value: &V, clone: impl FnOnce(&V) -> V) -> std::thread::Result<V> {
+    catch_unwind(AssertUnwindSafe(|| clone(value)))
+}
 
 /// One removed entry, on its way to the listener.
 pub(crate) type Removal<K, V> = (K, V, RemovalCause);

@@ -63,7 +63,8 @@ fn three_tasks_one_key_async_fetch_load_once() {
             "three_tasks_one_key_async_fetch_load_once",
             workers,
             async {
-                let cache: Arc<TypedCache<String, String>> = Arc::new(TypedCache::new());
+                // `Arc` values: every caller gets the one instance.
+                let cache: Arc<TypedCache<String, Arc<String>>> = Arc::new(TypedCache::new());
                 let inits = Arc::new(AtomicUsize::new(0));
                 let tasks: Vec<_> = (0..3)
                     .map(|_| {
@@ -73,7 +74,7 @@ fn three_tasks_one_key_async_fetch_load_once() {
                                 .get_or_init_async("users", async {
                                     inits.fetch_add(1, Ordering::SeqCst);
                                     tokio::time::sleep(Duration::from_millis(20)).await;
-                                    "id,name".to_string()
+                                    Arc::new("id,name".to_string())
                                 })
                                 .await
                         })
@@ -125,7 +126,7 @@ fn sixty_four_tasks_thousand_keys_each_loaded_once() {
                                     key * 2
                                 })
                                 .await;
-                            assert_eq!(*v, key * 2);
+                            assert_eq!(v, key * 2);
                             let v = lru
                                 .get_or_load_async(&key, async {
                                     lru_loads[key as usize].fetch_add(1, Ordering::SeqCst);
@@ -181,7 +182,7 @@ fn leader_aborted_mid_load_hands_over_to_a_waiter() {
         tokio::time::sleep(Duration::from_millis(20)).await;
         leader.abort();
         assert!(leader.await.unwrap_err().is_cancelled());
-        assert_eq!(*waiter.await.unwrap(), "waiter's");
+        assert_eq!(waiter.await.unwrap(), "waiter's");
         let stats = cache.stats();
         assert_eq!(stats.inits, 2);
         assert_eq!(
@@ -264,7 +265,7 @@ fn error_is_shared_with_joined_waiters_and_not_cached() {
             let ok = cache
                 .get_or_try_init_async(&1, async { Ok::<_, String>(5) })
                 .await;
-            assert_eq!(*ok.unwrap(), 5);
+            assert_eq!(ok.unwrap(), 5);
             let stats = cache.stats();
             assert_eq!((stats.inits, stats.init_failures, stats.waits), (2, 1, 3));
         },
@@ -348,12 +349,12 @@ fn panicking_init_hands_over_while_the_panicked_future_is_kept() {
     // `leader` is still alive (pinned above, not dropped): the flight must
     // already be abandoned.
     match waiter.as_mut().poll(&mut cx) {
-        Poll::Ready(value) => assert_eq!(*value, 7),
+        Poll::Ready(value) => assert_eq!(value, 7),
         Poll::Pending => panic!("the waiter still waits for a leader that panicked"),
     }
     let stats = cache.stats();
     assert_eq!((stats.inits, stats.init_failures), (2, 1), "{stats:?}");
-    assert_eq!(cache.get(&1).as_deref(), Some(&7));
+    assert_eq!(cache.get(&1), Some(7));
     cache.check_invariants();
 }
 
@@ -362,7 +363,8 @@ fn panicking_init_hands_over_while_the_panicked_future_is_kept() {
 #[test]
 fn sync_and_async_callers_share_one_flight() {
     within("sync_and_async_callers_share_one_flight", 2, async {
-        let cache: Arc<TypedCache<u32, u32>> = Arc::new(TypedCache::new());
+        // `Arc` values, so sharing one value is visible (`Arc::ptr_eq`).
+        let cache: Arc<TypedCache<u32, Arc<u32>>> = Arc::new(TypedCache::new());
         let inits = Arc::new(AtomicUsize::new(0));
         // Sync leader, async waiters.
         let (started_tx, started_rx) = std::sync::mpsc::channel::<()>();
@@ -374,7 +376,7 @@ fn sync_and_async_callers_share_one_flight() {
                     inits.fetch_add(1, Ordering::SeqCst);
                     started_tx.send(()).unwrap();
                     release_rx.recv().unwrap();
-                    10
+                    Arc::new(10)
                 })
             })
         };
@@ -388,7 +390,7 @@ fn sync_and_async_callers_share_one_flight() {
                     cache
                         .get_or_init_async(&1, async move {
                             inits.fetch_add(1, Ordering::SeqCst);
-                            11
+                            Arc::new(11)
                         })
                         .await
                 })
@@ -414,7 +416,7 @@ fn sync_and_async_callers_share_one_flight() {
                     .get_or_init_async(&2, async {
                         started.notify_one();
                         released.await.unwrap();
-                        20
+                        Arc::new(20)
                     })
                     .await
             })
@@ -467,8 +469,8 @@ fn dropped_waiter_leaves_the_flight_intact() {
         };
         settle(2).await;
         release.send(()).unwrap();
-        assert_eq!(*leader.await.unwrap(), 1);
-        assert_eq!(*patient.await.unwrap(), 1);
+        assert_eq!(leader.await.unwrap(), 1);
+        assert_eq!(patient.await.unwrap(), 1);
         assert_eq!(cache.stats().inits, 1);
         cache.check_invariants();
     });
@@ -486,7 +488,7 @@ fn reentrant_init_in_the_same_poll_panics() {
                 let inner = Arc::clone(&cache);
                 cache
                     .get_or_init_async(&1, async move {
-                        *inner.get_or_init_async(&1, async { 1 }).await + 1
+                        inner.get_or_init_async(&1, async { 1 }).await + 1
                     })
                     .await
             })
@@ -499,7 +501,7 @@ fn reentrant_init_in_the_same_poll_panics() {
             .unwrap_or_default();
         assert!(text.contains("re-entrant load"), "got {text:?}");
         // Nothing stuck: the key loads normally afterwards.
-        assert_eq!(*cache.get_or_init_async(&1, async { 3 }).await, 3);
+        assert_eq!(cache.get_or_init_async(&1, async { 3 }).await, 3);
     });
 }
 
@@ -518,9 +520,7 @@ fn reentrant_init_through_another_task_hangs_until_timeout() {
                 Duration::from_millis(100),
                 cache.get_or_init_async(&1, async move {
                     let helper =
-                        tokio::spawn(
-                            async move { *inner.get_or_init_async(&1, async { 1 }).await },
-                        );
+                        tokio::spawn(async move { inner.get_or_init_async(&1, async { 1 }).await });
                     helper.await.unwrap() + 1
                 }),
             )
@@ -538,7 +538,7 @@ fn reentrant_init_through_another_task_hangs_until_timeout() {
             })
             .await
             .expect("the helper task loaded the key after the leader was dropped");
-            assert_eq!(*value, 1);
+            assert_eq!(value, 1);
         },
     );
 }
@@ -603,7 +603,7 @@ fn hit_builds_no_owned_key() {
         let before = CLONES.load(Ordering::SeqCst);
         assert!(before > 0, "a miss builds the owned key");
         for _ in 0..10 {
-            assert_eq!(*typed.get_or_init_async(&Key(1), async { 2 }).await, 1);
+            assert_eq!(typed.get_or_init_async(&Key(1), async { 2 }).await, 1);
             assert_eq!(lru.get_or_load_async(&Key(1), async { 2 }).await, 1);
         }
         assert_eq!(
@@ -629,13 +629,13 @@ fn an_expired_entry_is_initialized_again() {
         cache.insert(1, 10);
         cache.insert(2, 20);
         clock.advance(Duration::from_secs(11));
-        assert_eq!(*cache.get_or_init_async(&1, async { 11 }).await, 11);
+        assert_eq!(cache.get_or_init_async(&1, async { 11 }).await, 11);
         let tried = cache
             .get_or_try_init_async(&2, async { Ok::<_, ()>(21) })
             .await;
-        assert_eq!(tried.as_deref(), Ok(&21));
-        assert_eq!(cache.get(&1).as_deref(), Some(&11));
-        assert_eq!(cache.get(&2).as_deref(), Some(&21));
+        assert_eq!(tried, Ok(21));
+        assert_eq!(cache.get(&1), Some(11));
+        assert_eq!(cache.get(&2), Some(21));
         let stats = cache.stats();
         assert_eq!((stats.inits, stats.waits), (2, 0));
         cache.check_invariants();
@@ -672,11 +672,11 @@ fn the_lookup_runs_when_the_method_is_called() {
             "the init is dropped at the call"
         );
         typed.invalidate(&1);
-        assert_eq!(*hit.await, 10, "the value found at the call");
+        assert_eq!(hit.await, 10, "the value found at the call");
         let miss = typed.get_or_init_async(&2, async { 20 });
         assert_eq!(typed.stats().misses, 1);
         assert_eq!(typed.stats().inits, 0, "nothing runs until polled");
-        assert_eq!(*miss.await, 20);
+        assert_eq!(miss.await, 20);
 
         let lru: LruCache<u32, u32> = LruCache::new(8);
         lru.insert(1, 10);

@@ -66,8 +66,8 @@ fn a_caller_that_waits_on_another_callers_init_counts_a_wait() {
             })
         });
         wait_until(|| loading.load(Ordering::SeqCst));
-        let waiter = *cache.get_or_init(&1, || unreachable!("the leader inits"));
-        assert_eq!((waiter, *leader.join().unwrap()), (10, 10));
+        let waiter = cache.get_or_init(&1, || unreachable!("the leader inits"));
+        assert_eq!((waiter, leader.join().unwrap()), (10, 10));
     });
     let stats = cache.stats();
     assert_eq!((stats.misses, stats.inits, stats.waits), (2, 1, 1));
@@ -144,7 +144,7 @@ fn every_typed_miss_is_an_init_or_a_wait_under_contention() {
                             std::thread::yield_now();
                             key
                         });
-                        assert_eq!(*value, key);
+                        assert_eq!(value, key);
                     }
                     if t == 0 && round % 7 == 0 {
                         cache.invalidate(&key);
@@ -230,7 +230,7 @@ fn async_callers_that_wait_count_a_wait_too() {
                 .await
         };
         let (a, b) = tokio::join!(leader, waiter);
-        assert_eq!((*a, *b), (10, 10));
+        assert_eq!((a, b), (10, 10));
     });
     let stats = lru.stats();
     assert_eq!((stats.misses, stats.loads, stats.waits), (2, 1, 1));

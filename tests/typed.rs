@@ -40,7 +40,6 @@ fn public_types_are_send_and_sync() {
 enum Op {
     Get(u8),
     GetWith(u8),
-    GetCloned(u8),
     Insert(u8, u32),
     Invalidate(u8),
     GetOrInit(u8, u32),
@@ -56,7 +55,6 @@ fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
         4 => key.clone().prop_map(Op::Get),
         2 => key.clone().prop_map(Op::GetWith),
-        1 => key.clone().prop_map(Op::GetCloned),
         3 => (key.clone(), any::<u32>()).prop_map(|(k, v)| Op::Insert(k, v)),
         2 => key.clone().prop_map(Op::Invalidate),
         4 => (key.clone(), any::<u32>()).prop_map(|(k, v)| Op::GetOrInit(k, v)),
@@ -147,15 +145,10 @@ fn run_against_model(ops: Vec<Op>, ttl: Option<u64>, tti: Option<u64>) {
     };
     for op in ops {
         match op {
-            Op::Get(k) => assert_eq!(cache.get(&k).as_deref().copied(), model.get(k), "{op:?}"),
+            Op::Get(k) => assert_eq!(cache.get(&k), model.get(k), "{op:?}"),
             Op::GetWith(k) => assert_eq!(cache.get_with(&k, |v| *v), model.get(k), "{op:?}"),
-            Op::GetCloned(k) => assert_eq!(cache.get_cloned(&k), model.get(k), "{op:?}"),
             Op::Insert(k, v) => {
-                assert_eq!(
-                    cache.insert(k, v).as_deref().copied(),
-                    model.insert(k, v),
-                    "{op:?}"
-                )
+                assert_eq!(cache.insert(k, v), model.insert(k, v), "{op:?}")
             }
             Op::Invalidate(k) => {
                 let expected = model
@@ -163,7 +156,7 @@ fn run_against_model(ops: Vec<Op>, ttl: Option<u64>, tti: Option<u64>) {
                     .remove(&k)
                     .filter(|e| model.live(e))
                     .map(|e| e.value);
-                assert_eq!(cache.invalidate(&k).as_deref().copied(), expected, "{op:?}");
+                assert_eq!(cache.invalidate(&k), expected, "{op:?}");
             }
             Op::GetOrInit(k, v) => {
                 let expected = match model.get(k) {
@@ -173,13 +166,12 @@ fn run_against_model(ops: Vec<Op>, ttl: Option<u64>, tti: Option<u64>) {
                         v
                     }
                 };
-                assert_eq!(*cache.get_or_init(&k, || v), expected, "{op:?}");
+                assert_eq!(cache.get_or_init(&k, || v), expected, "{op:?}");
             }
             Op::GetOrTryInitFails(k) => {
                 let expected = model.get(k).ok_or("refused");
                 let got = cache
                     .get_or_try_init(&k, || Err::<u32, _>("refused"))
-                    .map(|v| *v)
                     .map_err(|e| *e);
                 assert_eq!(got, expected, "{op:?}");
             }
@@ -244,15 +236,11 @@ proptest! {
         for op in ops {
             match op {
                 Op::Get(k) => {
-                    let got = cache.get(&k).as_deref().copied();
+                    let got = cache.get(&k);
                     prop_assert!(got.is_none() || got == model.get(&k).copied(), "{:?}", op);
                 }
-                Op::GetWith(k) | Op::GetCloned(k) => {
-                    let got = if matches!(op, Op::GetWith(_)) {
-                        cache.get_with(&k, |v| *v)
-                    } else {
-                        cache.get_cloned(&k)
-                    };
+                Op::GetWith(k) => {
+                    let got = cache.get_with(&k, |v| *v);
                     prop_assert!(got.is_none() || got == model.get(&k).copied(), "{:?}", op);
                 }
                 Op::Insert(k, v) => {
@@ -264,7 +252,7 @@ proptest! {
                     model.remove(&k);
                 }
                 Op::GetOrInit(k, v) => {
-                    let got = *cache.get_or_init(&k, || v);
+                    let got = cache.get_or_init(&k, || v);
                     prop_assert!(got == v || Some(got) == model.get(&k).copied(), "{:?}", op);
                     model.insert(k, got);
                 }
@@ -298,7 +286,7 @@ fn time_to_live_expires_however_often_read() {
     cache.insert("a", 1);
     for _ in 0..9 {
         clock.advance(S);
-        assert_eq!(cache.get("a").as_deref(), Some(&1));
+        assert_eq!(cache.get("a"), Some(1));
     }
     clock.advance(S);
     assert_eq!(cache.get("a"), None);
@@ -310,7 +298,7 @@ fn time_to_idle_is_extended_by_reads_not_by_contains_key() {
     let (cache, clock) = clocked(TypedCache::builder().time_to_idle(64 * S));
     cache.insert("a", 1);
     clock.advance(60 * S);
-    assert_eq!(cache.get("a").as_deref(), Some(&1)); // read at 60 s
+    assert_eq!(cache.get("a"), Some(1)); // read at 60 s
     clock.advance(60 * S);
     assert!(cache.contains_key("a")); // idle 60 s: alive; not a read
     clock.advance(4 * S);
@@ -343,11 +331,11 @@ fn expired_entry_is_initialized_again_once() {
     let (cache, clock) = clocked(TypedCache::builder().time_to_live(5 * S));
     let inits = AtomicUsize::new(0);
     let init = || inits.fetch_add(1, Ordering::SeqCst) as u32;
-    assert_eq!(*cache.get_or_init(&"k", init), 0);
-    assert_eq!(*cache.get_or_init(&"k", init), 0);
+    assert_eq!(cache.get_or_init(&"k", init), 0);
+    assert_eq!(cache.get_or_init(&"k", init), 0);
     clock.advance(5 * S);
-    assert_eq!(*cache.get_or_init(&"k", init), 1);
-    assert_eq!(*cache.get_or_init(&"k", init), 1);
+    assert_eq!(cache.get_or_init(&"k", init), 1);
+    assert_eq!(cache.get_or_init(&"k", init), 1);
     assert_eq!(inits.load(Ordering::SeqCst), 2);
     assert_eq!(cache.len(), 1);
     cache.check_invariants();
@@ -402,13 +390,9 @@ fn panicking_init_loses_nothing_else() {
     cache.check_invariants();
     assert_eq!(cache.len(), 10);
     for k in 0..10 {
-        assert_eq!(cache.get(&k).as_deref(), Some(&k));
+        assert_eq!(cache.get(&k), Some(k));
     }
-    assert_eq!(
-        *cache.get_or_init(&100, || 7),
-        7,
-        "the key was not poisoned"
-    );
+    assert_eq!(cache.get_or_init(&100, || 7), 7, "the key was not poisoned");
     let stats = cache.stats();
     assert_eq!((stats.inits, stats.init_failures), (2, 1));
 }
@@ -434,12 +418,13 @@ fn panicking_hasher_key_leaves_the_cache_usable() {
         assert!(outcome.is_err());
     }
     cache.check_invariants();
-    assert_eq!(cache.get(&Touchy(1)).as_deref(), Some(&1));
+    assert_eq!(cache.get(&Touchy(1)), Some(1));
     assert_eq!(cache.len(), 1);
 }
 
 /// A value whose `Drop` reads the cache: it would deadlock if a removed
 /// value were dropped under a shard lock.
+#[derive(Clone)]
 struct ReadsCacheOnDrop(u32);
 
 static DROP_CACHE: OnceLock<TypedCache<u32, ReadsCacheOnDrop>> = OnceLock::new();
@@ -448,7 +433,7 @@ static DROPS: AtomicUsize = AtomicUsize::new(0);
 impl Drop for ReadsCacheOnDrop {
     fn drop(&mut self) {
         if let Some(cache) = DROP_CACHE.get() {
-            let _ = cache.get(&self.0);
+            let _ = cache.get_with(&self.0, |_| ());
             let _ = cache.contains_key(&(self.0 + 1));
             DROPS.fetch_add(1, Ordering::SeqCst);
         }
@@ -500,7 +485,7 @@ fn exactly_one_init_per_key_every_round() {
                             thread::yield_now(); // widen the race window
                             (round, k)
                         });
-                        assert_eq!(*value, (round, k), "a value from another round or key");
+                        assert_eq!(value, (round, k), "a value from another round or key");
                     }
                     barrier.wait();
                 }
@@ -548,7 +533,7 @@ fn mixed_writers_and_inits_keep_invariants() {
                     match i % 5 {
                         0 => drop(cache.insert(k, k)),
                         1 => drop(cache.invalidate(&k)),
-                        _ => assert_eq!(*cache.get_or_init(&k, || k), k),
+                        _ => assert_eq!(cache.get_or_init(&k, || k), k),
                     }
                 }
             });
@@ -665,7 +650,7 @@ fn stats_are_exact_with_more_threads_than_owned_stripes() {
             s.spawn(move || {
                 barrier.wait(); // all alive at once
                 for i in 0..CALLS {
-                    assert_eq!(*cache.get_or_init(&(i % 10), || i % 10), i % 10);
+                    assert_eq!(cache.get_or_init(&(i % 10), || i % 10), i % 10);
                     // The three read forms, all counted in the same stripes.
                     match i % 3 {
                         0 => assert_eq!(cache.get(&(100 + t)), None),
@@ -692,6 +677,7 @@ fn stats_are_exact_with_more_threads_than_owned_stripes() {
 }
 
 /// A value whose `Drop` panics when it is the chosen one.
+#[derive(Clone)]
 struct PanicsOnDrop(u32);
 
 static PANIC_ON_DROP_OF: AtomicUsize = AtomicUsize::new(usize::MAX);
@@ -731,16 +717,13 @@ fn invalidate_all_empties_every_shard_before_a_drop_panics() {
 
 #[test]
 fn get_with_visits_in_place_and_counts_like_get() {
-    let cache: TypedCache<&str, String> = TypedCache::new();
-    let stored = cache.get_or_init(&"k", || "hello".to_string());
-    assert_eq!(
-        cache.get_with("k", |v| std::ptr::eq(v, &*stored)),
-        Some(true)
-    );
-    // No `Arc` clone: only `stored` and the cache hold it during the visit.
+    let cache: TypedCache<&str, Arc<String>> = TypedCache::new();
+    let stored = cache.get_or_init(&"k", || Arc::new("hello".to_string()));
+    assert_eq!(cache.get_with("k", |v| Arc::ptr_eq(v, &stored)), Some(true));
+    // No clone: only `stored` and the cache hold the `Arc` during the visit.
     assert_eq!(cache.get_with("k", |_| Arc::strong_count(&stored)), Some(2));
-    assert_eq!(cache.get_cloned("k").as_deref(), Some("hello"));
-    assert_eq!(cache.get_with("missing", String::len), None);
+    assert_eq!(cache.get("k").as_deref().map(String::as_str), Some("hello"));
+    assert_eq!(cache.get_with("missing", |v| v.len()), None);
     let stats = cache.stats();
     assert_eq!((stats.hits, stats.misses, stats.inits), (3, 2, 1));
 }
@@ -752,13 +735,13 @@ fn get_with_is_a_read_for_time_to_idle() {
     clock.advance(60 * S);
     assert_eq!(cache.get_with("a", |v| *v), Some(1)); // read at 60 s
     clock.advance(60 * S);
-    assert_eq!(cache.get_cloned("a"), Some(1)); // idle 60 s: alive; read at 120 s
+    assert_eq!(cache.get("a"), Some(1)); // idle 60 s: alive; read at 120 s
     clock.advance(64 * S);
     assert_eq!(cache.get_with("a", |v| *v), None); // idle 64 s: expired
     assert!(cache.is_empty(), "the expired entry read was removed");
 }
 
-/// A panic in the closure of `get_with` (or in `V::clone` of `get_cloned`)
+/// A panic in the closure of `get_with` (or in `V::clone` of `get`)
 /// runs after the lookup: the hit stays counted, the cache consistent, and
 /// the shard's read lock is released (a write to the same key from another
 /// thread completes; the watchdog fails the test if it hangs).
@@ -780,7 +763,7 @@ fn a_panicking_closure_leaves_the_cache_consistent_and_unlocked() {
         cache.get_with(&1, |_| -> u32 { panic!("visitor panics") })
     }));
     assert!(visit.is_err());
-    assert!(catch_unwind(AssertUnwindSafe(|| cache.get_cloned(&1))).is_err());
+    assert!(catch_unwind(AssertUnwindSafe(|| cache.get(&1))).is_err());
     cache.check_invariants();
     let stats = cache.stats();
     assert_eq!((stats.hits, stats.misses), (2, 0));

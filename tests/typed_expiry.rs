@@ -30,8 +30,8 @@ fn one_shard(
     let builder = TypedCache::<u32, u32>::builder()
         .hasher(TestState::one_shard())
         .clock(clock.clone())
-        .eviction_listener(move |key, value: Arc<u32>, cause| {
-            seen.lock().unwrap().push((key, *value, cause));
+        .eviction_listener(move |key, value: u32, cause| {
+            seen.lock().unwrap().push((key, value, cause));
         });
     (configure(builder).build().unwrap(), clock, log)
 }
@@ -61,7 +61,7 @@ fn an_idle_entry_behind_a_live_one_is_released_by_a_later_write() {
     cache.insert(1, 10); // read below: stays alive
     cache.insert(2, 20); // never read: idles out
     clock.advance(40 * S);
-    assert_eq!(cache.get(&1).as_deref(), Some(&10));
+    assert_eq!(cache.get(&1), Some(10));
     clock.advance(40 * S); // key 2 idle 80 s, key 1 idle 40 s
     assert_eq!(cache.len(), 2);
     cache.insert(3, 30);
@@ -84,7 +84,7 @@ fn invalidate_and_init_release_expired_entries_of_their_shard() {
     assert_eq!(cache.len(), 0, "invalidate released the expired entry");
     cache.insert(4, 40);
     clock.advance(11 * S);
-    assert_eq!(*cache.get_or_init(&5, || 50), 50); // an init's store
+    assert_eq!(cache.get_or_init(&5, || 50), 50); // an init's store
     assert_eq!(
         cache.len(),
         1,
@@ -146,7 +146,7 @@ fn a_read_that_finds_an_expired_entry_releases_it() {
 fn the_listener_hears_every_cause_once() {
     let (cache, clock, log) = one_shard(|b| b.max_entries(2).time_to_live(100 * S));
     cache.insert(1, 10);
-    assert_eq!(cache.insert(1, 11).as_deref(), Some(&10));
+    assert_eq!(cache.insert(1, 11), Some(10));
     assert_eq!(taken(&log), [(1, 10, RemovalCause::Replaced)]);
     cache.insert(2, 20);
     cache.insert(3, 30); // over max_entries: evicts one of 1, 2
@@ -154,7 +154,7 @@ fn the_listener_hears_every_cause_once() {
     assert_eq!(evicted.len(), 1);
     assert_eq!(evicted[0].2, RemovalCause::Evicted);
     assert!(!cache.contains_key(&evicted[0].0));
-    assert_eq!(cache.invalidate(&3).as_deref(), Some(&30));
+    assert_eq!(cache.invalidate(&3), Some(30));
     assert_eq!(taken(&log), [(3, 30, RemovalCause::Removed)]);
     cache.insert(4, 40);
     cache.invalidate_all();
@@ -191,7 +191,7 @@ fn purge_expired_reports_what_it_releases() {
     let cache = TypedCache::<u32, u32>::builder()
         .time_to_live(10 * S)
         .clock(clock.clone())
-        .eviction_listener(move |k, v: Arc<u32>, c| seen.lock().unwrap().push((k, *v, c)))
+        .eviction_listener(move |k, v: u32, c| seen.lock().unwrap().push((k, v, c)))
         .build()
         .unwrap();
     for k in 0..50 {
@@ -221,8 +221,8 @@ fn a_panicking_listener_leaves_the_cache_consistent_and_hears_the_rest() {
         .hasher(TestState::one_shard())
         .time_to_live(10 * S)
         .clock(clock.clone())
-        .eviction_listener(move |key, value: Arc<u32>, cause| {
-            log.lock().unwrap().push((key, *value, cause));
+        .eviction_listener(move |key, value: u32, cause| {
+            log.lock().unwrap().push((key, value, cause));
             if key == 1 {
                 panic!("listener");
             }
@@ -238,7 +238,7 @@ fn a_panicking_listener_leaves_the_cache_consistent_and_hears_the_rest() {
     let outcome = catch_unwind(AssertUnwindSafe(|| cache.insert(10, 10)));
     assert!(outcome.is_err());
     assert_eq!(cache.len(), 1);
-    assert_eq!(cache.get(&10).as_deref(), Some(&10));
+    assert_eq!(cache.get(&10), Some(10));
     // Key 1's call panicked; 2 and 3 were still handed over.
     let mut heard_keys: Vec<u32> = taken(&heard).into_iter().map(|(k, _, _)| k).collect();
     heard_keys.sort_unstable();
@@ -253,7 +253,7 @@ fn a_panicking_listener_leaves_the_cache_consistent_and_hears_the_rest() {
     assert_eq!(cache.len(), 1);
     cache.check_invariants();
     cache.insert(2, 2);
-    assert_eq!(cache.get(&2).as_deref(), Some(&2));
+    assert_eq!(cache.get(&2), Some(2));
 }
 
 #[test]
@@ -265,7 +265,7 @@ fn iter_is_a_snapshot_of_the_live_entries_and_not_a_read() {
     cache.get(&1);
     clock.advance(30 * S); // 2 idle 70 s: expired but not yet released
     let stats = cache.stats();
-    let entries: Vec<(u32, u32)> = cache.iter().map(|(k, v)| (k, *v)).collect();
+    let entries: Vec<(u32, u32)> = cache.iter().collect();
     assert_eq!(entries, [(1, 10)], "expired entries are left out");
     assert_eq!(cache.stats(), stats, "iter counts nothing");
     clock.advance(30 * S); // 1 idle 60 s since its read: iter did not refresh it

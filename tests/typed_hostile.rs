@@ -61,7 +61,7 @@ thread_local! {
 
 /// The typed fixture's removal listener: clones the key (a hostile `Clone`
 /// call) and logs it.
-fn listen(key: Key, _value: Arc<Value>, cause: RemovalCause) {
+fn listen(key: Key, _value: Value, cause: RemovalCause) {
     let copy = key.clone();
     REMOVED.with(|log| log.borrow_mut().push((copy.id, cause)));
 }
@@ -561,7 +561,7 @@ fn typed_cache_clones_keys_outside_its_locks() {
         });
         for id in 0..10 {
             cache.insert(Reentrant(id), id);
-            assert_eq!(*cache.get_or_init(&Reentrant(100 + id), || id), id);
+            assert_eq!(cache.get_or_init(&Reentrant(100 + id), || id), id);
         }
         cache.invalidate(&Reentrant(9));
         ON_CLONE.with(|hook| hook.borrow_mut().take());
@@ -593,14 +593,14 @@ fn flight_clones_keys_outside_its_mutex() {
             *hook.borrow_mut() = Some(Box::new(move || {
                 use std::sync::atomic::Ordering::SeqCst;
                 if !inside.swap(true, SeqCst) {
-                    assert_eq!(*probe.get_or_init(&Reentrant(other), || 2), 2);
+                    assert_eq!(probe.get_or_init(&Reentrant(other), || 2), 2);
                     inside.store(false, SeqCst);
                 }
             }));
         });
-        assert_eq!(*cache.get_or_init(&Reentrant(1), || 1), 1);
+        assert_eq!(cache.get_or_init(&Reentrant(1), || 1), 1);
         ON_CLONE.with(|hook| hook.borrow_mut().take());
-        assert_eq!(cache.get(&Reentrant(other)).as_deref(), Some(&2));
+        assert_eq!(cache.get(&Reentrant(other)), Some(2));
         cache.check_invariants();
     });
 }
@@ -626,7 +626,7 @@ fn manual_clock_saturates_instead_of_wrapping() {
     clock.advance(Duration::from_secs(7_200));
     assert_eq!(clock.now(), Duration::from_nanos(u64::MAX));
     cache.insert(2, 2);
-    assert_eq!(cache.get(&2).as_deref(), Some(&2));
+    assert_eq!(cache.get(&2), Some(2));
     cache.check_invariants();
 }
 
@@ -653,7 +653,7 @@ fn extreme_builder_arguments_are_errors_or_work() {
         cache.insert(i, i);
     }
     clock.advance(Duration::from_nanos(u64::MAX - 1));
-    assert_eq!(cache.get(&7).as_deref(), Some(&7));
+    assert_eq!(cache.get(&7), Some(7));
     clock.advance(Duration::MAX);
     assert_eq!(cache.len(), 100);
     cache.check_invariants();

@@ -71,15 +71,24 @@ impl<S: BuildHasher + Clone + Send + Sync + 'static> InitCache
     for larder::TypedCache<u64, Resource, S>
 {
     fn name(&self) -> String {
-        "larder TypedCache::get_or_init".into()
+        "larder TypedCache::get_or_init (V = Resource, cloned out)".into()
     }
     fn get_or_init(&self, key: u64, init: &dyn Fn() -> Resource) -> u64 {
         larder::TypedCache::get_or_init(self, &key, init).id
     }
 }
 
-/// larder's cache read through `get_with` (the value read in place, no
-/// `Arc` clone), `get_or_init` on a miss: how a caller that only needs a
+impl InitCache for larder::TypedCache<u64, Arc<Resource>> {
+    fn name(&self) -> String {
+        "larder TypedCache::get_or_init".into()
+    }
+    fn get_or_init(&self, key: u64, init: &dyn Fn() -> Resource) -> u64 {
+        larder::TypedCache::get_or_init(self, &key, || Arc::new(init())).id
+    }
+}
+
+/// larder's cache read through `get_with` (the value read in place, not
+/// cloned), `get_or_init` on a miss: how a caller that only needs a
 /// field of the value reads it.
 pub struct LarderGetWith(larder::TypedCache<u64, Resource>);
 
@@ -203,6 +212,7 @@ impl InitCache for quick_cache::sync::Cache<u64, Arc<Resource>> {
 pub fn caches(capacity: usize) -> Vec<Box<dyn InitCache>> {
     let hasher = ahash::RandomState::new;
     vec![
+        Box::new(larder::TypedCache::<u64, Arc<Resource>>::new()),
         Box::new(larder::TypedCache::<u64, Resource>::new()),
         Box::new(LarderGetWith(larder::TypedCache::new())),
         Box::new(LarderExpiring(

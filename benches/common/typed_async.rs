@@ -45,7 +45,8 @@ pub trait AsyncInitCache: Send + Sync + 'static {
     ) -> impl Future<Output = u64> + Send + 'a;
 }
 
-impl AsyncInitCache for larder::TypedCache<u64, Resource> {
+/// Values in `Arc`s, as the peers here store them.
+impl AsyncInitCache for larder::TypedCache<u64, Arc<Resource>> {
     fn name(&self) -> String {
         "larder TypedCache::get_or_init_async".into()
     }
@@ -54,13 +55,17 @@ impl AsyncInitCache for larder::TypedCache<u64, Resource> {
         key: u64,
         init: impl Future<Output = Resource> + Send + 'a,
     ) -> impl Future<Output = u64> + Send + 'a {
-        async move { self.get_or_init_async(&key, init).await.id }
+        async move {
+            self.get_or_init_async(&key, async { Arc::new(init.await) })
+                .await
+                .id
+        }
     }
 }
 
 /// larder's sync `get_or_init`, called in the same async loop (warm hits
 /// only: its init is never needed there).
-pub struct LarderSyncInLoop(larder::TypedCache<u64, Resource>);
+pub struct LarderSyncInLoop(larder::TypedCache<u64, Arc<Resource>>);
 
 impl AsyncInitCache for LarderSyncInLoop {
     fn name(&self) -> String {
@@ -71,7 +76,7 @@ impl AsyncInitCache for LarderSyncInLoop {
         key: u64,
         _init: impl Future<Output = Resource> + Send + 'a,
     ) -> impl Future<Output = u64> + Send + 'a {
-        async move { self.0.get_or_init(&key, || Resource::new(key)).id }
+        async move { self.0.get_or_init(&key, || Arc::new(Resource::new(key))).id }
     }
 }
 
@@ -369,12 +374,8 @@ pub fn workloads(size: Size) -> Vec<Workload> {
             family: "typed",
             name: format!("async_cold_keys_{cold}_x{TASKS_PER_KEY}_1ms"),
             contenders: vec![
-                Box::new(AsyncColdKeys::<larder::TypedCache<u64, Resource>>::ideal(
-                    cold,
-                )),
-                Box::new(AsyncColdKeys::<larder::TypedCache<u64, Resource>>::floor(
-                    cold,
-                )),
+                Box::new(AsyncColdKeys::<larder::TypedCache<u64, Arc<Resource>>>::ideal(cold)),
+                Box::new(AsyncColdKeys::<larder::TypedCache<u64, Arc<Resource>>>::floor(cold)),
                 Box::new(AsyncColdKeys::new(larder::TypedCache::new(), cold)),
                 Box::new(AsyncColdKeys::new(moka(1 << 20), cold)),
                 Box::new(AsyncColdKeys::new(quick(1 << 20), cold)),

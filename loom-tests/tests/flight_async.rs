@@ -81,7 +81,7 @@ impl Future for YieldOnce {
 /// suspending once: it runs once and everyone gets the same `Arc`.
 fn exactly_one_load(tasks: usize, fault: FlightFault) {
     loom::model(move || {
-        let cache = Arc::new(TypedCache::<u32, u32>::with_fault(fault));
+        let cache = Arc::new(TypedCache::<u32, Arc<u32>>::with_fault(fault));
         // A std atomic: a counter the model reads, not a protocol it checks.
         let inits = Arc::new(AtomicUsize::new(0));
         let call = {
@@ -91,7 +91,7 @@ fn exactly_one_load(tasks: usize, fault: FlightFault) {
                 block_on(cache.get_or_init_async(&1, async {
                     inits.fetch_add(1, Ordering::SeqCst);
                     YieldOnce(false).await;
-                    42
+                    Arc::new(42)
                 }))
             }
         };
@@ -142,7 +142,7 @@ fn flight_async_two_tasks_negative_control_register_unlocked() {
 /// with one value, loaded once among them.
 fn cancelled_leader_hands_over(waiters: usize, fault: FlightFault) {
     loom::model(move || {
-        let cache = Arc::new(TypedCache::<u32, u32>::with_fault(fault));
+        let cache = Arc::new(TypedCache::<u32, Arc<u32>>::with_fault(fault));
         let loads = Arc::new(AtomicUsize::new(0));
         let handles: Vec<_> = (0..waiters)
             .map(|_| {
@@ -151,7 +151,7 @@ fn cancelled_leader_hands_over(waiters: usize, fault: FlightFault) {
                 thread::spawn(move || {
                     block_on(cache.get_or_init_async(&1, async {
                         loads.fetch_add(1, Ordering::SeqCst);
-                        2
+                        Arc::new(2)
                     }))
                 })
             })
@@ -207,7 +207,7 @@ fn flight_async_cancelled_leader_hands_over_two_waiters() {
 /// whichever leads: one init, one value.
 fn sync_and_async_share(fault: FlightFault) {
     loom::model(move || {
-        let cache = Arc::new(TypedCache::<u32, u32>::with_fault(fault));
+        let cache = Arc::new(TypedCache::<u32, Arc<u32>>::with_fault(fault));
         let inits = Arc::new(AtomicUsize::new(0));
         let sync_caller = {
             let cache = Arc::clone(&cache);
@@ -215,14 +215,14 @@ fn sync_and_async_share(fault: FlightFault) {
             thread::spawn(move || {
                 cache.get_or_init(&1, || {
                     inits.fetch_add(1, Ordering::SeqCst);
-                    7
+                    Arc::new(7)
                 })
             })
         };
         let mine = block_on(cache.get_or_init_async(&1, async {
             inits.fetch_add(1, Ordering::SeqCst);
             YieldOnce(false).await;
-            7
+            Arc::new(7)
         }));
         let theirs = sync_caller.join().unwrap();
         assert_eq!(inits.load(Ordering::SeqCst), 1, "init ran more than once");

@@ -106,10 +106,11 @@ fn lru_failure_negative_control_notify_one() {
 }
 
 /// Three threads call `TypedCache::get_or_init` on one cold key: every one
-/// returns the one `Arc` the single init made.
+/// returns the one `Arc` the single init made (`Arc` values, so sharing is
+/// visible).
 fn typed_three_callers_all_return_model(fault: FlightFault) {
     loom::model(move || {
-        let cache = Arc::new(TypedCache::<u32, u32>::with_fault(fault));
+        let cache = Arc::new(TypedCache::<u32, Arc<u32>>::with_fault(fault));
         let inits = Arc::new(AtomicUsize::new(0));
         let call = {
             let cache = Arc::clone(&cache);
@@ -117,7 +118,7 @@ fn typed_three_callers_all_return_model(fault: FlightFault) {
             move || {
                 cache.get_or_init(&1, || {
                     inits.fetch_add(1, Ordering::SeqCst);
-                    42
+                    Arc::new(42)
                 })
             }
         };
@@ -153,16 +154,16 @@ fn typed_panic_wakes_both_waiters_model(fault: FlightFault) {
             let cache = Arc::clone(&cache);
             thread::spawn(move || {
                 catch_unwind(AssertUnwindSafe(|| {
-                    *cache.get_or_init(&1, || std::panic::panic_any(INIT_PANIC))
+                    cache.get_or_init(&1, || std::panic::panic_any(INIT_PANIC))
                 }))
                 .ok()
             })
         };
         let waiter = {
             let cache = Arc::clone(&cache);
-            thread::spawn(move || *cache.get_or_init(&1, || 5))
+            thread::spawn(move || cache.get_or_init(&1, || 5))
         };
-        let mine = *cache.get_or_init(&1, || 5);
+        let mine = cache.get_or_init(&1, || 5);
         assert_eq!(mine, 5);
         assert_eq!(waiter.join().unwrap(), 5, "a waiter did not complete");
         let theirs = panicking.join().unwrap();

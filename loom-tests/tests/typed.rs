@@ -17,7 +17,7 @@ use std::sync::Arc;
 /// runs once and everyone gets the same `Arc`.
 fn exactly_one_init(threads: usize, fault: FlightFault) {
     loom::model(move || {
-        let cache = Arc::new(TypedCache::<u32, u32>::with_fault(fault));
+        let cache = Arc::new(TypedCache::<u32, Arc<u32>>::with_fault(fault));
         // A std atomic: a counter the model reads, not a protocol it checks.
         let inits = Arc::new(AtomicUsize::new(0));
         let call = {
@@ -26,7 +26,7 @@ fn exactly_one_init(threads: usize, fault: FlightFault) {
             move || {
                 cache.get_or_init(&1, || {
                     inits.fetch_add(1, Ordering::SeqCst);
-                    42
+                    Arc::new(42)
                 })
             }
         };
@@ -75,13 +75,11 @@ fn failure_is_not_cached(fault: FlightFault) {
             thread::spawn(move || {
                 cache
                     .get_or_try_init(&1, || Err::<u32, &str>("backend down"))
-                    .map(|v| *v)
                     .map_err(|e| *e)
             })
         };
         let succeeding = cache
             .get_or_try_init(&1, || Ok::<u32, &str>(7))
-            .map(|v| *v)
             .map_err(|e| *e);
         let failed = failing.join().unwrap();
         assert!(
@@ -94,7 +92,6 @@ fn failure_is_not_cached(fault: FlightFault) {
         );
         let after = cache
             .get_or_try_init(&1, || Ok::<u32, &str>(9))
-            .map(|v| *v)
             .map_err(|e| *e);
         let expected = if succeeding.is_ok() { 7 } else { 9 };
         assert_eq!(after, Ok(expected), "a failed init stuck");
@@ -124,17 +121,17 @@ fn panic_hands_over(fault: FlightFault) {
             let cache = Arc::clone(&cache);
             thread::spawn(move || {
                 catch_unwind(AssertUnwindSafe(|| {
-                    *cache.get_or_init(&1, || std::panic::panic_any(INIT_PANIC))
+                    cache.get_or_init(&1, || std::panic::panic_any(INIT_PANIC))
                 }))
                 .ok()
             })
         };
         let mine = cache.get_or_init(&1, || 5);
-        assert_eq!(*mine, 5, "the waiter did not complete");
+        assert_eq!(mine, 5, "the waiter did not complete");
         let theirs = panicking.join().unwrap();
         // Either it panicked, or it came after our value was cached.
         assert!(matches!(theirs, None | Some(5)), "got {theirs:?}");
-        assert_eq!(cache.get(&1).as_deref(), Some(&5));
+        assert_eq!(cache.get(&1), Some(5));
         cache.check_invariants();
     });
 }
@@ -162,15 +159,15 @@ fn invalidation_wins_over_init(fault: TypedFault) {
         let init = {
             let cache = Arc::clone(&cache);
             let backend = Arc::clone(&backend);
-            thread::spawn(move || *cache.get_or_init(&1, || backend.load(Ordering::SeqCst)))
+            thread::spawn(move || cache.get_or_init(&1, || backend.load(Ordering::SeqCst)))
         };
         backend.store(1, Ordering::SeqCst);
         cache.invalidate(&1);
         let got = init.join().unwrap();
         assert!(got <= 1);
         assert_ne!(
-            cache.get(&1).as_deref(),
-            Some(&0),
+            cache.get(&1),
+            Some(0),
             "a stale init outlived an invalidation"
         );
         cache.check_invariants();

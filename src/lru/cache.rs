@@ -56,7 +56,7 @@ impl<K, V> ValueListener<K, V> {
     /// panicking `V::clone` is caught, so the displaced entries can still
     /// reach the listener before it resumes.
     pub(crate) fn copy(&self, value: &V) -> std::thread::Result<V> {
-        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| (self.clone)(value)))
+        crate::removal::copy_unlocked(value, self.clone)
     }
 }
 

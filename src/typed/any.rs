@@ -117,10 +117,11 @@ impl<Q: ?Sized + Eq> PartialEq for dyn KeyView<Q> + Sync + '_ {
 impl<Q: ?Sized + Eq> Eq for dyn KeyView<Q> + Sync + '_ {}
 
 /// A value stored type-erased; its type is the `TypeId` of its key.
+#[derive(Clone)]
 pub(crate) struct Erased(Arc<dyn Any + Send + Sync>);
 
 /// Recovers the `Arc<V>` stored under a key whose type id is `V`'s.
-fn downcast<V: Any + Send + Sync>(erased: &Arc<Erased>) -> Arc<V> {
+fn downcast<V: Any + Send + Sync>(erased: &Erased) -> Arc<V> {
     match Arc::clone(&erased.0).downcast::<V>() {
         Ok(value) => value,
         // Every entry under TypeId::of::<V>() was stored as a V.
@@ -443,7 +444,7 @@ where
         V: Send + Sync + 'static,
     {
         self.raw
-            .insert(Self::typed::<V>(key), Arc::new(Erased(Arc::new(value))))
+            .insert(Self::typed::<V>(key), Erased(Arc::new(value)))
             .map(|old| downcast::<V>(&old))
     }
 

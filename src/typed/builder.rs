@@ -96,6 +96,7 @@ impl<S> Settings<S> {
     fn build<K, V>(self) -> Result<Raw<K, V, S>, TypedBuildError>
     where
         K: Hash + Eq + Clone,
+        V: Clone,
         S: BuildHasher + Clone,
     {
         if self.time_to_live == Some(Duration::ZERO) {
@@ -158,7 +159,7 @@ impl<S> fmt::Debug for Settings<S> {
 /// ```
 pub struct TypedCacheBuilder<K, V, S = ahash::RandomState> {
     settings: Settings<S>,
-    listener: Option<Listener<K, Arc<V>>>,
+    listener: Option<Listener<K, V>>,
     types: PhantomData<fn() -> (K, V)>,
 }
 
@@ -335,7 +336,7 @@ impl<K, V, S> TypedCacheBuilder<K, V, S> {
     /// let cache = TypedCache::<&str, u32>::builder()
     ///     .time_to_live(Duration::from_secs(10))
     ///     .clock(clock.clone())
-    ///     .eviction_listener(move |key: &str, _value: Arc<u32>, cause: RemovalCause| {
+    ///     .eviction_listener(move |key: &str, _value: u32, cause: RemovalCause| {
     ///         seen.lock().unwrap().push((key, cause));
     ///     })
     ///     .build()
@@ -351,7 +352,7 @@ impl<K, V, S> TypedCacheBuilder<K, V, S> {
     /// ```
     pub fn eviction_listener<F>(mut self, listener: F) -> Self
     where
-        F: Fn(K, Arc<V>, RemovalCause) + Send + Sync + 'static,
+        F: Fn(K, V, RemovalCause) + Send + Sync + 'static,
     {
         self.listener = Some(Arc::new(listener));
         self
@@ -361,6 +362,7 @@ impl<K, V, S> TypedCacheBuilder<K, V, S> {
 impl<K, V, S> TypedCacheBuilder<K, V, S>
 where
     K: Hash + Eq + Clone,
+    V: Clone,
     S: BuildHasher + Clone,
 {
     /// Builds the cache.

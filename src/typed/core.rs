@@ -32,7 +32,7 @@ use hashbrown::HashTable;
 use hashbrown::hash_table::Entry as TableEntry;
 
 use crate::removal::{Removal, RemovalCause};
-use crate::sync::{Arc, AtomicBool, AtomicU64, Ordering};
+use crate::sync::{AtomicBool, AtomicU64, Ordering};
 
 /// Idle time is recorded with a resolution of `time_to_idle / TTI_STEPS`: a
 /// hit writes the slot's access time only when it moved by at least that
@@ -121,7 +121,7 @@ impl Policy {
 
 /// One cached value and its bookkeeping.
 pub(crate) struct Slot<V> {
-    pub(crate) value: Arc<V>,
+    pub(crate) value: V,
     /// Unique per insertion: tells a live CLOCK queue entry from a stale one.
     id: u64,
     created: u64,
@@ -130,7 +130,7 @@ pub(crate) struct Slot<V> {
 }
 
 impl<V> Slot<V> {
-    fn new(value: Arc<V>, id: u64, now: u64) -> Self {
+    fn new(value: V, id: u64, now: u64) -> Self {
         Self {
             value,
             id,
@@ -150,7 +150,7 @@ pub(crate) struct Entry<K, V> {
 
 /// A key and value removed from a shard and why, for the caller to hand
 /// to the listener and drop unlocked.
-pub(crate) type Removed<K, V> = Removal<K, Arc<V>>;
+pub(crate) type Removed<K, V> = Removal<K, V>;
 
 type Table<K, V> = HashTable<Entry<K, V>>;
 
@@ -237,7 +237,7 @@ impl<K, V> Core<K, V> {
         &mut self,
         hash: u64,
         key: K,
-        value: Arc<V>,
+        value: V,
         now: u64,
         user_write: bool,
     ) -> Displaced<K, V>
@@ -451,7 +451,7 @@ impl<K, V> Core<K, V> {
 
     /// Calls `f` with each live entry's key and value, in table order. Runs
     /// no user code itself.
-    pub(crate) fn for_each_live(&self, policy: &Policy, now: u64, mut f: impl FnMut(&K, &Arc<V>)) {
+    pub(crate) fn for_each_live(&self, policy: &Policy, now: u64, mut f: impl FnMut(&K, &V)) {
         for entry in &self.table {
             if !policy.is_expired(&entry.slot, now) {
                 f(&entry.key, &entry.slot.value);

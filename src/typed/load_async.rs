@@ -15,6 +15,7 @@ use crate::sync::Arc;
 impl<K, V, S> TypedCache<K, V, S>
 where
     K: Hash + Eq + Clone,
+    V: Clone,
     S: BuildHasher + Clone,
 {
     /// The value of `key`, awaiting `init` to create it if there is none:
@@ -24,10 +25,10 @@ where
     /// Among concurrent callers for one key that find no value, sync or
     /// async, exactly one runs its init; the async others wait without
     /// blocking their thread (their waker is registered with the init in
-    /// progress) and get the same `Arc`. The key is looked up (by
+    /// progress) and get clones of its value. The key is looked up (by
     /// reference) when this method is called, not when the future is first
     /// polled: a hit is counted at the call and returns a future that is
-    /// ready at once and holds only the `Arc` (nothing allocated or
+    /// ready at once and holds only the value (nothing allocated or
     /// registered, `init` dropped); the owned key is built (`Q::to_owned`)
     /// only on a miss.
     /// `init` is polled only if this caller runs the init; otherwise it is
@@ -82,7 +83,7 @@ where
     ///     })
     ///     .collect();
     /// for task in tasks {
-    ///     assert_eq!(*task.await.unwrap(), "id,name");
+    ///     assert_eq!(task.await.unwrap(), "id,name");
     /// }
     /// assert_eq!(cache.stats().inits, 1);
     /// # });
@@ -91,7 +92,7 @@ where
         &self,
         key: &Q,
         init: impl Future<Output = V>,
-    ) -> impl Future<Output = Arc<V>>
+    ) -> impl Future<Output = V>
     where
         K: Borrow<Q>,
         Q: ?Sized + Hash + Eq + ToOwned<Owned = K>,
@@ -103,7 +104,7 @@ where
             |key: &Q| key.to_owned(),
             init,
             Ok::<V, Infallible>,
-            Arc::clone,
+            V::clone,
             |outcome| match outcome {
                 Ok(value) => value,
                 Err(never) => match *never {},
@@ -150,14 +151,14 @@ where
     ///     .get_or_try_init_async("port", async { "80".parse::<u16>() })
     ///     .await
     ///     .unwrap();
-    /// assert_eq!(*port, 80);
+    /// assert_eq!(port, 80);
     /// # });
     /// ```
     pub fn get_or_try_init_async<Q, E>(
         &self,
         key: &Q,
         init: impl Future<Output = Result<V, E>>,
-    ) -> impl Future<Output = Result<Arc<V>, Arc<E>>>
+    ) -> impl Future<Output = Result<V, Arc<E>>>
     where
         K: Borrow<Q>,
         Q: ?Sized + Hash + Eq + ToOwned<Owned = K>,
@@ -168,7 +169,7 @@ where
             |key: &Q| key.to_owned(),
             init,
             identity,
-            Arc::clone,
+            V::clone,
             identity,
         )
     }

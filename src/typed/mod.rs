@@ -28,7 +28,7 @@
 //! // CORRECT: the check, the init and the insert are one step per key;
 //! // concurrent callers wait for the one init and share its value.
 //! let value = cache.get_or_init(&"config", expensive);
-//! assert_eq!(*value, "parsed");
+//! assert_eq!(value, "parsed");
 //! assert_eq!(inits.load(Ordering::SeqCst), 2); // one per key here
 //! ```
 //!
@@ -83,15 +83,20 @@ pub enum Fault {
     WriteSkipsSweep,
 }
 
-/// A concurrent map from keys to lazily initialized, shared values: each
-/// key's init runs once among concurrent callers.
+/// A concurrent map from keys to lazily initialized values: each key's
+/// init runs once among concurrent callers.
+///
+/// Values are stored as given and cloned out (`V: Clone`), as moka and
+/// quick_cache do: store small values as they are, and large or shared
+/// ones (or ones that are not `Clone`, such as a connection) as `Arc<T>`,
+/// so every caller of a key shares one instance.
 ///
 /// # Guarantees
 ///
 /// - **Exactly once.** Among concurrent `get_or_init` / `get_or_try_init`
 ///   callers for one key that find no value, one runs its `f`; the others
-///   block (on a mutex and condition variable, not spinning) and receive the
-///   same `Arc<V>`. A later caller finds the value cached.
+///   block (on a mutex and condition variable, not spinning) and receive
+///   clones of the same value. A later caller finds the value cached.
 /// - **Independence.** No map or shard lock is held while `f` runs: an init
 ///   in progress never blocks callers of other keys, hits included.
 /// - **Errors are shared, never cached.** The caller whose init returned an
@@ -110,10 +115,12 @@ pub enum Fault {
 ///   it) before the shard lock too; `f` with no lock held. Under a shard
 ///   lock the only user code is the key's `Eq`, on a full 64-bit hash
 ///   match, in the lookup that starts an operation and before its first
-///   change; besides it, only [`get_with`](TypedCache::get_with)'s
-///   closure, [`get_cloned`](TypedCache::get_cloned)'s `V::clone` and
-///   [`iter`](TypedCache::iter)'s `K::clone` run under a shard's *read*
-///   lock. Every entry stores its hash, so growing, rehashing, evicting
+///   change; besides it, only a hit's `V::clone` (or
+///   [`get_with`](TypedCache::get_with)'s closure instead) and
+///   [`iter`](TypedCache::iter)'s `K::clone` and `V::clone` run under a
+///   shard's *read* lock. An `insert` or `invalidate` that hands the
+///   removed value to the listener clones the caller's copy after
+///   unlocking. Every entry stores its hash, so growing, rehashing, evicting
 ///   and expiring run no user code at all. Removed, replaced, expired and
 ///   evicted keys and values go to the removal listener and are dropped
 ///   after the lock is released.
@@ -166,10 +173,12 @@ pub enum Fault {
 ///
 /// A hit takes the key shard's read lock, which writes only the calling
 /// thread's slice of the lock (a `ShardedLock`), looks the key up and clones
-/// the `Arc` (one increment of the value's count, the one write a hit makes
-/// to shared memory). Statistics go to per-thread padded counters; time to
-/// idle writes an entry's access time only when it moved by `tti / 64`. See
-/// `docs/typed.md` for the numbers against moka, DashMap and quick_cache.
+/// the value out: for a `u64` a copy, for an `Arc<T>` one increment of its
+/// count (a write every reader of the key shares; visit the value with
+/// [`get_with`](TypedCache::get_with) to avoid it). Statistics go to
+/// per-thread padded counters; time to idle writes an entry's access time
+/// only when it moved by `tti / 64`. See `docs/typed.md` for the numbers
+/// against moka, DashMap and quick_cache.
 ///
 /// # Deadlocks
 ///
@@ -208,6 +217,7 @@ pub struct TypedCache<K, V, S = ahash::RandomState> {
 impl<K, V> TypedCache<K, V>
 where
     K: Hash + Eq + Clone,
+    V: Clone,
 {
     /// An empty cache without expiry or size bound.
     ///
@@ -235,7 +245,7 @@ where
     ///     .max_entries(1_000)
     ///     .build()
     ///     .unwrap();
-    /// assert_eq!(*cache.get_or_init(&1, || "one".into()), "one");
+    /// assert_eq!(cache.get_or_init(&1, || "one".into()), "one");
     /// ```
     pub fn builder() -> TypedCacheBuilder<K, V> {
         TypedCacheBuilder::new()
@@ -267,6 +277,7 @@ where
 impl<K, V> Default for TypedCache<K, V>
 where
     K: Hash + Eq + Clone,
+    V: Clone,
 {
     fn default() -> Self {
         Self::new()
@@ -276,6 +287,7 @@ where
 impl<K, V, S> TypedCache<K, V, S>
 where
     K: Hash + Eq + Clone,
+    V: Clone,
     S: BuildHasher + Clone,
 {
     pub(crate) fn from_raw(raw: Raw<K, V, S>) -> Self {
@@ -286,7 +298,7 @@ where
     ///
     /// Among concurrent callers for one key that find no value, exactly one
     /// runs its `f` (with no lock held); the others block until it finishes
-    /// and return the same `Arc`. The value is cached unless a write to the
+    /// and return clones of its value. The value is cached unless a write to the
     /// key's shard landed while `f` ran (see the type's guarantees). A hit
     /// is linearizable with the writes to the key; a hit counts as a read
     /// for time to idle.
@@ -306,18 +318,19 @@ where
     /// use larder::TypedCache;
     /// use std::sync::Arc;
     ///
-    /// let cache: TypedCache<u32, String> = TypedCache::new();
-    /// let a = cache.get_or_init(&7, || "seven".to_string());
+    /// // Shared values: store an `Arc`, and every caller gets the same one.
+    /// let cache: TypedCache<u32, Arc<String>> = TypedCache::new();
+    /// let a = cache.get_or_init(&7, || Arc::new("seven".to_string()));
     /// let b = cache.get_or_init(&7, || unreachable!("already cached"));
     /// assert!(Arc::ptr_eq(&a, &b));
     ///
     /// // Keys are borrowed: a hit on a `String` key allocates nothing.
     /// let names: TypedCache<String, usize> = TypedCache::new();
-    /// assert_eq!(*names.get_or_init("alice", || 5), 5);
-    /// assert_eq!(*names.get_or_init("alice", || unreachable!()), 5);
+    /// assert_eq!(names.get_or_init("alice", || 5), 5);
+    /// assert_eq!(names.get_or_init("alice", || unreachable!()), 5);
     /// ```
     #[inline]
-    pub fn get_or_init<Q>(&self, key: &Q, f: impl FnOnce() -> V) -> Arc<V>
+    pub fn get_or_init<Q>(&self, key: &Q, f: impl FnOnce() -> V) -> V
     where
         K: Borrow<Q>,
         Q: ?Sized + Hash + Eq + ToOwned<Owned = K>,
@@ -355,46 +368,56 @@ where
     /// assert!(err.to_string().contains("invalid digit"));
     /// assert!(!cache.contains_key("port")); // the error was not cached
     /// let port = cache.get_or_try_init("port", || "80".parse::<u16>()).unwrap();
-    /// assert_eq!(*port, 80);
+    /// assert_eq!(port, 80);
     /// ```
     #[inline]
     pub fn get_or_try_init<Q, E>(
         &self,
         key: &Q,
         f: impl FnOnce() -> Result<V, E>,
-    ) -> Result<Arc<V>, Arc<E>>
+    ) -> Result<V, Arc<E>>
     where
         K: Borrow<Q>,
         Q: ?Sized + Hash + Eq + ToOwned<Owned = K>,
         E: Send + Sync + 'static,
     {
         self.raw
-            .get_or_try_init(key, || key.to_owned(), f, Arc::clone)
+            .get_or_try_init(key, || key.to_owned(), f, V::clone)
     }
 
-    /// The live value of `key`, if any. Counts a hit or a miss, and a hit as
-    /// a read for time to idle; never waits for an init in progress (it
-    /// returns `None` while the first init of a key runs).
+    /// A clone of the live value of `key`, if any (`V::clone` under the
+    /// shard's read lock). Counts a hit or a miss, and a hit as a read for
+    /// time to idle; never waits for an init in progress (it returns `None`
+    /// while the first init of a key runs).
+    ///
+    /// # Deadlocks
+    ///
+    /// As [`get_with`](TypedCache::get_with): `V::clone` must not write to
+    /// this cache.
+    ///
+    /// # Panics
+    ///
+    /// If `V::clone` panics (see [`get_with`](TypedCache::get_with)).
     ///
     /// # Examples
     ///
     /// ```
     /// let cache: larder::TypedCache<String, u32> = larder::TypedCache::new();
     /// cache.insert("a".to_string(), 1);
-    /// assert_eq!(cache.get("a").as_deref(), Some(&1)); // borrowed &str lookup
+    /// assert_eq!(cache.get("a"), Some(1)); // borrowed &str lookup
     /// assert_eq!(cache.get("b"), None);
     /// ```
     #[inline]
-    pub fn get<Q>(&self, key: &Q) -> Option<Arc<V>>
+    pub fn get<Q>(&self, key: &Q) -> Option<V>
     where
         K: Borrow<Q>,
         Q: Hash + Eq + ?Sized,
     {
-        self.raw.get(key, Arc::clone)
+        self.raw.get(key, V::clone)
     }
 
     /// Calls `f` with the live value of `key` and returns what it returns,
-    /// without cloning the stored `Arc`. Counts a hit or a miss and records
+    /// without cloning the value. Counts a hit or a miss and records
     /// a hit as a read, as [`get`](TypedCache::get) does; never waits for an
     /// init in progress.
     ///
@@ -402,8 +425,8 @@ where
     /// writes only the calling thread's slice of the lock, the CLOCK bit and
     /// the idle time are stored only when they would change, and the hit is
     /// counted in the calling thread's own stripe of the statistics. `get`
-    /// adds one write every reader of the key shares: the `Arc`'s
-    /// reference count.
+    /// adds the clone: for an `Arc<T>` value, one write every reader of the
+    /// key shares (its reference count).
     ///
     /// (moka's `get_with` is a get-or-insert; here that is
     /// [`get_or_init`](TypedCache::get_or_init). Closures in this crate's
@@ -437,78 +460,55 @@ where
         self.raw.get(key, |value| f(value))
     }
 
-    /// A copy of the live value of `key` (`V::clone` under the shard's read
-    /// lock), counted as [`get`](TypedCache::get) counts: for small `Clone`
-    /// values, the read without `get`'s reference-count write.
-    ///
-    /// # Deadlocks
-    ///
-    /// As [`get_with`](TypedCache::get_with).
-    ///
-    /// # Panics
-    ///
-    /// If `V::clone` panics (see [`get_with`](TypedCache::get_with)).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// let cache: larder::TypedCache<u32, u64> = larder::TypedCache::new();
-    /// cache.insert(1, 10);
-    /// assert_eq!(cache.get_cloned(&1), Some(10));
-    /// ```
-    #[inline]
-    pub fn get_cloned<Q>(&self, key: &Q) -> Option<V>
-    where
-        K: Borrow<Q>,
-        Q: Hash + Eq + ?Sized,
-        V: Clone,
-    {
-        self.get_with(key, V::clone)
-    }
-
     /// Stores `value` under `key`, replacing any value; returns the live
     /// value it replaced. Atomic per key. An init of the same key in progress
     /// will not overwrite it (its value goes uncached). The replaced value
     /// goes to the removal listener too (`Replaced`, or `Expired` if it had
     /// expired), and the write releases a few expired entries of the key's
-    /// shard (see [`purge_expired`](TypedCache::purge_expired)).
+    /// shard (see [`purge_expired`](TypedCache::purge_expired)). With a
+    /// listener, the listener gets the replaced value and the caller a
+    /// clone of it, made with no lock held; without one, the caller gets
+    /// the value itself.
     ///
     /// # Panics
     ///
-    /// If the removal listener or a released value's `Drop` panics; the
-    /// insert has completed.
+    /// If the removal listener, a released value's `Drop` or the clone of
+    /// the replaced value panics; the insert has completed (and every
+    /// released entry has reached the listener).
     ///
     /// # Examples
     ///
     /// ```
     /// let cache: larder::TypedCache<u8, &str> = larder::TypedCache::new();
     /// assert_eq!(cache.insert(1, "a"), None);
-    /// assert_eq!(cache.insert(1, "b").as_deref(), Some(&"a"));
-    /// assert_eq!(cache.get(&1).as_deref(), Some(&"b"));
+    /// assert_eq!(cache.insert(1, "b"), Some("a"));
+    /// assert_eq!(cache.get(&1), Some("b"));
     /// ```
-    pub fn insert(&self, key: K, value: V) -> Option<Arc<V>> {
-        self.raw.insert(key, Arc::new(value))
+    pub fn insert(&self, key: K, value: V) -> Option<V> {
+        self.raw.insert(key, value)
     }
 
     /// Removes `key`; returns its value if it was live. An init of the key
     /// in progress will not cache its value afterwards. The removal
     /// listener gets the entry (`Removed`, or `Expired` if it had expired),
     /// and the write releases a few expired entries of the key's shard.
+    /// With a listener the caller gets a clone, as in
+    /// [`insert`](TypedCache::insert).
     ///
     /// # Panics
     ///
-    /// If the removal listener or a released value's `Drop` panics; the
-    /// entry has been removed.
+    /// If the removal listener, a released value's `Drop` or the clone of
+    /// the removed value panics; the entry has been removed.
     ///
     /// # Examples
     ///
     /// ```
     /// let cache: larder::TypedCache<u8, char> = larder::TypedCache::new();
     /// cache.insert(1, 'x');
-    /// assert_eq!(cache.invalidate(&1).as_deref(), Some(&'x'));
+    /// assert_eq!(cache.invalidate(&1), Some('x'));
     /// assert_eq!(cache.invalidate(&1), None);
     /// ```
-    pub fn invalidate<Q>(&self, key: &Q) -> Option<Arc<V>>
+    pub fn invalidate<Q>(&self, key: &Q) -> Option<V>
     where
         K: Borrow<Q>,
         Q: Hash + Eq + ?Sized,
@@ -616,7 +616,7 @@ where
     }
 
     /// A snapshot of the live entries (expired ones left out), in no
-    /// particular order: keys cloned, values shared.
+    /// particular order: keys and values cloned.
     ///
     /// Each of the cache's shards is copied under its read lock, one shard
     /// after another, so the snapshot holds each shard as it was at some
@@ -626,13 +626,13 @@ where
     ///
     /// # User code
     ///
-    /// `K::clone` runs under a shard's read lock (the only user code that
-    /// does besides `K: Eq` in lookups): it must not write to this cache
-    /// (that deadlocks). Values are shared (`Arc::clone`), never cloned.
+    /// `K::clone` and `V::clone` run under a shard's read lock: they must
+    /// not write to this cache (that deadlocks).
     ///
     /// # Panics
     ///
-    /// If `K::clone` panics; the cache is unchanged (a shard is only read).
+    /// If `K::clone` or `V::clone` panics; the cache is unchanged (a shard
+    /// is only read).
     ///
     /// # Examples
     ///
@@ -640,7 +640,7 @@ where
     /// let cache: larder::TypedCache<String, u32> = larder::TypedCache::new();
     /// cache.insert("a".to_string(), 1);
     /// cache.insert("b".to_string(), 2);
-    /// let mut entries: Vec<(String, u32)> = cache.iter().map(|(k, v)| (k, *v)).collect();
+    /// let mut entries: Vec<(String, u32)> = cache.iter().collect();
     /// entries.sort();
     /// assert_eq!(entries, [("a".to_string(), 1), ("b".to_string(), 2)]);
     /// ```

@@ -17,10 +17,13 @@
 //! - No user code runs under a shard lock except `K: Eq`, in a lookup by
 //!   key and before that operation's first change (see `core.rs`). The
 //!   key's `Hash` and the clock run before the lock is taken; `K: Clone`
-//!   (for an init's key) before it too; inits run with no lock held; and
-//!   removed, replaced, expired and evicted keys and values go to the
-//!   listener and are dropped after unlocking. `iter` is the exception:
-//!   it runs `K: Clone` under a shard's read lock (see `entries`).
+//!   and `V: Clone` (an init's key and value, to store them) before it
+//!   too; inits run with no lock held; and removed, replaced, expired and
+//!   evicted keys and values go to the listener and are dropped after
+//!   unlocking. Reads are the exception: a hit clones the value out
+//!   (`V: Clone`) under the shard's *read* lock, and `iter` the key and
+//!   value (see `entries`); a read lock leaves the shard consistent
+//!   whatever they do.
 //!
 //! # Expiry
 //!
@@ -38,7 +41,7 @@ use super::clock::Clock;
 use super::core::{Core, Policy, Removed};
 use super::stats::{Event, Stats, TypedCacheStats};
 use crate::flight::{Caller, FlightFault, FlightGroup, Looked, Source};
-use crate::removal::{Listener, RemovalCause, notify};
+use crate::removal::{Listener, RemovalCause, copy_unlocked, notify};
 use crate::sync::{Arc, AtomicUsize, CachePadded, Ordering, ShardedLock};
 
 /// Number of key shards (a power of two). More shards let more writes
@@ -59,15 +62,14 @@ pub(crate) enum Lookup<R> {
 pub(crate) struct Raw<K, V, S> {
     shards: Box<[ShardedLock<Core<K, V>>]>,
     hasher: S,
-    /// Flights hand out the `Arc<V>` the shards store.
-    flights: FlightGroup<K, Arc<V>>,
+    flights: FlightGroup<K, V>,
     policy: Policy,
     clock: Arc<dyn Clock>,
     /// Entries stored, over all shards (including expired ones not yet
     /// removed). Updated under the shard lock of each change.
     len: CachePadded<AtomicUsize>,
     stats: Stats,
-    listener: Option<Listener<K, Arc<V>>>,
+    listener: Option<Listener<K, V>>,
     #[cfg(loom)]
     pub(crate) fault: super::Fault,
 }
@@ -93,6 +95,7 @@ fn nanos(d: std::time::Duration) -> u64 {
 impl<K, V, S> Raw<K, V, S>
 where
     K: Hash + Eq + Clone,
+    V: Clone,
     S: BuildHasher + Clone,
 {
     pub(crate) fn new(
@@ -121,7 +124,7 @@ where
         &self.hasher
     }
 
-    pub(crate) fn set_listener(&mut self, listener: Option<Listener<K, Arc<V>>>) {
+    pub(crate) fn set_listener(&mut self, listener: Option<Listener<K, V>>) {
         self.listener = listener;
     }
 
@@ -131,6 +134,26 @@ where
         if !removed.is_empty() {
             notify(self.listener.as_ref(), removed);
         }
+    }
+
+    /// As [`release`](Self::release), and returns the value of
+    /// `removed[at]` to the caller: the value itself when there is no
+    /// listener, else a clone made here, with no lock held (a panicking
+    /// clone still lets every removed entry reach the listener first).
+    fn release_returning(&self, mut removed: Vec<Removed<K, V>>, at: Option<usize>) -> Option<V> {
+        let Some(at) = at else {
+            self.release(removed);
+            return None;
+        };
+        if self.listener.is_none() {
+            let (key, value, _) = removed.remove(at);
+            self.release(removed);
+            drop(key);
+            return Some(value);
+        }
+        let copy = copy_unlocked(&removed[at].1, V::clone);
+        self.release(removed);
+        Some(copy.unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
     }
 
     #[inline]
@@ -159,7 +182,7 @@ where
         key: &Q,
         now: u64,
         touch: bool,
-        project: impl FnOnce(&Arc<V>) -> R,
+        project: impl FnOnce(&V) -> R,
     ) -> Lookup<R>
     where
         K: Borrow<Q>,
@@ -180,7 +203,7 @@ where
 
     /// A read: counts a hit or a miss; removes an expired entry it finds.
     #[inline]
-    pub(crate) fn get<Q, R>(&self, key: &Q, project: impl FnOnce(&Arc<V>) -> R) -> Option<R>
+    pub(crate) fn get<Q, R>(&self, key: &Q, project: impl FnOnce(&V) -> R) -> Option<R>
     where
         K: Borrow<Q>,
         Q: Hash + Eq + ?Sized,
@@ -189,7 +212,7 @@ where
         let now = self.now();
         // The hit is counted before `project` runs (user code, for
         // `get_with`), so a panicking projection still counts it.
-        let project = |value: &Arc<V>| {
+        let project = |value: &V| {
             self.stats.record(Event::Hit);
             project(value)
         };
@@ -244,7 +267,7 @@ where
         Q: Hash + Eq + ?Sized,
         E: Send + Sync + 'static,
         F: FnOnce() -> Result<V, E>,
-        P: Fn(&Arc<V>) -> R,
+        P: Fn(&V) -> R,
     {
         let hash = self.hasher.hash_one(key);
         if let Some(found) = self.hit(hash, key, &project) {
@@ -261,7 +284,7 @@ where
     where
         E: Send + Sync + 'static,
         F: FnOnce() -> Result<V, E>,
-        P: Fn(&Arc<V>) -> R,
+        P: Fn(&V) -> R,
     {
         let shard = Self::shard_index(hash);
         // The shard's write generation as the leader's re-check saw it: an
@@ -277,7 +300,8 @@ where
                 return None;
             }
             self.policy.touch(slot, now);
-            Some(Arc::clone(&slot.value))
+            // `V::clone` (user code) under the read lock, as in `get`.
+            Some(slot.value.clone())
         };
         let load = || {
             ran.set(true);
@@ -288,17 +312,12 @@ where
             };
             let result = init();
             failure.armed = result.is_err();
-            result.map(Arc::new)
+            result
         };
-        let publish = |value: &Arc<V>| {
-            // `K: Clone` runs here, before `store` takes the shard lock.
-            let stored = self.store(
-                hash,
-                key.clone(),
-                Arc::clone(value),
-                generation.get(),
-                false,
-            );
+        let publish = |value: &V| {
+            // `K: Clone` and `V: Clone` run here, before `store` takes the
+            // shard lock.
+            let stored = self.store(hash, key.clone(), value.clone(), generation.get(), false);
             drop(stored);
         };
         let outcome = self.flights.load(hash, &key, lookup, load, publish);
@@ -335,7 +354,7 @@ where
         Q: Hash + Eq + ?Sized,
         E: Send + Sync + 'static,
         F: std::future::Future,
-        P: Fn(&Arc<V>) -> R + Copy,
+        P: Fn(&V) -> R + Copy,
     {
         let hash = self.hasher.hash_one(key);
         if let Some(found) = self.hit(hash, key, project) {
@@ -357,7 +376,7 @@ where
             match core.get(hash, key) {
                 Some(slot) if !raw.policy.is_expired(slot, now) => {
                     raw.policy.touch(slot, now);
-                    Ok(Arc::clone(&slot.value))
+                    Ok(slot.value.clone())
                 }
                 _ => Err(generation),
             }
@@ -371,30 +390,23 @@ where
             };
             let result = lift(init.await);
             failure.armed = result.is_err();
-            result.map(Arc::new)
+            result
         };
-        let publish = move |raw: &'a Self, key: &Q, hash: u64, value: &Arc<V>, generation: u64| {
-            // `make_key` (user `ToOwned`) runs here, before `store` takes the
-            // shard lock.
-            let stored = raw.store(
-                hash,
-                make_key(key),
-                Arc::clone(value),
-                Some(generation),
-                false,
-            );
+        let publish = move |raw: &'a Self, key: &Q, hash: u64, value: &V, generation: u64| {
+            // `make_key` (user `ToOwned`) and `V: Clone` run here, before
+            // `store` takes the shard lock.
+            let stored = raw.store(hash, make_key(key), value.clone(), Some(generation), false);
             drop(stored);
         };
-        let done =
-            move |raw: &'a Self, _hash, outcome: Result<Arc<V>, Arc<E>>, source, _published| {
-                // As in `init_slow`: one init or one wait per miss (a caller
-                // that did not run its init waited, or found the value on the
-                // leader's re-check).
-                if source != Source::Loaded {
-                    raw.stats.record(Event::Wait);
-                }
-                finish(outcome.map(|value| project(&value)))
-            };
+        let done = move |raw: &'a Self, _hash, outcome: Result<V, Arc<E>>, source, _published| {
+            // As in `init_slow`: one init or one wait per miss (a caller
+            // that did not run its init waited, or found the value on the
+            // leader's re-check).
+            if source != Source::Loaded {
+                raw.stats.record(Event::Wait);
+            }
+            finish(outcome.map(|value| project(&value)))
+        };
         Looked::Miss(self.flights.load_async(
             key,
             Caller {
@@ -414,17 +426,12 @@ where
     /// as a hit), or `None` (counted as a miss). Runs no future machinery,
     /// so an async caller can look up before it builds any state.
     #[inline]
-    pub(crate) fn hit<Q, R>(
-        &self,
-        hash: u64,
-        key: &Q,
-        project: impl FnOnce(&Arc<V>) -> R,
-    ) -> Option<R>
+    pub(crate) fn hit<Q, R>(&self, hash: u64, key: &Q, project: impl FnOnce(&V) -> R) -> Option<R>
     where
         K: Borrow<Q>,
         Q: Hash + Eq + ?Sized,
     {
-        let project = |value: &Arc<V>| {
+        let project = |value: &V| {
             self.stats.record(Event::Hit);
             project(value)
         };
@@ -459,19 +466,21 @@ where
 
     /// Stores `value` (from an init if `expect_generation` is `Some`, else
     /// from `insert`), then enforces `max_entries`. Returns the live value it
-    /// replaced. Every removed key and value is dropped after the locks are
-    /// released. The only user code under the lock is `K: Eq` in the
-    /// core's insert, before its first change.
+    /// replaced if `user_write` (an init's publish has no use for it). Every
+    /// removed key and value is dropped after the locks are released. The
+    /// only user code under the lock is `K: Eq` in the core's insert, before
+    /// its first change.
     fn store(
         &self,
         hash: u64,
         key: K,
-        value: Arc<V>,
+        value: V,
         expect_generation: Option<u64>,
         user_write: bool,
-    ) -> Option<Arc<V>> {
+    ) -> Option<V> {
         let shard = Self::shard_index(hash);
         let now = self.now();
+        let wants_old = user_write;
         let mut garbage = Vec::new();
         #[cfg(loom)]
         // BROKEN on purpose (loom negative control): check-then-act on the
@@ -503,20 +512,17 @@ where
             let before = core.len();
             let displaced = core.insert(hash, key, value, now, user_write);
             // The old value goes to the listener (under the key passed in,
-            // equal to the stored one) and, if still live, to the caller.
-            let old = displaced.old.map(|old| {
-                if self.policy.is_expired(&old, now) {
-                    (old.value, RemovalCause::Expired)
+            // equal to the stored one) and, if still live, to the caller:
+            // `garbage[0]`, handed back by `release_returning`.
+            let mut replaced = None;
+            if let (Some(key), Some(old)) = (displaced.unused_key, displaced.old) {
+                let cause = if self.policy.is_expired(&old, now) {
+                    RemovalCause::Expired
                 } else {
-                    (old.value, RemovalCause::Replaced)
-                }
-            });
-            let replaced = match &old {
-                Some((value, RemovalCause::Replaced)) => Some(Arc::clone(value)),
-                _ => None,
-            };
-            if let (Some(key), Some((value, cause))) = (displaced.unused_key, old) {
-                garbage.push((key, value, cause));
+                    replaced = wants_old.then_some(0);
+                    RemovalCause::Replaced
+                };
+                garbage.push((key, old.value, cause));
             }
             if self.policy.expires() {
                 #[cfg(loom)]
@@ -537,8 +543,7 @@ where
         if !skip_eviction {
             self.evict_elsewhere(shard, now, &mut garbage);
         }
-        self.release(garbage);
-        replaced
+        self.release_returning(garbage, replaced)
     }
 
     /// Evicts from the locked shard while the cache is over `max_entries`
@@ -579,12 +584,12 @@ where
         }
     }
 
-    pub(crate) fn insert(&self, key: K, value: Arc<V>) -> Option<Arc<V>> {
+    pub(crate) fn insert(&self, key: K, value: V) -> Option<V> {
         let hash = self.hasher.hash_one(&key);
         self.store(hash, key, value, None, true)
     }
 
-    pub(crate) fn invalidate<Q>(&self, key: &Q) -> Option<Arc<V>>
+    pub(crate) fn invalidate<Q>(&self, key: &Q) -> Option<V>
     where
         K: Borrow<Q>,
         Q: Hash + Eq + ?Sized,
@@ -611,12 +616,10 @@ where
             } else {
                 RemovalCause::Removed
             };
-            let live = (!expired).then(|| Arc::clone(&slot.value));
             garbage.insert(0, (key, slot.value, cause));
-            live
+            (!expired).then_some(0)
         });
-        self.release(garbage);
-        live
+        self.release_returning(garbage, live)
     }
 
     /// Empties every shard, then drops what they held (unlocked): a
@@ -661,16 +664,16 @@ where
     }
 
     /// A copy of the live entries: each shard under its read lock in turn,
-    /// with `K: Clone` (user code) running under that read lock. Reads only:
+    /// with `K: Clone` and `V: Clone` (user code) running under that read lock. Reads only:
     /// no access recorded, nothing counted, nothing released.
-    pub(crate) fn entries(&self) -> Vec<(K, Arc<V>)> {
+    pub(crate) fn entries(&self) -> Vec<(K, V)> {
         let now = self.now();
         let mut entries = Vec::new();
         for shard in self.shards.iter() {
             let core = shard.read();
             entries.reserve(core.len());
             core.for_each_live(&self.policy, now, |key, value| {
-                entries.push((key.clone(), Arc::clone(value)));
+                entries.push((key.clone(), value.clone()));
             });
         }
         entries

@@ -9,7 +9,7 @@ use crate::striped::StripedCounters;
 /// A snapshot of a cache's counters, from [`TypedCache::stats`] or
 /// [`AnyCache::stats`].
 ///
-/// Counted per call: every `get`, `get_with`, `get_cloned`, `get_or_init`
+/// Counted per call: every `get`, `get_with`, `get_or_init`
 /// and `get_or_try_init` call (async forms included) is exactly one hit or
 /// one miss. A miss of a loading call (`get_or_init`, `get_or_try_init`)
 /// then either ran the init (`inits`, and `init_failures` too if it
@@ -18,7 +18,7 @@ use crate::striped::StripedCounters;
 /// another caller stored between its miss and its turn). So, once the
 /// cache is quiet:
 ///
-/// `misses == inits + waits + (misses of get, get_with, get_cloned)`
+/// `misses == inits + waits + (misses of get and get_with)`
 ///
 /// (a call that never finishes its miss, a re-entrant init that panics or
 /// an async call dropped while it waits, counts its miss only).

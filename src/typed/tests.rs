@@ -15,8 +15,8 @@ fn h(key: u32) -> u64 {
     u64::from(key).wrapping_mul(0x9E37_79B9_7F4A_7C15)
 }
 
-fn evicted(removed: Option<(u32, Arc<u32>, RemovalCause)>) -> Option<u32> {
-    removed.map(|(_, value, _)| *value)
+fn evicted(removed: Option<(u32, u32, RemovalCause)>) -> Option<u32> {
+    removed.map(|(_, value, _)| value)
 }
 
 #[test]
@@ -24,7 +24,7 @@ fn core_clock_gives_read_entries_a_second_chance() {
     let policy = Policy::new(None, None, Some(3));
     let mut core = core(&policy);
     for k in 0..3 {
-        core.insert(h(k), k, Arc::new(k), 0, false);
+        core.insert(h(k), k, k, 0, false);
     }
     // Inserted entries start referenced; the first sweep clears them all and
     // evicts the oldest.
@@ -41,8 +41,8 @@ fn core_clock_gives_read_entries_a_second_chance() {
 fn core_evicts_expired_before_referenced() {
     let policy = Policy::new(Some(Duration::from_nanos(10)), None, Some(10));
     let mut core = core(&policy);
-    core.insert(h(1), 1, Arc::new(1), 0, false);
-    core.insert(h(2), 2, Arc::new(2), 5, false);
+    core.insert(h(1), 1, 1, 0, false);
+    core.insert(h(2), 2, 2, 5, false);
     policy.touch(core.get(h(1), &1).unwrap(), 12);
     // At 12 ns, 1 is expired (stored at 0) even though it was just read.
     assert_eq!(evicted(core.evict_one(&policy, 12)), Some(1));
@@ -54,7 +54,7 @@ fn core_queue_stays_compact_under_churn() {
     let policy = Policy::new(None, None, Some(1_000));
     let mut core = core(&policy);
     for round in 0..1_000 {
-        core.insert(h(round % 4), round % 4, Arc::new(round), 0, false);
+        core.insert(h(round % 4), round % 4, round, 0, false);
         if round % 3 == 0 {
             core.remove(h(round % 4), &(round % 4));
         }
@@ -67,7 +67,7 @@ fn core_sweeps_the_expired_front_and_purges_all() {
     let policy = Policy::new(Some(Duration::from_nanos(100)), None, None);
     let mut core = core(&policy);
     for k in 0..10 {
-        core.insert(h(k), k, Arc::new(k), u64::from(k) * 10, false);
+        core.insert(h(k), k, k, u64::from(k) * 10, false);
     }
     let mut out = Vec::new();
     // At 150 ns, keys 0..=5 (stored at 0..=50) are expired.
@@ -84,7 +84,7 @@ fn core_sweep_cursor_reaches_expired_entries_behind_live_ones() {
     let policy = Policy::new(None, Some(Duration::from_nanos(6_400)), None);
     let mut core = core(&policy);
     for k in 0..16 {
-        core.insert(h(k), k, Arc::new(k), 0, false);
+        core.insert(h(k), k, k, 0, false);
     }
     // The even keys are read at 5000: alive at 8000; the odd ones idle.
     for k in (0..16).step_by(2) {
@@ -108,7 +108,7 @@ fn core_sweep_cursor_reaches_expired_entries_behind_live_ones() {
 fn idle_time_is_recorded_only_when_it_moved_a_step() {
     let policy = Policy::new(None, Some(Duration::from_nanos(6_400)), None);
     let mut core = core(&policy);
-    core.insert(h(1), 1, Arc::new(1), 0, false);
+    core.insert(h(1), 1, 1, 0, false);
     // Resolution is 6400 / 64 = 100 ns: a touch at 50 records nothing...
     policy.touch(core.get(h(1), &1).unwrap(), 50);
     assert!(policy.is_expired(core.get(h(1), &1).unwrap(), 6_400));
@@ -136,7 +136,7 @@ fn with_init_paused(cache: &TypedCache<u32, u32>, during: impl FnOnce()) -> u32 
         started_rx.recv().unwrap();
         during();
         release_tx.send(()).unwrap();
-        *init.join().unwrap()
+        init.join().unwrap()
     })
 }
 
@@ -148,7 +148,7 @@ fn invalidate_during_init_keeps_the_value_out_of_the_cache() {
     assert_eq!(got, 10);
     // ...but the invalidation is not undone.
     assert!(!cache.contains_key(&1));
-    assert_eq!(*cache.get_or_init(&1, || 11), 11);
+    assert_eq!(cache.get_or_init(&1, || 11), 11);
     cache.check_invariants();
 }
 
@@ -159,7 +159,7 @@ fn insert_during_init_wins() {
         cache.insert(1, 20);
     });
     assert_eq!(got, 10);
-    assert_eq!(cache.get(&1).as_deref(), Some(&20));
+    assert_eq!(cache.get(&1), Some(20));
     cache.check_invariants();
 }
 
@@ -205,12 +205,12 @@ fn error_is_shared_with_joined_waiters_and_not_cached() {
                 assert_eq!(calls.load(Ordering::SeqCst), 1);
             }
             // Arrived after the failure: its own init ran.
-            Ok(value) => assert_eq!(*value, 5),
+            Ok(value) => assert_eq!(value, 5),
         }
     });
     let stats = cache.stats();
     assert!(stats.init_failures == 1);
-    assert_eq!(*cache.get_or_try_init(&1, || Ok::<u32, ()>(7)).unwrap(), 7);
+    assert_eq!(cache.get_or_try_init(&1, || Ok::<u32, ()>(7)).unwrap(), 7);
     cache.check_invariants();
 }
 
@@ -237,7 +237,7 @@ fn panicking_init_hands_over_to_a_waiter() {
             cache.get_or_init(&1, || 9)
         });
         assert!(panicker.join().unwrap().is_err());
-        assert_eq!(*waiter.join().unwrap(), 9);
+        assert_eq!(waiter.join().unwrap(), 9);
     });
     let stats = cache.stats();
     assert_eq!((stats.inits, stats.init_failures), (2, 1));
@@ -248,7 +248,7 @@ fn panicking_init_hands_over_to_a_waiter() {
 fn reentrant_init_panics_with_a_clear_message() {
     let cache: TypedCache<u32, u32> = TypedCache::new();
     let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        cache.get_or_init(&1, || *cache.get_or_init(&1, || 2) + 1)
+        cache.get_or_init(&1, || cache.get_or_init(&1, || 2) + 1)
     }));
     let message = outcome.unwrap_err();
     let text = message
@@ -258,10 +258,7 @@ fn reentrant_init_panics_with_a_clear_message() {
     assert!(text.contains("re-entrant load"), "got {text:?}");
     // Nothing stuck: the key loads normally afterwards, and an init may use
     // other keys.
-    assert_eq!(
-        *cache.get_or_init(&1, || *cache.get_or_init(&2, || 2) + 1),
-        3
-    );
+    assert_eq!(cache.get_or_init(&1, || cache.get_or_init(&2, || 2) + 1), 3);
     cache.check_invariants();
 }
 
@@ -276,7 +273,7 @@ fn max_entries_spills_eviction_into_other_shards() {
         assert!(cache.len() <= 3);
         cache.check_invariants();
     }
-    assert_eq!(cache.get(&99).as_deref(), Some(&99));
+    assert_eq!(cache.get(&99), Some(99));
 }
 
 #[test]
