@@ -193,6 +193,7 @@ mod entries;
 mod flight;
 mod indexed;
 mod lru;
+mod node_index;
 mod ordered;
 #[cfg(feature = "reflector")]
 #[cfg_attr(docsrs, doc(cfg(feature = "reflector")))]

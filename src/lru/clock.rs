@@ -21,8 +21,8 @@
 use std::borrow::Borrow;
 
 use super::core::{Inserted, MAX_SHARD_CAPACITY};
-use super::index::{Keyed, NodeIndex};
 use super::weight::Evicted;
+use crate::node_index::{Keyed, NodeIndex};
 use crate::sync::{AtomicBool, Ordering};
 
 struct Node<K, V> {

@@ -33,8 +33,8 @@
 
 use std::borrow::Borrow;
 
-use super::index::{Keyed, NodeIndex};
 use super::weight::Evicted;
+use crate::node_index::{Keyed, NodeIndex};
 
 /// The "no node" index.
 const NIL: u32 = u32::MAX;

@@ -21,7 +21,6 @@ mod builder;
 mod cache;
 mod clock;
 mod core;
-mod index;
 mod load;
 mod load_async;
 mod policy;

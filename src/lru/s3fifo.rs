@@ -40,8 +40,8 @@ use hashbrown::HashTable;
 use hashbrown::hash_table::Entry;
 
 use super::core::{Inserted, MAX_SHARD_CAPACITY};
-use super::index::{Keyed, NodeIndex};
 use super::weight::Evicted;
+use crate::node_index::{Keyed, NodeIndex};
 use crate::sync::{AtomicU8, Ordering};
 
 /// The "no node" index.

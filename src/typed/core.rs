@@ -1,22 +1,31 @@
-//! The sequential core of one cache shard: a hash table of entries, the
-//! CLOCK queue used for eviction and expiry sweeps, and the expiry policy.
+//! The sequential core of one cache shard: the entries in a dense `Vec` of
+//! nodes found through a [`NodeIndex`] (the layout `LruCache`'s cores
+//! share), the CLOCK hand that picks eviction victims, the cursor of the
+//! expiry sweep, and the expiry policy.
 //!
 //! Everything here takes `&mut self` for writes and is called under the
 //! shard's write lock by the concurrent wrapper (`raw.rs`); reads take
-//! `&self` under the shard's read lock. The only interior mutability is a
-//! slot's two access hints (`accessed`, `referenced`), written by readers
+//! `&self` under the shard's read lock. The only interior mutability is an
+//! entry's two access hints (`accessed`, `referenced`), written by readers
 //! with relaxed atomics and read by eviction.
+//!
+//! # Memory
+//!
+//! A node is the key's hash, the key, the value and the reference bit: 32
+//! bytes for `u64 -> u64`. The creation and access times (16 bytes) live in
+//! a second `Vec` kept beside the nodes only when entries can expire, so a
+//! cache without expiry pays nothing for them. The table holds a `u32` node
+//! index per bucket.
 //!
 //! # User code
 //!
-//! Every entry stores its key's full hash, computed by the caller before it
-//! took the lock, and every CLOCK queue entry names its table entry by that
-//! hash and a per-insertion id. So:
+//! Every node stores its key's full hash, computed by the caller before it
+//! took the lock. So:
 //!
-//! - the table grows, shrinks and rehashes (in place, when tombstones pile
-//!   up) from the stored hashes: the user's `Hash` never runs here;
-//! - eviction, expiry sweeps and queue compaction find entries by stored
-//!   hash and id: they run no user code at all;
+//! - the table grows, shrinks and rehashes from the stored hashes: the
+//!   user's `Hash` never runs here;
+//! - eviction and expiry sweeps walk the nodes by position and move them by
+//!   stored hash: they run no user code at all;
 //! - the user's `Eq` runs only in a lookup by key (`get`, `insert`,
 //!   `remove`, `remove_expired`), and only on a full 64-bit hash match,
 //!   *before* the operation's first change, so a panicking `Eq` leaves the
@@ -25,12 +34,9 @@
 //!   are handed back to the caller, who drops them after unlocking.
 
 use std::borrow::Borrow;
-use std::collections::VecDeque;
 use std::time::Duration;
 
-use hashbrown::HashTable;
-use hashbrown::hash_table::Entry as TableEntry;
-
+use crate::node_index::{Keyed, NodeIndex};
 use crate::removal::{Removal, RemovalCause};
 use crate::sync::{AtomicBool, AtomicU64, Ordering};
 
@@ -75,15 +81,11 @@ impl Policy {
         self.time_to_live.is_some() || self.time_to_idle.is_some()
     }
 
-    /// Whether the shard keeps its CLOCK queue (needed to evict or sweep).
-    pub(crate) fn tracks_order(&self) -> bool {
-        self.expires() || self.max_entries.is_some()
-    }
-
+    /// Whether an entry with these times has expired at `now`.
     #[inline]
-    pub(crate) fn is_expired<V>(&self, slot: &Slot<V>, now: u64) -> bool {
+    fn expired(&self, times: &Times, now: u64) -> bool {
         if let Some(ttl) = self.time_to_live {
-            if now.saturating_sub(slot.created) >= ttl {
+            if now.saturating_sub(times.created) >= ttl {
                 return true;
             }
         }
@@ -91,24 +93,31 @@ impl Policy {
             // Relaxed: `accessed` is a hint that publishes no other data; a
             // stale read can only make the entry look idle up to one
             // resolution step earlier or later than exactly.
-            if now.saturating_sub(slot.accessed.load(Ordering::Relaxed)) >= tti {
+            if now.saturating_sub(times.accessed.load(Ordering::Relaxed)) >= tti {
                 return true;
             }
         }
         false
     }
 
+    /// Whether the entry has expired at `now` (never, in a cache whose
+    /// entries do not expire: it keeps no times).
+    #[inline]
+    pub(crate) fn is_expired<V>(&self, slot: &Slot<'_, V>, now: u64) -> bool {
+        slot.times.is_some_and(|times| self.expired(times, now))
+    }
+
     /// Records a hit: refreshes the idle timer and sets the CLOCK bit, each
     /// only if it would change, so a hot entry's line is written rarely.
     #[inline]
-    pub(crate) fn touch<V>(&self, slot: &Slot<V>, now: u64) {
-        if self.time_to_idle.is_some() {
-            // Relaxed (both): a standalone hint, see `is_expired`. Two racing
+    pub(crate) fn touch<V>(&self, slot: &Slot<'_, V>, now: u64) {
+        if let (Some(_), Some(times)) = (self.time_to_idle, slot.times) {
+            // Relaxed (both): a standalone hint, see `expired`. Two racing
             // hits may store their `now`s out of order; the recorded time is
             // then behind by the gap between the two reads of the clock.
-            let last = slot.accessed.load(Ordering::Relaxed);
+            let last = times.accessed.load(Ordering::Relaxed);
             if now.saturating_sub(last) >= self.idle_resolution {
-                slot.accessed.store(now, Ordering::Relaxed);
+                times.accessed.store(now, Ordering::Relaxed);
             }
         }
         // Relaxed (both): the CLOCK bit is a hint read by eviction under the
@@ -119,87 +128,97 @@ impl Policy {
     }
 }
 
-/// One cached value and its bookkeeping.
-pub(crate) struct Slot<V> {
-    pub(crate) value: V,
-    /// Unique per insertion: tells a live CLOCK queue entry from a stale one.
-    id: u64,
-    created: u64,
-    accessed: AtomicU64,
+/// One entry: its key's full hash, the key, the value and the CLOCK bit.
+struct Node<K, V> {
+    hash: u64,
+    key: K,
+    value: V,
+    /// Set by a hit (under the shard's read lock) when clear, cleared by the
+    /// hand (under its write lock).
     referenced: AtomicBool,
 }
 
-impl<V> Slot<V> {
-    fn new(value: V, id: u64, now: u64) -> Self {
+impl<K, V> Keyed for Node<K, V> {
+    type Key = K;
+    fn hash(&self) -> u64 {
+        self.hash
+    }
+    fn key(&self) -> &K {
+        &self.key
+    }
+}
+
+/// When an entry was stored and last read: kept, beside its node, only by
+/// a shard whose entries can expire.
+pub(crate) struct Times {
+    created: u64,
+    accessed: AtomicU64,
+}
+
+impl Times {
+    fn new(now: u64) -> Self {
         Self {
-            value,
-            id,
             created: now,
             accessed: AtomicU64::new(now),
-            referenced: AtomicBool::new(false),
         }
     }
 }
 
-/// A key, its full hash (under the cache's hasher) and its slot.
-pub(crate) struct Entry<K, V> {
-    hash: u64,
-    key: K,
-    slot: Slot<V>,
+/// A live view of one entry, for a lookup under the shard's lock.
+pub(crate) struct Slot<'a, V> {
+    pub(crate) value: &'a V,
+    referenced: &'a AtomicBool,
+    times: Option<&'a Times>,
 }
 
 /// A key and value removed from a shard and why, for the caller to hand
 /// to the listener and drop unlocked.
 pub(crate) type Removed<K, V> = Removal<K, V>;
 
-type Table<K, V> = HashTable<Entry<K, V>>;
-
 /// What [`Core::insert`] displaced.
 pub(crate) struct Displaced<K, V> {
-    /// The slot the key had (live or expired).
-    pub(crate) old: Option<Slot<V>>,
+    /// The value the key had, and whether it had expired.
+    pub(crate) old: Option<(V, bool)>,
     /// The key passed in, when the key was present (the stored key is kept,
     /// as `HashMap::insert` does).
     pub(crate) unused_key: Option<K>,
 }
 
-/// One shard's table and queue.
+/// One shard's entries.
 pub(crate) struct Core<K, V> {
-    table: Table<K, V>,
-    /// Insertion order with second chances (CLOCK), as `(hash, id)` of each
-    /// entry; may hold stale entries (removed or replaced keys), recognised
-    /// by finding no entry of that hash with that id.
-    order: VecDeque<(u64, u64)>,
-    track_order: bool,
-    next_id: u64,
+    table: NodeIndex,
+    nodes: Vec<Node<K, V>>,
+    /// `times[i]` belongs to `nodes[i]`; empty unless entries can expire.
+    times: Vec<Times>,
+    keeps_times: bool,
+    /// The node the CLOCK hand looks at next (may equal `nodes.len()`:
+    /// wraps).
+    hand: usize,
+    /// The node the expiry sweep looks at next (may equal `nodes.len()`).
+    sweep_at: usize,
     /// Bumped by every user write (insert, invalidate, invalidate_all). An
     /// init that started before a bump does not cache its value.
     generation: u64,
-    /// Where the expiry sweep's cursor stands in `order` (see `sweep`).
-    sweep_at: usize,
-}
-
-/// The stored hash of an entry: the only hasher the table ever uses.
-#[inline]
-fn stored_hash<K, V>(entry: &Entry<K, V>) -> u64 {
-    entry.hash
 }
 
 impl<K, V> Core<K, V> {
-    pub(crate) fn new(track_order: bool) -> Self {
+    /// An empty shard; it keeps creation and access times if `keeps_times`
+    /// (entries can expire).
+    pub(crate) fn new(keeps_times: bool) -> Self {
         Self {
-            table: HashTable::new(),
-            order: VecDeque::new(),
-            track_order,
-            next_id: 0,
-            generation: 0,
+            table: NodeIndex::new(),
+            nodes: Vec::new(),
+            times: Vec::new(),
+            keeps_times,
+            hand: 0,
             sweep_at: 0,
+            generation: 0,
         }
     }
 
     #[inline]
     pub(crate) fn len(&self) -> usize {
-        self.table.len()
+        self.nodes.len()
     }
 
     #[inline]
@@ -212,83 +231,151 @@ impl<K, V> Core<K, V> {
         self.generation = self.generation.wrapping_add(1);
     }
 
-    /// The slot of `key` (whose hash is `hash`); calls `K: Eq` only on a
+    /// The view of node `i`.
+    #[inline]
+    fn slot(&self, i: usize) -> Slot<'_, V> {
+        let node = &self.nodes[i];
+        Slot {
+            value: &node.value,
+            referenced: &node.referenced,
+            times: self.times.get(i),
+        }
+    }
+
+    /// Whether node `i` has expired at `now`.
+    #[inline]
+    fn expired_at(&self, i: usize, policy: &Policy, now: u64) -> bool {
+        self.times
+            .get(i)
+            .is_some_and(|times| policy.expired(times, now))
+    }
+
+    /// The entry of `key` (whose hash is `hash`); calls `K: Eq` only on a
     /// full hash match.
     #[inline]
-    pub(crate) fn get<Q>(&self, hash: u64, key: &Q) -> Option<&Slot<V>>
+    pub(crate) fn get<Q>(&self, hash: u64, key: &Q) -> Option<Slot<'_, V>>
     where
         K: Borrow<Q>,
         Q: Eq + ?Sized,
     {
-        self.table
-            .find(hash, |e| e.hash == hash && e.key.borrow() == key)
-            .map(|e| &e.slot)
+        let i = self.table.find(&self.nodes, hash, key)?;
+        Some(self.slot(i as usize))
     }
 
-    /// The entry of `hash` inserted as `id`: no user code.
-    fn find_id(&self, hash: u64, id: u64) -> Option<&Entry<K, V>> {
-        self.table.find(hash, |e| e.slot.id == id)
-    }
-
-    /// Stores `value` under `key` (whose hash is `hash`); bumps the
-    /// generation first if `user_write`. The user's `Eq` runs before any
-    /// change; growth rehashes from stored hashes.
+    /// Stores `value` under `key` (whose hash is `hash`), in place if the
+    /// key is present (as a new entry: fresh times, bit clear); bumps the
+    /// generation first if `user_write`; sweeps up to `sweep_budget`
+    /// entries (see [`sweep`](Self::sweep)) into `swept`, before a new
+    /// entry joins (so the sweep never spends a look on it). The user's
+    /// `Eq` runs before any change; growth rehashes from stored hashes.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn insert(
         &mut self,
         hash: u64,
         key: K,
         value: V,
+        policy: &Policy,
         now: u64,
         user_write: bool,
+        sweep_budget: usize,
+        swept: &mut Vec<Removed<K, V>>,
     ) -> Displaced<K, V>
     where
         K: Eq,
     {
-        let id = self.next_id;
-        let slot = Slot::new(value, id, now);
-        // The only user code: `K: Eq`, inside `entry`, before any change
-        // (`entry` may grow the table first, from stored hashes: still
-        // every entry in place).
-        let found = self
-            .table
-            .entry(hash, |e| e.hash == hash && e.key == key, stored_hash);
-        let displaced = match found {
-            TableEntry::Occupied(mut occupied) => Displaced {
-                old: Some(std::mem::replace(&mut occupied.get_mut().slot, slot)),
-                unused_key: Some(key),
-            },
-            TableEntry::Vacant(vacant) => {
-                vacant.insert(Entry { hash, key, slot });
-                Displaced {
-                    old: None,
-                    unused_key: None,
-                }
-            }
-        };
-        self.next_id += 1;
+        // The only user code: `K: Eq`, before any change.
+        let found = self.table.find(&self.nodes, hash, &key);
         if user_write {
             self.bump_generation();
         }
-        if self.track_order {
-            self.order.push_back((hash, id));
+        if let Some(i) = found {
+            let i = i as usize;
+            let expired = self.expired_at(i, policy, now);
+            if let Some(times) = self.times.get_mut(i) {
+                *times = Times::new(now);
+            }
+            let node = &mut self.nodes[i];
+            // Relaxed: under the write lock.
+            node.referenced.store(false, Ordering::Relaxed);
+            let old = std::mem::replace(&mut node.value, value);
+            self.sweep(policy, now, sweep_budget, swept);
+            return Displaced {
+                old: Some((old, expired)),
+                unused_key: Some(key),
+            };
         }
-        self.compact_order();
-        displaced
+        self.sweep(policy, now, sweep_budget, swept);
+        self.push_behind_hand(
+            Node {
+                hash,
+                key,
+                value,
+                referenced: AtomicBool::new(false),
+            },
+            now,
+        );
+        Displaced {
+            old: None,
+            unused_key: None,
+        }
     }
 
-    /// Removes `key` (whose hash is `hash`); returns its key and slot. `Eq`
-    /// runs before any change.
-    pub(crate) fn remove<Q>(&mut self, hash: u64, key: &Q) -> Option<(K, Slot<V>)>
+    /// Adds a new node where the CLOCK hand reaches it last: at the hand's
+    /// place, the node that was there moving to the end, and the hand one
+    /// step on (so a new entry is never the next victim).
+    fn push_behind_hand(&mut self, node: Node<K, V>, now: u64) {
+        let i = self.nodes.len();
+        self.nodes.push(node);
+        if self.keeps_times {
+            self.times.push(Times::new(now));
+        }
+        let at = self.hand;
+        if at < i {
+            self.nodes.swap(at, i);
+            if self.keeps_times {
+                self.times.swap(at, i);
+            }
+            self.table.moved(self.nodes[i].hash, at as u32, i as u32);
+            self.table.insert(&self.nodes, at as u32);
+        } else {
+            self.table.insert(&self.nodes, i as u32);
+        }
+        self.hand = at.min(i) + 1;
+    }
+
+    /// Removes node `i`: the last node moves into its place (its times with
+    /// it). Returns the key, the value and whether it had expired. No user
+    /// code.
+    fn remove_index(&mut self, i: usize, policy: &Policy, now: u64) -> (K, V, bool) {
+        let expired = self.expired_at(i, policy, now);
+        self.table.remove(&self.nodes, i as u32);
+        let last = self.nodes.len() - 1;
+        let node = self.nodes.swap_remove(i);
+        if self.keeps_times {
+            self.times.swap_remove(i);
+        }
+        if i != last {
+            self.table.moved(self.nodes[i].hash, last as u32, i as u32);
+        }
+        self.after_removal();
+        (node.key, node.value, expired)
+    }
+
+    /// Removes `key` (whose hash is `hash`); returns its key, its value and
+    /// whether it had expired. `Eq` runs before any change.
+    pub(crate) fn remove<Q>(
+        &mut self,
+        hash: u64,
+        key: &Q,
+        policy: &Policy,
+        now: u64,
+    ) -> Option<(K, V, bool)>
     where
         K: Borrow<Q>,
         Q: Eq + ?Sized,
     {
-        let found = self
-            .table
-            .find_entry(hash, |e| e.hash == hash && e.key.borrow() == key);
-        let (entry, _) = found.ok()?.remove();
-        self.compact_order();
-        Some((entry.key, entry.slot))
+        let i = self.table.find(&self.nodes, hash, key)?;
+        Some(self.remove_index(i as usize, policy, now))
     }
 
     /// Removes `key` only if it is (still) expired. `Eq` runs before any
@@ -304,91 +391,90 @@ impl<K, V> Core<K, V> {
         K: Borrow<Q>,
         Q: Eq + ?Sized,
     {
-        let found = self
-            .table
-            .find_entry(hash, |e| e.hash == hash && e.key.borrow() == key);
-        let occupied = found.ok()?;
-        if !policy.is_expired(&occupied.get().slot, now) {
+        let i = self.table.find(&self.nodes, hash, key)? as usize;
+        if !self.expired_at(i, policy, now) {
             return None;
         }
-        let (entry, _) = occupied.remove();
-        self.compact_order();
-        Some((entry.key, entry.slot.value, RemovalCause::Expired))
+        let (key, value, _) = self.remove_index(i, policy, now);
+        Some((key, value, RemovalCause::Expired))
     }
 
     /// Empties the shard; moves every entry to `out`, as `Cleared` (or
     /// `Expired` if its time had passed). Runs no user code.
     pub(crate) fn take_all(&mut self, policy: &Policy, now: u64, out: &mut Vec<Removed<K, V>>) {
-        self.order.clear();
+        let times = std::mem::take(&mut self.times);
+        self.table.clear();
+        self.hand = 0;
         self.sweep_at = 0;
-        out.extend(std::mem::take(&mut self.table).into_iter().map(|e| {
-            let cause = if policy.is_expired(&e.slot, now) {
-                RemovalCause::Expired
-            } else {
-                RemovalCause::Cleared
-            };
-            (e.key, e.slot.value, cause)
-        }));
+        out.extend(
+            std::mem::take(&mut self.nodes)
+                .into_iter()
+                .enumerate()
+                .map(|(i, node)| {
+                    let expired = times.get(i).is_some_and(|t| policy.expired(t, now));
+                    let cause = if expired {
+                        RemovalCause::Expired
+                    } else {
+                        RemovalCause::Cleared
+                    };
+                    (node.key, node.value, cause)
+                }),
+        );
     }
 
-    /// Removes the entry of `hash` inserted as `id`, if it is still there.
-    fn remove_id(&mut self, hash: u64, id: u64, cause: RemovalCause) -> Option<Removed<K, V>> {
-        let (entry, _) = self
-            .table
-            .find_entry(hash, |e| e.slot.id == id)
-            .ok()?
-            .remove();
-        Some((entry.key, entry.slot.value, cause))
-    }
-
-    /// Evicts one entry: an expired one if the queue front has one, else the
-    /// first whose CLOCK bit is clear (clearing set bits on the way, which
-    /// gives each recently hit entry a second chance). Returns it. Runs no
-    /// user code, and looks at each queue entry before it takes it.
+    /// Evicts one entry: the first the CLOCK hand finds expired or
+    /// unreferenced, clearing set bits on the way (which gives each recently
+    /// hit entry a second chance). The last node takes the victim's place,
+    /// where the hand looks next. Runs no user code.
     pub(crate) fn evict_one(&mut self, policy: &Policy, now: u64) -> Option<Removed<K, V>> {
-        // Every live entry is in the queue; after one full pass every bit is
-        // clear, so two passes always find a victim if there is any.
-        let mut budget = 2 * self.order.len() + 1;
-        while budget > 0 {
-            budget -= 1;
-            let &(hash, id) = self.order.front()?;
-            let Some(entry) = self.find_id(hash, id) else {
-                self.order.pop_front();
-                continue;
-            };
-            let slot = &entry.slot;
+        if self.nodes.is_empty() {
+            return None;
+        }
+        // After one lap every bit is clear, so a second lap finds a victim.
+        loop {
+            if self.hand >= self.nodes.len() {
+                self.hand = 0;
+            }
+            let i = self.hand;
+            let expired = self.expired_at(i, policy, now);
+            let node = &self.nodes[i];
             // Relaxed: we hold the write lock, which orders us after every
             // reader that set the bit (their read locks were released).
-            let referenced = slot.referenced.load(Ordering::Relaxed);
-            let expired = policy.is_expired(slot, now);
-            if referenced && !expired {
-                slot.referenced.store(false, Ordering::Relaxed);
-                self.order.rotate_left(1);
+            if node.referenced.load(Ordering::Relaxed) && !expired {
+                node.referenced.store(false, Ordering::Relaxed);
+                self.hand += 1;
                 continue;
             }
+            let (key, value, _) = self.remove_index(i, policy, now);
             let cause = if expired {
                 RemovalCause::Expired
             } else {
                 RemovalCause::Evicted
             };
-            let removed = self.remove_id(hash, id, cause);
-            self.order.pop_front();
-            self.compact_order();
-            return removed;
+            return Some((key, value, cause));
         }
-        None
     }
 
-    /// Releases expired entries, looking at no more than `budget` queue
-    /// entries (the amortized sweep of every write); moves them to `out`.
-    /// Runs no user code.
+    /// Keeps the cursors in range after a removal (one past the end wraps
+    /// to the start when next used).
+    fn after_removal(&mut self) {
+        let len = self.nodes.len();
+        if self.hand > len {
+            self.hand = 0;
+        }
+        if self.sweep_at > len {
+            self.sweep_at = 0;
+        }
+    }
+
+    /// Releases expired entries, looking at no more than `budget` of them
+    /// (the amortized sweep of every write); moves them to `out`. Runs no
+    /// user code.
     ///
-    /// First the front of the queue, up to its first live entry: under a
-    /// time to live alone the queue is in creation order, so the expired
-    /// entries wait there. Then a cursor that walks on through the queue
-    /// from one sweep to the next and wraps around, so an expired entry
-    /// behind a live one (time to idle; an entry CLOCK moved to the back)
-    /// is reached after at most about `order.len() / budget` sweeps.
+    /// A cursor walks the nodes from one sweep to the next and wraps, so
+    /// every entry is looked at about once every `len / budget` sweeps. A
+    /// removal moves the last node into the cursor's place, where the
+    /// cursor looks next.
     pub(crate) fn sweep(
         &mut self,
         policy: &Policy,
@@ -396,92 +482,76 @@ impl<K, V> Core<K, V> {
         budget: usize,
         out: &mut Vec<Removed<K, V>>,
     ) {
-        let mut looked = 0;
-        while looked < budget {
-            let Some(&(hash, id)) = self.order.front() else {
-                break;
-            };
-            if let Some(entry) = self.find_id(hash, id) {
-                if !policy.is_expired(&entry.slot, now) {
-                    break;
-                }
-                out.extend(self.remove_id(hash, id, RemovalCause::Expired));
+        // No more looks than entries: one sweep looks at each at most once.
+        for _ in 0..budget.min(self.nodes.len()) {
+            if self.nodes.is_empty() {
+                return;
             }
-            self.order.pop_front();
-            self.sweep_at = self.sweep_at.saturating_sub(1);
-            looked += 1;
-        }
-        while looked < budget && !self.order.is_empty() {
-            if self.sweep_at >= self.order.len() {
+            if self.sweep_at >= self.nodes.len() {
                 self.sweep_at = 0;
             }
-            let (hash, id) = self.order[self.sweep_at];
-            if self
-                .find_id(hash, id)
-                .is_some_and(|entry| policy.is_expired(&entry.slot, now))
-            {
-                // Its queue entry goes stale, dropped by `compact_order`.
-                out.extend(self.remove_id(hash, id, RemovalCause::Expired));
+            let i = self.sweep_at;
+            if self.expired_at(i, policy, now) {
+                let (key, value, _) = self.remove_index(i, policy, now);
+                out.push((key, value, RemovalCause::Expired));
+            } else {
+                self.sweep_at = i + 1;
             }
-            self.sweep_at += 1;
-            looked += 1;
         }
-        self.compact_order();
     }
 
     /// Removes every expired entry, moving them to `out`. Runs no user code.
     pub(crate) fn purge_all(&mut self, policy: &Policy, now: u64, out: &mut Vec<Removed<K, V>>) {
-        out.extend(
-            self.table
-                .extract_if(|e| policy.is_expired(&e.slot, now))
-                .map(|e| (e.key, e.slot.value, RemovalCause::Expired)),
-        );
-        self.compact_order();
-    }
-
-    /// Drops stale queue entries once they outnumber the live ones. Runs no
-    /// user code.
-    fn compact_order(&mut self) {
-        if self.track_order && self.order.len() > 2 * self.table.len() + 32 {
-            let table = &self.table;
-            self.order
-                .retain(|&(hash, id)| table.find(hash, |e| e.slot.id == id).is_some());
+        let mut i = 0;
+        while i < self.nodes.len() {
+            if self.expired_at(i, policy, now) {
+                let (key, value, _) = self.remove_index(i, policy, now);
+                out.push((key, value, RemovalCause::Expired));
+                // The last node moved into `i`: look at it next.
+            } else {
+                i += 1;
+            }
+        }
+        let len = self.nodes.len();
+        self.table.shrink(&mut self.nodes, len);
+        if self.keeps_times {
+            self.times.shrink_to(self.nodes.capacity());
         }
     }
 
-    /// Calls `f` with each live entry's key and value, in table order. Runs
+    /// Calls `f` with each live entry's key and value, in node order. Runs
     /// no user code itself.
     pub(crate) fn for_each_live(&self, policy: &Policy, now: u64, mut f: impl FnMut(&K, &V)) {
-        for entry in &self.table {
-            if !policy.is_expired(&entry.slot, now) {
-                f(&entry.key, &entry.slot.value);
+        for (i, node) in self.nodes.iter().enumerate() {
+            if !self.expired_at(i, policy, now) {
+                f(&node.key, &node.value);
             }
         }
     }
 
     /// Each entry's stored hash (for `check_invariants`).
     pub(crate) fn hashes(&self) -> impl Iterator<Item = u64> + '_ {
-        self.table.iter().map(|e| e.hash)
+        self.nodes.iter().map(|node| node.hash)
     }
 
     /// Asserts the shard's invariants (for tests and fuzzing). Runs no user
     /// code.
     pub(crate) fn check_invariants(&self) {
-        if !self.track_order {
-            assert!(self.order.is_empty(), "queue kept without a policy");
-            return;
-        }
-        let queued: std::collections::HashSet<(u64, u64)> = self.order.iter().copied().collect();
-        for entry in &self.table {
-            assert!(
-                queued.contains(&(entry.hash, entry.slot.id)),
-                "a live entry is missing from the CLOCK queue"
-            );
-            assert!(entry.slot.id < self.next_id, "slot id from the future");
-        }
+        let n = self.nodes.len();
+        assert_eq!(self.table.len(), n, "table and node counts differ");
+        let times = if self.keeps_times { n } else { 0 };
+        assert_eq!(self.times.len(), times, "times out of step with the nodes");
+        assert!(self.hand <= n, "hand {} beyond {n} nodes", self.hand);
         assert!(
-            self.order.len() <= 2 * self.table.len() + 32,
-            "stale queue entries not compacted"
+            self.sweep_at <= n,
+            "sweep cursor {} beyond {n} nodes",
+            self.sweep_at
         );
+        for (i, node) in self.nodes.iter().enumerate() {
+            assert!(
+                self.table.locates(node.hash, i as u32),
+                "node {i} not reachable from the table"
+            );
+        }
     }
 }

@@ -106,7 +106,7 @@ where
     ) -> Self {
         Self {
             shards: (0..SHARDS)
-                .map(|_| ShardedLock::new(Core::new(policy.tracks_order())))
+                .map(|_| ShardedLock::new(Core::new(policy.expires())))
                 .collect(),
             hasher,
             flights: FlightGroup::with_fault(fault),
@@ -191,12 +191,12 @@ where
         let core = self.shards[Self::shard_index(hash)].read();
         match core.get(hash, key) {
             None => Lookup::Missing,
-            Some(slot) if self.policy.is_expired(slot, now) => Lookup::Expired,
+            Some(slot) if self.policy.is_expired(&slot, now) => Lookup::Expired,
             Some(slot) => {
                 if touch {
-                    self.policy.touch(slot, now);
+                    self.policy.touch(&slot, now);
                 }
-                Lookup::Live(project(&slot.value))
+                Lookup::Live(project(slot.value))
             }
         }
     }
@@ -296,10 +296,10 @@ where
             let core = self.shards[shard].read();
             generation.set(Some(core.generation()));
             let slot = core.get(hash, &key)?;
-            if self.policy.is_expired(slot, now) {
+            if self.policy.is_expired(&slot, now) {
                 return None;
             }
-            self.policy.touch(slot, now);
+            self.policy.touch(&slot, now);
             // `V::clone` (user code) under the read lock, as in `get`.
             Some(slot.value.clone())
         };
@@ -374,8 +374,8 @@ where
             let core = raw.shards[Self::shard_index(hash)].read();
             let generation = core.generation();
             match core.get(hash, key) {
-                Some(slot) if !raw.policy.is_expired(slot, now) => {
-                    raw.policy.touch(slot, now);
+                Some(slot) if !raw.policy.is_expired(&slot, now) => {
+                    raw.policy.touch(&slot, now);
                     Ok(slot.value.clone())
                 }
                 _ => Err(generation),
@@ -509,30 +509,39 @@ where
             #[cfg(loom)]
             // BROKEN on purpose (loom negative control): see the fault.
             let user_write = user_write && self.fault != super::Fault::InsertKeepsGeneration;
+            #[cfg(loom)]
+            // BROKEN on purpose (loom negative control): no sweep.
+            let sweep = self.fault != super::Fault::WriteSkipsSweep;
+            #[cfg(not(loom))]
+            let sweep = true;
+            let budget = if sweep && self.policy.expires() {
+                SWEEP_BUDGET
+            } else {
+                0
+            };
             let before = core.len();
-            let displaced = core.insert(hash, key, value, now, user_write);
+            let displaced = core.insert(
+                hash,
+                key,
+                value,
+                &self.policy,
+                now,
+                user_write,
+                budget,
+                &mut garbage,
+            );
             // The old value goes to the listener (under the key passed in,
-            // equal to the stored one) and, if still live, to the caller:
-            // `garbage[0]`, handed back by `release_returning`.
+            // equal to the stored one) first, and, if still live, to the
+            // caller: `garbage[0]`, handed back by `release_returning`.
             let mut replaced = None;
-            if let (Some(key), Some(old)) = (displaced.unused_key, displaced.old) {
-                let cause = if self.policy.is_expired(&old, now) {
+            if let (Some(key), Some((old, expired))) = (displaced.unused_key, displaced.old) {
+                let cause = if expired {
                     RemovalCause::Expired
                 } else {
                     replaced = wants_old.then_some(0);
                     RemovalCause::Replaced
                 };
-                garbage.push((key, old.value, cause));
-            }
-            if self.policy.expires() {
-                #[cfg(loom)]
-                // BROKEN on purpose (loom negative control): no sweep.
-                let sweep = self.fault != super::Fault::WriteSkipsSweep;
-                #[cfg(not(loom))]
-                let sweep = true;
-                if sweep {
-                    core.sweep(&self.policy, now, SWEEP_BUDGET, &mut garbage);
-                }
+                garbage.insert(0, (key, old, cause));
             }
             self.account(before, core.len());
             if !skip_eviction {
@@ -600,7 +609,7 @@ where
         let removed = self.write(Self::shard_index(hash), |core| {
             // `K: Eq` runs in `remove`, before any change (the generation
             // bump included).
-            let removed = core.remove(hash, key);
+            let removed = core.remove(hash, key, &self.policy, now);
             core.bump_generation();
             if self.policy.expires() {
                 core.sweep(&self.policy, now, SWEEP_BUDGET, &mut garbage);
@@ -609,14 +618,13 @@ where
         });
         // Handed over and dropped unlocked: the key, and the value (which
         // the caller gets too if it was live).
-        let live = removed.and_then(|(key, slot)| {
-            let expired = self.policy.is_expired(&slot, now);
+        let live = removed.and_then(|(key, value, expired)| {
             let cause = if expired {
                 RemovalCause::Expired
             } else {
                 RemovalCause::Removed
             };
-            garbage.insert(0, (key, slot.value, cause));
+            garbage.insert(0, (key, value, cause));
             (!expired).then_some(0)
         });
         self.release_returning(garbage, live)

@@ -1,7 +1,9 @@
 //! [`NodeIndex`]: the hash table from a key's hash to its node, shared by
-//! both shard cores (`core.rs`, exact LRU, and `clock.rs`, CLOCK).
+//! every shard core: `LruCache`'s (`lru/core.rs`, exact LRU; `lru/clock.rs`,
+//! CLOCK; `lru/s3fifo.rs`) and `TypedCache`'s (`typed/core.rs`).
 //!
-//! Each core keeps its entries in one dense `Vec` of nodes; every node
+//! Each core keeps its entries in one dense `Vec` of nodes (4 bytes of
+//! table per bucket, so the table's power-of-two slack costs little); every node
 //! stores its key's full hash ([`Keyed`]), so the table never calls the
 //! user's `Hash` (growth and shrinking rehash from stored hashes) and a
 //! lookup calls the user's `Eq` only on a full 64-bit hash match.
@@ -54,7 +56,7 @@ impl NodeIndex {
             Ok(entry) => {
                 entry.remove();
             }
-            Err(_) => unreachable!("larder: LRU node {i} missing from its table"),
+            Err(_) => unreachable!("larder: node {i} missing from its table"),
         }
     }
 
@@ -62,7 +64,7 @@ impl NodeIndex {
     pub(crate) fn moved(&mut self, hash: u64, from: u32, to: u32) {
         match self.0.find_mut(hash, |&j| j == from) {
             Some(slot) => *slot = to,
-            None => unreachable!("larder: LRU node {from} missing from its table"),
+            None => unreachable!("larder: node {from} missing from its table"),
         }
     }
 
