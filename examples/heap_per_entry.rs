@@ -21,8 +21,8 @@
 //!
 //! The last row is not a cache: it is `N` values allocated as `Arc<u64>`
 //! plus the 8-byte slot pointing to each: what an `Arc` per value costs
-//! (`TypedCache` stores one per entry; `LruCache` stores `V` itself, so
-//! only an `LruCache<K, Arc<T>>` pays it).
+//! (both caches store `V` itself, so only a cache of `Arc<T>` values pays
+//! it).
 //!
 //! Linux only (reads `/proc`); elsewhere it says so and exits.
 
