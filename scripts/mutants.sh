@@ -30,7 +30,7 @@ cd "$(dirname "$0")/.."
 # targets" (space-separated within each part).
 selection() {
   case "${1%/}" in
-    src/typed/raw.rs)
+    src/typed/raw.rs | src/typed/core.rs)
       echo "typed:: flight:: | typed typed_hostile typed_expiry cache_stats async_flight |
         typed typed_writes flight_async flight_waiters" ;;
     src/flight | src/flight/*)
@@ -55,7 +55,7 @@ selection() {
 
 files=("$@")
 if [[ ${#files[@]} -eq 0 ]]; then
-  files=(src/typed/raw.rs src/flight/ src/sync.rs src/lru/cache.rs src/lru/write.rs src/indexed/core.rs
+  files=(src/typed/raw.rs src/typed/core.rs src/flight/ src/sync.rs src/lru/cache.rs src/lru/write.rs src/indexed/core.rs
     src/snapshot/ src/ordered/partitioned.rs)
 fi
 
