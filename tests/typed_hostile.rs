@@ -5,7 +5,7 @@
 //! table churned into tombstones (so it is rehashed in place). After every
 //! run, caught panic or not: the invariants hold (`check_invariants`: `len`
 //! in step with the shards, within `max_entries`, every entry in its shard
-//! under its stored hash and in the CLOCK queue), the statistics add up,
+//! under its stored hash, nodes and table agreeing), the statistics add up,
 //! every entry the operation did not touch is still there with its value,
 //! and the cache still caches (a bounded one still evicts). `TypedCache`'s
 //! removal listener clones each key it is given (so the `Clone` sweep

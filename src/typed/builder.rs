@@ -218,9 +218,10 @@ macro_rules! setters {
             /// Keep at most `max` entries: storing one more evicts one. The
             /// victim comes from the stored key's shard (one of 16) when it
             /// has another entry, else from the next shards: the first entry
-            /// in the shard's insertion queue that is expired or was not read
-            /// since the last sweep (CLOCK: a read entry gets a second
-            /// chance). The bound holds whenever no insert is in progress.
+            /// the shard's CLOCK hand finds expired or not read since the
+            /// hand last passed it (a read entry gets a second chance; a new
+            /// entry is placed where the hand reaches it last). The bound
+            /// holds whenever no insert is in progress.
             /// Approximate LRU per shard, as quick_cache and moka are
             /// approximate; unlike quick_cache, the budget is global, not
             /// split per shard.
