@@ -293,3 +293,42 @@ fn without_expiry_nothing_is_swept_and_len_is_exact() {
     assert_eq!(cache.len(), 11);
     assert!(taken(&log).is_empty());
 }
+
+/// A clock that counts its reads.
+#[derive(Debug, Default)]
+struct CountingClock(std::sync::atomic::AtomicU64);
+
+impl larder::Clock for CountingClock {
+    fn now(&self) -> Duration {
+        self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        Duration::ZERO
+    }
+}
+
+/// Without a time to live or time to idle nothing can expire: no operation
+/// reads the clock (and the shards keep no times), bounded or not; with
+/// one, every operation reads it.
+#[test]
+fn the_clock_is_read_only_when_entries_can_expire() {
+    let reads = |builder: TypedCacheBuilder<u32, u32>| {
+        let clock = Arc::new(CountingClock::default());
+        #[derive(Debug)]
+        struct Shared(Arc<CountingClock>);
+        impl larder::Clock for Shared {
+            fn now(&self) -> Duration {
+                larder::Clock::now(&*self.0)
+            }
+        }
+        let cache = builder.clock(Shared(Arc::clone(&clock))).build().unwrap();
+        cache.get_or_init(&1, || 1);
+        assert_eq!(cache.get(&1), Some(1));
+        assert_eq!(cache.insert(2, 2), None);
+        assert_eq!(cache.invalidate(&2), Some(2));
+        cache.check_invariants();
+        clock.0.load(std::sync::atomic::Ordering::SeqCst)
+    };
+    assert_eq!(reads(TypedCache::builder()), 0);
+    assert_eq!(reads(TypedCache::builder().max_entries(4)), 0);
+    assert!(reads(TypedCache::builder().time_to_live(10 * S)) >= 4);
+    assert!(reads(TypedCache::builder().time_to_idle(10 * S)) >= 4);
+}
