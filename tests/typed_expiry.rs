@@ -332,3 +332,22 @@ fn the_clock_is_read_only_when_entries_can_expire() {
     assert!(reads(TypedCache::builder().time_to_live(10 * S)) >= 4);
     assert!(reads(TypedCache::builder().time_to_idle(10 * S)) >= 4);
 }
+
+/// A read that finds its key expired releases that entry itself, wherever
+/// it stands in the shard: here the shard's sweep (four looks from its
+/// cursor, which the inserts moved away from the entry) would not reach it.
+#[test]
+fn a_read_releases_the_expired_entry_it_found() {
+    let (cache, clock, log) = one_shard(|b| b.time_to_live(10 * S));
+    cache.insert(0, 0);
+    clock.advance(5 * S);
+    for k in 1..=20 {
+        cache.insert(k, k);
+    }
+    clock.advance(6 * S); // 0 expired, the others live
+    assert!(taken(&log).is_empty());
+    assert_eq!(cache.get(&0), None);
+    assert_eq!(taken(&log), [(0, 0, RemovalCause::Expired)]);
+    assert_eq!(cache.len(), 20);
+    cache.check_invariants();
+}
