@@ -59,7 +59,12 @@ if [[ ${#files[@]} -eq 0 ]]; then
     src/snapshot/ src/ordered/partitioned.rs)
 fi
 
-target="${CARGO_TARGET_DIR:-$PWD/target}"
+# A target directory of its own (MUTANTS_TARGET_DIR to choose another):
+# cargo-mutants builds a copy of the tree, whose artifacts carry the same
+# names as the working tree's, so a `cargo test` of the working tree into
+# the same directory while mutants run would overwrite the mutants'
+# binaries (and the other way round).
+target="${MUTANTS_TARGET_DIR:-$PWD/target/mutants}"
 export MUTANTS_REAL_CARGO="${MUTANTS_REAL_CARGO:-$(command -v cargo)}"
 export MUTANTS_LOOM_TARGET="$target/loom"
 export CARGO="$PWD/scripts/mutants-cargo.sh"
