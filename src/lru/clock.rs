@@ -22,7 +22,7 @@ use std::borrow::Borrow;
 
 use super::core::{Inserted, MAX_SHARD_CAPACITY};
 use super::weight::Evicted;
-use crate::node_index::{Keyed, NodeIndex};
+use crate::node_index::{NodeIndex, keyed_node};
 use crate::sync::{AtomicBool, Ordering};
 
 struct Node<K, V> {
@@ -36,15 +36,7 @@ struct Node<K, V> {
     weight: u32,
 }
 
-impl<K, V> Keyed for Node<K, V> {
-    type Key = K;
-    fn hash(&self) -> u64 {
-        self.hash
-    }
-    fn key(&self) -> &K {
-        &self.key
-    }
-}
+keyed_node!(Node);
 
 /// A CLOCK map whose entries weigh at most `capacity` in all.
 pub(crate) struct ClockCore<K, V> {

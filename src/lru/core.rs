@@ -34,7 +34,7 @@
 use std::borrow::Borrow;
 
 use super::weight::Evicted;
-use crate::node_index::{Keyed, NodeIndex};
+use crate::node_index::{NodeIndex, keyed_node};
 
 /// The "no node" index.
 const NIL: u32 = u32::MAX;
@@ -51,15 +51,7 @@ struct Node<K, V> {
     next: u32,
 }
 
-impl<K, V> Keyed for Node<K, V> {
-    type Key = K;
-    fn hash(&self) -> u64 {
-        self.hash
-    }
-    fn key(&self) -> &K {
-        &self.key
-    }
-}
+keyed_node!(Node);
 
 /// What an [`LruCore::insert`] displaced; the caller drops it unlocked.
 pub(crate) struct Inserted<K, V> {

@@ -41,7 +41,7 @@ use hashbrown::hash_table::Entry;
 
 use super::core::{Inserted, MAX_SHARD_CAPACITY};
 use super::weight::Evicted;
-use crate::node_index::{Keyed, NodeIndex};
+use crate::node_index::{NodeIndex, keyed_node};
 use crate::sync::{AtomicU8, Ordering};
 
 /// The "no node" index.
@@ -72,15 +72,7 @@ struct Node<K, V> {
     weight: u32,
 }
 
-impl<K, V> Keyed for Node<K, V> {
-    type Key = K;
-    fn hash(&self) -> u64 {
-        self.hash
-    }
-    fn key(&self) -> &K {
-        &self.key
-    }
-}
+keyed_node!(Node);
 
 /// A doubly linked FIFO over node indices: new nodes at the head, the
 /// oldest at the tail.

@@ -36,7 +36,7 @@
 use std::borrow::Borrow;
 use std::time::Duration;
 
-use crate::node_index::{Keyed, NodeIndex};
+use crate::node_index::{NodeIndex, keyed_node};
 use crate::removal::{Removal, RemovalCause};
 use crate::sync::{AtomicBool, AtomicU64, Ordering};
 
@@ -143,15 +143,7 @@ struct Node<K, V> {
     referenced: AtomicBool,
 }
 
-impl<K, V> Keyed for Node<K, V> {
-    type Key = K;
-    fn hash(&self) -> u64 {
-        self.hash
-    }
-    fn key(&self) -> &K {
-        &self.key
-    }
-}
+keyed_node!(Node);
 
 /// When an entry was stored and last read: kept, beside its node, only by
 /// a shard whose entries can expire.

@@ -15,6 +15,12 @@ fn h(key: u32) -> u64 {
     u64::from(key).wrapping_mul(0x9E37_79B9_7F4A_7C15)
 }
 
+/// Stores `key -> value` at `now` as an init would (no user write, no
+/// sweep).
+fn put(core: &mut Core<u32, u32>, policy: &Policy, key: u32, value: u32, now: u64) {
+    core.insert(h(key), key, value, policy, now, false, 0, &mut Vec::new());
+}
+
 fn evicted(removed: Option<(u32, u32, RemovalCause)>) -> Option<u32> {
     removed.map(|(_, value, _)| value)
 }
@@ -24,7 +30,7 @@ fn core_clock_gives_read_entries_a_second_chance() {
     let policy = Policy::new(None, None, Some(3));
     let mut core = core(&policy);
     for k in 0..3 {
-        core.insert(h(k), k, k, &policy, 0, false, 0, &mut Vec::new());
+        put(&mut core, &policy, k, k, 0);
     }
     // Inserted entries start unreferenced: the hand evicts the oldest.
     assert_eq!(evicted(core.evict_one(&policy, 0)), Some(0));
@@ -41,7 +47,7 @@ fn core_clock_passes_over_a_referenced_entry() {
     let policy = Policy::new(None, None, Some(3));
     let mut core = core(&policy);
     for k in 0..3 {
-        core.insert(h(k), k, k, &policy, 0, false, 0, &mut Vec::new());
+        put(&mut core, &policy, k, k, 0);
     }
     // 0 was read: the hand clears its bit and takes 1 instead.
     policy.touch(&core.get(h(0), &0).unwrap(), 0);
@@ -56,7 +62,7 @@ fn core_puts_a_new_entry_where_the_hand_reaches_it_last() {
     let policy = Policy::new(None, None, Some(4));
     let mut core = core(&policy);
     for k in 0..4 {
-        core.insert(h(k), k, k, &policy, 0, false, 0, &mut Vec::new());
+        put(&mut core, &policy, k, k, 0);
     }
     for k in [0, 1] {
         policy.touch(&core.get(h(k), &k).unwrap(), 0);
@@ -64,7 +70,7 @@ fn core_puts_a_new_entry_where_the_hand_reaches_it_last() {
     // The hand clears 0 and 1 and stops at 2, in the middle of the nodes.
     assert_eq!(evicted(core.evict_one(&policy, 0)), Some(2));
     policy.touch(&core.get(h(3), &3).unwrap(), 0);
-    core.insert(h(4), 4, 4, &policy, 0, false, 0, &mut Vec::new());
+    put(&mut core, &policy, 4, 4, 0);
     // The hand passes 3 (read) and wraps to 0, whose bit it cleared: the
     // new entry, unreferenced too, is not the next victim.
     assert_eq!(evicted(core.evict_one(&policy, 0)), Some(0));
@@ -76,8 +82,8 @@ fn core_puts_a_new_entry_where_the_hand_reaches_it_last() {
 fn core_evicts_expired_before_referenced() {
     let policy = Policy::new(Some(Duration::from_nanos(10)), None, Some(10));
     let mut core = core(&policy);
-    core.insert(h(1), 1, 1, &policy, 0, false, 0, &mut Vec::new());
-    core.insert(h(2), 2, 2, &policy, 5, false, 0, &mut Vec::new());
+    put(&mut core, &policy, 1, 1, 0);
+    put(&mut core, &policy, 2, 2, 5);
     policy.touch(&core.get(h(1), &1).unwrap(), 12);
     // At 12 ns, 1 is expired (stored at 0) even though it was just read.
     assert_eq!(evicted(core.evict_one(&policy, 12)), Some(1));
@@ -89,16 +95,7 @@ fn core_stays_consistent_under_churn() {
     let policy = Policy::new(None, None, Some(1_000));
     let mut core = core(&policy);
     for round in 0..1_000 {
-        core.insert(
-            h(round % 4),
-            round % 4,
-            round,
-            &policy,
-            0,
-            false,
-            0,
-            &mut Vec::new(),
-        );
+        put(&mut core, &policy, round % 4, round, 0);
         if round % 3 == 0 {
             core.remove(h(round % 4), &(round % 4), &policy, 0);
         }
@@ -111,16 +108,7 @@ fn core_sweep_looks_at_no_more_than_its_budget_and_purge_releases_all() {
     let policy = Policy::new(Some(Duration::from_nanos(100)), None, None);
     let mut core = core(&policy);
     for k in 0..10 {
-        core.insert(
-            h(k),
-            k,
-            k,
-            &policy,
-            u64::from(k) * 10,
-            false,
-            0,
-            &mut Vec::new(),
-        );
+        put(&mut core, &policy, k, k, u64::from(k) * 10);
     }
     let mut out = Vec::new();
     // At 150 ns, keys 0..=5 (stored at 0..=50) are expired; key 0 is where
@@ -139,7 +127,7 @@ fn core_sweep_cursor_reaches_expired_entries_behind_live_ones() {
     let policy = Policy::new(None, Some(Duration::from_nanos(6_400)), None);
     let mut core = core(&policy);
     for k in 0..16 {
-        core.insert(h(k), k, k, &policy, 0, false, 0, &mut Vec::new());
+        put(&mut core, &policy, k, k, 0);
     }
     // The even keys are read at 5000: alive at 8000; the odd ones idle.
     for k in (0..16).step_by(2) {
@@ -166,7 +154,7 @@ fn core_sweep_cursor_reaches_expired_entries_behind_live_ones() {
 fn idle_time_is_recorded_only_when_it_moved_a_step() {
     let policy = Policy::new(None, Some(Duration::from_nanos(6_400)), None);
     let mut core = core(&policy);
-    core.insert(h(1), 1, 1, &policy, 0, false, 0, &mut Vec::new());
+    put(&mut core, &policy, 1, 1, 0);
     // Resolution is 6400 / 64 = 100 ns: a touch at 50 records nothing...
     policy.touch(&core.get(h(1), &1).unwrap(), 50);
     assert!(policy.is_expired(&core.get(h(1), &1).unwrap(), 6_400));
