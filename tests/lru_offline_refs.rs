@@ -1,6 +1,6 @@
-//! Hit ratios of `LruCache` against the offline references the showdown
-//! charts beside it (`benches/common/offline.rs`): exact global LRU and
-//! Belady's OPT. The references are checked first, on traces worked out by
+//! Hit ratios of `LruCache` against the references the showdown charts
+//! beside it (`benches/common/offline.rs`): exact global LRU, Belady's OPT
+//! and the popularity oracle. The references are checked first, on traces worked out by
 //! hand and against brute force, then used as bounds on larder's policies.
 
 #[path = "../benches/common/offline.rs"]
@@ -101,7 +101,64 @@ fn model_lru_hits(trace: &[u64], capacity: usize) -> u64 {
     hits
 }
 
+/// The oracle keeps the most popular keys (the lowest numbers) among
+/// those requested so far: a less popular key it holds gives way to a more
+/// popular newcomer, and a newcomer less popular than all it holds is not
+/// kept.
+#[test]
+fn oracle_keeps_the_most_popular_keys_seen() {
+    // 1 2 1 3 1 2 4 4
+    let trace = [1, 2, 1, 3, 1, 2, 4, 4];
+    assert_eq!(offline::oracle_hits(&trace, 0), 0);
+    assert_eq!(offline::oracle_hits(&trace, 1), 2); // the second and third 1
+    assert_eq!(offline::oracle_hits(&trace, 2), 3); // and the second 2
+    assert_eq!(offline::oracle_hits(&trace, 4), 4); // and the second 4
+    // 5 is kept until a more popular key needs its place.
+    assert_eq!(offline::oracle_hits(&[5, 5, 1, 1, 5], 1), 2);
+    assert_eq!(offline::oracle_hits(&[5, 5, 1, 1, 5], 2), 3);
+}
+
+/// The long-run mass of the top keys, worked by hand: Zipf 1 over 4 keys
+/// has weights 1, 1/2, 1/3, 1/4 (total 25/12).
+#[test]
+fn zipf_top_mass_by_hand() {
+    let close = |a: f64, b: f64| (a - b).abs() < 1e-12;
+    assert!(close(offline::zipf_top_mass(4, 1.0, 1), 12.0 / 25.0));
+    assert!(close(offline::zipf_top_mass(4, 1.0, 2), 18.0 / 25.0));
+    assert!(close(offline::zipf_top_mass(4, 1.0, 4), 1.0));
+    assert!(close(offline::zipf_top_mass(4, 1.0, 9), 1.0));
+    assert!(close(offline::zipf_top_mass(4, 0.0, 1), 0.25));
+}
+
+/// On a long Zipf trace the oracle's hit ratio lands on the distribution's
+/// top mass (less a cold miss per key), so the trace generator the
+/// showdown uses draws what the bound assumes.
+#[test]
+fn oracle_on_a_zipf_trace_meets_the_top_mass() {
+    let mut rng = rand::rngs::StdRng::seed_from_u64(5);
+    let zipf = Zipf::new(2_000.0, 0.9).unwrap();
+    let trace: Vec<u64> = (0..400_000).map(|_| zipf.sample(&mut rng) as u64).collect();
+    for capacity in [20, 200] {
+        let ratio = offline::oracle_hits(&trace, capacity) as f64 / trace.len() as f64;
+        let mass = offline::zipf_top_mass(2_000, 0.9, capacity);
+        assert!(
+            (ratio - mass).abs() < 0.005,
+            "capacity {capacity}: oracle {ratio:.4} against top mass {mass:.4}"
+        );
+    }
+}
+
 proptest! {
+    /// The oracle is one cache of `capacity` entries among others: OPT
+    /// bounds it on any trace.
+    #[test]
+    fn opt_bounds_the_oracle(
+        trace in proptest::collection::vec(0u64..12, 0..200),
+        capacity in 0usize..10,
+    ) {
+        prop_assert!(offline::oracle_hits(&trace, capacity) <= opt(&trace, capacity));
+    }
+
     /// OPT is the optimum: it matches an exhaustive search on short traces.
     #[test]
     fn opt_matches_brute_force(

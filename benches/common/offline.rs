@@ -1,12 +1,14 @@
-//! Offline references for hit ratios: what exact LRU and the optimal
-//! policy (Belady's OPT) hit on a whole trace known in advance.
+//! References for hit ratios: what exact LRU and the optimal policy
+//! (Belady's OPT) hit on a whole trace known in advance, and what the best
+//! *online* policy can expect when accesses are independent draws from a
+//! known distribution (the popularity oracle).
 //!
-//! Both start empty, count every access of the trace, and run on one
+//! All start empty, count every access of the trace, and run on one
 //! thread. The showdown draws them beside the caches it measures on the
 //! same trace; `tests/lru_hit_ratio.rs` checks them on traces worked out by
 //! hand and against larder's policies.
 
-use std::collections::{BTreeMap, BinaryHeap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, BinaryHeap, HashMap};
 
 /// The hits of one global exact LRU cache of `capacity` entries on
 /// `trace`: a hit makes its key the most recent; a miss inserts the key
@@ -85,4 +87,53 @@ pub fn opt_hits(trace: &[u64], next: &[usize], capacity: usize) -> u64 {
         }
     }
     hits
+}
+
+/// The hits of the popularity oracle of `capacity` entries on `trace`,
+/// whose keys are numbered by popularity (key 1 the most likely, as in the
+/// Zipf traces here; the scan traces' never-repeated keys are numbered
+/// above the Zipf range, so they rank last). The oracle admits every miss
+/// and, when it then holds more than `capacity` keys, evicts the least
+/// likely one (the new key itself when it is that one): it always holds the
+/// `capacity` most likely keys among those requested so far (Aho, Denning
+/// and Ullman's A0 policy, 1971).
+///
+/// When every access is an independent draw from one fixed distribution
+/// (the independent reference model, which the Zipf traces here follow),
+/// no online cache of `capacity` entries can *expect* more hits: a cache
+/// can only hold keys requested before, so whatever it holds, the chance
+/// that the next access hits is the total probability of at most
+/// `capacity` of those keys, which the oracle's choice maximises. OPT gets
+/// more only by knowing the future draws; a real cache gets less by having
+/// to learn the popularities. On one finite trace an online cache may
+/// still land a little above the oracle by chance. O(n log capacity).
+pub fn oracle_hits(trace: &[u64], capacity: usize) -> u64 {
+    if capacity == 0 {
+        return 0;
+    }
+    let mut held: BTreeSet<u64> = BTreeSet::new();
+    let mut hits = 0;
+    for &key in trace {
+        if held.contains(&key) {
+            hits += 1;
+        } else {
+            held.insert(key);
+            if held.len() > capacity {
+                held.pop_last();
+            }
+        }
+    }
+    hits
+}
+
+/// The popularity oracle's hit ratio in the long run under a Zipf
+/// distribution of `exponent` over keys `1..=keys` (the probability of key
+/// `k` proportional to `k^-exponent`): the probability mass of the
+/// `capacity` most likely keys, the most any online cache of `capacity`
+/// entries can expect per access on such a trace (see [`oracle_hits`]).
+pub fn zipf_top_mass(keys: usize, exponent: f64, capacity: usize) -> f64 {
+    let weight = |k: usize| (k as f64).powf(-exponent);
+    let top: f64 = (1..=capacity.min(keys)).map(weight).sum();
+    let rest: f64 = (capacity.min(keys) + 1..=keys).map(weight).sum();
+    top / (top + rest)
 }

@@ -1,7 +1,9 @@
 //! The LRU family's hit ratio against capacity: every cache replays one
 //! trace on one thread, from empty, at each capacity on a log scale, beside
-//! two offline references on the same trace: exact global LRU and Belady's
-//! OPT (the most hits any cache of that capacity can get).
+//! three references on the same trace: exact global LRU and Belady's OPT
+//! (the most hits any cache of that capacity can get), both offline, and
+//! the popularity oracle (the most an online cache can expect when every
+//! access is an independent draw, as in the Zipf traces).
 //!
 //! Each point counts every access of the trace (a `get`, then an `insert`
 //! on a miss), cold start included, so the caches and the references count
@@ -76,7 +78,7 @@ fn replay<C: BenchCache>(trace: &[u64], capacity: usize) -> Point {
     }
 }
 
-/// One workload: every contender and both references at each capacity.
+/// One workload: every contender and the references at each capacity.
 pub struct Study {
     pub workload: String,
     keys: usize,
@@ -85,6 +87,7 @@ pub struct Study {
     capacities: Vec<usize>,
     lru: Vec<u64>,
     opt: Vec<u64>,
+    oracle: Vec<u64>,
     rows: Vec<(&'static str, Vec<Point>)>,
     seconds: f64,
 }
@@ -156,6 +159,10 @@ pub fn run(quick: bool, keep: impl Fn(&str) -> bool) -> Vec<Study> {
                 .iter()
                 .map(|&c| offline::opt_hits(&trace, &next, c))
                 .collect(),
+            oracle: capacities
+                .iter()
+                .map(|&c| offline::oracle_hits(&trace, c))
+                .collect(),
             rows: CONTENDERS
                 .iter()
                 .map(|&(label, replay)| {
@@ -177,6 +184,15 @@ pub fn run(quick: bool, keep: impl Fn(&str) -> bool) -> Vec<Study> {
 
 /// The references bound what the caches measured.
 fn check(study: &Study) {
+    for (at, (&oracle, &opt)) in study.oracle.iter().zip(&study.opt).enumerate() {
+        assert!(
+            oracle <= opt,
+            "{}: the popularity oracle hit {oracle} times at capacity {}, more than OPT \
+             ({opt}): a reference is wrong",
+            study.workload,
+            study.capacities[at]
+        );
+    }
     for (label, points) in &study.rows {
         for (at, point) in points.iter().enumerate() {
             let capacity = study.capacities[at];
@@ -214,7 +230,9 @@ pub fn markdown(studies: &[Study]) -> String {
             "## lru / {}: hit ratio against capacity\n\n{} accesses over {} keys{}, one \
              thread, each cache from empty at each capacity ({:.1} s). Hit ratio in percent, \
              the best cache that kept its bound in bold; OPT (Belady, offline) is the most \
-             any cache of that capacity can hit. † held more than its capacity (next table): \
+             any cache of that capacity can hit; the popularity oracle (it keeps the most \
+             popular keys) is the most an online cache can expect when accesses are \
+             independent draws, as in the Zipf traces. † held more than its capacity (next table): \
              not comparable, not marked best, drawn as a cross.\n",
             s.workload,
             s.accesses,
@@ -233,7 +251,11 @@ pub fn markdown(studies: &[Study]) -> String {
             rule.push_str("---:|");
         }
         let _ = writeln!(out, "{header}\n{rule}");
-        for (label, hits) in [("OPT (offline)", &s.opt), ("exact LRU (offline)", &s.lru)] {
+        for (label, hits) in [
+            ("OPT (offline)", &s.opt),
+            ("popularity oracle (online bound)", &s.oracle),
+            ("exact LRU (offline)", &s.lru),
+        ] {
             let cells: Vec<String> = hits
                 .iter()
                 .map(|&h| format!("{:.2}", 100.0 * s.ratio(h)))
@@ -283,7 +305,7 @@ pub fn markdown(studies: &[Study]) -> String {
 }
 
 /// The studies for `report.json`: every point's hits, ratio, `len`, peak
-/// and flag, beside both references.
+/// and flag, beside the references.
 pub fn json(studies: &[Study]) -> serde_json::Value {
     let studies: Vec<_> = studies
         .iter()
@@ -300,6 +322,8 @@ pub fn json(studies: &[Study]) -> serde_json::Value {
                         "opt_hit_ratio": s.ratio(s.opt[at]),
                         "lru_hits": s.lru[at],
                         "lru_hit_ratio": s.ratio(s.lru[at]),
+                        "oracle_hits": s.oracle[at],
+                        "oracle_hit_ratio": s.ratio(s.oracle[at]),
                         "contenders": s.rows.iter().enumerate().map(|(row, (label, points))| {
                             let p = &points[at];
                             json!({
@@ -365,11 +389,12 @@ impl Study {
     pub fn percents(&self) -> &[f64] {
         &self.percents
     }
-    /// Both references: label and hit ratio at each capacity.
-    pub fn references(&self) -> [(&'static str, Vec<f64>); 2] {
+    /// The references: label and hit ratio at each capacity.
+    pub fn references(&self) -> [(&'static str, Vec<f64>); 3] {
         let ratios = |hits: &[u64]| hits.iter().map(|&h| self.ratio(h)).collect();
         [
             ("OPT (Belady, offline)", ratios(&self.opt)),
+            ("popularity oracle", ratios(&self.oracle)),
             ("exact LRU (offline)", ratios(&self.lru)),
         ]
     }

@@ -1,5 +1,5 @@
 //! The hit-ratio-against-capacity chart: capacity on a log axis ticked at
-//! the measured capacities, the offline references dashed, each cache a
+//! the measured capacities, the references dashed, each cache a
 //! solid line, a cache over its bound a cross off its line, and the legend
 //! in a panel right of the plot, clear of the curves.
 
@@ -38,7 +38,7 @@ impl Ranged for LogPercent {
     }
 }
 
-/// Distinct colours for the caches (the references are black and grey).
+/// Distinct colours for the caches (the references are black and greys).
 const COLORS: [RGBColor; 9] = [
     RGBColor(31, 119, 180),
     RGBColor(255, 127, 14),
@@ -89,8 +89,11 @@ pub fn draw(study: &Study, path: &std::path::Path) -> Result<(), Box<dyn std::er
     });
     let reference_styles = [
         BLACK.stroke_width(2),
+        RGBColor(70, 70, 70).stroke_width(1),
         RGBColor(110, 110, 110).stroke_width(2),
     ];
+    // Dash and gap lengths: the oracle dotted, between OPT and LRU.
+    let dashes = [(6, 4), (2, 3), (6, 4)];
     for ((label, _), style) in references.iter().zip(reference_styles) {
         entries.push((label.to_string(), style, true));
     }
@@ -121,8 +124,10 @@ pub fn draw(study: &Study, path: &std::path::Path) -> Result<(), Box<dyn std::er
         entries.push((label.to_string(), style, false));
     }
     // The references last, dashed over the caches that run along them.
-    for ((_, points), style) in references.into_iter().zip(reference_styles) {
-        chart.draw_series(DashedLineSeries::new(points, 6, 4, style))?;
+    for (((_, points), style), (dash, gap)) in
+        references.into_iter().zip(reference_styles).zip(dashes)
+    {
+        chart.draw_series(DashedLineSeries::new(points, dash, gap, style))?;
     }
 
     let notes: &[&str] = if over_any {
