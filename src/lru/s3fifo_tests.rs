@@ -91,6 +91,81 @@ fn a_key_the_ghost_remembers_goes_to_main() {
     core.check_invariants();
 }
 
+/// A key pushed out of small a second time, while the ghost still holds
+/// its first place, is remembered from the second: it stays remembered
+/// after the first place ages out.
+#[test]
+fn a_key_evicted_twice_is_remembered_from_its_latest_eviction() {
+    // Capacity 10: small's share is 1, the ghost holds 6 places.
+    let mut core = S3FifoCore::new(10);
+    core.insert(hash(1), 1, 1, 1);
+    for k in 10..20 {
+        core.insert(hash(k), k, k, 1);
+    }
+    // 1 left small unused (ghost: 1). Back in, it goes to main and the
+    // ghost forgets it (ghost: 1, 10; 10 made room).
+    core.insert(hash(1), 1, 1, 1);
+    // Removed by the user (not remembered), then back: to small.
+    core.remove(hash(1), &1);
+    core.insert(hash(1), 1, 1, 1);
+    for k in 11..20 {
+        core.get(hash(k), &k);
+    }
+    // 11..19 move to main; 1 leaves small unused again (ghost: 1, 10, 1).
+    let evicted = core.insert(hash(20), 20, 20, 1).evicted.single();
+    assert_eq!(evicted, Some((1, 1)));
+    // Five more one-hit wonders push 20..24 into the ghost: its first place
+    // for 1 and 10's age out; the second place for 1 is still there.
+    for k in 21..26 {
+        core.insert(hash(k), k, k, 1);
+    }
+    core.insert(hash(1), 1, 1, 1);
+    // Remembered, so in main: a flood passes it by.
+    for k in 30..60 {
+        core.insert(hash(k), k, k, 1);
+    }
+    assert!(
+        core.contains(hash(1), &1),
+        "1 was forgotten with its first place"
+    );
+    core.check_invariants();
+}
+
+/// Two keys whose hashes share the low 32 bits (the ghost's fingerprint)
+/// are one ghost member: the second key's eviction remembers the member
+/// the first key left forgotten, and the second key comes back to main.
+#[test]
+fn keys_sharing_a_fingerprint_are_one_ghost_member() {
+    let (a, b) = ((1u64 << 40) | 0x5555, (2u64 << 40) | 0x5555);
+    assert!((10..60).all(|k| hash(k) as u32 != 0x5555));
+    let mut core = S3FifoCore::new(10);
+    core.insert(a, 1, 1, 1);
+    for k in 10..20 {
+        core.insert(hash(k), k, k, 1);
+    }
+    // 1 left small unused; back in, it goes to main and its member is
+    // forgotten (still one place in the ghost).
+    core.insert(a, 1, 1, 1);
+    // 2 shares the fingerprint, forgotten: it enters small.
+    core.insert(b, 2, 2, 1);
+    for k in 12..20 {
+        core.get(hash(k), &k);
+    }
+    // 12..19 move to main, 2 leaves small unused: the member is remembered.
+    let evicted = core.insert(hash(20), 20, 20, 1).evicted.single();
+    assert_eq!(evicted, Some((2, 2)));
+    core.insert(b, 2, 2, 1);
+    // In main: a flood of one-hit wonders passes it by.
+    for k in 30..60 {
+        core.insert(hash(k), k, k, 1);
+    }
+    assert!(
+        core.contains(b, &2),
+        "2 came back to small: the member was split"
+    );
+    core.check_invariants();
+}
+
 #[test]
 fn capacity_one_and_shrinking_keep_the_bound() {
     let mut core = S3FifoCore::new(1);
