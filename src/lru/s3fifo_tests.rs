@@ -166,6 +166,33 @@ fn keys_sharing_a_fingerprint_are_one_ghost_member() {
     core.check_invariants();
 }
 
+/// Shrinking the capacity shrinks the ghost's memory with it: its queue
+/// and its table keep room for the new share only, not for the old one.
+#[test]
+fn shrinking_the_capacity_frees_the_ghosts_memory() {
+    // Capacity 3000: the ghost holds 2000 places once 10,000 one-hit
+    // wonders have gone through.
+    let mut core = S3FifoCore::new(3000);
+    for k in 0..10_000 {
+        core.insert(hash(k), k, k, 1);
+    }
+    assert_eq!(core.ghost.order.len(), 2000);
+    let mut evicted = Vec::new();
+    core.set_capacity(30, &mut evicted);
+    assert_eq!(core.ghost.order.len(), 20);
+    assert!(
+        core.ghost.order.capacity() <= 64,
+        "{}",
+        core.ghost.order.capacity()
+    );
+    assert!(
+        core.ghost.members.capacity() <= 64,
+        "{}",
+        core.ghost.members.capacity()
+    );
+    core.check_invariants();
+}
+
 #[test]
 fn capacity_one_and_shrinking_keep_the_bound() {
     let mut core = S3FifoCore::new(1);
