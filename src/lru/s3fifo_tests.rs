@@ -13,6 +13,15 @@ fn hash(key: u32) -> u64 {
     u64::from(key).wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1
 }
 
+/// Whether the core's ghost remembers `hash` (looked at without taking it).
+fn remembered(core: &S3FifoCore<u32, u32>, hash: u64) -> bool {
+    let print = super::fingerprint(hash);
+    core.ghost
+        .members
+        .find(super::spread(print), |m| m.print == print)
+        .is_some_and(|m| m.state & super::REMEMBERED != 0)
+}
+
 fn keys(core: &S3FifoCore<u32, u32>) -> Vec<u32> {
     let mut out = Vec::new();
     core.for_each(|k, _| out.push(*k));
@@ -114,13 +123,47 @@ fn a_key_evicted_twice_is_remembered_from_its_latest_eviction() {
     // 11..19 move to main; 1 leaves small unused again (ghost: 1, 10, 1).
     let evicted = core.insert(hash(20), 20, 20, 1).evicted.single();
     assert_eq!(evicted, Some((1, 1)));
+    assert!(remembered(&core, hash(1)));
     // Five more one-hit wonders push 20..24 into the ghost: its first place
     // for 1 and 10's age out; the second place for 1 is still there.
     for k in 21..26 {
         core.insert(hash(k), k, k, 1);
     }
+    assert!(
+        remembered(&core, hash(1)),
+        "1 was forgotten with its first place"
+    );
+    // Once its second place ages out too, 1 is forgotten.
+    let mut wonders = 26..;
+    while core.ghost.order.contains(&super::fingerprint(hash(1))) {
+        let k = wonders.next().unwrap();
+        core.insert(hash(k), k, k, 1);
+    }
+    assert!(!remembered(&core, hash(1)), "1 outlived its places");
+    assert_eq!(core.ghost.members.len(), core.ghost.order.len());
+    core.check_invariants();
+}
+
+/// The same, end to end: a key remembered from its second eviction goes
+/// back to main, where a flood of one-hit wonders passes it by.
+#[test]
+fn a_key_remembered_from_its_second_eviction_returns_to_main() {
+    let mut core = S3FifoCore::new(10);
     core.insert(hash(1), 1, 1, 1);
-    // Remembered, so in main: a flood passes it by.
+    for k in 10..20 {
+        core.insert(hash(k), k, k, 1);
+    }
+    core.insert(hash(1), 1, 1, 1);
+    core.remove(hash(1), &1);
+    core.insert(hash(1), 1, 1, 1);
+    for k in 11..20 {
+        core.get(hash(k), &k);
+    }
+    core.insert(hash(20), 20, 20, 1);
+    for k in 21..26 {
+        core.insert(hash(k), k, k, 1);
+    }
+    core.insert(hash(1), 1, 1, 1);
     for k in 30..60 {
         core.insert(hash(k), k, k, 1);
     }
@@ -128,6 +171,40 @@ fn a_key_evicted_twice_is_remembered_from_its_latest_eviction() {
         core.contains(hash(1), &1),
         "1 was forgotten with its first place"
     );
+    core.check_invariants();
+}
+
+/// Emptying the core empties the ghost: a key evicted before is new again.
+#[test]
+fn take_all_forgets_the_ghost() {
+    let mut core = S3FifoCore::new(10);
+    core.insert(hash(1), 1, 1, 1);
+    for k in 10..20 {
+        core.insert(hash(k), k, k, 1);
+    }
+    assert!(remembered(&core, hash(1)));
+    assert_eq!(core.take_all().len(), 10);
+    assert!(!remembered(&core, hash(1)));
+    assert!(core.ghost.order.is_empty());
+    core.check_invariants();
+}
+
+/// Small is served first only while it holds its share (a weight of 2 at
+/// capacity 96) or main is empty: below its share, main gives the victim
+/// and small keeps its last entry.
+#[test]
+fn small_is_served_only_while_it_holds_its_share() {
+    let mut core = S3FifoCore::new(96);
+    for k in 0..96 {
+        core.insert(hash(k), k, k, 1);
+        core.get(hash(k), &k);
+    }
+    // Every entry was used: small's tail moves to main until small is
+    // below its share of 2, then main's oldest unused entry (0) goes.
+    let evicted = core.insert(hash(100), 100, 100, 1).evicted.single();
+    assert_eq!(evicted, Some((0, 0)));
+    assert_eq!(core.small.len, 2, "small served below its share");
+    assert_eq!(keys(&core)[94..], [100, 95]);
     core.check_invariants();
 }
 
