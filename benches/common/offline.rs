@@ -5,8 +5,8 @@
 //!
 //! All start empty, count every access of the trace, and run on one
 //! thread. The showdown draws them beside the caches it measures on the
-//! same trace; `tests/lru_hit_ratio.rs` checks them on traces worked out by
-//! hand and against larder's policies.
+//! same trace; `tests/lru_offline_refs.rs` checks them on traces worked out
+//! by hand and against larder's policies.
 
 use std::collections::{BTreeMap, BTreeSet, BinaryHeap, HashMap};
 
