@@ -58,7 +58,8 @@ selection() {
 files=("$@")
 if [[ ${#files[@]} -eq 0 ]]; then
   files=(src/typed/raw.rs src/typed/core.rs src/flight/ src/sync.rs src/lru/cache.rs src/lru/write.rs
-    src/lru/s3fifo.rs src/indexed/core.rs src/snapshot/ src/ordered/partitioned.rs)
+    src/lru/s3fifo.rs src/lru/clock.rs src/lru/core.rs src/indexed/core.rs src/snapshot/
+    src/ordered/partitioned.rs)
 fi
 
 # A target directory of its own (MUTANTS_TARGET_DIR to choose another):
