@@ -100,12 +100,10 @@ fn a_key_the_ghost_remembers_goes_to_main() {
     core.check_invariants();
 }
 
-/// A key pushed out of small a second time, while the ghost still holds
-/// its first place, is remembered from the second: it stays remembered
-/// after the first place ages out.
-#[test]
-fn a_key_evicted_twice_is_remembered_from_its_latest_eviction() {
-    // Capacity 10: small's share is 1, the ghost holds 6 places.
+/// A core of capacity 10 (small's share 1, a ghost of 6 places) whose key
+/// 1 has just been pushed out of small a second time while the ghost still
+/// holds its first place; returns what that last insert evicted.
+fn evicted_twice() -> (S3FifoCore<u32, u32>, Option<(u32, u32)>) {
     let mut core = S3FifoCore::new(10);
     core.insert(hash(1), 1, 1, 1);
     for k in 10..20 {
@@ -122,6 +120,15 @@ fn a_key_evicted_twice_is_remembered_from_its_latest_eviction() {
     }
     // 11..19 move to main; 1 leaves small unused again (ghost: 1, 10, 1).
     let evicted = core.insert(hash(20), 20, 20, 1).evicted.single();
+    (core, evicted)
+}
+
+/// A key pushed out of small a second time, while the ghost still holds
+/// its first place, is remembered from the second: it stays remembered
+/// after the first place ages out.
+#[test]
+fn a_key_evicted_twice_is_remembered_from_its_latest_eviction() {
+    let (mut core, evicted) = evicted_twice();
     assert_eq!(evicted, Some((1, 1)));
     assert!(remembered(&core, hash(1)));
     // Five more one-hit wonders push 20..24 into the ghost: its first place
@@ -148,18 +155,7 @@ fn a_key_evicted_twice_is_remembered_from_its_latest_eviction() {
 /// back to main, where a flood of one-hit wonders passes it by.
 #[test]
 fn a_key_remembered_from_its_second_eviction_returns_to_main() {
-    let mut core = S3FifoCore::new(10);
-    core.insert(hash(1), 1, 1, 1);
-    for k in 10..20 {
-        core.insert(hash(k), k, k, 1);
-    }
-    core.insert(hash(1), 1, 1, 1);
-    core.remove(hash(1), &1);
-    core.insert(hash(1), 1, 1, 1);
-    for k in 11..20 {
-        core.get(hash(k), &k);
-    }
-    core.insert(hash(20), 20, 20, 1);
+    let (mut core, _) = evicted_twice();
     for k in 21..26 {
         core.insert(hash(k), k, k, 1);
     }
