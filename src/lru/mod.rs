@@ -21,6 +21,7 @@ mod builder;
 mod cache;
 mod clock;
 mod core;
+mod ghost;
 mod load;
 mod load_async;
 mod policy;

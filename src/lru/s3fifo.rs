@@ -16,10 +16,11 @@
 //!   then it is reinserted at the head with one use less (CLOCK with a
 //!   2-bit counter).
 //! - **ghost** remembers 32-bit fingerprints of the hashes (not keys or
-//!   values) of recently
-//!   evicted small-queue keys, up to two thirds of the capacity (of its
-//!   weight, with a weigher). A key that comes back
-//!   while its hash is remembered goes straight to main.
+//!   values) of recently evicted small-queue keys, about two thirds as
+//!   many as the shard holds entries, in a set-associative table of FIFO
+//!   buckets (`ghost.rs`: one cache line read to test a key, one to
+//!   remember one). A key that comes back while its hash is remembered
+//!   goes straight to main.
 //!
 //! A hit only bumps the entry's use counter (0 to 3), an atomic stored only
 //! while below 3, so a lookup runs under the shard's *shared* lock and a
@@ -34,12 +35,9 @@
 //! [`LruPolicy::S3Fifo`]: super::LruPolicy::S3Fifo
 
 use std::borrow::Borrow;
-use std::collections::VecDeque;
-
-use hashbrown::HashTable;
-use hashbrown::hash_table::Entry;
 
 use super::core::{Inserted, MAX_SHARD_CAPACITY};
+use super::ghost::{Ghost, ghost_target};
 use super::weight::Evicted;
 use crate::node_index::{NodeIndex, keyed_node};
 use crate::sync::{AtomicU8, Ordering};
@@ -94,158 +92,6 @@ impl List {
     };
 }
 
-/// The ghost queue: fingerprints of recently evicted small-queue keys,
-/// oldest first, each with its entry's weight, with a table to test
-/// membership. It remembers as much weight as its capacity (as many
-/// fingerprints when unweighted).
-///
-/// A fingerprint is the low 32 bits of the key's hash (bits that vary
-/// within a shard): two keys of one shard that share them are one member,
-/// so the ghost may readmit a key to main that it never saw, as a ghost of
-/// full hashes may on a 64-bit collision; with a shard's ghost in the
-/// thousands that is about one lookup in a million. It halves the ghost:
-/// 4 bytes a place in `order`, 8 a member.
-///
-/// A fingerprint can sit in `order` more than once (a key evicted twice),
-/// and a key readmitted to main is forgotten at once while its places in
-/// `order` age out as usual; so each member counts its places in `order`
-/// and, separately, whether it is still remembered.
-struct Ghost {
-    order: VecDeque<u32>,
-    /// The weight of each place in `order`, once some weighed other than
-    /// 1; empty (each weighs 1) until then, so an unweighted ghost keeps
-    /// 4 bytes a place.
-    weights: VecDeque<u32>,
-    /// The sum of the weights in `order`.
-    weight: u64,
-    members: HashTable<Member>,
-    capacity: usize,
-}
-
-/// A ghost member: a fingerprint, its places in `order` (the low 31 bits
-/// of `state`) and whether it is remembered (the top bit).
-#[derive(Clone, Copy)]
-struct Member {
-    print: u32,
-    state: u32,
-}
-
-/// `Member::state`'s flag: the fingerprint is remembered.
-const REMEMBERED: u32 = 1 << 31;
-/// The most places one member counts; a member at the limit takes no new
-/// place (it is remembered again and ages out with the places it has).
-const MAX_PLACES: u32 = REMEMBERED - 1;
-
-/// The fingerprint of a hash (see [`Ghost`]).
-fn fingerprint(hash: u64) -> u32 {
-    hash as u32
-}
-
-/// The members table's hash of a fingerprint: spread over all 64 bits, so
-/// the table's tag (its top seven bits) tells members apart.
-fn spread(print: u32) -> u64 {
-    u64::from(print).wrapping_mul(0x9E37_79B9_7F4A_7C15)
-}
-
-impl Ghost {
-    fn new(capacity: usize) -> Self {
-        Self {
-            order: VecDeque::new(),
-            weights: VecDeque::new(),
-            weight: 0,
-            members: HashTable::new(),
-            capacity,
-        }
-    }
-
-    /// Whether `hash` is remembered; if so, forgets it (its key is being
-    /// readmitted, to main). One probe of the table.
-    fn take(&mut self, hash: u64) -> bool {
-        let print = fingerprint(hash);
-        match self.members.find_mut(spread(print), |m| m.print == print) {
-            Some(member) if member.state & REMEMBERED != 0 => {
-                member.state &= !REMEMBERED;
-                true
-            }
-            _ => false,
-        }
-    }
-
-    fn push(&mut self, hash: u64, weight: u32) {
-        if self.capacity == 0 {
-            return;
-        }
-        let print = fingerprint(hash);
-        match self
-            .members
-            .entry(spread(print), |m| m.print == print, |m| spread(m.print))
-        {
-            Entry::Occupied(mut member) => {
-                let member = member.get_mut();
-                member.state |= REMEMBERED;
-                if member.state & MAX_PLACES == MAX_PLACES {
-                    return;
-                }
-                member.state += 1;
-            }
-            Entry::Vacant(slot) => {
-                slot.insert(Member {
-                    print,
-                    state: REMEMBERED | 1,
-                });
-            }
-        }
-        self.order.push_back(print);
-        if !self.weights.is_empty() || weight != 1 {
-            if self.weights.is_empty() {
-                self.weights = std::iter::repeat_n(1, self.order.len() - 1).collect();
-            }
-            self.weights.push_back(weight);
-        }
-        self.weight += u64::from(weight);
-        self.trim();
-    }
-
-    fn set_capacity(&mut self, capacity: usize) {
-        self.capacity = capacity;
-        self.trim();
-        if self.order.capacity() > capacity.max(4).saturating_mul(2) {
-            self.order.shrink_to(capacity);
-            self.weights.shrink_to(capacity);
-            self.members.shrink_to(capacity, |m| spread(m.print));
-        }
-    }
-
-    /// Drops the oldest places beyond the capacity, and a member with its
-    /// last place.
-    fn trim(&mut self) {
-        while self.weight > self.capacity as u64 {
-            let Some(oldest) = self.order.pop_front() else {
-                break;
-            };
-            let weight = self.weights.pop_front().unwrap_or(1);
-            self.weight -= u64::from(weight);
-            if let Ok(mut entry) = self
-                .members
-                .find_entry(spread(oldest), |m| m.print == oldest)
-            {
-                if entry.get().state & MAX_PLACES <= 1 {
-                    entry.remove();
-                } else {
-                    entry.get_mut().state -= 1;
-                }
-            }
-        }
-    }
-
-    fn clear(&mut self) {
-        self.order = VecDeque::new();
-        self.weights = VecDeque::new();
-        self.weight = 0;
-        self.members = HashTable::new();
-    }
-}
-
 /// An S3-FIFO map whose entries weigh at most `capacity` in all; the
 /// queues' shares are shares of that weight.
 pub(crate) struct S3FifoCore<K, V> {
@@ -274,15 +120,6 @@ fn small_target(capacity: usize) -> usize {
     (capacity / 48).max(1)
 }
 
-/// The ghost's capacity: two thirds of the capacity, in hashes (in weight
-/// with a weigher), rounded down. On the grid of [`small_target`] a ghost
-/// as large as main measured 0.1-0.2 point lower on the Zipf traces at 1%,
-/// and half the capacity about 0.2 point lower on the scan trace at 10%.
-fn ghost_target(capacity: usize) -> usize {
-    // 2c/3 without overflowing for capacities near usize::MAX.
-    capacity / 3 * 2 + capacity % 3 * 2 / 3
-}
-
 impl<K, V> S3FifoCore<K, V> {
     /// An empty core holding at most `capacity` (>= 1) entries.
     pub(crate) fn new(capacity: usize) -> Self {
@@ -292,7 +129,7 @@ impl<K, V> S3FifoCore<K, V> {
             nodes: Vec::new(),
             small: List::EMPTY,
             main: List::EMPTY,
-            ghost: Ghost::new(ghost_target(capacity)),
+            ghost: Ghost::new(),
             capacity,
         }
     }
@@ -483,7 +320,7 @@ impl<K, V> S3FifoCore<K, V> {
     pub(crate) fn set_capacity(&mut self, capacity: usize, evicted: &mut Vec<(K, V)>) {
         debug_assert!((1..=MAX_SHARD_CAPACITY).contains(&capacity));
         self.capacity = capacity;
-        self.ghost.set_capacity(ghost_target(capacity));
+        self.ghost.cap(ghost_target(capacity));
         self.evict_overflow(evicted);
     }
 
@@ -551,8 +388,10 @@ impl<K, V> S3FifoCore<K, V> {
                     self.push_front(t, Queue::Main);
                     continue;
                 }
-                let (hash, weight) = (node.hash, node.weight);
-                self.ghost.push(hash, weight);
+                // The entries held, not counting the weight: the ghost
+                // remembers keys (see `ghost.rs`).
+                let entries = self.nodes.len().min(self.capacity);
+                self.ghost.remember(node.hash, entries);
                 return t;
             }
             let t = self.main.tail;
@@ -660,25 +499,7 @@ impl<K, V> S3FifoCore<K, V> {
             self.capacity
         );
         assert_eq!(self.table.len(), n, "table and node counts differ");
-        assert!(
-            self.ghost.weight <= self.ghost.capacity as u64,
-            "ghost holds weight {}, over its {}",
-            self.ghost.weight,
-            self.ghost.capacity
-        );
-        let ghost = &self.ghost;
-        assert!(
-            ghost.weights.is_empty() || ghost.weights.len() == ghost.order.len(),
-            "ghost: {} weights for {} places",
-            ghost.weights.len(),
-            ghost.order.len()
-        );
-        let places = ghost.order.len() - ghost.weights.len().min(ghost.order.len());
-        assert_eq!(
-            ghost.weights.iter().map(|&w| u64::from(w)).sum::<u64>() + places as u64,
-            self.ghost.weight,
-            "ghost weights differ from their sum"
-        );
+        self.ghost.check_invariants();
         assert!(
             self.weight() <= self.capacity as u64,
             "weight {} over capacity {}",

@@ -7,6 +7,7 @@ use proptest::prelude::*;
 
 use super::S3FifoCore;
 use crate::lru::core::LruCore;
+use crate::lru::ghost::{bucket_of, fingerprint, ghost_target, shape};
 
 fn hash(key: u32) -> u64 {
     // Distinct keys, distinct hashes: the model compares by key.
@@ -15,11 +16,7 @@ fn hash(key: u32) -> u64 {
 
 /// Whether the core's ghost remembers `hash` (looked at without taking it).
 fn remembered(core: &S3FifoCore<u32, u32>, hash: u64) -> bool {
-    let print = super::fingerprint(hash);
-    core.ghost
-        .members
-        .find(super::spread(print), |m| m.print == print)
-        .is_some_and(|m| m.state & super::REMEMBERED != 0)
+    core.ghost.remembers(hash)
 }
 
 fn keys(core: &S3FifoCore<u32, u32>) -> Vec<u32> {
@@ -100,73 +97,84 @@ fn a_key_the_ghost_remembers_goes_to_main() {
     core.check_invariants();
 }
 
-/// A core of capacity 10 (small's share 1, a ghost of 6 places) whose key
-/// 1 has just been pushed out of small a second time while the ghost still
-/// holds its first place; returns what that last insert evicted.
-fn evicted_twice() -> (S3FifoCore<u32, u32>, Option<(u32, u32)>) {
+/// A core of capacity 10 (small's share 1, a ghost of one bucket of 6
+/// places, an exact FIFO) filled with 0..10, then one-hit wonders from 100
+/// on until `evictions` keys have left small; returns them, oldest first.
+fn evicting(evictions: usize) -> (S3FifoCore<u32, u32>, Vec<u32>) {
     let mut core = S3FifoCore::new(10);
-    core.insert(hash(1), 1, 1, 1);
-    for k in 10..20 {
-        core.insert(hash(k), k, k, 1);
+    let mut evicted = Vec::new();
+    for k in (0..10).chain(100..) {
+        if evicted.len() == evictions {
+            break;
+        }
+        if let Some((key, _)) = core.insert(hash(k), k, k, 1).evicted.single() {
+            evicted.push(key);
+        }
     }
-    // 1 left small unused (ghost: 1). Back in, it goes to main and the
-    // ghost forgets it (ghost: 1, 10; 10 made room).
-    core.insert(hash(1), 1, 1, 1);
-    // Removed by the user (not remembered), then back: to small.
-    core.remove(hash(1), &1);
-    core.insert(hash(1), 1, 1, 1);
-    for k in 11..20 {
-        core.get(hash(k), &k);
-    }
-    // 11..19 move to main; 1 leaves small unused again (ghost: 1, 10, 1).
-    let evicted = core.insert(hash(20), 20, 20, 1).evicted.single();
     (core, evicted)
 }
 
-/// A key pushed out of small a second time, while the ghost still holds
-/// its first place, is remembered from the second: it stays remembered
-/// after the first place ages out.
+/// The ghost remembers the last 6 keys evicted from small (two thirds of
+/// the capacity): the oldest is forgotten at the seventh.
 #[test]
-fn a_key_evicted_twice_is_remembered_from_its_latest_eviction() {
-    let (mut core, evicted) = evicted_twice();
-    assert_eq!(evicted, Some((1, 1)));
-    assert!(remembered(&core, hash(1)));
-    // Five more one-hit wonders push 20..24 into the ghost: its first place
-    // for 1 and 10's age out; the second place for 1 is still there.
-    for k in 21..26 {
-        core.insert(hash(k), k, k, 1);
-    }
+fn the_ghost_remembers_as_many_evictions_as_it_has_places() {
+    let (core, evicted) = evicting(6);
+    assert_eq!((core.ghost.room(), core.ghost.len()), (6, 6));
+    assert!(evicted.iter().all(|&k| remembered(&core, hash(k))));
+    let (core, evicted) = evicting(7);
     assert!(
-        remembered(&core, hash(1)),
-        "1 was forgotten with its first place"
+        !remembered(&core, hash(evicted[0])),
+        "the oldest outlived its place"
     );
-    // Once its second place ages out too, 1 is forgotten.
-    let mut wonders = 26..;
-    while core.ghost.order.contains(&super::fingerprint(hash(1))) {
-        let k = wonders.next().unwrap();
-        core.insert(hash(k), k, k, 1);
-    }
-    assert!(!remembered(&core, hash(1)), "1 outlived its places");
-    assert_eq!(core.ghost.members.len(), core.ghost.order.len());
+    assert!(evicted[1..].iter().all(|&k| remembered(&core, hash(k))));
     core.check_invariants();
 }
 
-/// The same, end to end: a key remembered from its second eviction goes
-/// back to main, where a flood of one-hit wonders passes it by.
+/// A key readmitted from the ghost frees its place at once: the next
+/// eviction takes that place and the oldest key stays remembered.
 #[test]
-fn a_key_remembered_from_its_second_eviction_returns_to_main() {
-    let (mut core, _) = evicted_twice();
-    for k in 21..26 {
-        core.insert(hash(k), k, k, 1);
-    }
-    core.insert(hash(1), 1, 1, 1);
-    for k in 30..60 {
-        core.insert(hash(k), k, k, 1);
-    }
+fn a_readmitted_key_frees_its_place() {
+    let (mut core, evicted) = evicting(6);
+    // Readmitted: to main, forgotten; its insert evicts one more key from
+    // small, which takes the freed place.
+    let third = evicted[2];
+    let newest = core.insert(hash(third), third, third, 1).evicted.single();
+    assert!(!remembered(&core, hash(third)));
+    let (newest, _) = newest.expect("a full core evicts");
+    assert!(remembered(&core, hash(newest)));
     assert!(
-        core.contains(hash(1), &1),
-        "1 was forgotten with its first place"
+        remembered(&core, hash(evicted[0])),
+        "the oldest was forgotten though a place was free"
     );
+    assert_eq!(core.ghost.len(), 6);
+    core.check_invariants();
+}
+
+/// The ghost holds no memory until the first eviction.
+#[test]
+fn the_ghost_is_allocated_at_the_first_eviction() {
+    let mut core = S3FifoCore::new(3000);
+    for k in 0..3000 {
+        core.insert(hash(k), k, k, 1);
+    }
+    assert_eq!(core.ghost.allocated(), 0);
+    core.insert(hash(5000), 5000, 5000, 1);
+    assert_eq!(core.ghost.room(), 2000);
+    assert_eq!(core.ghost.allocated(), 2000 * 4);
+}
+
+/// With a weigher the ghost counts keys, not weight: two thirds of the
+/// entries the core held when it evicted.
+#[test]
+fn a_weighted_ghost_counts_keys_not_weight() {
+    // 250 entries of weight 4 fill a capacity of 1000: a ghost of 166
+    // keys, 10 buckets of 16 (the unweighted ghost: 666).
+    let mut core = S3FifoCore::new(1000);
+    for k in 0..1000 {
+        core.insert(hash(k), k, k, 4);
+    }
+    assert_eq!(core.len(), 250);
+    assert_eq!(core.ghost.room(), 160);
     core.check_invariants();
 }
 
@@ -181,7 +189,7 @@ fn take_all_forgets_the_ghost() {
     assert!(remembered(&core, hash(1)));
     assert_eq!(core.take_all().len(), 10);
     assert!(!remembered(&core, hash(1)));
-    assert!(core.ghost.order.is_empty());
+    assert_eq!((core.ghost.len(), core.ghost.allocated()), (0, 0));
     core.check_invariants();
 }
 
@@ -216,8 +224,8 @@ fn keys_sharing_a_fingerprint_are_one_ghost_member() {
     for k in 10..20 {
         core.insert(hash(k), k, k, 1);
     }
-    // 1 left small unused; back in, it goes to main and its member is
-    // forgotten (still one place in the ghost).
+    // 1 left small unused; back in, it goes to main and the fingerprint is
+    // forgotten.
     core.insert(a, 1, 1, 1);
     // 2 shares the fingerprint, forgotten: it enters small.
     core.insert(b, 2, 2, 1);
@@ -239,30 +247,22 @@ fn keys_sharing_a_fingerprint_are_one_ghost_member() {
     core.check_invariants();
 }
 
-/// Shrinking the capacity shrinks the ghost's memory with it: its queue
-/// and its table keep room for the new share only, not for the old one.
+/// Shrinking the capacity shrinks the ghost's memory with it: it keeps
+/// room for the new share only, not for the old one.
 #[test]
 fn shrinking_the_capacity_frees_the_ghosts_memory() {
-    // Capacity 3000: the ghost holds 2000 places once 10,000 one-hit
-    // wonders have gone through.
+    // Capacity 3000: the ghost is full once 10,000 one-hit wonders have
+    // gone through (2000 places, 125 buckets).
     let mut core = S3FifoCore::new(3000);
     for k in 0..10_000 {
         core.insert(hash(k), k, k, 1);
     }
-    assert_eq!(core.ghost.order.len(), 2000);
+    assert_eq!((core.ghost.room(), core.ghost.len()), (2000, 2000));
     let mut evicted = Vec::new();
     core.set_capacity(30, &mut evicted);
-    assert_eq!(core.ghost.order.len(), 20);
-    assert!(
-        core.ghost.order.capacity() <= 64,
-        "{}",
-        core.ghost.order.capacity()
-    );
-    assert!(
-        core.ghost.members.capacity() <= 64,
-        "{}",
-        core.ghost.members.capacity()
-    );
+    // Two thirds of 30 is 20: one bucket of 16 places, full.
+    assert_eq!((core.ghost.room(), core.ghost.len()), (16, 16));
+    assert_eq!(core.ghost.allocated(), 64);
     core.check_invariants();
 }
 
@@ -294,15 +294,17 @@ fn capacity_one_and_shrinking_keep_the_bound() {
 }
 
 /// S3-FIFO as the paper describes it, with plain collections and keys
-/// instead of nodes and hashes.
+/// instead of nodes and hashes; the ghost is a FIFO per bucket (a deque
+/// of keys each), sized and filed as the core's is (`ghost.rs`).
 struct Model {
     capacity: usize,
     small: VecDeque<u32>,
     main: VecDeque<u32>,
     values: HashMap<u32, u32>,
     freq: HashMap<u32, u8>,
-    ghost: VecDeque<u32>,
-    forgotten: HashSet<u32>,
+    ghost: Vec<VecDeque<u32>>,
+    ghost_ways: usize,
+    ghost_target: usize,
 }
 
 impl Model {
@@ -313,17 +315,14 @@ impl Model {
             main: VecDeque::new(),
             values: HashMap::new(),
             freq: HashMap::new(),
-            ghost: VecDeque::new(),
-            forgotten: HashSet::new(),
+            ghost: Vec::new(),
+            ghost_ways: 0,
+            ghost_target: 0,
         }
     }
 
     fn small_share(&self) -> usize {
         (self.capacity / 48).max(1)
-    }
-
-    fn ghost_capacity(&self) -> usize {
-        self.capacity * 2 / 3
     }
 
     fn get(&mut self, key: u32) -> Option<u32> {
@@ -333,19 +332,56 @@ impl Model {
         Some(value)
     }
 
-    fn remember(&mut self, key: u32) {
-        if self.ghost_capacity() == 0 {
+    /// The ghost bucket of `key`, if the ghost has any.
+    fn ghost_bucket(&mut self, key: u32) -> Option<&mut VecDeque<u32>> {
+        let n = self.ghost.len();
+        (n > 0).then(|| &mut self.ghost[bucket_of(fingerprint(hash(key)), n)])
+    }
+
+    /// Files `key` first in its bucket: out of its old place, or else the
+    /// bucket's oldest out if it is full.
+    fn file(&mut self, key: u32) {
+        let ways = self.ghost_ways;
+        let Some(bucket) = self.ghost_bucket(key) else {
             return;
+        };
+        if let Some(at) = bucket.iter().position(|&k| k == key) {
+            bucket.remove(at);
+        } else if bucket.len() == ways {
+            bucket.pop_back();
         }
-        self.forgotten.remove(&key);
-        self.ghost.push_back(key);
-        while self.ghost.len() > self.ghost_capacity() {
-            self.ghost.pop_front();
+        bucket.push_front(key);
+    }
+
+    /// Rebuilds the ghost for `target` keys, refiling by rank: every old
+    /// bucket's oldest first, its newest last.
+    fn resize_ghost(&mut self, target: usize) {
+        let (buckets, ways) = shape(target);
+        let old = std::mem::replace(&mut self.ghost, vec![VecDeque::new(); buckets]);
+        (self.ghost_ways, self.ghost_target) = (ways, target);
+        let deepest = old.iter().map(VecDeque::len).max().unwrap_or(0);
+        for rank in (0..deepest).rev() {
+            for key in old.iter().filter_map(|bucket| bucket.get(rank)) {
+                self.file(*key);
+            }
         }
     }
 
-    fn in_ghost(&self, key: u32) -> bool {
-        self.ghost.contains(&key) && !self.forgotten.contains(&key)
+    fn remember(&mut self, key: u32) {
+        let want = ghost_target(self.values.len().min(self.capacity));
+        if want.abs_diff(self.ghost_target) > self.ghost_target / 8 {
+            self.resize_ghost(want);
+        }
+        self.file(key);
+    }
+
+    /// Whether the ghost remembers `key`; if so, forgets it.
+    fn take_ghost(&mut self, key: u32) -> bool {
+        let Some(bucket) = self.ghost_bucket(key) else {
+            return false;
+        };
+        let at = bucket.iter().position(|&k| k == key);
+        at.map(|at| bucket.remove(at)).is_some()
     }
 
     /// Evicts one entry, making S3-FIFO's moves on the way.
@@ -382,10 +418,7 @@ impl Model {
             return (Some(old), None);
         }
         self.values.remove(&key);
-        let to_main = self.in_ghost(key);
-        if to_main {
-            self.forgotten.insert(key);
-        }
+        let to_main = self.take_ghost(key);
         let evicted = (self.values.len() >= self.capacity).then(|| self.evict());
         self.values.insert(key, value);
         self.freq.insert(key, 0);
@@ -407,8 +440,9 @@ impl Model {
 
     fn set_capacity(&mut self, capacity: usize) -> Vec<(u32, u32)> {
         self.capacity = capacity;
-        while self.ghost.len() > self.ghost_capacity() {
-            self.ghost.pop_front();
+        let target = ghost_target(capacity);
+        if target < self.ghost_target && self.ghost_target - target > self.ghost_target / 8 {
+            self.resize_ghost(target);
         }
         let mut evicted = Vec::new();
         while self.values.len() > self.capacity {

@@ -1,0 +1,474 @@
+//! S3-FIFO's ghost queue: fingerprints of the hashes of keys recently
+//! evicted from the small queue, in a set-associative table of FIFO
+//! buckets.
+//!
+//! # Layout
+//!
+//! The ghost is a flat array of buckets, each one 64-byte line of
+//! [`WAYS`] 32-bit fingerprints ordered newest first, with 0 marking a free
+//! place. A fingerprint (the hash's low 32 bits, independent of the bits
+//! that chose the shard) picks its bucket, and within the bucket the ghost
+//! is an exact FIFO:
+//!
+//! - **remembering** a hash shifts the bucket's places up to the first free
+//!   one (or up to the hash's own place if it is remembered already, or
+//!   over the oldest when the bucket is full) and writes the fingerprint in
+//!   front: one line read and written;
+//! - **taking** a hash (its key is readmitted, to main) clears its place:
+//!   one line read.
+//!
+//! So the ghost as a whole is a FIFO whose order is kept per bucket: a
+//! fingerprint lives for about as many evictions as the ghost has places,
+//! give or take the spread of evictions over buckets (with 16 places a
+//! bucket, about a quarter either way). A queue in a deque with a hash set
+//! of members beside it keeps the order exactly but costs three probes of
+//! scattered memory per eviction (remember, trim the oldest, and test the
+//! incoming key) and 17 bytes or more per place; the buckets cost two lines
+//! and 4 bytes a place, and measured the same hit ratios (`docs/lru.md`).
+//!
+//! A fingerprint is the low 32 bits of the hash (0 read as 1): two keys
+//! whose hashes share them are one member, so the ghost may send to main a
+//! key it never saw; with 16 places a bucket that is about one lookup in
+//! 270 million.
+//!
+//! # Size
+//!
+//! The ghost holds about two thirds as many fingerprints as the core holds
+//! entries when it evicts ([`ghost_target`]): its capacity in an unweighted
+//! cache, fewer keys than that in a weighted one. It is sized at the first
+//! eviction, not before (a cache that never fills allocates no ghost), and
+//! rebuilt, keeping what it remembers, when that target moves by more than
+//! an eighth, or when the cache's capacity falls below it.
+
+/// Fingerprints per bucket: one 64-byte line.
+pub(crate) const WAYS: usize = 16;
+
+/// A free place.
+const FREE: u32 = 0;
+
+/// One line of places, newest first.
+#[derive(Clone, Copy)]
+#[repr(C, align(64))]
+struct Bucket([u32; WAYS]);
+
+const EMPTY_BUCKET: Bucket = Bucket([FREE; WAYS]);
+
+impl Bucket {
+    /// A bit per place holding `print`, place 0 in bit 0. Written to
+    /// compile to a few vector compares and one mask, without a branch per
+    /// place.
+    #[inline]
+    fn matches(&self, print: u32) -> u32 {
+        self.0
+            .iter()
+            .enumerate()
+            .fold(0, |mask, (i, &p)| mask | (u32::from(p == print) << i))
+    }
+
+    /// Writes `print` in front among the first `ways` places, shifting the
+    /// newer places up to its old place, or else the first free one, or
+    /// else the oldest (which is forgotten).
+    #[inline]
+    fn push(&mut self, print: u32, ways: usize) {
+        let within = (1u32 << ways) - 1;
+        let mut at = self.matches(print);
+        if at == 0 {
+            at = self.matches(FREE) & within;
+        }
+        let at = if at == 0 {
+            ways - 1
+        } else {
+            at.trailing_zeros() as usize
+        };
+        // Shift places 0..at up by one, branch-free over the whole line.
+        let old = self.0;
+        for i in 1..WAYS {
+            if i <= at {
+                self.0[i] = old[i - 1];
+            }
+        }
+        self.0[0] = print;
+    }
+}
+
+/// The ghost's target in fingerprints for a core holding `entries`: two
+/// thirds of them, rounded down.
+///
+/// Chosen on a grid (small queue 1/16 to 1/64 of the capacity, ghost 0.35
+/// to 1.5 capacities) over Zipf 0.9, Zipf 1.1 and a scan-polluted Zipf 0.9
+/// trace at 1% and 10% of 1M keys: a ghost as large as main measured
+/// 0.1-0.2 point lower on the Zipf traces at 1%, half the capacity about
+/// 0.2 point lower on the scan trace at 10%.
+pub(crate) fn ghost_target(entries: usize) -> usize {
+    // 2n/3 without overflowing for counts near usize::MAX.
+    entries / 3 * 2 + entries % 3 * 2 / 3
+}
+
+/// The fingerprint of a hash: its low 32 bits, never [`FREE`].
+#[inline]
+pub(crate) fn fingerprint(hash: u64) -> u32 {
+    (hash as u32).max(1)
+}
+
+/// The bucket of fingerprint `print` among `buckets`: the high half of a
+/// multiplicative remix of the fingerprint, reduced by multiply-shift (no
+/// division). A fingerprint alone decides its bucket, so a rebuilt ghost
+/// files what it remembers where lookups will look.
+#[inline]
+pub(crate) fn bucket_of(print: u32, buckets: usize) -> usize {
+    let mixed = u64::from(print).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32;
+    ((mixed * buckets as u64) >> 32) as usize
+}
+
+/// The number of buckets and the places used in each for a target of
+/// `target` fingerprints: full buckets of [`WAYS`] places, as many as come
+/// nearest the target; one bucket of `target` places below [`WAYS`].
+pub(crate) fn shape(target: usize) -> (usize, usize) {
+    if target == 0 {
+        (0, 0)
+    } else if target < WAYS {
+        (1, target)
+    } else {
+        ((target + WAYS / 2) / WAYS, WAYS)
+    }
+}
+
+/// The ghost (see the module docs).
+pub(crate) struct Ghost {
+    buckets: Vec<Bucket>,
+    /// Places used in each bucket (`WAYS`, or fewer in a one-bucket ghost).
+    ways: usize,
+    /// The target the ghost was sized for.
+    target: usize,
+}
+
+impl Ghost {
+    /// An empty ghost; it allocates at its first [`Ghost::remember`].
+    pub(crate) fn new() -> Self {
+        Self {
+            buckets: Vec::new(),
+            ways: 0,
+            target: 0,
+        }
+    }
+
+    /// `print`'s bucket, or `None` in an empty ghost.
+    #[inline]
+    fn bucket(&mut self, print: u32) -> Option<&mut Bucket> {
+        let n = self.buckets.len();
+        if n == 0 {
+            return None;
+        }
+        Some(&mut self.buckets[bucket_of(print, n)])
+    }
+
+    /// Whether `hash` is remembered; if so, forgets it (its key is being
+    /// readmitted, to main). One line read.
+    #[inline]
+    pub(crate) fn take(&mut self, hash: u64) -> bool {
+        let print = fingerprint(hash);
+        let Some(bucket) = self.bucket(print) else {
+            return false;
+        };
+        // No mask needed: places beyond `ways` are free, never `print`.
+        let found = bucket.matches(print);
+        if found == 0 {
+            return false;
+        }
+        bucket.0[found.trailing_zeros() as usize] = FREE;
+        true
+    }
+
+    /// Remembers `hash`, evicted from a core holding `entries` entries (the
+    /// ghost's size follows that count, see the module docs). A hash
+    /// remembered already is remembered from now on.
+    #[inline]
+    pub(crate) fn remember(&mut self, hash: u64, entries: usize) {
+        let want = ghost_target(entries);
+        // An empty ghost has a target of 0: any want sizes it.
+        if want.abs_diff(self.target) > self.target / 8 {
+            self.resize(want);
+        }
+        let print = fingerprint(hash);
+        let ways = self.ways;
+        if let Some(bucket) = self.bucket(print) {
+            bucket.push(print, ways);
+        }
+    }
+
+    /// Caps the ghost at `target` fingerprints if it holds room for more
+    /// (the cache's capacity fell): the memory follows.
+    pub(crate) fn cap(&mut self, target: usize) {
+        if target < self.target && self.target - target > self.target / 8 {
+            self.resize(target);
+        }
+    }
+
+    /// Rebuilds the ghost for `target` fingerprints, remembering what it
+    /// remembered as far as the new size allows: refiled by age, every old
+    /// bucket's oldest first and its newest last (buckets fill at about the
+    /// same rate, so a place's rank from the front stands for its age).
+    fn resize(&mut self, target: usize) {
+        let (buckets, ways) = shape(target);
+        let mut old = std::mem::replace(&mut self.buckets, vec![EMPTY_BUCKET; buckets]);
+        let old_ways = std::mem::replace(&mut self.ways, ways);
+        self.target = target;
+        if buckets == 0 {
+            return;
+        }
+        // Ranks count remembered fingerprints only: close the free places.
+        for bucket in &mut old {
+            let mut compact = EMPTY_BUCKET;
+            let remembered = bucket.0.iter().filter(|&&p| p != FREE);
+            for (place, &print) in compact.0.iter_mut().zip(remembered) {
+                *place = print;
+            }
+            *bucket = compact;
+        }
+        for rank in (0..old_ways).rev() {
+            for bucket in &old {
+                let print = bucket.0[rank];
+                if print != FREE {
+                    self.buckets[bucket_of(print, buckets)].push(print, ways);
+                }
+            }
+        }
+    }
+
+    /// Forgets everything and frees the memory.
+    pub(crate) fn clear(&mut self) {
+        *self = Self::new();
+    }
+
+    /// Fingerprints remembered.
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
+        self.buckets
+            .iter()
+            .map(|b| b.0[..self.ways].iter().filter(|&&p| p != FREE).count())
+            .sum()
+    }
+
+    /// Places the ghost has room for.
+    #[cfg(test)]
+    pub(crate) fn room(&self) -> usize {
+        self.buckets.len() * self.ways
+    }
+
+    /// Bytes allocated.
+    #[cfg(test)]
+    pub(crate) fn allocated(&self) -> usize {
+        self.buckets.capacity() * std::mem::size_of::<Bucket>()
+    }
+
+    /// Whether `hash` is remembered (looked at, not taken).
+    #[cfg(test)]
+    pub(crate) fn remembers(&self, hash: u64) -> bool {
+        let (n, print) = (self.buckets.len(), fingerprint(hash));
+        n > 0 && self.buckets[bucket_of(print, n)].0[..self.ways].contains(&print)
+    }
+
+    /// Checks the ghost's invariants; panics with a description if one
+    /// fails.
+    pub(crate) fn check_invariants(&self) {
+        assert_eq!(
+            (self.buckets.len(), self.ways),
+            shape(self.target),
+            "ghost shaped for another target"
+        );
+        for (b, bucket) in self.buckets.iter().enumerate() {
+            let places = &bucket.0[..self.ways];
+            for (i, &p) in places.iter().enumerate() {
+                assert!(
+                    p == FREE || !places[i + 1..].contains(&p),
+                    "ghost: fingerprint {p:#x} twice in one bucket"
+                );
+                assert!(
+                    p == FREE || bucket_of(p, self.buckets.len()) == b,
+                    "ghost: fingerprint {p:#x} in the wrong bucket"
+                );
+            }
+            assert!(
+                bucket.0[self.ways..].iter().all(|&p| p == FREE),
+                "ghost: a place beyond the bucket's ways is used"
+            );
+        }
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    /// A hash whose fingerprint is `print`, in bits that vary.
+    fn h(print: u32) -> u64 {
+        (u64::from(print) << 32 ^ 0xABCD_0000_0000) | u64::from(print)
+    }
+
+    /// A ghost sized for `target` fingerprints (`entries` chosen so).
+    fn sized(target: usize) -> Ghost {
+        let mut ghost = Ghost::new();
+        ghost.resize(target);
+        ghost
+    }
+
+    #[test]
+    fn shapes_come_nearest_the_target() {
+        assert_eq!(shape(0), (0, 0));
+        assert_eq!(shape(1), (1, 1));
+        assert_eq!(shape(15), (1, 15));
+        assert_eq!(shape(16), (1, 16));
+        assert_eq!(shape(23), (1, 16));
+        assert_eq!(shape(24), (2, 16));
+        assert_eq!(shape(2000), (125, 16));
+        assert_eq!(ghost_target(3), 2);
+        assert_eq!(ghost_target(10), 6);
+        assert_eq!(ghost_target(usize::MAX), usize::MAX / 3 * 2);
+    }
+
+    #[test]
+    fn a_bucket_is_a_fifo() {
+        let mut ghost = sized(4);
+        for p in 1..=4 {
+            ghost.remember(h(p), 6);
+        }
+        assert!((1..=4).all(|p| ghost.remembers(h(p))));
+        ghost.remember(h(5), 6);
+        assert!(!ghost.remembers(h(1)), "the oldest outlived its place");
+        assert!((2..=5).all(|p| ghost.remembers(h(p))));
+        ghost.check_invariants();
+    }
+
+    #[test]
+    fn a_taken_print_frees_its_place_for_the_next() {
+        let mut ghost = sized(4);
+        for p in 1..=4 {
+            ghost.remember(h(p), 6);
+        }
+        assert!(ghost.take(h(3)));
+        assert!(!ghost.take(h(3)), "taken twice");
+        assert_eq!(ghost.len(), 3);
+        ghost.remember(h(5), 6);
+        assert!([1, 2, 4, 5].iter().all(|&p| ghost.remembers(h(p))));
+        // Full again: the next forgets the oldest, 1.
+        ghost.remember(h(6), 6);
+        assert!(!ghost.remembers(h(1)));
+        assert!([2, 4, 5, 6].iter().all(|&p| ghost.remembers(h(p))));
+        ghost.check_invariants();
+    }
+
+    #[test]
+    fn remembering_again_moves_a_print_to_the_front() {
+        let mut ghost = sized(3);
+        for p in [1, 2, 3, 1, 4] {
+            ghost.remember(h(p), 5);
+        }
+        // 1 was refreshed: 2, the oldest then, is the one forgotten.
+        assert!(!ghost.remembers(h(2)));
+        assert!([1, 3, 4].iter().all(|&p| ghost.remembers(h(p))));
+        assert_eq!(ghost.len(), 3);
+        ghost.check_invariants();
+        // Newest first: 4, 1, 3. With 4 taken, the free place is in front
+        // of 1: remembering 1 again still moves 1, not into the free place.
+        assert!(ghost.take(h(4)));
+        ghost.remember(h(1), 5);
+        assert_eq!(ghost.len(), 2);
+        ghost.check_invariants();
+        ghost.remember(h(5), 5);
+        ghost.remember(h(6), 5);
+        assert!(!ghost.remembers(h(3)), "3 outlived its place");
+    }
+
+    #[test]
+    fn a_zero_fingerprint_reads_as_one() {
+        let mut ghost = sized(3);
+        ghost.remember(0, 5);
+        assert!(ghost.remembers(1));
+        assert!(ghost.take(1 << 40));
+        assert_eq!(ghost.len(), 0);
+    }
+
+    #[test]
+    fn it_is_sized_at_the_first_eviction_and_follows_the_entries_by_eighths() {
+        let mut ghost = Ghost::new();
+        assert_eq!(ghost.allocated(), 0);
+        assert!(!ghost.take(h(1)));
+        ghost.remember(h(1), 3000);
+        assert_eq!(ghost.room(), 2000);
+        // 3300 entries want 2200, within an eighth of 2000: kept.
+        ghost.remember(h(2), 3300);
+        assert_eq!(ghost.room(), 2000);
+        // 3400 want 2266: rebuilt, remembering what it did.
+        ghost.remember(h(3), 3400);
+        assert_eq!(ghost.room(), shape(2266).0 * WAYS);
+        assert!((1..=3).all(|p| ghost.remembers(h(p))));
+        // Fewer entries shrink it the same way.
+        ghost.remember(h(4), 600);
+        assert_eq!(ghost.room(), 400);
+        assert!((1..=4).all(|p| ghost.remembers(h(p))));
+        ghost.check_invariants();
+    }
+
+    #[test]
+    fn a_smaller_rebuild_keeps_the_newest() {
+        let mut ghost = sized(16);
+        for p in 1..=16 {
+            ghost.remember(h(p), 24);
+        }
+        ghost.take(h(12));
+        ghost.cap(8);
+        assert_eq!(ghost.room(), 8);
+        assert!(
+            (8..=16).all(|p| ghost.remembers(h(p)) == (p != 12)),
+            "a rebuild lost the newest"
+        );
+        assert!((1..8).all(|p| !ghost.remembers(h(p))));
+        ghost.check_invariants();
+        // Cap only shrinks, and only by more than an eighth.
+        ghost.cap(100);
+        ghost.cap(7);
+        assert_eq!(ghost.room(), 8);
+    }
+
+    #[test]
+    fn a_rebuild_files_by_age_across_buckets() {
+        // Two full buckets' worth in 2 buckets of 16 (bucket choice is the
+        // hash's): shrunk to 16 places in one bucket, what survives is the
+        // newest half of each old bucket, by rank.
+        let mut ghost = sized(32);
+        let mut p = 1;
+        while ghost.len() < 32 {
+            ghost.remember(h(p), 48);
+            p += 1;
+        }
+        let ranks: Vec<Vec<u32>> = ghost.buckets.iter().map(|b| b.0.to_vec()).collect();
+        ghost.cap(16);
+        for bucket in &ranks {
+            assert!(bucket[..8].iter().all(|&q| ghost.remembers(h(q))));
+            assert!(bucket[8..].iter().all(|&q| !ghost.remembers(h(q))));
+        }
+        ghost.check_invariants();
+    }
+
+    #[test]
+    fn buckets_spread_evenly() {
+        let buckets = 125;
+        let mut counts = vec![0u32; buckets];
+        for p in 1..=125_000u32 {
+            // Consecutive prints, and prints differing only in high bits.
+            counts[bucket_of(p, buckets)] += 1;
+            counts[bucket_of(p << 20, buckets)] += 1;
+        }
+        let (min, max) = (counts.iter().min().unwrap(), counts.iter().max().unwrap());
+        assert!(*min > 1700 && *max < 2300, "buckets from {min} to {max}");
+    }
+
+    #[test]
+    fn matches_marks_each_place() {
+        let mut bucket = EMPTY_BUCKET;
+        bucket.0[3] = 7;
+        bucket.0[15] = 7;
+        assert_eq!(bucket.matches(7), 1 << 3 | 1 << 15);
+        assert_eq!(bucket.matches(FREE), 0xFFFF & !(1 << 3 | 1 << 15));
+    }
+}
