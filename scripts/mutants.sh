@@ -41,7 +41,7 @@ selection() {
         flight_async flight_waiters typed" ;;
     src/lru/cache.rs | src/lru/write.rs)
       echo "lru:: | lru lru_hostile lru_weights lru_stress lru_hit_ratio cache_stats async_flight | lru lru_resize lru_weights flight_waiters" ;;
-    src/lru/s3fifo.rs | src/lru/core.rs | src/lru/clock.rs)
+    src/lru/s3fifo.rs | src/lru/ghost.rs | src/lru/core.rs | src/lru/clock.rs)
       echo "lru:: | lru lru_hostile lru_weights lru_stress lru_hit_ratio lru_offline_refs cache_stats | lru lru_resize lru_weights" ;;
     src/indexed/core.rs)
       echo "indexed:: | indexed indexed_hostile | indexed indexed_revision" ;;
@@ -58,7 +58,7 @@ selection() {
 files=("$@")
 if [[ ${#files[@]} -eq 0 ]]; then
   files=(src/typed/raw.rs src/typed/core.rs src/flight/ src/sync.rs src/lru/cache.rs src/lru/write.rs
-    src/lru/s3fifo.rs src/lru/clock.rs src/lru/core.rs src/indexed/core.rs src/snapshot/
+    src/lru/s3fifo.rs src/lru/ghost.rs src/lru/clock.rs src/lru/core.rs src/indexed/core.rs src/snapshot/
     src/ordered/partitioned.rs)
 fi
 

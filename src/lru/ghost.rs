@@ -114,8 +114,13 @@ pub(crate) fn fingerprint(hash: u64) -> u32 {
 /// multiplicative remix of the fingerprint, reduced by multiply-shift (no
 /// division). A fingerprint alone decides its bucket, so a rebuilt ghost
 /// files what it remembers where lookups will look.
+///
+/// `buckets` stays below 2^32 (a shard holds at most `u32::MAX - 1`
+/// entries, so its ghost at most 2^28 buckets): the product cannot
+/// overflow.
 #[inline]
 pub(crate) fn bucket_of(print: u32, buckets: usize) -> usize {
+    debug_assert!(buckets as u64 <= u64::from(u32::MAX));
     let mixed = u64::from(print).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32;
     ((mixed * buckets as u64) >> 32) as usize
 }
@@ -436,11 +441,14 @@ mod tests {
         // hash's): shrunk to 16 places in one bucket, what survives is the
         // newest half of each old bucket, by rank.
         let mut ghost = sized(32);
-        let mut p = 1;
-        while ghost.len() < 32 {
+        // Bounded, so a broken ghost that never fills fails, not hangs.
+        for p in 1..10_000 {
+            if ghost.len() == 32 {
+                break;
+            }
             ghost.remember(h(p), 48);
-            p += 1;
         }
+        assert_eq!(ghost.len(), 32, "the ghost never filled");
         let ranks: Vec<Vec<u32>> = ghost.buckets.iter().map(|b| b.0.to_vec()).collect();
         ghost.cap(16);
         for bucket in &ranks {
