@@ -15,7 +15,10 @@
 //!   over the oldest when the bucket is full) and writes the fingerprint in
 //!   front: one line read and written;
 //! - **taking** a hash (its key is readmitted, to main) clears its place:
-//!   one line read.
+//!   one line read (and written if the hash was there).
+//!
+//! A ghost of fewer than [`WAYS`] places is one bucket of that many places:
+//! an exact FIFO.
 //!
 //! So the ghost as a whole is a FIFO whose order is kept per bucket: a
 //! fingerprint lives for about as many evictions as the ghost has places,
@@ -38,7 +41,8 @@
 //! cache, fewer keys than that in a weighted one. It is sized at the first
 //! eviction, not before (a cache that never fills allocates no ghost), and
 //! rebuilt, keeping what it remembers, when that target moves by more than
-//! an eighth, or when the cache's capacity falls below it.
+//! an eighth, or when the cache's capacity falls so far that two thirds of
+//! it are more than an eighth below the ghost's size.
 
 /// Fingerprints per bucket: one 64-byte line.
 pub(crate) const WAYS: usize = 16;
@@ -301,7 +305,9 @@ impl Ghost {
     }
 }
 
-#[cfg(all(test, not(loom)))]
+// `cfg(test)` alone (the loom suite builds the crate as a dependency, never
+// with `test`), so that cargo-mutants skips the module.
+#[cfg(test)]
 mod tests {
     use super::*;
 
@@ -469,6 +475,25 @@ mod tests {
         }
         let (min, max) = (counts.iter().min().unwrap(), counts.iter().max().unwrap());
         assert!(*min > 1700 && *max < 2300, "buckets from {min} to {max}");
+    }
+
+    /// The checker catches what the ghost must never hold.
+    #[test]
+    #[should_panic(expected = "twice in one bucket")]
+    fn the_checker_catches_a_fingerprint_twice() {
+        let mut ghost = sized(4);
+        ghost.remember(h(1), 6);
+        ghost.buckets[0].0[1] = fingerprint(h(1));
+        ghost.check_invariants();
+    }
+
+    #[test]
+    #[should_panic(expected = "in the wrong bucket")]
+    fn the_checker_catches_a_misfiled_fingerprint() {
+        let mut ghost = sized(32);
+        let print = (1..).find(|&p| bucket_of(p, 2) == 1).unwrap();
+        ghost.buckets[0].0[0] = print;
+        ghost.check_invariants();
     }
 
     #[test]
