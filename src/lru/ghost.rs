@@ -205,9 +205,11 @@ impl Ghost {
         }
     }
 
-    /// Caps the ghost at `target` fingerprints if it holds room for more
-    /// (the cache's capacity fell): the memory follows.
-    pub(crate) fn cap(&mut self, target: usize) {
+    /// Caps the ghost at the target of a core holding at most `entries`
+    /// (the cache's capacity fell) if it holds room for more: the memory
+    /// follows.
+    pub(crate) fn cap(&mut self, entries: usize) {
+        let target = ghost_target(entries);
         if target < self.target && self.target - target > self.target / 8 {
             self.resize(target);
         }
@@ -427,7 +429,7 @@ mod tests {
             ghost.remember(h(p), 24);
         }
         ghost.take(h(12));
-        ghost.cap(8);
+        ghost.cap(12);
         assert_eq!(ghost.room(), 8);
         assert!(
             (8..=16).all(|p| ghost.remembers(h(p)) == (p != 12)),
@@ -436,8 +438,8 @@ mod tests {
         assert!((1..8).all(|p| !ghost.remembers(h(p))));
         ghost.check_invariants();
         // Cap only shrinks, and only by more than an eighth.
-        ghost.cap(100);
-        ghost.cap(7);
+        ghost.cap(150);
+        ghost.cap(11);
         assert_eq!(ghost.room(), 8);
     }
 
@@ -456,7 +458,7 @@ mod tests {
         }
         assert_eq!(ghost.len(), 32, "the ghost never filled");
         let ranks: Vec<Vec<u32>> = ghost.buckets.iter().map(|b| b.0.to_vec()).collect();
-        ghost.cap(16);
+        ghost.cap(24);
         for bucket in &ranks {
             assert!(bucket[..8].iter().all(|&q| ghost.remembers(h(q))));
             assert!(bucket[8..].iter().all(|&q| !ghost.remembers(h(q))));

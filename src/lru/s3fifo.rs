@@ -37,7 +37,7 @@
 use std::borrow::Borrow;
 
 use super::core::{Inserted, MAX_SHARD_CAPACITY};
-use super::ghost::{Ghost, ghost_target};
+use super::ghost::Ghost;
 use super::weight::Evicted;
 use crate::node_index::{NodeIndex, keyed_node};
 use crate::sync::{AtomicU8, Ordering};
@@ -110,8 +110,8 @@ pub(crate) struct S3FifoCore<K, V> {
 /// themselves, and the ghost still catches the keys that return after
 /// leaving it.
 ///
-/// Chosen with [`ghost_target`] on a grid (small 1/16 to 1/64, ghost 0.35
-/// to 1.5 capacities) over Zipf 0.9, Zipf 1.1 and a scan-polluted Zipf 0.9
+/// Chosen with [`ghost_target`](super::ghost::ghost_target) on a grid
+/// (small 1/16 to 1/64, ghost 0.35 to 1.5 capacities) over Zipf 0.9, Zipf 1.1 and a scan-polluted Zipf 0.9
 /// trace at 1% and 10% of 1M keys, three seeds, sharded and not: 1/48 with
 /// a ghost of two thirds of the capacity was ahead of quick_cache 0.7 on
 /// all 18 cells, where the earlier 1/32 with a ghost as large as main was
@@ -320,7 +320,7 @@ impl<K, V> S3FifoCore<K, V> {
     pub(crate) fn set_capacity(&mut self, capacity: usize, evicted: &mut Vec<(K, V)>) {
         debug_assert!((1..=MAX_SHARD_CAPACITY).contains(&capacity));
         self.capacity = capacity;
-        self.ghost.cap(ghost_target(capacity));
+        self.ghost.cap(capacity);
         self.evict_overflow(evicted);
     }
 
