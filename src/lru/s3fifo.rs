@@ -111,11 +111,12 @@ pub(crate) struct S3FifoCore<K, V> {
 /// leaving it.
 ///
 /// Chosen with [`ghost_target`](super::ghost::ghost_target) on a grid
-/// (small 1/16 to 1/64, ghost 0.35 to 1.5 capacities) over Zipf 0.9, Zipf 1.1 and a scan-polluted Zipf 0.9
-/// trace at 1% and 10% of 1M keys, three seeds, sharded and not: 1/48 with
-/// a ghost of two thirds of the capacity was ahead of quick_cache 0.7 on
-/// all 18 cells, where the earlier 1/32 with a ghost as large as main was
-/// behind on the 6 cells at 1% of the Zipf traces (by 0.1 point).
+/// (small 1/16 to 1/64, ghost 0.35 to 1.5 capacities) over Zipf 0.9, Zipf
+/// 1.1 and a scan-polluted Zipf 0.9 trace at 1% and 10% of 1M keys, three
+/// seeds, sharded and not: 1/48 with a ghost of two thirds of the capacity
+/// was ahead of quick_cache 0.7 on all 18 cells, where the earlier 1/32
+/// with a ghost as large as main was behind on the 6 cells at 1% of the
+/// Zipf traces (by 0.1 point).
 fn small_target(capacity: usize) -> usize {
     (capacity / 48).max(1)
 }
