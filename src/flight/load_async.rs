@@ -237,10 +237,7 @@ where
                 }
                 Step::Waiting(wait) => match Pin::new(wait).poll(cx) {
                     Poll::Pending => return Poll::Pending,
-                    // The waiter's clone (user code) runs with no lock held.
-                    Poll::Ready(State::Value(value)) => {
-                        (Ok(V::clone(&value)), Source::Waited, None)
-                    }
+                    Poll::Ready(State::Value(value)) => (Ok(value), Source::Waited, None),
                     Poll::Ready(State::Failed(error)) => match error.downcast::<E>() {
                         Ok(error) => (Err(error), Source::Waited, None),
                         // Another call site's error type: load for

@@ -24,10 +24,9 @@
 //!
 //! Outcomes, and what the waiters already joined get:
 //!
-//! - a value: everyone gets a clone of the same value (the flight keeps it
-//!   in one `Arc`, so each waiter's `V: Clone` runs after it has left the
-//!   flight's lock; `TypedCache` hands out `Arc<V>`, so its clones are
-//!   reference-count increments);
+//! - a value: everyone gets a clone of the same value (the flight keeps a
+//!   clone of it, which each waiter clones out under the flight's own
+//!   mutex, on a state that is final; see `wait.rs`);
 //! - an error: everyone already waiting gets the same `Arc<E>` (a failing
 //!   backend sees one call, not one per waiter); nothing is cached, so the
 //!   next call after the flight ends starts a fresh load (a transient error
@@ -270,8 +269,7 @@ impl<K: Clone + Eq, V: Clone> FlightGroup<K, V> {
             };
             assert!(!sync::is_loading(flight.id()), "{}", REENTRANT);
             match flight.wait() {
-                // The waiter's clone (user code) runs with no lock held.
-                State::Value(value) => return Ok((V::clone(&value), Source::Waited)),
+                State::Value(value) => return Ok((value, Source::Waited)),
                 State::Failed(error) => match error.downcast::<E>() {
                     Ok(error) => return Err(error),
                     // The leader's error has another type than ours (its
@@ -379,15 +377,15 @@ impl<'a, K, V> Leader<'a, K, V> {
         }
     }
 
-    /// Completes the flight with a value: the waiters share one `Arc` of a
-    /// clone of it (`V: Clone` runs here, with no lock held; if it panics
-    /// the leader is dropped unfinished and abandons the flight, whose
-    /// waiters then find the published value in the cache).
+    /// Completes the flight with a value: the flight keeps a clone of it,
+    /// which each waiter clones out (`V: Clone` runs here with no lock held;
+    /// if it panics the leader is dropped unfinished and abandons the
+    /// flight, whose waiters then find the published value in the cache).
     fn complete_with(&mut self, value: &V)
     where
         V: Clone,
     {
-        self.complete(State::Value(Arc::new(value.clone())));
+        self.complete(State::Value(value.clone()));
     }
 
     /// Wakes the waiters with `outcome` and removes the flight.

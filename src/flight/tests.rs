@@ -181,7 +181,11 @@ fn dropped_async_waiter_deregisters_its_waker() {
         let mut waiter = Box::pin(load_key_one(&group, async { Ok(2) }));
         assert!(poll_once(waiter.as_mut()).is_pending());
     }
-    assert!(flight.waker_slots() <= 4, "{} slots", flight.waker_slots());
+    assert!(
+        flight.waker_slots() <= super::wait::INLINE_WAKERS,
+        "{} slots",
+        flight.waker_slots()
+    );
     // Waiters alive at once each hold a slot of their own.
     let mut live: Vec<_> = (0..3)
         .map(|_| Box::pin(load_key_one(&group, async { Ok(2) })))
@@ -373,7 +377,7 @@ fn finish_wakes_each_waiters_latest_waker() {
     assert_eq!(flight.registered_wakers(), 2);
     drop(second);
     assert_eq!(flight.registered_wakers(), 1);
-    flight.finish(State::Value(Arc::new(7)));
+    flight.finish(State::Value(7));
     let woken = |counter: &CountingWaker| counter.0.load(Ordering::SeqCst);
     assert_eq!(
         (woken(&first_old), woken(&first_new), woken(&second_count)),
@@ -383,7 +387,53 @@ fn finish_wakes_each_waiters_latest_waker() {
         .as_mut()
         .poll(&mut Context::from_waker(std::task::Waker::noop()))
     {
-        Poll::Ready(State::Value(value)) => assert_eq!(*value, 7),
+        Poll::Ready(State::Value(value)) => assert_eq!(value, 7),
         _ => panic!("the waiter did not get the value"),
+    }
+}
+
+/// More waiters than the list keeps inline: the list moves to the heap and
+/// every waiter is still woken once with the value, the ones that spilled
+/// and a slot emptied on each side of the move alike.
+#[test]
+fn waiters_past_the_inline_slots_are_all_woken() {
+    use super::wait::{Flight, INLINE_WAKERS, State, Wait};
+    use std::task::{Context, Poll};
+    let flight = Arc::new(Flight::<u32>::new(FlightFault::None));
+    let waiters = 3 * INLINE_WAKERS;
+    let mut waits: Vec<_> = (0..waiters)
+        .map(|_| Box::pin(Wait::new(Arc::clone(&flight))))
+        .collect();
+    let counters: Vec<_> = waits
+        .iter_mut()
+        .map(|wait| {
+            let (counter, waker) = counting_waker();
+            let polled = wait.as_mut().poll(&mut Context::from_waker(&waker));
+            assert!(polled.is_pending());
+            counter
+        })
+        .collect();
+    assert_eq!(flight.registered_wakers(), waiters);
+    // One waiter in the inline part and one on the heap leave.
+    drop(waits.remove(waiters - 1));
+    drop(waits.remove(1));
+    assert_eq!(flight.registered_wakers(), waiters - 2);
+    flight.finish(State::Value(9));
+    let woken: Vec<usize> = counters
+        .iter()
+        .map(|counter| counter.0.load(Ordering::SeqCst))
+        .collect();
+    let mut expected = vec![1; waiters];
+    expected[1] = 0;
+    expected[waiters - 1] = 0;
+    assert_eq!(woken, expected, "wake-ups per waiter");
+    for mut wait in waits {
+        match wait
+            .as_mut()
+            .poll(&mut Context::from_waker(std::task::Waker::noop()))
+        {
+            Poll::Ready(State::Value(value)) => assert_eq!(value, 9),
+            _ => panic!("a waiter did not get the value"),
+        }
     }
 }

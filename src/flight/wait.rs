@@ -15,17 +15,31 @@
 //!
 //! # Waker slots
 //!
-//! The waker list is a `Vec<Option<Waker>>`; a [`Wait`] keeps the index of
-//! the slot it registered in. A re-poll updates its slot in place, a dropped
-//! `Wait` empties its slot (no search, no shifting: the other waiters'
-//! indices stay valid), a new waiter reuses an emptied slot before the list
-//! grows, and `finish` takes the whole list. Joining a flight
-//! thus allocates nothing per waiter beyond the list's amortised growth: the
+//! The waker list is a vector of `Option<Waker>` whose first
+//! [`INLINE_WAKERS`] slots live inside the flight itself (a `SmallVec`);
+//! a [`Wait`] keeps the index of the slot it registered in. A re-poll
+//! updates its slot in place, a dropped `Wait` empties its slot (no search,
+//! no shifting: the other waiters' indices stay valid), a new waiter reuses
+//! an emptied slot before the list grows, and `finish` takes the whole list.
+//! Joining a flight thus allocates nothing per waiter (the list moves to the
+//! heap only past [`INLINE_WAKERS`] waiters, then grows amortised): the
 //! `Wait` holds a clone of the flight's `Arc` and one index.
+//!
+//! # The value
+//!
+//! A finished flight keeps its value itself, not in an `Arc` of its own:
+//! each waiter clones it out under the flight's mutex (`V: Clone`, user
+//! code, on a flight whose state is final: nothing is between two states,
+//! and a panicking clone unwinds through that waiter only, the mutex
+//! released). The caches' values are small or `Arc`s, so the clone is a copy
+//! or a reference-count increment; saving the `Arc` saves an allocation per
+//! load.
 
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll, Waker};
+
+use smallvec::SmallVec;
 
 use super::{FlightFault, SharedError};
 use crate::sync::{Arc, Condvar, Mutex};
@@ -33,17 +47,25 @@ use crate::sync::{Arc, Condvar, Mutex};
 /// The outcome of a flight, or `Loading` while it runs.
 pub(crate) enum State<V> {
     Loading,
-    Value(Arc<V>),
+    Value(V),
     Failed(SharedError),
     Abandoned,
 }
 
-impl<V> State<V> {
-    /// A copy of a finished outcome (`None` while loading).
+/// Waker slots kept inside the flight before its list moves to the heap:
+/// enough for the waiters of a key most loads see.
+pub(crate) const INLINE_WAKERS: usize = 8;
+
+/// The waker list: [`INLINE_WAKERS`] slots inline, more on the heap.
+type Wakers = SmallVec<[Option<Waker>; INLINE_WAKERS]>;
+
+impl<V: Clone> State<V> {
+    /// A copy of a finished outcome (`None` while loading): a value is
+    /// cloned (`V: Clone`, see the module docs).
     fn outcome(&self) -> Option<State<V>> {
         match self {
             State::Loading => None,
-            State::Value(v) => Some(State::Value(Arc::clone(v))),
+            State::Value(v) => Some(State::Value(v.clone())),
             State::Failed(e) => Some(State::Failed(Arc::clone(e))),
             State::Abandoned => Some(State::Abandoned),
         }
@@ -54,7 +76,7 @@ struct Inner<V> {
     state: State<V>,
     /// The async waiters registered while loading, one slot each; a
     /// dropped [`Wait`] empties its own slot.
-    wakers: Vec<Option<Waker>>,
+    wakers: Wakers,
 }
 
 /// One load in progress.
@@ -69,7 +91,7 @@ impl<V> Flight<V> {
         Self {
             inner: Mutex::new(Inner {
                 state: State::Loading,
-                wakers: Vec::new(),
+                wakers: Wakers::new(),
             }),
             done: Condvar::new(),
             fault,
@@ -108,7 +130,9 @@ impl<V> Flight<V> {
             waker.wake();
         }
     }
+}
 
+impl<V: Clone> Flight<V> {
     /// Blocks until the flight has an outcome.
     pub(crate) fn wait(&self) -> State<V> {
         let mut inner = self.inner.lock();
@@ -139,7 +163,7 @@ impl<V> Wait<V> {
     }
 }
 
-impl<V> Future for Wait<V> {
+impl<V: Clone> Future for Wait<V> {
     type Output = State<V>;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<State<V>> {
