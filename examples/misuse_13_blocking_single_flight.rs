@@ -12,8 +12,8 @@
 //! runtime from within a runtime").
 //!
 //! The larder way: `get_or_init_async` (and `get_or_load_async`): the init
-//! is a future, awaited in place, and a waiter waits as a future, giving its
-//! worker back to the runtime. Same single flight, same shared value.
+//! is a closure returning a future, awaited in place, and a waiter waits as
+//! a future, giving its worker back to the runtime. Same single flight, same shared value.
 //!
 //! The broken form runs on its own runtime in a detached thread, and the
 //! demonstrator gives up on it after [`DEADLINE`]: the stuck thread stays
@@ -141,7 +141,7 @@ fn fixed(workers: usize) -> (Vec<String>, usize) {
                 let (cache, inits) = (Arc::clone(&cache), Arc::clone(&inits));
                 tokio::spawn(async move {
                     cache
-                        .get_or_init_async("users", async {
+                        .get_or_init_async("users", || async {
                             // Relaxed: a counter read after the tasks end.
                             inits.fetch_add(1, Ordering::Relaxed);
                             fetch_schema().await

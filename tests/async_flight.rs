@@ -71,7 +71,7 @@ fn three_tasks_one_key_async_fetch_load_once() {
                         let (cache, inits) = (Arc::clone(&cache), Arc::clone(&inits));
                         tokio::spawn(async move {
                             cache
-                                .get_or_init_async("users", async {
+                                .get_or_init_async("users", || async {
                                     inits.fetch_add(1, Ordering::SeqCst);
                                     tokio::time::sleep(Duration::from_millis(20)).await;
                                     Arc::new("id,name".to_string())
@@ -120,7 +120,7 @@ fn sixty_four_tasks_thousand_keys_each_loaded_once() {
                             // Each task walks the keys from its own offset.
                             let key = (i + task * 15) % KEYS as u64;
                             let v = typed
-                                .get_or_init_async(&key, async {
+                                .get_or_init_async(&key, || async {
                                     typed_loads[key as usize].fetch_add(1, Ordering::SeqCst);
                                     tokio::task::yield_now().await;
                                     key * 2
@@ -128,7 +128,7 @@ fn sixty_four_tasks_thousand_keys_each_loaded_once() {
                                 .await;
                             assert_eq!(v, key * 2);
                             let v = lru
-                                .get_or_load_async(&key, async {
+                                .get_or_load_async(&key, || async {
                                     lru_loads[key as usize].fetch_add(1, Ordering::SeqCst);
                                     tokio::task::yield_now().await;
                                     key * 3
@@ -166,7 +166,7 @@ fn leader_aborted_mid_load_hands_over_to_a_waiter() {
             let (cache, started) = (Arc::clone(&cache), Arc::clone(&started));
             tokio::spawn(async move {
                 cache
-                    .get_or_init_async(&1, async {
+                    .get_or_init_async(&1, || async {
                         started.notify_one();
                         std::future::pending::<&'static str>().await
                     })
@@ -176,7 +176,7 @@ fn leader_aborted_mid_load_hands_over_to_a_waiter() {
         started.notified().await;
         let waiter = {
             let cache = Arc::clone(&cache);
-            tokio::spawn(async move { cache.get_or_init_async(&1, async { "waiter's" }).await })
+            tokio::spawn(async move { cache.get_or_init_async(&1, || async { "waiter's" }).await })
         };
         // Give the waiter time to join the flight (either order passes).
         tokio::time::sleep(Duration::from_millis(20)).await;
@@ -203,12 +203,12 @@ fn lru_leader_cancelled_by_timeout_hands_over() {
             let cache = Arc::clone(&cache);
             tokio::spawn(async move {
                 // Runs after the leader registered (current-thread, FIFO).
-                cache.get_or_load_async("k", async { 2 }).await
+                cache.get_or_load_async("k", || async { 2 }).await
             })
         };
         let leader = tokio::time::timeout(
             Duration::from_millis(10),
-            cache.get_or_load_async("k", std::future::pending()),
+            cache.get_or_load_async("k", std::future::pending),
         )
         .await;
         assert!(leader.is_err(), "the pending load cannot finish");
@@ -233,7 +233,7 @@ fn error_is_shared_with_joined_waiters_and_not_cached() {
                 let cache = Arc::clone(&cache);
                 tokio::spawn(async move {
                     cache
-                        .get_or_try_init_async(&1, async {
+                        .get_or_try_init_async(&1, || async {
                             released.await.unwrap();
                             Err::<u32, String>("backend down".into())
                         })
@@ -246,7 +246,7 @@ fn error_is_shared_with_joined_waiters_and_not_cached() {
                     let cache = Arc::clone(&cache);
                     tokio::spawn(async move {
                         cache
-                            .get_or_try_init_async(&1, async {
+                            .get_or_try_init_async(&1, || async {
                                 unreachable!("a joined waiter never runs its init")
                             })
                             .await
@@ -263,7 +263,7 @@ fn error_is_shared_with_joined_waiters_and_not_cached() {
             }
             assert!(!cache.contains_key(&1), "the error was cached");
             let ok = cache
-                .get_or_try_init_async(&1, async { Ok::<_, String>(5) })
+                .get_or_try_init_async(&1, || async { Ok::<_, String>(5) })
                 .await;
             assert_eq!(ok.unwrap(), 5);
             let stats = cache.stats();
@@ -284,7 +284,7 @@ fn panicking_init_future_hands_over() {
             let (cache, started) = (Arc::clone(&cache), Arc::clone(&started));
             tokio::spawn(async move {
                 cache
-                    .get_or_init_async(&1, async {
+                    .get_or_init_async(&1, || async {
                         started.notify_one();
                         released.await.unwrap();
                         panic!("init panicked on purpose");
@@ -297,7 +297,7 @@ fn panicking_init_future_hands_over() {
         started.notified().await;
         let waiter = {
             let cache = Arc::clone(&cache);
-            tokio::spawn(async move { cache.get_or_init_async(&1, async { 7_u64 }).await })
+            tokio::spawn(async move { cache.get_or_init_async(&1, || async { 7_u64 }).await })
         };
         tokio::time::sleep(Duration::from_millis(20)).await;
         release.send(()).unwrap();
@@ -331,12 +331,12 @@ fn panicking_init_hands_over_while_the_panicked_future_is_kept() {
             panic!("init panicked on purpose")
         }
     });
-    let mut leader = pin!(cache.get_or_init_async(&1, init));
+    let mut leader = pin!(cache.get_or_init_async(&1, || init));
     assert!(
         leader.as_mut().poll(&mut cx).is_pending(),
         "registers, loads"
     );
-    let mut waiter = pin!(cache.get_or_init_async(&1, async { 7 }));
+    let mut waiter = pin!(cache.get_or_init_async(&1, || async { 7 }));
     assert!(
         waiter.as_mut().poll(&mut cx).is_pending(),
         "joins the flight"
@@ -388,7 +388,7 @@ fn sync_and_async_callers_share_one_flight() {
                 let (cache, inits) = (Arc::clone(&cache), Arc::clone(&inits));
                 tokio::spawn(async move {
                     cache
-                        .get_or_init_async(&1, async move {
+                        .get_or_init_async(&1, || async move {
                             inits.fetch_add(1, Ordering::SeqCst);
                             Arc::new(11)
                         })
@@ -413,7 +413,7 @@ fn sync_and_async_callers_share_one_flight() {
             let (cache, started) = (Arc::clone(&cache), Arc::clone(&started));
             tokio::spawn(async move {
                 cache
-                    .get_or_init_async(&2, async {
+                    .get_or_init_async(&2, || async {
                         started.notify_one();
                         released.await.unwrap();
                         Arc::new(20)
@@ -448,7 +448,7 @@ fn dropped_waiter_leaves_the_flight_intact() {
             let cache = Arc::clone(&cache);
             tokio::spawn(async move {
                 cache
-                    .get_or_init_async(&1, async {
+                    .get_or_init_async(&1, || async {
                         released.await.unwrap();
                         1
                     })
@@ -459,13 +459,13 @@ fn dropped_waiter_leaves_the_flight_intact() {
         // A waiter that gives up after 5 ms: its future is dropped.
         let gave_up = tokio::time::timeout(
             Duration::from_millis(5),
-            cache.get_or_init_async(&1, async { unreachable!("joined") }),
+            cache.get_or_init_async(&1, || async { unreachable!("joined") }),
         )
         .await;
         assert!(gave_up.is_err());
         let patient = {
             let cache = Arc::clone(&cache);
-            tokio::spawn(async move { cache.get_or_init_async(&1, async { 2 }).await })
+            tokio::spawn(async move { cache.get_or_init_async(&1, || async { 2 }).await })
         };
         settle(2).await;
         release.send(()).unwrap();
@@ -487,8 +487,8 @@ fn reentrant_init_in_the_same_poll_panics() {
             tokio::spawn(async move {
                 let inner = Arc::clone(&cache);
                 cache
-                    .get_or_init_async(&1, async move {
-                        inner.get_or_init_async(&1, async { 1 }).await + 1
+                    .get_or_init_async(&1, || async move {
+                        inner.get_or_init_async(&1, || async { 1 }).await + 1
                     })
                     .await
             })
@@ -501,7 +501,7 @@ fn reentrant_init_in_the_same_poll_panics() {
             .unwrap_or_default();
         assert!(text.contains("re-entrant load"), "got {text:?}");
         // Nothing stuck: the key loads normally afterwards.
-        assert_eq!(cache.get_or_init_async(&1, async { 3 }).await, 3);
+        assert_eq!(cache.get_or_init_async(&1, || async { 3 }).await, 3);
     });
 }
 
@@ -518,9 +518,11 @@ fn reentrant_init_through_another_task_hangs_until_timeout() {
             let inner = Arc::clone(&cache);
             let outcome = tokio::time::timeout(
                 Duration::from_millis(100),
-                cache.get_or_init_async(&1, async move {
+                cache.get_or_init_async(&1, || async move {
                     let helper =
-                        tokio::spawn(async move { inner.get_or_init_async(&1, async { 1 }).await });
+                        tokio::spawn(
+                            async move { inner.get_or_init_async(&1, || async { 1 }).await },
+                        );
                     helper.await.unwrap() + 1
                 }),
             )
@@ -551,12 +553,12 @@ fn futures_are_send() {
         let typed: Arc<TypedCache<String, Vec<u8>>> = Arc::new(TypedCache::new());
         let any: Arc<AnyCache<String>> = Arc::new(AnyCache::new());
         let lru: Arc<LruCache<String, Vec<u8>>> = Arc::new(LruCache::new(4));
-        let f1 = typed.get_or_init_async("a", async { vec![1] });
-        let f2 = typed.get_or_try_init_async("b", async { Ok::<_, String>(vec![2]) });
-        let f3 = any.get_or_init_async("c", async { 3_u32 });
-        let f4 = any.get_or_try_init_async("d", async { Ok::<_, String>(4_u32) });
-        let f5 = lru.get_or_load_async("e", async { vec![5] });
-        let f6 = lru.try_get_or_load_async("f", async { Ok::<_, String>(vec![6]) });
+        let f1 = typed.get_or_init_async("a", || async { vec![1] });
+        let f2 = typed.get_or_try_init_async("b", || async { Ok::<_, String>(vec![2]) });
+        let f3 = any.get_or_init_async("c", || async { 3_u32 });
+        let f4 = any.get_or_try_init_async("d", || async { Ok::<_, String>(4_u32) });
+        let f5 = lru.get_or_load_async("e", || async { vec![5] });
+        let f6 = lru.try_get_or_load_async("f", || async { Ok::<_, String>(vec![6]) });
         assert_send(&f1);
         assert_send(&f2);
         assert_send(&f3);
@@ -568,13 +570,13 @@ fn futures_are_send() {
             let (typed, any, lru) = (Arc::clone(&typed), Arc::clone(&any), Arc::clone(&lru));
             tokio::spawn(async move {
                 let a = typed
-                    .get_or_init_async("a", async {
+                    .get_or_init_async("a", || async {
                         tokio::task::yield_now().await;
                         vec![1]
                     })
                     .await;
-                let c = any.get_or_init_async("c", async { 3_u32 }).await;
-                let e = lru.get_or_load_async("e", async { vec![5] }).await;
+                let c = any.get_or_init_async("c", || async { 3_u32 }).await;
+                let e = lru.get_or_load_async("e", || async { vec![5] }).await;
                 (a, c, e)
             })
         };
@@ -598,13 +600,13 @@ fn hit_builds_no_owned_key() {
     within("hit_builds_no_owned_key", 0, async {
         let typed: TypedCache<Key, u32> = TypedCache::new();
         let lru: LruCache<Key, u32> = LruCache::new(4);
-        typed.get_or_init_async(&Key(1), async { 1 }).await;
-        lru.get_or_load_async(&Key(1), async { 1 }).await;
+        typed.get_or_init_async(&Key(1), || async { 1 }).await;
+        lru.get_or_load_async(&Key(1), || async { 1 }).await;
         let before = CLONES.load(Ordering::SeqCst);
         assert!(before > 0, "a miss builds the owned key");
         for _ in 0..10 {
-            assert_eq!(typed.get_or_init_async(&Key(1), async { 2 }).await, 1);
-            assert_eq!(lru.get_or_load_async(&Key(1), async { 2 }).await, 1);
+            assert_eq!(typed.get_or_init_async(&Key(1), || async { 2 }).await, 1);
+            assert_eq!(lru.get_or_load_async(&Key(1), || async { 2 }).await, 1);
         }
         assert_eq!(
             CLONES.load(Ordering::SeqCst),
@@ -629,9 +631,9 @@ fn an_expired_entry_is_initialized_again() {
         cache.insert(1, 10);
         cache.insert(2, 20);
         clock.advance(Duration::from_secs(11));
-        assert_eq!(cache.get_or_init_async(&1, async { 11 }).await, 11);
+        assert_eq!(cache.get_or_init_async(&1, || async { 11 }).await, 11);
         let tried = cache
-            .get_or_try_init_async(&2, async { Ok::<_, ()>(21) })
+            .get_or_try_init_async(&2, || async { Ok::<_, ()>(21) })
             .await;
         assert_eq!(tried, Ok(21));
         assert_eq!(cache.get(&1), Some(11));
@@ -661,7 +663,7 @@ fn the_lookup_runs_when_the_method_is_called() {
         let typed: TypedCache<u32, u32> = TypedCache::new();
         typed.insert(1, 10);
         let flag = Flag(Arc::clone(&dropped));
-        let hit = typed.get_or_init_async(&1, async move {
+        let hit = typed.get_or_init_async(&1, || async move {
             let _flag = flag;
             unreachable!("a hit never polls its init")
         });
@@ -673,7 +675,7 @@ fn the_lookup_runs_when_the_method_is_called() {
         );
         typed.invalidate(&1);
         assert_eq!(hit.await, 10, "the value found at the call");
-        let miss = typed.get_or_init_async(&2, async { 20 });
+        let miss = typed.get_or_init_async(&2, || async { 20 });
         assert_eq!(typed.stats().misses, 1);
         assert_eq!(typed.stats().inits, 0, "nothing runs until polled");
         assert_eq!(miss.await, 20);
@@ -681,7 +683,7 @@ fn the_lookup_runs_when_the_method_is_called() {
         let lru: LruCache<u32, u32> = LruCache::new(8);
         lru.insert(1, 10);
         let flag = Flag(Arc::clone(&dropped));
-        let hit = lru.get_or_load_async(&1, async move {
+        let hit = lru.get_or_load_async(&1, || async move {
             let _flag = flag;
             unreachable!("a hit never polls its loader")
         });
@@ -689,5 +691,97 @@ fn the_lookup_runs_when_the_method_is_called() {
         assert_eq!(dropped.load(Ordering::SeqCst), 2);
         lru.remove(&1);
         assert_eq!(hit.await, 10);
+    });
+}
+
+/// The init is a closure, called only by the caller that runs it: a hit
+/// and a waiter never call theirs, and the future a call returns holds the
+/// closure, never the init's future, so its size does not grow with that
+/// future (here one that holds 16 KiB across an await).
+#[test]
+fn only_the_leader_calls_its_init_closure() {
+    within("only_the_leader_calls_its_init_closure", 0, async {
+        let called = Arc::new(AtomicUsize::new(0));
+        let counted = |value: u32| {
+            let called = Arc::clone(&called);
+            move || {
+                called.fetch_add(1, Ordering::SeqCst);
+                async move { value }
+            }
+        };
+        // A heavy init: 16 KiB of state held across an await.
+        let heavy = || async {
+            let buffer = [7u8; 16 * 1024];
+            tokio::task::yield_now().await;
+            u32::from(buffer[16 * 1024 - 1])
+        };
+        const SMALL: usize = 512;
+
+        let typed: Arc<TypedCache<u32, u32>> = Arc::new(TypedCache::new());
+        let lru: Arc<LruCache<u32, u32>> = Arc::new(LruCache::new(8));
+        let any: AnyCache<u32> = AnyCache::new();
+        let hit = typed.get_or_init_async(&1, heavy);
+        assert!(
+            std::mem::size_of_val(&hit) < SMALL,
+            "{} bytes",
+            std::mem::size_of_val(&hit)
+        );
+        assert_eq!(hit.await, 7, "the leader's heavy init ran");
+        let lru_miss = lru.get_or_load_async(&1, heavy);
+        assert!(std::mem::size_of_val(&lru_miss) < SMALL);
+        assert_eq!(lru_miss.await, 7);
+        let try_miss = typed.get_or_try_init_async(&2, || async { Ok::<_, ()>(heavy().await) });
+        assert!(std::mem::size_of_val(&try_miss) < SMALL);
+        assert_eq!(try_miss.await, Ok(7));
+        let try_lru = lru.try_get_or_load_async(&2, || async { Ok::<_, ()>(heavy().await) });
+        assert!(std::mem::size_of_val(&try_lru) < SMALL);
+        assert_eq!(try_lru.await, Ok(7));
+
+        // Hits: no closure called.
+        assert_eq!(typed.get_or_init_async(&1, counted(0)).await, 7);
+        assert_eq!(lru.get_or_load_async(&1, counted(0)).await, 7);
+        assert_eq!(any.get_or_init_async(&1, counted(5)).await.as_ref(), &5);
+        assert_eq!(any.get_or_init_async(&1, counted(6)).await.as_ref(), &5);
+        assert_eq!(called.load(Ordering::SeqCst), 1, "only AnyCache's leader");
+
+        // Waiters: a leader pending on a gate, two waiters joined; only the
+        // leader's closure runs.
+        let gate = Arc::new(Notify::new());
+        let leader = tokio::spawn({
+            let (typed, gate, called) =
+                (Arc::clone(&typed), Arc::clone(&gate), Arc::clone(&called));
+            async move {
+                typed
+                    .get_or_init_async(&3, move || {
+                        called.fetch_add(1, Ordering::SeqCst);
+                        async move {
+                            gate.notified().await;
+                            30
+                        }
+                    })
+                    .await
+            }
+        });
+        settle(4).await;
+        let waiters: Vec<_> = (0..2)
+            .map(|_| {
+                let typed = Arc::clone(&typed);
+                let init = counted(0);
+                tokio::spawn(async move { typed.get_or_init_async(&3, init).await })
+            })
+            .collect();
+        settle(4).await;
+        assert_eq!(typed.stats().inits, 3, "two earlier inits and the leader's");
+        gate.notify_one();
+        assert_eq!(leader.await.unwrap(), 30);
+        for waiter in waiters {
+            assert_eq!(waiter.await.unwrap(), 30);
+        }
+        assert_eq!(
+            called.load(Ordering::SeqCst),
+            2,
+            "AnyCache's and the leader's"
+        );
+        assert_eq!(typed.stats().waits, 2);
     });
 }

@@ -198,7 +198,7 @@ fn async_callers_that_wait_count_a_wait_too() {
         // The leader's load yields until the second caller has missed; on
         // one thread the second caller then waits on the load as a future.
         let leader = async {
-            lru.get_or_load_async(&1, async {
+            lru.get_or_load_async(&1, || async {
                 while lru.stats().misses < 2 {
                     tokio::task::yield_now().await;
                 }
@@ -208,14 +208,14 @@ fn async_callers_that_wait_count_a_wait_too() {
         };
         let waiter = async {
             tokio::task::yield_now().await;
-            lru.get_or_load_async(&1, async { unreachable!("the leader loads") })
+            lru.get_or_load_async(&1, || async { unreachable!("the leader loads") })
                 .await
         };
         let (a, b) = tokio::join!(leader, waiter);
         assert_eq!((a, b), (10, 10));
         let leader = async {
             typed
-                .get_or_init_async(&1, async {
+                .get_or_init_async(&1, || async {
                     while typed.stats().misses < 2 {
                         tokio::task::yield_now().await;
                     }
@@ -226,7 +226,7 @@ fn async_callers_that_wait_count_a_wait_too() {
         let waiter = async {
             tokio::task::yield_now().await;
             typed
-                .get_or_init_async(&1, async { unreachable!("the leader inits") })
+                .get_or_init_async(&1, || async { unreachable!("the leader inits") })
                 .await
         };
         let (a, b) = tokio::join!(leader, waiter);

@@ -7,7 +7,10 @@
 //!    runtime and, inside one task, awaits random hits over N warmed keys
 //!    (10 000; Quick 1000). larder's sync `get_or_init` runs in the same
 //!    loop as the reference the async form must not fall behind. The LRU's
-//!    `get_or_load_async` is a row too.
+//!    `get_or_load_async` is a row too. Every contender is handed the same
+//!    init, one a service would write (a future that awaits a 1 ms timer
+//!    before it builds the value), never run on a warm key: a hit pays for
+//!    whatever of it the API makes the call carry.
 //! 2. `async_cold_keys_N_x8_1ms`: one op = a fresh set of N cold keys
 //!    (1000; Quick 100), each requested by 8 tasks (8N tasks spawned at once,
 //!    in 8 rounds over the keys) on a 2-worker runtime; an init is a 1 ms
@@ -37,12 +40,18 @@ use super::{Contender, Rng, Size, Workload};
 pub trait AsyncInitCache: Send + Sync + 'static {
     /// Name shown in reports.
     fn name(&self) -> String;
-    /// The value of `key`'s id, awaiting `init` if it is absent.
-    fn get_or_init<'a>(
+    /// The value of `key`'s id, awaiting the future `init()` returns if it
+    /// is absent (each contender calls `init` as late as its API lets it:
+    /// larder and quick_cache only on a miss; moka takes a future, so an
+    /// `async` block that calls `init` when first polled).
+    fn get_or_init<'a, F, Fut>(
         &'a self,
         key: u64,
-        init: impl Future<Output = Resource> + Send + 'a,
-    ) -> impl Future<Output = u64> + Send + 'a;
+        init: F,
+    ) -> impl Future<Output = u64> + Send + 'a
+    where
+        F: FnOnce() -> Fut + Send + 'a,
+        Fut: Future<Output = Resource> + Send + 'a;
 }
 
 /// Values in `Arc`s, as the peers here store them.
@@ -50,13 +59,13 @@ impl AsyncInitCache for larder::TypedCache<u64, Arc<Resource>> {
     fn name(&self) -> String {
         "larder TypedCache::get_or_init_async".into()
     }
-    fn get_or_init<'a>(
-        &'a self,
-        key: u64,
-        init: impl Future<Output = Resource> + Send + 'a,
-    ) -> impl Future<Output = u64> + Send + 'a {
+    fn get_or_init<'a, F, Fut>(&'a self, key: u64, init: F) -> impl Future<Output = u64> + Send + 'a
+    where
+        F: FnOnce() -> Fut + Send + 'a,
+        Fut: Future<Output = Resource> + Send + 'a,
+    {
         async move {
-            self.get_or_init_async(&key, async { Arc::new(init.await) })
+            self.get_or_init_async(&key, || async { Arc::new(init().await) })
                 .await
                 .id
         }
@@ -71,11 +80,15 @@ impl AsyncInitCache for LarderSyncInLoop {
     fn name(&self) -> String {
         "larder TypedCache::get_or_init (sync, same loop)".into()
     }
-    fn get_or_init<'a>(
+    fn get_or_init<'a, F, Fut>(
         &'a self,
         key: u64,
-        _init: impl Future<Output = Resource> + Send + 'a,
-    ) -> impl Future<Output = u64> + Send + 'a {
+        _init: F,
+    ) -> impl Future<Output = u64> + Send + 'a
+    where
+        F: FnOnce() -> Fut + Send + 'a,
+        Fut: Future<Output = Resource> + Send + 'a,
+    {
         async move { self.0.get_or_init(&key, || Arc::new(Resource::new(key))).id }
     }
 }
@@ -84,11 +97,11 @@ impl AsyncInitCache for larder::LruCache<u64, Resource> {
     fn name(&self) -> String {
         "larder LruCache::get_or_load_async".into()
     }
-    fn get_or_init<'a>(
-        &'a self,
-        key: u64,
-        init: impl Future<Output = Resource> + Send + 'a,
-    ) -> impl Future<Output = u64> + Send + 'a {
+    fn get_or_init<'a, F, Fut>(&'a self, key: u64, init: F) -> impl Future<Output = u64> + Send + 'a
+    where
+        F: FnOnce() -> Fut + Send + 'a,
+        Fut: Future<Output = Resource> + Send + 'a,
+    {
         async move { self.get_or_load_async(&key, init).await.id }
     }
 }
@@ -97,12 +110,16 @@ impl AsyncInitCache for moka::future::Cache<u64, Arc<Resource>> {
     fn name(&self) -> String {
         "moka future get_with".into()
     }
-    fn get_or_init<'a>(
-        &'a self,
-        key: u64,
-        init: impl Future<Output = Resource> + Send + 'a,
-    ) -> impl Future<Output = u64> + Send + 'a {
-        async move { self.get_with(key, async { Arc::new(init.await) }).await.id }
+    fn get_or_init<'a, F, Fut>(&'a self, key: u64, init: F) -> impl Future<Output = u64> + Send + 'a
+    where
+        F: FnOnce() -> Fut + Send + 'a,
+        Fut: Future<Output = Resource> + Send + 'a,
+    {
+        async move {
+            self.get_with(key, async { Arc::new(init().await) })
+                .await
+                .id
+        }
     }
 }
 
@@ -110,16 +127,16 @@ impl AsyncInitCache for quick_cache::sync::Cache<u64, Arc<Resource>> {
     fn name(&self) -> String {
         "quick_cache get_value_or_guard_async".into()
     }
-    fn get_or_init<'a>(
-        &'a self,
-        key: u64,
-        init: impl Future<Output = Resource> + Send + 'a,
-    ) -> impl Future<Output = u64> + Send + 'a {
+    fn get_or_init<'a, F, Fut>(&'a self, key: u64, init: F) -> impl Future<Output = u64> + Send + 'a
+    where
+        F: FnOnce() -> Fut + Send + 'a,
+        Fut: Future<Output = Resource> + Send + 'a,
+    {
         async move {
             match self.get_value_or_guard_async(&key).await {
                 Ok(value) => value.id,
                 Err(guard) => {
-                    let value = Arc::new(init.await);
+                    let value = Arc::new(init().await);
                     let id = value.id;
                     let _ = guard.insert(value);
                     id
@@ -142,7 +159,7 @@ impl<C: AsyncInitCache> AsyncWarmHits<C> {
         runtime.block_on(async {
             for key in 0..keys {
                 cache
-                    .get_or_init(key, async move { Resource::new(key) })
+                    .get_or_init(key, move || async move { Resource::new(key) })
                     .await;
             }
         });
@@ -168,10 +185,15 @@ impl<C: AsyncInitCache> Contender for AsyncWarmHits<C> {
             let mut sum = 0u64;
             for _ in 0..ops {
                 let key = rng.below(self.keys);
-                let id = self
-                    .cache
-                    .get_or_init(key, async move { unreachable!("warm key {key} missed") })
-                    .await;
+                // An init as a service writes one: a future that waits on
+                // something (here a timer) before it builds the value. It is
+                // never run on a warm key; what matters is what each API
+                // makes a hit carry of it.
+                let init = move || async move {
+                    tokio::time::sleep(INIT_TIME).await;
+                    unreachable!("warm key {key} missed")
+                };
+                let id = self.cache.get_or_init(key, init).await;
                 sum = sum.wrapping_add(id);
             }
             sum
@@ -259,7 +281,7 @@ impl<C: AsyncInitCache> AsyncColdKeys<C> {
                 for i in 0..self.keys {
                     let key = base + i;
                     let inits = Arc::clone(&self.inits);
-                    let init = async move {
+                    let init = move || async move {
                         inits.fetch_add(1, Ordering::Relaxed);
                         tokio::time::sleep(INIT_TIME).await;
                         Resource::new(key)
@@ -272,7 +294,7 @@ impl<C: AsyncInitCache> AsyncColdKeys<C> {
                         // The floor: the first round sleeps, the rest do
                         // nothing.
                         Coordination::Floor if round == 0 => {
-                            tokio::spawn(async move { init.await.id })
+                            tokio::spawn(async move { init().await.id })
                         }
                         Coordination::Floor => tokio::spawn(async move { key }),
                         // The ideal: the first round sleeps and sends, the
@@ -280,7 +302,7 @@ impl<C: AsyncInitCache> AsyncColdKeys<C> {
                         Coordination::Ideal if round == 0 => {
                             let tx = channels[i as usize].0.take().expect("one sender per key");
                             tokio::spawn(async move {
-                                let id = init.await.id;
+                                let id = init().await.id;
                                 tx.send_replace(Some(id));
                                 id
                             })

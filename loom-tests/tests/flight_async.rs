@@ -88,7 +88,7 @@ fn exactly_one_load(tasks: usize, fault: FlightFault) {
             let cache = Arc::clone(&cache);
             let inits = Arc::clone(&inits);
             move || {
-                block_on(cache.get_or_init_async(&1, async {
+                block_on(cache.get_or_init_async(&1, || async {
                     inits.fetch_add(1, Ordering::SeqCst);
                     YieldOnce(false).await;
                     Arc::new(42)
@@ -149,7 +149,7 @@ fn cancelled_leader_hands_over(waiters: usize, fault: FlightFault) {
                 let cache = Arc::clone(&cache);
                 let loads = Arc::clone(&loads);
                 thread::spawn(move || {
-                    block_on(cache.get_or_init_async(&1, async {
+                    block_on(cache.get_or_init_async(&1, || async {
                         loads.fetch_add(1, Ordering::SeqCst);
                         Arc::new(2)
                     }))
@@ -157,7 +157,7 @@ fn cancelled_leader_hands_over(waiters: usize, fault: FlightFault) {
             })
             .collect();
         {
-            let leader = cache.get_or_init_async(&1, async {
+            let leader = cache.get_or_init_async(&1, || async {
                 YieldOnce(false).await;
                 unreachable!("the cancelled leader is never polled again")
             });
@@ -219,7 +219,7 @@ fn sync_and_async_share(fault: FlightFault) {
                 })
             })
         };
-        let mine = block_on(cache.get_or_init_async(&1, async {
+        let mine = block_on(cache.get_or_init_async(&1, || async {
             inits.fetch_add(1, Ordering::SeqCst);
             YieldOnce(false).await;
             Arc::new(7)

@@ -13,9 +13,11 @@
 //! - Only the leader boxes: the steps it runs after registering (the
 //!   re-check, the loader, publishing) are one boxed future, built when it
 //!   becomes the leader. Every caller's future is one hand-written
-//!   [`LoadAsync`] holding its arguments (the user's loader future once, not
-//!   yet pinned), a `Wait` and one pointer: no nested `async fn` levels
-//!   that would each hold (and move) their own copy of the loader.
+//!   [`LoadAsync`] holding its arguments (the user's init once: the caches
+//!   pass the closure that makes the loader's future, which is called
+//!   inside the leader's box, so no caller's future carries the loader's
+//!   future), a `Wait` and one pointer: no nested `async fn` levels that
+//!   would each hold (and move) their own copy of the init.
 //! - The lookup comes first, when the caller's method is called, before
 //!   any future exists: a hit returns [`Looked::Hit`], a ready output and
 //!   nothing else (no flight state, no flight lock, no allocation, no copy
@@ -58,7 +60,8 @@ use crate::sync::{self, Arc};
 
 /// What one async caller that missed brings to
 /// [`FlightGroup::load_async`]: a context `cx` (the cache, a `Copy`
-/// reference), the key's hash, its init future, and closures that get the
+/// reference), the key's hash, its init (the user's closure that makes the
+/// loader's future), and closures that get the
 /// context, the key and its hash as arguments instead of capturing them, so
 /// that the future holds each of those once and the closures are (usually)
 /// zero-sized.
@@ -67,7 +70,7 @@ pub(crate) struct Caller<C, I, M, L, F, P, D> {
     pub(crate) cx: C,
     /// The key's hash under the cache's hasher.
     pub(crate) hash: u64,
-    /// The caller's init future, handed to `load` if it runs.
+    /// The caller's init, handed to `load` if it runs.
     pub(crate) init: I,
     /// Builds the owned key, only if no flight of the key is found.
     pub(crate) make_key: M,
@@ -184,17 +187,17 @@ enum Step<V, LF> {
 
 /// The future of [`FlightGroup::load_async`].
 ///
-/// Hand-written, so that the user's loader future sits in it once,
-/// unpinned (inside `start`), until this caller leads and moves it into the
-/// leader's box; a waiter never boxes. It is `Unpin` (declared below): no
+/// Hand-written, so that the user's init sits in it once, unpinned, until
+/// this caller leads and moves it into the leader's box; a waiter never
+/// boxes. It is `Unpin` (declared below): no
 /// field is ever pinned in place, the loader is pinned only inside its box.
 struct LoadAsync<'a, 'k, K, V, Q: ?Sized, C, I, M, S, LF, D> {
     group: &'a FlightGroup<K, V>,
     key: &'k Q,
     hash: u64,
     cx: C,
-    /// The user's init future, not pinned until it moves into the leader's
-    /// box.
+    /// The user's init, not pinned: it moves into the leader's box, where
+    /// `load` makes the loader's future from it.
     init: Option<I>,
     make_key: M,
     /// Builds the leader's future (holds the loader, the re-check and the

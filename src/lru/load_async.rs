@@ -14,10 +14,10 @@ use crate::flight::{Caller, Looked, Source};
 use crate::sync::Arc;
 
 impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
-    /// The value of `key`; on a miss, awaits `load` once however many
-    /// callers, sync or async, miss the same key at the same time, caches
-    /// its value and returns it to all of them: the async form of
-    /// [`get_or_load`](Self::get_or_load).
+    /// The value of `key`; on a miss, awaits the future `load()` returns,
+    /// once however many callers, sync or async, miss the same key at the
+    /// same time, caches its value and returns it to all of them: the async
+    /// form of [`get_or_load`](Self::get_or_load).
     ///
     /// A caller that finds a load of the key in progress waits as a future
     /// (its waker registered with the load), never blocking its thread. The
@@ -25,9 +25,13 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
     /// the future is first polled: a hit is counted and marks its entry
     /// used at the call, and returns a future that is ready at once and
     /// holds only the value (nothing allocated or registered, `load`
-    /// dropped). The owned key is built (`Q::to_owned`) only on a miss. `load` is polled only by the caller that loads; the others drop
-    /// theirs unpolled. The returned future is `Send` when `K`, `V`, `Q`
-    /// and `load` are. Counts a hit or a miss, and a load for the caller
+    /// dropped uncalled). The owned key is built (`Q::to_owned`) only on a
+    /// miss. `load` is called, and its future polled, only by the caller
+    /// that loads; the others drop theirs uncalled. So what a call costs
+    /// does not grow with the loader's future: the returned future holds
+    /// the closure, never that future, until this caller loads. The
+    /// returned future is `Send` when `K`, `V`, `Q`, `load` and its future
+    /// are. Counts a hit or a miss, and a load for the caller
     /// whose loader ran, as the sync form does.
     ///
     /// # Cancellation
@@ -40,8 +44,9 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
     ///
     /// # Panics
     ///
-    /// If `load` panics, the panic reaches this caller only and a waiting
-    /// caller loads. If `load`, while it is being polled, asks this cache
+    /// If `load` or its future panics, the panic reaches this caller only
+    /// and a waiting caller loads. If the loader's future, while it is
+    /// being polled, asks this cache
     /// for the same key, that inner call panics (`larder: re-entrant load`).
     /// Panics if the eviction listener panics.
     ///
@@ -56,23 +61,21 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
     /// ```
     /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
     /// let cache: larder::LruCache<String, usize> = larder::LruCache::new(16);
-    /// let value = cache.get_or_load_async("answer", async { 42 }).await;
+    /// let value = cache.get_or_load_async("answer", || async { 42 }).await;
     /// assert_eq!(value, 42);
-    /// let again = cache.get_or_load_async("answer", async { unreachable!("cached") }).await;
+    /// let again = cache.get_or_load_async("answer", || async { unreachable!("cached") }).await;
     /// assert_eq!(again, 42);
     /// let stats = cache.stats();
     /// assert_eq!((stats.hits, stats.misses, stats.loads), (1, 1, 1));
     /// # });
     /// ```
-    pub fn get_or_load_async<Q>(
-        &self,
-        key: &Q,
-        load: impl Future<Output = V>,
-    ) -> impl Future<Output = V>
+    pub fn get_or_load_async<Q, F, Fut>(&self, key: &Q, load: F) -> impl Future<Output = V>
     where
         K: Borrow<Q>,
         Q: ?Sized + Hash + Eq + ToOwned<Owned = K>,
         V: Clone,
+        F: FnOnce() -> Fut,
+        Fut: Future<Output = V>,
     {
         self.load_async_with(key, load, Ok::<V, Infallible>, |outcome| match outcome {
             Ok(value) => value,
@@ -102,26 +105,28 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
     /// ```
     /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
     /// let cache = larder::LruCache::<u32, String>::new(16);
-    /// let err = cache.try_get_or_load_async(&1, async { Err("database down") }).await;
+    /// let err = cache.try_get_or_load_async(&1, || async { Err("database down") }).await;
     /// assert_eq!(*err.unwrap_err(), "database down");
     /// assert!(!cache.contains_key(&1)); // errors are not cached
     /// let ok = cache
-    ///     .try_get_or_load_async(&1, async { Ok::<_, &str>("row 1".to_string()) })
+    ///     .try_get_or_load_async(&1, || async { Ok::<_, &str>("row 1".to_string()) })
     ///     .await;
     /// assert_eq!(ok.unwrap().as_str(), "row 1");
     /// assert_eq!(cache.stats().load_failures, 1);
     /// # });
     /// ```
-    pub fn try_get_or_load_async<Q, E>(
+    pub fn try_get_or_load_async<Q, E, F, Fut>(
         &self,
         key: &Q,
-        load: impl Future<Output = Result<V, E>>,
+        load: F,
     ) -> impl Future<Output = Result<V, Arc<E>>>
     where
         K: Borrow<Q>,
         Q: ?Sized + Hash + Eq + ToOwned<Owned = K>,
         V: Clone,
         E: Send + Sync + 'static,
+        F: FnOnce() -> Fut,
+        Fut: Future<Output = Result<V, E>>,
     {
         self.load_async_with(key, load, identity, identity)
     }
@@ -130,15 +135,16 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
     /// called: a hit returns a ready future holding the value and nothing
     /// else (nothing registered or allocated, `load` dropped at once); a
     /// miss returns the flight protocol's future, where a waiter allocates
-    /// nothing and only the leader boxes its loader's state. `lift` turns the
-    /// loader's output into a `Result` inside the leader's box (so the
-    /// future holds `load` as it is, not wrapped in another `async` block);
-    /// `finish` shapes the outcome (the infallible form unwraps it).
-    fn load_async_with<'a, Q, E, L, O>(
+    /// nothing and only the leader boxes its loader's state. The loader's
+    /// future is made (`load()`) inside the leader's box, where `lift` turns
+    /// its output into a `Result`: every other caller's future holds only
+    /// the closure; `finish` shapes the outcome (the infallible form
+    /// unwraps it).
+    fn load_async_with<'a, Q, E, L, Fut, O>(
         &'a self,
         key: &Q,
         load: L,
-        lift: impl Fn(L::Output) -> Result<V, E> + Copy,
+        lift: impl Fn(Fut::Output) -> Result<V, E> + Copy,
         finish: impl Fn(Result<V, Arc<E>>) -> O + Copy,
     ) -> impl Future<Output = O>
     where
@@ -146,7 +152,8 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
         Q: ?Sized + Hash + Eq + ToOwned<Owned = K>,
         V: Clone,
         E: Send + Sync + 'static,
-        L: Future,
+        L: FnOnce() -> Fut,
+        Fut: Future,
     {
         // The closures capture only `lift` and `finish` (zero-sized for both
         // callers): the cache, the key and the hash come in as arguments, so
@@ -164,7 +171,7 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
             // Counts this run once, as the loader returns; a panic or a
             // drop mid-load (cancellation) counts a failure.
             let run = LoadRun::start(cache, hash);
-            let result = lift(load.await);
+            let result = lift(load().await);
             run.finish(&result);
             result
         };

@@ -303,7 +303,8 @@ where
         )
     }
 
-    /// The `V` under `key`, awaiting `init` to create it if there is none:
+    /// The `V` under `key`, awaiting the future `init()` returns to create
+    /// it if there is none:
     /// the async form of [`get_or_init`](AnyCache::get_or_init), with the
     /// guarantees, cancellation and re-entrancy rules of
     /// [`TypedCache::get_or_init_async`](crate::TypedCache::get_or_init_async).
@@ -318,22 +319,24 @@ where
     ///
     /// # Panics
     ///
-    /// Resumes `init`'s panic in this caller only; panics with a re-entrant
-    /// load message if `init`, while polled, asks this cache for the same
-    /// key and type.
+    /// Resumes the panic of `init` or its future in this caller only;
+    /// panics with a re-entrant load message if the init's future, while
+    /// polled, asks this cache for the same key and type.
     ///
     /// # Examples
     ///
     /// ```
     /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
     /// let cache: larder::AnyCache<String> = larder::AnyCache::new();
-    /// let pi = cache.get_or_init_async("pi", async { 3.14_f64 }).await;
-    /// let again = cache.get_or_init_async::<f64, _>("pi", async { unreachable!() }).await;
+    /// let pi = cache.get_or_init_async("pi", || async { 3.14_f64 }).await;
+    /// let again = cache.get_or_init_async::<f64, _, _, _>("pi", || async { unreachable!() }).await;
     /// assert!(std::sync::Arc::ptr_eq(&pi, &again));
     /// # });
     /// ```
-    pub async fn get_or_init_async<V, Q>(&self, key: &Q, init: impl Future<Output = V>) -> Arc<V>
+    pub async fn get_or_init_async<V, Q, F, Fut>(&self, key: &Q, init: F) -> Arc<V>
     where
+        F: FnOnce() -> Fut,
+        Fut: Future<Output = V>,
         V: Send + Sync + 'static,
         K: Borrow<Q> + Sync,
         Q: ?Sized + Hash + Eq + Sync + ToOwned<Owned = K>,
@@ -376,18 +379,20 @@ where
     /// ```
     /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
     /// let cache: larder::AnyCache<String> = larder::AnyCache::new();
-    /// let port = cache.get_or_try_init_async("port", async { "80a".parse::<u16>() }).await;
+    /// let port = cache.get_or_try_init_async("port", || async { "80a".parse::<u16>() }).await;
     /// assert!(port.is_err());
-    /// let port = cache.get_or_try_init_async("port", async { "80".parse::<u16>() }).await;
+    /// let port = cache.get_or_try_init_async("port", || async { "80".parse::<u16>() }).await;
     /// assert_eq!(*port.unwrap(), 80);
     /// # });
     /// ```
-    pub async fn get_or_try_init_async<V, E, Q>(
+    pub async fn get_or_try_init_async<V, E, Q, F, Fut>(
         &self,
         key: &Q,
-        init: impl Future<Output = Result<V, E>>,
+        init: F,
     ) -> Result<Arc<V>, Arc<E>>
     where
+        F: FnOnce() -> Fut,
+        Fut: Future<Output = Result<V, E>>,
         V: Send + Sync + 'static,
         E: Send + Sync + 'static,
         K: Borrow<Q> + Sync,

@@ -1,7 +1,7 @@
 //! The async forms of [`TypedCache::get_or_init`] and
-//! [`TypedCache::get_or_try_init`]: the init is a future, and a caller that
-//! finds another caller's init in progress waits as a future, never blocking
-//! its thread. One flight per key serves sync and async callers alike (see
+//! [`TypedCache::get_or_try_init`]: the init is a closure that returns a
+//! future, and a caller that finds another caller's init in progress waits
+//! as a future, never blocking its thread. One flight per key serves sync and async callers alike (see
 //! `crate::flight`). The `AnyCache` forms are in `any.rs`.
 
 use std::borrow::Borrow;
@@ -18,9 +18,10 @@ where
     V: Clone,
     S: BuildHasher + Clone,
 {
-    /// The value of `key`, awaiting `init` to create it if there is none:
-    /// the async form of [`get_or_init`](TypedCache::get_or_init), for
-    /// callers on an async runtime.
+    /// The value of `key`, awaiting the future `init()` returns to create
+    /// it if there is none: the async form of
+    /// [`get_or_init`](TypedCache::get_or_init), for callers on an async
+    /// runtime.
     ///
     /// Among concurrent callers for one key that find no value, sync or
     /// async, exactly one runs its init; the async others wait without
@@ -29,11 +30,14 @@ where
     /// reference) when this method is called, not when the future is first
     /// polled: a hit is counted at the call and returns a future that is
     /// ready at once and holds only the value (nothing allocated or
-    /// registered, `init` dropped); the owned key is built (`Q::to_owned`)
-    /// only on a miss.
-    /// `init` is polled only if this caller runs the init; otherwise it is
-    /// dropped unpolled. The returned future is `Send` when `K`, `V`, `Q`
-    /// and `init` are.
+    /// registered, `init` dropped uncalled); the owned key is built
+    /// (`Q::to_owned`) only on a miss. `init` is called, and its future
+    /// polled, only if this caller runs the init; otherwise it is dropped
+    /// uncalled. So what a call costs does not grow with the init's future:
+    /// the returned future holds the closure, never that future, until this
+    /// caller runs the init (the future is then made in the box the running
+    /// init lives in). The returned future is `Send` when `K`, `V`, `Q`,
+    /// `init` and its future are.
     ///
     /// # Cancellation
     ///
@@ -46,9 +50,9 @@ where
     ///
     /// # Panics
     ///
-    /// - If `init` panics, the panic resumes in this caller only; the key is
-    ///   released and a waiting caller runs its own init.
-    /// - If `init`, while it is being polled, asks this cache for the same
+    /// - If `init` or its future panics, the panic resumes in this caller
+    ///   only; the key is released and a waiting caller runs its own init.
+    /// - If the init's future, while it is being polled, asks this cache for the same
     ///   key (awaiting `get_or_init_async`, or calling `get_or_init`), that
     ///   inner call panics with a message starting `larder: re-entrant load`.
     ///
@@ -74,7 +78,7 @@ where
     ///         tokio::spawn(async move {
     ///             // Borrowed `&str` key: the `String` is built only on a miss.
     ///             cache
-    ///                 .get_or_init_async("users", async {
+    ///                 .get_or_init_async("users", || async {
     ///                     tokio::task::yield_now().await; // an async fetch
     ///                     "id,name".to_string()
     ///                 })
@@ -88,14 +92,12 @@ where
     /// assert_eq!(cache.stats().inits, 1);
     /// # });
     /// ```
-    pub fn get_or_init_async<Q>(
-        &self,
-        key: &Q,
-        init: impl Future<Output = V>,
-    ) -> impl Future<Output = V>
+    pub fn get_or_init_async<Q, F, Fut>(&self, key: &Q, init: F) -> impl Future<Output = V>
     where
         K: Borrow<Q>,
         Q: ?Sized + Hash + Eq + ToOwned<Owned = K>,
+        F: FnOnce() -> Fut,
+        Fut: Future<Output = V>,
     {
         // The raw future itself, no level of our own: it looks the key up
         // first (a hit builds no flight state and polls no inner future).
@@ -112,8 +114,8 @@ where
         )
     }
 
-    /// The value of `key`, awaiting the fallible `init` to create it if
-    /// there is none: the async form of
+    /// The value of `key`, awaiting the fallible future `init()` returns to
+    /// create it if there is none: the async form of
     /// [`get_or_try_init`](TypedCache::get_or_try_init), exactly once among
     /// concurrent callers as [`get_or_init_async`](TypedCache::get_or_init_async).
     ///
@@ -142,27 +144,29 @@ where
     /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
     /// let cache: TypedCache<String, u16> = TypedCache::new();
     /// let err = cache
-    ///     .get_or_try_init_async("port", async { "80a".parse::<u16>() })
+    ///     .get_or_try_init_async("port", || async { "80a".parse::<u16>() })
     ///     .await
     ///     .unwrap_err();
     /// assert!(err.to_string().contains("invalid digit"));
     /// assert!(!cache.contains_key("port")); // the error was not cached
     /// let port = cache
-    ///     .get_or_try_init_async("port", async { "80".parse::<u16>() })
+    ///     .get_or_try_init_async("port", || async { "80".parse::<u16>() })
     ///     .await
     ///     .unwrap();
     /// assert_eq!(port, 80);
     /// # });
     /// ```
-    pub fn get_or_try_init_async<Q, E>(
+    pub fn get_or_try_init_async<Q, E, F, Fut>(
         &self,
         key: &Q,
-        init: impl Future<Output = Result<V, E>>,
+        init: F,
     ) -> impl Future<Output = Result<V, Arc<E>>>
     where
         K: Borrow<Q>,
         Q: ?Sized + Hash + Eq + ToOwned<Owned = K>,
         E: Send + Sync + 'static,
+        F: FnOnce() -> Fut,
+        Fut: Future<Output = Result<V, E>>,
     {
         self.raw.get_or_try_init_async(
             key,

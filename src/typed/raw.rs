@@ -340,12 +340,12 @@ where
     /// key on a miss; `lift` turns the init's output into a `Result`;
     /// `finish` shapes the outcome (the infallible forms
     /// unwrap it), so the public forms need no future level of their own.
-    pub(crate) fn get_or_try_init_async<'a, Q, E, F, R, P, O>(
+    pub(crate) fn get_or_try_init_async<'a, Q, E, F, Fut, R, P, O>(
         &'a self,
         key: &Q,
         make_key: impl Fn(&Q) -> K + Copy,
         init: F,
-        lift: impl Fn(F::Output) -> Result<V, E> + Copy,
+        lift: impl Fn(Fut::Output) -> Result<V, E> + Copy,
         project: P,
         finish: impl Fn(Result<R, Arc<E>>) -> O + Copy,
     ) -> impl std::future::Future<Output = O> + Unpin
@@ -353,7 +353,8 @@ where
         K: Borrow<Q>,
         Q: Hash + Eq + ?Sized,
         E: Send + Sync + 'static,
-        F: std::future::Future,
+        F: FnOnce() -> Fut,
+        Fut: std::future::Future,
         P: Fn(&V) -> R + Copy,
     {
         let hash = self.hasher.hash_one(key);
@@ -363,10 +364,11 @@ where
         // The closures capture only `project`, `make_key`, `lift` and
         // `finish` (zero-sized for every caller in the crate but `AnyCache`'s
         // `make_key`): the cache, the key and the hash come in as arguments,
-        // so the future holds them once. `lift` maps the init's output
-        // inside the leader's box, so the caller's future holds the user's
-        // init future as it is (no wrapping `async` block, which would hold
-        // it twice: once captured, once being awaited).
+        // so the future holds them once. The caller's future holds the
+        // user's init *closure*, not its future: the init future is made
+        // (and `lift` maps its output) inside the leader's box only, so a
+        // hit's future, and a waiter's, stay as small as the closure
+        // whatever the size of the init's future.
         // The re-check returns, on a miss, the shard's write generation it
         // saw: an insert or invalidation after that point wins over the init.
         let lookup = |raw: &'a Self, key: &Q, hash: u64| {
@@ -388,7 +390,7 @@ where
                 stats: &raw.stats,
                 armed: true,
             };
-            let result = lift(init.await);
+            let result = lift(init().await);
             failure.armed = result.is_err();
             result
         };
