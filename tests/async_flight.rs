@@ -645,9 +645,9 @@ fn an_expired_entry_is_initialized_again() {
 }
 
 /// The lookup runs when the method is called: a hit is counted, and its
-/// init future dropped, before the returned future is polled, and that
-/// future is then ready without touching the cache again (an invalidation
-/// in between does not change what it returns). A miss is counted at the
+/// init closure dropped uncalled, before the returned future is polled,
+/// and that future is then ready without touching the cache again (an
+/// invalidation in between does not change what it returns). A miss is counted at the
 /// call too, and registers nothing until polled.
 #[test]
 fn the_lookup_runs_when_the_method_is_called() {
