@@ -785,3 +785,23 @@ fn only_the_leader_calls_its_init_closure() {
         assert_eq!(typed.stats().waits, 2);
     });
 }
+
+/// An `async` closure is an init too, in a spawned (so `Send`) task as well.
+#[test]
+fn async_closures_are_inits() {
+    within("async_closures_are_inits", 2, async {
+        let typed: Arc<TypedCache<String, usize>> = Arc::new(TypedCache::new());
+        let name = String::from("four");
+        assert_eq!(
+            typed.get_or_init_async("k", async move || name.len()).await,
+            4
+        );
+        let lru: Arc<LruCache<u32, u32>> = Arc::new(LruCache::new(4));
+        let task = tokio::spawn({
+            let lru = Arc::clone(&lru);
+            async move { lru.get_or_load_async(&1, async || 10).await }
+        });
+        assert_eq!(task.await.unwrap(), 10);
+        assert_eq!(lru.get(&1), Some(10));
+    });
+}
