@@ -69,6 +69,7 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
     /// assert_eq!((stats.hits, stats.misses, stats.loads), (1, 1, 1));
     /// # });
     /// ```
+    #[inline(always)]
     pub fn get_or_load_async<Q, F, Fut>(&self, key: &Q, load: F) -> impl Future<Output = V>
     where
         K: Borrow<Q>,
@@ -115,6 +116,7 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
     /// assert_eq!(cache.stats().load_failures, 1);
     /// # });
     /// ```
+    #[inline(always)]
     pub fn try_get_or_load_async<Q, E, F, Fut>(
         &self,
         key: &Q,
@@ -140,8 +142,9 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
     /// its output into a `Result`: every other caller's future holds only
     /// the closure; `finish` shapes the outcome (the infallible form
     /// unwraps it).
-    fn load_async_with<'a, Q, E, L, Fut, O>(
-        &'a self,
+    #[inline(always)]
+    fn load_async_with<Q, E, L, Fut, O>(
+        &self,
         key: &Q,
         load: L,
         lift: impl Fn(Fut::Output) -> Result<V, E> + Copy,
@@ -155,13 +158,37 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
         L: FnOnce() -> Fut,
         Fut: Future,
     {
-        // The closures capture only `lift` and `finish` (zero-sized for both
-        // callers): the cache, the key and the hash come in as arguments, so
-        // the future holds them once.
         let hash = self.hash(key);
         if let Some(value) = self.lookup(hash, key) {
             return Looked::Hit(Some(finish(Ok(value))));
         }
+        Looked::Miss(self.miss_async(hash, key, load, lift, finish))
+    }
+
+    /// The miss half of [`load_async_with`](Self::load_async_with): the
+    /// flight protocol's future. Out of line and `#[cold]`, so that the hit
+    /// half, forced inline, stays a lookup and a ready future in the
+    /// caller's own code (see `TypedCache`'s `miss_async`).
+    #[cold]
+    fn miss_async<'a, Q, E, L, Fut, O>(
+        &'a self,
+        hash: u64,
+        key: &Q,
+        load: L,
+        lift: impl Fn(Fut::Output) -> Result<V, E> + Copy,
+        finish: impl Fn(Result<V, Arc<E>>) -> O + Copy,
+    ) -> impl Future<Output = O> + Unpin
+    where
+        K: Borrow<Q>,
+        Q: ?Sized + Hash + Eq + ToOwned<Owned = K>,
+        V: Clone,
+        E: Send + Sync + 'static,
+        L: FnOnce() -> Fut,
+        Fut: Future,
+    {
+        // The closures capture only `lift` and `finish` (zero-sized for both
+        // callers): the cache, the key and the hash come in as arguments, so
+        // the future holds them once.
         // Re-check after registering: a flight that ended between our miss
         // and our registration has published its value.
         let lookup = |cache: &'a Self, key: &Q, hash: u64| {
@@ -192,7 +219,7 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
             }
             finish(outcome)
         };
-        Looked::Miss(self.flights.load_async(
+        self.flights.load_async(
             key,
             Caller {
                 cx: self,
@@ -204,6 +231,6 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
                 publish,
                 done,
             },
-        ))
+        )
     }
 }

@@ -92,6 +92,7 @@ where
     /// assert_eq!(cache.stats().inits, 1);
     /// # });
     /// ```
+    #[inline(always)]
     pub fn get_or_init_async<Q, F, Fut>(&self, key: &Q, init: F) -> impl Future<Output = V>
     where
         K: Borrow<Q>,
@@ -156,6 +157,7 @@ where
     /// assert_eq!(port, 80);
     /// # });
     /// ```
+    #[inline(always)]
     pub fn get_or_try_init_async<Q, E, F, Fut>(
         &self,
         key: &Q,

@@ -340,8 +340,15 @@ where
     /// key on a miss; `lift` turns the init's output into a `Result`;
     /// `finish` shapes the outcome (the infallible forms
     /// unwrap it), so the public forms need no future level of their own.
-    pub(crate) fn get_or_try_init_async<'a, Q, E, F, Fut, R, P, O>(
-        &'a self,
+    ///
+    /// Forced inline, as are the public forms over it, with the miss half
+    /// out of line (`miss_async`): left to the compiler, the whole call
+    /// stayed one out-of-line function, and an awaited hit took 1.4x-1.9x
+    /// the time of a sync hit in the same loop (a single-thread probe over
+    /// 10,000 warm keys); inlined, 0.98x-1.15x.
+    #[inline(always)]
+    pub(crate) fn get_or_try_init_async<Q, E, F, Fut, R, P, O>(
+        &self,
         key: &Q,
         make_key: impl Fn(&Q) -> K + Copy,
         init: F,
@@ -361,6 +368,33 @@ where
         if let Some(found) = self.hit(hash, key, project) {
             return Looked::Hit(Some(finish(Ok(found))));
         }
+        Looked::Miss(self.miss_async(hash, key, make_key, init, lift, project, finish))
+    }
+
+    /// The miss half of [`get_or_try_init_async`](Self::get_or_try_init_async):
+    /// the flight protocol's future. Out of line and `#[cold]`, so that the
+    /// hit half, forced inline, stays a lookup and a ready future in the
+    /// caller's own code.
+    #[cold]
+    #[allow(clippy::too_many_arguments)]
+    fn miss_async<'a, Q, E, F, Fut, R, P, O>(
+        &'a self,
+        hash: u64,
+        key: &Q,
+        make_key: impl Fn(&Q) -> K + Copy,
+        init: F,
+        lift: impl Fn(Fut::Output) -> Result<V, E> + Copy,
+        project: P,
+        finish: impl Fn(Result<R, Arc<E>>) -> O + Copy,
+    ) -> impl std::future::Future<Output = O> + Unpin
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ?Sized,
+        E: Send + Sync + 'static,
+        F: FnOnce() -> Fut,
+        Fut: std::future::Future,
+        P: Fn(&V) -> R + Copy,
+    {
         // The closures capture only `project`, `make_key`, `lift` and
         // `finish` (zero-sized for every caller in the crate but `AnyCache`'s
         // `make_key`): the cache, the key and the hash come in as arguments,
@@ -409,7 +443,7 @@ where
             }
             finish(outcome.map(|value| project(&value)))
         };
-        Looked::Miss(self.flights.load_async(
+        self.flights.load_async(
             key,
             Caller {
                 cx: self,
@@ -421,7 +455,7 @@ where
                 publish,
                 done,
             },
-        ))
+        )
     }
 
     /// The hit path of the async forms: a live entry's projection (counted
