@@ -31,8 +31,8 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
     /// does not grow with the loader's future: the returned future holds
     /// the closure, never that future, until this caller loads. The
     /// returned future is `Send` when `K`, `V`, `Q`, `load` and its future
-    /// are. Counts a hit or a miss, and a load for the caller
-    /// whose loader ran, as the sync form does.
+    /// are. Counts a hit or a miss, and a load for the caller whose loader
+    /// ran, as the sync form does.
     ///
     /// # Cancellation
     ///
@@ -46,9 +46,9 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
     ///
     /// If `load` or its future panics, the panic reaches this caller only
     /// and a waiting caller loads. If the loader's future, while it is
-    /// being polled, asks this cache
-    /// for the same key, that inner call panics (`larder: re-entrant load`).
-    /// Panics if the eviction listener panics.
+    /// being polled, asks this cache for the same key, that inner call
+    /// panics (`larder: re-entrant load`). Panics if the eviction listener
+    /// panics.
     ///
     /// # Deadlocks
     ///

@@ -1,8 +1,9 @@
 //! The async forms of [`TypedCache::get_or_init`] and
 //! [`TypedCache::get_or_try_init`]: the init is a closure that returns a
 //! future, and a caller that finds another caller's init in progress waits
-//! as a future, never blocking its thread. One flight per key serves sync and async callers alike (see
-//! `crate::flight`). The `AnyCache` forms are in `any.rs`.
+//! as a future, never blocking its thread. One flight per key serves sync
+//! and async callers alike (see `crate::flight`). The `AnyCache` forms are
+//! in `any.rs`.
 
 use std::borrow::Borrow;
 use std::convert::{Infallible, identity};
@@ -52,9 +53,10 @@ where
     ///
     /// - If `init` or its future panics, the panic resumes in this caller
     ///   only; the key is released and a waiting caller runs its own init.
-    /// - If the init's future, while it is being polled, asks this cache for the same
-    ///   key (awaiting `get_or_init_async`, or calling `get_or_init`), that
-    ///   inner call panics with a message starting `larder: re-entrant load`.
+    /// - If the init's future, while it is being polled, asks this cache
+    ///   for the same key (awaiting `get_or_init_async`, or calling
+    ///   `get_or_init`), that inner call panics with a message starting
+    ///   `larder: re-entrant load`.
     ///
     /// # Deadlocks
     ///
