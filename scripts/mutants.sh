@@ -41,6 +41,8 @@ selection() {
         flight_async flight_waiters typed" ;;
     src/lru/cache.rs | src/lru/write.rs)
       echo "lru:: | lru lru_hostile lru_weights lru_stress lru_hit_ratio cache_stats async_flight | lru lru_resize lru_weights flight_waiters" ;;
+    src/lru/load.rs | src/lru/load_async.rs)
+      echo "lru:: flight:: | async_flight cache_stats lru lru_hostile | flight_async flight_waiters lru" ;;
     src/lru/s3fifo.rs | src/lru/ghost.rs | src/lru/core.rs | src/lru/clock.rs)
       echo "lru:: | lru lru_hostile lru_weights lru_stress lru_hit_ratio lru_offline_refs cache_stats | lru lru_resize lru_weights" ;;
     src/indexed/core.rs)

@@ -805,3 +805,41 @@ fn async_closures_are_inits() {
         assert_eq!(lru.get(&1), Some(10));
     });
 }
+
+/// The LRU's async form counts a joined waiter as a wait (and its miss),
+/// the leader as a load, as the sync form does.
+#[test]
+fn lru_async_waiters_count_as_waits() {
+    within("lru_async_waiters_count_as_waits", 0, async {
+        let lru: Arc<LruCache<u32, u32>> = Arc::new(LruCache::new(8));
+        let gate = Arc::new(Notify::new());
+        let leader = tokio::spawn({
+            let (lru, gate) = (Arc::clone(&lru), Arc::clone(&gate));
+            async move {
+                lru.get_or_load_async(&1, || async move {
+                    gate.notified().await;
+                    10
+                })
+                .await
+            }
+        });
+        settle(4).await;
+        let waiters: Vec<_> = (0..2)
+            .map(|_| {
+                let lru = Arc::clone(&lru);
+                tokio::spawn(async move { lru.get_or_load_async(&1, || async { 0 }).await })
+            })
+            .collect();
+        settle(4).await;
+        gate.notify_one();
+        assert_eq!(leader.await.unwrap(), 10);
+        for waiter in waiters {
+            assert_eq!(waiter.await.unwrap(), 10);
+        }
+        let stats = lru.stats();
+        assert_eq!(
+            (stats.misses, stats.loads, stats.waits, stats.hits),
+            (3, 1, 2, 0)
+        );
+    });
+}

@@ -782,6 +782,13 @@ fn emptiness_length_and_debug_follow_the_entries() {
     cache.clear();
     assert!(cache.is_empty());
     assert_eq!(cache.stats().len, 0);
+    // The loading wrapper shows its cache.
+    let loading: LoadingLruCache<u32, u32> = LruCache::with_loader(8, |key: &u32| *key);
+    loading.get_or_load(&3);
+    let debug = format!("{loading:?}");
+    for part in ["LoadingLruCache", "LruCache", "len: 1", "capacity: 8"] {
+        assert!(debug.contains(part), "{debug}");
+    }
 }
 
 /// With a listener, `insert` and `remove` hand the listener the value they
