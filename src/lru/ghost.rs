@@ -69,26 +69,51 @@ impl Bucket {
             .fold(0, |mask, (i, &p)| mask | (u32::from(p == print) << i))
     }
 
+    /// Whether any place holds `print`: the cheap first test. The compiler
+    /// reduces this fold to four vector compares and one mask extraction
+    /// (16 instructions), where [`matches`](Self::matches) builds its mask
+    /// place by place (about 40); most tests find nothing, so the mask is
+    /// built only once this says there is a place to find. Out of line on
+    /// purpose: inlined into `push` and `take`, the same fold compiled to
+    /// about 30 scalar instructions. Counted with callgrind over the goal
+    /// trace of `docs/lru.md`: 10% fewer instructions per operation for the
+    /// whole `S3Fifo` cache.
+    #[inline(never)]
+    fn holds(&self, print: u32) -> bool {
+        self.0.iter().fold(0, |any, &p| any | u32::from(p == print)) != 0
+    }
+
     /// Writes `print` in front among the first `ways` places, shifting the
     /// newer places up to its old place, or else the first free one, or
     /// else the oldest (which is forgotten).
     #[inline]
     fn push(&mut self, print: u32, ways: usize) {
-        let within = (1u32 << ways) - 1;
-        let mut at = self.matches(print);
-        if at == 0 {
-            at = self.matches(FREE) & within;
-        }
-        let at = if at == 0 {
-            ways - 1
+        let at = if self.holds(print) {
+            self.matches(print).trailing_zeros() as usize
         } else {
-            at.trailing_zeros() as usize
+            // Places past `ways` are free but unused: look within.
+            let free = if self.holds(FREE) {
+                self.matches(FREE) & ((1u32 << ways) - 1)
+            } else {
+                0
+            };
+            if free == 0 {
+                ways - 1
+            } else {
+                free.trailing_zeros() as usize
+            }
         };
-        // Shift places 0..at up by one, branch-free over the whole line.
-        let old = self.0;
-        for i in 1..WAYS {
-            if i <= at {
-                self.0[i] = old[i - 1];
+        if at == WAYS - 1 {
+            // A full bucket forgetting its oldest, the steady state: one
+            // fixed-size move.
+            self.0.copy_within(0..WAYS - 1, 1);
+        } else {
+            // Shift places 0..at up by one, branch-free over the whole line.
+            let old = self.0;
+            for i in 1..WAYS {
+                if i <= at {
+                    self.0[i] = old[i - 1];
+                }
             }
         }
         self.0[0] = print;
@@ -180,10 +205,10 @@ impl Ghost {
             return false;
         };
         // No mask needed: places beyond `ways` are free, never `print`.
-        let found = bucket.matches(print);
-        if found == 0 {
+        if !bucket.holds(print) {
             return false;
         }
+        let found = bucket.matches(print);
         bucket.0[found.trailing_zeros() as usize] = FREE;
         true
     }
