@@ -58,9 +58,10 @@ struct Bucket([u32; WAYS]);
 const EMPTY_BUCKET: Bucket = Bucket([FREE; WAYS]);
 
 impl Bucket {
-    /// A bit per place holding `print`, place 0 in bit 0. Written to
-    /// compile to a few vector compares and one mask, without a branch per
-    /// place.
+    /// A bit per place holding `print`, place 0 in bit 0, without a branch
+    /// per place. The compiler vectorizes the compares but assembles the
+    /// mask lane by lane (about 40 instructions), so callers ask
+    /// [`holds`](Self::holds) first.
     #[inline]
     fn matches(&self, print: u32) -> u32 {
         self.0
