@@ -51,6 +51,8 @@ selection() {
       echo "snapshot:: | snapshot misuse | snapshot misuse" ;;
     src/ordered/partitioned.rs)
       echo "ordered:: | ordered ordered_hostile ordered_wait | ordered ordered_drain ordered_wait ordered_reshape" ;;
+    src/ordered/wait.rs)
+      echo "ordered:: | ordered_wait ordered ordered_hostile | ordered_wait" ;;
     *)
       echo "scripts/mutants.sh: no test selection for $1 (add it to \`selection\`)" >&2
       return 1 ;;
@@ -61,7 +63,7 @@ files=("$@")
 if [[ ${#files[@]} -eq 0 ]]; then
   files=(src/typed/raw.rs src/typed/core.rs src/flight/ src/sync.rs src/lru/cache.rs src/lru/write.rs
     src/lru/s3fifo.rs src/lru/ghost.rs src/lru/clock.rs src/lru/core.rs src/indexed/core.rs src/snapshot/
-    src/ordered/partitioned.rs)
+    src/ordered/partitioned.rs src/ordered/wait.rs)
 fi
 
 # A target directory of its own (MUTANTS_TARGET_DIR to choose another):

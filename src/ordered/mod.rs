@@ -723,3 +723,5 @@ where
 
 #[cfg(all(test, not(loom)))]
 mod tests;
+#[cfg(all(test, not(loom)))]
+mod wait_tests;

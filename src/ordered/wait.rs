@@ -333,6 +333,19 @@ impl Waiters {
     }
 }
 
+#[cfg(all(test, not(loom)))]
+impl Waiters {
+    /// Waiters registered now (for tests).
+    pub(crate) fn registered(&self) -> usize {
+        self.count.load(Ordering::Relaxed)
+    }
+
+    /// How many wake-ups there were (for tests).
+    pub(crate) fn epoch(&self) -> u64 {
+        self.list.lock().epoch
+    }
+}
+
 /// The future of the `*_async` forms: polls `attempt` and waits between
 /// polls as [`Waiters`] says.
 struct Waiting<'a, T, F> {
