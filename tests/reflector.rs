@@ -206,6 +206,21 @@ fn a_relist_delivers_the_exact_difference() {
     });
 }
 
+/// Waits, off the runtime's threads, until the reader thread has checked
+/// more than `n` snapshots (on a busy machine it may not have run at all).
+async fn reader_past(snapshots: &Arc<AtomicUsize>, n: usize) {
+    let snapshots = Arc::clone(snapshots);
+    tokio::task::spawn_blocking(move || {
+        let start = std::time::Instant::now();
+        while snapshots.load(Ordering::Relaxed) <= n {
+            assert!(start.elapsed() < LIMIT, "the reader thread never ran");
+            std::thread::yield_now();
+        }
+    })
+    .await
+    .unwrap();
+}
+
 #[test]
 fn no_reader_sees_a_half_applied_relist() {
     // Objects carry their generation; a relist moves every object to the
@@ -277,6 +292,7 @@ fn no_reader_sees_a_half_applied_relist() {
             })
         };
 
+        reader_past(&snapshots, 0).await;
         let (entered, entered_rx) = mpsc::channel();
         *gate_entered.lock().unwrap() = Some(entered);
         source.fail_watches(usize::MAX);
@@ -296,6 +312,9 @@ fn no_reader_sees_a_half_applied_relist() {
             "the store changed before the relist's swap"
         );
         assert_eq!(store.revision(), old_revision);
+        // The reader checks the store while the relist is held mid-way.
+        let checked = snapshots.load(Ordering::Relaxed);
+        reader_past(&snapshots, checked).await;
         release.send(()).unwrap();
         caught_up(&handle, &source).await;
         assert_eq!(sorted(&store), source.contents_sorted());
