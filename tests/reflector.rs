@@ -8,6 +8,8 @@
 
 #[path = "common/recorder.rs"]
 mod recorder;
+#[path = "common/reflecting.rs"]
+mod reflecting;
 #[path = "common/watchdog.rs"]
 mod watchdog;
 
@@ -18,65 +20,10 @@ use std::time::Duration;
 
 use larder::IndexedStore;
 use larder::reflector::{
-    Backoff, MemorySource, Reflector, ReflectorBuildError, ReflectorError, ReflectorHandle, Resync,
-    WaitError,
+    Backoff, MemorySource, Reflector, ReflectorBuildError, ReflectorError, Resync, WaitError,
 };
 use recorder::{Call, Recorder, Shared};
-
-const LIMIT: Duration = Duration::from_secs(30);
-
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(3)
-        .enable_all()
-        .build()
-        .unwrap()
-}
-
-/// Runs `f` on a runtime, failing the test by name if it takes over LIMIT.
-fn bounded<F: Future<Output = ()>>(name: &str, f: F) {
-    // A backstop if a blocked thread keeps the runtime from timing out.
-    let _watchdog = watchdog::arm(watchdog::STRESS_LIMIT);
-    runtime().block_on(async {
-        if tokio::time::timeout(LIMIT, f).await.is_err() {
-            panic!("{name}: did not finish within {LIMIT:?}");
-        }
-    });
-}
-
-fn fast() -> Backoff {
-    Backoff::new(Duration::from_millis(1), Duration::from_millis(5))
-}
-
-type Store = Arc<IndexedStore<String, u32>>;
-
-fn store() -> Store {
-    Arc::new(
-        IndexedStore::builder()
-            .index("parity", |v: &u32| {
-                [if v % 2 == 0 { "even" } else { "odd" }]
-            })
-            .build()
-            .unwrap(),
-    )
-}
-
-fn sorted(store: &Store) -> Vec<(String, u32)> {
-    let mut items: Vec<(String, u32)> = store.iter().map(|(k, v)| (k, *v)).collect();
-    items.sort();
-    items
-}
-
-async fn caught_up(handle: &ReflectorHandle, source: &MemorySource<String, u32>) {
-    handle
-        .wait_for_revision_timeout(source.revision(), LIMIT)
-        .await
-        .expect("the reflector caught up with the source");
-}
-
-fn key(i: u32) -> String {
-    format!("k{i:03}")
-}
+use reflecting::{LIMIT, Store, bounded, caught_up, fast, key, relist_over, sorted, store};
 
 #[test]
 fn converges_after_dropped_streams_compactions_and_mid_burst_reconnects() {
@@ -133,21 +80,6 @@ fn converges_after_dropped_streams_compactions_and_mid_burst_reconnects() {
         handle.stop();
         task.await.unwrap();
     });
-}
-
-/// Forces a relist over changes the reflector never watched: watches fail
-/// while the source changes, then the history is compacted.
-async fn relist_over(
-    source: &MemorySource<String, u32>,
-    handle: &ReflectorHandle,
-    change: impl FnOnce(),
-) {
-    source.fail_watches(usize::MAX);
-    source.drop_watches();
-    change();
-    source.compact(source.revision());
-    source.fail_watches(0);
-    caught_up(handle, source).await;
 }
 
 #[test]

@@ -1,0 +1,85 @@
+//! What the reflector's tests on a tokio runtime share: a bounded runtime
+//! (a hang fails with the test's name), a fast backoff, a store with one
+//! index, and waits for the reflector to catch up with its source.
+
+// Each test file uses its own subset.
+#![allow(dead_code)]
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use larder::IndexedStore;
+use larder::reflector::{Backoff, MemorySource, ReflectorHandle};
+
+use super::watchdog;
+
+pub const LIMIT: Duration = Duration::from_secs(30);
+
+pub fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(3)
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+/// Runs `f` on a runtime, failing the test by name if it takes over LIMIT.
+pub fn bounded<F: Future<Output = ()>>(name: &str, f: F) {
+    // A backstop if a blocked thread keeps the runtime from timing out.
+    let _watchdog = watchdog::arm(watchdog::STRESS_LIMIT);
+    runtime().block_on(async {
+        if tokio::time::timeout(LIMIT, f).await.is_err() {
+            panic!("{name}: did not finish within {LIMIT:?}");
+        }
+    });
+}
+
+pub fn fast() -> Backoff {
+    Backoff::new(Duration::from_millis(1), Duration::from_millis(5))
+}
+
+pub type Store = Arc<IndexedStore<String, u32>>;
+
+pub fn store() -> Store {
+    Arc::new(
+        IndexedStore::builder()
+            .index("parity", |v: &u32| {
+                [if v % 2 == 0 { "even" } else { "odd" }]
+            })
+            .build()
+            .unwrap(),
+    )
+}
+
+pub fn sorted(store: &Store) -> Vec<(String, u32)> {
+    let mut items: Vec<(String, u32)> = store.iter().map(|(k, v)| (k, *v)).collect();
+    items.sort();
+    items
+}
+
+pub async fn caught_up(handle: &ReflectorHandle, source: &MemorySource<String, u32>) {
+    handle
+        .wait_for_revision_timeout(source.revision(), LIMIT)
+        .await
+        .expect("the reflector caught up with the source");
+}
+
+pub fn key(i: u32) -> String {
+    format!("k{i:03}")
+}
+
+/// Forces a relist over changes the reflector never watched: watches fail
+/// while the source changes, then the history is compacted.
+pub async fn relist_over(
+    source: &MemorySource<String, u32>,
+    handle: &ReflectorHandle,
+    change: impl FnOnce(),
+) {
+    source.fail_watches(usize::MAX);
+    source.drop_watches();
+    change();
+    source.compact(source.revision());
+    source.fail_watches(0);
+    caught_up(handle, source).await;
+}

@@ -1,0 +1,174 @@
+//! The reflector's statistics counted exactly (lists, relists, watch
+//! restarts, objects rejected by a list), and a watch stream that ends
+//! cleanly (`None`, as a closed connection can) watched again. Every wait
+//! is bounded: a hang fails with the test's name.
+
+#![cfg(feature = "reflector")]
+
+#[path = "common/reflecting.rs"]
+mod reflecting;
+#[path = "common/watchdog.rs"]
+mod watchdog;
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use futures_core::Stream;
+use larder::IndexedStore;
+use larder::reflector::{Listed, MemorySource, Reflector, Revision, Source, SourceError};
+use reflecting::{Store, bounded, caught_up, fast, key, relist_over, sorted, store};
+
+/// Polls `done` every millisecond until it holds (the test's bound ends a
+/// wait that never does).
+async fn until(mut done: impl FnMut() -> bool) {
+    while !done() {
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+}
+
+#[test]
+fn stats_count_lists_relists_and_watch_restarts_exactly() {
+    bounded(
+        "stats_count_lists_relists_and_watch_restarts_exactly",
+        async {
+            let source = MemorySource::new();
+            source.put(key(0), 0);
+            let store = store();
+            let reflector = Reflector::builder(source.clone(), Arc::clone(&store))
+                .backoff(fast())
+                .build()
+                .unwrap();
+            let handle = reflector.handle();
+            let task = tokio::spawn(reflector.run());
+            handle.wait_until_synced().await.unwrap();
+            until(|| source.live_watches() == 1).await;
+            let stats = handle.stats();
+            // The first watch after a list is no restart.
+            assert_eq!(
+                (stats.lists, stats.relists, stats.watch_restarts),
+                (1, 0, 0),
+                "{stats:?}"
+            );
+            for restarts in 1..=2 {
+                source.drop_watches();
+                // Only a watch opened again can deliver this.
+                source.put(key(restarts), restarts);
+                caught_up(&handle, &source).await;
+                assert_eq!(handle.stats().watch_restarts, u64::from(restarts));
+            }
+            relist_over(&source, &handle, || {
+                source.put(key(9), 9);
+            })
+            .await;
+            let stats = handle.stats();
+            assert_eq!((stats.lists, stats.relists), (2, 1), "{stats:?}");
+            assert_eq!(sorted(&store), source.contents_sorted());
+            handle.stop();
+            task.await.unwrap();
+        },
+    );
+}
+
+#[test]
+fn objects_a_list_cannot_store_are_counted() {
+    bounded("objects_a_list_cannot_store_are_counted", async {
+        let source = MemorySource::new();
+        source.put("a".to_string(), 500);
+        source.put("b".to_string(), 2);
+        source.put("c".to_string(), 700);
+        let store: Store = Arc::new(
+            IndexedStore::builder()
+                .try_index("small", |v: &u32| {
+                    if *v < 100 {
+                        Ok(["yes"])
+                    } else {
+                        Err("too big")
+                    }
+                })
+                .build()
+                .unwrap(),
+        );
+        let reflector = Reflector::builder(source.clone(), Arc::clone(&store))
+            .backoff(fast())
+            .build()
+            .unwrap();
+        let handle = reflector.handle();
+        let task = tokio::spawn(reflector.run());
+        handle.wait_until_synced().await.unwrap();
+        assert_eq!(sorted(&store), [("b".to_string(), 2)]);
+        assert_eq!(handle.stats().rejected_objects, 2);
+        handle.stop();
+        task.await.unwrap();
+    });
+}
+
+/// A memory source whose watch streams end cleanly (`None`) after their
+/// first event, as a connection closed by the server can.
+#[derive(Clone)]
+struct EndsAfterOneEvent(MemorySource<String, u32>);
+
+/// A watch stream that ends after one item.
+struct OneEvent<W>(Option<W>);
+
+impl<W: Stream + Unpin> Stream for OneEvent<W> {
+    type Item = W::Item;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<W::Item>> {
+        let Some(inner) = self.0.as_mut() else {
+            return Poll::Ready(None);
+        };
+        let item = Pin::new(inner).poll_next(cx);
+        if let Poll::Ready(Some(_)) = item {
+            self.0 = None;
+        }
+        item
+    }
+}
+
+impl Source for EndsAfterOneEvent {
+    type Key = String;
+    type Object = u32;
+    type Watch = OneEvent<<MemorySource<String, u32> as Source>::Watch>;
+
+    fn list(&self) -> impl Future<Output = Result<Listed<String, u32>, SourceError>> + Send {
+        self.0.list()
+    }
+
+    fn watch(
+        &self,
+        from: Revision,
+    ) -> impl Future<Output = Result<Self::Watch, SourceError>> + Send {
+        let watch = self.0.watch(from);
+        async move { watch.await.map(|stream| OneEvent(Some(stream))) }
+    }
+}
+
+#[test]
+fn a_watch_stream_that_ends_is_watched_again() {
+    bounded("a_watch_stream_that_ends_is_watched_again", async {
+        let source = MemorySource::new();
+        let store = store();
+        let reflector = Reflector::builder(EndsAfterOneEvent(source.clone()), Arc::clone(&store))
+            .backoff(fast())
+            .build()
+            .unwrap();
+        let handle = reflector.handle();
+        let task = tokio::spawn(reflector.run());
+        handle.wait_until_synced().await.unwrap();
+        // Each change ends the stream that carried it: every next one needs
+        // a new watch.
+        for i in 0..5 {
+            source.put(key(i), i);
+            caught_up(&handle, &source).await;
+        }
+        assert_eq!(sorted(&store), source.contents_sorted());
+        let stats = handle.stats();
+        assert!(stats.watch_restarts >= 4, "{stats:?}");
+        assert_eq!(stats.relists, 0, "{stats:?}");
+        handle.stop();
+        task.await.unwrap();
+    });
+}
