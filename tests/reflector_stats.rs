@@ -1,7 +1,8 @@
 //! The reflector's statistics counted exactly (lists, relists, watch
-//! restarts, objects rejected by a list), and a watch stream that ends
-//! cleanly (`None`, as a closed connection can) watched again. Every wait
-//! is bounded: a hang fails with the test's name.
+//! restarts, objects rejected by a list), the backoff asked of the timer
+//! after each failure, and a watch stream that ends cleanly (`None`, as a
+//! closed connection can) watched again. Every wait is bounded: a hang
+//! fails with the test's name.
 
 #![cfg(feature = "reflector")]
 
@@ -12,13 +13,13 @@ mod watchdog;
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
 use futures_core::Stream;
 use larder::IndexedStore;
-use larder::reflector::{Listed, MemorySource, Reflector, Revision, Source, SourceError};
+use larder::reflector::{Listed, MemorySource, Reflector, Revision, Sleep, Source, SourceError};
 use reflecting::{Store, bounded, caught_up, fast, key, relist_over, sorted, store};
 
 /// Polls `done` every millisecond until it holds (the test's bound ends a
@@ -168,6 +169,40 @@ fn a_watch_stream_that_ends_is_watched_again() {
         let stats = handle.stats();
         assert!(stats.watch_restarts >= 4, "{stats:?}");
         assert_eq!(stats.relists, 0, "{stats:?}");
+        handle.stop();
+        task.await.unwrap();
+    });
+}
+
+#[test]
+fn each_failure_waits_the_backoff_on_the_timer() {
+    bounded("each_failure_waits_the_backoff_on_the_timer", async {
+        let source = MemorySource::new();
+        source.put(key(0), 0);
+        source.fail_lists(3);
+        let asked = Arc::new(Mutex::new(Vec::new()));
+        let timer = {
+            let asked = Arc::clone(&asked);
+            move |duration: Duration| -> Sleep {
+                asked.lock().unwrap().push(duration);
+                Box::pin(tokio::time::sleep(duration))
+            }
+        };
+        let reflector = Reflector::builder(source.clone(), store())
+            .backoff(fast())
+            .timer(timer)
+            .build()
+            .unwrap();
+        let handle = reflector.handle();
+        let task = tokio::spawn(reflector.run());
+        handle.wait_until_synced().await.unwrap();
+        assert_eq!(handle.stats().list_failures, 3);
+        let asked = asked.lock().unwrap().clone();
+        // One pause per failed list, each within the backoff's bounds.
+        assert_eq!(asked.len(), 3, "{asked:?}");
+        for delay in asked {
+            assert!(delay <= Duration::from_millis(5), "{delay:?}");
+        }
         handle.stop();
         task.await.unwrap();
     });

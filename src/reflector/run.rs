@@ -552,3 +552,21 @@ impl<Src: Source, S> fmt::Debug for Reflector<Src, S> {
             .finish_non_exhaustive()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::random_fraction;
+
+    #[test]
+    fn jitter_fractions_are_in_zero_to_one_and_vary() {
+        let fractions: Vec<f64> = (0..1_000).map(|_| random_fraction()).collect();
+        for &fraction in &fractions {
+            assert!((0.0..1.0).contains(&fraction), "{fraction}");
+        }
+        let first = fractions[0];
+        assert!(
+            fractions.iter().any(|&fraction| fraction != first),
+            "every fraction was {first}"
+        );
+    }
+}
