@@ -53,6 +53,9 @@ selection() {
       echo "ordered:: | ordered ordered_hostile ordered_wait | ordered ordered_drain ordered_wait ordered_reshape" ;;
     src/ordered/wait.rs)
       echo "ordered:: | ordered_wait ordered ordered_hostile | ordered_wait" ;;
+    src/reflector/run.rs | src/reflector/status.rs)
+      # Needs MUTANTS_ARGS="--features reflector".
+      echo "reflector:: | reflector reflector_model reflector_stats | " ;;
     *)
       echo "scripts/mutants.sh: no test selection for $1 (add it to \`selection\`)" >&2
       return 1 ;;
