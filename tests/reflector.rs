@@ -23,7 +23,9 @@ use larder::reflector::{
     Backoff, MemorySource, Reflector, ReflectorBuildError, ReflectorError, Resync, WaitError,
 };
 use recorder::{Call, Recorder, Shared};
-use reflecting::{LIMIT, Store, bounded, caught_up, fast, key, relist_over, sorted, store};
+use reflecting::{
+    LIMIT, bounded, caught_up, fast, key, relist_over, small_values_store, sorted, start, store,
+};
 
 #[test]
 fn converges_after_dropped_streams_compactions_and_mid_burst_reconnects() {
@@ -187,12 +189,7 @@ fn no_reader_sees_a_half_applied_relist() {
         for i in 0..20 {
             source.put(key(i), 1_000 + i);
         }
-        let reflector = Reflector::builder(source.clone(), Arc::clone(&store))
-            .backoff(fast())
-            .build()
-            .unwrap();
-        let handle = reflector.handle();
-        let task = tokio::spawn(reflector.run());
+        let (handle, task) = start(source.clone(), &store);
         handle.wait_until_synced().await.unwrap();
         let old_revision = store.revision();
         let old = sorted(&store);
@@ -398,24 +395,8 @@ fn an_object_the_store_rejects_is_reported_and_its_old_object_dropped() {
         let source = MemorySource::new();
         source.put("a".to_string(), 1);
         source.put("b".to_string(), 2);
-        let store: Store = Arc::new(
-            IndexedStore::builder()
-                .try_index("small", |v: &u32| {
-                    if *v < 100 {
-                        Ok(["yes"])
-                    } else {
-                        Err("too big")
-                    }
-                })
-                .build()
-                .unwrap(),
-        );
-        let reflector = Reflector::builder(source.clone(), Arc::clone(&store))
-            .backoff(fast())
-            .build()
-            .unwrap();
-        let handle = reflector.handle();
-        let task = tokio::spawn(reflector.run());
+        let store = small_values_store();
+        let (handle, task) = start(source.clone(), &store);
         handle.wait_until_synced().await.unwrap();
         source.put("a".to_string(), 500);
         caught_up(&handle, &source).await;
@@ -518,12 +499,7 @@ fn a_slow_source_delays_but_converges() {
         source.set_delay(Duration::from_millis(5));
         source.put("a".to_string(), 1);
         let store = store();
-        let reflector = Reflector::builder(source.clone(), Arc::clone(&store))
-            .backoff(fast())
-            .build()
-            .unwrap();
-        let handle = reflector.handle();
-        let task = tokio::spawn(reflector.run());
+        let (handle, task) = start(source.clone(), &store);
         handle.wait_until_synced().await.unwrap();
         source.drop_watches();
         source.put("b".to_string(), 2);

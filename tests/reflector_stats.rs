@@ -18,9 +18,10 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use futures_core::Stream;
-use larder::IndexedStore;
 use larder::reflector::{Listed, MemorySource, Reflector, Revision, Sleep, Source, SourceError};
-use reflecting::{Store, bounded, caught_up, fast, key, relist_over, sorted, store};
+use reflecting::{
+    bounded, caught_up, fast, key, relist_over, small_values_store, sorted, start, store,
+};
 
 /// Polls `done` every millisecond until it holds (the test's bound ends a
 /// wait that never does).
@@ -38,12 +39,7 @@ fn stats_count_lists_relists_and_watch_restarts_exactly() {
             let source = MemorySource::new();
             source.put(key(0), 0);
             let store = store();
-            let reflector = Reflector::builder(source.clone(), Arc::clone(&store))
-                .backoff(fast())
-                .build()
-                .unwrap();
-            let handle = reflector.handle();
-            let task = tokio::spawn(reflector.run());
+            let (handle, task) = start(source.clone(), &store);
             handle.wait_until_synced().await.unwrap();
             until(|| source.live_watches() == 1).await;
             let stats = handle.stats();
@@ -80,24 +76,8 @@ fn objects_a_list_cannot_store_are_counted() {
         source.put("a".to_string(), 500);
         source.put("b".to_string(), 2);
         source.put("c".to_string(), 700);
-        let store: Store = Arc::new(
-            IndexedStore::builder()
-                .try_index("small", |v: &u32| {
-                    if *v < 100 {
-                        Ok(["yes"])
-                    } else {
-                        Err("too big")
-                    }
-                })
-                .build()
-                .unwrap(),
-        );
-        let reflector = Reflector::builder(source.clone(), Arc::clone(&store))
-            .backoff(fast())
-            .build()
-            .unwrap();
-        let handle = reflector.handle();
-        let task = tokio::spawn(reflector.run());
+        let store = small_values_store();
+        let (handle, task) = start(source.clone(), &store);
         handle.wait_until_synced().await.unwrap();
         assert_eq!(sorted(&store), [("b".to_string(), 2)]);
         assert_eq!(handle.stats().rejected_objects, 2);
@@ -152,12 +132,7 @@ fn a_watch_stream_that_ends_is_watched_again() {
     bounded("a_watch_stream_that_ends_is_watched_again", async {
         let source = MemorySource::new();
         let store = store();
-        let reflector = Reflector::builder(EndsAfterOneEvent(source.clone()), Arc::clone(&store))
-            .backoff(fast())
-            .build()
-            .unwrap();
-        let handle = reflector.handle();
-        let task = tokio::spawn(reflector.run());
+        let (handle, task) = start(EndsAfterOneEvent(source.clone()), &store);
         handle.wait_until_synced().await.unwrap();
         // Each change ends the stream that carried it: every next one needs
         // a new watch.

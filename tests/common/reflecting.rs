@@ -10,7 +10,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use larder::IndexedStore;
-use larder::reflector::{Backoff, MemorySource, ReflectorHandle};
+use larder::reflector::{Backoff, MemorySource, Reflector, ReflectorHandle, Source};
+use tokio::task::JoinHandle;
 
 use super::watchdog;
 
@@ -50,6 +51,36 @@ pub fn store() -> Store {
             .build()
             .unwrap(),
     )
+}
+
+/// A store whose one index rejects values of 100 and more.
+pub fn small_values_store() -> Store {
+    Arc::new(
+        IndexedStore::builder()
+            .try_index("small", |v: &u32| {
+                if *v < 100 {
+                    Ok(["yes"])
+                } else {
+                    Err("too big")
+                }
+            })
+            .build()
+            .unwrap(),
+    )
+}
+
+/// Runs a reflector from `source` into `store` (fast backoff, no handler)
+/// on a task of its own.
+pub fn start<Src>(source: Src, store: &Store) -> (ReflectorHandle, JoinHandle<()>)
+where
+    Src: Source<Key = String, Object = u32>,
+{
+    let reflector = Reflector::builder(source, Arc::clone(store))
+        .backoff(fast())
+        .build()
+        .unwrap();
+    let handle = reflector.handle();
+    (handle, tokio::spawn(reflector.run()))
 }
 
 pub fn sorted(store: &Store) -> Vec<(String, u32)> {
