@@ -22,13 +22,15 @@
 //! `benches/common/`, not copied), prints Markdown tables, and writes
 //! `target/showdown/report.md`, `report.json` and SVG charts.
 //!
-//! Each cell is the median of `--rounds` timed runs (3 by default, 1 with
+//! Each cell is the median of `--rounds` timed runs (5 by default, 1 with
 //! `--quick`), each of a calibrated operation count. The rounds are
 //! interleaved: every round measures every contender of a workload (each at
 //! its thread counts in turn, so its data stays warm) before the next round
 //! starts, so a slow phase of a shared host falls on all contenders alike
-//! instead of on whichever row was being measured, and the ratios between
-//! rows stay comparable. `report.json` keeps every round's figure.
+//! instead of on whichever row was being measured. A ratio between two rows
+//! is therefore taken round by round, and reported as the median of the
+//! per-round ratios with their spread (`showdown/ratio.rs`). `report.json`
+//! keeps every round's figure and every round's ratio.
 
 #[path = "../benches/common/mod.rs"]
 mod common;
@@ -38,6 +40,8 @@ mod hit_ratio;
 mod hit_ratio_chart;
 #[path = "showdown/legend.rs"]
 mod legend;
+#[path = "showdown/ratio.rs"]
+mod ratio;
 
 use common::{Contender, Size, Workload};
 use indicatif::{ProgressBar, ProgressStyle};
@@ -144,7 +148,7 @@ fn parse_options() -> Options {
         options.seconds = options.seconds.min(10.0);
     }
     if options.rounds == 0 {
-        options.rounds = if options.quick { 1 } else { 3 };
+        options.rounds = if options.quick { 1 } else { 5 };
     }
     options
 }
@@ -214,7 +218,8 @@ fn measure(
     (ops_per_sec, contender.extra())
 }
 
-/// The cell of `samples` (one per round, in round order): the median round.
+/// The cell of `samples` (one per round, in round order): the median round
+/// (the upper middle one for an even number of rounds).
 fn median_cell(threads: usize, samples: Vec<(f64, Option<(String, f64)>)>) -> Cell {
     let rounds: Vec<f64> = samples.iter().map(|(ops, _)| *ops).collect();
     let mut sorted = samples;
@@ -447,9 +452,10 @@ fn render_markdown(
     }
     let _ = writeln!(
         out,
-        "Cells: million operations per second over all threads; in parentheses, how many \
-         times faster the first (larder) row is. Thread counts above the core count \
-         oversubscribe the cores. A bounded cache's entries held after its last round are \
+        "Cells: million operations per second over all threads (the median round); in \
+         parentheses, how many times faster the first (larder) row is: the median of the \
+         per-round ratios, then the lowest and the highest. Thread counts above the core \
+         count oversubscribe the cores. A bounded cache's entries held after its last round are \
          shown against its capacity; one over its bound is flagged (its hit ratio is that \
          of a bigger cache).\n"
     );
@@ -481,12 +487,12 @@ fn render_markdown(
         for row in &m.rows {
             let mut line = format!("| {} |", row.contender);
             for (i, cell) in row.cells.iter().enumerate() {
-                let ratio = first.cells[i].ops_per_sec / cell.ops_per_sec.max(f64::MIN_POSITIVE);
                 let mops = format_mops(cell.ops_per_sec / 1e6);
                 if std::ptr::eq(row, first) {
                     let _ = write!(line, " {mops} |");
                 } else {
-                    let _ = write!(line, " {mops} (x{ratio:.2}) |");
+                    let ratio = ratio::Ratio::of(&first.cells[i].rounds, &cell.rounds);
+                    let _ = write!(line, " {mops} ({}) |", ratio.label());
                 }
             }
             if extra_label.is_some() {
@@ -560,10 +566,12 @@ fn render_json(
                 "len": r.bound.map(|(len, _)| len),
                 "capacity": r.bound.map(|(_, capacity)| capacity),
                 "over_bound": r.over_bound(),
-                "cells": r.cells.iter().map(|c| json!({
+                "cells": r.cells.iter().enumerate().map(|(i, c)| json!({
                     "threads": c.threads,
                     "ops_per_sec": c.ops_per_sec,
                     "rounds": c.rounds,
+                    // The first row over this one, round by round.
+                    "first_over_this": ratio::Ratio::of(&m.rows[0].cells[i].rounds, &c.rounds).json(),
                     "extra": c.extra.as_ref().map(|(label, value)| json!({"label": label, "value": value})),
                 })).collect::<Vec<_>>(),
             })).collect::<Vec<_>>(),

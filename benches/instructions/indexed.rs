@@ -1,0 +1,320 @@
+//! `IndexedStore` against `RwLock<HashMap>` (the kube-rs store's design) and
+//! `DashMap`, over 10,000 pod-shaped objects in 100 namespaces (the pods of
+//! `benches/common/indexed.rs`): a get, an insert that replaces an object,
+//! every object of one namespace, and one watch event.
+//!
+//! larder keeps a namespace and a label index (as an informer does) unless
+//! a row says "no index"; the peers keep none, so their `by_index` is a
+//! scan, and `kube_rs_index_fns` calls the two index functions on each
+//! event without storing their values: the floor of any store that
+//! maintains these indexes.
+
+use std::collections::HashMap;
+use std::hint::black_box;
+use std::sync::Arc;
+
+use dashmap::DashMap;
+use gungraun::{library_benchmark, library_benchmark_group};
+use parking_lot::RwLock;
+
+use crate::common::indexed::events::{Event, WatchFixture};
+use crate::common::indexed::{Pod, labels_of, namespace_of, pod};
+use crate::inputs::{OPS, hasher, rng};
+
+/// Objects in every store.
+const PODS: usize = 10_000;
+
+type Map = HashMap<String, Arc<Pod>, ahash::RandomState>;
+
+/// One store under test.
+trait Store: Sized {
+    fn build(listed: &[(String, Arc<Pod>)]) -> Self;
+    fn get(&self, key: &str) -> Option<Arc<Pod>>;
+    fn put(&self, key: String, pod: Arc<Pod>);
+    fn delete(&self, key: &str);
+    fn in_namespace(&self, namespace: &str) -> Vec<Arc<Pod>>;
+}
+
+/// larder's store with the informer's two indexes.
+struct Larder(larder::IndexedStore<String, Pod, ahash::RandomState>);
+
+/// larder's store with no index.
+struct Plain(larder::IndexedStore<String, Pod, ahash::RandomState>);
+
+/// The kube-rs design: one `RwLock` over a map.
+struct Locked(RwLock<Map>);
+
+/// [`Locked`], calling both index functions on every object it stores and
+/// keeping their values as larder does (sorted, shared strings), then
+/// dropping them.
+struct LockedIndexFns(Locked);
+
+/// A `DashMap`.
+struct Dash(DashMap<String, Arc<Pod>, ahash::RandomState>);
+
+impl Store for Larder {
+    fn build(listed: &[(String, Arc<Pod>)]) -> Self {
+        let store = larder::IndexedStore::builder()
+            .hasher(hasher())
+            .index("namespace", namespace_of)
+            .index("label", labels_of)
+            .build()
+            .expect("distinct index names");
+        for (key, pod) in listed {
+            store
+                .insert_arc(key.clone(), Arc::clone(pod))
+                .expect("infallible");
+        }
+        Self(store)
+    }
+    #[inline]
+    fn get(&self, key: &str) -> Option<Arc<Pod>> {
+        self.0.get(key)
+    }
+    #[inline]
+    fn put(&self, key: String, pod: Arc<Pod>) {
+        black_box(self.0.insert_arc(key, pod).expect("infallible"));
+    }
+    #[inline]
+    fn delete(&self, key: &str) {
+        black_box(self.0.remove(key));
+    }
+    #[inline]
+    fn in_namespace(&self, namespace: &str) -> Vec<Arc<Pod>> {
+        self.0
+            .by_index("namespace", namespace)
+            .expect("index exists")
+    }
+}
+
+impl Store for Plain {
+    fn build(listed: &[(String, Arc<Pod>)]) -> Self {
+        let store = larder::IndexedStore::builder()
+            .hasher(hasher())
+            .build()
+            .expect("no index");
+        for (key, pod) in listed {
+            store
+                .insert_arc(key.clone(), Arc::clone(pod))
+                .expect("infallible");
+        }
+        Self(store)
+    }
+    #[inline]
+    fn get(&self, key: &str) -> Option<Arc<Pod>> {
+        self.0.get(key)
+    }
+    #[inline]
+    fn put(&self, key: String, pod: Arc<Pod>) {
+        black_box(self.0.insert_arc(key, pod).expect("infallible"));
+    }
+    #[inline]
+    fn delete(&self, key: &str) {
+        black_box(self.0.remove(key));
+    }
+    fn in_namespace(&self, _: &str) -> Vec<Arc<Pod>> {
+        unreachable!("no index")
+    }
+}
+
+impl Store for Locked {
+    fn build(listed: &[(String, Arc<Pod>)]) -> Self {
+        let mut map = Map::with_hasher(hasher());
+        map.extend(listed.iter().cloned());
+        Self(RwLock::new(map))
+    }
+    #[inline]
+    fn get(&self, key: &str) -> Option<Arc<Pod>> {
+        self.0.read().get(key).cloned()
+    }
+    #[inline]
+    fn put(&self, key: String, pod: Arc<Pod>) {
+        black_box(self.0.write().insert(key, pod));
+    }
+    #[inline]
+    fn delete(&self, key: &str) {
+        black_box(self.0.write().remove(key));
+    }
+    #[inline]
+    fn in_namespace(&self, namespace: &str) -> Vec<Arc<Pod>> {
+        self.0
+            .read()
+            .values()
+            .filter(|pod| pod.namespace == namespace)
+            .cloned()
+            .collect()
+    }
+}
+
+impl LockedIndexFns {
+    fn values(pod: &Pod) -> [Vec<Arc<str>>; 2] {
+        let namespace = namespace_of(pod).into_iter().map(Arc::from).collect();
+        let mut labels: Vec<Arc<str>> = labels_of(pod).into_iter().map(Arc::from).collect();
+        labels.sort_unstable();
+        labels.dedup();
+        [namespace, labels]
+    }
+}
+
+impl Store for LockedIndexFns {
+    fn build(listed: &[(String, Arc<Pod>)]) -> Self {
+        Self(Locked::build(listed))
+    }
+    fn get(&self, key: &str) -> Option<Arc<Pod>> {
+        self.0.get(key)
+    }
+    #[inline]
+    fn put(&self, key: String, pod: Arc<Pod>) {
+        black_box(Self::values(&pod));
+        self.0.put(key, pod);
+    }
+    #[inline]
+    fn delete(&self, key: &str) {
+        self.0.delete(key);
+    }
+    fn in_namespace(&self, namespace: &str) -> Vec<Arc<Pod>> {
+        self.0.in_namespace(namespace)
+    }
+}
+
+impl Store for Dash {
+    fn build(listed: &[(String, Arc<Pod>)]) -> Self {
+        let map = DashMap::with_hasher(hasher());
+        for (key, pod) in listed {
+            map.insert(key.clone(), Arc::clone(pod));
+        }
+        Self(map)
+    }
+    #[inline]
+    fn get(&self, key: &str) -> Option<Arc<Pod>> {
+        self.0.get(key).map(|pod| Arc::clone(&pod))
+    }
+    #[inline]
+    fn put(&self, key: String, pod: Arc<Pod>) {
+        black_box(self.0.insert(key, pod));
+    }
+    #[inline]
+    fn delete(&self, key: &str) {
+        black_box(self.0.remove(key));
+    }
+    #[inline]
+    fn in_namespace(&self, namespace: &str) -> Vec<Arc<Pod>> {
+        self.0
+            .iter()
+            .filter(|entry| entry.value().namespace == namespace)
+            .map(|entry| Arc::clone(entry.value()))
+            .collect()
+    }
+}
+
+/// The listed pods, keyed `namespace/name`.
+fn listed() -> Vec<(String, Arc<Pod>)> {
+    (0..PODS)
+        .map(|i| {
+            let p = pod(i, 0);
+            (format!("{}/{}", p.namespace, p.name), Arc::new(p))
+        })
+        .collect()
+}
+
+/// [`OPS`] indexes of listed pods, drawn uniformly.
+fn picks(stream: u64) -> Vec<usize> {
+    use rand::Rng;
+    let mut rng = rng(stream);
+    (0..OPS).map(|_| rng.random_range(0..PODS)).collect()
+}
+
+/// A store and the keys of [`OPS`] gets.
+fn gets<S: Store>() -> (S, Vec<String>) {
+    let listed = listed();
+    let keys = picks(1).into_iter().map(|i| listed[i].0.clone()).collect();
+    (S::build(&listed), keys)
+}
+
+#[library_benchmark]
+#[bench::larder(setup = gets::<Larder>)]
+#[bench::rwlock_hashmap(setup = gets::<Locked>)]
+#[bench::dashmap(setup = gets::<Dash>)]
+fn get<S: Store>((store, keys): (S, Vec<String>)) -> S {
+    for key in &keys {
+        black_box(store.get(key));
+    }
+    store
+}
+
+/// A store and [`OPS`] replacements: a listed key (owned, as a decoded
+/// watch event's is) and the other version of its pod, whose labels differ
+/// (a `version`/`revision` label changes value).
+fn puts<S: Store>() -> (S, Vec<(String, Arc<Pod>)>) {
+    let listed = listed();
+    let puts = picks(2)
+        .into_iter()
+        .map(|i| (listed[i].0.clone(), Arc::new(pod(i, 1))))
+        .collect();
+    (S::build(&listed), puts)
+}
+
+#[library_benchmark]
+#[bench::larder(setup = puts::<Larder>)]
+#[bench::larder_no_index(setup = puts::<Plain>)]
+#[bench::rwlock_hashmap(setup = puts::<Locked>)]
+#[bench::dashmap(setup = puts::<Dash>)]
+fn insert<S: Store>((store, puts): (S, Vec<(String, Arc<Pod>)>)) -> S {
+    for (key, pod) in puts {
+        store.put(key, pod);
+    }
+    store
+}
+
+/// A store and [`OPS`] namespaces to list (100 objects each).
+fn namespaces<S: Store>() -> (S, Vec<String>) {
+    let listed = listed();
+    let namespaces = picks(3)
+        .into_iter()
+        .map(|i| listed[i].1.namespace.clone())
+        .collect();
+    (S::build(&listed), namespaces)
+}
+
+#[library_benchmark]
+#[bench::larder(setup = namespaces::<Larder>)]
+#[bench::rwlock_hashmap_scan(setup = namespaces::<Locked>)]
+#[bench::dashmap_scan(setup = namespaces::<Dash>)]
+fn by_index<S: Store>((store, namespaces): (S, Vec<String>)) -> S {
+    for namespace in &namespaces {
+        black_box(store.in_namespace(namespace));
+    }
+    store
+}
+
+/// A store holding a watch fixture's listed pods and the fixture's first
+/// [`OPS`] events (updates, a fifth of them changing a label, deletes and
+/// re-adds, as `benches/common/indexed/events.rs` makes them).
+fn events<S: Store>() -> (S, Vec<Event>) {
+    let fixture = WatchFixture::new(PODS, OPS);
+    let listed: Vec<(String, Arc<Pod>)> = fixture
+        .listed
+        .into_iter()
+        .map(|(key, pod)| (key, Arc::new(pod)))
+        .collect();
+    let events = fixture.events.into_iter().take(OPS).collect();
+    (S::build(&listed), events)
+}
+
+#[library_benchmark]
+#[bench::larder(setup = events::<Larder>)]
+#[bench::larder_no_index(setup = events::<Plain>)]
+#[bench::rwlock_hashmap(setup = events::<Locked>)]
+#[bench::kube_rs_index_fns(setup = events::<LockedIndexFns>)]
+#[bench::dashmap(setup = events::<Dash>)]
+fn watch_event<S: Store>((store, events): (S, Vec<Event>)) -> S {
+    for event in events {
+        match event {
+            Event::Put(key, pod) => store.put(key, pod),
+            Event::Delete(key) => store.delete(&key),
+        }
+    }
+    store
+}
+
+library_benchmark_group!(name = indexed; benchmarks = get, insert, by_index, watch_event);
