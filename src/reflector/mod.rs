@@ -33,6 +33,7 @@ mod timer;
 pub use builder::{Backoff, ReflectorBuilder, Resync};
 pub use error::{ReflectorBuildError, ReflectorError, WaitError};
 #[cfg(feature = "etcd")]
+#[cfg_attr(docsrs, doc(cfg(feature = "etcd")))]
 pub use etcd::{
     ConsistencyError, DEFAULT_PAGE_SIZE, DEFAULT_REQUEST_TIMEOUT, EtcdBuildError, EtcdSource,
     EtcdSourceBuilder, EtcdWatch,
