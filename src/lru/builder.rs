@@ -94,7 +94,7 @@ pub(crate) fn validate(capacity: usize, shards: usize) -> Result<(), LruBuildErr
 /// 32 (`Exact`), 8 (`Clock`) or 64 (`S3Fifo`) entries per shard, and at
 /// least 1.
 ///
-/// Measured on 2 cores (docs/lru.md): 2-thread throughput rises with the
+/// Measured on 2 cores (design/lru.md): 2-thread throughput rises with the
 /// shard count under both policies. Exact LRU's hit ratio falls as shards
 /// shrink (0.09 point below one global list at 256 shards for 10K entries,
 /// 0.4 at 1024), so it keeps 32 entries per shard; CLOCK's stays above
