@@ -14,8 +14,21 @@
 //! | [`TypedCache`], [`AnyCache`] | lazily built shared resources (parsed schemas, compiled patterns, clients): one init per key under contention, expiry, stats; `AnyCache` holds many value types under one key type | `ConcurrentDictionary<K, Lazy<V>>`, `DashMap::entry().or_insert_with`, `Mutex<HashMap<K, Arc<OnceLock<V>>>>`, moka `get_with` |
 //!
 //! Every primitive documents its guarantees: what is atomic, what a
-//! concurrent reader can observe, and which loom model proves it
-//! (`docs/verification.md`).
+//! concurrent reader can observe, and what happens when user code panics.
+//! Each has a guide beside this reference, in the repository's
+//! [`docs/` folder][guides]: what it is for, how to use it, its guarantees
+//! and costs.
+//!
+//! ## Cargo features
+//!
+//! | feature | adds | to build it | to run it |
+//! |---|---|---|---|
+//! | (none) | the primitives above | nothing more | no runtime |
+//! | `reflector` | `larder::reflector`: the informer loop, the `Source` trait, `MemorySource` | nothing more | any async executor |
+//! | `etcd` | `reflector::EtcdSource` (implies `reflector`) | `protoc` and protobuf's well-known types (`apt-get install protobuf-compiler libprotobuf-dev`) | a tokio runtime, an etcd v3 server |
+//!
+//! Both features are documented here; items that need one carry a badge
+//! naming it.
 //!
 //! ## Choosing
 //!
@@ -76,7 +89,8 @@
 //! A dropped future (a timeout, a `select!`, an aborted task) is safe at any
 //! point: a cancelled init is handed over like a panicking one. No runtime is
 //! named. Calling the blocking `get_or_init` from a task instead is misuse 13
-//! of `docs/misuse.md`; `docs/async.md` is the guide.
+//! of [the misuse catalogue][misuse]; [the async guide][async] covers
+//! blocking, cancellation and re-entrancy.
 //!
 //! ## Keeping a store in step with a source: the reflector
 //!
@@ -91,7 +105,10 @@
 //! (`wait_until_synced`) and read-your-writes (`wait_for_revision`) waits.
 //! [`IndexedStore::revision`] tracks the revision of the last applied
 //! change. `reflector::MemorySource` is an in-memory source with fault
-//! injection for tests; `docs/reflector.md` is the guide.
+//! injection for tests; with the `etcd` feature, `reflector::EtcdSource`
+//! mirrors an etcd key prefix (building it needs `protoc`; running it, a
+//! tokio runtime and an etcd server). [The reflector guide][reflector-guide]
+//! covers both.
 //!
 //! ## Conventions
 //!
@@ -104,11 +121,13 @@
 //!   second pointer hop per call; a struct of yours holding
 //!   `Arc<IndexedStore<..>>` can `#[derive(Clone)]` to get moka- or
 //!   kube-rs-style handles.
-//! - **Values out:** `IndexedStore`, `OrderedIndex`, `Snapshot` and
-//!   `TypedCache` hold immutable values and hand out `Arc<V>` (or a guard);
-//!   [`LruCache`] stores `V` as given and hands out clones, as moka and
-//!   quick_cache do (store `Arc<T>` there for large values). Both caches'
-//!   `get_with` reads a value in place without cloning anything.
+//! - **Values out:** [`IndexedStore`], [`OrderedIndex`] and [`AnyCache`]
+//!   hold immutable values and hand out `Arc<V>`; [`Snapshot`] hands out a
+//!   guard or an `Arc<T>`. [`LruCache`] and [`TypedCache`] store `V` as
+//!   given and hand out clones, as moka and quick_cache do: store small
+//!   values as they are and large or shared ones (or ones that are not
+//!   `Clone`) as `Arc<T>`, whose clone is a reference-count increment. Both
+//!   caches' `get_with` reads a value in place without cloning anything.
 //! - **Builders** return `Result` when a setting can be invalid
 //!   ([`IndexedStoreBuilder`], [`LruCacheBuilder`], [`TypedCacheBuilder`],
 //!   each with its own `#[non_exhaustive]` error enum that implements
@@ -141,6 +160,11 @@
 //! assert_eq!(routes.load().len(), 3);
 //! assert_eq!(routes.version(), 1);
 //! ```
+//!
+//! [guides]: https://github.com/larder-rs/larder/tree/main/docs
+//! [misuse]: https://github.com/larder-rs/larder/blob/main/docs/misuse.md
+//! [async]: https://github.com/larder-rs/larder/blob/main/docs/async.md
+//! [reflector-guide]: https://github.com/larder-rs/larder/blob/main/docs/reflector.md
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 #![doc(test(attr(deny(warnings))))]
@@ -184,10 +208,23 @@ pub struct OrderedGuideDoctests;
 pub struct IndexedGuideDoctests;
 
 /// The code of the reflector guide (`docs/reflector.md`), compiled and run
-/// as doctests.
-#[cfg(all(doctest, feature = "reflector"))]
+/// as doctests (its etcd example needs the `etcd` feature, so the guide is
+/// tested with it, as CI runs the tests).
+#[cfg(all(doctest, feature = "etcd"))]
 #[doc = include_str!("../docs/reflector.md")]
 pub struct ReflectorGuideDoctests;
+
+/// The code of the `LruCache` guide (`docs/lru.md`), compiled and run as
+/// doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../docs/lru.md")]
+pub struct LruGuideDoctests;
+
+/// The code of the misuse catalogue (`docs/misuse.md`), compiled and run as
+/// doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../docs/misuse.md")]
+pub struct MisuseGuideDoctests;
 
 mod entries;
 mod flight;

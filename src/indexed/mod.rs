@@ -50,7 +50,7 @@
 //! The loom model `indexed_index_agrees_with_objects` in `loom-tests/` proves
 //! that no reader can observe a disagreement, and its negative control
 //! (which updates the index in a second critical section) proves the model
-//! catches one. Design notes and measurements: `docs/indexed.md`.
+//! catches one. Design notes and measurements: `design/indexed.md`.
 
 mod builder;
 mod collect;

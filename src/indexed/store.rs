@@ -132,9 +132,9 @@ use crate::sync::{Arc, ShardedLock};
 /// reads on different cores write no shared cache line and scale with
 /// cores (a single `RwLock` makes every reader write the same lock word).
 /// Writes lock all shards and are serialized; they cost about as much as in
-/// a `RwLock<HashMap>` design plus the index maintenance. See
-/// `docs/indexed.md` for measurements against the kube-rs, client-go and
-/// DashMap designs.
+/// a `RwLock<HashMap>` design plus the index maintenance. The
+/// [benchmarks](https://github.com/larder-rs/larder/blob/main/docs/benchmarks.md) compare it with the kube-rs,
+/// client-go and DashMap designs.
 ///
 /// # Examples
 ///

@@ -6,7 +6,6 @@ use std::hash::{BuildHasher, Hash};
 use std::marker::PhantomData;
 
 use super::cache::ValueListener;
-use super::core::MAX_SHARD_CAPACITY;
 use super::load::infallible;
 use super::weight::Weigher;
 use super::{LoadingLruCache, LruCache, LruPolicy};
@@ -40,15 +39,6 @@ pub enum LruBuildError {
         /// The capacity asked for.
         capacity: usize,
     },
-    /// Not returned any more: a shard's share of a larger capacity is held
-    /// to `u32::MAX - 1` entries, so any capacity from 1 up is accepted.
-    #[deprecated(note = "never returned: any capacity from 1 up is accepted")]
-    ShardTooLarge {
-        /// The capacity asked for.
-        capacity: usize,
-        /// The shard count.
-        shards: usize,
-    },
     /// More shards than [`LruCache::MAX_SHARDS`](crate::LruCache::MAX_SHARDS).
     TooManyShards {
         /// The shard count asked for.
@@ -64,11 +54,6 @@ impl fmt::Display for LruBuildError {
             Self::MoreShardsThanCapacity { shards, capacity } => write!(
                 f,
                 "LruCache with {shards} shards needs a capacity of at least {shards} (got {capacity}): every shard must hold at least one entry"
-            ),
-            #[allow(deprecated)]
-            Self::ShardTooLarge { capacity, shards } => write!(
-                f,
-                "LruCache capacity {capacity} over {shards} shards exceeds {MAX_SHARD_CAPACITY} entries per shard"
             ),
             Self::TooManyShards { shards } => write!(
                 f,
@@ -98,7 +83,7 @@ pub(crate) fn validate(capacity: usize, shards: usize) -> Result<(), LruBuildErr
         return Err(LruBuildError::MoreShardsThanCapacity { shards, capacity });
     }
     // Any capacity from 1 up is fine: shards allocate as entries arrive,
-    // and a shard's share is held to `MAX_SHARD_CAPACITY` (see
+    // and a shard's share is held to `core::MAX_SHARD_CAPACITY` (see
     // `cache::shard_capacity`).
     Ok(())
 }
@@ -109,7 +94,7 @@ pub(crate) fn validate(capacity: usize, shards: usize) -> Result<(), LruBuildErr
 /// 32 (`Exact`), 8 (`Clock`) or 64 (`S3Fifo`) entries per shard, and at
 /// least 1.
 ///
-/// Measured on 2 cores (docs/lru.md): 2-thread throughput rises with the
+/// Measured on 2 cores (design/lru.md): 2-thread throughput rises with the
 /// shard count under both policies. Exact LRU's hit ratio falls as shards
 /// shrink (0.09 point below one global list at 256 shards for 10K entries,
 /// 0.4 at 1024), so it keeps 32 entries per shard; CLOCK's stays above

@@ -125,7 +125,7 @@ pub(crate) type PaddedShard<K, V> = CachePadded<RwLock<Shard<K, V>>>;
 /// fewer threads meeting on one lock and fewer cache lines moving between
 /// cores; on 2 cores, 2-thread throughput rose by 11-14% from 64 to 256
 /// shards. The hit-ratio cost against one global list stays small (0.09
-/// points at 1% of 1M keys with 256 shards, see `docs/lru.md`). Use fewer
+/// points at 1% of 1M keys with 256 shards). Use fewer
 /// shards (down to 1, exact global LRU) when the order matters more than
 /// scaling. Under [`LruPolicy::Clock`] the default is 512 per core with at
 /// least 8 entries per shard: CLOCK's hit ratio holds up in smaller shards.

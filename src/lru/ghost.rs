@@ -27,7 +27,7 @@
 //! of members beside it keeps the order exactly but costs three probes of
 //! scattered memory per eviction (remember, trim the oldest, and test the
 //! incoming key) and 17 bytes or more per place; the buckets cost two lines
-//! and 4 bytes a place, and measured the same hit ratios (`docs/lru.md`).
+//! and 4 bytes a place, and measured the same hit ratios (`design/lru.md`).
 //!
 //! A fingerprint is the low 32 bits of the hash (0 read as 1): two keys
 //! whose hashes share them are one member, so the ghost may send to main a
@@ -77,7 +77,7 @@ impl Bucket {
     /// built only once this says there is a place to find. Out of line on
     /// purpose: inlined into `push` and `take`, the same fold compiled to
     /// about 30 scalar instructions. Counted with callgrind over the goal
-    /// trace of `docs/lru.md`: 10% fewer instructions per operation for the
+    /// trace of `design/lru.md`: 10% fewer instructions per operation for the
     /// whole `S3Fifo` cache.
     #[inline(never)]
     fn holds(&self, print: u32) -> bool {

@@ -54,7 +54,7 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
     ///
     /// A loader that hands the same key to another task and awaits that task
     /// waits for itself forever (not detectable without a runtime; see
-    /// `docs/async.md`).
+    /// [the async guide](https://github.com/larder-rs/larder/blob/main/docs/async.md#re-entrancy)).
     ///
     /// # Examples
     ///

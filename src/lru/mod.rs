@@ -15,7 +15,7 @@
 //! - `builder.rs`, `stats.rs`: configuration and `cache_info()`; `iter`'s
 //!   snapshot is the crate's `CacheIter` (`src/entries.rs`).
 //!
-//! Design notes and the measurements behind them: `docs/lru.md`.
+//! Design notes and the measurements behind them: `design/lru.md`.
 
 mod builder;
 mod cache;

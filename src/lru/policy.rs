@@ -18,7 +18,8 @@ use super::s3fifo::S3FifoCore;
 /// | a scan or one-hit wonders | flush the hot set | flush it too | pass through a small probation queue |
 /// | `iter()` order | exact recency, per shard | hit entries first, then the others, each in the hand's reverse order | main queue, then probation, each newest first |
 ///
-/// Which to pick, by workload (hit ratios measured in `docs/lru.md`):
+/// Which to pick, by workload (hit ratios in [the `LruCache`
+/// guide](https://github.com/larder-rs/larder/blob/main/docs/lru.md#which-policy)):
 ///
 /// | workload | pick |
 /// |---|---|
@@ -30,7 +31,7 @@ use super::s3fifo::S3FifoCore;
 /// `Clock` is CLOCK (second chance), the classic approximation of LRU: an
 /// entry is evicted only after the hand has passed it once with no hit in
 /// between. Its hit ratio stays close to LRU's on skewed workloads, here
-/// slightly above it (measured in `docs/lru.md`: Zipf 0.9 over 1M keys,
+/// slightly above it (measured on Zipf 0.9 over 1M keys,
 /// 39.9% against exact global LRU's 39.4% at 1% capacity, 63.8% against
 /// 63.0% at 10%), but it is not LRU: a scan, or keys used once each, can
 /// evict differently. Choose it when many threads hit the same entries and

@@ -14,8 +14,8 @@ use crate::sync::{
 /// How an [`OrderedIndex`](super::OrderedIndex) is locked; see
 /// [`OrderedIndexBuilder::lock`](super::OrderedIndexBuilder::lock).
 ///
-/// Measured on the 2-vCPU machine of `docs/benchmarks.md` at 2 threads
-/// (`docs/ordered.md` has the tables): `Partitioned` is as fast or faster
+/// Measured on 2 cores at 2 threads (the
+/// [benchmarks](https://github.com/larder-rs/larder/blob/main/docs/benchmarks.md) have the tables): `Partitioned` is as fast or faster
 /// on every workload there but 32-entry ranges, most of all when writes are
 /// frequent (one lock makes writers wait for each other and for every
 /// reader). With one thread, or

@@ -20,7 +20,7 @@
 //!   `BTreeMap<K, Arc<V>>` written copy-on-write (O(1) snapshots) and a hash
 //!   table over the same entries, under one reader-writer lock.
 //!
-//! The default was chosen by measurement: see `docs/ordered.md`.
+//! The default was chosen by measurement: see `design/ordered.md`.
 
 mod builder;
 mod consume;
@@ -96,8 +96,8 @@ use crate::sync::Arc;
 ///
 /// On 2 cores, at 2 threads, the leaves beat one lock or match it on every
 /// workload measured except 32-entry ranges (0.88x), by 3.2-3.7x on mixed
-/// and write-heavy work; `docs/ordered.md` has the measurements and
-/// `docs/benchmarks.md` the comparison with the peers.
+/// and write-heavy work; the [benchmarks](https://github.com/larder-rs/larder/blob/main/docs/benchmarks.md) have the
+/// measurements and the comparison with the peers.
 ///
 /// With consistent `Ord`, `Hash` and `Eq` impls (`a == b` exactly when
 /// `a.cmp(b)` is `Equal`, and equal keys hash alike) the table and the
@@ -226,7 +226,7 @@ use crate::sync::Arc;
 /// drains, [`point_lookups`](OrderedIndexBuilder::point_lookups)`(false)`
 /// saves the table's work on every write. For one thread, or for many
 /// O(1) snapshots, [`OrderedLock::Single`] or [`OrderedLock::Sharded`].
-/// `docs/benchmarks.md` and `docs/ordered.md` have the measured trade-offs.
+/// The [benchmarks](https://github.com/larder-rs/larder/blob/main/docs/benchmarks.md) have the measured trade-offs.
 ///
 /// # Examples
 ///

@@ -11,7 +11,13 @@
 //! - [`Timer`]: how the loop sleeps (backoff, resync, timeouts) without
 //!   naming a runtime.
 //!
-//! The guide is `docs/reflector.md`.
+//! - With the `etcd` feature, [`EtcdSource`]: an etcd key prefix as a
+//!   source (building it needs `protoc` and protobuf's well-known types;
+//!   running it, a tokio runtime and an etcd v3 server).
+//!
+//! [The reflector guide](https://github.com/larder-rs/larder/blob/main/docs/reflector.md)
+//! shows the loop, its guarantees, what each fault does, and how to mirror
+//! an etcd prefix.
 
 mod builder;
 mod error;
@@ -27,6 +33,7 @@ mod timer;
 pub use builder::{Backoff, ReflectorBuilder, Resync};
 pub use error::{ReflectorBuildError, ReflectorError, WaitError};
 #[cfg(feature = "etcd")]
+#[cfg_attr(docsrs, doc(cfg(feature = "etcd")))]
 pub use etcd::{
     ConsistencyError, DEFAULT_PAGE_SIZE, DEFAULT_REQUEST_TIMEOUT, EtcdBuildError, EtcdSource,
     EtcdSourceBuilder, EtcdWatch,

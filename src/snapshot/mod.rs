@@ -57,7 +57,7 @@ use crate::sync::{self, Arc, AtomicArc};
 /// Configuration, routing tables, feature flags, any read-mostly value that is
 /// replaced whole. A `RwLock<Arc<T>>` does the same job, but every read writes
 /// the lock word, so readers on different cores contend on one cache line;
-/// see `docs/benchmarks.md` for the measured difference. For values that
+/// the [benchmarks](https://github.com/larder-rs/larder/blob/main/docs/benchmarks.md) measure the difference. For values that
 /// change often and are read rarely, a `Mutex<T>` is simpler.
 ///
 /// # The lost update, and `update`
@@ -146,8 +146,8 @@ pub enum Fault {
 /// - until then it occupies one of the 8 borrow slots arc-swap lends the
 ///   thread that loaded it (wherever the guard has moved since). While all
 ///   8 of a thread's slots are taken, every further `load` on that thread
-///   takes arc-swap's fallback path: about 3x slower in
-///   `docs/snapshot.md`'s measurement, and it writes the value's shared
+///   takes arc-swap's fallback path: about 3x slower on one thread, and
+///   it writes the value's shared
 ///   reference count as [`load_full`](Snapshot::load_full) does. An
 ///   executor's worker thread runs many tasks, so tasks that each hold a
 ///   guard across an `.await` can use up their worker's slots;

@@ -64,7 +64,7 @@ where
     /// task (say, `tokio::spawn(cache.get_or_init_async(..))` then awaiting
     /// the handle) waits for itself forever: the other task is an ordinary
     /// waiter that cannot be told apart without a runtime. Bound such code
-    /// with a timeout (see `docs/async.md`).
+    /// with a timeout (see [the async guide](https://github.com/larder-rs/larder/blob/main/docs/async.md#re-entrancy)).
     ///
     /// # Examples
     ///

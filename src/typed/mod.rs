@@ -177,8 +177,8 @@ pub enum Fault {
 /// count (a write every reader of the key shares; visit the value with
 /// [`get_with`](TypedCache::get_with) to avoid it). Statistics go to
 /// per-thread padded counters; time to idle writes an entry's access time
-/// only when it moved by `tti / 64`. See `docs/typed.md` for the numbers
-/// against moka, DashMap and quick_cache.
+/// only when it moved by `tti / 64`. The [benchmarks](https://github.com/larder-rs/larder/blob/main/docs/benchmarks.md)
+/// compare it with moka, DashMap and quick_cache.
 ///
 /// # Deadlocks
 ///
