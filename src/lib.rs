@@ -203,6 +203,7 @@ mod snapshot;
 mod striped;
 mod sync;
 mod typed;
+mod wait;
 /// The tests' watchdog (a hang fails fast, naming the test).
 #[cfg(all(test, not(loom)))]
 #[path = "../tests/common/watchdog.rs"]
