@@ -155,6 +155,46 @@ async fn workqueue_delay_thread_wakes_an_async_worker() {
     assert_eq!(got.unwrap(), Some(1));
 }
 
+/// A key queued again by `done` (it was added during processing) wakes a
+/// worker already waiting: `done` is a producer too. A lost wake-up hangs
+/// the worker, and the watchdog fails the test.
+#[test]
+fn workqueue_done_wakes_a_worker_waiting_for_a_requeued_key() {
+    let _watchdog = watchdog::arm(WATCHDOG);
+    let queue: WorkQueue<u32> = WorkQueue::new();
+    queue.add(1);
+    let key = queue.try_get().unwrap();
+    queue.add(1);
+    thread::scope(|s| {
+        // Untimed: a timed wait would find the key when it timed out.
+        let waiting = s.spawn(|| queue.get());
+        thread::sleep(Duration::from_millis(20)); // let it wait
+        queue.done(&key);
+        assert_eq!(waiting.join().unwrap(), Some(1));
+    });
+}
+
+/// A worker whose `get` moves several due keys into the queue takes one
+/// and wakes the others' workers: the delay thread, finding nothing left
+/// to move, would not: the worker would hang, and the watchdog fails the
+/// test. (The delay thread may move the keys first; then this passes
+/// either way.)
+#[test]
+fn workqueue_a_get_that_queues_several_due_keys_wakes_other_workers() {
+    let _watchdog = watchdog::arm(WATCHDOG);
+    let (clock, queue) = manual();
+    queue.add_after(1, Duration::from_secs(1));
+    queue.add_after(2, Duration::from_secs(1));
+    thread::scope(|s| {
+        let waiting = s.spawn(|| queue.get());
+        thread::sleep(Duration::from_millis(20)); // let it wait
+        clock.advance(Duration::from_secs(1));
+        let mine = queue.try_get().unwrap();
+        let theirs = waiting.join().unwrap().unwrap();
+        assert_eq!([mine.min(theirs), mine.max(theirs)], [1, 2]);
+    });
+}
+
 #[test]
 fn workqueue_a_sooner_add_after_wins() {
     let (clock, queue) = manual();
@@ -357,7 +397,9 @@ mod sweeps {
 /// The model: client-go's queue, dirty set, processing set and delaying
 /// heap written as plainly as possible. Keys promoted at the same instant
 /// go in the order of their due time, then of when the key became known
-/// to the queue (its entry's creation).
+/// to the queue (its entry's creation). Due keys are promoted when the
+/// clock moves: the queue's `stats`, called after every step, promotes
+/// them, so whether its delay thread did so first does not matter.
 #[derive(Default, Debug)]
 struct Model {
     now: Duration,
@@ -425,7 +467,8 @@ impl Model {
         self.add_after(key, delay);
     }
 
-    fn get(&mut self) -> Result<u32, TryGetError> {
+    /// Queues the delayed keys that are due, soonest first.
+    fn promote(&mut self) {
         if !self.shutting_down {
             let mut due: BinaryHeap<Reverse<(Duration, u64, u32)>> = self
                 .delayed
@@ -438,6 +481,10 @@ impl Model {
                 self.add(key);
             }
         }
+    }
+
+    fn get(&mut self) -> Result<u32, TryGetError> {
+        self.promote();
         let Some(key) = self.queue.pop_front() else {
             return Err(if self.shutting_down {
                 TryGetError::ShutDown
@@ -531,6 +578,10 @@ proptest! {
                 Op::Advance(ms) => {
                     clock.advance(Duration::from_millis(ms));
                     model.now += Duration::from_millis(ms);
+                    // The queue's delay thread may move the due keys into
+                    // the queue at any moment from now; its `stats` below
+                    // does at the latest.
+                    model.promote();
                 }
                 Op::ShutDown => {
                     queue.shut_down();

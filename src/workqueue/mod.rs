@@ -153,10 +153,13 @@ impl<K, S> Shared<K, S> {
     }
 }
 
-#[cfg(not(loom))]
-impl<K: Send, S: Send + Sync> delay::Promote for Shared<K, S> {
+impl<K, S> Shared<K, S> {
+    /// Moves the delayed keys that fell due into the queue and wakes the
+    /// waiting workers if it queued any; returns how long until the next
+    /// delayed key is due by the clock.
     fn promote_due(&self) -> Option<Duration> {
         let now = self.clock.now();
+        let publishing = self.waiters.before_insert();
         let (queued, next) = {
             let mut core = self.core.lock();
             if core.is_shutting_down() {
@@ -164,10 +167,15 @@ impl<K: Send, S: Send + Sync> delay::Promote for Shared<K, S> {
             }
             (core.promote_due(now), core.next_due())
         };
-        if queued > 0 {
-            self.wake();
-        }
+        self.waiters.after_insert(publishing, queued > 0);
         next.map(|due| due.saturating_sub(now))
+    }
+}
+
+#[cfg(not(loom))]
+impl<K: Send, S: Send + Sync> delay::Promote for Shared<K, S> {
+    fn promote_due(&self) -> Option<Duration> {
+        Shared::promote_due(self)
     }
 
     fn delay(&self) -> &delay::DelayThread {
@@ -409,7 +417,9 @@ where
     }
 
     /// Keys waiting in the queue: neither processing nor delayed
-    /// (client-go's `Len`). A moment's value under concurrent use.
+    /// (client-go's `Len`); delayed keys that fell due by the clock are
+    /// moved into the queue first, and counted. A moment's value under
+    /// concurrent use.
     ///
     /// # Examples
     ///
@@ -422,6 +432,7 @@ where
     /// assert_eq!(queue.len(), 2);
     /// ```
     pub fn len(&self) -> usize {
+        self.shared.promote_due();
         self.shared.core.lock().len()
     }
 
@@ -532,7 +543,8 @@ where
     }
 
     /// The queue's statistics, read at one instant of its clock (client-go's
-    /// workqueue metrics; see [`WorkQueueStats`]).
+    /// workqueue metrics; see [`WorkQueueStats`]). Delayed keys that fell
+    /// due are moved into the queue first, as [`len`](Self::len) does.
     ///
     /// # Examples
     ///
@@ -553,6 +565,7 @@ where
     /// assert_eq!(queue.stats().total_processing_time, Duration::from_secs(3));
     /// ```
     pub fn stats(&self) -> WorkQueueStats {
+        self.shared.promote_due();
         let now = self.shared.clock.now();
         let core = self.shared.core.lock();
         WorkQueueStats::read(
