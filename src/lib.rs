@@ -240,10 +240,12 @@ mod snapshot;
 mod striped;
 mod sync;
 mod typed;
+mod wait;
 /// The tests' watchdog (a hang fails fast, naming the test).
 #[cfg(all(test, not(loom)))]
 #[path = "../tests/common/watchdog.rs"]
 mod watchdog;
+mod workqueue;
 
 pub use entries::{CacheIter, LruIter, TypedIter};
 pub use indexed::{IndexError, IndexedBuildError, IndexedStore, IndexedStoreBuilder, Transaction};
@@ -254,6 +256,10 @@ pub use snapshot::{CachedReader, CompareAndSwapError, Guard, Snapshot, Versioned
 pub use typed::{
     AnyCache, AnyCacheBuilder, Clock, CoarseClock, ManualClock, SystemClock, TypedBuildError,
     TypedCache, TypedCacheBuilder, TypedCacheStats,
+};
+pub use workqueue::{
+    ExponentialBackoff, GetTimeoutError, MaxOf, RateLimiter, RateLimiterError, TokenBucket,
+    TryGetError, WorkQueue, WorkQueueBuilder, WorkQueueStats,
 };
 
 #[cfg(loom)]
@@ -277,3 +283,6 @@ pub use snapshot::Fault as SnapshotFault;
 #[cfg(loom)]
 #[doc(hidden)]
 pub use typed::Fault as TypedFault;
+#[cfg(loom)]
+#[doc(hidden)]
+pub use workqueue::Fault as WorkQueueFault;

@@ -53,6 +53,9 @@ mod m12;
 #[path = "../examples/misuse_13_blocking_single_flight.rs"]
 #[allow(dead_code)]
 mod m13;
+#[path = "../examples/misuse_14_handmade_work_queue.rs"]
+#[allow(dead_code)]
+mod m14;
 
 #[test]
 fn misuse_01_unordered_iteration() {
@@ -252,4 +255,18 @@ fn misuse_13_blocking_single_flight() {
         assert!(values.iter().all(|v| v == "id,name"), "{values:?}");
         assert_eq!(*inits, 1, "the async form ran the init more than once");
     }
+}
+
+#[test]
+fn misuse_14_handmade_work_queue() {
+    let o = m14::run();
+    // Broken: cleared on take, two workers hold the key at once; cleared
+    // on done, the change that came mid-processing is never processed.
+    assert_eq!(o.broken_most_in_flight, 2);
+    assert_eq!(o.broken_versions, [1]);
+    assert_eq!(o.last_version, 2);
+    // Fixed: one worker at a time, and the last version processed.
+    assert_eq!(o.fixed_most_in_flight, 1);
+    assert!(!o.fixed_second_worker_got_it_early);
+    assert_eq!(o.fixed_versions, [1, 2]);
 }

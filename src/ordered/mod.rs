@@ -35,13 +35,13 @@ mod sequential;
 mod view;
 mod wait;
 
+#[cfg(loom)]
+pub use crate::wait::WaitFault;
 pub use builder::OrderedIndexBuilder;
 #[cfg(loom)]
 pub use fault::Fault;
 pub use lock::OrderedLock;
 pub use view::OrderedSnapshot;
-#[cfg(loom)]
-pub use wait::WaitFault;
 
 use std::borrow::Borrow;
 use std::fmt;
@@ -50,8 +50,8 @@ use std::hash::{BuildHasher, Hash};
 use self::lock::CoreLock;
 use self::partitioned::Partitioned;
 use self::sequential::OrderedCore;
-use self::wait::Waiters;
 use crate::sync::Arc;
+use crate::wait::Waiters;
 
 /// An ordered concurrent map with atomic ordered consumption
 /// ([`pop_first`](OrderedIndex::pop_first),

@@ -1,0 +1,180 @@
+//! loom models of `WorkQueue`: the add/get/done protocol
+//! (`src/workqueue/core.rs` under the queue's mutex) and its wake-ups (the
+//! shared waiting machinery, `src/wait.rs`), over loom's mutex and condvar,
+//! with the async `get` driven by `loom::future::block_on`. Three tasks:
+//! two workers (one blocking, one async) and a producer. The negative
+//! controls select a broken protocol (`WorkQueueFault`) that the model must
+//! catch: a key in two workers or a lost add as a failed assertion, a lost
+//! wake-up as loom's deadlock.
+#![cfg(loom)]
+
+use larder::{Clock, ManualClock, WorkQueue, WorkQueueFault};
+use loom::thread;
+use std::time::Duration;
+// std's `Arc` and atomics, not loom's: they are the models' own checks,
+// not part of the protocol, and a model that deadlocks (the negative
+// controls) unwinds its threads, where dropping a loom `Arc` aborts.
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+
+/// The models' key.
+const KEY: u32 = 7;
+
+fn queue_of(fault: WorkQueueFault) -> WorkQueue<u32> {
+    WorkQueue::builder()
+        .clock(ManualClock::new())
+        .build_with_fault(fault)
+}
+
+/// What the workers share with the producer: the number of workers
+/// holding the key now, and the version of the object the key names
+/// (bumped by the producer before each add) next to the latest version a
+/// worker saw.
+#[derive(Default)]
+struct Checks {
+    in_flight: AtomicUsize,
+    version: AtomicUsize,
+    latest_seen: AtomicUsize,
+}
+
+impl Checks {
+    /// One worker's processing of `key`.
+    fn process(&self, key: u32) {
+        assert_eq!(key, KEY);
+        let before = self.in_flight.fetch_add(1, SeqCst);
+        assert_eq!(before, 0, "the key is processed by two workers at once");
+        self.latest_seen
+            .fetch_max(self.version.load(SeqCst), SeqCst);
+        // The checks' atomics are std's, invisible to loom: give it a point
+        // where another thread can run while this worker holds the key.
+        thread::yield_now();
+        self.in_flight.fetch_sub(1, SeqCst);
+    }
+}
+
+/// A blocking worker and an async worker loop on `get` until shutdown;
+/// the producer changes the object twice, adding its key after each
+/// change, then shuts the queue down. No worker holds the key while
+/// another does; the latest change is processed (an add that came while
+/// the key was processed is processed again afterwards); both workers
+/// return (no lost wake-up, shutdown wakes them all, or loom reports a
+/// deadlock).
+fn add_get_done(fault: WorkQueueFault) {
+    loom::model(move || {
+        let queue = Arc::new(queue_of(fault));
+        let checks = Arc::new(Checks::default());
+        let blocking = {
+            let (queue, checks) = (Arc::clone(&queue), Arc::clone(&checks));
+            thread::spawn(move || {
+                while let Some(key) = queue.get() {
+                    checks.process(key);
+                    queue.done(&key);
+                }
+            })
+        };
+        let waiting = {
+            let (queue, checks) = (Arc::clone(&queue), Arc::clone(&checks));
+            thread::spawn(move || {
+                loom::future::block_on(async {
+                    while let Some(key) = queue.get_async().await {
+                        checks.process(key);
+                        queue.done(&key);
+                    }
+                });
+            })
+        };
+        for version in 1..=2 {
+            checks.version.store(version, SeqCst);
+            queue.add(KEY);
+        }
+        queue.shut_down();
+        blocking.join().unwrap();
+        waiting.join().unwrap();
+        assert_eq!(
+            checks.latest_seen.load(SeqCst),
+            2,
+            "the add that came during processing was lost"
+        );
+        assert!(queue.is_empty());
+    });
+}
+
+#[test]
+fn workqueue_add_get_done() {
+    add_get_done(WorkQueueFault::None);
+}
+
+#[test]
+#[should_panic(expected = "lost")]
+fn workqueue_negative_control_done_forgets_dirty() {
+    add_get_done(WorkQueueFault::DoneForgetsDirty);
+}
+
+#[test]
+#[should_panic(expected = "two workers")]
+fn workqueue_negative_control_get_skips_processing() {
+    add_get_done(WorkQueueFault::GetSkipsProcessing);
+}
+
+/// Two workers wait on an empty queue, one blocked, one async; the
+/// producer shuts the queue down. Both return `None`.
+fn shutdown_wakes_every_worker(fault: WorkQueueFault) {
+    loom::model(move || {
+        let queue = Arc::new(queue_of(fault));
+        let blocking = {
+            let queue = Arc::clone(&queue);
+            thread::spawn(move || queue.get())
+        };
+        let waiting = {
+            let queue = Arc::clone(&queue);
+            thread::spawn(move || loom::future::block_on(queue.get_async()))
+        };
+        queue.shut_down();
+        assert_eq!(blocking.join().unwrap(), None);
+        assert_eq!(waiting.join().unwrap(), None);
+    });
+}
+
+#[test]
+fn workqueue_shutdown_wakes_every_worker() {
+    shutdown_wakes_every_worker(WorkQueueFault::None);
+}
+
+#[test]
+#[should_panic(expected = "deadlock")]
+fn workqueue_negative_control_shutdown_wakes_one() {
+    shutdown_wakes_every_worker(WorkQueueFault::ShutdownWakesOne);
+}
+
+/// Two producers add the key for 10 ms and for 5 ms from now at once;
+/// a worker looks while they do. Whichever add comes first, the key is
+/// due at 5 ms (the sooner time wins, the later never postpones it) and
+/// is handed out once.
+#[test]
+fn workqueue_sooner_delay_wins_under_a_concurrent_add() {
+    loom::model(|| {
+        let clock = ManualClock::new();
+        let queue = Arc::new(WorkQueue::builder().clock(clock.clone()).build());
+        let later = {
+            let queue = Arc::clone(&queue);
+            thread::spawn(move || queue.add_after(KEY, Duration::from_millis(10)))
+        };
+        let sooner = {
+            let queue = Arc::clone(&queue);
+            thread::spawn(move || queue.add_after(KEY, Duration::from_millis(5)))
+        };
+        // Nothing is due before 5 ms, whatever has been added so far.
+        assert!(queue.try_get().is_err());
+        later.join().unwrap();
+        sooner.join().unwrap();
+        clock.advance(Duration::from_millis(4));
+        assert!(queue.try_get().is_err(), "due before its sooner time");
+        clock.advance(Duration::from_millis(1));
+        assert_eq!(clock.now(), Duration::from_millis(5));
+        assert_eq!(queue.try_get(), Ok(KEY), "the later time postponed the key");
+        queue.done(&KEY);
+        clock.advance(Duration::from_millis(10));
+        assert!(queue.try_get().is_err(), "the key was handed out twice");
+        queue.check_invariants();
+    });
+}

@@ -1,0 +1,428 @@
+//! The waiting machinery shared by the containers that hand out entries:
+//! a waiting consumer (blocking, with or without a deadline, or as a
+//! future) and the wake-up protocol between it and the producers. Used by
+//! `OrderedIndex`'s `pop_first`/`drain_to` waiting forms (`ordered/wait.rs`)
+//! and by `WorkQueue`'s `get` forms (`workqueue/mod.rs`).
+//!
+//! A consumer's *attempt* is the container's own atomic step (it takes the
+//! container's lock, takes an entry or returns `None`); a producer calls
+//! [`Waiters::before_insert`] and [`Waiters::after_insert`] around the step
+//! that makes an entry available.
+//!
+//! # Protocol
+//!
+//! [`Waiters`] holds a count of registered waiters (blocked threads and
+//! pending futures), and under one mutex an epoch and the wakers of the
+//! pending futures. A blocked thread waits on the condvar beside it.
+//!
+//! A consumer:
+//!
+//! 1. tries the operation (`pop_first` or `drain_to`, the engine's own
+//!    atomic step); if it took something, it is done;
+//! 2. registers: under the mutex, adds 1 to the count and reads the epoch;
+//! 3. tries again, with no lock of ours held; if it took something, it
+//!    deregisters and is done;
+//! 4. under the mutex, if the epoch is the one it read, waits (a thread on
+//!    the condvar, a future by leaving its waker and returning `Pending`);
+//!    else it reads the new epoch and goes back to 3.
+//!
+//! A producer, after `insert` added a new key and released the engine's
+//! locks, loads the count; if it is 0 it is done (the cost of the protocol
+//! on a write with no waiters: one load of a word no writer writes).
+//! Otherwise, under the mutex, it bumps the epoch, notifies the condvar's
+//! threads and takes every waker, and wakes them after unlocking. Every
+//! waiter is woken, not one: a woken future may be dropped before it polls
+//! again, and a `drain_to` waiter may want another range than the new key,
+//! so a single wake-up could land where nobody takes the entry.
+//!
+//! # No lost wake-up
+//!
+//! The window is between a consumer finding the index empty and it
+//! sleeping. Two cases, for a consumer C and a producer P inserting key k:
+//!
+//! - P's count load does not see C's registration. Then C's retry (step 3)
+//!   sees k (or the index after someone else took k). P's insert and C's
+//!   retry both take the engine's locks: the one write lock of
+//!   `OrderedLock::Single` and `Sharded`, or,
+//!   with leaves, the router's read lock and the leaf that holds k (C's
+//!   step locks the first leaf, or all leaves up to its bound, which holds
+//!   k if k is in C's range; a leaf split or merge in between goes through
+//!   the router's write lock, which orders the two steps the same way). If
+//!   C's retry took those locks before P did, C's registration (sequenced
+//!   before its retry) happens before P's count load, which by coherence
+//!   then sees it, even Relaxed: a contradiction. So P's insert came first,
+//!   and C's retry happens after it and sees k.
+//! - P's count load sees the registration. P then bumps the epoch under the
+//!   mutex. If C reaches step 4 before that, it is waiting and P's notify
+//!   or wake reaches it (the mutex is held from C's epoch check to its
+//!   wait); if after, C finds the epoch changed and retries.
+//!
+//! A `WorkQueue`'s engine lock is its one state mutex: `add`, `done`,
+//! `shut_down` and a getter's retry all take it, so the same argument holds.
+//!
+//! The loom models in `loom-tests/tests/ordered_wait.rs` and
+//! `loom-tests/tests/workqueue.rs` check this, and
+//! that each broken variant of [`WaitFault`] deadlocks or loses an entry.
+//!
+//! # Cancellation
+//!
+//! A future removes an entry only inside the `poll` that returns `Ready`
+//! with it, so dropping a pending future takes nothing; its drop only
+//! deregisters it.
+//!
+//! # Locks
+//!
+//! One mutex, never held while calling into the engine or running user
+//! code (the consumer's retry runs with it released; wakers are woken after
+//! it is released).
+
+use std::future::Future;
+use std::marker::PhantomData;
+use std::pin::Pin;
+use std::task::{Context, Poll, Waker};
+use std::time::Instant;
+
+use crate::sync::{AtomicUsize, CachePadded, Condvar, Mutex, Ordering};
+
+/// A deliberately broken wake-up protocol, for the loom suite's negative
+/// controls (`OrderedIndexBuilder::build_with_wait_fault`).
+#[cfg(loom)]
+#[doc(hidden)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WaitFault {
+    /// The correct protocol.
+    None,
+    /// `insert` never wakes anyone.
+    NoWake,
+    /// `insert` loads the waiter count before it publishes the entry (and
+    /// wakes only if that early load saw a waiter).
+    CountBeforePublish,
+    /// A blocking consumer registers after its failed try and waits without
+    /// trying again.
+    RegisterAfterCheck,
+    /// `insert` wakes one waiter: the first pending future if there is one,
+    /// else one blocked thread.
+    WakeOne,
+    /// A future that finds an entry keeps it and returns `Pending` once
+    /// (waking itself), handing it out on the next poll: dropping it then
+    /// loses the entry.
+    TakeThenPending,
+}
+
+/// What [`Waiters::before_insert`] hands to [`Waiters::after_insert`]:
+/// nothing, except the early count load of a loom negative control.
+pub(crate) struct Publishing(#[cfg(loom)] Option<bool>);
+
+/// The consumers waiting for an entry of one index.
+pub(crate) struct Waiters {
+    /// The number of registered waiters. Changed under `list`'s mutex; read
+    /// by every producer without it (see the module docs for why Relaxed is
+    /// enough). On a line of its own, so that the producers' loads of it do
+    /// not share a line with anything written.
+    count: CachePadded<AtomicUsize>,
+    list: Mutex<WaitList>,
+    /// Where blocked threads wait.
+    ready: Condvar,
+    #[cfg(loom)]
+    pub(crate) fault: WaitFault,
+}
+
+/// The state under the mutex.
+#[derive(Default)]
+struct WaitList {
+    /// Bumped by every wake-up, so that a consumer whose retry raced with
+    /// one sees that it must retry again.
+    epoch: u64,
+    /// The pending futures' wakers, by registration slot; `None` for a slot
+    /// whose waker was taken by a wake-up (or is free).
+    wakers: Vec<Option<Waker>>,
+    /// The free slots of `wakers`.
+    free: Vec<usize>,
+}
+
+/// A blocking waiter's registration; deregisters on drop, panics included.
+struct Registration<'a>(&'a Waiters);
+
+impl Drop for Registration<'_> {
+    fn drop(&mut self) {
+        // A loom model that deadlocks unwinds its threads, and a loom
+        // atomic touched then aborts the process instead of failing the
+        // model (the negative controls rely on the failure).
+        #[cfg(loom)]
+        if std::thread::panicking() {
+            return;
+        }
+        // Relaxed: a late decrement only costs a producer a needless wake-up.
+        self.0.count.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+impl Waiters {
+    pub(crate) fn new() -> Self {
+        Self {
+            count: CachePadded::new(AtomicUsize::new(0)),
+            list: Mutex::new(WaitList::default()),
+            ready: Condvar::new(),
+            #[cfg(loom)]
+            fault: WaitFault::None,
+        }
+    }
+
+    /// Called by `insert` before it touches the engine: nothing, except
+    /// in the loom negative control [`WaitFault::CountBeforePublish`].
+    #[inline(always)]
+    pub(crate) fn before_insert(&self) -> Publishing {
+        #[cfg(loom)]
+        if self.fault == WaitFault::CountBeforePublish {
+            // BROKEN on purpose: a consumer that registers after this load
+            // and tried before the insert is never woken.
+            return Publishing(Some(self.count.load(Ordering::Relaxed) != 0));
+        }
+        Publishing(
+            #[cfg(loom)]
+            None,
+        )
+    }
+
+    /// Called by `insert` after the engine's insert released its locks:
+    /// wakes the waiters if `added` a new key and anyone waits.
+    #[inline(always)]
+    pub(crate) fn after_insert(&self, publishing: Publishing, added: bool) {
+        #[cfg(loom)]
+        match (self.fault, publishing.0) {
+            (WaitFault::NoWake, _) => return,
+            (_, Some(waiting)) => {
+                if waiting && added {
+                    self.wake_all();
+                }
+                return;
+            }
+            _ => {}
+        }
+        let _ = publishing;
+        // Relaxed: this load comes after the insert released the engine's
+        // locks, and a registration it must see is sequenced before the
+        // consumer's retry under those locks (module docs, "No lost
+        // wake-up").
+        if added && self.count.load(Ordering::Relaxed) != 0 {
+            self.wake_all();
+        }
+    }
+
+    /// Wakes every waiter.
+    #[cold]
+    fn wake_all(&self) {
+        let wakers: Vec<Waker> = {
+            let mut list = self.list.lock();
+            list.epoch = list.epoch.wrapping_add(1);
+            #[cfg(loom)]
+            if self.fault == WaitFault::WakeOne {
+                drop(list);
+                return self.wake_one();
+            }
+            self.ready.notify_all();
+            list.wakers.iter_mut().filter_map(Option::take).collect()
+        };
+        for waker in wakers {
+            waker.wake();
+        }
+    }
+
+    /// BROKEN on purpose (loom negative controls only): bumps the epoch and
+    /// wakes one waiter, the first pending future if there is one, else one
+    /// blocked thread.
+    #[cfg(loom)]
+    #[cold]
+    pub(crate) fn wake_one(&self) {
+        let mut list = self.list.lock();
+        list.epoch = list.epoch.wrapping_add(1);
+        match list.wakers.iter_mut().find_map(Option::take) {
+            Some(waker) => {
+                drop(list);
+                waker.wake();
+            }
+            None => {
+                self.ready.notify_one();
+            }
+        }
+    }
+
+    /// Registers a blocking waiter; returns its registration and the epoch.
+    fn register(&self) -> (Registration<'_>, u64) {
+        let list = self.list.lock();
+        // Relaxed: ordered before the retry that follows by program order,
+        // and through the engine's locks before a producer's load.
+        self.count.fetch_add(1, Ordering::Relaxed);
+        (Registration(self), list.epoch)
+    }
+
+    /// Blocks until `attempt` returns something, or until `deadline`.
+    pub(crate) fn wait<T>(
+        &self,
+        deadline: Option<Instant>,
+        mut attempt: impl FnMut() -> Option<T>,
+    ) -> Option<T> {
+        if let Some(found) = attempt() {
+            return Some(found);
+        }
+        let (_registration, mut seen) = self.register();
+        #[cfg(loom)]
+        let mut skip_retry = self.fault == WaitFault::RegisterAfterCheck;
+        loop {
+            #[cfg(loom)]
+            let retry = !std::mem::take(&mut skip_retry);
+            #[cfg(not(loom))]
+            let retry = true;
+            if retry {
+                if let Some(found) = attempt() {
+                    return Some(found);
+                }
+            }
+            let mut list = self.list.lock();
+            if list.epoch == seen {
+                match deadline {
+                    None => self.ready.wait(&mut list),
+                    Some(deadline) => {
+                        if Instant::now() >= deadline {
+                            return None;
+                        }
+                        // Timed out or not, the loop retries once more and
+                        // then looks at the clock.
+                        let _ = self.ready.wait_until(&mut list, deadline);
+                    }
+                }
+            }
+            seen = list.epoch;
+        }
+    }
+
+    /// One poll of a future waiting for `attempt`; `registered` is its slot
+    /// and the epoch it last saw, once it has registered.
+    fn poll_wait<T>(
+        &self,
+        registered: &mut Option<(usize, u64)>,
+        cx: &mut Context<'_>,
+        attempt: &mut impl FnMut() -> Option<T>,
+    ) -> Poll<T> {
+        loop {
+            if let Some(found) = attempt() {
+                self.deregister(registered);
+                return Poll::Ready(found);
+            }
+            let mut list = self.list.lock();
+            match registered {
+                None => {
+                    let slot = list.free.pop().unwrap_or_else(|| {
+                        list.wakers.push(None);
+                        list.wakers.len() - 1
+                    });
+                    // Relaxed: as in `register`.
+                    self.count.fetch_add(1, Ordering::Relaxed);
+                    *registered = Some((slot, list.epoch));
+                }
+                Some((_, seen)) if *seen != list.epoch => *seen = list.epoch,
+                Some((slot, _)) => {
+                    // Left under the mutex, in the section that found the
+                    // epoch unchanged: the next wake-up takes it.
+                    let waker = &mut list.wakers[*slot];
+                    match waker {
+                        Some(old) if old.will_wake(cx.waker()) => {}
+                        _ => *waker = Some(cx.waker().clone()),
+                    }
+                    return Poll::Pending;
+                }
+            }
+        }
+    }
+
+    /// Gives back a future's slot, if it has one.
+    fn deregister(&self, registered: &mut Option<(usize, u64)>) {
+        if let Some((slot, _)) = registered.take() {
+            let waker = {
+                let mut list = self.list.lock();
+                list.free.push(slot);
+                self.count.fetch_sub(1, Ordering::Relaxed);
+                list.wakers[slot].take()
+            };
+            drop(waker);
+        }
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+impl Waiters {
+    /// Waiters registered now (for tests).
+    pub(crate) fn registered(&self) -> usize {
+        self.count.load(Ordering::Relaxed)
+    }
+
+    /// How many wake-ups there were (for tests).
+    pub(crate) fn epoch(&self) -> u64 {
+        self.list.lock().epoch
+    }
+}
+
+/// The future of the `*_async` forms: polls `attempt` and waits between
+/// polls as [`Waiters`] says.
+pub(crate) struct Waiting<'a, T, F> {
+    waiters: &'a Waiters,
+    attempt: F,
+    registered: Option<(usize, u64)>,
+    /// [`WaitFault::TakeThenPending`]'s entry, taken and not yet returned.
+    #[cfg(loom)]
+    stash: Option<T>,
+    output: PhantomData<fn() -> T>,
+}
+
+// No field is pinned: `poll` moves nothing out of `self` but the output.
+impl<T, F> Unpin for Waiting<'_, T, F> {}
+
+impl<'a, T, F: FnMut() -> Option<T>> Waiting<'a, T, F> {
+    pub(crate) fn new(waiters: &'a Waiters, attempt: F) -> Self {
+        Self {
+            waiters,
+            attempt,
+            registered: None,
+            #[cfg(loom)]
+            stash: None,
+            output: PhantomData,
+        }
+    }
+}
+
+impl<T, F: FnMut() -> Option<T>> Future for Waiting<'_, T, F> {
+    type Output = T;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<T> {
+        let this = self.get_mut();
+        #[cfg(loom)]
+        if this.waiters.fault == WaitFault::TakeThenPending {
+            if let Some(found) = this.stash.take() {
+                return Poll::Ready(found);
+            }
+            if let Poll::Ready(found) =
+                this.waiters
+                    .poll_wait(&mut this.registered, cx, &mut this.attempt)
+            {
+                // BROKEN on purpose: taken, but not handed out in this poll.
+                this.stash = Some(found);
+                cx.waker().wake_by_ref();
+                return Poll::Pending;
+            }
+            return Poll::Pending;
+        }
+        this.waiters
+            .poll_wait(&mut this.registered, cx, &mut this.attempt)
+    }
+}
+
+impl<T, F> Drop for Waiting<'_, T, F> {
+    fn drop(&mut self) {
+        // As in `Registration`'s drop.
+        #[cfg(loom)]
+        if std::thread::panicking() {
+            return;
+        }
+        self.waiters.deregister(&mut self.registered);
+    }
+}

@@ -1,0 +1,608 @@
+//! [`WorkQueue`]: client-go's controller work queue
+//! (`k8s.io/client-go/util/workqueue`), runtime-agnostic.
+//!
+//! # Layout
+//!
+//! - `core.rs`: the sequential state (`&mut self`): the queue, the dirty
+//!   and processing marks, the delayed heap, the statistics' counters.
+//! - this file: the concurrent wrapper, one mutex around the core, and
+//!   the operations that do not wait.
+//! - `get.rs`: the `get` forms that wait, over the crate's shared waiting
+//!   machinery (`crate::wait`: blocking, timed and async waiters, no lost
+//!   wake-up, cancel-safe futures).
+//! - `delay.rs`: the thread that wakes waiting workers when a delayed key
+//!   falls due.
+//! - `rate_limit.rs`, `stats.rs`, `builder.rs`; `fault.rs` (loom only).
+//!
+//! # Locks
+//!
+//! The core's mutex is never held while another lock is taken: the
+//! waiters' mutex (`crate::wait`), the delay thread's and the rate
+//! limiter's are each taken after it is released. User code (`Hash` of
+//! `K`, the clock, the rate limiter, `Drop` of keys that leave the queue)
+//! runs with no lock held; `Eq` and `Clone` of `K` run under the core's
+//! mutex before the operation changes anything, so a panic there leaves
+//! the queue as it was (`core.rs`).
+
+mod builder;
+mod core;
+#[cfg(not(loom))]
+mod delay;
+#[cfg(loom)]
+mod fault;
+mod get;
+mod rate_limit;
+mod stats;
+
+pub use builder::WorkQueueBuilder;
+#[cfg(loom)]
+pub use fault::Fault;
+pub use get::{GetTimeoutError, TryGetError};
+pub use rate_limit::{ExponentialBackoff, MaxOf, RateLimiter, RateLimiterError, TokenBucket};
+pub use stats::WorkQueueStats;
+
+use std::borrow::Borrow;
+use std::fmt;
+use std::hash::{BuildHasher, Hash};
+use std::time::Duration;
+
+use self::core::{Added, Core};
+use crate::Clock;
+use crate::sync::{Arc, Condvar, Mutex};
+use crate::wait::Waiters;
+
+/// A work queue for controllers: client-go's rate-limited, delaying work
+/// queue. Producers (event handlers) [`add`](Self::add) keys of objects
+/// that changed; workers [`get`](Self::get) a key, reconcile the object,
+/// and call [`done`](Self::done).
+///
+/// The guarantees, as client-go's:
+///
+/// - **Deduplication**: a key added while it waits in the queue is not
+///   queued twice.
+/// - **One worker per key**: a key being processed is never handed to a
+///   second worker; added meanwhile, it is queued again when its worker
+///   calls `done`, so the change that came during processing is
+///   processed afterwards, and no add is lost.
+/// - **Delays** ([`add_after`](Self::add_after)): a key added for a later
+///   time joins the queue then; added again for a sooner time, it joins at
+///   the sooner one (a later time never postpones it).
+/// - **Rate limiting** ([`add_rate_limited`](Self::add_rate_limited)):
+///   a key that failed is retried after its limiter's delay
+///   ([`MaxOf::controller_default`] unless the builder sets another
+///   [`RateLimiter`]), until [`forget`](Self::forget) clears its record.
+/// - **Shutdown** ([`shut_down`](Self::shut_down)): wakes every waiting
+///   worker; later adds are ignored; keys already queued are still handed
+///   out, then every `get` says the queue is shut down.
+///
+/// Waiting: [`get`](Self::get) blocks a thread, [`get_timeout`](Self::get_timeout)
+/// bounds it, [`try_get`](Self::try_get) never waits and
+/// [`get_async`](Self::get_async) is a cancel-safe future for any executor.
+/// Keys go to waiting workers in no particular order of the workers.
+///
+/// Times come from the queue's [`Clock`] (a [`SystemClock`](crate::SystemClock)
+/// unless the builder sets one; tests use a [`ManualClock`](crate::ManualClock)).
+/// A queue that delays keys has one helper thread that wakes waiting
+/// workers when a key falls due (client-go's waiting goroutine); it stops
+/// at shutdown or when the queue is dropped.
+///
+/// `docs/workqueue.md` maps client-go's names to these.
+///
+/// # Examples
+///
+/// ```
+/// use larder::WorkQueue;
+/// use std::sync::Arc;
+/// use std::thread;
+///
+/// let queue = Arc::new(WorkQueue::new());
+/// let worker = {
+///     let queue = Arc::clone(&queue);
+///     thread::spawn(move || {
+///         let mut reconciled = Vec::new();
+///         while let Some(key) = queue.get() {
+///             reconciled.push(key);
+///             queue.done(&key);
+///         }
+///         reconciled
+///     })
+/// };
+/// queue.add("default/web");
+/// queue.add("default/web"); // deduplicated while it waits
+/// queue.shut_down_with_drain();
+/// let reconciled = worker.join().unwrap();
+/// assert!(reconciled.len() <= 1);
+/// ```
+pub struct WorkQueue<K, S = ahash::RandomState> {
+    shared: Arc<Shared<K, S>>,
+}
+
+/// What the queue's handle and its delay thread share.
+struct Shared<K, S> {
+    core: Mutex<Core<K>>,
+    /// Where `shut_down_with_drain` waits for the processing keys (with
+    /// `core`'s mutex).
+    drained: Condvar,
+    waiters: Waiters,
+    clock: Arc<dyn Clock>,
+    limiter: Box<dyn RateLimiter<K>>,
+    hasher: S,
+    #[cfg(not(loom))]
+    delay: delay::DelayThread,
+}
+
+impl<K, S> Shared<K, S> {
+    fn new(clock: Arc<dyn Clock>, limiter: Box<dyn RateLimiter<K>>, hasher: S) -> Self {
+        Self {
+            core: Mutex::new(Core::default()),
+            drained: Condvar::new(),
+            waiters: Waiters::new(),
+            clock,
+            limiter,
+            hasher,
+            #[cfg(not(loom))]
+            delay: delay::DelayThread::default(),
+        }
+    }
+
+    /// Wakes the waiting workers (a key was queued, or the queue shut
+    /// down). Call with the core's mutex released.
+    fn wake(&self) {
+        let publishing = self.waiters.before_insert();
+        self.waiters.after_insert(publishing, true);
+    }
+}
+
+impl<K, S> Shared<K, S> {
+    /// Moves the delayed keys that fell due into the queue and wakes the
+    /// waiting workers if it queued any; returns how long until the next
+    /// delayed key is due by the clock.
+    fn promote_due(&self) -> Option<Duration> {
+        let now = self.clock.now();
+        let publishing = self.waiters.before_insert();
+        let (queued, next) = {
+            let mut core = self.core.lock();
+            if core.is_shutting_down() {
+                return None;
+            }
+            (core.promote_due(now), core.next_due())
+        };
+        self.waiters.after_insert(publishing, queued > 0);
+        next.map(|due| due.saturating_sub(now))
+    }
+}
+
+#[cfg(not(loom))]
+impl<K: Send, S: Send + Sync> delay::Promote for Shared<K, S> {
+    fn promote_due(&self) -> Option<Duration> {
+        Shared::promote_due(self)
+    }
+
+    fn delay(&self) -> &delay::DelayThread {
+        &self.delay
+    }
+}
+
+impl<K> WorkQueue<K>
+where
+    K: Hash + Eq + Clone + Send + Sync + 'static,
+{
+    /// An empty queue with the system clock and client-go's default
+    /// controller rate limiter ([`MaxOf::controller_default`]).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use larder::WorkQueue;
+    ///
+    /// let queue: WorkQueue<String> = WorkQueue::new();
+    /// assert!(queue.is_empty());
+    /// ```
+    pub fn new() -> Self {
+        Self::builder().build()
+    }
+
+    /// A builder, to set the clock, rate limiter or hasher.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use larder::{ManualClock, WorkQueue};
+    ///
+    /// let queue: WorkQueue<u32> = WorkQueue::builder().clock(ManualClock::new()).build();
+    /// # let _ = queue;
+    /// ```
+    pub fn builder() -> WorkQueueBuilder<K> {
+        WorkQueueBuilder::new()
+    }
+}
+
+impl<K> Default for WorkQueue<K>
+where
+    K: Hash + Eq + Clone + Send + Sync + 'static,
+{
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<K, S> WorkQueue<K, S>
+where
+    K: Hash + Eq + Clone + Send + Sync + 'static,
+    S: BuildHasher + Send + Sync + 'static,
+{
+    /// Queues `key` for a worker (client-go's `Add`), unless it already
+    /// waits in the queue. A key being processed is queued again when its
+    /// worker calls [`done`](Self::done). Ignored once the queue is shutting
+    /// down.
+    ///
+    /// Atomic: a worker that takes the key after this returns sees every
+    /// change the caller made before the call.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use larder::WorkQueue;
+    ///
+    /// let queue = WorkQueue::new();
+    /// queue.add("a");
+    /// queue.add("a");
+    /// assert_eq!(queue.len(), 1);
+    /// ```
+    pub fn add(&self, key: K) {
+        let shared = &*self.shared;
+        let hash = shared.hasher.hash_one(&key);
+        let now = shared.clock.now();
+        let publishing = shared.waiters.before_insert();
+        let (added, leftover) = shared.core.lock().add(hash, key, now);
+        shared
+            .waiters
+            .after_insert(publishing, added == Added::Queued);
+        drop(leftover);
+    }
+
+    /// Queues `key` once `delay` has passed on the queue's clock
+    /// (client-go's `AddAfter`); a zero `delay` is [`add`](Self::add).
+    /// A key already delayed is queued at the sooner of its two times.
+    /// Ignored once the queue is shutting down; delayed keys are dropped
+    /// at shutdown.
+    ///
+    /// # Panics
+    ///
+    /// If the queue's delay thread, started by the first delayed key,
+    /// cannot be spawned.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use larder::{ManualClock, WorkQueue};
+    /// use std::time::Duration;
+    ///
+    /// let clock = ManualClock::new();
+    /// let queue = WorkQueue::builder().clock(clock.clone()).build();
+    /// queue.add_after("a", Duration::from_secs(10));
+    /// queue.add_after("a", Duration::from_secs(1)); // sooner: wins
+    /// clock.advance(Duration::from_secs(1));
+    /// assert_eq!(queue.try_get(), Ok("a"));
+    /// ```
+    pub fn add_after(&self, key: K, delay: Duration) {
+        self.add_after_counting(key, delay, false);
+    }
+
+    fn add_after_counting(&self, key: K, delay: Duration, retry: bool) {
+        let shared = &*self.shared;
+        if delay.is_zero() {
+            if retry {
+                shared.core.lock().counters.retries += 1;
+            }
+            return self.add(key);
+        }
+        let hash = shared.hasher.hash_one(&key);
+        let due = shared.clock.now().saturating_add(delay);
+        let (soonest, leftover) = {
+            let mut core = shared.core.lock();
+            if retry && !core.is_shutting_down() {
+                core.counters.retries += 1;
+            }
+            core.add_at(hash, key, due)
+        };
+        drop(leftover);
+        #[cfg(not(loom))]
+        if soonest {
+            shared.delay.poke(&self.shared);
+        }
+        #[cfg(loom)]
+        let _ = soonest;
+    }
+
+    /// Queues `key` after the delay its rate limiter gives it, recording a
+    /// failure (client-go's `AddRateLimited`). Call it when processing
+    /// the key failed; call [`forget`](Self::forget) when it succeeded.
+    ///
+    /// # Panics
+    ///
+    /// As [`add_after`](Self::add_after).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use larder::{ManualClock, WorkQueue};
+    /// use std::time::Duration;
+    ///
+    /// let clock = ManualClock::new();
+    /// let queue = WorkQueue::builder().clock(clock.clone()).build();
+    /// queue.add_rate_limited("a"); // the default limiter: 5 ms first
+    /// assert_eq!(queue.num_requeues(&"a"), 1);
+    /// clock.advance(Duration::from_millis(5));
+    /// assert_eq!(queue.try_get(), Ok("a"));
+    /// queue.forget(&"a");
+    /// assert_eq!(queue.num_requeues(&"a"), 0);
+    /// ```
+    pub fn add_rate_limited(&self, key: K) {
+        let delay = self.shared.limiter.when(&key, self.shared.clock.now());
+        self.add_after_counting(key, delay, true);
+    }
+
+    /// Clears `key`'s failures in the rate limiter (client-go's `Forget`):
+    /// its next [`add_rate_limited`](Self::add_rate_limited) waits as a
+    /// first failure's. It does not remove the key from the queue.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use larder::WorkQueue;
+    ///
+    /// let queue = WorkQueue::new();
+    /// queue.add_rate_limited(7);
+    /// queue.forget(&7);
+    /// assert_eq!(queue.num_requeues(&7), 0);
+    /// ```
+    pub fn forget(&self, key: &K) {
+        self.shared.limiter.forget(key);
+    }
+
+    /// How many failures of `key` the rate limiter has recorded since it
+    /// was last forgotten (client-go's `NumRequeues`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use larder::WorkQueue;
+    ///
+    /// let queue = WorkQueue::new();
+    /// queue.add_rate_limited(7);
+    /// queue.add_rate_limited(7);
+    /// assert_eq!(queue.num_requeues(&7), 2);
+    /// ```
+    pub fn num_requeues(&self, key: &K) -> u32 {
+        self.shared.limiter.num_requeues(key)
+    }
+
+    /// The worker that took `key` is finished with it (client-go's
+    /// `Done`). If `key` was added while it was processed, it is queued
+    /// again now. A key that no worker holds is left alone.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use larder::WorkQueue;
+    ///
+    /// let queue = WorkQueue::new();
+    /// queue.add("a");
+    /// let key = queue.try_get().unwrap();
+    /// queue.add("a"); // during processing: not handed to another worker
+    /// assert!(queue.try_get().is_err());
+    /// queue.done(&key); // now queued again
+    /// assert_eq!(queue.try_get(), Ok("a"));
+    /// ```
+    pub fn done<Q>(&self, key: &Q)
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ?Sized,
+    {
+        let shared = &*self.shared;
+        let hash = shared.hasher.hash_one(key);
+        let now = shared.clock.now();
+        let publishing = shared.waiters.before_insert();
+        let (requeued, leftover) = {
+            let mut core = shared.core.lock();
+            let outcome = core.done(hash, key, now);
+            if core.processing() == 0 && core.is_shutting_down() {
+                shared.drained.notify_all();
+            }
+            outcome
+        };
+        shared.waiters.after_insert(publishing, requeued);
+        drop(leftover);
+    }
+
+    /// Keys waiting in the queue: neither processing nor delayed
+    /// (client-go's `Len`); delayed keys that fell due by the clock are
+    /// moved into the queue first, and counted. A moment's value under
+    /// concurrent use.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use larder::WorkQueue;
+    ///
+    /// let queue = WorkQueue::new();
+    /// queue.add(1);
+    /// queue.add(2);
+    /// assert_eq!(queue.len(), 2);
+    /// ```
+    pub fn len(&self) -> usize {
+        self.shared.promote_due();
+        self.shared.core.lock().len()
+    }
+
+    /// Whether no key waits in the queue (keys being processed or delayed
+    /// are not counted).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use larder::WorkQueue;
+    ///
+    /// let queue: WorkQueue<u8> = WorkQueue::new();
+    /// assert!(queue.is_empty());
+    /// ```
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Shuts the queue down (client-go's `ShutDown`): every waiting
+    /// worker is woken; later adds are ignored and delayed keys dropped;
+    /// keys already queued are still handed out, then every `get` returns
+    /// that the queue is shut down. Idempotent.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use larder::WorkQueue;
+    ///
+    /// let queue = WorkQueue::new();
+    /// queue.add(1);
+    /// queue.shut_down();
+    /// queue.add(2); // ignored
+    /// assert_eq!(queue.get(), Some(1));
+    /// assert_eq!(queue.get(), None);
+    /// assert!(queue.is_shutting_down());
+    /// ```
+    pub fn shut_down(&self) {
+        let shared = &*self.shared;
+        let dropped = {
+            let mut core = shared.core.lock();
+            let dropped = core.shut_down();
+            #[cfg(loom)]
+            if core.fault == Fault::ShutdownWakesOne {
+                // BROKEN on purpose: one waiting worker woken.
+                drop(core);
+                shared.waiters.wake_one();
+                return;
+            }
+            dropped
+        };
+        #[cfg(not(loom))]
+        shared.delay.stop();
+        shared.wake();
+        drop(dropped);
+    }
+
+    /// Shuts the queue down as [`shut_down`](Self::shut_down), then blocks
+    /// until no key is being processed: every worker holding a key has
+    /// called [`done`](Self::done) (client-go's `ShutDownWithDrain`).
+    ///
+    /// # Deadlocks
+    ///
+    /// Waits forever if a worker never calls `done` for a key it took
+    /// (and if the caller itself holds one).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use larder::WorkQueue;
+    /// use std::sync::Arc;
+    /// use std::thread;
+    ///
+    /// let queue = Arc::new(WorkQueue::new());
+    /// queue.add("a");
+    /// let key = queue.get().unwrap();
+    /// let finisher = {
+    ///     let queue = Arc::clone(&queue);
+    ///     thread::spawn(move || queue.done(&key))
+    /// };
+    /// queue.shut_down_with_drain(); // returns once "a" is done
+    /// finisher.join().unwrap();
+    /// assert_eq!(queue.stats().processing, 0);
+    /// ```
+    pub fn shut_down_with_drain(&self) {
+        self.shut_down();
+        let shared = &*self.shared;
+        let mut core = shared.core.lock();
+        while core.processing() > 0 {
+            shared.drained.wait(&mut core);
+        }
+    }
+
+    /// Whether [`shut_down`](Self::shut_down) was called (client-go's
+    /// `ShuttingDown`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use larder::WorkQueue;
+    ///
+    /// let queue: WorkQueue<u8> = WorkQueue::new();
+    /// assert!(!queue.is_shutting_down());
+    /// queue.shut_down();
+    /// assert!(queue.is_shutting_down());
+    /// ```
+    pub fn is_shutting_down(&self) -> bool {
+        self.shared.core.lock().is_shutting_down()
+    }
+
+    /// The queue's statistics, read at one instant of its clock (client-go's
+    /// workqueue metrics; see [`WorkQueueStats`]). Delayed keys that fell
+    /// due are moved into the queue first, as [`len`](Self::len) does.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use larder::{ManualClock, WorkQueue};
+    /// use std::time::Duration;
+    ///
+    /// let clock = ManualClock::new();
+    /// let queue = WorkQueue::builder().clock(clock.clone()).build();
+    /// queue.add("a");
+    /// clock.advance(Duration::from_secs(2));
+    /// let key = queue.try_get().unwrap();
+    /// clock.advance(Duration::from_secs(3));
+    /// let stats = queue.stats();
+    /// assert_eq!(stats.longest_queue_time, Duration::from_secs(2));
+    /// assert_eq!(stats.longest_running_processor, Duration::from_secs(3));
+    /// queue.done(&key);
+    /// assert_eq!(queue.stats().total_processing_time, Duration::from_secs(3));
+    /// ```
+    pub fn stats(&self) -> WorkQueueStats {
+        self.shared.promote_due();
+        let now = self.shared.clock.now();
+        let core = self.shared.core.lock();
+        WorkQueueStats::read(
+            &core.counters,
+            core.len(),
+            core.delayed(),
+            core.processing_since(),
+            now,
+        )
+    }
+
+    /// Asserts the core's invariants; for tests, with no other thread
+    /// using the queue.
+    #[doc(hidden)]
+    pub fn check_invariants(&self) {
+        self.shared.core.lock().check_invariants();
+    }
+}
+
+impl<K, S> Drop for WorkQueue<K, S> {
+    fn drop(&mut self) {
+        #[cfg(not(loom))]
+        self.shared.delay.stop();
+    }
+}
+
+impl<K, S> fmt::Debug for WorkQueue<K, S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let core = self.shared.core.lock();
+        f.debug_struct("WorkQueue")
+            .field("len", &core.len())
+            .field("processing", &core.processing())
+            .field("delayed", &core.delayed())
+            .field("shutting_down", &core.is_shutting_down())
+            .finish_non_exhaustive()
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests;
