@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Turns criterion's saved estimates into the Markdown tables of docs/criterion-results.md.
+"""Turns criterion's saved estimates into the Markdown tables of design/criterion-results.md.
 
 Usage: cargo bench --bench <name>  (or plain `cargo bench`), then
        python3 scripts/criterion_tables.py [target/criterion] [group-prefix ...]

@@ -75,19 +75,31 @@ def is_larder(key):
 
 def bench_order():
     """[(group, function)] in the order the bench files list them
-    (`library_benchmark_group!(name = G; benchmarks = f, g, ...)`)."""
+    (`library_benchmark_group!(name = G; benchmarks = f, g, ...)`), and
+    {function: [id, ...]} in the order of their `#[bench::id(...)]` lines."""
     listed = []
+    ids = {}
     for path in sorted(glob.glob(os.path.join(os.path.dirname(INPUTS), "*.rs"))):
         text = open(path).read()
         for group, names in re.findall(r"name\s*=\s*(\w+);\s*benchmarks\s*=\s*([\w,\s]+)\)", text):
             listed.extend((group, n.strip()) for n in names.split(",") if n.strip())
-    return listed
+        pending = []
+        for line in text.splitlines():
+            bench = re.match(r"\s*#\[bench::(\w+)", line)
+            function = re.match(r"\s*(?:pub )?fn (\w+)", line)
+            if bench:
+                pending.append(bench.group(1))
+            elif function and pending:
+                group = next((g for g, f in listed if f == function.group(1)), None)
+                ids[(group, function.group(1))] = pending
+                pending = []
+    return listed, ids
 
 
 def order(rows):
     """Keys grouped by primitive and operation, in the bench's order,
     larder's rows first within an operation."""
-    listed = bench_order()
+    listed, ids = bench_order()
     functions = []
     for group, function, _ in rows:
         if (group, function) not in functions:
@@ -100,9 +112,10 @@ def order(rows):
     )
     out = []
     for group, function in functions:
-        ids = [k for k in rows if k[0] == group and k[1] == function]
-        ids.sort(key=lambda k: (not is_larder(k), k[2]))
-        out.extend(ids)
+        keys = [k for k in rows if k[0] == group and k[1] == function]
+        written = ids.get((group, function), [])
+        keys.sort(key=lambda k: (not is_larder(k), written.index(k[2]) if k[2] in written else 99, k[2]))
+        out.extend(keys)
     return out
 
 

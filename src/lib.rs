@@ -226,6 +226,12 @@ pub struct LruGuideDoctests;
 #[doc = include_str!("../docs/misuse.md")]
 pub struct MisuseGuideDoctests;
 
+/// The benchmark page (`docs/benchmarks.md`): its code blocks are shell
+/// commands, checked here so that a Rust block added later is compiled.
+#[cfg(doctest)]
+#[doc = include_str!("../docs/benchmarks.md")]
+pub struct BenchmarksDoctests;
+
 mod entries;
 mod flight;
 mod indexed;
