@@ -1,5 +1,5 @@
 //! Inputs shared by the instruction benchmarks: the operation count, the
-//! fixed-seed hasher and the seeded key sequences.
+//! fixed-seed hasher and key sequences drawn from fixed seeds.
 
 use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
