@@ -410,6 +410,11 @@ where
             if core.processing() == 0 && core.is_shutting_down() {
                 shared.drained.notify_all();
             }
+            #[cfg(loom)]
+            if core.fault == Fault::DoneSkipsWake {
+                // BROKEN on purpose: queued again, nobody woken.
+                return;
+            }
             outcome
         };
         shared.waiters.after_insert(publishing, requeued);
