@@ -293,7 +293,10 @@ where
         let shared = &*self.shared;
         if delay.is_zero() {
             if retry {
-                shared.core.lock().counters.retries += 1;
+                let mut core = shared.core.lock();
+                if !core.is_shutting_down() {
+                    core.counters.retries += 1;
+                }
             }
             return self.add(key);
         }
