@@ -113,6 +113,14 @@ impl Status {
         false
     }
 
+    /// Wakes the loop's task (a handler was added), if it waits.
+    pub(crate) fn wake_loop(&self) {
+        let waker = self.inner.lock().loop_waker.take();
+        if let Some(waker) = waker {
+            waker.wake();
+        }
+    }
+
     /// Waits until `ready` holds (`Ok`) or the loop has ended (`Err`).
     fn wait(&self, ready: impl Fn(&Inner) -> bool) -> impl Future<Output = Result<(), WaitError>> {
         poll_fn(move |cx| {
