@@ -57,9 +57,9 @@ selection() {
       echo "ordered:: workqueue:: | ordered_wait workqueue | ordered_wait workqueue" ;;
     src/workqueue | src/workqueue/*)
       echo "workqueue:: | workqueue misuse | workqueue" ;;
-    src/reflector/run.rs | src/reflector/status.rs)
+    src/reflector/run.rs | src/reflector/status.rs | src/reflector/registry.rs)
       # Needs MUTANTS_ARGS="--features reflector".
-      echo "reflector:: | reflector reflector_model reflector_stats | " ;;
+      echo "reflector:: | reflector reflector_model reflector_stats reflector_registry | " ;;
     *)
       echo "scripts/mutants.sh: no test selection for $1 (add it to \`selection\`)" >&2
       return 1 ;;

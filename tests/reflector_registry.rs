@@ -17,11 +17,29 @@ mod watchdog;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, mpsc};
 
-use larder::reflector::{Handler, MemorySource, Reflector};
+use larder::reflector::{Handler, HandlerRegistry, MemorySource, Reflector, ReflectorHandle};
 use recorder::{Recorder, Shared};
-use reflecting::{LIMIT, bounded, caught_up, fast, key, sorted, store};
+use reflecting::{LIMIT, Store, bounded, caught_up, fast, key, sorted, store};
 
 type Rec = Arc<Recorder<String, u32>>;
+
+/// A reflector from `source` into `store` (fast backoff), not yet
+/// running, with its handle and its handler registry.
+fn built(
+    source: &MemorySource<String, u32>,
+    store: &Store,
+) -> (
+    Reflector<MemorySource<String, u32>>,
+    ReflectorHandle,
+    HandlerRegistry<String, u32>,
+) {
+    let reflector = Reflector::builder(source.clone(), Arc::clone(store))
+        .backoff(fast())
+        .build()
+        .unwrap();
+    let (handle, registry) = (reflector.handle(), reflector.handler_registry());
+    (reflector, handle, registry)
+}
 
 /// Handlers added at different moments (before the loop starts, in the
 /// middle of bursts the loop is still applying, and to an idle loop) of a
@@ -38,11 +56,7 @@ fn handlers_added_while_running_see_each_object_once() {
             source.put(key(i), i);
         }
         let store = store();
-        let reflector = Reflector::builder(source.clone(), Arc::clone(&store))
-            .backoff(fast())
-            .build()
-            .unwrap();
-        let (handle, registry) = (reflector.handle(), reflector.handler_registry());
+        let (reflector, handle, registry) = built(&source, &store);
         // One handler before the loop starts.
         let mut recorders: Vec<Rec> = Vec::new();
         let mut deliveries = Vec::new();
@@ -116,7 +130,7 @@ fn handlers_added_while_running_see_each_object_once() {
 #[test]
 fn a_handler_added_inside_a_change_sees_it_once() {
     use larder::IndexedStore;
-    use larder::reflector::{HandlerDelivery, HandlerRegistration, HandlerRegistry};
+    use larder::reflector::{HandlerDelivery, HandlerRegistration};
     use std::sync::OnceLock;
 
     type Added = (
@@ -151,12 +165,8 @@ fn a_handler_added_inside_a_change_sees_it_once() {
         };
         let source = MemorySource::new();
         source.put(key(1), 1);
-        let reflector = Reflector::builder(source.clone(), Arc::clone(&store))
-            .backoff(fast())
-            .build()
-            .unwrap();
-        let handle = reflector.handle();
-        registry.set(reflector.handler_registry()).unwrap();
+        let (reflector, handle, handlers) = built(&source, &store);
+        registry.set(handlers).unwrap();
         let task = tokio::spawn(reflector.run());
         handle.wait_until_synced().await.unwrap();
         source.put(key(1), 777); // the update that adds the handler
@@ -186,11 +196,7 @@ fn a_slow_handler_delays_only_itself() {
     bounded("a_slow_handler_delays_only_itself", async {
         let source = MemorySource::new();
         let store = store();
-        let reflector = Reflector::builder(source.clone(), Arc::clone(&store))
-            .backoff(fast())
-            .build()
-            .unwrap();
-        let (handle, registry) = (reflector.handle(), reflector.handler_registry());
+        let (reflector, handle, registry) = built(&source, &store);
         let (release, blocked) = mpsc::channel();
         let slow_count = Arc::new(AtomicUsize::new(0));
         let (_slow, slow_delivery) =
@@ -230,11 +236,7 @@ fn a_removed_handler_gets_nothing_more() {
         let source = MemorySource::new();
         source.put(key(1), 1);
         let store = store();
-        let reflector = Reflector::builder(source.clone(), Arc::clone(&store))
-            .backoff(fast())
-            .build()
-            .unwrap();
-        let (handle, registry) = (reflector.handle(), reflector.handler_registry());
+        let (reflector, handle, registry) = built(&source, &store);
         let task = tokio::spawn(reflector.run());
         handle.wait_until_synced().await.unwrap();
         let recorder = Recorder::new();
@@ -266,11 +268,7 @@ fn a_handler_added_after_the_end_gets_the_final_content() {
         source.put(key(1), 1);
         source.put(key(2), 2);
         let store = store();
-        let reflector = Reflector::builder(source.clone(), Arc::clone(&store))
-            .backoff(fast())
-            .build()
-            .unwrap();
-        let (handle, registry) = (reflector.handle(), reflector.handler_registry());
+        let (reflector, handle, registry) = built(&source, &store);
         let task = tokio::spawn(reflector.run());
         handle.wait_until_synced().await.unwrap();
         handle.stop();
@@ -297,11 +295,7 @@ fn an_added_handler_that_panics_is_counted_and_goes_on() {
     bounded("an_added_handler_that_panics", async {
         let source = MemorySource::new();
         let store = store();
-        let reflector = Reflector::builder(source.clone(), Arc::clone(&store))
-            .backoff(fast())
-            .build()
-            .unwrap();
-        let (handle, registry) = (reflector.handle(), reflector.handler_registry());
+        let (reflector, handle, registry) = built(&source, &store);
         let calls = Arc::new(AtomicUsize::new(0));
         let (_registration, delivery) = registry.add(Panics(Arc::clone(&calls)));
         let delivering = tokio::spawn(delivery);
