@@ -106,6 +106,14 @@ impl InFlight {
     }
 }
 
+/// A worker's reconcile: it reads the object's current version.
+fn reconcile(version: &AtomicU64, processed: &Mutex<Vec<u64>>) {
+    processed
+        .lock()
+        .unwrap()
+        .push(version.load(Ordering::SeqCst));
+}
+
 /// BROKEN: the pending mark is cleared when a worker takes the key. Worker
 /// 1 takes it; the object changes and the key is added again (sent: not
 /// pending any more); worker 2 takes it while worker 1 still processes.
@@ -152,10 +160,7 @@ fn broken_clear_on_done() -> (Vec<u64>, u64) {
         s.spawn(|| {
             let mut first = true;
             while let Some(key) = queue.take() {
-                processed
-                    .lock()
-                    .unwrap()
-                    .push(version.load(Ordering::SeqCst));
+                reconcile(&version, &processed);
                 if std::mem::take(&mut first) {
                     read.wait();
                     changed.wait();
@@ -192,10 +197,7 @@ fn fixed() -> (usize, bool, Vec<u64>) {
         s.spawn(|| {
             let key = queue.get().unwrap();
             in_flight.enter();
-            processed
-                .lock()
-                .unwrap()
-                .push(version.load(Ordering::SeqCst));
+            reconcile(&version, &processed);
             read.wait();
             asked.wait();
             in_flight.leave();
@@ -209,10 +211,7 @@ fn fixed() -> (usize, bool, Vec<u64>) {
         // Worker 2 (this thread): `get` waits for worker 1's `done`.
         let key = queue.get().unwrap();
         in_flight.enter();
-        processed
-            .lock()
-            .unwrap()
-            .push(version.load(Ordering::SeqCst));
+        reconcile(&version, &processed);
         in_flight.leave();
         queue.done(&key);
     });

@@ -53,9 +53,13 @@ selection() {
       echo "ordered:: | ordered ordered_hostile ordered_wait | ordered ordered_drain ordered_wait ordered_reshape" ;;
     src/ordered/wait.rs)
       echo "ordered:: | ordered_wait ordered ordered_hostile | ordered_wait" ;;
-    src/reflector/run.rs | src/reflector/status.rs)
+    src/wait.rs)
+      echo "ordered:: workqueue:: | ordered_wait workqueue | ordered_wait workqueue" ;;
+    src/workqueue | src/workqueue/*)
+      echo "workqueue:: | workqueue misuse | workqueue" ;;
+    src/reflector/run.rs | src/reflector/status.rs | src/reflector/registry.rs)
       # Needs MUTANTS_ARGS="--features reflector".
-      echo "reflector:: | reflector reflector_model reflector_stats | " ;;
+      echo "reflector:: | reflector reflector_model reflector_stats reflector_registry | " ;;
     *)
       echo "scripts/mutants.sh: no test selection for $1 (add it to \`selection\`)" >&2
       return 1 ;;
@@ -66,7 +70,7 @@ files=("$@")
 if [[ ${#files[@]} -eq 0 ]]; then
   files=(src/typed/raw.rs src/typed/core.rs src/flight/ src/sync.rs src/lru/cache.rs src/lru/write.rs
     src/lru/s3fifo.rs src/lru/ghost.rs src/lru/clock.rs src/lru/core.rs src/indexed/core.rs src/snapshot/
-    src/ordered/partitioned.rs src/ordered/wait.rs)
+    src/ordered/partitioned.rs src/ordered/wait.rs src/wait.rs src/workqueue/)
 fi
 
 # A target directory of its own (MUTANTS_TARGET_DIR to choose another):

@@ -12,6 +12,7 @@
 //! | [`IndexedStore`] | keyed immutable objects with named secondary indexes (an informer cache: pods by namespace, by label) that always agree with the objects | `RwLock<HashMap>` + filtered scans (kube-rs), client-go's one-`RWMutex` indexer, a `DashMap` per index (torn views) |
 //! | [`LruCache`] | a bounded cache of expensive lookups with hit/miss statistics and load-on-miss (`lru_cache` + `cache_info()`) | `Mutex<lru::LruCache>`, moka, quick_cache |
 //! | [`TypedCache`], [`AnyCache`] | lazily built shared resources (parsed schemas, compiled patterns, clients): one init per key under contention, expiry, stats; `AnyCache` holds many value types under one key type | `ConcurrentDictionary<K, Lazy<V>>`, `DashMap::entry().or_insert_with`, `Mutex<HashMap<K, Arc<OnceLock<V>>>>`, moka `get_with` |
+//! | [`WorkQueue`] | a controller's queue of keys to reconcile: dedup, one worker per key, no lost update, delays and rate-limited retries (client-go's `workqueue`) | a channel and a worker pool with a `HashSet` of pending keys, `Mutex<(VecDeque, HashSet)>` + `Condvar` |
 //!
 //! Every primitive documents its guarantees: what is atomic, what a
 //! concurrent reader can observe, and what happens when user code panics.
@@ -78,6 +79,13 @@
 //!   type-checked per call. Do not use it as a size-bounded hot cache with a
 //!   strict LRU order (use [`LruCache`]) or when inits are cheap and a
 //!   duplicate init is harmless (a plain sharded map is simpler).
+//!
+//! - [`WorkQueue`] when workers reconcile objects by key and must never
+//!   process one key twice at once nor miss the change that came while it
+//!   was processed: client-go's controller work queue, with delays, rate
+//!   limits, blocking and async `get`, and a pluggable clock
+//!   (`docs/workqueue.md`). For a stream where every message counts (not
+//!   just the latest state of a key), use a channel.
 //!
 //! ## From async code
 //!
@@ -231,6 +239,12 @@ pub struct MisuseGuideDoctests;
 #[cfg(doctest)]
 #[doc = include_str!("../docs/benchmarks.md")]
 pub struct BenchmarksDoctests;
+
+/// The code of the `WorkQueue` guide (`docs/workqueue.md`), compiled and
+/// run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../docs/workqueue.md")]
+pub struct WorkQueueGuideDoctests;
 
 mod entries;
 mod flight;

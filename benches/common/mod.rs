@@ -15,5 +15,6 @@ pub mod ordered;
 pub mod snapshot;
 pub mod typed;
 pub mod typed_async;
+pub mod workqueue;
 
 pub use harness::*;

@@ -146,6 +146,54 @@ fn workqueue_negative_control_shutdown_wakes_one() {
     shutdown_wakes_every_worker(WorkQueueFault::ShutdownWakesOne);
 }
 
+/// A worker waits (blocking, or as a future) while the producer holds the
+/// key, adds it again and calls `done`: `done` queues it again and must
+/// wake the waiting worker, which gets it (or loom reports a deadlock).
+fn done_wakes_a_waiting_worker(fault: WorkQueueFault, blocking: bool) {
+    loom::model(move || {
+        let queue = Arc::new(queue_of(fault));
+        queue.add(KEY);
+        let key = queue.try_get().unwrap();
+        let waiting = {
+            let queue = Arc::clone(&queue);
+            thread::spawn(move || {
+                if blocking {
+                    queue.get()
+                } else {
+                    loom::future::block_on(queue.get_async())
+                }
+            })
+        };
+        queue.add(KEY); // during processing: marked, not handed out
+        queue.done(&key);
+        assert_eq!(waiting.join().unwrap(), Some(KEY));
+        queue.done(&KEY);
+        assert!(queue.is_empty());
+    });
+}
+
+#[test]
+fn workqueue_done_wakes_a_blocked_worker() {
+    done_wakes_a_waiting_worker(WorkQueueFault::None, true);
+}
+
+#[test]
+fn workqueue_done_wakes_an_async_worker() {
+    done_wakes_a_waiting_worker(WorkQueueFault::None, false);
+}
+
+#[test]
+#[should_panic(expected = "deadlock")]
+fn workqueue_negative_control_done_skips_wake() {
+    done_wakes_a_waiting_worker(WorkQueueFault::DoneSkipsWake, true);
+}
+
+#[test]
+#[should_panic(expected = "deadlock")]
+fn workqueue_negative_control_done_skips_wake_async() {
+    done_wakes_a_waiting_worker(WorkQueueFault::DoneSkipsWake, false);
+}
+
 /// Two producers add the key for 10 ms and for 5 ms from now at once;
 /// a worker looks while they do. Whichever add comes first, the key is
 /// due at 5 ms (the sooner time wins, the later never postpones it) and

@@ -7,7 +7,8 @@ use std::time::Duration;
 
 use super::error::{ReflectorBuildError, ReflectorError};
 use super::handler::{Closures, Handler, Handlers};
-use super::run::{ErrorFn, KeyParser, Reflector};
+use super::registry::{Registry, SnapshotFn};
+use super::run::{ErrorFn, KeyParser, Reflector, RegistryGuard};
 use super::source::Source;
 use super::status::Status;
 use super::timer::{DefaultTimer, SharedTimer, Timer};
@@ -288,6 +289,12 @@ where
         if closures.add.is_some() || closures.update.is_some() || closures.delete.is_some() {
             handlers.insert(0, Box::new(closures));
         }
+        let status = Arc::new(Status::default());
+        let snapshot = {
+            let store = Arc::clone(&self.store);
+            Box::new(move || store.iter().collect()) as SnapshotFn<Src::Key, Src::Object>
+        };
+        let registry = Arc::new(Registry::new(snapshot, Arc::clone(&status)));
         Ok(Reflector {
             source: self.source,
             store: self.store,
@@ -297,7 +304,8 @@ where
             backoff: self.backoff,
             resync: self.resync,
             timer: self.timer,
-            status: Arc::new(Status::default()),
+            status,
+            registry: RegistryGuard(registry),
         })
     }
 }

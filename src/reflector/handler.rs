@@ -97,6 +97,18 @@ pub(crate) enum Notification<K, V> {
     Delete(K, Arc<V>),
 }
 
+impl<K: Clone, V> Clone for Notification<K, V> {
+    fn clone(&self) -> Self {
+        match self {
+            Self::Add(key, new) => Self::Add(key.clone(), Arc::clone(new)),
+            Self::Update(key, old, new) => {
+                Self::Update(key.clone(), Arc::clone(old), Arc::clone(new))
+            }
+            Self::Delete(key, old) => Self::Delete(key.clone(), Arc::clone(old)),
+        }
+    }
+}
+
 /// Every registered handler.
 pub(crate) struct Handlers<K, V> {
     pub(crate) list: Vec<Box<dyn Handler<K, V>>>,

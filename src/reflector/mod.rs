@@ -7,7 +7,9 @@
 //! - [`Reflector`]: the loop, a future for any executor; built with
 //!   [`Reflector::builder`], observed and stopped through a
 //!   [`ReflectorHandle`].
-//! - [`Handler`]: the notifications (client-go's `ResourceEventHandler`).
+//! - [`Handler`]: the notifications (client-go's `ResourceEventHandler`);
+//!   [`HandlerRegistry`] adds and removes handlers while the loop runs,
+//!   each with its own buffer (client-go's shared informer).
 //! - [`Timer`]: how the loop sleeps (backoff, resync, timeouts) without
 //!   naming a runtime.
 //!
@@ -25,6 +27,7 @@ mod error;
 mod etcd;
 mod handler;
 mod memory;
+mod registry;
 mod run;
 mod source;
 mod status;
@@ -40,6 +43,7 @@ pub use etcd::{
 };
 pub use handler::Handler;
 pub use memory::{MemorySource, MemoryWatch};
+pub use registry::{HandlerDelivery, HandlerRegistration, HandlerRegistry};
 pub use run::Reflector;
 pub use source::{InvalidObject, Listed, Revision, Source, SourceError, WatchEvent};
 pub use status::{ReflectorHandle, ReflectorStats};

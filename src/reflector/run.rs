@@ -37,6 +37,7 @@ use futures_core::Stream;
 use super::builder::{Backoff, ReflectorBuilder, Resync};
 use super::error::ReflectorError;
 use super::handler::{Handlers, Notification};
+use super::registry::{HandlerRegistry, Registry};
 use super::source::{Listed, Revision, Source, SourceError, WatchEvent};
 use super::status::{FinishGuard, ReflectorHandle, Status};
 use super::timer::{SharedTimer, Sleep};
@@ -125,6 +126,17 @@ pub struct Reflector<Src: Source, S = ahash::RandomState> {
     pub(crate) resync: Resync,
     pub(crate) timer: SharedTimer,
     pub(crate) status: Arc<Status>,
+    pub(crate) registry: RegistryGuard<Src::Key, Src::Object>,
+}
+
+/// The handlers added while the loop runs; closes their registry when the
+/// reflector goes (its loop ended, its future dropped, or never run).
+pub(crate) struct RegistryGuard<K: Clone, V>(pub(crate) Arc<Registry<K, V>>);
+
+impl<K: Clone, V> Drop for RegistryGuard<K, V> {
+    fn drop(&mut self) {
+        self.0.close();
+    }
 }
 
 /// What one step of the watch loop waits for.
@@ -182,6 +194,19 @@ where
         }
     }
 
+    /// Adds and removes handlers while the reflector runs, each with its
+    /// own buffer (client-go's shared informer); take it before
+    /// [`run`](Self::run) consumes the reflector.
+    ///
+    /// # Examples
+    ///
+    /// See [`HandlerRegistry`].
+    pub fn handler_registry(&self) -> HandlerRegistry<Src::Key, Src::Object> {
+        HandlerRegistry {
+            registry: Arc::clone(&self.registry.0),
+        }
+    }
+
     /// The store the reflector fills.
     ///
     /// # Examples
@@ -216,6 +241,7 @@ where
     }
 
     async fn run_loop(&self) {
+        self.registry.0.join_pending();
         let mut failures = 0u32;
         let mut resync = self.resync_sleep();
         'list: loop {
@@ -260,6 +286,9 @@ where
                 };
                 loop {
                     let step = poll_fn(|cx| {
+                        // Between two changes: handlers added meanwhile
+                        // join here (registry.rs).
+                        self.registry.0.join_pending();
                         if self.status.poll_stop(cx) {
                             return Poll::Ready(Step::Stop);
                         }
@@ -325,7 +354,10 @@ where
         } = listed;
         let items: Vec<(Src::Key, Arc<Src::Object>)> =
             items.into_iter().map(|(k, v)| (k, Arc::new(v))).collect();
-        let wanted = if self.handlers.is_empty() {
+        // Handlers join only between changes (registry.rs), so none joins
+        // while this list is delivered.
+        let notifying = !self.handlers.is_empty() || self.registry.0.has_active();
+        let wanted = if !notifying {
             Vec::new()
         } else {
             items.clone()
@@ -351,7 +383,7 @@ where
             rejected.insert(key);
             self.report(ReflectorError::Rejected { revision, error });
         }
-        if !self.handlers.is_empty() {
+        if notifying {
             let mut old: HashMap<Src::Key, Arc<Src::Object>> = relisted.old.into_iter().collect();
             // The store kept the last of repeated keys: so does the diff.
             let mut new: Vec<(Src::Key, Arc<Src::Object>)> = Vec::with_capacity(wanted.len());
@@ -494,6 +526,7 @@ where
     }
 
     fn notify(&self, notification: &Notification<Src::Key, Src::Object>) {
+        self.registry.0.push(notification);
         let panics = self.handlers.deliver(notification);
         if !panics.is_empty() {
             let count = panics.len() as u64;
@@ -527,6 +560,8 @@ where
     async fn or_stop<F: Future>(&self, future: F) -> Option<F::Output> {
         let mut future = pin!(future);
         poll_fn(|cx| {
+            // Between two changes, as in the watch step.
+            self.registry.0.join_pending();
             if self.status.poll_stop(cx) {
                 return Poll::Ready(None);
             }

@@ -113,6 +113,14 @@ impl Status {
         false
     }
 
+    /// Wakes the loop's task (a handler was added), if it waits.
+    pub(crate) fn wake_loop(&self) {
+        let waker = self.inner.lock().loop_waker.take();
+        if let Some(waker) = waker {
+            waker.wake();
+        }
+    }
+
     /// Waits until `ready` holds (`Ok`) or the loop has ended (`Err`).
     fn wait(&self, ready: impl Fn(&Inner) -> bool) -> impl Future<Output = Result<(), WaitError>> {
         poll_fn(move |cx| {
@@ -229,10 +237,12 @@ impl ReflectorHandle {
     }
 
     /// The revision the reflector has caught up with: every change up to
-    /// it is in the store and has been delivered to the handlers (the
-    /// store itself holds a change a little earlier, while its handlers
-    /// run; [`IndexedStore::revision`](crate::IndexedStore::revision) says
-    /// that). Bookmarks advance it too. 0 before the first list.
+    /// it is in the store and has been delivered to the builder's handlers
+    /// and queued for the handlers added through a
+    /// [`HandlerRegistry`](super::HandlerRegistry) (their deliveries may
+    /// call them later). The store itself holds a change a little earlier,
+    /// while its handlers run; [`IndexedStore::revision`](crate::IndexedStore::revision)
+    /// says that. Bookmarks advance it too. 0 before the first list.
     ///
     /// # Examples
     ///

@@ -16,4 +16,7 @@ pub enum Fault {
     GetSkipsProcessing,
     /// `shut_down` wakes one waiting worker, not all of them.
     ShutdownWakesOne,
+    /// `done` queues a key added during processing again but wakes no
+    /// waiting worker.
+    DoneSkipsWake,
 }

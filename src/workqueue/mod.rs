@@ -293,7 +293,10 @@ where
         let shared = &*self.shared;
         if delay.is_zero() {
             if retry {
-                shared.core.lock().counters.retries += 1;
+                let mut core = shared.core.lock();
+                if !core.is_shutting_down() {
+                    core.counters.retries += 1;
+                }
             }
             return self.add(key);
         }
@@ -409,6 +412,11 @@ where
             let outcome = core.done(hash, key, now);
             if core.processing() == 0 && core.is_shutting_down() {
                 shared.drained.notify_all();
+            }
+            #[cfg(loom)]
+            if core.fault == Fault::DoneSkipsWake {
+                // BROKEN on purpose: queued again, nobody woken.
+                return;
             }
             outcome
         };

@@ -1,0 +1,480 @@
+//! Handlers added and removed while the reflector runs (the handler side
+//! of client-go's shared informer: `AddEventHandler`,
+//! `RemoveEventHandler`, one `processorListener` per handler).
+//!
+//! # Protocol
+//!
+//! Each added handler gets a [`Buffer`]: an unbounded FIFO of
+//! notifications, drained by the handler's own [`HandlerDelivery`] future,
+//! so a slow handler delays only itself (not the loop, not the other
+//! handlers).
+//!
+//! A handler added with [`HandlerRegistry::add`] waits in `pending`. The
+//! loop *joins* pending handlers only between two changes (in its poll
+//! points, never between a store write and the push of its
+//! notification): it reads the store's content, pushes one synthetic add
+//! per object into the new buffer, then moves the buffer to `active`,
+//! which receives every later notification. The loop is the store's only
+//! writer and pushes each change's notification before it polls again, so
+//! the content it reads holds exactly the changes already pushed to the
+//! active buffers: the new handler sees each object once, from the
+//! synthetic add or from the notification of a later change, never both
+//! and never neither (no gap, no repeat).
+//!
+//! When the loop ends (stopped, its future dropped, or the reflector
+//! dropped unrun), the registry is *closed*: pending handlers are joined
+//! with the final content, every buffer is marked closed (its delivery
+//! drains it, then completes), and a handler added later gets the store's
+//! content and then nothing more.
+//!
+//! # Locks
+//!
+//! The registry's mutex, then a buffer's: the loop pushes under both (a
+//! clone made before), a delivery pops under its buffer's alone.
+//! Handlers run with no lock held; wakers are woken after unlocking.
+
+use std::collections::VecDeque;
+use std::fmt;
+use std::future::Future;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::pin::Pin;
+use std::task::{Context, Poll, Waker};
+
+use super::handler::{Handler, Notification};
+use super::status::Status;
+use crate::sync::{Arc, AtomicBool, Mutex, Ordering};
+
+/// Reads the store's whole content (the registry does not name the store's
+/// hasher).
+pub(crate) type SnapshotFn<K, V> = Box<dyn Fn() -> Vec<(K, Arc<V>)> + Send + Sync>;
+
+/// How many notifications a delivery hands its handler per poll before it
+/// yields to its executor.
+const PER_POLL: usize = 64;
+
+/// One entry of a buffer.
+enum Item<K, V> {
+    Notify(Notification<K, V>),
+    /// The synthetic adds before it are delivered: the handler has synced.
+    Synced,
+}
+
+/// A handler's queue of notifications.
+struct Buffer<K, V> {
+    id: u64,
+    handler: Box<dyn Handler<K, V>>,
+    queue: Mutex<Queue<K, V>>,
+    synced: AtomicBool,
+}
+
+struct Queue<K, V> {
+    items: VecDeque<Item<K, V>>,
+    /// No more items will come: deliver what is left, then complete.
+    closed: bool,
+    /// Removed: deliver nothing more.
+    removed: bool,
+    waker: Option<Waker>,
+}
+
+impl<K, V> Buffer<K, V> {
+    /// Appends `items`; marks the buffer closed if `close`. Wakes its
+    /// delivery.
+    fn push(&self, items: impl IntoIterator<Item = Item<K, V>>, close: bool) {
+        let waker = {
+            let mut queue = self.queue.lock();
+            if queue.removed {
+                return;
+            }
+            queue.items.extend(items);
+            queue.closed |= close;
+            queue.waker.take()
+        };
+        if let Some(waker) = waker {
+            waker.wake();
+        }
+    }
+
+    /// Marks the buffer removed and drops what it held (after unlocking).
+    fn remove(&self) {
+        let (items, waker) = {
+            let mut queue = self.queue.lock();
+            queue.removed = true;
+            (std::mem::take(&mut queue.items), queue.waker.take())
+        };
+        drop(items);
+        if let Some(waker) = waker {
+            waker.wake();
+        }
+    }
+}
+
+/// The registry's state.
+struct State<K, V> {
+    next_id: u64,
+    pending: Vec<Arc<Buffer<K, V>>>,
+    active: Vec<Arc<Buffer<K, V>>>,
+    closed: bool,
+}
+
+/// Every handler added while the reflector runs.
+pub(crate) struct Registry<K, V> {
+    state: Mutex<State<K, V>>,
+    snapshot: SnapshotFn<K, V>,
+    status: Arc<Status>,
+}
+
+impl<K: Clone, V> Registry<K, V> {
+    pub(crate) fn new(snapshot: SnapshotFn<K, V>, status: Arc<Status>) -> Self {
+        Self {
+            state: Mutex::new(State {
+                next_id: 0,
+                pending: Vec::new(),
+                active: Vec::new(),
+                closed: false,
+            }),
+            snapshot,
+            status,
+        }
+    }
+
+    /// Joins the pending handlers (the loop calls it between changes).
+    pub(crate) fn join_pending(&self) {
+        let mut state = self.state.lock();
+        if state.pending.is_empty() {
+            return;
+        }
+        let pending = std::mem::take(&mut state.pending);
+        let items = self.synthetic_for(pending.len());
+        for (buffer, items) in pending.into_iter().zip(items) {
+            buffer.push(items, false);
+            state.active.push(buffer);
+        }
+    }
+
+    /// `count` copies of the synthetic adds of the store's content, each
+    /// followed by the synced marker.
+    fn synthetic_for(&self, count: usize) -> Vec<Vec<Item<K, V>>> {
+        let content = (self.snapshot)();
+        (0..count)
+            .map(|_| {
+                let mut items: Vec<Item<K, V>> = content
+                    .iter()
+                    .map(|(key, object)| {
+                        Item::Notify(Notification::Add(key.clone(), Arc::clone(object)))
+                    })
+                    .collect();
+                items.push(Item::Synced);
+                items
+            })
+            .collect()
+    }
+
+    /// Whether any added handler receives notifications now.
+    pub(crate) fn has_active(&self) -> bool {
+        !self.state.lock().active.is_empty()
+    }
+
+    /// Queues `notification` for every active handler.
+    pub(crate) fn push(&self, notification: &Notification<K, V>) {
+        let state = self.state.lock();
+        for buffer in &state.active {
+            buffer.push([Item::Notify(notification.clone())], false);
+        }
+    }
+
+    /// The loop has ended: joins the pending handlers with the final
+    /// content and closes every buffer.
+    pub(crate) fn close(&self) {
+        self.join_pending();
+        let mut state = self.state.lock();
+        state.closed = true;
+        for buffer in std::mem::take(&mut state.active) {
+            buffer.push([], true);
+        }
+    }
+
+    fn add(&self, handler: Box<dyn Handler<K, V>>) -> Arc<Buffer<K, V>> {
+        let mut state = self.state.lock();
+        let id = state.next_id;
+        state.next_id += 1;
+        let buffer = Arc::new(Buffer {
+            id,
+            handler,
+            queue: Mutex::new(Queue {
+                items: VecDeque::new(),
+                closed: false,
+                removed: false,
+                waker: None,
+            }),
+            synced: AtomicBool::new(false),
+        });
+        if state.closed {
+            drop(state);
+            let items = self.synthetic_for(1).into_iter().flatten();
+            buffer.push(items, true);
+        } else {
+            state.pending.push(Arc::clone(&buffer));
+            drop(state);
+            self.status.wake_loop();
+        }
+        buffer
+    }
+}
+
+impl<K, V> Registry<K, V> {
+    /// Removes the handler `id` (pending or active) and empties its
+    /// buffer; its delivery then completes.
+    fn remove(&self, id: u64) {
+        let buffer = {
+            let mut state = self.state.lock();
+            let State {
+                pending, active, ..
+            } = &mut *state;
+            [pending, active].into_iter().find_map(|list| {
+                let at = list.iter().position(|buffer| buffer.id == id)?;
+                Some(list.remove(at))
+            })
+        };
+        if let Some(buffer) = buffer {
+            buffer.remove();
+        }
+    }
+}
+
+/// Adds and removes handlers while the reflector runs: client-go's
+/// `SharedInformer::AddEventHandler` and `RemoveEventHandler`. Take it
+/// with [`Reflector::handler_registry`](super::Reflector::handler_registry)
+/// before [`run`](super::Reflector::run); clones share the registry.
+///
+/// Unlike the builder's handlers, which the loop calls itself, each added
+/// handler has its own unbounded buffer, drained by its own
+/// [`HandlerDelivery`] future (spawn it on any executor): a slow handler
+/// delays only itself. It first receives one `on_add` per object in the
+/// store when it joins, then every later change, in order: each object
+/// once, with no gap and no repeat between the two.
+///
+/// # Examples
+///
+/// ```
+/// use std::sync::{Arc, Mutex};
+/// use larder::IndexedStore;
+/// use larder::reflector::{MemorySource, Reflector};
+///
+/// # tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap().block_on(async {
+/// let source = MemorySource::new();
+/// source.put("a".to_string(), 1);
+/// let store = Arc::new(IndexedStore::<String, u32>::new());
+/// let reflector = Reflector::builder(source.clone(), store).build().unwrap();
+/// let (handle, registry) = (reflector.handle(), reflector.handler_registry());
+/// let task = tokio::spawn(reflector.run());
+/// handle.wait_until_synced().await.unwrap();
+///
+/// // A handler added to the running reflector gets the content first.
+/// let seen = Arc::new(Mutex::new(Vec::new()));
+/// let (registration, delivery) = registry.add_fn({
+///     let seen = Arc::clone(&seen);
+///     move |key: &String, _: &Arc<u32>| seen.lock().unwrap().push(key.clone())
+/// });
+/// let delivering = tokio::spawn(delivery);
+/// let revision = source.put("b".to_string(), 2);
+/// handle.wait_for_revision(revision).await.unwrap();
+///
+/// registration.remove(); // its delivery drains nothing more and ends
+/// delivering.await.unwrap();
+/// handle.stop();
+/// task.await.unwrap();
+/// let seen = seen.lock().unwrap();
+/// assert_eq!(seen[0], "a"); // the synthetic add; "b" may have come too
+/// # });
+/// ```
+pub struct HandlerRegistry<K, V> {
+    pub(crate) registry: Arc<Registry<K, V>>,
+}
+
+impl<K, V> Clone for HandlerRegistry<K, V> {
+    fn clone(&self) -> Self {
+        Self {
+            registry: Arc::clone(&self.registry),
+        }
+    }
+}
+
+impl<K, V> HandlerRegistry<K, V>
+where
+    K: Clone + Send + Sync + 'static,
+    V: Send + Sync + 'static,
+{
+    /// Adds `handler`; returns its registration (to remove it, or to ask
+    /// whether it has synced) and its delivery, the future that calls it.
+    /// Nothing is delivered until the delivery is polled; dropping the
+    /// delivery removes the handler.
+    ///
+    /// The handler joins at the loop's next step between two changes (at
+    /// once if the reflector has ended: it then gets the final content and
+    /// nothing more).
+    ///
+    /// # Examples
+    ///
+    /// See [`HandlerRegistry`].
+    pub fn add(
+        &self,
+        handler: impl Handler<K, V>,
+    ) -> (HandlerRegistration<K, V>, HandlerDelivery<K, V>) {
+        let buffer = self.registry.add(Box::new(handler));
+        (
+            HandlerRegistration {
+                registry: Arc::clone(&self.registry),
+                buffer: Arc::clone(&buffer),
+            },
+            HandlerDelivery {
+                registry: Arc::clone(&self.registry),
+                buffer,
+            },
+        )
+    }
+
+    /// [`add`](Self::add) with a closure for `on_add` only.
+    ///
+    /// # Examples
+    ///
+    /// See [`HandlerRegistry`].
+    pub fn add_fn(
+        &self,
+        on_add: impl Fn(&K, &Arc<V>) + Send + Sync + 'static,
+    ) -> (HandlerRegistration<K, V>, HandlerDelivery<K, V>) {
+        struct OnAdd<F>(F);
+        impl<K, V, F> Handler<K, V> for OnAdd<F>
+        where
+            F: Fn(&K, &Arc<V>) + Send + Sync + 'static,
+        {
+            fn on_add(&self, key: &K, new: &Arc<V>) {
+                (self.0)(key, new);
+            }
+        }
+        self.add(OnAdd(on_add))
+    }
+}
+
+impl<K, V> fmt::Debug for HandlerRegistry<K, V> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let state = self.registry.state.lock();
+        f.debug_struct("HandlerRegistry")
+            .field("pending", &state.pending.len())
+            .field("active", &state.active.len())
+            .field("closed", &state.closed)
+            .finish()
+    }
+}
+
+/// One added handler (client-go's `ResourceEventHandlerRegistration`).
+pub struct HandlerRegistration<K, V> {
+    registry: Arc<Registry<K, V>>,
+    buffer: Arc<Buffer<K, V>>,
+}
+
+impl<K, V> HandlerRegistration<K, V> {
+    /// Whether the handler has been given the synthetic adds of the content
+    /// the store held when it joined (client-go's `HasSynced`).
+    ///
+    /// # Examples
+    ///
+    /// See [`HandlerRegistry`].
+    pub fn has_synced(&self) -> bool {
+        // Acquire pairs with the Release store in the delivery: the
+        // handler's calls before it happen before this returns true.
+        self.buffer.synced.load(Ordering::Acquire)
+    }
+
+    /// Removes the handler: it gets no notification after this returns
+    /// (one being delivered right now finishes), and its delivery
+    /// completes.
+    ///
+    /// # Examples
+    ///
+    /// See [`HandlerRegistry`].
+    pub fn remove(self) {
+        self.registry.remove(self.buffer.id);
+    }
+}
+
+impl<K, V> fmt::Debug for HandlerRegistration<K, V> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HandlerRegistration")
+            .field("id", &self.buffer.id)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The future that calls one added handler: drains its buffer, one
+/// notification at a time, with no lock held. Completes when the handler
+/// is removed, or when the reflector has ended and the buffer is empty.
+/// Dropping it removes the handler. A panic of the handler is caught and
+/// counted in [`ReflectorStats::handler_panics`](super::ReflectorStats::handler_panics).
+#[must_use = "the handler is called only while its delivery is polled"]
+pub struct HandlerDelivery<K, V> {
+    registry: Arc<Registry<K, V>>,
+    buffer: Arc<Buffer<K, V>>,
+}
+
+impl<K: 'static, V: 'static> Future for HandlerDelivery<K, V> {
+    type Output = ();
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        let buffer = &self.buffer;
+        for _ in 0..PER_POLL {
+            let item = {
+                let mut queue = buffer.queue.lock();
+                match queue.items.pop_front() {
+                    Some(item) => item,
+                    None if queue.closed || queue.removed => return Poll::Ready(()),
+                    None => {
+                        if !queue
+                            .waker
+                            .as_ref()
+                            .is_some_and(|w| w.will_wake(cx.waker()))
+                        {
+                            queue.waker = Some(cx.waker().clone());
+                        }
+                        return Poll::Pending;
+                    }
+                }
+            };
+            match item {
+                Item::Synced => buffer.synced.store(true, Ordering::Release),
+                Item::Notify(notification) => {
+                    let handler = &*buffer.handler;
+                    let outcome = catch_unwind(AssertUnwindSafe(|| match &notification {
+                        Notification::Add(key, new) => handler.on_add(key, new),
+                        Notification::Update(key, old, new) => handler.on_update(key, old, new),
+                        Notification::Delete(key, old) => handler.on_delete(key, old),
+                    }));
+                    if outcome.is_err() {
+                        self.registry
+                            .status
+                            .update(|inner| inner.stats.handler_panics += 1);
+                    }
+                }
+            }
+        }
+        // Let the executor run others; come back at once.
+        cx.waker().wake_by_ref();
+        Poll::Pending
+    }
+}
+
+impl<K, V> Drop for HandlerDelivery<K, V> {
+    fn drop(&mut self) {
+        self.registry.remove(self.buffer.id);
+        // Already gone from the lists (removed, or closed): drop what its
+        // buffer still holds all the same.
+        self.buffer.remove();
+    }
+}
+
+impl<K, V> fmt::Debug for HandlerDelivery<K, V> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HandlerDelivery")
+            .field("id", &self.buffer.id)
+            .finish_non_exhaustive()
+    }
+}

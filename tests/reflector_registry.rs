@@ -1,0 +1,321 @@
+//! `HandlerRegistry` (handlers added and removed while a reflector runs,
+//! each with its own buffer) through the public API, on a tokio runtime:
+//! a handler added mid-stream sees each object once (synthetic adds, then
+//! every later change, with no gap and no repeat, across relists), a slow
+//! handler delays only itself, removal, a handler added after the end,
+//! panics. Every wait is bounded: a hang fails with the test's name.
+
+#![cfg(feature = "reflector")]
+
+#[path = "common/recorder.rs"]
+mod recorder;
+#[path = "common/reflecting.rs"]
+mod reflecting;
+#[path = "common/watchdog.rs"]
+mod watchdog;
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, mpsc};
+
+use larder::reflector::{Handler, HandlerRegistry, MemorySource, Reflector, ReflectorHandle};
+use recorder::{Recorder, Shared};
+use reflecting::{LIMIT, Store, bounded, caught_up, fast, key, sorted, store};
+
+type Rec = Arc<Recorder<String, u32>>;
+
+/// A reflector from `source` into `store` (fast backoff), not yet
+/// running, with its handle and its handler registry.
+fn built(
+    source: &MemorySource<String, u32>,
+    store: &Store,
+) -> (
+    Reflector<MemorySource<String, u32>>,
+    ReflectorHandle,
+    HandlerRegistry<String, u32>,
+) {
+    let reflector = Reflector::builder(source.clone(), Arc::clone(store))
+        .backoff(fast())
+        .build()
+        .unwrap();
+    let (handle, registry) = (reflector.handle(), reflector.handler_registry());
+    (reflector, handle, registry)
+}
+
+/// Handlers added at different moments (before the loop starts, in the
+/// middle of bursts the loop is still applying, and to an idle loop) of a
+/// busy source, while watches drop, revisions are compacted (relists) and
+/// objects come and go: each
+/// replays to exactly the source's final content with no violation (a
+/// repeat shows as a duplicate add, a gap as an update or delete of an
+/// unknown key, or as a missing object).
+#[test]
+fn handlers_added_while_running_see_each_object_once() {
+    bounded("handlers_added_while_running", async {
+        let source = MemorySource::new();
+        for i in 0..40 {
+            source.put(key(i), i);
+        }
+        let store = store();
+        let (reflector, handle, registry) = built(&source, &store);
+        // One handler before the loop starts.
+        let mut recorders: Vec<Rec> = Vec::new();
+        let mut deliveries = Vec::new();
+        let mut registrations = Vec::new();
+        let mut add = |recorders: &mut Vec<Rec>| {
+            let recorder = Recorder::new();
+            let (registration, delivery) = registry.add(Shared(Arc::clone(&recorder)));
+            recorders.push(recorder);
+            registrations.push(registration);
+            deliveries.push(tokio::spawn(delivery));
+        };
+        add(&mut recorders);
+        let task = tokio::spawn(reflector.run());
+        handle.wait_until_synced().await.unwrap();
+        for round in 0..12_u32 {
+            for i in 0..25 {
+                source.put(key((i * 7 + round) % 60), round * 100 + i);
+                if i % 5 == 0 {
+                    source.delete(&key((i * 3 + round) % 60));
+                }
+                if i == 12 {
+                    add(&mut recorders); // mid-burst
+                }
+                if i % 8 == 0 {
+                    tokio::task::yield_now().await;
+                }
+            }
+            match round % 3 {
+                0 => {
+                    source.fail_watches(1);
+                    source.drop_watches();
+                    source.put(key(99), round);
+                    source.compact(source.revision());
+                }
+                1 => source.drop_watches(),
+                _ => source.bookmark(),
+            }
+            if round % 2 == 1 {
+                // Added to an idle loop, joined before the next change.
+                caught_up(&handle, &source).await;
+                add(&mut recorders);
+            }
+            tokio::task::yield_now().await;
+        }
+        caught_up(&handle, &source).await;
+        // The end closes every buffer: each delivery drains and completes.
+        handle.stop();
+        task.await.unwrap();
+        for delivery in deliveries {
+            delivery.await.unwrap();
+        }
+        assert!(
+            registrations
+                .iter()
+                .all(|registration| registration.has_synced())
+        );
+        let expected = source.contents_sorted();
+        assert_eq!(sorted(&store), expected);
+        for (n, recorder) in recorders.iter().enumerate() {
+            assert_eq!(recorder.violations(), Vec::<String>::new(), "handler {n}");
+            assert_eq!(recorder.model(), expected, "handler {n}");
+        }
+    });
+}
+
+/// A handler added while the loop is inside a change (here from the
+/// store's index function, which the loop runs as it writes the change):
+/// it joins after that change's notification went out, so the change
+/// reaches it once, through the content it starts from, not also as an
+/// update.
+#[test]
+fn a_handler_added_inside_a_change_sees_it_once() {
+    use larder::IndexedStore;
+    use larder::reflector::{HandlerDelivery, HandlerRegistration};
+    use std::sync::OnceLock;
+
+    type Added = (
+        HandlerRegistration<String, u32>,
+        HandlerDelivery<String, u32>,
+    );
+    bounded("a_handler_added_inside_a_change", async {
+        let registry: Arc<OnceLock<HandlerRegistry<String, u32>>> = Arc::new(OnceLock::new());
+        let added: Arc<Mutex<Option<Added>>> = Arc::new(Mutex::new(None));
+        let recorder = Recorder::new();
+        let store = {
+            let (registry, added, recorder) = (
+                Arc::clone(&registry),
+                Arc::clone(&added),
+                Arc::clone(&recorder),
+            );
+            Arc::new(
+                IndexedStore::<String, u32>::builder()
+                    .index("value", move |v: &u32| {
+                        if *v == 777 {
+                            let mut added = added.lock().unwrap();
+                            if added.is_none() {
+                                let registry = registry.get().unwrap();
+                                *added = Some(registry.add(Shared(Arc::clone(&recorder))));
+                            }
+                        }
+                        [v.to_string()]
+                    })
+                    .build()
+                    .unwrap(),
+            )
+        };
+        let source = MemorySource::new();
+        source.put(key(1), 1);
+        let (reflector, handle, handlers) = built(&source, &store);
+        registry.set(handlers).unwrap();
+        let task = tokio::spawn(reflector.run());
+        handle.wait_until_synced().await.unwrap();
+        source.put(key(1), 777); // the update that adds the handler
+        source.put(key(2), 2);
+        caught_up(&handle, &source).await;
+        let (registration, delivery) = added.lock().unwrap().take().unwrap();
+        handle.stop();
+        task.await.unwrap();
+        delivery.await;
+        assert!(registration.has_synced());
+        assert_eq!(recorder.violations(), Vec::<String>::new());
+        assert_eq!(recorder.model(), [(key(1), 777), (key(2), 2)]);
+    });
+}
+
+/// A handler blocked in its callback holds up neither the loop nor the
+/// other handlers; released, it catches up with everything.
+#[test]
+fn a_slow_handler_delays_only_itself() {
+    struct Blocked(Mutex<mpsc::Receiver<()>>, Arc<AtomicUsize>);
+    impl Handler<String, u32> for Blocked {
+        fn on_add(&self, _key: &String, _new: &Arc<u32>) {
+            self.0.lock().unwrap().recv().unwrap();
+            self.1.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+    bounded("a_slow_handler_delays_only_itself", async {
+        let source = MemorySource::new();
+        let store = store();
+        let (reflector, handle, registry) = built(&source, &store);
+        let (release, blocked) = mpsc::channel();
+        let slow_count = Arc::new(AtomicUsize::new(0));
+        let (_slow, slow_delivery) =
+            registry.add(Blocked(Mutex::new(blocked), Arc::clone(&slow_count)));
+        // Its own thread: it blocks.
+        let slow = std::thread::spawn(move || futures_block_on(slow_delivery));
+        let fast_recorder = Recorder::new();
+        let (_fast, fast_delivery) = registry.add(Shared(Arc::clone(&fast_recorder)));
+        let fast = tokio::spawn(fast_delivery);
+        let task = tokio::spawn(reflector.run());
+        for i in 0..20 {
+            source.put(key(i), i);
+        }
+        caught_up(&handle, &source).await; // the loop is not held up
+        while fast_recorder.model().len() < 20 {
+            tokio::task::yield_now().await; // nor is the other handler
+        }
+        assert_eq!(slow_count.load(Ordering::SeqCst), 0);
+        for _ in 0..20 {
+            release.send(()).unwrap();
+        }
+        handle.stop();
+        task.await.unwrap();
+        fast.await.unwrap();
+        tokio::task::spawn_blocking(move || slow.join().unwrap())
+            .await
+            .unwrap();
+        assert_eq!(slow_count.load(Ordering::SeqCst), 20);
+    });
+}
+
+/// A removed handler gets nothing more, and its delivery completes; a
+/// dropped delivery removes its handler too.
+#[test]
+fn a_removed_handler_gets_nothing_more() {
+    bounded("a_removed_handler_gets_nothing_more", async {
+        let source = MemorySource::new();
+        source.put(key(1), 1);
+        let store = store();
+        let (reflector, handle, registry) = built(&source, &store);
+        let task = tokio::spawn(reflector.run());
+        handle.wait_until_synced().await.unwrap();
+        let recorder = Recorder::new();
+        let (registration, delivery) = registry.add(Shared(Arc::clone(&recorder)));
+        let delivering = tokio::spawn(delivery);
+        while !registration.has_synced() {
+            tokio::task::yield_now().await;
+        }
+        registration.remove();
+        delivering.await.unwrap(); // completes without a stop
+        source.put(key(2), 2);
+        caught_up(&handle, &source).await;
+        assert_eq!(recorder.model(), [(key(1), 1)]);
+        let (dropped, delivery) = registry.add(Shared(Recorder::new()));
+        drop(delivery);
+        assert!(!dropped.has_synced());
+        assert!(format!("{registry:?}").contains("pending: 0, active: 0"));
+        handle.stop();
+        task.await.unwrap();
+    });
+}
+
+/// A handler added after the loop ended gets the final content, then its
+/// delivery completes.
+#[test]
+fn a_handler_added_after_the_end_gets_the_final_content() {
+    bounded("a_handler_added_after_the_end", async {
+        let source = MemorySource::new();
+        source.put(key(1), 1);
+        source.put(key(2), 2);
+        let store = store();
+        let (reflector, handle, registry) = built(&source, &store);
+        let task = tokio::spawn(reflector.run());
+        handle.wait_until_synced().await.unwrap();
+        handle.stop();
+        task.await.unwrap();
+        let recorder = Recorder::new();
+        let (registration, delivery) = registry.add(Shared(Arc::clone(&recorder)));
+        tokio::time::timeout(LIMIT, delivery).await.unwrap();
+        assert!(registration.has_synced());
+        assert_eq!(recorder.model(), [(key(1), 1), (key(2), 2)]);
+    });
+}
+
+/// A panicking added handler is counted, and its later notifications
+/// still come.
+#[test]
+fn an_added_handler_that_panics_is_counted_and_goes_on() {
+    struct Panics(Arc<AtomicUsize>);
+    impl Handler<String, u32> for Panics {
+        fn on_add(&self, key: &String, _new: &Arc<u32>) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+            assert_ne!(key, "k001", "handler panicked on purpose");
+        }
+    }
+    bounded("an_added_handler_that_panics", async {
+        let source = MemorySource::new();
+        let store = store();
+        let (reflector, handle, registry) = built(&source, &store);
+        let calls = Arc::new(AtomicUsize::new(0));
+        let (_registration, delivery) = registry.add(Panics(Arc::clone(&calls)));
+        let delivering = tokio::spawn(delivery);
+        let task = tokio::spawn(reflector.run());
+        for i in 0..3 {
+            source.put(key(i), i);
+        }
+        caught_up(&handle, &source).await;
+        handle.stop();
+        task.await.unwrap();
+        delivering.await.unwrap();
+        assert_eq!(calls.load(Ordering::SeqCst), 3);
+        assert_eq!(handle.stats().handler_panics, 1);
+    });
+}
+
+/// Drives `future` to completion on the calling thread.
+fn futures_block_on<F: std::future::Future>(future: F) -> F::Output {
+    tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap()
+        .block_on(future)
+}
