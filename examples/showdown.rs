@@ -50,7 +50,14 @@ use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-const FAMILIES: &[&str] = &["snapshot", "indexed", "ordered", "lru", "typed"];
+const FAMILIES: &[&str] = &[
+    "snapshot",
+    "indexed",
+    "ordered",
+    "lru",
+    "typed",
+    "workqueue",
+];
 
 struct Options {
     quick: bool,
@@ -172,6 +179,7 @@ fn workloads_of(family: &str, size: Size) -> Vec<Workload> {
         "ordered" => common::ordered::workloads(size),
         "lru" => common::lru::workloads(size),
         "typed" => common::typed::workloads(size),
+        "workqueue" => common::workqueue::workloads(size),
         _ => Vec::new(),
     }
 }

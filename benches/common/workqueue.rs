@@ -198,3 +198,52 @@ pub fn criterion_benches(c: &mut criterion::Criterion) {
     bench_queue::<MutexQueue>(&mut group);
     group.finish();
 }
+
+/// The showdown's view of a queue: one operation is one round (10,000 keys,
+/// each added 4 times, all taken and marked done). At one thread the round
+/// is [`one_thread`]; at N threads it is [`producers_and_workers`] with N
+/// producers and N workers (so "2 threads" is 2 producers + 2 workers, on a
+/// fresh queue each round). The harness's thread 0 runs every round of a
+/// measurement itself (starting the producers and workers); its other
+/// threads return at once.
+pub struct QueueContender<Q>(std::marker::PhantomData<fn() -> Q>);
+
+impl<Q: QueueOps> super::Contender for QueueContender<Q> {
+    fn name(&self) -> String {
+        Q::NAME.to_string()
+    }
+    fn run(&self, thread: usize, threads: usize, ops: u64) -> u64 {
+        if thread != 0 {
+            return 0;
+        }
+        let rounds = ops * threads as u64;
+        let mut processed = 0;
+        if threads == 1 {
+            let queue = Q::new();
+            for _ in 0..rounds {
+                processed += one_thread(&queue);
+            }
+        } else {
+            for _ in 0..rounds {
+                processed += producers_and_workers::<Q>(threads as u64, threads).1;
+            }
+        }
+        processed
+    }
+}
+
+/// The showdown's work queue family: rounds per second, larder's queue
+/// against the hand-made one.
+pub fn workloads(_size: super::Size) -> Vec<super::Workload> {
+    vec![super::Workload {
+        family: "workqueue",
+        name: "add-get-done rounds (10K keys x4; N threads: N producers + N workers)".to_string(),
+        contenders: vec![
+            Box::new(QueueContender::<larder::WorkQueue<u64>>(
+                std::marker::PhantomData,
+            )),
+            Box::new(QueueContender::<MutexQueue>(std::marker::PhantomData)),
+        ],
+        threads: vec![1, 2],
+    }]
+}
