@@ -72,7 +72,7 @@ async fn writer(client: Client, writer: u64, written: Arc<AtomicU64>) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn five_thousand_spec_changes_through_an_etcd_restart_converge_one_worker_per_key() {
-    let _watchdog = watchdog::arm(LIMIT + Duration::from_secs(10));
+    let _watchdog = watchdog::arm(LIMIT + Duration::from_secs(5));
     let mut server = EtcdServer::start();
     bounded(
         "five_thousand_spec_changes_through_an_etcd_restart_converge_one_worker_per_key",
