@@ -167,7 +167,6 @@ impl Shared {
 /// A running controller: its reflector, handler, queue and workers.
 pub struct Controller {
     client: Client,
-    source: EtcdSource<String>,
     handle: ReflectorHandle,
     shared: Arc<Shared>,
     registration: HandlerRegistration<String, String>,
@@ -189,7 +188,7 @@ impl Controller {
         .request_timeout(REQUEST_TIMEOUT)
         .build()?;
         let store = Arc::new(IndexedStore::<String, String>::new());
-        let reflector = Reflector::builder(source.clone(), Arc::clone(&store))
+        let reflector = Reflector::builder(source, Arc::clone(&store))
             .parse_invalid_key(|key| Some(key.to_owned()))
             // Watch again within a second or two of etcd coming back.
             .backoff(Backoff::new(
@@ -224,7 +223,6 @@ impl Controller {
         }
         let controller = Controller {
             client,
-            source,
             handle,
             shared,
             registration,
@@ -282,11 +280,6 @@ impl Controller {
     /// The work queue.
     pub fn queue(&self) -> &WorkQueue<String> {
         &self.shared.queue
-    }
-
-    /// The reflector's source (for consistent reads).
-    pub fn source(&self) -> &EtcdSource<String> {
-        &self.source
     }
 
     /// Waits until every status in etcd matches its spec and no status is
