@@ -222,6 +222,13 @@ pub struct IndexedGuideDoctests;
 #[doc = include_str!("../docs/reflector.md")]
 pub struct ReflectorGuideDoctests;
 
+/// The code of the controller guide (`docs/controller.md`), compiled and
+/// run as doctests (its loop runs a reflector, so it needs the `reflector`
+/// feature).
+#[cfg(all(doctest, feature = "reflector"))]
+#[doc = include_str!("../docs/controller.md")]
+pub struct ControllerGuideDoctests;
+
 /// The code of the `LruCache` guide (`docs/lru.md`), compiled and run as
 /// doctests.
 #[cfg(doctest)]
