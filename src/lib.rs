@@ -121,21 +121,6 @@
 //!   second pointer hop per call; a struct of yours holding
 //!   `Arc<IndexedStore<..>>` can `#[derive(Clone)]` to get moka- or
 //!   kube-rs-style handles.
-//! - **Values out:** [`IndexedStore`], [`OrderedIndex`] and [`AnyCache`]
-//!   hold immutable values and hand out `Arc<V>`; [`Snapshot`] hands out a
-//!   guard or an `Arc<T>`. [`LruCache`] and [`TypedCache`] store `V` as
-//!   given and hand out clones, as moka and quick_cache do: store small
-//!   values as they are and large or shared ones (or ones that are not
-//!   `Clone`) as `Arc<T>`, whose clone is a reference-count increment. Both
-//!   caches' `get_with` reads a value in place without cloning anything.
-//! - **Builders** return `Result` when a setting can be invalid
-//!   ([`IndexedStoreBuilder`], [`LruCacheBuilder`], [`TypedCacheBuilder`],
-//!   each with its own `#[non_exhaustive]` error enum that implements
-//!   `std::error::Error`). [`OrderedIndexBuilder::build`] cannot fail (every
-//!   setting is valid or clamped, as its docs say), so it returns the index.
-//!   Shortcut constructors that take a bound (`LruCache::new(capacity)`)
-//!   panic on an invalid one, as documented under their *Panics*; use the
-//!   builder to get the error instead.
 //! - **Errors of operations** are values, never panics: an index function's
 //!   failure is an [`IndexError`], a lost race of
 //!   [`Snapshot::compare_and_swap`] a [`CompareAndSwapError`] carrying the
@@ -145,6 +130,84 @@
 //!   unpoisoned, and loses no other entry.
 //! - **`Debug`** on a container prints a summary (length, configuration),
 //!   never every entry; snapshots and views print their entries.
+//!
+//! ## Vocabulary
+//!
+//! One name for one concept, across every primitive. A dash means the
+//! primitive has no such operation; a name in another column is that
+//! primitive's deviation, explained below the table.
+//!
+//! | concept | name | `Snapshot` | `IndexedStore` | `OrderedIndex` | `LruCache` | `TypedCache` | `AnyCache` | `WorkQueue` |
+//! |---|---|---|---|---|---|---|---|---|
+//! | copy a value out | `get(&Q)` | `load`, `load_full` | `Option<Arc<V>>` | `Option<Arc<V>>` | `Option<V>` | `Option<V>` | `Option<Arc<V>>` | — |
+//! | read a value in place | `get_with(&Q, f)` | `load` (a guard) | ✓ | ✓ | ✓ (`peek_with`: no recency) | ✓ | ✓ | — |
+//! | is a key present | `contains_key(&Q)` | — | ✓ | ✓ | ✓ | ✓ | ✓ | — |
+//! | store a value | `insert(K, V)` | `store` | ✓ | ✓ | ✓ | ✓ | ✓ | `add` |
+//! | remove one key | `remove(&Q)` | — | ✓ | ✓ | ✓ | ✓ | ✓ | `done`, `forget` |
+//! | remove every key | `clear()` | — | ✓ | ✓ | ✓ | ✓ | ✓ | — |
+//! | load a missing key once | `get_or_init(&Q, f)`, `get_or_try_init` | — | — | — | ✓ | ✓ | ✓ | — |
+//! | the same, awaiting the init | `get_or_init_async(&Q, f)`, `get_or_try_init_async` | — | — | — | ✓ | ✓ | ✓ | — |
+//! | counters | `stats()` | `version` | `revision` | — | `CacheStats` | `CacheStats` | `CacheStats` | `WorkQueueStats` |
+//! | how many entries | `len()`, `is_empty()` | — | ✓ | ✓ | ✓ | ✓ | ✓ | ✓ |
+//! | the bound on entries | `capacity` | — | — | — | ✓ | ✓ | ✓ | — |
+//! | room reserved up front | `initial_capacity` | — | ✓ | — | — | — | — | — |
+//! | entries per leaf | `leaf_size` | — | — | ✓ | — | — | — | — |
+//! | configure, then build | `X::builder()` … `build() -> Result<X, BuildError>` | — (`new`) | ✓ | ✓ | ✓ | ✓ | ✓ | ✓ |
+//! | every entry, copied (O(n)) | `to_vec()` | — | atomic | per leaf | per shard | per shard | — | — |
+//! | a key range, copied | `range_to_vec(range)` | — | — | per leaf | — | — | — | — |
+//! | a consistent view to iterate lazily | `snapshot()`, then `iter()` | `load` | — | O(1) or O(n) | — | — | — | — |
+//! | print it | `Debug` | ✓ | ✓ | ✓ | ✓ | ✓ | ✓ | ✓ |
+//!
+//! The rules behind the names:
+//!
+//! - **`get` returns a clone of what the primitive stores.** A store whose
+//!   values are shared by more than one structure keeps them as `Arc<V>`
+//!   and hands out the `Arc`: [`IndexedStore`] (its indexes and
+//!   transactions point at the same objects), [`OrderedIndex`] (its
+//!   snapshots share them) and [`AnyCache`] (its values are type-erased
+//!   behind an `Arc`). The two caches keep `V` as given and hand out
+//!   `V::clone()`, as moka and quick_cache do: store small values as they
+//!   are and large, shared or non-`Clone` ones as `Arc<T>`, whose clone is
+//!   a reference-count increment. One rule, so the return type never
+//!   surprises: what you put in is what you get back.
+//! - **`get_with` reads in place.** An `Arc`'s clone writes its reference
+//!   count, one cache line every reader of a hot key shares; `get_with`
+//!   runs a closure on the stored value under the read lock instead, so a
+//!   hit writes no memory another reader touches. Every keyed primitive has
+//!   both forms; the closure must not call back into the same container
+//!   (each method's *Deadlocks* says why).
+//! - **std's names.** `remove`/`clear` (not `invalidate`), `len`,
+//!   `is_empty`, `contains_key`, `insert`; `get_or_init`/`get_or_try_init`
+//!   as on `std::sync::OnceLock`, for every loading cache, counted in
+//!   [`CacheStats`] as `inits`, `init_failures` and `waits`.
+//! - **Keys are borrowed** the same way in every lookup, removal and
+//!   single-flight call: `&Q` where `K: Borrow<Q>`, `Q: ?Sized`, so a
+//!   `String`-keyed container takes `"k"` in `get` and in `get_or_init`
+//!   alike (a miss that must store the key builds it with `ToOwned`).
+//! - **Async forms have one shape:** `x_async(&Q, f)` is the blocking
+//!   `x(&Q, f)` awaited; the key is looked up when the method is called, and
+//!   no turbofish is needed.
+//! - **`capacity` is a bound.** Never a pre-allocation (that is
+//!   `initial_capacity`, whose failure is a `BuildError`) and never a node
+//!   size (`leaf_size`).
+//! - **Builders:** `X::builder()` takes no argument; every setting is a
+//!   method; `build()` checks them and returns `Result<X, BuildError>`, one
+//!   `#[non_exhaustive]` error for every builder, whose variants name the
+//!   setting at fault. An error names one condition once: a duplicate index
+//!   is [`IndexError::DuplicateIndex`] whether `add_index` or `build` finds
+//!   it. Shortcut constructors that take a bound (`LruCache::new(capacity)`)
+//!   panic on an invalid one, as documented under their *Panics*.
+//! - **Iteration is named for its cost.** `iter()` is lazy and borrows a
+//!   view that cannot change under it (a snapshot's); a method that copies
+//!   every entry into a `Vec` is `to_vec()` and says whether the copy is
+//!   one atomic cut (under one lock) or taken shard by shard.
+//! - **`Debug`** is implemented by every public type, with no bounds on a
+//!   container's parameters: a container prints a summary (length,
+//!   configuration), never its entries; a snapshot, guard or view prints
+//!   its entries and so needs `K: Debug`, `V: Debug`.
+//! - **Deviations** keep the name their readers know: [`WorkQueue`] is
+//!   client-go's work queue (`add`, `get` takes the next key to process,
+//!   `done`, `forget`), [`Snapshot`] is arc-swap's (`load`, `store`, `swap`).
 //!
 //! ## Example
 //!
