@@ -40,7 +40,7 @@ pub type LruIter<K, V> = CacheIter<K, V>;
 /// cache.insert(1, "one");
 /// cache.insert(2, "two");
 /// let snapshot: larder::TypedIter<u32, &str> = cache.iter();
-/// cache.invalidate_all();
+/// cache.clear();
 /// assert_eq!(snapshot.len(), 2);
 /// let mut keys: Vec<u32> = snapshot.map(|(key, _value)| key).collect();
 /// keys.sort_unstable();

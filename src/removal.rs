@@ -64,9 +64,9 @@ pub enum RemovalCause {
     /// Its key was stored again (`insert`, or a load or init that
     /// published a value over it); the listener gets the old value.
     Replaced,
-    /// Removed by an explicit `remove` / `invalidate`.
+    /// Removed by an explicit `remove`.
     Removed,
-    /// Removed by `clear` / `invalidate_all`.
+    /// Removed by `clear`.
     Cleared,
 }
 

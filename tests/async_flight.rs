@@ -673,7 +673,7 @@ fn the_lookup_runs_when_the_method_is_called() {
             1,
             "the init is dropped at the call"
         );
-        typed.invalidate(&1);
+        typed.remove(&1);
         assert_eq!(hit.await, 10, "the value found at the call");
         let miss = typed.get_or_init_async(&2, || async { 20 });
         assert_eq!(typed.stats().misses, 1);

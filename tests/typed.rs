@@ -156,7 +156,7 @@ fn run_against_model(ops: Vec<Op>, ttl: Option<u64>, tti: Option<u64>) {
                     .remove(&k)
                     .filter(|e| model.live(e))
                     .map(|e| e.value);
-                assert_eq!(cache.invalidate(&k), expected, "{op:?}");
+                assert_eq!(cache.remove(&k), expected, "{op:?}");
             }
             Op::GetOrInit(k, v) => {
                 let expected = match model.get(k) {
@@ -180,7 +180,7 @@ fn run_against_model(ops: Vec<Op>, ttl: Option<u64>, tti: Option<u64>) {
                 assert_eq!(cache.contains_key(&k), expected, "{op:?}");
             }
             Op::InvalidateAll => {
-                cache.invalidate_all();
+                cache.clear();
                 model.map.clear();
             }
             Op::Advance(seconds) => {
@@ -248,7 +248,7 @@ proptest! {
                     model.insert(k, v);
                 }
                 Op::Invalidate(k) => {
-                    cache.invalidate(&k);
+                    cache.remove(&k);
                     model.remove(&k);
                 }
                 Op::GetOrInit(k, v) => {
@@ -257,7 +257,7 @@ proptest! {
                     model.insert(k, got);
                 }
                 Op::InvalidateAll => {
-                    cache.invalidate_all();
+                    cache.clear();
                     model.clear();
                 }
                 _ => {}
@@ -447,8 +447,8 @@ fn removed_values_are_dropped_with_no_lock_held() {
         cache.insert(k, ReadsCacheOnDrop(k)); // evictions drop values
     }
     cache.insert(9, ReadsCacheOnDrop(90)); // replaced value dropped by us
-    cache.invalidate(&9);
-    cache.invalidate_all();
+    cache.remove(&9);
+    cache.clear();
     assert!(DROPS.load(Ordering::SeqCst) >= 10);
     cache.check_invariants();
 }
@@ -502,7 +502,7 @@ fn exactly_one_init_per_key_every_round() {
             );
             assert_eq!(cache.len(), KEYS as usize);
             cache.check_invariants();
-            cache.invalidate_all();
+            cache.clear();
         }
     });
     let stats = cache.stats();
@@ -532,7 +532,7 @@ fn mixed_writers_and_inits_keep_invariants() {
                     let k = (i * 7 + t as u32) % 40;
                     match i % 5 {
                         0 => drop(cache.insert(k, k)),
-                        1 => drop(cache.invalidate(&k)),
+                        1 => drop(cache.remove(&k)),
                         _ => assert_eq!(cache.get_or_init(&k, || k), k),
                     }
                 }
@@ -593,7 +593,7 @@ fn any_cache_types_under_one_key_never_collide() {
     assert_eq!(cache.get::<u64, _>("k"), None);
     assert_eq!(
         cache
-            .invalidate::<String, _>("k")
+            .remove::<String, _>("k")
             .as_deref()
             .map(String::as_str),
         Some("one")
@@ -699,7 +699,7 @@ fn invalidate_all_empties_every_shard_before_a_drop_panics() {
     // One value in the middle of the key space panics when dropped.
     PANIC_ON_DROP_OF.store(200, Ordering::SeqCst);
     let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        cache.invalidate_all();
+        cache.clear();
     }));
     PANIC_ON_DROP_OF.store(usize::MAX, Ordering::SeqCst);
     assert!(outcome.is_err(), "the panicking Drop must reach the caller");
@@ -770,7 +770,7 @@ fn a_panicking_closure_leaves_the_cache_consistent_and_unlocked() {
     thread::scope(|s| {
         s.spawn(|| {
             cache.insert(1, CloneBomb(10));
-            assert_eq!(cache.invalidate(&1).map(|v| v.0), Some(10));
+            assert_eq!(cache.remove(&1).map(|v| v.0), Some(10));
         });
     });
     cache.check_invariants();

@@ -80,8 +80,8 @@ fn invalidate_and_init_release_expired_entries_of_their_shard() {
     cache.insert(3, 30); // releases 1 and 2
     assert_eq!(cache.len(), 1);
     clock.advance(11 * S); // 3 expires
-    assert_eq!(cache.invalidate(&99), None); // a write, of an absent key
-    assert_eq!(cache.len(), 0, "invalidate released the expired entry");
+    assert_eq!(cache.remove(&99), None); // a write, of an absent key
+    assert_eq!(cache.len(), 0, "remove released the expired entry");
     cache.insert(4, 40);
     clock.advance(11 * S);
     assert_eq!(cache.get_or_init(&5, || 50), 50); // an init's store
@@ -156,10 +156,10 @@ fn the_listener_hears_every_cause_once() {
     assert_eq!(evicted.len(), 1);
     assert_eq!(evicted[0].2, RemovalCause::Evicted);
     assert!(!cache.contains_key(&evicted[0].0));
-    assert_eq!(cache.invalidate(&3), Some(30));
+    assert_eq!(cache.remove(&3), Some(30));
     assert_eq!(taken(&log), [(3, 30, RemovalCause::Removed)]);
     cache.insert(4, 40);
-    cache.invalidate_all();
+    cache.clear();
     let mut cleared = taken(&log);
     cleared.sort_unstable_by_key(|&(k, _, _)| k);
     assert_eq!(cleared.len(), 2);
@@ -249,7 +249,7 @@ fn a_panicking_listener_leaves_the_cache_consistent_and_hears_the_rest() {
     // An explicit removal whose listener panics: the entry is gone, the
     // cache usable.
     cache.insert(1, 1);
-    let outcome = catch_unwind(AssertUnwindSafe(|| cache.invalidate(&1)));
+    let outcome = catch_unwind(AssertUnwindSafe(|| cache.remove(&1)));
     assert!(outcome.is_err());
     assert!(!cache.contains_key(&1));
     assert_eq!(cache.len(), 1);
@@ -278,7 +278,7 @@ fn iter_is_a_snapshot_of_the_live_entries_and_not_a_read() {
         cache.insert(3, 30);
         cache.iter()
     };
-    cache.invalidate_all();
+    cache.clear();
     assert_eq!(snapshot.map(|(k, _)| k).collect::<Vec<_>>(), [3]);
 }
 
@@ -323,7 +323,7 @@ fn the_clock_is_read_only_when_entries_can_expire() {
         cache.get_or_init(&1, || 1);
         assert_eq!(cache.get(&1), Some(1));
         assert_eq!(cache.insert(2, 2), None);
-        assert_eq!(cache.invalidate(&2), Some(2));
+        assert_eq!(cache.remove(&2), Some(2));
         cache.check_invariants();
         clock.0.load(std::sync::atomic::Ordering::SeqCst)
     };

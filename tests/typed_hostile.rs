@@ -42,8 +42,8 @@ trait Api {
     fn get_or_init(&self, id: u64) -> u64;
     fn get_or_fail(&self, id: u64) -> Result<u64, ()>;
     fn insert(&self, id: u64) -> Option<u64>;
-    fn invalidate(&self, id: u64) -> Option<u64>;
-    fn invalidate_all(&self);
+    fn remove(&self, id: u64) -> Option<u64>;
+    fn clear(&self);
     fn purge_expired(&self) -> usize;
     fn contains(&self, id: u64) -> bool;
     fn len(&self) -> usize;
@@ -81,11 +81,11 @@ impl Api for TypedCache<Key, Value, TestState> {
     fn insert(&self, id: u64) -> Option<u64> {
         self.insert(Key::new(id), Value::new(id)).map(|v| v.id)
     }
-    fn invalidate(&self, id: u64) -> Option<u64> {
-        self.invalidate(&Key::new(id)).map(|v| v.id)
+    fn remove(&self, id: u64) -> Option<u64> {
+        self.remove(&Key::new(id)).map(|v| v.id)
     }
-    fn invalidate_all(&self) {
-        self.invalidate_all();
+    fn clear(&self) {
+        self.clear();
     }
     fn purge_expired(&self) -> usize {
         self.purge_expired()
@@ -122,11 +122,11 @@ impl Api for AnyCache<Key, TestState> {
     fn insert(&self, id: u64) -> Option<u64> {
         self.insert(Key::new(id), Value::new(id)).map(|v| v.id)
     }
-    fn invalidate(&self, id: u64) -> Option<u64> {
-        self.invalidate::<Value, _>(&Key::new(id)).map(|v| v.id)
+    fn remove(&self, id: u64) -> Option<u64> {
+        self.remove::<Value, _>(&Key::new(id)).map(|v| v.id)
     }
-    fn invalidate_all(&self) {
-        self.invalidate_all();
+    fn clear(&self) {
+        self.clear();
     }
     fn purge_expired(&self) -> usize {
         self.purge_expired()
@@ -392,7 +392,7 @@ fn sweep_all<C: Api>(
 fn churn<C: Api>(f: &Fixture<C>, n: u64) {
     for id in 5_000..5_000 + n {
         f.cache.insert(id);
-        f.cache.invalidate(id);
+        f.cache.remove(id);
     }
 }
 
@@ -433,10 +433,10 @@ fn sweep_every_operation<C: Api>(make: fn(Shape, &ManualClock) -> C) {
             f.cache.insert(5);
         });
         panics += sweep_all(shape, make, &[4], |f| {
-            f.cache.invalidate(4);
+            f.cache.remove(4);
         });
         panics += sweep_all(shape, make, ALL, |f| {
-            f.cache.invalidate_all();
+            f.cache.clear();
         });
         panics += sweep_all(shape, make, &[], |f| {
             f.cache.purge_expired();
@@ -563,7 +563,7 @@ fn typed_cache_clones_keys_outside_its_locks() {
             cache.insert(Reentrant(id), id);
             assert_eq!(cache.get_or_init(&Reentrant(100 + id), || id), id);
         }
-        cache.invalidate(&Reentrant(9));
+        cache.remove(&Reentrant(9));
         ON_CLONE.with(|hook| hook.borrow_mut().take());
         cache.check_invariants();
         assert!(cache.len() <= 4);

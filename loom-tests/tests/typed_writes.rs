@@ -20,7 +20,7 @@ enum Write {
 }
 
 /// An init reads the backend while another thread changes the backend and
-/// then writes the key (`insert` of the new value, or `invalidate_all`):
+/// then writes the key (`insert` of the new value, or `clear`):
 /// whatever the interleaving, the cache never keeps the value the init read
 /// before the change (the write wins).
 fn write_wins_over_init(write: Write, fault: TypedFault) {
@@ -39,7 +39,7 @@ fn write_wins_over_init(write: Write, fault: TypedFault) {
             Write::Insert => {
                 cache.insert(1, 1);
             }
-            Write::InvalidateAll => cache.invalidate_all(),
+            Write::InvalidateAll => cache.clear(),
         }
         let got = init.join().unwrap();
         assert!(got <= 1);

@@ -462,10 +462,10 @@ where
     /// let cache: larder::AnyCache<u8> = larder::AnyCache::new();
     /// cache.insert(1, 10_u32);
     /// cache.insert(1, "ten");
-    /// assert_eq!(cache.invalidate::<u32, _>(&1).as_deref(), Some(&10));
+    /// assert_eq!(cache.remove::<u32, _>(&1).as_deref(), Some(&10));
     /// assert_eq!(cache.get::<&str, _>(&1).as_deref(), Some(&"ten"));
     /// ```
-    pub fn invalidate<V, Q>(&self, key: &Q) -> Option<Arc<V>>
+    pub fn remove<V, Q>(&self, key: &Q) -> Option<Arc<V>>
     where
         V: Send + Sync + 'static,
         K: Borrow<Q>,
@@ -473,23 +473,23 @@ where
     {
         let view = (key, TypeId::of::<V>());
         self.raw
-            .invalidate(&view as &dyn KeyView<Q>)
+            .remove(&view as &dyn KeyView<Q>)
             .map(|old| downcast::<V>(&old))
     }
 
     /// Removes every entry, shard by shard (see
-    /// [`TypedCache::invalidate_all`](crate::TypedCache::invalidate_all)).
+    /// [`TypedCache::clear`](crate::TypedCache::clear)).
     ///
     /// # Examples
     ///
     /// ```
     /// let cache: larder::AnyCache<u8> = larder::AnyCache::new();
     /// cache.insert(1, 1_u8);
-    /// cache.invalidate_all();
+    /// cache.clear();
     /// assert!(cache.is_empty());
     /// ```
-    pub fn invalidate_all(&self) {
-        self.raw.invalidate_all();
+    pub fn clear(&self) {
+        self.raw.clear();
     }
 
     /// Whether a live `V` is stored under `key` (no statistics, does not

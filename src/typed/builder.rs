@@ -307,7 +307,7 @@ impl<K, V, S> TypedCacheBuilder<K, V, S> {
     /// why ([`RemovalCause`]): `Evicted` to keep within `max_entries`,
     /// `Expired` once its time to live or time to idle has passed (whatever
     /// operation then releases it), `Replaced` by `insert` (with the old
-    /// value), `Removed` by `invalidate`, `Cleared` by `invalidate_all`.
+    /// value), `Removed` by `remove`, `Cleared` by `clear`.
     /// Filter with [`RemovalCause::was_evicted`] for the cache's own
     /// removals. An init whose value is not cached (a write raced it) was
     /// never stored, so it is not reported.

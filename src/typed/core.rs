@@ -193,7 +193,7 @@ pub(crate) struct Core<K, V> {
     hand: usize,
     /// The node the expiry sweep looks at next (may equal `nodes.len()`).
     sweep_at: usize,
-    /// Bumped by every user write (insert, invalidate, invalidate_all). An
+    /// Bumped by every user write (insert, remove, clear). An
     /// init that started before a bump does not cache its value.
     generation: u64,
 }

@@ -71,7 +71,7 @@ pub enum Fault {
     /// `insert` does not bump its shard's write generation: an init that
     /// raced it overwrites the inserted value.
     InsertKeepsGeneration,
-    /// `invalidate_all` does not bump the write generations: an init that
+    /// `clear` does not bump the write generations: an init that
     /// raced it publishes a value read before the invalidation.
     InvalidateAllKeepsGeneration,
     /// An insert decides whether eviction is needed from the total it read
@@ -118,7 +118,7 @@ pub enum Fault {
 ///   change; besides it, only a hit's `V::clone` (or
 ///   [`get_with`](TypedCache::get_with)'s closure instead) and
 ///   [`iter`](TypedCache::iter)'s `K::clone` and `V::clone` run under a
-///   shard's *read* lock. An `insert` or `invalidate` that hands the
+///   shard's *read* lock. An `insert` or `remove` that hands the
 ///   removed value to the listener clones the caller's copy after
 ///   unlocking. Every entry stores its hash, so growing, rehashing, evicting
 ///   and expiring run no user code at all. Removed, replaced, expired and
@@ -131,8 +131,8 @@ pub enum Fault {
 ///   (and the other removed entries are still handed over). The test suite
 ///   checks this by planting a panic at every call of every user trait in
 ///   every write operation.
-/// - **Writes win over inits in progress.** An `insert`, `invalidate` or
-///   `invalidate_all` that lands while an init of a key in the same shard
+/// - **Writes win over inits in progress.** An `insert`, `remove` or
+///   `clear` that lands while an init of a key in the same shard
 ///   runs makes that init's value uncached (it is still returned to its
 ///   caller and waiters): an invalidation is never undone by an init that
 ///   started before it. (Tracked per key shard, so a write to another key of
@@ -505,15 +505,15 @@ where
     /// ```
     /// let cache: larder::TypedCache<u8, char> = larder::TypedCache::new();
     /// cache.insert(1, 'x');
-    /// assert_eq!(cache.invalidate(&1), Some('x'));
-    /// assert_eq!(cache.invalidate(&1), None);
+    /// assert_eq!(cache.remove(&1), Some('x'));
+    /// assert_eq!(cache.remove(&1), None);
     /// ```
-    pub fn invalidate<Q>(&self, key: &Q) -> Option<V>
+    pub fn remove<Q>(&self, key: &Q) -> Option<V>
     where
         K: Borrow<Q>,
         Q: Hash + Eq + ?Sized,
     {
-        self.raw.invalidate(key)
+        self.raw.remove(key)
     }
 
     /// Removes every entry. Each key shard is emptied atomically, one after
@@ -530,11 +530,11 @@ where
     /// let cache: larder::TypedCache<u8, u8> = larder::TypedCache::new();
     /// cache.insert(1, 1);
     /// cache.insert(2, 2);
-    /// cache.invalidate_all();
+    /// cache.clear();
     /// assert!(cache.is_empty());
     /// ```
-    pub fn invalidate_all(&self) {
-        self.raw.invalidate_all();
+    pub fn clear(&self) {
+        self.raw.clear();
     }
 
     /// Whether a live value is stored under `key`. No statistics; not a read

@@ -10,7 +10,7 @@
 //!   written cache line; a write locks every slice (writes are rare: inits,
 //!   inserts, invalidations).
 //! - At most one shard lock is held at a time. Cross-shard work (eviction
-//!   spilling over, `invalidate_all`) takes them one after another.
+//!   spilling over, `clear`) takes them one after another.
 //! - The flight group's locks are never taken while a shard lock is held
 //!   (the flight protocol calls our `lookup` and `publish` with none of its
 //!   locks held).
@@ -27,7 +27,7 @@
 //!
 //! # Expiry
 //!
-//! Every write to a shard (insert, an init's publish, invalidate) and every
+//! Every write to a shard (insert, an init's publish, remove) and every
 //! read that finds an expired entry also runs [`Core::sweep`] under the
 //! write lock it holds: at most [`SWEEP_BUDGET`] queue entries looked at,
 //! the expired ones released. Nobody has to call `purge_expired`.
@@ -634,7 +634,7 @@ where
         self.store(hash, key, value, None, true)
     }
 
-    pub(crate) fn invalidate<Q>(&self, key: &Q) -> Option<V>
+    pub(crate) fn remove<Q>(&self, key: &Q) -> Option<V>
     where
         K: Borrow<Q>,
         Q: Hash + Eq + ?Sized,
@@ -668,7 +668,7 @@ where
 
     /// Empties every shard, then drops what they held (unlocked): a
     /// panicking `Drop` reaches the caller only once every shard is empty.
-    pub(crate) fn invalidate_all(&self) {
+    pub(crate) fn clear(&self) {
         let now = self.now();
         let mut old = Vec::new();
         for shard in 0..SHARDS {
