@@ -171,7 +171,7 @@ proptest! {
                 Op::Remove(k) => prop_assert_eq!(index.remove(&k).map(|v| *v), model.remove(&k)),
                 Op::Get(k) => {
                     prop_assert_eq!(index.get(&k).map(|v| *v), model.get(&k).copied());
-                    prop_assert_eq!(index.view(&k, |v| *v), model.get(&k).copied());
+                    prop_assert_eq!(index.get_with(&k, |v| *v), model.get(&k).copied());
                     prop_assert_eq!(index.contains_key(&k), model.contains_key(&k));
                 }
                 Op::PopFirst => {
@@ -291,11 +291,11 @@ fn panicking_for_each_in_releases_the_lock() {
 fn panicking_view_releases_the_lock() {
     let index: OrderedIndex<u32, u32> = (0..10).map(|k| (k, k)).collect();
     let outcome = catch_unwind(AssertUnwindSafe(|| {
-        index.view(&4, |_| panic!("reader failed"));
+        index.get_with(&4, |_| panic!("reader failed"));
     }));
     assert!(outcome.is_err());
     index.insert(10, 10); // would deadlock if the read lock were still held
-    assert_eq!(index.view(&10, |v| v + 1), Some(11));
+    assert_eq!(index.get_with(&10, |v| v + 1), Some(11));
     assert_eq!(index.len(), 11);
 }
 

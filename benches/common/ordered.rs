@@ -57,7 +57,7 @@ fn checksum(entries: &[(u64, u64)]) -> u64 {
 }
 
 /// larder's map, read the way the peers read theirs: closures copy values
-/// out under the read lock (`view` for a point read, like TreeIndex's
+/// out under the read lock (`get_with` for a point read, like TreeIndex's
 /// `peek_with`; `for_each_in` for a range, like the peers' iterators).
 impl OrderedOps for larder::OrderedIndex<u64, u64> {
     const NAME: &'static str = "larder OrderedIndex";
@@ -66,7 +66,7 @@ impl OrderedOps for larder::OrderedIndex<u64, u64> {
     }
     #[inline]
     fn get(&self, key: u64) -> u64 {
-        self.view(&key, |v| *v).unwrap_or(0)
+        self.get_with(&key, |v| *v).unwrap_or(0)
     }
     fn insert(&self, key: u64, value: u64) {
         self.insert(key, value);

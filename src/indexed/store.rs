@@ -265,6 +265,40 @@ where
         self.state.read().get(hash, key).cloned()
     }
 
+    /// Runs `f` on the object stored under `key`, under the read lock, and
+    /// returns what it returns; `None` when `key` is absent.
+    ///
+    /// The fastest point read: unlike [`get`](IndexedStore::get) it does not
+    /// clone the object's `Arc`, so a read writes no memory another reader
+    /// touches (the `Arc`'s reference count is shared by every reader of a
+    /// key; the read lock writes only the calling thread's shard). Use it
+    /// to copy out or compute from an object; use `get` to keep it.
+    ///
+    /// # Deadlocks
+    ///
+    /// `f` runs while the read lock is held: it must not call into the same
+    /// store at all. A write from `f` waits for its own read lock (a
+    /// deadlock), and so can a read, once a writer is queued between the
+    /// two. A panic in `f` releases the lock and changes nothing.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let store = larder::IndexedStore::<String, String>::new();
+    /// store.insert("a".to_string(), "apple".to_string()).unwrap();
+    /// assert_eq!(store.get_with("a", |object| object.len()), Some(5));
+    /// assert_eq!(store.get_with("b", |object| object.len()), None);
+    /// ```
+    #[inline]
+    pub fn get_with<Q, R>(&self, key: &Q, f: impl FnOnce(&V) -> R) -> Option<R>
+    where
+        K: Borrow<Q>,
+        Q: ?Sized + Hash + Eq,
+    {
+        let hash = self.hasher.hash_one(key);
+        self.state.read().get(hash, key).map(|object| f(object))
+    }
+
     /// Whether an object is stored under `key` (at the instant of the call).
     ///
     /// # Examples

@@ -21,7 +21,7 @@ use super::{Engine, OrderedIndex};
 /// |---|---|---|
 /// | [`lock`](Self::lock) | [`OrderedLock::Partitioned`]: leaves under a lock each, writers in parallel | one thread, or O(1) snapshots: [`OrderedLock::Single`] or [`OrderedLock::Sharded`] (one `BTreeMap` under one lock) |
 /// | [`leaf_capacity`](Self::leaf_capacity) | 128 entries | see its docs; only the partitioned engine has leaves |
-/// | [`point_lookups`](Self::point_lookups) | `true`: `get`, `view` and `contains_key` are one hash probe | keys are never looked up one by one (a consumer that only inserts and drains): `false` saves a key clone, a hash, a lock and a table update per write, and the table's memory |
+/// | [`point_lookups`](Self::point_lookups) | `true`: `get`, `get_with` and `contains_key` are one hash probe | keys are never looked up one by one (a consumer that only inserts and drains): `false` saves a key clone, a hash, a lock and a table update per write, and the table's memory |
 /// | [`hasher`](Self::hasher) | ahash's `RandomState` | keys need another hash (a fixed seed, a faster hash for trusted keys) |
 ///
 /// # Examples
@@ -68,7 +68,7 @@ impl<K, V, S> OrderedIndexBuilder<K, V, S> {
         self
     }
 
-    /// Whether `get`, `view` and `contains_key` probe a hash table kept
+    /// Whether `get`, `get_with` and `contains_key` probe a hash table kept
     /// beside the ordered entries (`true`, the default) or search them.
     ///
     /// Without the table, a write does one search and no hashing, key clone

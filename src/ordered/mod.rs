@@ -79,7 +79,7 @@ use crate::wait::Waiters;
 ///   A write locks one leaf; a full leaf splits and an emptied one merges
 ///   under the router's write lock, which briefly excludes everything else.
 /// - **Point lookups by hash**: [`get`](OrderedIndex::get),
-///   [`view`](OrderedIndex::view) and
+///   [`get_with`](OrderedIndex::get_with) and
 ///   [`contains_key`](OrderedIndex::contains_key) probe a hash table that
 ///   holds the same entries (the key's hash, a clone of the key, the same
 ///   `Arc<V>`), split by hash into 64 shards under a lock each: one probe
@@ -136,7 +136,7 @@ use crate::wait::Waiters;
 ///   `pop_last` and `drain_to` remove (known only under the lock), and the
 ///   closures of
 ///   [`for_each_in`](OrderedIndex::for_each_in) and
-///   [`view`](OrderedIndex::view) (their documented purpose).
+///   [`get_with`](OrderedIndex::get_with) (their documented purpose).
 ///   Replaced and removed values are dropped by the caller, after unlocking.
 ///   In detail, for a write:
 ///
@@ -322,7 +322,7 @@ impl<K, V, S> OrderedIndex<K, V, S> {
     ///
     /// let index = larder::OrderedIndex::with_hasher(RandomState::new());
     /// index.insert(1_u8, "one");
-    /// assert_eq!(index.view(&1, |v| *v), Some("one"));
+    /// assert_eq!(index.get_with(&1, |v| *v), Some("one"));
     /// ```
     pub fn with_hasher(hasher: S) -> Self {
         OrderedIndexBuilder::new().hasher(hasher).build()
@@ -376,7 +376,7 @@ impl<K, V, S> OrderedIndex<K, V, S> {
         }
     }
 
-    /// Whether point lookups (`get`, `view`, `contains_key`) use the hash
+    /// Whether point lookups (`get`, `get_with`, `contains_key`) use the hash
     /// table (the default) or search the ordered entries.
     ///
     /// # Examples
@@ -545,7 +545,7 @@ impl<K: Ord + Clone + Hash, V, S: BuildHasher> OrderedIndex<K, V, S> {
     }
 
     /// Runs `f` on the stored `Arc` of `key` under the engine's read lock:
-    /// the one point read behind `get`, `view` and `contains_key`.
+    /// the one point read behind `get`, `get_with` and `contains_key`.
     #[inline]
     fn lookup<Q, R>(&self, key: &Q, f: impl FnOnce(&Arc<V>) -> R) -> Option<R>
     where
@@ -578,7 +578,8 @@ impl<K: Ord + Clone + Hash, V, S: BuildHasher> OrderedIndex<K, V, S> {
     /// touches (the `Arc`'s reference count is shared by every reader of a
     /// key; the read lock writes only the calling thread's shard). Use it
     /// to copy out or compute from a value; use `get` to keep the value.
-    /// DashMap calls the same operation `view`.
+    /// DashMap calls the same operation `view`; this crate calls it
+    /// `get_with` on every keyed primitive.
     ///
     /// # Deadlocks
     ///
@@ -592,11 +593,11 @@ impl<K: Ord + Clone + Hash, V, S: BuildHasher> OrderedIndex<K, V, S> {
     /// ```
     /// let index = larder::OrderedIndex::new();
     /// index.insert(7_u64, String::from("seven"));
-    /// assert_eq!(index.view(&7, |value| value.len()), Some(5));
-    /// assert_eq!(index.view(&8, |value| value.len()), None);
+    /// assert_eq!(index.get_with(&7, |value| value.len()), Some(5));
+    /// assert_eq!(index.get_with(&8, |value| value.len()), None);
     /// ```
     #[inline]
-    pub fn view<Q, R>(&self, key: &Q, f: impl FnOnce(&V) -> R) -> Option<R>
+    pub fn get_with<Q, R>(&self, key: &Q, f: impl FnOnce(&V) -> R) -> Option<R>
     where
         K: Borrow<Q>,
         Q: Ord + Hash + Eq + ?Sized,

@@ -433,6 +433,47 @@ where
         self.raw.get(&view as &dyn KeyView<Q>, downcast::<V>)
     }
 
+    /// Runs `f` on the live `V` under `key` in place, under the key's shard
+    /// read lock, and returns what it returns; `None` when there is none.
+    /// Counts a hit or a miss, as [`get`](AnyCache::get) does.
+    ///
+    /// Unlike `get` it does not clone the value's `Arc`, so a hit writes no
+    /// memory another reader of the key touches.
+    ///
+    /// # Deadlocks
+    ///
+    /// `f` runs under the key's shard read lock: keep it short, and do not
+    /// write to this cache from it (a write to the same shard deadlocks).
+    ///
+    /// # Panics
+    ///
+    /// If `f` panics. The hit was counted before `f` ran; the lock is
+    /// released as the panic unwinds and nothing is poisoned.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let cache: larder::AnyCache<String> = larder::AnyCache::new();
+    /// cache.insert("k".to_string(), String::from("seven"));
+    /// assert_eq!(cache.get_with("k", |s: &String| s.len()), Some(5));
+    /// assert_eq!(cache.get_with("k", |n: &u32| *n), None);
+    /// ```
+    pub fn get_with<V, Q, R>(&self, key: &Q, f: impl FnOnce(&V) -> R) -> Option<R>
+    where
+        V: Send + Sync + 'static,
+        K: Borrow<Q>,
+        Q: Hash + Eq + ?Sized,
+    {
+        let view = (key, TypeId::of::<V>());
+        self.raw.get(&view as &dyn KeyView<Q>, |erased: &Erased| {
+            match erased.0.downcast_ref::<V>() {
+                Some(value) => f(value),
+                // Every entry under TypeId::of::<V>() was stored as a V.
+                None => unreachable!("larder: AnyCache entry stored under another type's id"),
+            }
+        })
+    }
+
     /// Stores `value` as the `V` under `key`; returns the live `V` it
     /// replaced. An init of the same `(key, V)` in progress will not
     /// overwrite it.
