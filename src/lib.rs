@@ -83,7 +83,7 @@
 //!
 //! The loading caches have async forms that never block an executor thread:
 //! [`TypedCache::get_or_init_async`], [`AnyCache::get_or_init_async`] and
-//! [`LruCache::get_or_load_async`] (and their `try` twins) await the init as
+//! [`LruCache::get_or_init_async`] (and their `try` twins) await the init as
 //! a future, and a caller that finds another caller's init in progress
 //! waits as a future too; sync and async callers of one key share one load.
 //! A dropped future (a timeout, a `select!`, an aborted task) is safe at any

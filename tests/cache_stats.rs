@@ -33,14 +33,14 @@ fn a_caller_that_waits_on_another_callers_load_counts_a_wait() {
         // The second caller starts only once the loader runs, so the flight
         // is registered by then: it cannot become the leader itself.
         let leader = s.spawn(|| {
-            cache.get_or_load(&1, || {
+            cache.get_or_init(&1, || {
                 loading.store(true, Ordering::SeqCst);
                 wait_until(|| cache.stats().misses >= 2);
                 10
             })
         });
         wait_until(|| loading.load(Ordering::SeqCst));
-        let waiter = cache.get_or_load(&1, || unreachable!("the leader loads"));
+        let waiter = cache.get_or_init(&1, || unreachable!("the leader loads"));
         assert_eq!((waiter, leader.join().unwrap()), (10, 10));
     });
     let stats = cache.stats();
@@ -90,12 +90,12 @@ fn every_lru_miss_is_a_load_a_failure_or_a_wait_under_contention() {
                     barrier.wait();
                     let key = round % 96; // more keys than room: evictions
                     if round % 5 == 0 {
-                        let _ = cache.try_get_or_load(&key, || {
+                        let _ = cache.get_or_try_init(&key, || {
                             std::thread::yield_now();
                             Err::<u32, _>("down")
                         });
                     } else {
-                        let value = cache.get_or_load(&key, || {
+                        let value = cache.get_or_init(&key, || {
                             std::thread::yield_now();
                             key
                         });
@@ -198,7 +198,7 @@ fn async_callers_that_wait_count_a_wait_too() {
         // The leader's load yields until the second caller has missed; on
         // one thread the second caller then waits on the load as a future.
         let leader = async {
-            lru.get_or_load_async(&1, || async {
+            lru.get_or_init_async(&1, || async {
                 while lru.stats().misses < 2 {
                     tokio::task::yield_now().await;
                 }
@@ -208,7 +208,7 @@ fn async_callers_that_wait_count_a_wait_too() {
         };
         let waiter = async {
             tokio::task::yield_now().await;
-            lru.get_or_load_async(&1, || async { unreachable!("the leader loads") })
+            lru.get_or_init_async(&1, || async { unreachable!("the leader loads") })
                 .await
         };
         let (a, b) = tokio::join!(leader, waiter);

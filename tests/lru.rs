@@ -181,7 +181,7 @@ proptest! {
                         .extend(cleared.into_iter().map(|(k, v)| (k, v, RemovalCause::Cleared)));
                 }
                 Op::Load(k, v) => {
-                    let got = cache.get_or_load(&k, || v);
+                    let got = cache.get_or_init(&k, || v);
                     let expected = match model.get(k) {
                         Some(old) => old,
                         None => {
@@ -193,7 +193,7 @@ proptest! {
                     prop_assert_eq!(got, expected);
                 }
                 Op::FailLoad(k) => {
-                    let got = cache.try_get_or_load(&k, || Err::<u16, _>("down"));
+                    let got = cache.get_or_try_init(&k, || Err::<u16, _>("down"));
                     match model.get(k) {
                         Some(old) => prop_assert_eq!(got.ok(), Some(old)),
                         None => {
@@ -333,7 +333,7 @@ fn loading_cache_loads_once_and_counts() {
 fn reentrant_load_of_the_same_key_panics_instead_of_hanging() {
     let cache = LruCache::<u32, u32>::new(4);
     let outcome = catch_unwind(AssertUnwindSafe(|| {
-        cache.get_or_load(&1, || cache.get_or_load(&1, || 1))
+        cache.get_or_init(&1, || cache.get_or_init(&1, || 1))
     }));
     let message = outcome.unwrap_err();
     let text = message
@@ -342,9 +342,9 @@ fn reentrant_load_of_the_same_key_panics_instead_of_hanging() {
         .unwrap_or_default();
     assert!(text.contains("re-entrant load"), "got {text:?}");
     // Nothing is left stuck: the key loads normally now.
-    assert_eq!(cache.get_or_load(&1, || 7), 7);
+    assert_eq!(cache.get_or_init(&1, || 7), 7);
     // A loader may load *other* keys of the same cache.
-    assert_eq!(cache.get_or_load(&2, || cache.get_or_load(&3, || 3) + 1), 4);
+    assert_eq!(cache.get_or_init(&2, || cache.get_or_init(&3, || 3) + 1), 4);
 }
 
 #[test]
@@ -355,7 +355,7 @@ fn a_load_error_is_shared_by_waiters_and_not_cached() {
     let calls = AtomicUsize::new(0);
     std::thread::scope(|s| {
         let leader = s.spawn(|| {
-            cache.try_get_or_load(&1, || {
+            cache.get_or_try_init(&1, || {
                 calls.fetch_add(1, Ordering::SeqCst);
                 started.wait();
                 std::thread::sleep(std::time::Duration::from_millis(50));
@@ -363,7 +363,7 @@ fn a_load_error_is_shared_by_waiters_and_not_cached() {
             })
         });
         started.wait();
-        let waiter = cache.try_get_or_load(&1, || {
+        let waiter = cache.get_or_try_init(&1, || {
             calls.fetch_add(1, Ordering::SeqCst);
             Err::<u32, _>(String::from("second call"))
         });
@@ -378,7 +378,7 @@ fn a_load_error_is_shared_by_waiters_and_not_cached() {
     let stats = cache.stats();
     assert_eq!(stats.load_failures as usize, calls.load(Ordering::SeqCst));
     assert_eq!(stats.loads, 0);
-    assert_eq!(cache.get_or_load(&1, || 9), 9);
+    assert_eq!(cache.get_or_init(&1, || 9), 9);
 }
 
 // ---------------------------------------------------------------------------
@@ -389,7 +389,7 @@ fn a_panicking_loader_leaves_the_cache_usable() {
     let cache = LruCache::<u32, u32>::builder(2).shards(1).build().unwrap();
     cache.insert(1, 1);
     let outcome = catch_unwind(AssertUnwindSafe(|| {
-        cache.get_or_load(&2, || panic!("loader"))
+        cache.get_or_init(&2, || panic!("loader"))
     }));
     assert!(outcome.is_err());
     let stats = cache.stats();
@@ -397,7 +397,7 @@ fn a_panicking_loader_leaves_the_cache_usable() {
         (stats.misses, stats.load_failures, stats.loads, stats.len),
         (1, 1, 0, 1)
     );
-    assert_eq!(cache.get_or_load(&2, || 2), 2);
+    assert_eq!(cache.get_or_init(&2, || 2), 2);
     assert_eq!(cache.len(), 2);
     assert_eq!(cache.get(&1), Some(1));
 }
@@ -431,7 +431,7 @@ fn a_panicking_listener_leaves_the_cache_consistent() {
         .build()
         .unwrap();
     cache2.insert(1, 1);
-    assert!(catch_unwind(AssertUnwindSafe(|| cache2.get_or_load(&2, || 2))).is_err());
+    assert!(catch_unwind(AssertUnwindSafe(|| cache2.get_or_init(&2, || 2))).is_err());
     assert_eq!(cache2.get(&2), Some(2));
     assert_eq!(cache2.stats().loads, 1);
 }
@@ -510,7 +510,7 @@ fn panicking_hash_and_eq_under(
                 let _ = cache.remove(&key(0));
             },
             &|| {
-                let _ = cache.get_or_load(&key(8), || 8);
+                let _ = cache.get_or_init(&key(8), || 8);
             },
             &|| assert!(cache.contains_key(&key(2))),
         ];

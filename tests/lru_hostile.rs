@@ -146,7 +146,7 @@ impl Fixture {
     fn load(&self, id: u64) -> u64 {
         let cache: &Cache = &self.cache;
         cache
-            .get_or_load(&Key::new(id), || {
+            .get_or_init(&Key::new(id), || {
                 count_run();
                 Value::new(id)
             })
@@ -155,7 +155,7 @@ impl Fixture {
 
     fn fail(&self, id: u64) {
         let cache: &Cache = &self.cache;
-        let _ = cache.try_get_or_load(&Key::new(id), || {
+        let _ = cache.get_or_try_init(&Key::new(id), || {
             count_run();
             Err::<Value, _>("down")
         });

@@ -130,7 +130,7 @@ fn stress_racing_loads_under(policy: LruPolicy) {
                 for round in 0..3 {
                     for i in 0..KEYS {
                         let key = (i + t * 7 + round) % KEYS;
-                        let value = cache.get_or_load(&key, || {
+                        let value = cache.get_or_init(&key, || {
                             runs[key as usize].fetch_add(1, Ordering::SeqCst);
                             std::thread::yield_now();
                             key + 100

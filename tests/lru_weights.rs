@@ -258,7 +258,7 @@ fn an_entry_heavier_than_its_shard_is_not_stored() {
 #[test]
 fn a_loaded_value_heavier_than_its_shard_is_returned_not_cached() {
     let (cache, events) = recorded(10, 2, LruPolicy::Exact);
-    assert_eq!(cache.get_or_load(&1, || (7, 6)), (7, 6));
+    assert_eq!(cache.get_or_init(&1, || (7, 6)), (7, 6));
     assert!(!cache.contains_key(&1));
     let stats = cache.stats();
     assert_eq!((stats.loads, stats.evictions, stats.len), (1, 1, 0));
@@ -362,13 +362,13 @@ fn a_panicking_weigher_leaves_the_cache_unchanged() {
         }
         // A load whose value the weigher rejects: the loader ran and the
         // failure is counted; nothing is stored and nothing stays in flight.
-        let result = catch_unwind(AssertUnwindSafe(|| cache.get_or_load(&7, || POISON)));
+        let result = catch_unwind(AssertUnwindSafe(|| cache.get_or_init(&7, || POISON)));
         assert!(result.is_err());
         assert!(!cache.contains_key(&7));
         cache.check_invariants();
         let after = cache.stats();
         assert_eq!(after.loads + after.load_failures, 1, "{policy:?}");
-        assert_eq!(cache.get_or_load(&7, || 70), 70);
+        assert_eq!(cache.get_or_init(&7, || 70), 70);
         assert_eq!(cache.weighted_size(), 8);
     }
 }

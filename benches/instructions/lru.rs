@@ -68,7 +68,7 @@ impl<const P: u8> Bounded for Larder<P> {
     }
     #[inline]
     fn get_or_load(&self, key: u64) -> u64 {
-        self.0.get_or_load(&key, || key)
+        self.0.get_or_init(&key, || key)
     }
 }
 

@@ -69,7 +69,7 @@ pub(crate) type PaddedShard<K, V> = CachePadded<RwLock<Shard<K, V>>>;
 /// The concurrent form of Python's `functools.lru_cache`: a fixed number of
 /// entries, the least recently used evicted first, hit/miss statistics
 /// ([`stats`](Self::stats), like `cache_info()`), and a loader that runs once
-/// per missing key however many threads ask ([`get_or_load`](Self::get_or_load)).
+/// per missing key however many threads ask ([`get_or_init`](Self::get_or_init)).
 /// Values are stored as given and cloned out (`V: Clone`), as moka and
 /// quick_cache do: store small values as they are, large or shared ones as
 /// `Arc<T>`. No lock is ever held when a method returns.
@@ -162,7 +162,7 @@ pub(crate) type PaddedShard<K, V> = CachePadded<RwLock<Shard<K, V>>>;
 ///
 /// // CORRECT: concurrent misses share one fetch, and the value is returned
 /// // directly, never looked up again.
-/// let row2 = cache.get_or_load(&7, || fetch(7));
+/// let row2 = cache.get_or_init(&7, || fetch(7));
 /// assert_eq!(row, row2);
 /// ```
 pub struct LruCache<K, V, S = ahash::RandomState> {

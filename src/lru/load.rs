@@ -1,4 +1,4 @@
-//! Load on miss: [`LruCache::get_or_load`], [`LruCache::try_get_or_load`]
+//! Load on miss: [`LruCache::get_or_init`], [`LruCache::get_or_try_init`]
 //! and [`LoadingLruCache`], all through the crate's single-flight module
 //! (`crate::flight`).
 //!
@@ -95,27 +95,27 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
     ///
     /// ```
     /// let cache = larder::LruCache::new(16);
-    /// let value = cache.get_or_load(&"answer", || 42);
+    /// let value = cache.get_or_init(&"answer", || 42);
     /// assert_eq!(value, 42);
-    /// let again = cache.get_or_load(&"answer", || unreachable!("cached"));
+    /// let again = cache.get_or_init(&"answer", || unreachable!("cached"));
     /// assert_eq!(again, 42);
     /// let stats = cache.stats();
     /// assert_eq!((stats.hits, stats.misses, stats.loads), (1, 1, 1));
     /// ```
-    pub fn get_or_load<Q, F>(&self, key: &Q, load: F) -> V
+    pub fn get_or_init<Q, F>(&self, key: &Q, load: F) -> V
     where
         K: Borrow<Q> + Clone,
         V: Clone,
         Q: ?Sized + Hash + Eq + ToOwned<Owned = K>,
         F: FnOnce() -> V,
     {
-        match self.try_get_or_load(key, || Ok::<V, Infallible>(load())) {
+        match self.get_or_try_init(key, || Ok::<V, Infallible>(load())) {
             Ok(value) => value,
             Err(never) => match *never {},
         }
     }
 
-    /// As [`get_or_load`](Self::get_or_load) with a fallible loader.
+    /// As [`get_or_init`](Self::get_or_init) with a fallible loader.
     ///
     /// # Errors
     ///
@@ -125,20 +125,20 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
     ///
     /// # Panics
     ///
-    /// As [`get_or_load`](Self::get_or_load).
+    /// As [`get_or_init`](Self::get_or_init).
     ///
     /// # Examples
     ///
     /// ```
     /// let cache = larder::LruCache::<u32, String>::new(16);
-    /// let err = cache.try_get_or_load(&1, || Err("database down")).unwrap_err();
+    /// let err = cache.get_or_try_init(&1, || Err("database down")).unwrap_err();
     /// assert_eq!(*err, "database down");
     /// assert!(!cache.contains_key(&1)); // errors are not cached
-    /// let ok = cache.try_get_or_load(&1, || Ok::<_, &str>("row 1".to_string()));
+    /// let ok = cache.get_or_try_init(&1, || Ok::<_, &str>("row 1".to_string()));
     /// assert_eq!(ok.unwrap().as_str(), "row 1");
     /// assert_eq!(cache.stats().load_failures, 1);
     /// ```
-    pub fn try_get_or_load<Q, E, F>(&self, key: &Q, load: F) -> Result<V, Arc<E>>
+    pub fn get_or_try_init<Q, E, F>(&self, key: &Q, load: F) -> Result<V, Arc<E>>
     where
         K: Borrow<Q> + Clone,
         V: Clone,
@@ -154,7 +154,7 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
         self.load_missed(hash, &key.to_owned(), load)
     }
 
-    /// The miss path of [`try_get_or_load`](Self::try_get_or_load), after
+    /// The miss path of [`get_or_try_init`](Self::get_or_try_init), after
     /// the lookup of `key` (hashed to `hash`) missed and counted its miss.
     pub(crate) fn load_missed<E, F>(&self, hash: u64, owned: &K, load: F) -> Result<V, Arc<E>>
     where
@@ -308,13 +308,13 @@ impl<K, V, E, S> LoadingLruCache<K, V, E, S> {
 
 impl<K: Hash + Eq + Clone, V: Clone, S: BuildHasher> LoadingLruCache<K, V, Infallible, S> {
     /// The value of `key`, loaded by the cache's loader on a miss (once for
-    /// all concurrent callers). See [`LruCache::get_or_load`]. Only for a
+    /// all concurrent callers). See [`LruCache::get_or_init`]. Only for a
     /// cache whose loader cannot fail; a fallible one answers
     /// [`try_get_or_load`](Self::try_get_or_load).
     ///
     /// # Panics
     ///
-    /// As [`LruCache::get_or_load`].
+    /// As [`LruCache::get_or_init`].
     ///
     /// # Examples
     ///
@@ -336,7 +336,7 @@ impl<K: Hash + Eq + Clone, V: Clone, S: BuildHasher> LoadingLruCache<K, V, Infal
 
 impl<K: Hash + Eq + Clone, V: Clone, E, S: BuildHasher> LoadingLruCache<K, V, E, S> {
     /// The value of `key`, loaded by the cache's loader on a miss. See
-    /// [`LruCache::try_get_or_load`]. A lookup first; on a miss the owned
+    /// [`LruCache::get_or_try_init`]. A lookup first; on a miss the owned
     /// key is built (before any loader runs, so a panicking `ToOwned` is
     /// not a loader run) and the loader runs through the single flight.
     ///
@@ -347,7 +347,7 @@ impl<K: Hash + Eq + Clone, V: Clone, E, S: BuildHasher> LoadingLruCache<K, V, E,
     ///
     /// # Panics
     ///
-    /// As [`LruCache::get_or_load`].
+    /// As [`LruCache::get_or_init`].
     ///
     /// # Examples
     ///

@@ -82,7 +82,7 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
     /// moves its entry under the shard's exclusive lock anyway.
     ///
     /// (moka's `get_with` is a get-or-insert; here that is
-    /// [`get_or_load`](Self::get_or_load). Closures in this crate's `*_with`
+    /// [`get_or_init`](Self::get_or_init). Closures in this crate's `*_with`
     /// methods visit a value.)
     ///
     /// # Deadlocks

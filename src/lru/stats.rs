@@ -55,7 +55,7 @@ impl Counters {
 /// - `weighted_size`: with a weigher, their total weight, bounded by
 ///   `capacity`; `None` without one.
 ///
-/// Every call of a loading method (`get_or_load`, `try_get_or_load`, their
+/// Every call of a loading method (`get_or_init`, `get_or_try_init`, their
 /// async forms, [`LoadingLruCache`](super::LoadingLruCache)'s) that misses
 /// counts exactly one of a load, a load failure or a wait, so once the
 /// cache is quiet:
