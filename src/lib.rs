@@ -300,6 +300,7 @@ mod ordered;
 pub mod reflector;
 mod removal;
 mod snapshot;
+mod stats;
 mod striped;
 mod sync;
 mod typed;
@@ -312,13 +313,14 @@ mod workqueue;
 
 pub use entries::{CacheIter, LruIter, TypedIter};
 pub use indexed::{IndexError, IndexedBuildError, IndexedStore, IndexedStoreBuilder, Transaction};
-pub use lru::{CacheStats, LoadingLruCache, LruBuildError, LruCache, LruCacheBuilder, LruPolicy};
+pub use lru::{LoadingLruCache, LruBuildError, LruCache, LruCacheBuilder, LruPolicy};
 pub use ordered::{OrderedIndex, OrderedIndexBuilder, OrderedLock, OrderedSnapshot};
 pub use removal::RemovalCause;
 pub use snapshot::{CachedReader, CompareAndSwapError, Guard, Snapshot, Versioned};
+pub use stats::CacheStats;
 pub use typed::{
     AnyCache, AnyCacheBuilder, Clock, CoarseClock, ManualClock, SystemClock, TypedBuildError,
-    TypedCache, TypedCacheBuilder, TypedCacheStats,
+    TypedCache, TypedCacheBuilder,
 };
 pub use workqueue::{
     ExponentialBackoff, GetTimeoutError, MaxOf, RateLimiter, RateLimiterError, TokenBucket,

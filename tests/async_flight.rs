@@ -149,7 +149,7 @@ fn sixty_four_tasks_thousand_keys_each_loaded_once() {
                 assert_eq!(loads.load(Ordering::SeqCst), 1, "lru key {key}");
             }
             assert_eq!(typed.stats().inits, KEYS as u64);
-            assert_eq!(lru.stats().loads, KEYS as u64);
+            assert_eq!(lru.stats().inits, KEYS as u64);
             typed.check_invariants();
         },
     );
@@ -215,7 +215,7 @@ fn lru_leader_cancelled_by_timeout_hands_over() {
         assert_eq!(waiter.await.unwrap(), 2);
         assert_eq!(cache.get("k"), Some(2));
         let stats = cache.stats();
-        assert_eq!((stats.loads, stats.load_failures), (1, 1));
+        assert_eq!((stats.inits, stats.init_failures), (2, 1));
     });
 }
 
@@ -838,7 +838,7 @@ fn lru_async_waiters_count_as_waits() {
         }
         let stats = lru.stats();
         assert_eq!(
-            (stats.misses, stats.loads, stats.waits, stats.hits),
+            (stats.misses, stats.inits, stats.waits, stats.hits),
             (3, 1, 2, 0)
         );
     });

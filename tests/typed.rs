@@ -13,8 +13,8 @@ use std::thread;
 use std::time::Duration;
 
 use larder::{
-    AnyCache, AnyCacheBuilder, ManualClock, SystemClock, TypedBuildError, TypedCache,
-    TypedCacheBuilder, TypedCacheStats,
+    AnyCache, AnyCacheBuilder, CacheStats, ManualClock, SystemClock, TypedBuildError, TypedCache,
+    TypedCacheBuilder,
 };
 use proptest::prelude::*;
 
@@ -25,7 +25,7 @@ fn assert_send<T: Send>() {}
 fn public_types_are_send_and_sync() {
     assert_send_sync::<TypedCache<String, Vec<u8>>>();
     assert_send_sync::<AnyCache<String>>();
-    assert_send_sync::<TypedCacheStats>();
+    assert_send_sync::<CacheStats>();
     assert_send_sync::<ManualClock>();
     assert_send_sync::<SystemClock>();
     assert_send_sync::<TypedBuildError>();

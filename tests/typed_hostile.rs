@@ -28,9 +28,7 @@ use std::time::Duration;
 
 use hasher::TestState;
 use hostile::{Key, Trait, Value, sweep};
-use larder::{
-    AnyCache, Clock, ManualClock, RemovalCause, TypedBuildError, TypedCache, TypedCacheStats,
-};
+use larder::{AnyCache, CacheStats, Clock, ManualClock, RemovalCause, TypedBuildError, TypedCache};
 
 const TRAITS: [Trait; 4] = [Trait::Hash, Trait::Eq, Trait::Clone, Trait::Drop];
 /// No operation here makes this many calls of one trait.
@@ -47,7 +45,7 @@ trait Api {
     fn purge_expired(&self) -> usize;
     fn contains(&self, id: u64) -> bool;
     fn len(&self) -> usize;
-    fn stats(&self) -> TypedCacheStats;
+    fn stats(&self) -> CacheStats;
     fn check_invariants(&self);
     /// Whether removals are reported to [`REMOVED`].
     fn listens(&self) -> bool;
@@ -96,7 +94,7 @@ impl Api for TypedCache<Key, Value, TestState> {
     fn len(&self) -> usize {
         self.len()
     }
-    fn stats(&self) -> TypedCacheStats {
+    fn stats(&self) -> CacheStats {
         self.stats()
     }
     fn check_invariants(&self) {
@@ -137,7 +135,7 @@ impl Api for AnyCache<Key, TestState> {
     fn len(&self) -> usize {
         self.len()
     }
-    fn stats(&self) -> TypedCacheStats {
+    fn stats(&self) -> CacheStats {
         self.stats()
     }
     fn check_invariants(&self) {

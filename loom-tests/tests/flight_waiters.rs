@@ -40,7 +40,7 @@ fn lru_three_callers_all_return_model(policy: LruPolicy, fault: LruFault) {
             1,
             "the loader ran more than once"
         );
-        assert_eq!(cache.stats().loads, 1);
+        assert_eq!(cache.stats().inits, 1);
     });
 }
 

@@ -205,7 +205,7 @@ fn get_or_load_runs_the_loader_once(policy: LruPolicy, fault: LruFault) {
         let runs = runs.load(Ordering::SeqCst);
         assert_eq!(runs, 1, "the loader ran {runs} times");
         let stats = cache.stats();
-        assert_eq!((stats.loads, stats.len), (1, 1));
+        assert_eq!((stats.inits, stats.len), (1, 1));
         assert_eq!(stats.hits + stats.misses, 2);
     });
 }

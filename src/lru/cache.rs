@@ -26,12 +26,13 @@ use std::hash::{BuildHasher, Hash};
 
 use super::core::MAX_SHARD_CAPACITY;
 use super::policy::Core;
-use super::stats::{CacheStats, Counters, Lookups};
+use super::stats::{Counters, Lookups};
 use super::weight::Weigher;
 use super::{Listener, LruCacheBuilder, LruPolicy};
 use crate::entries::LruIter;
 use crate::flight::FlightGroup;
 use crate::removal::{RemovalCause, notify};
+use crate::stats::CacheStats;
 use crate::sync::{
     AtomicUsize, CachePadded, Mutex, Ordering, RwLock, RwLockReadGuard, RwLockWriteGuard,
 };
@@ -113,7 +114,7 @@ pub(crate) type PaddedShard<K, V> = CachePadded<RwLock<Shard<K, V>>>;
 /// - **Panic safety**: a panicking loader, listener, `Hash`, `Eq`, `Clone`
 ///   or `Drop` leaves the cache usable, within its bound, with every entry
 ///   the operation did not touch still there, and with consistent
-///   statistics (`loads + load_failures` is the number of loader runs,
+///   statistics (`inits` is the number of loader runs,
 ///   even when storing a loaded value panics). The test suite checks this
 ///   by planting a panic at every call of every user trait in every write
 ///   operation, under both policies.
@@ -436,7 +437,7 @@ impl<K, V, S> LruCache<K, V, S> {
         self.shards.iter().all(|s| s.read().core.len() == 0)
     }
 
-    /// The statistics: hits, misses, inserts, evictions, loads, load
+    /// The statistics: hits, misses, inserts, evictions, inits, init
     /// failures, length and capacity, like Python's `cache_info()`.
     ///
     /// A consistent snapshot: it holds every shard lock at once (shared, in
@@ -473,7 +474,7 @@ impl<K, V, S> LruCache<K, V, S> {
         stats.hits += hits;
         stats.misses += misses;
         // Read while every shard is locked: see `capacity()` and `resize`.
-        stats.capacity = self.capacity();
+        stats.capacity = Some(self.capacity());
         drop(guards);
         #[cfg(loom)]
         {

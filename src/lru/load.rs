@@ -18,12 +18,12 @@ use std::ops::Deref;
 use super::LruCache;
 use crate::sync::Arc;
 
-/// One loader run's place in the statistics: counted exactly once, in
-/// `loads` if the loader returned a value, else in `load_failures` (an
-/// error, or a panic: the count is made as the panic unwinds). Counted as
-/// soon as the loader ends, before the value is stored, so a panic while
-/// storing it (`K: Clone`, `K: Eq`) cannot lose the run: `loads +
-/// load_failures` is always the number of loader runs.
+/// One loader run's place in the statistics: counted exactly once in
+/// `inits`, and in `init_failures` too if the loader failed (an error, or a
+/// panic: the count is made as the panic unwinds). Counted as soon as the
+/// loader ends, before the value is stored, so a panic while storing it
+/// (`K: Clone`, `K: Eq`) cannot lose the run: `inits` is always the number
+/// of loader runs.
 pub(crate) struct LoadRun<'a, K: Hash + Eq, V, S: BuildHasher> {
     cache: &'a LruCache<K, V, S>,
     hash: u64,
@@ -49,10 +49,9 @@ impl<'a, K: Hash + Eq, V, S: BuildHasher> LoadRun<'a, K, V, S> {
 
     fn count(&self, loaded: bool) {
         let mut shard = self.cache.lock(self.hash);
-        if loaded {
-            shard.counters.loads += 1;
-        } else {
-            shard.counters.load_failures += 1;
+        shard.counters.inits += 1;
+        if !loaded {
+            shard.counters.init_failures += 1;
         }
     }
 }
@@ -83,7 +82,7 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
     /// this cache for the same key on the same thread (it would wait for
     /// itself forever), and if the eviction listener panics. If the key's
     /// `Hash`, `Eq` or `Clone` panics, the cache keeps every other entry,
-    /// and a loader run is still counted (in `loads` or `load_failures`,
+    /// and a loader run is still counted (in `inits`, and `init_failures` if it failed,
     /// as soon as the loader returns or unwinds).
     ///
     /// # Deadlocks
@@ -100,7 +99,7 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
     /// let again = cache.get_or_init(&"answer", || unreachable!("cached"));
     /// assert_eq!(again, 42);
     /// let stats = cache.stats();
-    /// assert_eq!((stats.hits, stats.misses, stats.loads), (1, 1, 1));
+    /// assert_eq!((stats.hits, stats.misses, stats.inits), (1, 1, 1));
     /// ```
     pub fn get_or_init<Q, F>(&self, key: &Q, load: F) -> V
     where
@@ -136,7 +135,7 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
     /// assert!(!cache.contains_key(&1)); // errors are not cached
     /// let ok = cache.get_or_try_init(&1, || Ok::<_, &str>("row 1".to_string()));
     /// assert_eq!(ok.unwrap().as_str(), "row 1");
-    /// assert_eq!(cache.stats().load_failures, 1);
+    /// assert_eq!(cache.stats().init_failures, 1);
     /// ```
     pub fn get_or_try_init<Q, E, F>(&self, key: &Q, load: F) -> Result<V, Arc<E>>
     where

@@ -39,7 +39,7 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
     /// Dropping the returned future is safe at any point. If this caller was
     /// loading, the load is abandoned as if it had panicked: one waiting
     /// caller (sync or async) loads instead, nothing is cached or poisoned,
-    /// and the abandoned load counts in `load_failures`. A dropped waiter
+    /// and the abandoned load counts in `init_failures`. A dropped waiter
     /// simply stops waiting.
     ///
     /// # Panics
@@ -66,7 +66,7 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
     /// let again = cache.get_or_init_async("answer", || async { unreachable!("cached") }).await;
     /// assert_eq!(again, 42);
     /// let stats = cache.stats();
-    /// assert_eq!((stats.hits, stats.misses, stats.loads), (1, 1, 1));
+    /// assert_eq!((stats.hits, stats.misses, stats.inits), (1, 1, 1));
     /// # });
     /// ```
     #[inline(always)]
@@ -113,7 +113,7 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
     ///     .get_or_try_init_async(&1, || async { Ok::<_, &str>("row 1".to_string()) })
     ///     .await;
     /// assert_eq!(ok.unwrap().as_str(), "row 1");
-    /// assert_eq!(cache.stats().load_failures, 1);
+    /// assert_eq!(cache.stats().init_failures, 1);
     /// # });
     /// ```
     #[inline(always)]

@@ -35,7 +35,6 @@ pub use builder::{LruBuildError, LruCacheBuilder};
 pub use cache::LruCache;
 pub use load::LoadingLruCache;
 pub use policy::LruPolicy;
-pub use stats::CacheStats;
 
 pub(crate) use crate::removal::Listener;
 

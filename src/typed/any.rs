@@ -21,7 +21,7 @@ use std::hash::{BuildHasher, Hash, Hasher};
 
 use super::builder::AnyCacheBuilder;
 use super::raw::Raw;
-use super::stats::TypedCacheStats;
+use crate::stats::CacheStats;
 use crate::sync::Arc;
 
 /// A key of the type-erased map: the caller's key and the value's type.
@@ -596,7 +596,7 @@ where
         self.len() == 0
     }
 
-    /// The counters so far (see [`TypedCacheStats`]).
+    /// The counters so far (see [`CacheStats`]).
     ///
     /// # Examples
     ///
@@ -605,7 +605,7 @@ where
     /// cache.get_or_init(&1, || 'x');
     /// assert_eq!(cache.stats().inits, 1);
     /// ```
-    pub fn stats(&self) -> TypedCacheStats {
+    pub fn stats(&self) -> CacheStats {
         self.raw.stats()
     }
 

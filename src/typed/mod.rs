@@ -47,12 +47,12 @@ mod stats;
 pub use any::AnyCache;
 pub use builder::{AnyCacheBuilder, TypedBuildError, TypedCacheBuilder};
 pub use clock::{Clock, CoarseClock, ManualClock, SystemClock};
-pub use stats::TypedCacheStats;
 
 use std::borrow::Borrow;
 use std::fmt;
 use std::hash::{BuildHasher, Hash};
 
+use crate::stats::CacheStats;
 use crate::sync::Arc;
 use raw::Raw;
 
@@ -648,7 +648,7 @@ where
         crate::CacheIter::new(self.raw.entries())
     }
 
-    /// The counters so far (see [`TypedCacheStats`]).
+    /// The counters so far (see [`CacheStats`]).
     ///
     /// # Examples
     ///
@@ -659,7 +659,7 @@ where
     /// let stats = cache.stats();
     /// assert_eq!((stats.hits, stats.misses, stats.inits), (1, 1, 1));
     /// ```
-    pub fn stats(&self) -> TypedCacheStats {
+    pub fn stats(&self) -> CacheStats {
         self.raw.stats()
     }
 

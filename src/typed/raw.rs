@@ -39,9 +39,10 @@ use std::hash::{BuildHasher, Hash};
 
 use super::clock::Clock;
 use super::core::{Core, Policy, Removed};
-use super::stats::{Event, Stats, TypedCacheStats};
+use super::stats::{Event, Stats};
 use crate::flight::{Caller, FlightFault, FlightGroup, Looked, Source};
 use crate::removal::{Listener, RemovalCause, copy_unlocked, notify};
+use crate::stats::CacheStats;
 use crate::sync::{Arc, AtomicUsize, CachePadded, Ordering, ShardedLock};
 
 /// Number of key shards (a power of two). More shards let more writes
@@ -131,6 +132,11 @@ where
     /// Hands removed entries to the listener, then drops them. Call with no
     /// lock held.
     fn release(&self, removed: Vec<Removed<K, V>>) {
+        for (_, _, cause) in &removed {
+            if *cause == RemovalCause::Evicted {
+                self.stats.record(Event::Eviction);
+            }
+        }
         if !removed.is_empty() {
             notify(self.listener.as_ref(), removed);
         }
@@ -556,6 +562,7 @@ where
                 0
             };
             let before = core.len();
+            self.stats.record(Event::Insert);
             let displaced = core.insert(
                 hash,
                 key,
@@ -723,8 +730,11 @@ where
         entries
     }
 
-    pub(crate) fn stats(&self) -> TypedCacheStats {
-        self.stats.snapshot()
+    pub(crate) fn stats(&self) -> CacheStats {
+        let mut stats = self.stats.snapshot();
+        stats.len = self.len();
+        stats.capacity = self.policy.max_entries;
+        stats
     }
 
     /// Inits in progress.
