@@ -73,7 +73,7 @@
 //!   with no lock held (other keys never wait), an error is shared with the
 //!   callers already waiting and never cached, a panic is never poisoned, and
 //!   hits write no shared lock word, so they scale where `Mutex<HashMap>` and
-//!   moka do not. Expiry composes (time to live, time to idle, max entries).
+//!   moka do not. Expiry composes (time to live, time to idle, a capacity).
 //!   [`AnyCache`] is the same for values of many types under one key type,
 //!   type-checked per call. Do not use it as a size-bounded hot cache with a
 //!   strict LRU order (use [`LruCache`]) or when inits are cheap and a

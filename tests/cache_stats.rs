@@ -116,7 +116,7 @@ fn every_lru_miss_is_a_load_a_failure_or_a_wait_under_contention() {
 #[test]
 fn every_typed_miss_is_an_init_or_a_wait_under_contention() {
     let _watchdog = watchdog::arm(watchdog::STRESS_LIMIT);
-    let cache: TypedCache<u32, u32> = TypedCache::builder().max_entries(64).build().unwrap();
+    let cache: TypedCache<u32, u32> = TypedCache::builder().capacity(64).build().unwrap();
     let barrier = Barrier::new(THREADS);
     let gets = std::sync::atomic::AtomicU64::new(0);
     std::thread::scope(|s| {

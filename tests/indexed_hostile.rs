@@ -499,18 +499,18 @@ fn an_impossible_capacity_is_an_error_not_a_panic() {
     for capacity in [usize::MAX, usize::MAX / 2, usize::MAX / 8 + 1, 1 << 60] {
         let built = catch_unwind(|| {
             IndexedStore::<u64, u64>::builder()
-                .capacity(capacity)
+                .initial_capacity(capacity)
                 .build()
                 .map(|_| ())
         });
-        let built = built.unwrap_or_else(|_| panic!("capacity({capacity}) panicked"));
+        let built = built.unwrap_or_else(|_| panic!("initial_capacity({capacity}) panicked"));
         assert!(
-            matches!(built, Err(IndexedBuildError::CapacityOverflow { capacity: c }) if c == capacity),
-            "capacity({capacity}) gave {built:?}"
+            matches!(built, Err(IndexedBuildError::CapacityOverflow { initial_capacity: c }) if c == capacity),
+            "initial_capacity({capacity}) gave {built:?}"
         );
     }
     let store = IndexedStore::<u64, u64>::builder()
-        .capacity(1000)
+        .initial_capacity(1000)
         .build()
         .unwrap();
     store.insert(1, 1).unwrap();

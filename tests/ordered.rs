@@ -27,12 +27,12 @@ fn builder_settings_are_kept() {
         let index: OrderedIndex<u8, u8> = configured(config);
         assert_eq!((index.lock_kind(), index.has_point_lookups()), config);
         let leaves = (config.0 == OrderedLock::Partitioned).then_some(4);
-        assert_eq!(index.leaf_capacity(), leaves);
+        assert_eq!(index.leaf_size(), leaves);
     }
     let default: OrderedIndex<u8, u8> = OrderedIndex::new();
     assert_eq!(default.lock_kind(), OrderedLock::Partitioned);
     assert!(default.has_point_lookups());
-    assert_eq!(default.leaf_capacity(), Some(128));
+    assert_eq!(default.leaf_size(), Some(128));
     assert!(format!("{:?}", OrderedIndex::<u8, u8>::builder()).contains("Partitioned"));
 }
 

@@ -151,7 +151,7 @@ fn stress_every_operation_at_once_keeps_the_index_whole() {
         let index: OrderedIndex<u32, u32> = OrderedIndex::builder()
             .lock(config.0)
             .point_lookups(config.1)
-            .leaf_capacity(2)
+            .leaf_size(2)
             .build();
         every_operation_at_once(&index);
         let all: Vec<u32> = index.iter().map(|(k, _)| k).collect();

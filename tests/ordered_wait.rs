@@ -29,7 +29,7 @@ fn engines() -> Vec<(&'static str, OrderedIndex<u64, u64>)> {
             "partitioned",
             OrderedIndex::builder()
                 .lock(OrderedLock::Partitioned)
-                .leaf_capacity(8)
+                .leaf_size(8)
                 .build(),
         ),
         (

@@ -231,7 +231,7 @@ proptest! {
         ops in prop::collection::vec(op(), 1..120),
         max in 1usize..6,
     ) {
-        let cache = TypedCache::<u8, u32>::builder().max_entries(max).build().unwrap();
+        let cache = TypedCache::<u8, u32>::builder().capacity(max).build().unwrap();
         let mut model: HashMap<u8, u32> = HashMap::new();
         for op in ops {
             match op {
@@ -343,7 +343,7 @@ fn expired_entry_is_initialized_again_once() {
 
 #[test]
 fn max_entries_with_expiry_keeps_the_bound_and_the_new_entry() {
-    let (cache, clock) = clocked(TypedCache::builder().time_to_live(10 * S).max_entries(2));
+    let (cache, clock) = clocked(TypedCache::builder().time_to_live(10 * S).capacity(2));
     cache.insert("old", 1);
     clock.advance(9 * S);
     cache.insert("young", 2);
@@ -366,12 +366,12 @@ fn builder_rejects_zero_settings() {
     let zero = Duration::ZERO;
     let ttl = TypedCache::<u8, u8>::builder().time_to_live(zero).build();
     let tti = TypedCache::<u8, u8>::builder().time_to_idle(zero).build();
-    let max = TypedCache::<u8, u8>::builder().max_entries(0).build();
+    let max = TypedCache::<u8, u8>::builder().capacity(0).build();
     assert_eq!(ttl.unwrap_err(), TypedBuildError::ZeroTimeToLive);
     assert_eq!(tti.unwrap_err(), TypedBuildError::ZeroTimeToIdle);
-    assert_eq!(max.unwrap_err(), TypedBuildError::ZeroMaxEntries);
-    let err: Box<dyn std::error::Error> = Box::new(TypedBuildError::ZeroMaxEntries);
-    assert!(err.to_string().contains("max_entries"));
+    assert_eq!(max.unwrap_err(), TypedBuildError::ZeroCapacity);
+    let err: Box<dyn std::error::Error> = Box::new(TypedBuildError::ZeroCapacity);
+    assert!(err.to_string().contains("capacity"));
 }
 
 // ---------------------------------------------------------------------------
@@ -442,7 +442,7 @@ impl Drop for ReadsCacheOnDrop {
 
 #[test]
 fn removed_values_are_dropped_with_no_lock_held() {
-    let cache = DROP_CACHE.get_or_init(|| TypedCache::builder().max_entries(4).build().unwrap());
+    let cache = DROP_CACHE.get_or_init(|| TypedCache::builder().capacity(4).build().unwrap());
     for k in 0..10 {
         cache.insert(k, ReadsCacheOnDrop(k)); // evictions drop values
     }
@@ -519,7 +519,7 @@ fn mixed_writers_and_inits_keep_invariants() {
     let _watchdog = watchdog::arm(watchdog::STRESS_LIMIT);
     const THREADS: usize = 8;
     let cache = TypedCache::<u32, u32>::builder()
-        .max_entries(20)
+        .capacity(20)
         .build()
         .unwrap();
     let barrier = Barrier::new(THREADS);
@@ -757,7 +757,7 @@ fn a_panicking_closure_leaves_the_cache_consistent_and_unlocked() {
         }
     }
 
-    let cache: TypedCache<u32, CloneBomb> = TypedCache::builder().max_entries(4).build().unwrap();
+    let cache: TypedCache<u32, CloneBomb> = TypedCache::builder().capacity(4).build().unwrap();
     cache.insert(1, CloneBomb(1));
     let visit = catch_unwind(AssertUnwindSafe(|| {
         cache.get_with(&1, |_| -> u32 { panic!("visitor panics") })

@@ -146,12 +146,12 @@ fn a_read_that_finds_an_expired_entry_releases_it() {
 
 #[test]
 fn the_listener_hears_every_cause_once() {
-    let (cache, clock, log) = one_shard(|b| b.max_entries(2).time_to_live(100 * S));
+    let (cache, clock, log) = one_shard(|b| b.capacity(2).time_to_live(100 * S));
     cache.insert(1, 10);
     assert_eq!(cache.insert(1, 11), Some(10));
     assert_eq!(taken(&log), [(1, 10, RemovalCause::Replaced)]);
     cache.insert(2, 20);
-    cache.insert(3, 30); // over max_entries: evicts one of 1, 2
+    cache.insert(3, 30); // over capacity: evicts one of 1, 2
     let evicted = taken(&log);
     assert_eq!(evicted.len(), 1);
     assert_eq!(evicted[0].2, RemovalCause::Evicted);
@@ -328,7 +328,7 @@ fn the_clock_is_read_only_when_entries_can_expire() {
         clock.0.load(std::sync::atomic::Ordering::SeqCst)
     };
     assert_eq!(reads(TypedCache::builder()), 0);
-    assert_eq!(reads(TypedCache::builder().max_entries(4)), 0);
+    assert_eq!(reads(TypedCache::builder().capacity(4)), 0);
     assert!(reads(TypedCache::builder().time_to_live(10 * S)) >= 4);
     assert!(reads(TypedCache::builder().time_to_idle(10 * S)) >= 4);
 }

@@ -29,7 +29,7 @@ fn index_of<V>(engine: Engine, fault: OrderedFault) -> OrderedIndex<u32, V> {
             .build_with_fault(fault),
         Engine::Leaves => OrderedIndex::builder()
             .lock(OrderedLock::Partitioned)
-            .leaf_capacity(2)
+            .leaf_size(2)
             .build_with_fault(fault),
     }
 }

@@ -12,10 +12,10 @@ use larder::{OrderedFault, OrderedIndex, OrderedLock};
 use loom::sync::Arc;
 use loom::thread;
 
-fn index(leaf_capacity: usize, fault: OrderedFault) -> OrderedIndex<u32, ()> {
+fn index(leaf_size: usize, fault: OrderedFault) -> OrderedIndex<u32, ()> {
     OrderedIndex::builder()
         .lock(OrderedLock::Partitioned)
-        .leaf_capacity(leaf_capacity)
+        .leaf_size(leaf_size)
         .build_with_fault(fault)
 }
 

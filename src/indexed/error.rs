@@ -89,7 +89,7 @@ impl Error for IndexError {
 /// assert_eq!(err.to_string(), "two indexes are named \"len\"");
 ///
 /// let err = IndexedStore::<String, String>::builder()
-///     .capacity(usize::MAX)
+///     .initial_capacity(usize::MAX)
 ///     .build()
 ///     .unwrap_err();
 /// assert!(matches!(err, IndexedBuildError::CapacityOverflow { .. }));
@@ -102,12 +102,13 @@ pub enum IndexedBuildError {
         /// The repeated name.
         name: String,
     },
-    /// The requested [`capacity`](super::IndexedStoreBuilder::capacity)
+    /// The requested
+    /// [`initial_capacity`](super::IndexedStoreBuilder::initial_capacity)
     /// cannot be reserved: it overflows the table's size, or the allocator
     /// refused it.
     CapacityOverflow {
-        /// The capacity asked for.
-        capacity: usize,
+        /// The initial capacity asked for.
+        initial_capacity: usize,
     },
 }
 
@@ -115,8 +116,8 @@ impl fmt::Display for IndexedBuildError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::DuplicateIndex { name } => write!(f, "two indexes are named {name:?}"),
-            Self::CapacityOverflow { capacity } => {
-                write!(f, "cannot reserve room for {capacity} objects")
+            Self::CapacityOverflow { initial_capacity } => {
+                write!(f, "cannot reserve room for {initial_capacity} objects")
             }
         }
     }

@@ -192,7 +192,7 @@ where
         )
     }
 
-    /// A builder to register index functions, a capacity and a hasher.
+    /// A builder to register index functions, an initial capacity and a hasher.
     ///
     /// # Examples
     ///

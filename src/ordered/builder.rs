@@ -7,20 +7,20 @@ use std::marker::PhantomData;
 use std::hash::{BuildHasher, Hash};
 
 use super::lock::{CoreLock, OrderedLock};
-use super::partitioned::{DEFAULT_LEAF_CAPACITY, Partitioned};
+use super::partitioned::{DEFAULT_LEAF_SIZE, Partitioned};
 use super::sequential::{Map, OrderedCore};
 use super::{Engine, OrderedIndex};
 
 /// Builds an [`OrderedIndex`]: how it is locked, how big its leaves grow,
 /// whether point lookups go through a hash table, and which hasher that
 /// table uses. Made by [`OrderedIndex::builder`]; every setting has a
-/// default, and none can be wrong (a leaf capacity below 2 counts as 2), so
+/// default, and none can be wrong (a leaf size below 2 counts as 2), so
 /// [`build`](Self::build) cannot fail.
 ///
 /// | setting | default | choose the other when |
 /// |---|---|---|
 /// | [`lock`](Self::lock) | [`OrderedLock::Partitioned`]: leaves under a lock each, writers in parallel | one thread, or O(1) snapshots: [`OrderedLock::Single`] or [`OrderedLock::Sharded`] (one `BTreeMap` under one lock) |
-/// | [`leaf_capacity`](Self::leaf_capacity) | 128 entries | see its docs; only the partitioned engine has leaves |
+/// | [`leaf_size`](Self::leaf_size) | 128 entries | see its docs; only the partitioned engine has leaves |
 /// | [`point_lookups`](Self::point_lookups) | `true`: `get`, `get_with` and `contains_key` are one hash probe | keys are never looked up one by one (a consumer that only inserts and drains): `false` saves a key clone, a hash, a lock and a table update per write, and the table's memory |
 /// | [`hasher`](Self::hasher) | ahash's `RandomState` | keys need another hash (a fixed seed, a faster hash for trusted keys) |
 ///
@@ -42,7 +42,7 @@ use super::{Engine, OrderedIndex};
 pub struct OrderedIndexBuilder<K, V, S = ahash::RandomState> {
     lock: OrderedLock,
     point_lookups: bool,
-    leaf_capacity: usize,
+    leaf_size: usize,
     hasher: S,
     /// The index type to build (so that `build` needs no turbofish).
     types: PhantomData<fn() -> (K, V)>,
@@ -54,7 +54,7 @@ impl<K, V> OrderedIndexBuilder<K, V> {
         Self {
             lock: OrderedLock::default(),
             point_lookups: true,
-            leaf_capacity: DEFAULT_LEAF_CAPACITY,
+            leaf_size: DEFAULT_LEAF_SIZE,
             hasher: crate::sync::default_hasher(),
             types: PhantomData,
         }
@@ -100,11 +100,11 @@ impl<K, V, S> OrderedIndexBuilder<K, V, S> {
     /// use larder::{OrderedIndex, OrderedLock};
     ///
     /// let index: OrderedIndex<u32, ()> =
-    ///     OrderedIndex::builder().lock(OrderedLock::Partitioned).leaf_capacity(0).build();
-    /// assert_eq!(index.leaf_capacity(), Some(2));
+    ///     OrderedIndex::builder().lock(OrderedLock::Partitioned).leaf_size(0).build();
+    /// assert_eq!(index.leaf_size(), Some(2));
     /// ```
-    pub fn leaf_capacity(mut self, entries: usize) -> Self {
-        self.leaf_capacity = entries;
+    pub fn leaf_size(mut self, entries: usize) -> Self {
+        self.leaf_size = entries;
         self
     }
 
@@ -124,7 +124,7 @@ impl<K, V, S> OrderedIndexBuilder<K, V, S> {
         OrderedIndexBuilder {
             lock: self.lock,
             point_lookups: self.point_lookups,
-            leaf_capacity: self.leaf_capacity,
+            leaf_size: self.leaf_size,
             hasher,
             types: PhantomData,
         }
@@ -134,7 +134,7 @@ impl<K, V, S> OrderedIndexBuilder<K, V, S> {
     pub fn build(self) -> OrderedIndex<K, V, S> {
         let (engine, point_lookups) = match self.lock {
             OrderedLock::Partitioned => (
-                Engine::Partitioned(Partitioned::new(self.leaf_capacity, self.point_lookups)),
+                Engine::Partitioned(Partitioned::new(self.leaf_size, self.point_lookups)),
                 self.point_lookups,
             ),
             lock @ (OrderedLock::Sharded | OrderedLock::Single) => (
@@ -178,7 +178,7 @@ impl<K, V, S> OrderedIndexBuilder<K, V, S> {
             OrderedLock::Partitioned => (
                 Engine::Partitioned(Partitioned::from_map(
                     map,
-                    self.leaf_capacity,
+                    self.leaf_size,
                     self.point_lookups,
                     |key| self.hasher.hash_one(key),
                 )),
@@ -205,7 +205,7 @@ impl<K, V, S> fmt::Debug for OrderedIndexBuilder<K, V, S> {
         f.debug_struct("OrderedIndexBuilder")
             .field("lock", &self.lock)
             .field("point_lookups", &self.point_lookups)
-            .field("leaf_capacity", &self.leaf_capacity)
+            .field("leaf_size", &self.leaf_size)
             .finish_non_exhaustive()
     }
 }

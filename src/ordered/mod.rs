@@ -72,7 +72,7 @@ use crate::wait::Waiters;
 /// # How it is built
 ///
 /// - **Leaves** (the default, [`OrderedLock::Partitioned`]): sorted arrays
-///   of at most [`leaf_capacity`](OrderedIndexBuilder::leaf_capacity)
+///   of at most [`leaf_size`](OrderedIndexBuilder::leaf_size)
 ///   entries (128 by default), each under its own parking_lot `RwLock`,
 ///   found through a router of leaf bounds that every operation reads
 ///   under a `ShardedLock` (a read writes only the calling thread's shard).
@@ -366,13 +366,13 @@ impl<K, V, S> OrderedIndex<K, V, S> {
     /// use larder::{OrderedIndex, OrderedLock};
     ///
     /// let index: OrderedIndex<u8, u8> =
-    ///     OrderedIndex::builder().lock(OrderedLock::Partitioned).leaf_capacity(64).build();
-    /// assert_eq!(index.leaf_capacity(), Some(64));
+    ///     OrderedIndex::builder().lock(OrderedLock::Partitioned).leaf_size(64).build();
+    /// assert_eq!(index.leaf_size(), Some(64));
     /// ```
-    pub fn leaf_capacity(&self) -> Option<usize> {
+    pub fn leaf_size(&self) -> Option<usize> {
         match &self.engine {
             Engine::Locked(_) => None,
-            Engine::Partitioned(parts) => Some(parts.leaf_capacity()),
+            Engine::Partitioned(parts) => Some(parts.leaf_size()),
         }
     }
 
@@ -716,7 +716,7 @@ where
         f.debug_struct("OrderedIndex")
             .field("len", &self.len())
             .field("lock", &self.lock_kind())
-            .field("leaf_capacity", &self.leaf_capacity())
+            .field("leaf_size", &self.leaf_size())
             .field("point_lookups", &self.has_point_lookups())
             .finish_non_exhaustive()
     }

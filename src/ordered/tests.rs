@@ -302,10 +302,10 @@ fn parts<K, V, S>(index: &OrderedIndex<K, V, S>) -> &Partitioned<K, V> {
     }
 }
 
-fn partitioned<K, V>(leaf_capacity: usize) -> OrderedIndex<K, V> {
+fn partitioned<K, V>(leaf_size: usize) -> OrderedIndex<K, V> {
     OrderedIndex::builder()
         .lock(OrderedLock::Partitioned)
-        .leaf_capacity(leaf_capacity)
+        .leaf_size(leaf_size)
         .build()
 }
 
@@ -314,7 +314,7 @@ fn partitioned_matches_a_btreemap_and_keeps_its_layout() {
     for point_lookups in [true, false] {
         let index: OrderedIndex<u32, u32> = OrderedIndex::builder()
             .lock(OrderedLock::Partitioned)
-            .leaf_capacity(4)
+            .leaf_size(4)
             .point_lookups(point_lookups)
             .build();
         assert_eq!(index.has_point_lookups(), point_lookups);
@@ -418,10 +418,10 @@ fn partitioned_snapshot_is_a_copy_on_write_cut() {
 
 /// A partitioned index bulk-built (as `FromIterator` builds one) from keys
 /// `0..n`.
-fn bulk(n: u32, leaf_capacity: usize) -> OrderedIndex<u32, u32> {
+fn bulk(n: u32, leaf_size: usize) -> OrderedIndex<u32, u32> {
     OrderedIndex::builder()
         .lock(OrderedLock::Partitioned)
-        .leaf_capacity(leaf_capacity)
+        .leaf_size(leaf_size)
         .build_from((0..n).map(|k| (k, Arc::new(k))).collect())
 }
 
@@ -521,7 +521,7 @@ fn partitioned_panicking_clone_loses_nothing() {
     // locking (and so fail before anything changes).
     let index: OrderedIndex<Brittle, u32> = OrderedIndex::builder()
         .lock(OrderedLock::Partitioned)
-        .leaf_capacity(4)
+        .leaf_size(4)
         .point_lookups(false)
         .build();
     for k in 0..4 {

@@ -199,7 +199,7 @@ where
     /// # Examples
     ///
     /// ```
-    /// let cache = larder::AnyCache::<u32>::builder().max_entries(100).build().unwrap();
+    /// let cache = larder::AnyCache::<u32>::builder().capacity(100).build().unwrap();
     /// cache.insert(1, "one");
     /// assert_eq!(cache.len(), 1);
     /// ```

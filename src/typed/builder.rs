@@ -37,8 +37,8 @@ pub enum TypedBuildError {
     ZeroTimeToLive,
     /// `time_to_idle(Duration::ZERO)`: every entry would expire at once.
     ZeroTimeToIdle,
-    /// `max_entries(0)`: nothing could ever be cached.
-    ZeroMaxEntries,
+    /// `capacity(0)`: nothing could ever be cached.
+    ZeroCapacity,
 }
 
 impl fmt::Display for TypedBuildError {
@@ -46,7 +46,7 @@ impl fmt::Display for TypedBuildError {
         f.write_str(match self {
             Self::ZeroTimeToLive => "a zero time to live would expire every entry at once",
             Self::ZeroTimeToIdle => "a zero time to idle would expire every entry at once",
-            Self::ZeroMaxEntries => "max_entries(0) would leave room for nothing",
+            Self::ZeroCapacity => "capacity(0) would leave room for nothing",
         })
     }
 }
@@ -58,7 +58,7 @@ impl std::error::Error for TypedBuildError {}
 struct Settings<S> {
     time_to_live: Option<Duration>,
     time_to_idle: Option<Duration>,
-    max_entries: Option<usize>,
+    capacity: Option<usize>,
     clock: Option<Arc<dyn Clock>>,
     hasher: S,
     fault: FlightFault,
@@ -71,7 +71,7 @@ impl<S> Settings<S> {
         Self {
             time_to_live: None,
             time_to_idle: None,
-            max_entries: None,
+            capacity: None,
             clock: None,
             hasher,
             fault: FlightFault::None,
@@ -84,7 +84,7 @@ impl<S> Settings<S> {
         Settings {
             time_to_live: self.time_to_live,
             time_to_idle: self.time_to_idle,
-            max_entries: self.max_entries,
+            capacity: self.capacity,
             clock: self.clock,
             hasher,
             fault: self.fault,
@@ -105,10 +105,10 @@ impl<S> Settings<S> {
         if self.time_to_idle == Some(Duration::ZERO) {
             return Err(TypedBuildError::ZeroTimeToIdle);
         }
-        if self.max_entries == Some(0) {
-            return Err(TypedBuildError::ZeroMaxEntries);
+        if self.capacity == Some(0) {
+            return Err(TypedBuildError::ZeroCapacity);
         }
-        let policy = Policy::new(self.time_to_live, self.time_to_idle, self.max_entries);
+        let policy = Policy::new(self.time_to_live, self.time_to_idle, self.capacity);
         let clock = self
             .clock
             .unwrap_or_else(|| Arc::new(SystemClock::new()) as Arc<dyn Clock>);
@@ -127,7 +127,7 @@ impl<S> fmt::Debug for Settings<S> {
         f.debug_struct("Settings")
             .field("time_to_live", &self.time_to_live)
             .field("time_to_idle", &self.time_to_idle)
-            .field("max_entries", &self.max_entries)
+            .field("capacity", &self.capacity)
             .field("clock", &self.clock)
             .finish_non_exhaustive()
     }
@@ -137,7 +137,7 @@ impl<S> fmt::Debug for Settings<S> {
 ///
 /// The policies compose: an entry is gone once *any* of them says so (its
 /// time to live has passed since it was stored, or its time to idle since it
-/// was last read, or it was evicted to keep within `max_entries`).
+/// was last read, or it was evicted to keep within `capacity`).
 ///
 /// # Examples
 ///
@@ -149,7 +149,7 @@ impl<S> fmt::Debug for Settings<S> {
 /// let cache: TypedCache<&str, u32> = TypedCache::builder()
 ///     .time_to_live(Duration::from_secs(60))
 ///     .time_to_idle(Duration::from_secs(10))
-///     .max_entries(1_000)
+///     .capacity(1_000)
 ///     .clock(clock.clone())
 ///     .build()
 ///     .unwrap();
@@ -164,7 +164,7 @@ pub struct TypedCacheBuilder<K, V, S = ahash::RandomState> {
 }
 
 /// Builds an [`AnyCache`]; from [`AnyCache::builder`]. Same settings as
-/// [`TypedCacheBuilder`]; `max_entries` counts the entries of every type.
+/// [`TypedCacheBuilder`]; `capacity` counts the entries of every type.
 ///
 /// # Examples
 ///
@@ -174,7 +174,7 @@ pub struct TypedCacheBuilder<K, V, S = ahash::RandomState> {
 ///
 /// let cache: AnyCache<String> = AnyCache::builder()
 ///     .time_to_live(Duration::from_secs(300))
-///     .max_entries(10_000)
+///     .capacity(10_000)
 ///     .build()
 ///     .unwrap();
 /// assert_eq!(*cache.get_or_init("port", || 8080_u16), 8080);
@@ -228,9 +228,9 @@ macro_rules! setters {
             ///
             /// # Examples
             ///
-            #[doc = concat!("```\nlet builder = ", $example, "\n    .max_entries(10_000);\n# let _ = builder.build().unwrap();\n```")]
-            pub fn max_entries(mut self, max: usize) -> Self {
-                self.settings.max_entries = Some(max);
+            #[doc = concat!("```\nlet builder = ", $example, "\n    .capacity(10_000);\n# let _ = builder.build().unwrap();\n```")]
+            pub fn capacity(mut self, max: usize) -> Self {
+                self.settings.capacity = Some(max);
                 self
             }
 
@@ -304,7 +304,7 @@ impl<K, V> TypedCacheBuilder<K, V> {
 
 impl<K, V, S> TypedCacheBuilder<K, V, S> {
     /// Sets a function called with every entry that leaves the cache, and
-    /// why ([`RemovalCause`]): `Evicted` to keep within `max_entries`,
+    /// why ([`RemovalCause`]): `Evicted` to keep within `capacity`,
     /// `Expired` once its time to live or time to idle has passed (whatever
     /// operation then releases it), `Replaced` by `insert` (with the old
     /// value), `Removed` by `remove`, `Cleared` by `clear`.
@@ -371,12 +371,12 @@ where
     /// # Errors
     ///
     /// [`TypedBuildError`] for a zero time to live, time to idle or
-    /// `max_entries`.
+    /// `capacity`.
     ///
     /// # Examples
     ///
     /// ```
-    /// let cache = larder::TypedCache::<u8, u8>::builder().max_entries(2).build().unwrap();
+    /// let cache = larder::TypedCache::<u8, u8>::builder().capacity(2).build().unwrap();
     /// assert!(cache.is_empty());
     /// ```
     pub fn build(self) -> Result<TypedCache<K, V, S>, TypedBuildError> {
@@ -406,13 +406,13 @@ where
     /// # Errors
     ///
     /// [`TypedBuildError`] for a zero time to live, time to idle or
-    /// `max_entries`.
+    /// `capacity`.
     ///
     /// # Examples
     ///
     /// ```
-    /// let err = larder::AnyCache::<u8>::builder().max_entries(0).build().unwrap_err();
-    /// assert_eq!(err, larder::TypedBuildError::ZeroMaxEntries);
+    /// let err = larder::AnyCache::<u8>::builder().capacity(0).build().unwrap_err();
+    /// assert_eq!(err, larder::TypedBuildError::ZeroCapacity);
     /// ```
     pub fn build(self) -> Result<AnyCache<K, S>, TypedBuildError> {
         Ok(AnyCache::from_raw(self.settings.build::<TypedKey<K>, _>()?))

@@ -126,7 +126,7 @@ pub enum Fault {
 ///   after the lock is released.
 /// - **A panic in user code loses nothing else.** A panicking `Hash`,
 ///   `Eq` or `Clone` leaves the cache as it was (`len`, every other entry,
-///   the `max_entries` bound); a panicking listener or `Drop` of removed
+///   the `capacity` bound); a panicking listener or `Drop` of removed
 ///   entries reaches the caller after the cache has reached its new state
 ///   (and the other removed entries are still handed over). The test suite
 ///   checks this by planting a panic at every call of every user trait in
@@ -242,7 +242,7 @@ where
     ///
     /// let cache = larder::TypedCache::<u32, String>::builder()
     ///     .time_to_live(Duration::from_secs(60))
-    ///     .max_entries(1_000)
+    ///     .capacity(1_000)
     ///     .build()
     ///     .unwrap();
     /// assert_eq!(cache.get_or_init(&1, || "one".into()), "one");

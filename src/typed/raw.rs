@@ -507,7 +507,7 @@ where
     }
 
     /// Stores `value` (from an init if `expect_generation` is `Some`, else
-    /// from `insert`), then enforces `max_entries`. Returns the live value it
+    /// from `insert`), then enforces `capacity`. Returns the live value it
     /// replaced if `user_write` (an init's publish has no use for it). Every
     /// removed key and value is dropped after the locks are released. The
     /// only user code under the lock is `K: Eq` in the core's insert, before
@@ -530,7 +530,7 @@ where
         let skip_eviction = self.fault == super::Fault::EvictionCheckedBeforeLock
             && self
                 .policy
-                .max_entries
+                .capacity
                 .is_some_and(|max| self.len.load(Ordering::SeqCst) < max);
         #[cfg(not(loom))]
         let skip_eviction = false;
@@ -598,7 +598,7 @@ where
         self.release_returning(garbage, replaced)
     }
 
-    /// Evicts from the locked shard while the cache is over `max_entries`
+    /// Evicts from the locked shard while the cache is over `capacity`
     /// and the shard holds more than `keep` entries.
     fn evict_locked(
         &self,
@@ -607,7 +607,7 @@ where
         now: u64,
         garbage: &mut Vec<Removed<K, V>>,
     ) {
-        let Some(max) = self.policy.max_entries else {
+        let Some(max) = self.policy.capacity else {
             return;
         };
         while self.len.load(Ordering::SeqCst) > max && core.len() > keep {
@@ -621,10 +621,10 @@ where
     }
 
     /// Evicts from the other shards, one lock at a time, while the cache is
-    /// still over `max_entries` (the stored entry's own shard had nothing
+    /// still over `capacity` (the stored entry's own shard had nothing
     /// else to give).
     fn evict_elsewhere(&self, start: usize, now: u64, garbage: &mut Vec<Removed<K, V>>) {
-        let Some(max) = self.policy.max_entries else {
+        let Some(max) = self.policy.capacity else {
             return;
         };
         for step in 1..SHARDS {
@@ -733,7 +733,7 @@ where
     pub(crate) fn stats(&self) -> CacheStats {
         let mut stats = self.stats.snapshot();
         stats.len = self.len();
-        stats.capacity = self.policy.max_entries;
+        stats.capacity = self.policy.capacity;
         stats
     }
 
@@ -756,8 +756,8 @@ where
             total += core.len();
         }
         assert_eq!(total, self.len(), "len out of step with the shards");
-        if let Some(max) = self.policy.max_entries {
-            assert!(total <= max, "{total} entries over max_entries {max}");
+        if let Some(max) = self.policy.capacity {
+            assert!(total <= max, "{total} entries over capacity {max}");
         }
         assert_eq!(self.in_flight(), 0, "an init is still registered");
     }

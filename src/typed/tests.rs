@@ -311,7 +311,7 @@ fn reentrant_init_panics_with_a_clear_message() {
 #[test]
 fn max_entries_spills_eviction_into_other_shards() {
     let cache = TypedCache::<u32, u32>::builder()
-        .max_entries(3)
+        .capacity(3)
         .build()
         .unwrap();
     for k in 0..100 {
