@@ -69,7 +69,8 @@ fn fill(name: &str, capacity: usize) -> (Box<dyn std::any::Any>, usize) {
             } else {
                 larder::LruPolicy::Exact
             };
-            let cache = larder::LruCache::<u64, u64>::builder(capacity)
+            let cache = larder::LruCache::<u64, u64>::builder()
+                .capacity(capacity)
                 .policy(policy)
                 .build()
                 .expect("valid capacity");

@@ -50,7 +50,8 @@ fn main() {
     // `lru_cache(maxsize=1024)`, with the loader owned by the cache. The
     // cache hands out clones of what it stores: an `Arc<Metadata>`, so a
     // hit copies a pointer, not the document's strings.
-    let metadata = LruCache::builder(1024)
+    let metadata = LruCache::builder()
+        .capacity(1024)
         .build_with_try_loader(|path: &String| fetch(path).map(Arc::new))
         .expect("valid configuration");
 

@@ -13,7 +13,7 @@ use std::fmt;
 /// # Examples
 ///
 /// ```
-/// let cache = larder::LruCache::builder(4).shards(1).build().unwrap();
+/// let cache = larder::LruCache::builder().capacity(4).shards(1).build().unwrap();
 /// cache.insert(1, "one");
 /// cache.insert(2, "two");
 /// let snapshot: larder::CacheIter<u32, &str> = cache.iter();

@@ -290,6 +290,7 @@ pub struct LruGuideDoctests;
 pub struct MisuseGuideDoctests;
 
 mod entries;
+mod error;
 mod flight;
 mod indexed;
 mod lru;
@@ -312,15 +313,16 @@ mod watchdog;
 mod workqueue;
 
 pub use entries::{CacheIter, LruIter, TypedIter};
-pub use indexed::{IndexError, IndexedBuildError, IndexedStore, IndexedStoreBuilder, Transaction};
-pub use lru::{LoadingLruCache, LruBuildError, LruCache, LruCacheBuilder, LruPolicy};
+pub use error::BuildError;
+pub use indexed::{IndexError, IndexedStore, IndexedStoreBuilder, Transaction};
+pub use lru::{LoadingLruCache, LruCache, LruCacheBuilder, LruPolicy};
 pub use ordered::{OrderedIndex, OrderedIndexBuilder, OrderedLock, OrderedSnapshot};
 pub use removal::RemovalCause;
 pub use snapshot::{CachedReader, CompareAndSwapError, Guard, Snapshot, Versioned};
 pub use stats::CacheStats;
 pub use typed::{
-    AnyCache, AnyCacheBuilder, Clock, CoarseClock, ManualClock, SystemClock, TypedBuildError,
-    TypedCache, TypedCacheBuilder,
+    AnyCache, AnyCacheBuilder, Clock, CoarseClock, ManualClock, SystemClock, TypedCache,
+    TypedCacheBuilder,
 };
 pub use workqueue::{
     ExponentialBackoff, GetTimeoutError, MaxOf, RateLimiter, RateLimiterError, TokenBucket,

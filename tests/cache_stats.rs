@@ -76,7 +76,7 @@ const ROUNDS: u32 = 200;
 #[test]
 fn every_lru_miss_is_a_load_a_failure_or_a_wait_under_contention() {
     let _watchdog = watchdog::arm(watchdog::STRESS_LIMIT);
-    let cache: LruCache<u32, u32> = LruCache::builder(64).shards(4).build().unwrap();
+    let cache: LruCache<u32, u32> = LruCache::builder().capacity(64).shards(4).build().unwrap();
     let barrier = Barrier::new(THREADS);
     std::thread::scope(|s| {
         for t in 0..THREADS {

@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use larder::{IndexError, IndexedBuildError, IndexedStore, IndexedStoreBuilder, Transaction};
+use larder::{BuildError, IndexError, IndexedStore, IndexedStoreBuilder, Transaction};
 use proptest::prelude::*;
 
 // ---------------------------------------------------------------------------
@@ -27,7 +27,7 @@ fn public_types_are_send_and_sync() {
     assert_send_sync::<IndexedStoreBuilder<String, String>>();
     assert_send_sync::<Transaction<String, String>>();
     assert_send_sync::<IndexError>();
-    assert_send_sync::<IndexedBuildError>();
+    assert_send_sync::<BuildError>();
 }
 
 // ---------------------------------------------------------------------------

@@ -20,7 +20,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use hostile::{Key, Trait, Value, sweep};
-use larder::{IndexError, IndexedBuildError, IndexedStore};
+use larder::{BuildError, IndexError, IndexedStore};
 
 /// The keys' hasher: fixed seeds, so every run lays the table out alike
 /// and a setup that puts the table on the edge of a rehash does so every
@@ -505,7 +505,7 @@ fn an_impossible_capacity_is_an_error_not_a_panic() {
         });
         let built = built.unwrap_or_else(|_| panic!("initial_capacity({capacity}) panicked"));
         assert!(
-            matches!(built, Err(IndexedBuildError::CapacityOverflow { initial_capacity: c }) if c == capacity),
+            matches!(built, Err(BuildError::CapacityOverflow { initial_capacity: c }) if c == capacity),
             "initial_capacity({capacity}) gave {built:?}"
         );
     }

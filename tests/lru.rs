@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Barrier, Mutex};
 
 use larder::{
-    CacheStats, LoadingLruCache, LruBuildError, LruCache, LruCacheBuilder, LruIter, LruPolicy,
+    BuildError, CacheStats, LoadingLruCache, LruCache, LruCacheBuilder, LruIter, LruPolicy,
     RemovalCause,
 };
 use proptest::prelude::*;
@@ -27,7 +27,7 @@ fn public_types_are_send_and_sync() {
     assert_send_sync::<LoadingLruCache<String, u32, std::io::Error>>();
     assert_send_sync::<LruIter<String, u32>>();
     assert_send_sync::<CacheStats>();
-    assert_send_sync::<LruBuildError>();
+    assert_send_sync::<BuildError>();
     assert_send_sync::<LruPolicy>();
     assert_send_sync::<LruCache<String, Vec<u8>>>();
 }
@@ -135,7 +135,7 @@ proptest! {
     fn one_shard_matches_the_model(capacity in 1usize..8, ops in prop::collection::vec(op(), 1..150)) {
         let evicted = Arc::new(Mutex::new(Vec::new()));
         let log = Arc::clone(&evicted);
-        let cache = LruCache::builder(capacity)
+        let cache = LruCache::builder().capacity(capacity)
             .shards(1)
             .eviction_listener(move |k: u8, v: u16, cause: RemovalCause| {
                 log.lock().unwrap().push((k, v, cause));
@@ -225,7 +225,7 @@ proptest! {
         policy in policy(),
         ops in prop::collection::vec(op(), 1..150),
     ) {
-        let cache = LruCache::builder(capacity).shards(4).policy(policy).build().unwrap();
+        let cache = LruCache::builder().capacity(capacity).shards(4).policy(policy).build().unwrap();
         let mut gets = 0;
         for op in ops {
             match op {
@@ -259,32 +259,42 @@ proptest! {
 
 #[test]
 fn builder_rejects_nonsense() {
-    assert_eq!(
-        LruCache::<u8, u8>::builder(0).build().unwrap_err(),
-        LruBuildError::ZeroCapacity
-    );
-    assert_eq!(
-        LruCache::<u8, u8>::builder(4)
+    assert!(matches!(
+        LruCache::<u8, u8>::builder()
+            .capacity(0)
+            .build()
+            .unwrap_err(),
+        BuildError::ZeroCapacity
+    ));
+    assert!(matches!(
+        LruCache::<u8, u8>::builder()
+            .capacity(4)
             .shards(0)
             .build()
             .unwrap_err(),
-        LruBuildError::ZeroShards
-    );
-    assert_eq!(
-        LruCache::<u8, u8>::builder(3)
+        BuildError::ZeroShards
+    ));
+    assert!(matches!(
+        LruCache::<u8, u8>::builder()
+            .capacity(3)
             .shards(4)
             .build()
             .unwrap_err(),
-        LruBuildError::MoreShardsThanCapacity {
+        BuildError::MoreShardsThanCapacity {
             shards: 4,
             capacity: 3
         }
-    );
-    let err = LruCache::<u8, u8>::builder(0)
+    ));
+    let err = LruCache::<u8, u8>::builder()
+        .capacity(0)
         .build_with_loader(|k: &u8| *k)
         .unwrap_err();
     assert!(err.to_string().contains("at least 1"));
-    let cache = LruCache::<u8, u8>::builder(4).shards(4).build().unwrap();
+    let cache = LruCache::<u8, u8>::builder()
+        .capacity(4)
+        .shards(4)
+        .build()
+        .unwrap();
     assert!(cache.resize(3).is_err());
     assert_eq!(cache.capacity(), 4);
 }
@@ -297,7 +307,7 @@ fn new_with_zero_capacity_panics() {
 
 #[test]
 fn resize_grows_and_shrinks_with_counted_evictions() {
-    let cache = LruCache::builder(8).shards(1).build().unwrap();
+    let cache = LruCache::builder().capacity(8).shards(1).build().unwrap();
     for i in 0..8 {
         cache.insert(i, i);
     }
@@ -390,7 +400,11 @@ fn a_load_error_is_shared_by_waiters_and_not_cached() {
 
 #[test]
 fn a_panicking_loader_leaves_the_cache_usable() {
-    let cache = LruCache::<u32, u32>::builder(2).shards(1).build().unwrap();
+    let cache = LruCache::<u32, u32>::builder()
+        .capacity(2)
+        .shards(1)
+        .build()
+        .unwrap();
     cache.insert(1, 1);
     let outcome = catch_unwind(AssertUnwindSafe(|| {
         cache.get_or_init(&2, || panic!("loader"))
@@ -408,7 +422,8 @@ fn a_panicking_loader_leaves_the_cache_usable() {
 
 #[test]
 fn a_panicking_listener_leaves_the_cache_consistent() {
-    let cache = LruCache::builder(2)
+    let cache = LruCache::builder()
+        .capacity(2)
         .shards(1)
         .eviction_listener(|key: u32, _value: u32, _cause: RemovalCause| {
             if key == 1 {
@@ -430,7 +445,8 @@ fn a_panicking_listener_leaves_the_cache_consistent() {
     cache.insert(4, 4);
     assert_eq!(cache.stats().evictions, 2);
     // A panicking listener during a load: the value is cached anyway.
-    let cache2 = LruCache::builder(1)
+    let cache2 = LruCache::builder()
+        .capacity(1)
         .eviction_listener(|_key: u32, _value: u32, _cause| panic!("listener"))
         .build()
         .unwrap();
@@ -493,7 +509,8 @@ fn panicking_hash_and_eq_under(
         panic_hash: hash,
         panic_eq: eq,
     };
-    let cache = LruCache::builder(3)
+    let cache = LruCache::builder()
+        .capacity(3)
         .shards(1)
         .policy(policy)
         .build()
@@ -559,7 +576,8 @@ impl Drop for PanicsOnDrop {
 #[test]
 fn clear_empties_every_shard_before_a_drop_panics() {
     for policy in [LruPolicy::Exact, LruPolicy::Clock, LruPolicy::S3Fifo] {
-        let cache = LruCache::builder(1024)
+        let cache = LruCache::builder()
+            .capacity(1024)
             .shards(16)
             .policy(policy)
             .build()
@@ -588,7 +606,8 @@ fn clear_empties_every_shard_before_a_drop_panics() {
 #[test]
 fn get_with_visits_in_place_and_counts_like_get() {
     for policy in [LruPolicy::Exact, LruPolicy::Clock, LruPolicy::S3Fifo] {
-        let cache = LruCache::builder(4)
+        let cache = LruCache::builder()
+            .capacity(4)
             .shards(1)
             .policy(policy)
             .build()
@@ -613,7 +632,7 @@ fn get_with_visits_in_place_and_counts_like_get() {
 
 #[test]
 fn get_with_makes_the_entry_most_recent_and_peek_with_does_not() {
-    let cache = LruCache::builder(2).shards(1).build().unwrap();
+    let cache = LruCache::builder().capacity(2).shards(1).build().unwrap();
     cache.insert(1, 10);
     cache.insert(2, 20);
     assert_eq!(cache.peek_with(&1, |v| *v), Some(10)); // 1 stays least recent
@@ -643,7 +662,8 @@ fn a_panicking_closure_leaves_the_cache_consistent_and_unlocked() {
     }
 
     for policy in [LruPolicy::Exact, LruPolicy::Clock, LruPolicy::S3Fifo] {
-        let cache = LruCache::builder(2)
+        let cache = LruCache::builder()
+            .capacity(2)
             .shards(1)
             .policy(policy)
             .build()
@@ -713,7 +733,7 @@ fn every_value_let_go_is_dropped_once_under_every_policy() {
         for listener in [false, true] {
             let drops = Arc::new(AtomicUsize::new(0));
             let heard = Arc::new(AtomicUsize::new(0));
-            let builder = LruCache::builder(8).shards(2).policy(policy);
+            let builder = LruCache::builder().capacity(8).shards(2).policy(policy);
             let builder = if listener {
                 let heard = Arc::clone(&heard);
                 builder.eviction_listener(move |_: u32, _: Counted, _| {
@@ -756,7 +776,8 @@ fn every_value_let_go_is_dropped_once_under_every_policy() {
 #[test]
 fn accessors_report_the_configuration() {
     for policy in [LruPolicy::Exact, LruPolicy::Clock, LruPolicy::S3Fifo] {
-        let cache: LruCache<u32, u32> = LruCache::builder(64)
+        let cache: LruCache<u32, u32> = LruCache::builder()
+            .capacity(64)
             .shards(4)
             .policy(policy)
             .build()
@@ -770,7 +791,7 @@ fn accessors_report_the_configuration() {
 /// `is_empty`, `stats().len` and `Debug` follow the entries in every shard.
 #[test]
 fn emptiness_length_and_debug_follow_the_entries() {
-    let cache: LruCache<u32, u32> = LruCache::builder(64).shards(4).build().unwrap();
+    let cache: LruCache<u32, u32> = LruCache::builder().capacity(64).shards(4).build().unwrap();
     assert!(cache.is_empty());
     assert_eq!(cache.stats().len, 0);
     for key in 0..20 {
@@ -814,7 +835,8 @@ fn a_listener_gets_the_displaced_value_and_the_caller_a_clone() {
     for policy in [LruPolicy::Exact, LruPolicy::Clock, LruPolicy::S3Fifo] {
         let heard = Arc::new(Mutex::new(Vec::new()));
         let log = Arc::clone(&heard);
-        let cache = LruCache::builder(4)
+        let cache = LruCache::builder()
+            .capacity(4)
             .shards(1)
             .policy(policy)
             .eviction_listener(move |key: u32, value: Marked, cause| {

@@ -26,7 +26,8 @@ fn stress_counts_under(policy: LruPolicy) {
     let _watchdog = watchdog::arm(watchdog::STRESS_LIMIT);
     const THREADS: usize = 8;
     const OPS: u64 = 20_000;
-    let cache = LruCache::<u64, u64>::builder(256)
+    let cache = LruCache::<u64, u64>::builder()
+        .capacity(256)
         .shards(8)
         .policy(policy)
         .build()
@@ -118,7 +119,8 @@ fn stress_racing_loads_under(policy: LruPolicy) {
     const THREADS: usize = 8;
     const KEYS: u64 = 64;
     // Room for every key in whichever shard it lands: nothing is evicted.
-    let cache = LruCache::<u64, u64>::builder(4 * KEYS as usize)
+    let cache = LruCache::<u64, u64>::builder()
+        .capacity(4 * KEYS as usize)
         .shards(4)
         .policy(policy)
         .build()

@@ -39,7 +39,8 @@ fn recorded(
 ) -> (LruCache<u8, Value>, Arc<Mutex<Vec<Event>>>) {
     let events = Arc::new(Mutex::new(Vec::new()));
     let log = Arc::clone(&events);
-    let cache = LruCache::builder(capacity)
+    let cache = LruCache::builder()
+        .capacity(capacity)
         .shards(shards)
         .policy(policy)
         .weigher(by_weight)
@@ -294,7 +295,8 @@ fn a_heavier_replacement_evicts_others() {
 #[test]
 fn a_weight_of_zero_counts_as_one() {
     for policy in [LruPolicy::Exact, LruPolicy::Clock, LruPolicy::S3Fifo] {
-        let cache = LruCache::builder(3)
+        let cache = LruCache::builder()
+            .capacity(3)
             .shards(1)
             .policy(policy)
             .weigher(|_: &u32, _: &u32| 0)
@@ -337,7 +339,8 @@ fn a_panicking_weigher_leaves_the_cache_unchanged() {
         }));
     });
     for policy in [LruPolicy::Exact, LruPolicy::Clock, LruPolicy::S3Fifo] {
-        let cache = LruCache::builder(8)
+        let cache = LruCache::builder()
+            .capacity(8)
             .shards(1)
             .policy(policy)
             .weigher(|_: &u32, value: &u32| {
@@ -382,7 +385,8 @@ fn the_weigher_runs_with_no_lock_held() {
             let reentered = Arc::new(AtomicBool::new(false));
             let flag = Arc::clone(&reentered);
             let cache = Arc::new(
-                LruCache::builder(8)
+                LruCache::builder()
+                    .capacity(8)
                     .shards(1)
                     .policy(policy)
                     .weigher(move |key: &u32, _: &u32| {
@@ -418,7 +422,8 @@ fn the_weigher_runs_with_no_lock_held() {
 fn threaded_inserts_keep_the_weight_bound() {
     watchdog::with_timeout(watchdog::STRESS_LIMIT, || {
         for policy in [LruPolicy::Exact, LruPolicy::Clock, LruPolicy::S3Fifo] {
-            let cache: LruCache<u64, u64> = LruCache::builder(400)
+            let cache: LruCache<u64, u64> = LruCache::builder()
+                .capacity(400)
                 .shards(4)
                 .policy(policy)
                 .weigher(|_: &u64, value: &u64| (*value % 13) as u32)

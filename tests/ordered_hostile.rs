@@ -50,7 +50,8 @@ fn setup((lock, point_lookups): (OrderedLock, bool), n: u64, shared: bool) -> Se
         .lock(lock)
         .point_lookups(point_lookups)
         .leaf_size(4)
-        .build();
+        .build()
+        .unwrap();
     for i in 0..n {
         let k = 2 * ((i * 7) % n);
         index.insert(Key::new(k), Value::new(10 * k));
@@ -263,7 +264,8 @@ fn extreme_leaf_capacities_work() {
             let index: OrderedIndex<u64, u64> = OrderedIndex::builder()
                 .lock(OrderedLock::Partitioned)
                 .leaf_size(capacity)
-                .build();
+                .build()
+                .unwrap();
             for k in 0..100 {
                 index.insert(k, k);
             }

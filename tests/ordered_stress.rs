@@ -152,7 +152,8 @@ fn stress_every_operation_at_once_keeps_the_index_whole() {
             .lock(config.0)
             .point_lookups(config.1)
             .leaf_size(2)
-            .build();
+            .build()
+            .unwrap();
         every_operation_at_once(&index);
         let all: Vec<u32> = index.iter().map(|(k, _)| k).collect();
         assert!(all.windows(2).all(|w| w[0] < w[1]), "unsorted: {config:?}");

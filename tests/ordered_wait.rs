@@ -30,11 +30,15 @@ fn engines() -> Vec<(&'static str, OrderedIndex<u64, u64>)> {
             OrderedIndex::builder()
                 .lock(OrderedLock::Partitioned)
                 .leaf_size(8)
-                .build(),
+                .build()
+                .unwrap(),
         ),
         (
             "single",
-            OrderedIndex::builder().lock(OrderedLock::Single).build(),
+            OrderedIndex::builder()
+                .lock(OrderedLock::Single)
+                .build()
+                .unwrap(),
         ),
     ]
 }

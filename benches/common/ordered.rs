@@ -154,7 +154,7 @@ larder_configured!(
     /// consumer that only inserts and drains.
     LarderNoTable,
     "larder OrderedIndex (no point table)",
-    larder::OrderedIndex::builder().point_lookups(false).build()
+    larder::OrderedIndex::builder().point_lookups(false).build().unwrap()
 );
 
 larder_configured!(
@@ -165,7 +165,7 @@ larder_configured!(
     "larder OrderedIndex (one ShardedLock)",
     larder::OrderedIndex::builder()
         .lock(larder::OrderedLock::Sharded)
-        .build()
+        .build().unwrap()
 );
 
 /// `BTreeMap` under a reader-writer lock: the Go documents' fix, as is.

@@ -40,7 +40,7 @@ struct Locked(RwLock<BTreeMap<u64, u64>>);
 struct Tree(scc::TreeIndex<u64, u64>);
 
 fn larder(keys: &[u64]) -> Larder {
-    let index = OrderedIndex::builder().hasher(hasher()).build();
+    let index = OrderedIndex::builder().hasher(hasher()).build().unwrap();
     for &k in keys {
         index.insert(k, k);
     }

@@ -7,8 +7,9 @@ use std::marker::PhantomData;
 
 use super::IndexedStore;
 use super::core::Core;
-use super::error::IndexedBuildError;
+use super::error::IndexError;
 use super::index_fn::{BoxError, IndexDef, Schema};
+use crate::error::BuildError;
 use crate::sync::Arc;
 
 /// Builds an [`IndexedStore`] with named index functions, an initial capacity
@@ -120,7 +121,7 @@ impl<K, V, S> IndexedStoreBuilder<K, V, S> {
 
     /// Reserves room for `initial_capacity` objects up front. Not a bound:
     /// the store grows past it as needed. [`build`](Self::build) fails with
-    /// [`IndexedBuildError::CapacityOverflow`] if that much room cannot be
+    /// [`BuildError::CapacityOverflow`] if that much room cannot be
     /// had.
     ///
     /// # Examples
@@ -163,8 +164,9 @@ impl<K, V, S> IndexedStoreBuilder<K, V, S> {
     ///
     /// # Errors
     ///
-    /// [`IndexedBuildError::DuplicateIndex`] if two indexes share a name;
-    /// [`IndexedBuildError::CapacityOverflow`] if the
+    /// [`BuildError::Index`] with [`IndexError::DuplicateIndex`] if two
+    /// indexes share a name;
+    /// [`BuildError::CapacityOverflow`] if the
     /// [`initial_capacity`](Self::initial_capacity) cannot be reserved (it overflows the
     /// table's size, or the allocator refuses it).
     ///
@@ -177,16 +179,18 @@ impl<K, V, S> IndexedStoreBuilder<K, V, S> {
     ///     .unwrap();
     /// assert_eq!(store.index_names(), ["upper"]);
     /// ```
-    pub fn build(self) -> Result<IndexedStore<K, V, S>, IndexedBuildError>
+    pub fn build(self) -> Result<IndexedStore<K, V, S>, BuildError>
     where
         K: Hash + Eq + Clone,
         S: BuildHasher,
     {
-        let schema = Schema::new(self.defs).map_err(|name| IndexedBuildError::DuplicateIndex {
-            name: name.to_string(),
+        let schema = Schema::new(self.defs).map_err(|name| {
+            BuildError::Index(IndexError::DuplicateIndex {
+                name: name.to_string(),
+            })
         })?;
         let core = Core::with_capacity(Arc::new(schema), self.initial_capacity).ok_or(
-            IndexedBuildError::CapacityOverflow {
+            BuildError::CapacityOverflow {
                 initial_capacity: self.initial_capacity,
             },
         )?;

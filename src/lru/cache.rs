@@ -215,24 +215,24 @@ impl<K: Hash + Eq, V> LruCache<K, V> {
     /// assert!(cache.is_empty());
     /// ```
     pub fn new(capacity: usize) -> Self {
-        match Self::builder(capacity).build() {
+        match Self::builder().capacity(capacity).build() {
             Ok(cache) => cache,
             Err(error) => panic!("LruCache::new: {error}"),
         }
     }
 
-    /// A builder for a cache of at most `capacity` entries, to set the shard
-    /// count, the hasher or an eviction listener.
+    /// A builder, to set the capacity (required), the shard count, the
+    /// policy, the hasher, a weigher or an eviction listener.
     ///
     /// # Examples
     ///
     /// ```
-    /// let cache = larder::LruCache::<u32, u32>::builder(64).shards(4).build()?;
+    /// let cache = larder::LruCache::<u32, u32>::builder().capacity(64).shards(4).build()?;
     /// assert_eq!(cache.shard_count(), 4);
-    /// # Ok::<(), larder::LruBuildError>(())
+    /// # Ok::<(), larder::BuildError>(())
     /// ```
-    pub fn builder(capacity: usize) -> LruCacheBuilder<K, V> {
-        LruCacheBuilder::new(capacity)
+    pub fn builder() -> LruCacheBuilder<K, V> {
+        LruCacheBuilder::new()
     }
 
     /// A cache whose protocol is broken as `fault` says: the loom suite's
@@ -252,7 +252,8 @@ impl<K: Hash + Eq, V> LruCache<K, V> {
         policy: LruPolicy,
         fault: super::Fault,
     ) -> Self {
-        let mut cache = Self::builder(capacity)
+        let mut cache = Self::builder()
+            .capacity(capacity)
             .shards(shards)
             .policy(policy)
             .build()
@@ -280,7 +281,8 @@ impl<K: Hash + Eq, V> LruCache<K, V> {
     where
         F: Fn(&K, &V) -> u32 + Send + Sync + 'static,
     {
-        let mut cache = Self::builder(capacity)
+        let mut cache = Self::builder()
+            .capacity(capacity)
             .shards(shards)
             .policy(policy)
             .weigher(weigher)
@@ -300,7 +302,7 @@ impl<K, V, S> LruCache<K, V, S> {
     /// ```
     /// use larder::LruCache;
     /// let too_many = LruCache::<u8, u8>::MAX_SHARDS + 1;
-    /// assert!(LruCache::<u8, u8>::builder(usize::MAX).shards(too_many).build().is_err());
+    /// assert!(LruCache::<u8, u8>::builder().capacity(usize::MAX).shards(too_many).build().is_err());
     /// ```
     pub const MAX_SHARDS: usize = super::builder::MAX_SHARDS;
 
@@ -369,7 +371,7 @@ impl<K, V, S> LruCache<K, V, S> {
     /// # Examples
     ///
     /// ```
-    /// let cache = larder::LruCache::<u8, u8>::builder(8).shards(2).build().unwrap();
+    /// let cache = larder::LruCache::<u8, u8>::builder().capacity(8).shards(2).build().unwrap();
     /// assert_eq!(cache.shard_count(), 2);
     /// ```
     pub fn shard_count(&self) -> usize {
@@ -409,7 +411,7 @@ impl<K, V, S> LruCache<K, V, S> {
     /// # Examples
     ///
     /// ```
-    /// let cache = larder::LruCache::builder(10)
+    /// let cache = larder::LruCache::builder().capacity(10)
     ///     .shards(1)
     ///     .weigher(|_key: &u8, value: &String| value.len() as u32)
     ///     .build()
@@ -612,7 +614,7 @@ impl<K: Clone, V: Clone, S> LruCache<K, V, S> {
     /// # Examples
     ///
     /// ```
-    /// let cache = larder::LruCache::builder(3).shards(1).build().unwrap();
+    /// let cache = larder::LruCache::builder().capacity(3).shards(1).build().unwrap();
     /// cache.insert("a", 1);
     /// cache.insert("b", 2);
     /// cache.get("a");

@@ -31,7 +31,7 @@ mod stats;
 mod weight;
 mod write;
 
-pub use builder::{LruBuildError, LruCacheBuilder};
+pub use builder::LruCacheBuilder;
 pub use cache::LruCache;
 pub use load::LoadingLruCache;
 pub use policy::LruPolicy;

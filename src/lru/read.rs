@@ -215,7 +215,7 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
     /// # Examples
     ///
     /// ```
-    /// let cache = larder::LruCache::builder(2).shards(1).build().unwrap();
+    /// let cache = larder::LruCache::builder().capacity(2).shards(1).build().unwrap();
     /// cache.insert(1, "a");
     /// cache.insert(2, "b");
     /// assert_eq!(cache.peek(&1), Some("a")); // 1 stays least recent

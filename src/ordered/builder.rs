@@ -10,6 +10,7 @@ use super::lock::{CoreLock, OrderedLock};
 use super::partitioned::{DEFAULT_LEAF_SIZE, Partitioned};
 use super::sequential::{Map, OrderedCore};
 use super::{Engine, OrderedIndex};
+use crate::error::BuildError;
 
 /// Builds an [`OrderedIndex`]: how it is locked, how big its leaves grow,
 /// whether point lookups go through a hash table, and which hasher that
@@ -31,7 +32,7 @@ use super::{Engine, OrderedIndex};
 ///
 /// let index: OrderedIndex<String, u32> = OrderedIndex::builder()
 ///     .lock(OrderedLock::Single)
-///     .build();
+///     .build().unwrap();
 /// index.insert("b".into(), 2);
 /// index.insert("a".into(), 1);
 /// assert_eq!(index.get("a").as_deref(), Some(&1));
@@ -100,7 +101,7 @@ impl<K, V, S> OrderedIndexBuilder<K, V, S> {
     /// use larder::{OrderedIndex, OrderedLock};
     ///
     /// let index: OrderedIndex<u32, ()> =
-    ///     OrderedIndex::builder().lock(OrderedLock::Partitioned).leaf_size(0).build();
+    ///     OrderedIndex::builder().lock(OrderedLock::Partitioned).leaf_size(0).build().unwrap();
     /// assert_eq!(index.leaf_size(), Some(2));
     /// ```
     pub fn leaf_size(mut self, entries: usize) -> Self {
@@ -116,7 +117,7 @@ impl<K, V, S> OrderedIndexBuilder<K, V, S> {
     /// use std::collections::hash_map::RandomState;
     ///
     /// let index: larder::OrderedIndex<u8, (), RandomState> =
-    ///     larder::OrderedIndex::builder().hasher(RandomState::new()).build();
+    ///     larder::OrderedIndex::builder().hasher(RandomState::new()).build().unwrap();
     /// index.insert(1, ());
     /// assert!(index.contains_key(&1));
     /// ```
@@ -131,7 +132,26 @@ impl<K, V, S> OrderedIndexBuilder<K, V, S> {
     }
 
     /// An empty index with these settings.
-    pub fn build(self) -> OrderedIndex<K, V, S> {
+    ///
+    /// # Errors
+    ///
+    /// None at present: every setting is valid or clamped, as its docs say.
+    /// The `Result` is every builder's shape in this crate (a later setting
+    /// may be refusable without a breaking change).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let index: larder::OrderedIndex<u32, &str> = larder::OrderedIndex::builder().build()?;
+    /// assert!(index.is_empty());
+    /// # Ok::<(), larder::BuildError>(())
+    /// ```
+    pub fn build(self) -> Result<OrderedIndex<K, V, S>, BuildError> {
+        Ok(self.build_index())
+    }
+
+    /// [`build`](Self::build), which cannot fail.
+    pub(crate) fn build_index(self) -> OrderedIndex<K, V, S> {
         let (engine, point_lookups) = match self.lock {
             OrderedLock::Partitioned => (
                 Engine::Partitioned(Partitioned::new(self.leaf_size, self.point_lookups)),
@@ -150,7 +170,7 @@ impl<K, V, S> OrderedIndexBuilder<K, V, S> {
     #[cfg(loom)]
     #[doc(hidden)]
     pub fn build_with_fault(self, fault: super::Fault) -> OrderedIndex<K, V, S> {
-        let mut index = self.build();
+        let mut index = self.build_index();
         index.fault = fault;
         if let Engine::Partitioned(parts) = &mut index.engine {
             parts.set_fault(fault);
@@ -163,7 +183,7 @@ impl<K, V, S> OrderedIndexBuilder<K, V, S> {
     #[cfg(loom)]
     #[doc(hidden)]
     pub fn build_with_wait_fault(self, fault: super::WaitFault) -> OrderedIndex<K, V, S> {
-        let mut index = self.build();
+        let mut index = self.build_index();
         index.waiters.fault = fault;
         index
     }

@@ -27,7 +27,7 @@ use crate::sync::{
 /// ```
 /// use larder::{OrderedIndex, OrderedLock};
 ///
-/// let index: OrderedIndex<u64, ()> = OrderedIndex::builder().lock(OrderedLock::Single).build();
+/// let index: OrderedIndex<u64, ()> = OrderedIndex::builder().lock(OrderedLock::Single).build().unwrap();
 /// assert_eq!(index.lock_kind(), OrderedLock::Single);
 /// assert_eq!(OrderedLock::default(), OrderedLock::Partitioned);
 /// ```

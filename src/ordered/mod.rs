@@ -292,7 +292,7 @@ impl<K, V> OrderedIndex<K, V> {
     /// let offsets: OrderedIndex<u64, String> = OrderedIndex::builder()
     ///     .lock(OrderedLock::Single)
     ///     .point_lookups(false)
-    ///     .build();
+    ///     .build().unwrap();
     /// offsets.insert(7, "message 7".into());
     /// assert_eq!(offsets.pop_first().map(|(offset, _)| offset), Some(7));
     /// ```
@@ -325,7 +325,7 @@ impl<K, V, S> OrderedIndex<K, V, S> {
     /// assert_eq!(index.get_with(&1, |v| *v), Some("one"));
     /// ```
     pub fn with_hasher(hasher: S) -> Self {
-        OrderedIndexBuilder::new().hasher(hasher).build()
+        OrderedIndexBuilder::new().hasher(hasher).build_index()
     }
 
     /// `point_lookups`: whether `engine` keeps the point-lookup table.
@@ -366,7 +366,7 @@ impl<K, V, S> OrderedIndex<K, V, S> {
     /// use larder::{OrderedIndex, OrderedLock};
     ///
     /// let index: OrderedIndex<u8, u8> =
-    ///     OrderedIndex::builder().lock(OrderedLock::Partitioned).leaf_size(64).build();
+    ///     OrderedIndex::builder().lock(OrderedLock::Partitioned).leaf_size(64).build().unwrap();
     /// assert_eq!(index.leaf_size(), Some(64));
     /// ```
     pub fn leaf_size(&self) -> Option<usize> {
@@ -384,7 +384,7 @@ impl<K, V, S> OrderedIndex<K, V, S> {
     /// ```
     /// use larder::OrderedIndex;
     ///
-    /// let index: OrderedIndex<u8, u8> = OrderedIndex::builder().point_lookups(false).build();
+    /// let index: OrderedIndex<u8, u8> = OrderedIndex::builder().point_lookups(false).build().unwrap();
     /// assert!(!index.has_point_lookups());
     /// index.insert(1, 10);
     /// assert_eq!(index.get(&1).as_deref(), Some(&10)); // a search of the leaves

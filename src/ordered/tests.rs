@@ -268,8 +268,10 @@ impl std::hash::Hash for Random {
 
 #[test]
 fn random_ord_and_hash_keep_tree_and_table_in_step() {
-    let index: OrderedIndex<Random, u32> =
-        OrderedIndex::builder().lock(OrderedLock::Sharded).build();
+    let index: OrderedIndex<Random, u32> = OrderedIndex::builder()
+        .lock(OrderedLock::Sharded)
+        .build()
+        .unwrap();
     for i in 0..400_u32 {
         let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match i % 9 {
             0..=3 => drop(index.insert(Random(i), i)),
@@ -307,6 +309,7 @@ fn partitioned<K, V>(leaf_size: usize) -> OrderedIndex<K, V> {
         .lock(OrderedLock::Partitioned)
         .leaf_size(leaf_size)
         .build()
+        .unwrap()
 }
 
 #[test]
@@ -316,7 +319,8 @@ fn partitioned_matches_a_btreemap_and_keeps_its_layout() {
             .lock(OrderedLock::Partitioned)
             .leaf_size(4)
             .point_lookups(point_lookups)
-            .build();
+            .build()
+            .unwrap();
         assert_eq!(index.has_point_lookups(), point_lookups);
         matches_a_btreemap(&index);
     }
@@ -523,7 +527,8 @@ fn partitioned_panicking_clone_loses_nothing() {
         .lock(OrderedLock::Partitioned)
         .leaf_size(4)
         .point_lookups(false)
-        .build();
+        .build()
+        .unwrap();
     for k in 0..4 {
         index.insert(Brittle(k), k);
     }

@@ -11,47 +11,10 @@ use super::any::{AnyCache, TypedKey};
 use super::clock::{Clock, SystemClock};
 use super::core::Policy;
 use super::raw::Raw;
+use crate::error::BuildError;
 use crate::flight::FlightFault;
 use crate::removal::{Listener, RemovalCause};
 use crate::sync::Arc;
-
-/// Why a [`TypedCacheBuilder`] or [`AnyCacheBuilder`] refused to build.
-///
-/// # Examples
-///
-/// ```
-/// use larder::{TypedBuildError, TypedCache};
-/// use std::time::Duration;
-///
-/// let err = TypedCache::<u32, u32>::builder()
-///     .time_to_live(Duration::ZERO)
-///     .build()
-///     .unwrap_err();
-/// assert_eq!(err, TypedBuildError::ZeroTimeToLive);
-/// assert!(err.to_string().contains("time to live"));
-/// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum TypedBuildError {
-    /// `time_to_live(Duration::ZERO)`: every entry would expire at once.
-    ZeroTimeToLive,
-    /// `time_to_idle(Duration::ZERO)`: every entry would expire at once.
-    ZeroTimeToIdle,
-    /// `capacity(0)`: nothing could ever be cached.
-    ZeroCapacity,
-}
-
-impl fmt::Display for TypedBuildError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Self::ZeroTimeToLive => "a zero time to live would expire every entry at once",
-            Self::ZeroTimeToIdle => "a zero time to idle would expire every entry at once",
-            Self::ZeroCapacity => "capacity(0) would leave room for nothing",
-        })
-    }
-}
-
-impl std::error::Error for TypedBuildError {}
 
 /// The settings both builders share.
 #[derive(Clone)]
@@ -93,20 +56,20 @@ impl<S> Settings<S> {
         }
     }
 
-    fn build<K, V>(self) -> Result<Raw<K, V, S>, TypedBuildError>
+    fn build<K, V>(self) -> Result<Raw<K, V, S>, BuildError>
     where
         K: Hash + Eq + Clone,
         V: Clone,
         S: BuildHasher + Clone,
     {
         if self.time_to_live == Some(Duration::ZERO) {
-            return Err(TypedBuildError::ZeroTimeToLive);
+            return Err(BuildError::ZeroTimeToLive);
         }
         if self.time_to_idle == Some(Duration::ZERO) {
-            return Err(TypedBuildError::ZeroTimeToIdle);
+            return Err(BuildError::ZeroTimeToIdle);
         }
         if self.capacity == Some(0) {
-            return Err(TypedBuildError::ZeroCapacity);
+            return Err(BuildError::ZeroCapacity);
         }
         let policy = Policy::new(self.time_to_live, self.time_to_idle, self.capacity);
         let clock = self
@@ -370,7 +333,7 @@ where
     ///
     /// # Errors
     ///
-    /// [`TypedBuildError`] for a zero time to live, time to idle or
+    /// [`BuildError`] for a zero time to live, time to idle or
     /// `capacity`.
     ///
     /// # Examples
@@ -379,7 +342,7 @@ where
     /// let cache = larder::TypedCache::<u8, u8>::builder().capacity(2).build().unwrap();
     /// assert!(cache.is_empty());
     /// ```
-    pub fn build(self) -> Result<TypedCache<K, V, S>, TypedBuildError> {
+    pub fn build(self) -> Result<TypedCache<K, V, S>, BuildError> {
         let mut raw = self.settings.build()?;
         raw.set_listener(self.listener);
         Ok(TypedCache::from_raw(raw))
@@ -405,16 +368,16 @@ where
     ///
     /// # Errors
     ///
-    /// [`TypedBuildError`] for a zero time to live, time to idle or
+    /// [`BuildError`] for a zero time to live, time to idle or
     /// `capacity`.
     ///
     /// # Examples
     ///
     /// ```
     /// let err = larder::AnyCache::<u8>::builder().capacity(0).build().unwrap_err();
-    /// assert_eq!(err, larder::TypedBuildError::ZeroCapacity);
+    /// assert!(matches!(err, larder::BuildError::ZeroCapacity));
     /// ```
-    pub fn build(self) -> Result<AnyCache<K, S>, TypedBuildError> {
+    pub fn build(self) -> Result<AnyCache<K, S>, BuildError> {
         Ok(AnyCache::from_raw(self.settings.build::<TypedKey<K>, _>()?))
     }
 }

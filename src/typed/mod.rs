@@ -45,7 +45,7 @@ mod raw;
 mod stats;
 
 pub use any::AnyCache;
-pub use builder::{AnyCacheBuilder, TypedBuildError, TypedCacheBuilder};
+pub use builder::{AnyCacheBuilder, TypedCacheBuilder};
 pub use clock::{Clock, CoarseClock, ManualClock, SystemClock};
 
 use std::borrow::Borrow;

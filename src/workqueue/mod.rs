@@ -199,7 +199,7 @@ where
     /// assert!(queue.is_empty());
     /// ```
     pub fn new() -> Self {
-        Self::builder().build()
+        Self::builder().build_queue()
     }
 
     /// A builder, to set the clock, rate limiter or hasher.
@@ -209,7 +209,7 @@ where
     /// ```
     /// use larder::{ManualClock, WorkQueue};
     ///
-    /// let queue: WorkQueue<u32> = WorkQueue::builder().clock(ManualClock::new()).build();
+    /// let queue: WorkQueue<u32> = WorkQueue::builder().clock(ManualClock::new()).build().unwrap();
     /// # let _ = queue;
     /// ```
     pub fn builder() -> WorkQueueBuilder<K> {
@@ -279,7 +279,7 @@ where
     /// use std::time::Duration;
     ///
     /// let clock = ManualClock::new();
-    /// let queue = WorkQueue::builder().clock(clock.clone()).build();
+    /// let queue = WorkQueue::builder().clock(clock.clone()).build().unwrap();
     /// queue.add_after("a", Duration::from_secs(10));
     /// queue.add_after("a", Duration::from_secs(1)); // sooner: wins
     /// clock.advance(Duration::from_secs(1));
@@ -330,7 +330,7 @@ where
     /// use std::time::Duration;
     ///
     /// let clock = ManualClock::new();
-    /// let queue = WorkQueue::builder().clock(clock.clone()).build();
+    /// let queue = WorkQueue::builder().clock(clock.clone()).build().unwrap();
     /// queue.add_rate_limited("a"); // the default limiter: 5 ms first
     /// assert_eq!(queue.num_requeues(&"a"), 1);
     /// clock.advance(Duration::from_millis(5));
@@ -553,7 +553,7 @@ where
     /// use std::time::Duration;
     ///
     /// let clock = ManualClock::new();
-    /// let queue = WorkQueue::builder().clock(clock.clone()).build();
+    /// let queue = WorkQueue::builder().clock(clock.clone()).build().unwrap();
     /// queue.add("a");
     /// clock.advance(Duration::from_secs(2));
     /// let key = queue.try_get().unwrap();

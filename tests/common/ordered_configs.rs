@@ -24,6 +24,7 @@ pub fn configured<K, V>((lock, point_lookups): (OrderedLock, bool)) -> OrderedIn
         .point_lookups(point_lookups)
         .leaf_size(4)
         .build()
+        .unwrap()
 }
 
 /// `configured(config)` holding `entries`.
