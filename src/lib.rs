@@ -289,7 +289,6 @@ pub struct LruGuideDoctests;
 #[doc = include_str!("../docs/misuse.md")]
 pub struct MisuseGuideDoctests;
 
-mod entries;
 mod error;
 mod flight;
 mod indexed;
@@ -312,7 +311,6 @@ mod wait;
 mod watchdog;
 mod workqueue;
 
-pub use entries::{CacheIter, LruIter, TypedIter};
 pub use error::BuildError;
 pub use indexed::{IndexError, IndexedStore, IndexedStoreBuilder, Transaction};
 pub use lru::{LoadingLruCache, LruCache, LruCacheBuilder, LruPolicy};

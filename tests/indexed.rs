@@ -140,7 +140,7 @@ fn new_store() -> IndexedStore<u8, Obj> {
 
 fn keys_of(objects: &[Arc<Obj>], store: &IndexedStore<u8, Obj>) -> Vec<u8> {
     // Objects are compared by value: find the keys holding equal objects.
-    let all = store.iter().collect::<Vec<_>>();
+    let all = store.to_vec().into_iter().collect::<Vec<_>>();
     let mut keys = Vec::new();
     for o in objects {
         let key = all

@@ -97,7 +97,7 @@ fn churned(live: u64, churn: u64) -> (Store, Model) {
 /// The store's content, read through `iter`.
 fn content(store: &Store) -> Model {
     let mut model = Model::new();
-    for (key, value) in store.iter() {
+    for (key, value) in store.to_vec().into_iter() {
         assert!(
             model.insert(key.id, value.id).is_none(),
             "key {} stored twice",
@@ -479,7 +479,7 @@ fn keys_whose_hash_changes_do_not_corrupt_the_store() {
         );
     }
     // Remove through iteration, under each hash the keys had.
-    for (key, _) in store.iter() {
+    for (key, _) in store.to_vec().into_iter() {
         if store.remove(&key).is_none() {
             EPOCH.store(0xdead_beef, Ordering::Relaxed);
             assert!(store.remove(&key).is_some(), "entry {key:?} unreachable");

@@ -12,8 +12,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Barrier, Mutex};
 
 use larder::{
-    BuildError, CacheStats, LoadingLruCache, LruCache, LruCacheBuilder, LruIter, LruPolicy,
-    RemovalCause,
+    BuildError, CacheStats, LoadingLruCache, LruCache, LruCacheBuilder, LruPolicy, RemovalCause,
 };
 use proptest::prelude::*;
 
@@ -25,7 +24,6 @@ fn public_types_are_send_and_sync() {
     assert_send_sync::<LruCacheBuilder<String, Vec<u8>>>();
     assert_send_sync::<LoadingLruCache<String, u32>>();
     assert_send_sync::<LoadingLruCache<String, u32, std::io::Error>>();
-    assert_send_sync::<LruIter<String, u32>>();
     assert_send_sync::<CacheStats>();
     assert_send_sync::<BuildError>();
     assert_send_sync::<LruPolicy>();
@@ -208,7 +206,7 @@ proptest! {
                     model.stats = CacheStats::default();
                 }
             }
-            let order: Vec<_> = cache.iter().collect();
+            let order: Vec<_> = cache.to_vec().into_iter().collect();
             let expected: Vec<_> = model.entries.iter().copied().collect();
             prop_assert_eq!(order, expected);
             let mut stats = model.stats;
@@ -248,7 +246,7 @@ proptest! {
             }
             let stats = cache.stats();
             prop_assert!(Some(stats.len) <= stats.capacity);
-            prop_assert_eq!(stats.len, cache.iter().len());
+            prop_assert_eq!(stats.len, cache.to_vec().into_iter().len());
             prop_assert_eq!(stats.hits + stats.misses, gets);
         }
     }
@@ -544,7 +542,7 @@ fn panicking_hash_and_eq_under(
         switch.store(false, Ordering::SeqCst);
         // Nothing changed: same entries, same order (CLOCK: no hit, so the
         // hand's reverse order), no counts.
-        let ids: Vec<_> = cache.iter().map(|(k, v)| (k.id, v)).collect();
+        let ids: Vec<_> = cache.to_vec().into_iter().map(|(k, v)| (k.id, v)).collect();
         assert_eq!(ids, [(2, 2), (1, 1), (0, 0)], "after {what}");
         let stats = cache.stats();
         assert_eq!(
@@ -592,7 +590,7 @@ fn clear_empties_every_shard_before_a_drop_panics() {
         assert!(outcome.is_err(), "the panicking Drop must reach the caller");
         // Every shard was emptied before any value was dropped.
         assert_eq!(cache.len(), 0, "{policy:?}");
-        assert!(cache.iter().next().is_none());
+        assert!(cache.to_vec().into_iter().next().is_none());
         let stats = cache.stats();
         assert_eq!((stats.len, stats.evictions), (0, 0));
         cache.insert(7, PanicsOnDrop(7));
@@ -754,7 +752,12 @@ fn every_value_let_go_is_dropped_once_under_every_policy() {
                 made - cache.len(),
                 "{policy:?}, listener {listener}: after evictions"
             );
-            let present = cache.iter().next().map(|(key, _)| key).unwrap();
+            let present = cache
+                .to_vec()
+                .into_iter()
+                .next()
+                .map(|(key, _)| key)
+                .unwrap();
             cache.insert(present, Counted(Arc::clone(&drops)));
             made += 1;
             cache.remove(&present);

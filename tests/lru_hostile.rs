@@ -163,7 +163,7 @@ impl Fixture {
     }
 
     fn ids(&self) -> BTreeSet<u64> {
-        self.cache.iter().map(|(k, _)| k.id).collect()
+        self.cache.to_vec().into_iter().map(|(k, _)| k.id).collect()
     }
 }
 

@@ -101,7 +101,7 @@ fn stress_counts_under(policy: LruPolicy) {
     assert_eq!(stats.misses, inserts.load(Ordering::SeqCst));
     assert_eq!(stats.inserts, inserts.load(Ordering::SeqCst));
     assert!(Some(stats.len) <= stats.capacity);
-    assert_eq!(stats.len, cache.iter().len());
+    assert_eq!(stats.len, cache.to_vec().into_iter().len());
     // Every insert either is still cached, or was evicted, or was displaced
     // by a later insert of the same key (two threads missing at once).
     assert!(stats.inserts >= stats.len as u64 + stats.evictions);

@@ -174,7 +174,7 @@ proptest! {
             prop_assert!(stats.weighted_size.unwrap() <= stats.capacity.unwrap());
             prop_assert_eq!(stats.evictions, model.evictions);
             prop_assert_eq!(stats.len, model.entries.len());
-            let order: Vec<_> = cache.iter().collect();
+            let order: Vec<_> = cache.to_vec().into_iter().collect();
             let expected: Vec<_> = model.entries.iter().copied().collect();
             prop_assert_eq!(order, expected);
         }
@@ -213,7 +213,7 @@ proptest! {
                 stats.weighted_size.unwrap() <= stats.capacity.unwrap(),
                 "weight {:?} over capacity {}", stats.weighted_size, stats.capacity.unwrap()
             );
-            let weights: usize = cache.iter().map(|(_, v)| v.1.max(1) as usize).sum();
+            let weights: usize = cache.to_vec().into_iter().map(|(_, v)| v.1.max(1) as usize).sum();
             prop_assert_eq!(Some(weights), stats.weighted_size);
             let evicted = events
                 .lock()
@@ -352,13 +352,13 @@ fn a_panicking_weigher_leaves_the_cache_unchanged() {
         for k in 0..4 {
             cache.insert(k, k);
         }
-        let before: Vec<_> = cache.iter().collect();
+        let before: Vec<_> = cache.to_vec().into_iter().collect();
         let stats = cache.stats();
         // A new key into a full cache (it would evict), and a replacement.
         for key in [9, 2] {
             let result = catch_unwind(AssertUnwindSafe(|| cache.insert(key, POISON)));
             assert!(result.is_err());
-            let after: Vec<_> = cache.iter().collect();
+            let after: Vec<_> = cache.to_vec().into_iter().collect();
             assert_eq!(after, before, "{policy:?}");
             assert_eq!(cache.stats(), stats);
             cache.check_invariants();
@@ -473,7 +473,11 @@ fn threaded_inserts_keep_the_weight_bound() {
             cache.check_invariants();
             let stats = cache.stats();
             assert_eq!(stats.inserts, inserts.load(Ordering::Relaxed));
-            let weights: usize = cache.iter().map(|(_, v)| (v % 13).max(1) as usize).sum();
+            let weights: usize = cache
+                .to_vec()
+                .into_iter()
+                .map(|(_, v)| (v % 13).max(1) as usize)
+                .sum();
             assert_eq!(Some(weights), stats.weighted_size);
             assert!(stats.weighted_size.unwrap() <= stats.capacity.unwrap());
         }

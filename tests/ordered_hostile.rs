@@ -66,7 +66,7 @@ fn setup((lock, point_lookups): (OrderedLock, bool), n: u64, shared: bool) -> Se
 }
 
 fn content(index: &Index) -> Model {
-    let entries = index.iter().collect::<Vec<_>>();
+    let entries = index.to_vec().into_iter().collect::<Vec<_>>();
     assert!(
         entries.windows(2).all(|w| w[0].0.id < w[1].0.id),
         "iter not strictly sorted"

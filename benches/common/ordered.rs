@@ -105,7 +105,7 @@ impl OrderedOps for LarderArcGet {
         OrderedOps::remove(&self.0, key);
     }
     fn range(&self, start: u64, end: u64) -> u64 {
-        let entries = self.0.range(start..end);
+        let entries = self.0.range_to_vec(start..end);
         entries.len() as u64 + entries.first().map_or(0, |e| e.0)
     }
     fn drain_below(&self, end: u64) -> u64 {

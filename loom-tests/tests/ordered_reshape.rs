@@ -20,7 +20,7 @@ fn index(leaf_size: usize, fault: OrderedFault) -> OrderedIndex<u32, ()> {
 }
 
 fn keys(index: &OrderedIndex<u32, ()>) -> Vec<u32> {
-    index.range(..).into_iter().map(|(k, _)| k).collect()
+    index.range_to_vec(..).into_iter().map(|(k, _)| k).collect()
 }
 
 /// Two inserts each take a different leaf over capacity. The split that

@@ -93,7 +93,7 @@ use crate::sync::{Arc, ShardedLock};
 /// |---|---|
 /// | `K`'s `Hash` (and `S`'s hashing) | once per key per operation, with no lock held, before anything changes; never again: the table keeps each key's hash and grows and rehashes from it |
 /// | `K`'s `Eq` | under the lock, in the probe that finds a key: in a write, before its first change |
-/// | `K::clone` | writes: with no lock held, before anything changes; reads that return keys ([`keys`](IndexedStore::keys), [`iter`](IndexedStore::iter), [`index_keys`](IndexedStore::index_keys), [`by_index_entries`](IndexedStore::by_index_entries)): under the read lock, changing nothing |
+/// | `K::clone` | writes: with no lock held, before anything changes; reads that return keys ([`keys`](IndexedStore::keys), [`to_vec`](IndexedStore::to_vec), [`index_keys`](IndexedStore::index_keys), [`by_index_entries`](IndexedStore::by_index_entries)): under the read lock, changing nothing |
 /// | `K`'s `Ord` | [`index_keys`](IndexedStore::index_keys)' sort, with no lock held |
 /// | index functions | with no lock held, before anything changes |
 /// | the closure of [`for_each_by_index`](IndexedStore::for_each_by_index) and [`try_for_each_by_index`](IndexedStore::try_for_each_by_index) | under the read lock, changing nothing |
@@ -109,7 +109,7 @@ use crate::sync::{Arc, ShardedLock};
 /// lookups of that key miss (or an insert store it a second time), as in
 /// any hash map; it never corrupts the store: the table does not use the
 /// new value to move anything, and every entry stays reachable through
-/// [`iter`](IndexedStore::iter) and [`clear`](IndexedStore::clear).
+/// [`to_vec`](IndexedStore::to_vec) and [`clear`](IndexedStore::clear).
 ///
 /// # Deadlocks
 ///
@@ -376,23 +376,24 @@ where
         self.state.read().values()
     }
 
-    /// Every `(key, object)` pair, in no particular order: an iterator over
-    /// a snapshot taken at one instant. It holds no lock; writes made while
-    /// it is consumed do not show up in it.
+    /// Every `(key, object)` pair, in no particular order, copied into a
+    /// `Vec` as one atomic cut (under the read lock; keys cloned, objects
+    /// shared): O(n). The `Vec` holds no lock; later writes do not show up
+    /// in it.
     ///
     /// # Examples
     ///
     /// ```
     /// let store = larder::IndexedStore::<u32, u32>::new();
     /// store.insert(1, 10).unwrap();
-    /// for (key, value) in store.iter() {
-    ///     store.remove(&key); // allowed: the iterator is a snapshot
+    /// for (key, value) in store.to_vec() {
+    ///     store.remove(&key); // allowed: the Vec is a copy
     ///     assert_eq!(*value, 10);
     /// }
     /// assert!(store.is_empty());
     /// ```
-    pub fn iter(&self) -> std::vec::IntoIter<(K, Arc<V>)> {
-        self.state.read().entries().into_iter()
+    pub fn to_vec(&self) -> Vec<(K, Arc<V>)> {
+        self.state.read().entries()
     }
 
     /// Adds `value` under `key`, or replaces the object there, and updates

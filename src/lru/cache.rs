@@ -7,10 +7,10 @@
 //! shard's core and its statistics counters live inside it. Writes take it
 //! exclusively; so do lookups under `LruPolicy::Exact` (a hit moves its
 //! entry). Lookups under `LruPolicy::Clock` (a hit sets an atomic bit),
-//! `peek`, `contains_key`, `len`, `iter` and `stats` take it shared. An
+//! `peek`, `contains_key`, `len`, `to_vec` and `stats` take it shared. An
 //! operation takes exactly one shard lock, except `resize` (the resize
 //! mutex, then each shard in turn, never two shard locks at once), `len`,
-//! `iter` and `clear` (each shard in turn), and `stats`, which holds every
+//! `to_vec` and `clear` (each shard in turn), and `stats`, which holds every
 //! shard lock at once (shared), taken in shard-index order: the only place
 //! two shard locks are held, so there is no lock-order cycle. The
 //! single-flight group has its own locks and is never entered with a shard
@@ -29,7 +29,6 @@ use super::policy::Core;
 use super::stats::{Counters, Lookups};
 use super::weight::Weigher;
 use super::{Listener, LruCacheBuilder, LruPolicy};
-use crate::entries::LruIter;
 use crate::flight::FlightGroup;
 use crate::removal::{RemovalCause, notify};
 use crate::stats::CacheStats;
@@ -102,7 +101,7 @@ pub(crate) type PaddedShard<K, V> = CachePadded<RwLock<Shard<K, V>>>;
 /// - **User code never runs under a lock while a shard changes**: `K: Eq`
 ///   runs in the lookup that starts an operation, on a full 64-bit hash
 ///   match, before the operation's first change; `V: Clone` in the reads
-///   that return a value (`get`, `peek`, [`iter`](Self::iter), which also
+///   that return a value (`get`, `peek`, [`to_vec`](Self::to_vec), which also
 ///   clones keys), and the closures of `get_with` / `peek_with`, after the
 ///   lookup is complete (the entry moved or marked, the hit counted), with
 ///   nothing left to change. The key's `Hash` runs before the lock; `K:
@@ -594,8 +593,8 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
 }
 
 impl<K: Clone, V: Clone, S> LruCache<K, V, S> {
-    /// A snapshot of the entries, each shard from most to least recently
-    /// used, shard after shard. With one shard (`shards(1)`) this is the
+    /// Every entry copied into a `Vec` (O(n); keys and values cloned), each
+    /// shard from most to least recently used, shard after shard. With one shard (`shards(1)`) this is the
     /// exact recency order of the whole cache. Under [`LruPolicy::Clock`],
     /// "most recently used" is CLOCK's approximation: each shard's entries
     /// used since the hand last passed them, then the others, each group in
@@ -618,10 +617,10 @@ impl<K: Clone, V: Clone, S> LruCache<K, V, S> {
     /// cache.insert("a", 1);
     /// cache.insert("b", 2);
     /// cache.get("a");
-    /// let keys: Vec<_> = cache.iter().map(|(k, _)| k).collect();
+    /// let keys: Vec<_> = cache.to_vec().into_iter().map(|(k, _)| k).collect();
     /// assert_eq!(keys, ["a", "b"]);
     /// ```
-    pub fn iter(&self) -> LruIter<K, V> {
+    pub fn to_vec(&self) -> Vec<(K, V)> {
         let mut entries = Vec::new();
         for shard in self.shards.iter() {
             let shard = shard.read();
@@ -630,7 +629,7 @@ impl<K: Clone, V: Clone, S> LruCache<K, V, S> {
                 .core
                 .for_each(|key, value| entries.push((key.clone(), value.clone())));
         }
-        LruIter::new(entries)
+        entries
     }
 }
 

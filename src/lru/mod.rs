@@ -12,8 +12,8 @@
 //! - `load.rs`: load on miss through `crate::flight`, and [`LoadingLruCache`].
 //! - `write.rs`: `insert`, `remove`, `resize`; `weight.rs`: the weigher,
 //!   and the entries one insert evicts.
-//! - `builder.rs`, `stats.rs`: configuration and `cache_info()`; `iter`'s
-//!   snapshot is the crate's `CacheIter` (`src/entries.rs`).
+//! - `builder.rs`, `stats.rs`: configuration and the shard counters of
+//!   `cache_info()` (the crate's `CacheStats`).
 //!
 //! Design notes and the measurements behind them: `design/lru.md`.
 

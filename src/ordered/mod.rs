@@ -84,7 +84,7 @@ use crate::wait::Waiters;
 ///   holds the same entries (the key's hash, a clone of the key, the same
 ///   `Arc<V>`), split by hash into 64 shards under a lock each: one probe
 ///   instead of a search of the router and a leaf. Everything ordered
-///   (`range`, `first`, `pop_first`, `drain_to`, ...) and every write's
+///   (`range_to_vec`, `first`, `pop_first`, `drain_to`, ...) and every write's
 ///   search use the leaves. The price: `K: Hash` for the writes and point
 ///   reads, the hasher `S` (ahash's `RandomState` by default), a key clone,
 ///   a hash and a second lock per write, and a slot per entry.
@@ -115,7 +115,7 @@ use crate::wait::Waiters;
 ///   table shards of the entries it changes) and takes none after letting
 ///   one go (two-phase locking); the loom models in `loom-tests/` check
 ///   this against a variant that locks one leaf at a time.
-/// - A [`range`](OrderedIndex::range), [`iter`](OrderedIndex::iter),
+/// - A [`range_to_vec`](OrderedIndex::range_to_vec), [`to_vec`](OrderedIndex::to_vec),
 ///   [`range_count`](OrderedIndex::range_count),
 ///   [`for_each_in`](OrderedIndex::for_each_in),
 ///   [`len`](OrderedIndex::len) or [`snapshot`](OrderedIndex::snapshot) is a
@@ -194,7 +194,7 @@ use crate::wait::Waiters;
 /// that are there, inserts may store a key twice, ranges may skip entries or
 /// panic on bounds that look inverted, and std allows even non-termination of
 /// a search. A `Hash` or `Eq` that disagrees with `Ord` (or with itself)
-/// makes `get` and `contains_key` answer differently from `range`, as a
+/// makes `get` and `contains_key` answer differently from `range_to_vec`, as a
 /// `HashMap` and a `BTreeMap` of the same keys would. With the leaves, a
 /// snapshot's map is built key by key, so it may hold fewer entries than
 /// the index.
@@ -210,7 +210,7 @@ use crate::wait::Waiters;
 /// a panic at every such call of every write, for every engine. The table finds a slot to remove by its stored hash and the
 /// identity of its `Arc`, and by a scan when the key's hash has changed, so
 /// no entry outlives its removal in either structure. Operations that do not
-/// search, [`len`](OrderedIndex::len), [`iter`](OrderedIndex::iter),
+/// search, [`len`](OrderedIndex::len), [`to_vec`](OrderedIndex::to_vec),
 /// [`pop_first`](OrderedIndex::pop_first), [`pop_last`](OrderedIndex::pop_last),
 /// [`clear`](OrderedIndex::clear) and `drain_to(Bound::Unbounded)`, work on
 /// the map's stored order and still account for every stored entry exactly

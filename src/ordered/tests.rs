@@ -212,7 +212,14 @@ fn snapshot_outlives_writes_and_clear() {
     index.insert(9, "nine".into());
     assert_eq!(view.len(), 5);
     assert_eq!(view.first().map(|(k, v)| (*k, v.as_str())), Some((0, "0")));
-    assert_eq!(index.iter().map(|(k, _)| k).collect::<Vec<_>>(), [9]);
+    assert_eq!(
+        index
+            .to_vec()
+            .into_iter()
+            .map(|(k, _)| k)
+            .collect::<Vec<_>>(),
+        [9]
+    );
     assert_eq!(format!("{:?}", index.snapshot()), r#"{9: "nine"}"#);
     let summary = format!("{index:?}");
     assert!(summary.starts_with("OrderedIndex { len: 1, "), "{summary}");
@@ -367,7 +374,11 @@ fn matches_a_btreemap(index: &OrderedIndex<u32, u32>) {
                 assert_eq!(drained, expected, "drain_to < {key}");
             }
             12 => {
-                let got: Vec<u32> = index.range(lo..=hi).into_iter().map(|(k, _)| k).collect();
+                let got: Vec<u32> = index
+                    .range_to_vec(lo..=hi)
+                    .into_iter()
+                    .map(|(k, _)| k)
+                    .collect();
                 let want: Vec<u32> = model.range(lo..=hi).map(|(k, _)| *k).collect();
                 assert_eq!(got, want, "range {lo}..={hi}");
                 assert_eq!(index.range_count(lo..hi), model.range(lo..hi).count());
@@ -488,7 +499,7 @@ fn partitioned_random_ord_accounts_for_every_entry() {
             4 => drop(index.remove(&Random(i))),
             5 => drop(index.pop_first()),
             6 => drop(index.drain_to(Bound::Included(&Random(i)))),
-            7 => drop(index.range(Random(i)..)),
+            7 => drop(index.range_to_vec(Random(i)..)),
             _ => drop(index.get(&Random(i))),
         }));
         stored = index.len();
@@ -541,7 +552,7 @@ fn partitioned_panicking_clone_loses_nothing() {
     }));
     CLONE_PANICS.store(false, Relaxed);
     assert!(result.is_err());
-    let keys: Vec<u32> = index.iter().map(|(k, _)| k.0).collect();
+    let keys: Vec<u32> = index.to_vec().into_iter().map(|(k, _)| k.0).collect();
     assert_eq!(keys, [0, 1, 2, 3], "the panicking insert changed nothing");
     parts(&index).check_invariants();
     // Inserts work again, and split the leaf as they should.

@@ -148,7 +148,7 @@ fn downcast<V: Any + Send + Sync>(erased: &Erased) -> Arc<V> {
 /// Expired entries are released by writes and reads as in `TypedCache`.
 ///
 /// Two things `TypedCache` has are missing here: a removal listener (its
-/// values have no one type to hand over) and `iter` (likewise). Keep a
+/// values have no one type to hand over) and `to_vec` (likewise). Keep a
 /// `TypedCache` per value type where you need them.
 ///
 /// [`TypedCache`]: crate::TypedCache

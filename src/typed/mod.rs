@@ -117,7 +117,7 @@ pub enum Fault {
 ///   match, in the lookup that starts an operation and before its first
 ///   change; besides it, only a hit's `V::clone` (or
 ///   [`get_with`](TypedCache::get_with)'s closure instead) and
-///   [`iter`](TypedCache::iter)'s `K::clone` and `V::clone` run under a
+///   [`to_vec`](TypedCache::to_vec)'s `K::clone` and `V::clone` run under a
 ///   shard's *read* lock. An `insert` or `remove` that hands the
 ///   removed value to the listener clones the caller's copy after
 ///   unlocking. Every entry stores its hash, so growing, rehashing, evicting
@@ -615,8 +615,8 @@ where
         self.len() == 0
     }
 
-    /// A snapshot of the live entries (expired ones left out), in no
-    /// particular order: keys and values cloned.
+    /// Every live entry (expired ones left out) copied into a `Vec`, in no
+    /// particular order: O(n), keys and values cloned.
     ///
     /// Each of the cache's shards is copied under its read lock, one shard
     /// after another, so the snapshot holds each shard as it was at some
@@ -640,12 +640,12 @@ where
     /// let cache: larder::TypedCache<String, u32> = larder::TypedCache::new();
     /// cache.insert("a".to_string(), 1);
     /// cache.insert("b".to_string(), 2);
-    /// let mut entries: Vec<(String, u32)> = cache.iter().collect();
+    /// let mut entries: Vec<(String, u32)> = cache.to_vec();
     /// entries.sort();
     /// assert_eq!(entries, [("a".to_string(), 1), ("b".to_string(), 2)]);
     /// ```
-    pub fn iter(&self) -> crate::TypedIter<K, V> {
-        crate::CacheIter::new(self.raw.entries())
+    pub fn to_vec(&self) -> Vec<(K, V)> {
+        self.raw.entries()
     }
 
     /// The counters so far (see [`CacheStats`]).

@@ -21,7 +21,7 @@
 //!   too; inits run with no lock held; and removed, replaced, expired and
 //!   evicted keys and values go to the listener and are dropped after
 //!   unlocking. Reads are the exception: a hit clones the value out
-//!   (`V: Clone`) under the shard's *read* lock, and `iter` the key and
+//!   (`V: Clone`) under the shard's *read* lock, and `to_vec` the key and
 //!   value (see `entries`); a read lock leaves the shard consistent
 //!   whatever they do.
 //!
