@@ -647,3 +647,29 @@ fn stress_many_threads_keep_indexes_exact() {
         "add_index missed or duplicated objects"
     );
 }
+
+#[test]
+fn try_extend_is_all_or_nothing() {
+    let store = IndexedStore::<u32, String>::builder()
+        .try_index("len", |s: &String| {
+            if s.is_empty() {
+                Err("empty")
+            } else {
+                Ok([s.len().to_string()])
+            }
+        })
+        .build()
+        .unwrap();
+    store.insert(0, "zero".to_string()).unwrap();
+    let err = store
+        .try_extend([(1, "a".to_string()), (2, String::new()), (3, "c".into())])
+        .unwrap_err();
+    assert!(matches!(err, IndexError::IndexFunction { .. }));
+    assert_eq!(store.len(), 1, "no pair of a failed try_extend is applied");
+    store
+        .try_extend([(1, "a".to_string()), (1, "bb".to_string())])
+        .unwrap();
+    assert_eq!(store.get(&1).as_deref().map(String::as_str), Some("bb"));
+    assert_eq!(store.index_keys("len", "1").unwrap(), Vec::<u32>::new());
+    store.check_invariants();
+}
