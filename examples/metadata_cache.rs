@@ -71,7 +71,7 @@ fn main() {
                     } else {
                         format!("/docs/{doc}")
                     };
-                    match metadata.try_get_or_load(&path) {
+                    match metadata.get_or_try_load(&path) {
                         Ok(meta) => assert_eq!(meta.path, path),
                         // Errors are shared by the callers waiting for that
                         // fetch, and never cached.
@@ -82,7 +82,7 @@ fn main() {
         }
     });
 
-    let info = metadata.stats();
+    let info = metadata.cache().stats();
     // Python: CacheInfo(hits=..., misses=..., maxsize=1024, currsize=...)
     println!(
         "CacheInfo(hits={}, misses={}, maxsize={}, currsize={})",
@@ -97,7 +97,7 @@ fn main() {
         info.hit_ratio() * 100.0,
         FETCHES.load(Ordering::Relaxed)
     );
-    if let Some(hot) = metadata.peek(&"/docs/0".to_string()) {
+    if let Some(hot) = metadata.cache().peek(&"/docs/0".to_string()) {
         println!(
             "hottest document: {} ({} bytes, {})",
             hot.path, hot.size, hot.owner

@@ -333,12 +333,12 @@ fn loading_cache_loads_once_and_counts() {
     assert_eq!(cache.get_or_load(&5), 10);
     assert_eq!(cache.get_or_load(&5), 10);
     assert_eq!(calls.load(Ordering::SeqCst), 1);
-    let stats = cache.stats();
+    let stats = cache.cache().stats();
     assert_eq!(
         (stats.hits, stats.misses, stats.inits, stats.inserts),
         (1, 1, 1, 1)
     );
-    assert_eq!(cache.get(&5), Some(10)); // Deref to the cache
+    assert_eq!(cache.cache().get(&5), Some(10)); // Deref to the cache
 }
 
 #[test]

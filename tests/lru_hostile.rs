@@ -137,15 +137,15 @@ impl Fixture {
         RUNS.with(|runs| runs.set(0));
         let fixture = Self { cache };
         for id in 0..CAPACITY as u64 {
-            fixture.cache.insert(Key::new(id), Value::new(id));
+            fixture.cache.cache().insert(Key::new(id), Value::new(id));
         }
-        fixture.cache.reset_stats();
+        fixture.cache.cache().reset_stats();
         REMOVED.with(|log| log.borrow_mut().clear());
         fixture
     }
 
     fn load(&self, id: u64) -> u64 {
-        let cache: &Cache = &self.cache;
+        let cache: &Cache = self.cache.cache();
         cache
             .get_or_init(&Key::new(id), || {
                 count_run();
@@ -155,7 +155,7 @@ impl Fixture {
     }
 
     fn fail(&self, id: u64) {
-        let cache: &Cache = &self.cache;
+        let cache: &Cache = self.cache.cache();
         let _ = cache.get_or_try_init(&Key::new(id), || {
             count_run();
             Err::<Value, _>("down")
@@ -163,7 +163,12 @@ impl Fixture {
     }
 
     fn ids(&self) -> BTreeSet<u64> {
-        self.cache.to_vec().into_iter().map(|(k, _)| k.id).collect()
+        self.cache
+            .cache()
+            .to_vec()
+            .into_iter()
+            .map(|(k, _)| k.id)
+            .collect()
     }
 }
 
@@ -179,7 +184,7 @@ enum Effect {
 }
 
 fn check(f: &Fixture, before: &BTreeSet<u64>, touched: &[u64], effect: Effect, fired: bool) {
-    let cache: &Cache = &f.cache;
+    let cache: &Cache = f.cache.cache();
     cache.check_invariants();
     let stats = cache.stats();
     assert!(Some(stats.len) <= stats.capacity, "{stats:?}");
@@ -291,7 +296,7 @@ fn lookups_and_loads_survive_a_panic_at_every_user_call() {
     // `get` moves its entry under exact LRU (a write) and sets a bit under
     // CLOCK.
     panics += sweep_op(&[3], Effect::Keeps, |f| {
-        f.cache.get(&Key::new(3));
+        f.cache.cache().get(&Key::new(3));
     });
     panics += sweep_op(&[500], Effect::Evicts(1), |f| {
         f.load(500);
@@ -311,25 +316,25 @@ fn lookups_and_loads_survive_a_panic_at_every_user_call() {
 fn writes_survive_a_panic_at_every_user_call() {
     let mut panics = 0;
     panics += sweep_op(&[600], Effect::Evicts(1), |f| {
-        f.cache.insert(Key::new(600), Value::new(600));
+        f.cache.cache().insert(Key::new(600), Value::new(600));
     });
     panics += sweep_op(&[5], Effect::Keeps, |f| {
-        f.cache.insert(Key::new(5), Value::new(5));
+        f.cache.cache().insert(Key::new(5), Value::new(5));
     });
     panics += sweep_op(&[4], Effect::Keeps, |f| {
-        f.cache.remove(&Key::new(4));
+        f.cache.cache().remove(&Key::new(4));
     });
-    panics += sweep_op(&[], Effect::Clears, |f| f.cache.clear());
+    panics += sweep_op(&[], Effect::Clears, |f| f.cache.cache().clear());
     // Inserts and removes fresh keys in one shard: tombstones, then
     // rehashing in place.
     let churned: Vec<u64> = (0..4).chain(5_000..5_032).collect();
     let one_shard = [SHAPES[0], SHAPES[2], SHAPES[4]];
     panics += sweep_shapes(&one_shard, &churned, Effect::Keeps, |f| {
         for id in 5_000..5_032 {
-            f.cache.remove(&Key::new(id % 4));
-            f.cache.insert(Key::new(id), Value::new(id));
-            f.cache.remove(&Key::new(id));
-            f.cache.insert(Key::new(id % 4), Value::new(id % 4));
+            f.cache.cache().remove(&Key::new(id % 4));
+            f.cache.cache().insert(Key::new(id), Value::new(id));
+            f.cache.cache().remove(&Key::new(id));
+            f.cache.cache().insert(Key::new(id % 4), Value::new(id % 4));
         }
     });
     println!("{panics} planted panics caught");
@@ -340,16 +345,16 @@ fn writes_survive_a_panic_at_every_user_call() {
 fn resizes_survive_a_panic_at_every_user_call() {
     let mut panics = 0;
     panics += sweep_op(&[], Effect::Evicts(CAPACITY - 4), |f| {
-        f.cache.resize(4).unwrap();
+        f.cache.cache().resize(4).unwrap();
     });
     panics += sweep_op(&[], Effect::Keeps, |f| {
-        f.cache.resize(4 * CAPACITY).unwrap();
+        f.cache.cache().resize(4 * CAPACITY).unwrap();
     });
     panics += sweep_op(&[700, 701], Effect::Evicts(CAPACITY), |f| {
-        f.cache.resize(4).unwrap();
-        f.cache.insert(Key::new(700), Value::new(700));
-        f.cache.resize(CAPACITY).unwrap();
-        f.cache.insert(Key::new(701), Value::new(701));
+        f.cache.cache().resize(4).unwrap();
+        f.cache.cache().insert(Key::new(700), Value::new(700));
+        f.cache.cache().resize(CAPACITY).unwrap();
+        f.cache.cache().insert(Key::new(701), Value::new(701));
     });
     println!("{panics} planted panics caught");
     assert!(panics > 10, "only {panics} panics planted");
@@ -368,11 +373,11 @@ fn every_loader_run_is_counted_even_when_storing_it_panics() {
             LIMIT,
             || Fixture::new(SHAPES[0]),
             |f| {
-                f.cache.remove(&Key::new(id));
+                f.cache.cache().remove(&Key::new(id));
                 f.cache.get_or_load(&Key::new(id));
             },
             |f, _| {
-                let stats = f.cache.stats();
+                let stats = f.cache.cache().stats();
                 assert_eq!(stats.inits, runs(), "{t:?}: {stats:?}");
             },
         );

@@ -390,8 +390,8 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCacheBuilder<K, V, S> {
     /// let parsed = larder::LruCache::builder().capacity(64)
     ///     .build_with_try_loader(|text: &String| text.parse::<u32>())
     ///     .unwrap();
-    /// assert_eq!(parsed.try_get_or_load("12").unwrap(), 12);
-    /// assert!(parsed.try_get_or_load("twelve").is_err());
+    /// assert_eq!(parsed.get_or_try_load("12").unwrap(), 12);
+    /// assert!(parsed.get_or_try_load("twelve").is_err());
     /// ```
     pub fn build_with_try_loader<E, F>(
         self,

@@ -13,7 +13,6 @@ use std::borrow::Borrow;
 use std::convert::Infallible;
 use std::fmt;
 use std::hash::{BuildHasher, Hash};
-use std::ops::Deref;
 
 use super::LruCache;
 use crate::sync::Arc;
@@ -218,8 +217,10 @@ type Loader<K, V, E> = Box<dyn Fn(&K) -> Result<V, E> + Send + Sync>;
 /// struct without naming a closure type. The box costs one indirect call
 /// per load, never anything on a hit.
 ///
-/// It dereferences to its [`LruCache`], so `get`, `insert`, `stats` and the
-/// rest are available as well.
+/// It does not dereference to its [`LruCache`] (a `get_or_init` that
+/// bypassed the loader would be one call away): reach the cache's other
+/// operations (`get`, `insert`, `remove`, `stats`, ...) explicitly through
+/// [`cache`](LoadingLruCache::cache).
 ///
 /// # Examples
 ///
@@ -232,9 +233,9 @@ type Loader<K, V, E> = Box<dyn Fn(&K) -> Result<V, E> + Send + Sync>;
 ///
 /// let service = Service { lengths: LruCache::with_loader(128, |path: &String| path.len()) };
 /// assert_eq!(service.lengths.get_or_load("/etc/hosts"), 10);
-/// assert_eq!(service.lengths.stats().misses, 1);
+/// assert_eq!(service.lengths.cache().stats().misses, 1);
 /// assert_eq!(service.lengths.get_or_load("/etc/hosts"), 10);
-/// assert_eq!(service.lengths.stats().hits, 1);
+/// assert_eq!(service.lengths.cache().stats().hits, 1);
 /// ```
 pub struct LoadingLruCache<K, V, E = Infallible, S = ahash::RandomState> {
     cache: LruCache<K, V, S>,
@@ -280,8 +281,8 @@ impl<K: Hash + Eq, V> LruCache<K, V> {
     /// let users = larder::LruCache::with_try_loader(8, |id: &u32| {
     ///     if *id == 0 { Err("no user 0") } else { Ok(format!("user {id}")) }
     /// });
-    /// assert_eq!(*users.try_get_or_load(&0).unwrap_err(), "no user 0");
-    /// assert_eq!(users.try_get_or_load(&3).unwrap().as_str(), "user 3");
+    /// assert_eq!(*users.get_or_try_load(&0).unwrap_err(), "no user 0");
+    /// assert_eq!(users.get_or_try_load(&3).unwrap().as_str(), "user 3");
     /// ```
     pub fn with_try_loader<E, F>(capacity: usize, loader: F) -> LoadingLruCache<K, V, E>
     where
@@ -303,13 +304,28 @@ impl<K, V, E, S> LoadingLruCache<K, V, E, S> {
     pub(crate) fn from_parts(cache: LruCache<K, V, S>, loader: Loader<K, V, E>) -> Self {
         Self { cache, loader }
     }
+
+    /// The cache underneath, for every operation but loading: `get`,
+    /// `get_with`, `insert`, `remove`, `clear`, `len`, `stats`, ...
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let squares = larder::LruCache::with_loader(8, |n: &u64| n * n);
+    /// assert_eq!(squares.get_or_load(&3), 9);
+    /// assert_eq!(squares.cache().get(&3), Some(9));
+    /// assert_eq!(squares.cache().stats().inits, 1);
+    /// ```
+    pub fn cache(&self) -> &LruCache<K, V, S> {
+        &self.cache
+    }
 }
 
 impl<K: Hash + Eq + Clone, V: Clone, S: BuildHasher> LoadingLruCache<K, V, Infallible, S> {
     /// The value of `key`, loaded by the cache's loader on a miss (once for
     /// all concurrent callers). See [`LruCache::get_or_init`]. Only for a
     /// cache whose loader cannot fail; a fallible one answers
-    /// [`try_get_or_load`](Self::try_get_or_load).
+    /// [`get_or_try_load`](Self::get_or_try_load).
     ///
     /// # Panics
     ///
@@ -326,7 +342,7 @@ impl<K: Hash + Eq + Clone, V: Clone, S: BuildHasher> LoadingLruCache<K, V, Infal
         K: Borrow<Q>,
         Q: ?Sized + Hash + Eq + ToOwned<Owned = K>,
     {
-        match self.try_get_or_load(key) {
+        match self.get_or_try_load(key) {
             Ok(value) => value,
             Err(never) => match *never {},
         }
@@ -354,10 +370,10 @@ impl<K: Hash + Eq + Clone, V: Clone, E, S: BuildHasher> LoadingLruCache<K, V, E,
     /// let cache = larder::LruCache::with_try_loader(8, |id: &u32| {
     ///     if *id == 0 { Err("no user 0") } else { Ok(format!("user {id}")) }
     /// });
-    /// assert_eq!(*cache.try_get_or_load(&0).unwrap_err(), "no user 0");
-    /// assert_eq!(cache.try_get_or_load(&3).unwrap().as_str(), "user 3");
+    /// assert_eq!(*cache.get_or_try_load(&0).unwrap_err(), "no user 0");
+    /// assert_eq!(cache.get_or_try_load(&3).unwrap().as_str(), "user 3");
     /// ```
-    pub fn try_get_or_load<Q>(&self, key: &Q) -> Result<V, Arc<E>>
+    pub fn get_or_try_load<Q>(&self, key: &Q) -> Result<V, Arc<E>>
     where
         K: Borrow<Q>,
         Q: ?Sized + Hash + Eq + ToOwned<Owned = K>,
@@ -370,13 +386,6 @@ impl<K: Hash + Eq + Clone, V: Clone, E, S: BuildHasher> LoadingLruCache<K, V, E,
         let owned = key.to_owned();
         self.cache
             .load_missed(hash, &owned, || (self.loader)(&owned))
-    }
-}
-
-impl<K, V, E, S> Deref for LoadingLruCache<K, V, E, S> {
-    type Target = LruCache<K, V, S>;
-    fn deref(&self) -> &LruCache<K, V, S> {
-        &self.cache
     }
 }
 
