@@ -14,32 +14,33 @@ use larder::{
     TypedCacheBuilder, Versioned, WorkQueue, WorkQueueBuilder, WorkQueueStats,
 };
 
-/// A value that is not `Debug`: containers print a summary, never their
-/// entries, so they need no `V: Debug`.
+/// A type that is not `Debug` (nor `Hash`, `Eq`, `Ord`): containers print
+/// a summary, never their entries, so they need no bound on `K` or `V`.
 struct Opaque;
 
 fn assert_debug<T: Debug + ?Sized>() {}
 
 #[test]
 fn every_public_type_is_debug() {
-    // Containers and builders: no bound on the value type.
-    assert_debug::<IndexedStore<String, Opaque>>();
-    assert_debug::<IndexedStoreBuilder<String, Opaque>>();
-    assert_debug::<Transaction<String, Opaque>>();
-    assert_debug::<OrderedIndex<String, Opaque>>();
-    assert_debug::<OrderedIndexBuilder<String, Opaque>>();
-    assert_debug::<LruCache<String, Opaque>>();
-    assert_debug::<LruCacheBuilder<String, Opaque>>();
-    assert_debug::<LoadingLruCache<String, Opaque>>();
-    assert_debug::<TypedCache<String, Opaque>>();
-    assert_debug::<TypedCacheBuilder<String, Opaque>>();
-    assert_debug::<AnyCache<String>>();
-    assert_debug::<AnyCacheBuilder<String>>();
-    assert_debug::<WorkQueue<String>>();
-    assert_debug::<WorkQueueBuilder<String>>();
+    // Containers and builders: no bound on their parameters (`Opaque` is
+    // neither `Debug` nor `Hash`, `Eq` or `Ord`).
+    assert_debug::<IndexedStore<Opaque, Opaque>>();
+    assert_debug::<IndexedStoreBuilder<Opaque, Opaque>>();
+    assert_debug::<Transaction<Opaque, Opaque>>();
+    assert_debug::<OrderedIndex<Opaque, Opaque>>();
+    assert_debug::<OrderedIndexBuilder<Opaque, Opaque>>();
+    assert_debug::<LruCache<Opaque, Opaque>>();
+    assert_debug::<LruCacheBuilder<Opaque, Opaque>>();
+    assert_debug::<LoadingLruCache<Opaque, Opaque>>();
+    assert_debug::<TypedCache<Opaque, Opaque>>();
+    assert_debug::<TypedCacheBuilder<Opaque, Opaque>>();
+    assert_debug::<AnyCache<Opaque>>();
+    assert_debug::<AnyCacheBuilder<Opaque>>();
+    assert_debug::<WorkQueue<Opaque>>();
+    assert_debug::<WorkQueueBuilder<Opaque>>();
     assert_debug::<CachedReader<'static, Opaque>>();
-    assert_debug::<ExponentialBackoff<String>>();
-    assert_debug::<MaxOf<String>>();
+    assert_debug::<ExponentialBackoff<Opaque>>();
+    assert_debug::<MaxOf<Opaque>>();
     // Views that print what they hold: `T: Debug`.
     assert_debug::<Snapshot<String>>();
     assert_debug::<Guard<String>>();

@@ -817,11 +817,7 @@ where
     Ok(core)
 }
 
-impl<K, V, S> fmt::Debug for IndexedStore<K, V, S>
-where
-    K: Hash + Eq + Clone,
-    S: BuildHasher,
-{
+impl<K, V, S> fmt::Debug for IndexedStore<K, V, S> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let core = self.state.read();
         f.debug_struct("IndexedStore")

@@ -708,10 +708,7 @@ impl<K: Ord + Clone + Hash, V> FromIterator<(K, V)> for OrderedIndex<K, V> {
 /// A summary (length and configuration), like every larder container; the
 /// entries are not printed: format a [`snapshot`](OrderedIndex::snapshot)
 /// to see them.
-impl<K, V, S> fmt::Debug for OrderedIndex<K, V, S>
-where
-    K: Ord + Clone,
-{
+impl<K, V, S> fmt::Debug for OrderedIndex<K, V, S> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("OrderedIndex")
             .field("len", &self.len())
