@@ -68,14 +68,7 @@ fn ordered_reads_and_consumption() {
     assert_eq!(seen, [(1, "v1".to_string()), (2, "v2".to_string())]);
     assert_eq!(index.pop_last().map(|(k, _)| k), Some(5));
     assert_eq!(keys(&index.drain_to(Bound::Included(&3))), [1, 2, 3]);
-    assert_eq!(
-        index
-            .to_vec()
-            .into_iter()
-            .map(|(k, _)| k)
-            .collect::<Vec<_>>(),
-        [4]
-    );
+    assert_eq!(keys(&index.to_vec()), [4]);
     assert!(index.contains_key(&4) && !index.contains_key(&1));
     assert_eq!(format!("{:?}", index.snapshot()), r#"{4: "v4"}"#);
     let summary = format!("{index:?}");

@@ -212,14 +212,8 @@ fn snapshot_outlives_writes_and_clear() {
     index.insert(9, "nine".into());
     assert_eq!(view.len(), 5);
     assert_eq!(view.first().map(|(k, v)| (*k, v.as_str())), Some((0, "0")));
-    assert_eq!(
-        index
-            .to_vec()
-            .into_iter()
-            .map(|(k, _)| k)
-            .collect::<Vec<_>>(),
-        [9]
-    );
+    let keys: Vec<u32> = index.to_vec().into_iter().map(|(k, _)| k).collect();
+    assert_eq!(keys, [9]);
     assert_eq!(format!("{:?}", index.snapshot()), r#"{9: "nine"}"#);
     let summary = format!("{index:?}");
     assert!(summary.starts_with("OrderedIndex { len: 1, "), "{summary}");
