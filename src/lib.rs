@@ -143,18 +143,20 @@
 //! | read a value in place | `get_with(&Q, f)` | `load` (a guard) | ✓ | ✓ | ✓ (`peek_with`: no recency) | ✓ | ✓ | — |
 //! | is a key present | `contains_key(&Q)` | — | ✓ | ✓ | ✓ | ✓ | ✓ | — |
 //! | store a value | `insert(K, V)` | `store` | ✓ | ✓ | ✓ | ✓ | ✓ | `add` |
-//! | remove one key | `remove(&Q)` | — | ✓ | ✓ | ✓ | ✓ | ✓ | `done`, `forget` |
+//! | store many, all or nothing | `replace`, `transaction`, `try_extend` | — | ✓ | — | — | — | — | — |
+//! | remove one key | `remove(&Q)` | — | ✓ | ✓ | ✓ | ✓ | ✓ | — |
 //! | remove every key | `clear()` | — | ✓ | ✓ | ✓ | ✓ | ✓ | — |
 //! | load a missing key once | `get_or_init(&Q, f)`, `get_or_try_init` | — | — | — | ✓ | ✓ | ✓ | — |
-//! | the same, awaiting the init | `get_or_init_async(&Q, f)`, `get_or_try_init_async` | — | — | — | ✓ | ✓ | ✓ | — |
+//! | the same, awaiting the init | `get_or_init_async(&Q, f)`, `get_or_try_init_async` | — | — | — | ✓ | ✓ | ✓ (key looked up at first poll) | — |
+//! | load with the loader the cache owns | `get_or_load(&Q)`, `get_or_try_load` | — | — | — | [`LoadingLruCache`], other operations through its `cache()` | — | — | — |
 //! | counters | `stats()` | `version` | `revision` | — | `CacheStats` | `CacheStats` | `CacheStats` | `WorkQueueStats` |
 //! | how many entries | `len()`, `is_empty()` | — | ✓ | ✓ | ✓ | ✓ | ✓ | ✓ |
 //! | the bound on entries | `capacity` | — | — | — | ✓ | ✓ | ✓ | — |
 //! | room reserved up front | `initial_capacity` | — | ✓ | — | — | — | — | — |
 //! | entries per leaf | `leaf_size` | — | — | ✓ | — | — | — | — |
 //! | configure, then build | `X::builder()` … `build() -> Result<X, BuildError>` | — (`new`) | ✓ | ✓ | ✓ | ✓ | ✓ | ✓ |
-//! | every entry, copied (O(n)) | `to_vec()` | — | atomic | per leaf | per shard | per shard | — | — |
-//! | a key range, copied | `range_to_vec(range)` | — | — | per leaf | — | — | — | — |
+//! | every entry, copied (O(n)) | `to_vec()` | — | one atomic cut | one atomic cut | shard by shard | shard by shard | — | — |
+//! | a key range, copied | `range_to_vec(range)` | — | — | one atomic cut | — | — | — | — |
 //! | a consistent view to iterate lazily | `snapshot()`, then `iter()` | `load` | — | O(1) or O(n) | — | — | — | — |
 //! | print it | `Debug` | ✓ | ✓ | ✓ | ✓ | ✓ | ✓ | ✓ |
 //!
@@ -183,10 +185,15 @@
 //! - **Keys are borrowed** the same way in every lookup, removal and
 //!   single-flight call: `&Q` where `K: Borrow<Q>`, `Q: ?Sized`, so a
 //!   `String`-keyed container takes `"k"` in `get` and in `get_or_init`
-//!   alike (a miss that must store the key builds it with `ToOwned`).
+//!   alike (a miss that must store the key builds it with `ToOwned`). A
+//!   key type that is itself a reference (`&'static str`) cannot be built
+//!   from a shorter borrow: the calls that may store the key then take
+//!   `&key` (`get_or_init(&"k", ..)`), the others take `"k"` as well.
 //! - **Async forms have one shape:** `x_async(&Q, f)` is the blocking
-//!   `x(&Q, f)` awaited; the key is looked up when the method is called, and
-//!   no turbofish is needed.
+//!   `x(&Q, f)` awaited, with the value type inferred from the init's
+//!   future (no turbofish). `LruCache`'s and `TypedCache`'s look the key up
+//!   when the method is called; `AnyCache`'s, when the future is first
+//!   polled (its key view lives in the future).
 //! - **`capacity` is a bound.** Never a pre-allocation (that is
 //!   `initial_capacity`, whose failure is a `BuildError`) and never a node
 //!   size (`leaf_size`).
@@ -196,7 +203,9 @@
 //!   setting at fault. An error names one condition once: a duplicate index
 //!   is [`IndexError::DuplicateIndex`] whether `add_index` or `build` finds
 //!   it. Shortcut constructors that take a bound (`LruCache::new(capacity)`)
-//!   panic on an invalid one, as documented under their *Panics*.
+//!   panic on an invalid one, as documented under their *Panics*. The
+//!   `reflector` module's builders take their required parts as arguments
+//!   (`Reflector::builder(source, store)`) and have errors of their own.
 //! - **Iteration is named for its cost.** `iter()` is lazy and borrows a
 //!   view that cannot change under it (a snapshot's); a method that copies
 //!   every entry into a `Vec` is `to_vec()` and says whether the copy is
