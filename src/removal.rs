@@ -30,7 +30,8 @@ use crate::sync::Arc;
 ///
 /// let log = Arc::new(Mutex::new(Vec::new()));
 /// let seen = Arc::clone(&log);
-/// let cache = LruCache::builder().capacity(1)
+/// let cache = LruCache::builder()
+///     .capacity(1)
 ///     .eviction_listener(move |key: u32, _value: &str, cause: RemovalCause| {
 ///         seen.lock().unwrap().push((key, cause));
 ///     })

@@ -133,7 +133,8 @@ proptest! {
     fn one_shard_matches_the_model(capacity in 1usize..8, ops in prop::collection::vec(op(), 1..150)) {
         let evicted = Arc::new(Mutex::new(Vec::new()));
         let log = Arc::clone(&evicted);
-        let cache = LruCache::builder().capacity(capacity)
+        let cache = LruCache::builder()
+            .capacity(capacity)
             .shards(1)
             .eviction_listener(move |k: u8, v: u16, cause: RemovalCause| {
                 log.lock().unwrap().push((k, v, cause));

@@ -63,8 +63,10 @@ pub(crate) fn default_shards(capacity: usize, policy: LruPolicy) -> usize {
     shards.max(1)
 }
 
-/// Configures an [`LruCache`]: capacity, shard count, hasher and eviction
-/// listener. Start with [`LruCache::builder`].
+/// Configures an [`LruCache`]: capacity (required), shard count, policy,
+/// hasher, weigher and eviction listener. Start with [`LruCache::builder`];
+/// [`build`](Self::build) checks the settings and returns
+/// `Result<LruCache, BuildError>`.
 ///
 /// # Examples
 ///
@@ -74,7 +76,8 @@ pub(crate) fn default_shards(capacity: usize, policy: LruPolicy) -> usize {
 ///
 /// let evicted = Arc::new(Mutex::new(Vec::new()));
 /// let log = Arc::clone(&evicted);
-/// let cache = LruCache::builder().capacity(2)
+/// let cache = LruCache::builder()
+///     .capacity(2)
 ///     .shards(1)
 ///     .eviction_listener(move |key: &'static str, value: u32, cause: RemovalCause| {
 ///         log.lock().unwrap().push((key, value, cause));
@@ -156,7 +159,8 @@ impl<K, V, S> LruCacheBuilder<K, V, S> {
     ///
     /// ```
     /// use larder::{LruCache, LruPolicy};
-    /// let cache = LruCache::<u32, u32>::builder().capacity(64)
+    /// let cache = LruCache::<u32, u32>::builder()
+    ///     .capacity(64)
     ///     .policy(LruPolicy::Clock)
     ///     .build()
     ///     .unwrap();
@@ -173,7 +177,8 @@ impl<K, V, S> LruCacheBuilder<K, V, S> {
     ///
     /// ```
     /// use std::collections::hash_map::RandomState;
-    /// let cache = larder::LruCache::<u32, u32>::builder().capacity(8)
+    /// let cache = larder::LruCache::<u32, u32>::builder()
+    ///     .capacity(8)
     ///     .hasher(RandomState::new())
     ///     .build()
     ///     .unwrap();
@@ -222,7 +227,8 @@ impl<K, V, S> LruCacheBuilder<K, V, S> {
     ///
     /// let evictions = Arc::new(AtomicUsize::new(0));
     /// let seen = Arc::clone(&evictions);
-    /// let cache = larder::LruCache::builder().capacity(1)
+    /// let cache = larder::LruCache::builder()
+    ///     .capacity(1)
     ///     .eviction_listener(move |_key: u32, _value: u32, cause: RemovalCause| {
     ///         if cause.was_evicted() {
     ///             seen.fetch_add(1, Ordering::Relaxed);
@@ -286,7 +292,8 @@ impl<K, V, S> LruCacheBuilder<K, V, S> {
     /// use larder::LruCache;
     ///
     /// // At most 10 bytes of values, in one shard.
-    /// let cache = LruCache::builder().capacity(10)
+    /// let cache = LruCache::builder()
+    ///     .capacity(10)
     ///     .shards(1)
     ///     .weigher(|_key: &&str, value: &String| value.len() as u32)
     ///     .build()?;
@@ -359,7 +366,8 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCacheBuilder<K, V, S> {
     /// # Examples
     ///
     /// ```
-    /// let squares = larder::LruCache::builder().capacity(64)
+    /// let squares = larder::LruCache::builder()
+    ///     .capacity(64)
     ///     .build_with_loader(|n: &u64| n * n)
     ///     .unwrap();
     /// assert_eq!(squares.get_or_load(&12), 144);
@@ -387,7 +395,8 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCacheBuilder<K, V, S> {
     /// # Examples
     ///
     /// ```
-    /// let parsed = larder::LruCache::builder().capacity(64)
+    /// let parsed = larder::LruCache::builder()
+    ///     .capacity(64)
     ///     .build_with_try_loader(|text: &String| text.parse::<u32>())
     ///     .unwrap();
     /// assert_eq!(parsed.get_or_try_load("12").unwrap(), 12);

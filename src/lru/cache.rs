@@ -410,7 +410,8 @@ impl<K, V, S> LruCache<K, V, S> {
     /// # Examples
     ///
     /// ```
-    /// let cache = larder::LruCache::builder().capacity(10)
+    /// let cache = larder::LruCache::builder()
+    ///     .capacity(10)
     ///     .shards(1)
     ///     .weigher(|_key: &u8, value: &String| value.len() as u32)
     ///     .build()

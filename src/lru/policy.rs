@@ -45,7 +45,8 @@ use super::s3fifo::S3FifoCore;
 /// ```
 /// use larder::{LruCache, LruPolicy};
 ///
-/// let cache = LruCache::builder().capacity(2)
+/// let cache = LruCache::builder()
+///     .capacity(2)
 ///     .shards(1)
 ///     .policy(LruPolicy::Clock)
 ///     .build()

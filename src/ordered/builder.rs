@@ -16,7 +16,8 @@ use crate::error::BuildError;
 /// whether point lookups go through a hash table, and which hasher that
 /// table uses. Made by [`OrderedIndex::builder`]; every setting has a
 /// default, and none can be wrong (a leaf size below 2 counts as 2), so
-/// [`build`](Self::build) cannot fail.
+/// [`build`](Self::build) never returns its error today; it returns a
+/// `Result` as every builder in this crate does.
 ///
 /// | setting | default | choose the other when |
 /// |---|---|---|
@@ -32,7 +33,8 @@ use crate::error::BuildError;
 ///
 /// let index: OrderedIndex<String, u32> = OrderedIndex::builder()
 ///     .lock(OrderedLock::Single)
-///     .build().unwrap();
+///     .build()
+///     .unwrap();
 /// index.insert("b".into(), 2);
 /// index.insert("a".into(), 1);
 /// assert_eq!(index.get("a").as_deref(), Some(&1));

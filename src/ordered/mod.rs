@@ -292,7 +292,8 @@ impl<K, V> OrderedIndex<K, V> {
     /// let offsets: OrderedIndex<u64, String> = OrderedIndex::builder()
     ///     .lock(OrderedLock::Single)
     ///     .point_lookups(false)
-    ///     .build().unwrap();
+    ///     .build()
+    ///     .unwrap();
     /// offsets.insert(7, "message 7".into());
     /// assert_eq!(offsets.pop_first().map(|(offset, _)| offset), Some(7));
     /// ```

@@ -9,9 +9,9 @@ use crate::sync::Arc;
 use crate::{Clock, SystemClock};
 
 /// Builds a [`WorkQueue`] with another clock, rate limiter or hasher than
-/// [`WorkQueue::new`]'s. Every setting is valid, so
-/// [`build`](Self::build) returns the queue (the limiters' own
-/// constructors check theirs).
+/// [`WorkQueue::new`]'s. Every setting is valid (the limiters' own
+/// constructors check theirs), so [`build`](Self::build) never returns its
+/// error today; it returns a `Result` as every builder in this crate does.
 ///
 /// # Examples
 ///
@@ -22,7 +22,8 @@ use crate::{Clock, SystemClock};
 /// let queue: WorkQueue<String> = WorkQueue::builder()
 ///     .clock(clock.clone())
 ///     .rate_limiter(TokenBucket::new(50.0, 10).unwrap())
-///     .build().unwrap();
+///     .build()
+///     .unwrap();
 /// assert!(queue.is_empty());
 /// ```
 pub struct WorkQueueBuilder<K, S = ahash::RandomState> {
