@@ -147,7 +147,7 @@
 //! | remove one key | `remove(&Q)` | — | ✓ | ✓ | ✓ | ✓ | ✓ | — |
 //! | remove every key | `clear()` | — | ✓ | ✓ | ✓ | ✓ | ✓ | — |
 //! | load a missing key once | `get_or_init(&Q, f)`, `get_or_try_init` | — | — | — | ✓ | ✓ | ✓ | — |
-//! | the same, awaiting the init | `get_or_init_async(&Q, f)`, `get_or_try_init_async` | — | — | — | ✓ | ✓ | ✓ (key looked up at first poll) | — |
+//! | the same, awaiting the init | `get_or_init_async(&Q, f)`, `get_or_try_init_async` | — | — | — | ✓ | ✓ | ✓ | — |
 //! | load with the loader the cache owns | `get_or_load(&Q)`, `get_or_try_load` | — | — | — | [`LoadingLruCache`], other operations through its `cache()` | — | — | — |
 //! | counters | `stats()` | `version` | `revision` | — | `CacheStats` | `CacheStats` | `CacheStats` | `WorkQueueStats` |
 //! | how many entries | `len()`, `is_empty()` | — | ✓ | ✓ | ✓ | ✓ | ✓ | ✓ |
@@ -190,10 +190,10 @@
 //!   from a shorter borrow: the calls that may store the key then take
 //!   `&key` (`get_or_init(&"k", ..)`), the others take `"k"` as well.
 //! - **Async forms have one shape:** `x_async(&Q, f)` is the blocking
-//!   `x(&Q, f)` awaited, with the value type inferred from the init's
-//!   future (no turbofish). `LruCache`'s and `TypedCache`'s look the key up
-//!   when the method is called; `AnyCache`'s, when the future is first
-//!   polled (its key view lives in the future).
+//!   `x(&Q, f)` awaited, with the key looked up when the method is called
+//!   (a hit's future is ready at its first poll) and the value type
+//!   inferred from the init's future or from the result's annotation, never
+//!   from a turbofish.
 //! - **`capacity` is a bound.** Never a pre-allocation (that is
 //!   `initial_capacity`, whose failure is a `BuildError`) and never a node
 //!   size (`leaf_size`).

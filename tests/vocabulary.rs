@@ -199,3 +199,21 @@ fn loading_caches_take_the_key_as_get_does_and_share_one_stats_type() {
         assert_eq!((init_failures, waits), (0, 0));
     }
 }
+
+#[test]
+fn async_forms_look_the_key_up_at_the_call() {
+    let lru: LruCache<String, u32> = LruCache::new(8);
+    let typed: TypedCache<String, u32> = TypedCache::new();
+    let any: AnyCache<String> = AnyCache::new();
+    lru.insert("k".to_string(), 1);
+    typed.insert("k".to_string(), 1);
+    any.insert("k".to_string(), 1_u32);
+    // Each future is dropped unpolled: the hit was counted when it was made.
+    drop(lru.get_or_init_async("k", || async { 2 }));
+    drop(typed.get_or_init_async("k", || async { 2 }));
+    drop(any.get_or_init_async("k", || async { 2_u32 }));
+    drop(any.get_or_try_init_async("k", || async { Ok::<_, ()>(2_u32) }));
+    assert_eq!(lru.stats().hits, 1);
+    assert_eq!(typed.stats().hits, 1);
+    assert_eq!(any.stats().hits, 2);
+}

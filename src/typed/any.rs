@@ -308,8 +308,11 @@ where
     /// the async form of [`get_or_init`](AnyCache::get_or_init), with the
     /// guarantees, cancellation and re-entrancy rules of
     /// [`TypedCache::get_or_init_async`](crate::TypedCache::get_or_init_async).
-    /// A hit borrows the key and allocates nothing; the owned key is built
-    /// only on a miss.
+    /// The key is looked up when the method is called, as
+    /// `TypedCache`'s is: a hit borrows the key, allocates nothing and
+    /// returns a future that is ready at its first poll; a miss starts its
+    /// flight when the future is first polled, and the owned key is built
+    /// only then.
     ///
     /// # Cancellation
     ///
@@ -329,11 +332,12 @@ where
     /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
     /// let cache: larder::AnyCache<String> = larder::AnyCache::new();
     /// let pi = cache.get_or_init_async("pi", || async { 3.14_f64 }).await;
-    /// let again = cache.get_or_init_async::<f64, _, _, _>("pi", || async { unreachable!() }).await;
+    /// // An init that never returns leaves `V` to the annotation, no turbofish.
+    /// let again: std::sync::Arc<f64> = cache.get_or_init_async("pi", || async { unreachable!() }).await;
     /// assert!(std::sync::Arc::ptr_eq(&pi, &again));
     /// # });
     /// ```
-    pub async fn get_or_init_async<V, Q, F, Fut>(&self, key: &Q, init: F) -> Arc<V>
+    pub fn get_or_init_async<V, Q, F, Fut>(&self, key: &Q, init: F) -> impl Future<Output = Arc<V>>
     where
         F: FnOnce() -> Fut,
         Fut: Future<Output = V>,
@@ -341,22 +345,57 @@ where
         K: Borrow<Q> + Sync,
         Q: ?Sized + Hash + Eq + Sync + ToOwned<Owned = K>,
     {
-        // One level over the raw future (it holds the key's view, which the
-        // raw future borrows).
+        self.init_async(
+            key,
+            init,
+            |value| Ok::<_, std::convert::Infallible>(Erased(Arc::new(value))),
+            |outcome| match outcome {
+                Ok(value) => value,
+                Err(never) => match *never {},
+            },
+        )
+    }
+
+    /// Both async forms: the key is looked up now, at the call (a hit
+    /// counts and costs no future state); a miss runs the flight protocol
+    /// when the returned future is polled, with the key's view built there
+    /// (the raw future borrows it, so it must live in the future).
+    fn init_async<V, E, Q, F, Fut, O>(
+        &self,
+        key: &Q,
+        init: F,
+        lift: impl Fn(Fut::Output) -> Result<Erased, E> + Copy,
+        finish: impl Fn(Result<Arc<V>, Arc<E>>) -> O + Copy,
+    ) -> impl Future<Output = O>
+    where
+        F: FnOnce() -> Fut,
+        Fut: Future,
+        V: Send + Sync + 'static,
+        E: Send + Sync + 'static,
+        K: Borrow<Q> + Sync,
+        Q: ?Sized + Hash + Eq + Sync + ToOwned<Owned = K>,
+    {
         let view = (key, TypeId::of::<V>());
-        self.raw
-            .get_or_try_init_async(
-                &view as &(dyn KeyView<Q> + Sync),
-                move |_| Self::typed::<V>(key.to_owned()),
-                init,
-                |value| Ok::<_, std::convert::Infallible>(Erased(Arc::new(value))),
-                downcast::<V>,
-                |outcome| match outcome {
-                    Ok(value) => value,
-                    Err(never) => match *never {},
-                },
-            )
-            .await
+        let view = &view as &(dyn KeyView<Q> + Sync);
+        let hash = self.raw.hasher().hash_one(view);
+        let hit = self.raw.hit(hash, view, downcast::<V>);
+        async move {
+            if let Some(value) = hit {
+                return finish(Ok(value));
+            }
+            let view = (key, TypeId::of::<V>());
+            self.raw
+                .miss_async(
+                    hash,
+                    &view as &(dyn KeyView<Q> + Sync),
+                    move |_| Self::typed::<V>(key.to_owned()),
+                    init,
+                    lift,
+                    downcast::<V>,
+                    finish,
+                )
+                .await
+        }
     }
 
     /// The fallible [`get_or_init_async`](AnyCache::get_or_init_async).
@@ -385,11 +424,11 @@ where
     /// assert_eq!(*port.unwrap(), 80);
     /// # });
     /// ```
-    pub async fn get_or_try_init_async<V, E, Q, F, Fut>(
+    pub fn get_or_try_init_async<V, E, Q, F, Fut>(
         &self,
         key: &Q,
         init: F,
-    ) -> Result<Arc<V>, Arc<E>>
+    ) -> impl Future<Output = Result<Arc<V>, Arc<E>>>
     where
         F: FnOnce() -> Fut,
         Fut: Future<Output = Result<V, E>>,
@@ -398,19 +437,12 @@ where
         K: Borrow<Q> + Sync,
         Q: ?Sized + Hash + Eq + Sync + ToOwned<Owned = K>,
     {
-        // One level over the raw future (it holds the key's view, which the
-        // raw future borrows).
-        let view = (key, TypeId::of::<V>());
-        self.raw
-            .get_or_try_init_async(
-                &view as &(dyn KeyView<Q> + Sync),
-                move |_| Self::typed::<V>(key.to_owned()),
-                init,
-                |result: Result<V, E>| result.map(|value| Erased(Arc::new(value))),
-                downcast::<V>,
-                std::convert::identity,
-            )
-            .await
+        self.init_async(
+            key,
+            init,
+            |result: Result<V, E>| result.map(|value| Erased(Arc::new(value))),
+            std::convert::identity,
+        )
     }
 
     /// The live `V` under `key`, if any; counts a hit or a miss.

@@ -383,7 +383,7 @@ where
     /// caller's own code.
     #[cold]
     #[allow(clippy::too_many_arguments)]
-    fn miss_async<'a, Q, E, F, Fut, R, P, O>(
+    pub(crate) fn miss_async<'a, Q, E, F, Fut, R, P, O>(
         &'a self,
         hash: u64,
         key: &Q,
