@@ -112,9 +112,6 @@
 //!
 //! ## Conventions
 //!
-//! - **Keys are borrowed** in every lookup, removal and single-flight call
-//!   (`&Q` where `K: Borrow<Q>`): a hit never allocates; a miss that must
-//!   store the key builds it with `ToOwned` first.
 //! - **Sharing:** no container is `Clone`. Share one as `Arc<LruCache<..>>`
 //!   (or by reference across scoped threads). A `Clone` handle would hide
 //!   the same `Arc` inside and make every owner that never shares pay a
@@ -128,8 +125,6 @@
 //!   on it. A panic in user code (a loader, an index function, `Hash`,
 //!   `Eq`, `Ord`, `Clone`, `Drop`) leaves the container consistent and
 //!   unpoisoned, and loses no other entry.
-//! - **`Debug`** on a container prints a summary (length, configuration),
-//!   never every entry; snapshots and views print their entries.
 //!
 //! ## Vocabulary
 //!
@@ -185,7 +180,8 @@
 //! - **Keys are borrowed** the same way in every lookup, removal and
 //!   single-flight call: `&Q` where `K: Borrow<Q>`, `Q: ?Sized`, so a
 //!   `String`-keyed container takes `"k"` in `get` and in `get_or_init`
-//!   alike (a miss that must store the key builds it with `ToOwned`). A
+//!   alike. A hit never allocates; a miss that must store the key builds
+//!   it with `ToOwned` first. A
 //!   key type that is itself a reference (`&'static str`) cannot be built
 //!   from a shorter borrow: the calls that may store the key then take
 //!   `&key` (`get_or_init(&"k", ..)`), the others take `"k"` as well.
