@@ -143,7 +143,7 @@
 //! | remove every key | `clear()` | — | ✓ | ✓ | ✓ | ✓ | ✓ | — |
 //! | load a missing key once | `get_or_init(&Q, f)`, `get_or_try_init` | — | — | — | ✓ | ✓ | ✓ | — |
 //! | the same, awaiting the init | `get_or_init_async(&Q, f)`, `get_or_try_init_async` | — | — | — | ✓ | ✓ | ✓ | — |
-//! | load with the loader the cache owns | `get_or_load(&Q)`, `get_or_try_load` | — | — | — | [`LoadingLruCache`], other operations through its `cache()` | — | — | — |
+//! | load with the loader the cache owns | `get_or_load(&Q)`, `get_or_try_load`, their `_async` forms | — | — | — | [`LoadingLruCache`] (sync loader), [`AsyncLoadingLruCache`] (async loader), other operations through their `cache()` | — | — | — |
 //! | counters | `stats()` | `version` | `revision` | — | `CacheStats` | `CacheStats` | `CacheStats` | `WorkQueueStats` |
 //! | how many entries | `len()`, `is_empty()` | — | ✓ | ✓ | ✓ | ✓ | ✓ | ✓ |
 //! | the bound on entries | `capacity` | — | — | — | ✓ | ✓ | ✓ | — |
@@ -318,7 +318,7 @@ mod workqueue;
 
 pub use error::BuildError;
 pub use indexed::{IndexError, IndexedStore, IndexedStoreBuilder, Transaction};
-pub use lru::{LoadingLruCache, LruCache, LruCacheBuilder, LruPolicy};
+pub use lru::{AsyncLoadingLruCache, LoadingLruCache, LruCache, LruCacheBuilder, LruPolicy};
 pub use ordered::{OrderedIndex, OrderedIndexBuilder, OrderedLock, OrderedSnapshot};
 pub use removal::RemovalCause;
 pub use snapshot::{CachedReader, CompareAndSwapError, Guard, Snapshot, Versioned};

@@ -6,12 +6,12 @@ use std::fmt::Debug;
 use std::sync::Arc;
 
 use larder::{
-    AnyCache, AnyCacheBuilder, BuildError, CacheStats, CachedReader, CoarseClock,
-    CompareAndSwapError, ExponentialBackoff, GetTimeoutError, Guard, IndexError, IndexedStore,
-    IndexedStoreBuilder, LoadingLruCache, LruCache, LruCacheBuilder, LruPolicy, ManualClock, MaxOf,
-    OrderedIndex, OrderedIndexBuilder, OrderedLock, OrderedSnapshot, RateLimiterError,
-    RemovalCause, Snapshot, SystemClock, TokenBucket, Transaction, TryGetError, TypedCache,
-    TypedCacheBuilder, Versioned, WorkQueue, WorkQueueBuilder, WorkQueueStats,
+    AnyCache, AnyCacheBuilder, AsyncLoadingLruCache, BuildError, CacheStats, CachedReader,
+    CoarseClock, CompareAndSwapError, ExponentialBackoff, GetTimeoutError, Guard, IndexError,
+    IndexedStore, IndexedStoreBuilder, LoadingLruCache, LruCache, LruCacheBuilder, LruPolicy,
+    ManualClock, MaxOf, OrderedIndex, OrderedIndexBuilder, OrderedLock, OrderedSnapshot,
+    RateLimiterError, RemovalCause, Snapshot, SystemClock, TokenBucket, Transaction, TryGetError,
+    TypedCache, TypedCacheBuilder, Versioned, WorkQueue, WorkQueueBuilder, WorkQueueStats,
 };
 
 /// A type that is not `Debug` (nor `Hash`, `Eq`, `Ord`): containers print
@@ -32,6 +32,7 @@ fn every_public_type_is_debug() {
     assert_debug::<LruCache<Opaque, Opaque>>();
     assert_debug::<LruCacheBuilder<Opaque, Opaque>>();
     assert_debug::<LoadingLruCache<Opaque, Opaque>>();
+    assert_debug::<AsyncLoadingLruCache<Opaque, Opaque>>();
     assert_debug::<TypedCache<Opaque, Opaque>>();
     assert_debug::<TypedCacheBuilder<Opaque, Opaque>>();
     assert_debug::<AnyCache<Opaque>>();
@@ -216,4 +217,49 @@ fn async_forms_look_the_key_up_at_the_call() {
     assert_eq!(lru.stats().hits, 1);
     assert_eq!(typed.stats().hits, 1);
     assert_eq!(any.stats().hits, 2);
+}
+
+#[test]
+fn loading_caches_own_a_sync_or_an_async_loader_and_load_each_key_once() {
+    let sync: LoadingLruCache<String, usize> = LruCache::with_loader(8, |k: &String| k.len());
+    assert_eq!(sync.get_or_load("abc"), 3);
+    assert_eq!(sync.get_or_try_load("abc"), Ok(3));
+    assert_eq!(sync.cache().stats().inits, 1);
+
+    let loads = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counted = Arc::clone(&loads);
+    let cache: AsyncLoadingLruCache<String, usize> =
+        LruCache::with_async_loader(8, move |k: &String| {
+            counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            let len = k.len();
+            async move {
+                tokio::task::yield_now().await;
+                len
+            }
+        });
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        // Two callers miss the key together: one load, one wait.
+        let (a, b) = tokio::join!(
+            cache.get_or_load_async("abcd"),
+            cache.get_or_load_async("abcd")
+        );
+        assert_eq!((a, b), (4, 4));
+    });
+    assert_eq!(loads.load(std::sync::atomic::Ordering::SeqCst), 1);
+    let stats = cache.cache().stats();
+    assert_eq!((stats.inits, stats.waits), (1, 1));
+
+    let fallible: AsyncLoadingLruCache<String, u16, std::num::ParseIntError> =
+        LruCache::with_try_async_loader(8, |k: &String| {
+            let k = k.clone();
+            async move { k.parse::<u16>() }
+        });
+    runtime.block_on(async {
+        assert!(fallible.get_or_try_load_async("x").await.is_err());
+        assert_eq!(fallible.get_or_try_load_async("8").await.unwrap(), 8);
+    });
+    assert!(!fallible.cache().contains_key("x"), "errors are not cached");
 }

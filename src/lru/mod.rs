@@ -17,6 +17,7 @@
 //!
 //! Design notes and the measurements behind them: `design/lru.md`.
 
+mod async_loading;
 mod builder;
 mod cache;
 mod clock;
@@ -31,6 +32,7 @@ mod stats;
 mod weight;
 mod write;
 
+pub use async_loading::AsyncLoadingLruCache;
 pub use builder::LruCacheBuilder;
 pub use cache::LruCache;
 pub use load::LoadingLruCache;
