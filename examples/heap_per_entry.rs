@@ -34,7 +34,7 @@ const CACHES: &[&str] = &[
     "larder LruCache (Exact)",
     "larder LruCache (Clock)",
     "larder LruCache (S3Fifo)",
-    "larder TypedCache max_entries",
+    "larder TypedCache capacity",
     "quick_cache::sync::Cache",
     "Mutex<lru::LruCache>",
     "moka::sync::Cache",
@@ -69,7 +69,8 @@ fn fill(name: &str, capacity: usize) -> (Box<dyn std::any::Any>, usize) {
             } else {
                 larder::LruPolicy::Exact
             };
-            let cache = larder::LruCache::<u64, u64>::builder(capacity)
+            let cache = larder::LruCache::<u64, u64>::builder()
+                .capacity(capacity)
                 .policy(policy)
                 .build()
                 .expect("valid capacity");
@@ -79,9 +80,9 @@ fn fill(name: &str, capacity: usize) -> (Box<dyn std::any::Any>, usize) {
             let len = cache.len();
             (Box::new(cache), len)
         }
-        "larder TypedCache max_entries" => {
+        "larder TypedCache capacity" => {
             let cache = larder::TypedCache::<u64, u64>::builder()
-                .max_entries(capacity)
+                .capacity(capacity)
                 .build()
                 .expect("valid capacity");
             for i in 0..n {

@@ -124,7 +124,11 @@ async fn main() {
             pods.index_keys("label", &value).unwrap()
         );
     }
-    let mut cached: Vec<(String, Pod)> = pods.iter().map(|(k, v)| (k, (*v).clone())).collect();
+    let mut cached: Vec<(String, Pod)> = pods
+        .to_vec()
+        .into_iter()
+        .map(|(k, v)| (k, (*v).clone()))
+        .collect();
     cached.sort_by(|a, b| a.0.cmp(&b.0));
     let mut truth = source.contents();
     truth.sort_by(|a, b| a.0.cmp(&b.0));

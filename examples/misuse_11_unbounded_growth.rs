@@ -10,7 +10,7 @@
 //! `LruCache` has a hard bound: `len() <= capacity()` at every point any
 //! thread can observe, each insert beyond it evicts the least recently used
 //! entry, and `stats()` counts the evictions (`TypedCache` offers the same
-//! bound with `max_entries`, plus time-to-live and time-to-idle).
+//! bound with `capacity`, plus time-to-live and time-to-idle).
 //!
 //! Run with `cargo run --example misuse_11_unbounded_growth`.
 

@@ -1,6 +1,6 @@
 //! Misuse 13: a blocking single-flight call inside an async runtime.
 //!
-//! `TypedCache::get_or_init` (and `LruCache::get_or_load`) make a caller
+//! `TypedCache::get_or_init` (and `LruCache::get_or_init`) make a caller
 //! that finds another caller's init in progress *block its thread* until the
 //! init is done. On an async runtime that thread is an executor worker. With
 //! three tasks on one key of a 2-worker tokio runtime, the init fetching
@@ -11,7 +11,7 @@
 //! current-thread runtime the same init panics instead ("Cannot start a
 //! runtime from within a runtime").
 //!
-//! The larder way: `get_or_init_async` (and `get_or_load_async`): the init
+//! The larder way: `get_or_init_async` (`TypedCache`'s or `LruCache`'s): the init
 //! is a closure returning a future, awaited in place, and a waiter waits as
 //! a future, giving its worker back to the runtime. Same single flight, same shared value.
 //!

@@ -60,7 +60,7 @@ fn main() {
     //    every caller (`Arc`: a hit clones the pointer, not the schema).
     let schemas: TypedCache<String, Arc<Schema>> = TypedCache::builder()
         .time_to_live(Duration::from_secs(300))
-        .max_entries(1_000)
+        .capacity(1_000)
         .build()
         .expect("valid settings");
     // 2. Many value types under one key type: the request path's resources.

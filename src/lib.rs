@@ -74,7 +74,7 @@
 //!   with no lock held (other keys never wait), an error is shared with the
 //!   callers already waiting and never cached, a panic is never poisoned, and
 //!   hits write no shared lock word, so they scale where `Mutex<HashMap>` and
-//!   moka do not. Expiry composes (time to live, time to idle, max entries).
+//!   moka do not. Expiry composes (time to live, time to idle, a capacity).
 //!   [`AnyCache`] is the same for values of many types under one key type,
 //!   type-checked per call. Do not use it as a size-bounded hot cache with a
 //!   strict LRU order (use [`LruCache`]) or when inits are cheap and a
@@ -91,7 +91,7 @@
 //!
 //! The loading caches have async forms that never block an executor thread:
 //! [`TypedCache::get_or_init_async`], [`AnyCache::get_or_init_async`] and
-//! [`LruCache::get_or_load_async`] (and their `try` twins) await the init as
+//! [`LruCache::get_or_init_async`] (and their `try` twins) await the init as
 //! a future, and a caller that finds another caller's init in progress
 //! waits as a future too; sync and async callers of one key share one load.
 //! A dropped future (a timeout, a `select!`, an aborted task) is safe at any
@@ -120,30 +120,12 @@
 //!
 //! ## Conventions
 //!
-//! - **Keys are borrowed** in every lookup, removal and single-flight call
-//!   (`&Q` where `K: Borrow<Q>`): a hit never allocates; a miss that must
-//!   store the key builds it with `ToOwned` first.
 //! - **Sharing:** no container is `Clone`. Share one as `Arc<LruCache<..>>`
 //!   (or by reference across scoped threads). A `Clone` handle would hide
 //!   the same `Arc` inside and make every owner that never shares pay a
 //!   second pointer hop per call; a struct of yours holding
 //!   `Arc<IndexedStore<..>>` can `#[derive(Clone)]` to get moka- or
 //!   kube-rs-style handles.
-//! - **Values out:** [`IndexedStore`], [`OrderedIndex`] and [`AnyCache`]
-//!   hold immutable values and hand out `Arc<V>`; [`Snapshot`] hands out a
-//!   guard or an `Arc<T>`. [`LruCache`] and [`TypedCache`] store `V` as
-//!   given and hand out clones, as moka and quick_cache do: store small
-//!   values as they are and large or shared ones (or ones that are not
-//!   `Clone`) as `Arc<T>`, whose clone is a reference-count increment. Both
-//!   caches' `get_with` reads a value in place without cloning anything.
-//! - **Builders** return `Result` when a setting can be invalid
-//!   ([`IndexedStoreBuilder`], [`LruCacheBuilder`], [`TypedCacheBuilder`],
-//!   each with its own `#[non_exhaustive]` error enum that implements
-//!   `std::error::Error`). [`OrderedIndexBuilder::build`] cannot fail (every
-//!   setting is valid or clamped, as its docs say), so it returns the index.
-//!   Shortcut constructors that take a bound (`LruCache::new(capacity)`)
-//!   panic on an invalid one, as documented under their *Panics*; use the
-//!   builder to get the error instead.
 //! - **Errors of operations** are values, never panics: an index function's
 //!   failure is an [`IndexError`], a lost race of
 //!   [`Snapshot::compare_and_swap`] a [`CompareAndSwapError`] carrying the
@@ -151,8 +133,94 @@
 //!   on it. A panic in user code (a loader, an index function, `Hash`,
 //!   `Eq`, `Ord`, `Clone`, `Drop`) leaves the container consistent and
 //!   unpoisoned, and loses no other entry.
-//! - **`Debug`** on a container prints a summary (length, configuration),
-//!   never every entry; snapshots and views print their entries.
+//!
+//! ## Vocabulary
+//!
+//! One name for one concept, across every primitive. A dash means the
+//! primitive has no such operation; a name in another column is that
+//! primitive's deviation, explained below the table.
+//!
+//! | concept | name | `Snapshot` | `IndexedStore` | `OrderedIndex` | `LruCache` | `TypedCache` | `AnyCache` | `WorkQueue` |
+//! |---|---|---|---|---|---|---|---|---|
+//! | copy a value out | `get(&Q)` | `load`, `load_full` | `Option<Arc<V>>` | `Option<Arc<V>>` | `Option<V>` | `Option<V>` | `Option<Arc<V>>` | — |
+//! | read a value in place | `get_with(&Q, f)` | `load` (a guard) | ✓ | ✓ | ✓ (`peek_with`: no recency) | ✓ | ✓ | — |
+//! | is a key present | `contains_key(&Q)` | — | ✓ | ✓ | ✓ | ✓ | ✓ | — |
+//! | store a value | `insert(K, V)` | `store` | ✓ | ✓ | ✓ | ✓ | ✓ | `add` |
+//! | store many, all or nothing | `replace`, `transaction`, `try_extend` | — | ✓ | — | — | — | — | — |
+//! | remove one key | `remove(&Q)` | — | ✓ | ✓ | ✓ | ✓ | ✓ | — |
+//! | remove every key | `clear()` | — | ✓ | ✓ | ✓ | ✓ | ✓ | — |
+//! | load a missing key once | `get_or_init(&Q, f)`, `get_or_try_init` | — | — | — | ✓ | ✓ | ✓ | — |
+//! | the same, awaiting the init | `get_or_init_async(&Q, f)`, `get_or_try_init_async` | — | — | — | ✓ | ✓ | ✓ | — |
+//! | load with the loader the cache owns | `get_or_load(&Q)`, `get_or_try_load`, their `_async` forms | — | — | — | [`LoadingLruCache`] (sync loader), [`AsyncLoadingLruCache`] (async loader), other operations through their `cache()` | — | — | — |
+//! | counters | `stats()` | `version` | `revision` | — | `CacheStats` | `CacheStats` | `CacheStats` | `WorkQueueStats` |
+//! | how many entries | `len()`, `is_empty()` | — | ✓ | ✓ | ✓ | ✓ | ✓ | ✓ |
+//! | the bound on entries | `capacity` | — | — | — | ✓ | ✓ | ✓ | — |
+//! | room reserved up front | `initial_capacity` | — | ✓ | — | — | — | — | — |
+//! | entries per leaf | `leaf_size` | — | — | ✓ | — | — | — | — |
+//! | configure, then build | `X::builder()` … `build() -> Result<X, BuildError>` | — (`new`) | ✓ | ✓ | ✓ | ✓ | ✓ | ✓ |
+//! | every entry, copied (O(n)) | `to_vec()` | — | one atomic cut | one atomic cut | shard by shard | shard by shard | — | — |
+//! | a key range, copied | `range_to_vec(range)` | — | — | one atomic cut | — | — | — | — |
+//! | a consistent view to iterate lazily | `snapshot()`, then `iter()` | `load` | — | O(1) or O(n) | — | — | — | — |
+//! | print it | `Debug` | ✓ | ✓ | ✓ | ✓ | ✓ | ✓ | ✓ |
+//!
+//! The rules behind the names:
+//!
+//! - **`get` returns a clone of what the primitive stores.** A store whose
+//!   values are shared by more than one structure keeps them as `Arc<V>`
+//!   and hands out the `Arc`: [`IndexedStore`] (its indexes and
+//!   transactions point at the same objects), [`OrderedIndex`] (its
+//!   snapshots share them) and [`AnyCache`] (its values are type-erased
+//!   behind an `Arc`). The two caches keep `V` as given and hand out
+//!   `V::clone()`, as moka and quick_cache do: store small values as they
+//!   are and large, shared or non-`Clone` ones as `Arc<T>`, whose clone is
+//!   a reference-count increment. One rule, so the return type never
+//!   surprises: what you put in is what you get back.
+//! - **`get_with` reads in place.** An `Arc`'s clone writes its reference
+//!   count, one cache line every reader of a hot key shares; `get_with`
+//!   runs a closure on the stored value under the read lock instead, so a
+//!   hit writes no memory another reader touches. Every keyed primitive has
+//!   both forms; the closure must not call back into the same container
+//!   (each method's *Deadlocks* says why).
+//! - **std's names.** `remove`/`clear` (not `invalidate`), `len`,
+//!   `is_empty`, `contains_key`, `insert`; `get_or_init`/`get_or_try_init`
+//!   as on `std::sync::OnceLock`, for every loading cache, counted in
+//!   [`CacheStats`] as `inits`, `init_failures` and `waits`.
+//! - **Keys are borrowed** the same way in every lookup, removal and
+//!   single-flight call: `&Q` where `K: Borrow<Q>`, `Q: ?Sized`, so a
+//!   `String`-keyed container takes `"k"` in `get` and in `get_or_init`
+//!   alike. A hit never allocates; a miss that must store the key builds
+//!   it with `ToOwned` first. A
+//!   key type that is itself a reference (`&'static str`) cannot be built
+//!   from a shorter borrow: the calls that may store the key then take
+//!   `&key` (`get_or_init(&"k", ..)`), the others take `"k"` as well.
+//! - **Async forms have one shape:** `x_async(&Q, f)` is the blocking
+//!   `x(&Q, f)` awaited, with the key looked up when the method is called
+//!   (a hit's future is ready at its first poll) and the value type
+//!   inferred from the init's future or from the result's annotation, never
+//!   from a turbofish.
+//! - **`capacity` is a bound.** Never a pre-allocation (that is
+//!   `initial_capacity`, whose failure is a `BuildError`) and never a node
+//!   size (`leaf_size`).
+//! - **Builders:** `X::builder()` takes no argument; every setting is a
+//!   method; `build()` checks them and returns `Result<X, BuildError>`, one
+//!   `#[non_exhaustive]` error for every builder, whose variants name the
+//!   setting at fault. An error names one condition once: a duplicate index
+//!   is [`IndexError::DuplicateIndex`] whether `add_index` or `build` finds
+//!   it. Shortcut constructors that take a bound (`LruCache::new(capacity)`)
+//!   panic on an invalid one, as documented under their *Panics*. The
+//!   `reflector` module's builders take their required parts as arguments
+//!   (`Reflector::builder(source, store)`) and have errors of their own.
+//! - **Iteration is named for its cost.** `iter()` is lazy and borrows a
+//!   view that cannot change under it (a snapshot's); a method that copies
+//!   every entry into a `Vec` is `to_vec()` and says whether the copy is
+//!   one atomic cut (under one lock) or taken shard by shard.
+//! - **`Debug`** is implemented by every public type, with no bounds on a
+//!   container's parameters: a container prints a summary (length,
+//!   configuration), never its entries; a snapshot, guard or view prints
+//!   its entries and so needs `K: Debug`, `V: Debug`.
+//! - **Deviations** keep the name their readers know: [`WorkQueue`] is
+//!   client-go's work queue (`add`, `get` takes the next key to process,
+//!   `done`, `forget`), [`Snapshot`] is arc-swap's (`load`, `store`, `swap`).
 //!
 //! ## Example
 //!
@@ -253,7 +321,7 @@ pub struct BenchmarksDoctests;
 #[doc = include_str!("../docs/workqueue.md")]
 pub struct WorkQueueGuideDoctests;
 
-mod entries;
+mod error;
 mod flight;
 mod indexed;
 mod lru;
@@ -264,6 +332,7 @@ mod ordered;
 pub mod reflector;
 mod removal;
 mod snapshot;
+mod stats;
 mod striped;
 mod sync;
 mod typed;
@@ -274,15 +343,16 @@ mod wait;
 mod watchdog;
 mod workqueue;
 
-pub use entries::{CacheIter, LruIter, TypedIter};
-pub use indexed::{IndexError, IndexedBuildError, IndexedStore, IndexedStoreBuilder, Transaction};
-pub use lru::{CacheStats, LoadingLruCache, LruBuildError, LruCache, LruCacheBuilder, LruPolicy};
+pub use error::BuildError;
+pub use indexed::{IndexError, IndexedStore, IndexedStoreBuilder, Transaction};
+pub use lru::{AsyncLoadingLruCache, LoadingLruCache, LruCache, LruCacheBuilder, LruPolicy};
 pub use ordered::{OrderedIndex, OrderedIndexBuilder, OrderedLock, OrderedSnapshot};
 pub use removal::RemovalCause;
 pub use snapshot::{CachedReader, CompareAndSwapError, Guard, Snapshot, Versioned};
+pub use stats::CacheStats;
 pub use typed::{
-    AnyCache, AnyCacheBuilder, Clock, CoarseClock, ManualClock, SystemClock, TypedBuildError,
-    TypedCache, TypedCacheBuilder, TypedCacheStats,
+    AnyCache, AnyCacheBuilder, Clock, CoarseClock, ManualClock, SystemClock, TypedCache,
+    TypedCacheBuilder,
 };
 pub use workqueue::{
     ExponentialBackoff, GetTimeoutError, MaxOf, RateLimiter, RateLimiterError, TokenBucket,

@@ -30,7 +30,8 @@ use crate::sync::Arc;
 ///
 /// let log = Arc::new(Mutex::new(Vec::new()));
 /// let seen = Arc::clone(&log);
-/// let cache = LruCache::builder(1)
+/// let cache = LruCache::builder()
+///     .capacity(1)
 ///     .eviction_listener(move |key: u32, _value: &str, cause: RemovalCause| {
 ///         seen.lock().unwrap().push((key, cause));
 ///     })
@@ -64,9 +65,9 @@ pub enum RemovalCause {
     /// Its key was stored again (`insert`, or a load or init that
     /// published a value over it); the listener gets the old value.
     Replaced,
-    /// Removed by an explicit `remove` / `invalidate`.
+    /// Removed by an explicit `remove`.
     Removed,
-    /// Removed by `clear` / `invalidate_all`.
+    /// Removed by `clear`.
     Cleared,
 }
 

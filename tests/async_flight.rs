@@ -1,6 +1,6 @@
 //! The async single-flight forms through the public API:
 //! `TypedCache::get_or_init_async`, `AnyCache::get_or_init_async`,
-//! `LruCache::get_or_load_async` and their `try` twins.
+//! `LruCache::get_or_init_async` and their `try` twins.
 //!
 //! Every test runs under `tokio::time::timeout` and a thread watchdog
 //! (through [`within`]), so a hang fails with the test's name instead of
@@ -128,7 +128,7 @@ fn sixty_four_tasks_thousand_keys_each_loaded_once() {
                                 .await;
                             assert_eq!(v, key * 2);
                             let v = lru
-                                .get_or_load_async(&key, || async {
+                                .get_or_init_async(&key, || async {
                                     lru_loads[key as usize].fetch_add(1, Ordering::SeqCst);
                                     tokio::task::yield_now().await;
                                     key * 3
@@ -149,7 +149,7 @@ fn sixty_four_tasks_thousand_keys_each_loaded_once() {
                 assert_eq!(loads.load(Ordering::SeqCst), 1, "lru key {key}");
             }
             assert_eq!(typed.stats().inits, KEYS as u64);
-            assert_eq!(lru.stats().loads, KEYS as u64);
+            assert_eq!(lru.stats().inits, KEYS as u64);
             typed.check_invariants();
         },
     );
@@ -203,19 +203,19 @@ fn lru_leader_cancelled_by_timeout_hands_over() {
             let cache = Arc::clone(&cache);
             tokio::spawn(async move {
                 // Runs after the leader registered (current-thread, FIFO).
-                cache.get_or_load_async("k", || async { 2 }).await
+                cache.get_or_init_async("k", || async { 2 }).await
             })
         };
         let leader = tokio::time::timeout(
             Duration::from_millis(10),
-            cache.get_or_load_async("k", std::future::pending),
+            cache.get_or_init_async("k", std::future::pending),
         )
         .await;
         assert!(leader.is_err(), "the pending load cannot finish");
         assert_eq!(waiter.await.unwrap(), 2);
         assert_eq!(cache.get("k"), Some(2));
         let stats = cache.stats();
-        assert_eq!((stats.loads, stats.load_failures), (1, 1));
+        assert_eq!((stats.inits, stats.init_failures), (2, 1));
     });
 }
 
@@ -557,8 +557,8 @@ fn futures_are_send() {
         let f2 = typed.get_or_try_init_async("b", || async { Ok::<_, String>(vec![2]) });
         let f3 = any.get_or_init_async("c", || async { 3_u32 });
         let f4 = any.get_or_try_init_async("d", || async { Ok::<_, String>(4_u32) });
-        let f5 = lru.get_or_load_async("e", || async { vec![5] });
-        let f6 = lru.try_get_or_load_async("f", || async { Ok::<_, String>(vec![6]) });
+        let f5 = lru.get_or_init_async("e", || async { vec![5] });
+        let f6 = lru.get_or_try_init_async("f", || async { Ok::<_, String>(vec![6]) });
         assert_send(&f1);
         assert_send(&f2);
         assert_send(&f3);
@@ -576,7 +576,7 @@ fn futures_are_send() {
                     })
                     .await;
                 let c = any.get_or_init_async("c", || async { 3_u32 }).await;
-                let e = lru.get_or_load_async("e", || async { vec![5] }).await;
+                let e = lru.get_or_init_async("e", || async { vec![5] }).await;
                 (a, c, e)
             })
         };
@@ -601,12 +601,12 @@ fn hit_builds_no_owned_key() {
         let typed: TypedCache<Key, u32> = TypedCache::new();
         let lru: LruCache<Key, u32> = LruCache::new(4);
         typed.get_or_init_async(&Key(1), || async { 1 }).await;
-        lru.get_or_load_async(&Key(1), || async { 1 }).await;
+        lru.get_or_init_async(&Key(1), || async { 1 }).await;
         let before = CLONES.load(Ordering::SeqCst);
         assert!(before > 0, "a miss builds the owned key");
         for _ in 0..10 {
             assert_eq!(typed.get_or_init_async(&Key(1), || async { 2 }).await, 1);
-            assert_eq!(lru.get_or_load_async(&Key(1), || async { 2 }).await, 1);
+            assert_eq!(lru.get_or_init_async(&Key(1), || async { 2 }).await, 1);
         }
         assert_eq!(
             CLONES.load(Ordering::SeqCst),
@@ -673,7 +673,7 @@ fn the_lookup_runs_when_the_method_is_called() {
             1,
             "the init is dropped at the call"
         );
-        typed.invalidate(&1);
+        typed.remove(&1);
         assert_eq!(hit.await, 10, "the value found at the call");
         let miss = typed.get_or_init_async(&2, || async { 20 });
         assert_eq!(typed.stats().misses, 1);
@@ -683,7 +683,7 @@ fn the_lookup_runs_when_the_method_is_called() {
         let lru: LruCache<u32, u32> = LruCache::new(8);
         lru.insert(1, 10);
         let flag = Flag(Arc::clone(&dropped));
-        let hit = lru.get_or_load_async(&1, || async move {
+        let hit = lru.get_or_init_async(&1, || async move {
             let _flag = flag;
             unreachable!("a hit never polls its loader")
         });
@@ -727,19 +727,19 @@ fn only_the_leader_calls_its_init_closure() {
             std::mem::size_of_val(&hit)
         );
         assert_eq!(hit.await, 7, "the leader's heavy init ran");
-        let lru_miss = lru.get_or_load_async(&1, heavy);
+        let lru_miss = lru.get_or_init_async(&1, heavy);
         assert!(std::mem::size_of_val(&lru_miss) < SMALL);
         assert_eq!(lru_miss.await, 7);
         let try_miss = typed.get_or_try_init_async(&2, || async { Ok::<_, ()>(heavy().await) });
         assert!(std::mem::size_of_val(&try_miss) < SMALL);
         assert_eq!(try_miss.await, Ok(7));
-        let try_lru = lru.try_get_or_load_async(&2, || async { Ok::<_, ()>(heavy().await) });
+        let try_lru = lru.get_or_try_init_async(&2, || async { Ok::<_, ()>(heavy().await) });
         assert!(std::mem::size_of_val(&try_lru) < SMALL);
         assert_eq!(try_lru.await, Ok(7));
 
         // Hits: no closure called.
         assert_eq!(typed.get_or_init_async(&1, counted(0)).await, 7);
-        assert_eq!(lru.get_or_load_async(&1, counted(0)).await, 7);
+        assert_eq!(lru.get_or_init_async(&1, counted(0)).await, 7);
         assert_eq!(any.get_or_init_async(&1, counted(5)).await.as_ref(), &5);
         assert_eq!(any.get_or_init_async(&1, counted(6)).await.as_ref(), &5);
         assert_eq!(called.load(Ordering::SeqCst), 1, "only AnyCache's leader");
@@ -799,7 +799,7 @@ fn async_closures_are_inits() {
         let lru: Arc<LruCache<u32, u32>> = Arc::new(LruCache::new(4));
         let task = tokio::spawn({
             let lru = Arc::clone(&lru);
-            async move { lru.get_or_load_async(&1, async || 10).await }
+            async move { lru.get_or_init_async(&1, async || 10).await }
         });
         assert_eq!(task.await.unwrap(), 10);
         assert_eq!(lru.get(&1), Some(10));
@@ -816,7 +816,7 @@ fn lru_async_waiters_count_as_waits() {
         let leader = tokio::spawn({
             let (lru, gate) = (Arc::clone(&lru), Arc::clone(&gate));
             async move {
-                lru.get_or_load_async(&1, || async move {
+                lru.get_or_init_async(&1, || async move {
                     gate.notified().await;
                     10
                 })
@@ -827,7 +827,7 @@ fn lru_async_waiters_count_as_waits() {
         let waiters: Vec<_> = (0..2)
             .map(|_| {
                 let lru = Arc::clone(&lru);
-                tokio::spawn(async move { lru.get_or_load_async(&1, || async { 0 }).await })
+                tokio::spawn(async move { lru.get_or_init_async(&1, || async { 0 }).await })
             })
             .collect();
         settle(4).await;
@@ -838,7 +838,7 @@ fn lru_async_waiters_count_as_waits() {
         }
         let stats = lru.stats();
         assert_eq!(
-            (stats.misses, stats.loads, stats.waits, stats.hits),
+            (stats.misses, stats.inits, stats.waits, stats.hits),
             (3, 1, 2, 0)
         );
     });

@@ -1,7 +1,6 @@
-//! Public-API tests of `CacheStats` and `TypedCacheStats`: the identity
-//! that accounts for every miss (`misses == loads + load_failures + waits`
-//! for `LruCache`'s loading calls, `misses == inits + waits` for
-//! `TypedCache`'s), first with one waiter made certain, then under
+//! Public-API tests of `CacheStats`, shared by `LruCache` and
+//! `TypedCache`: the identity that accounts for every miss of their
+//! loading calls (`misses == inits + waits`), first with one waiter made certain, then under
 //! contention with more threads than cores and failing loaders; and the
 //! `Display` forms.
 
@@ -33,22 +32,19 @@ fn a_caller_that_waits_on_another_callers_load_counts_a_wait() {
         // The second caller starts only once the loader runs, so the flight
         // is registered by then: it cannot become the leader itself.
         let leader = s.spawn(|| {
-            cache.get_or_load(&1, || {
+            cache.get_or_init(&1, || {
                 loading.store(true, Ordering::SeqCst);
                 wait_until(|| cache.stats().misses >= 2);
                 10
             })
         });
         wait_until(|| loading.load(Ordering::SeqCst));
-        let waiter = cache.get_or_load(&1, || unreachable!("the leader loads"));
+        let waiter = cache.get_or_init(&1, || unreachable!("the leader loads"));
         assert_eq!((waiter, leader.join().unwrap()), (10, 10));
     });
     let stats = cache.stats();
-    assert_eq!((stats.misses, stats.loads, stats.waits), (2, 1, 1));
-    assert_eq!(
-        stats.misses,
-        stats.loads + stats.load_failures + stats.waits
-    );
+    assert_eq!((stats.misses, stats.inits, stats.waits), (2, 1, 1));
+    assert_eq!(stats.misses, stats.inits + stats.waits);
 }
 
 #[test]
@@ -80,7 +76,7 @@ const ROUNDS: u32 = 200;
 #[test]
 fn every_lru_miss_is_a_load_a_failure_or_a_wait_under_contention() {
     let _watchdog = watchdog::arm(watchdog::STRESS_LIMIT);
-    let cache: LruCache<u32, u32> = LruCache::builder(64).shards(4).build().unwrap();
+    let cache: LruCache<u32, u32> = LruCache::builder().capacity(64).shards(4).build().unwrap();
     let barrier = Barrier::new(THREADS);
     std::thread::scope(|s| {
         for t in 0..THREADS {
@@ -90,12 +86,12 @@ fn every_lru_miss_is_a_load_a_failure_or_a_wait_under_contention() {
                     barrier.wait();
                     let key = round % 96; // more keys than room: evictions
                     if round % 5 == 0 {
-                        let _ = cache.try_get_or_load(&key, || {
+                        let _ = cache.get_or_try_init(&key, || {
                             std::thread::yield_now();
                             Err::<u32, _>("down")
                         });
                     } else {
-                        let value = cache.get_or_load(&key, || {
+                        let value = cache.get_or_init(&key, || {
                             std::thread::yield_now();
                             key
                         });
@@ -113,18 +109,14 @@ fn every_lru_miss_is_a_load_a_failure_or_a_wait_under_contention() {
         stats.hits + stats.misses,
         THREADS as u64 * u64::from(ROUNDS)
     );
-    assert_eq!(
-        stats.misses,
-        stats.loads + stats.load_failures + stats.waits,
-        "{stats}"
-    );
+    assert_eq!(stats.misses, stats.inits + stats.waits, "{stats}");
     assert!(stats.waits > 0, "no caller waited: {stats}");
 }
 
 #[test]
 fn every_typed_miss_is_an_init_or_a_wait_under_contention() {
     let _watchdog = watchdog::arm(watchdog::STRESS_LIMIT);
-    let cache: TypedCache<u32, u32> = TypedCache::builder().max_entries(64).build().unwrap();
+    let cache: TypedCache<u32, u32> = TypedCache::builder().capacity(64).build().unwrap();
     let barrier = Barrier::new(THREADS);
     let gets = std::sync::atomic::AtomicU64::new(0);
     std::thread::scope(|s| {
@@ -147,7 +139,7 @@ fn every_typed_miss_is_an_init_or_a_wait_under_contention() {
                         assert_eq!(value, key);
                     }
                     if t == 0 && round % 7 == 0 {
-                        cache.invalidate(&key);
+                        cache.remove(&key);
                         // A plain read: a hit or a miss, never a wait.
                         if cache.get(&key).is_none() {
                             gets.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -175,14 +167,14 @@ fn both_statistics_print_as_one_line_of_pairs() {
     lru.get(&1);
     assert_eq!(
         lru.stats().to_string(),
-        "hits=1 misses=0 maxsize=2 currsize=1 inserts=1 evictions=0 loads=0 load_failures=0 waits=0"
+        "hits=1 misses=0 inserts=1 evictions=0 inits=0 init_failures=0 waits=0 len=1 capacity=2"
     );
     let typed: TypedCache<u32, u32> = TypedCache::new();
     typed.get_or_init(&1, || 1);
     typed.get(&2);
     assert_eq!(
         typed.stats().to_string(),
-        "hits=0 misses=2 inits=1 init_failures=0 waits=0"
+        "hits=0 misses=2 inserts=1 evictions=0 inits=1 init_failures=0 waits=0 len=1 capacity=none"
     );
 }
 
@@ -198,7 +190,7 @@ fn async_callers_that_wait_count_a_wait_too() {
         // The leader's load yields until the second caller has missed; on
         // one thread the second caller then waits on the load as a future.
         let leader = async {
-            lru.get_or_load_async(&1, || async {
+            lru.get_or_init_async(&1, || async {
                 while lru.stats().misses < 2 {
                     tokio::task::yield_now().await;
                 }
@@ -208,7 +200,7 @@ fn async_callers_that_wait_count_a_wait_too() {
         };
         let waiter = async {
             tokio::task::yield_now().await;
-            lru.get_or_load_async(&1, || async { unreachable!("the leader loads") })
+            lru.get_or_init_async(&1, || async { unreachable!("the leader loads") })
                 .await
         };
         let (a, b) = tokio::join!(leader, waiter);
@@ -233,7 +225,7 @@ fn async_callers_that_wait_count_a_wait_too() {
         assert_eq!((a, b), (10, 10));
     });
     let stats = lru.stats();
-    assert_eq!((stats.misses, stats.loads, stats.waits), (2, 1, 1));
+    assert_eq!((stats.misses, stats.inits, stats.waits), (2, 1, 1));
     let stats = typed.stats();
     assert_eq!((stats.misses, stats.inits, stats.waits), (2, 1, 1));
 }

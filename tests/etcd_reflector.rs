@@ -179,7 +179,8 @@ impl Harness {
         let truth = etcd_content(client, source.prefix(), revision).await;
         let stored: BTreeMap<String, u64> = self
             .store
-            .iter()
+            .to_vec()
+            .into_iter()
             .map(|(key, value)| (key, *value))
             .collect();
         assert_eq!(

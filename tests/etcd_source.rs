@@ -15,7 +15,7 @@ use etcd_client::{Client, GetOptions};
 use etcd_server::{EtcdOptions, EtcdServer, bounded, connect};
 use futures_core::Stream;
 use larder::reflector::{
-    EtcdBuildError, EtcdSource, EtcdWatch, Revision, Source, SourceError, WatchEvent,
+    EtcdSource, EtcdSourceBuildError, EtcdWatch, Revision, Source, SourceError, WatchEvent,
 };
 
 /// Far above a test's usual running time (seconds), far below a stalled run.
@@ -497,13 +497,13 @@ async fn the_builder_refuses_a_zero_page_size_and_timeout() {
             let zero_page = EtcdSource::builder(client.clone(), "/b/", decode)
                 .page_size(0)
                 .build();
-            assert_eq!(zero_page.unwrap_err(), EtcdBuildError::ZeroPageSize);
+            assert_eq!(zero_page.unwrap_err(), EtcdSourceBuildError::ZeroPageSize);
             let zero_timeout = EtcdSource::builder(client.clone(), "/b/", decode)
                 .request_timeout(Duration::ZERO)
                 .build();
             assert_eq!(
                 zero_timeout.unwrap_err(),
-                EtcdBuildError::ZeroRequestTimeout
+                EtcdSourceBuildError::ZeroRequestTimeout
             );
             let source = EtcdSource::builder(client, "/b/", decode).build().unwrap();
             assert_eq!(source.prefix(), "/b/");

@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use larder::{IndexError, IndexedBuildError, IndexedStore, IndexedStoreBuilder, Transaction};
+use larder::{BuildError, IndexError, IndexedStore, IndexedStoreBuilder, Transaction};
 use proptest::prelude::*;
 
 // ---------------------------------------------------------------------------
@@ -27,7 +27,7 @@ fn public_types_are_send_and_sync() {
     assert_send_sync::<IndexedStoreBuilder<String, String>>();
     assert_send_sync::<Transaction<String, String>>();
     assert_send_sync::<IndexError>();
-    assert_send_sync::<IndexedBuildError>();
+    assert_send_sync::<BuildError>();
 }
 
 // ---------------------------------------------------------------------------
@@ -140,7 +140,7 @@ fn new_store() -> IndexedStore<u8, Obj> {
 
 fn keys_of(objects: &[Arc<Obj>], store: &IndexedStore<u8, Obj>) -> Vec<u8> {
     // Objects are compared by value: find the keys holding equal objects.
-    let all = store.iter().collect::<Vec<_>>();
+    let all = store.to_vec().into_iter().collect::<Vec<_>>();
     let mut keys = Vec::new();
     for o in objects {
         let key = all
@@ -646,4 +646,30 @@ fn stress_many_threads_keep_indexes_exact() {
         total - THREADS,
         "add_index missed or duplicated objects"
     );
+}
+
+#[test]
+fn try_extend_is_all_or_nothing() {
+    let store = IndexedStore::<u32, String>::builder()
+        .try_index("len", |s: &String| {
+            if s.is_empty() {
+                Err("empty")
+            } else {
+                Ok([s.len().to_string()])
+            }
+        })
+        .build()
+        .unwrap();
+    store.insert(0, "zero".to_string()).unwrap();
+    let err = store
+        .try_extend([(1, "a".to_string()), (2, String::new()), (3, "c".into())])
+        .unwrap_err();
+    assert!(matches!(err, IndexError::IndexFunction { .. }));
+    assert_eq!(store.len(), 1, "no pair of a failed try_extend is applied");
+    store
+        .try_extend([(1, "a".to_string()), (1, "bb".to_string())])
+        .unwrap();
+    assert_eq!(store.get(&1).as_deref().map(String::as_str), Some("bb"));
+    assert_eq!(store.index_keys("len", "1").unwrap(), Vec::<u32>::new());
+    store.check_invariants();
 }

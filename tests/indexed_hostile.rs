@@ -20,7 +20,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use hostile::{Key, Trait, Value, sweep};
-use larder::{IndexError, IndexedBuildError, IndexedStore};
+use larder::{BuildError, IndexError, IndexedStore};
 
 /// The keys' hasher: fixed seeds, so every run lays the table out alike
 /// and a setup that puts the table on the edge of a rehash does so every
@@ -97,7 +97,7 @@ fn churned(live: u64, churn: u64) -> (Store, Model) {
 /// The store's content, read through `iter`.
 fn content(store: &Store) -> Model {
     let mut model = Model::new();
-    for (key, value) in store.iter() {
+    for (key, value) in store.to_vec().into_iter() {
         assert!(
             model.insert(key.id, value.id).is_none(),
             "key {} stored twice",
@@ -479,7 +479,7 @@ fn keys_whose_hash_changes_do_not_corrupt_the_store() {
         );
     }
     // Remove through iteration, under each hash the keys had.
-    for (key, _) in store.iter() {
+    for (key, _) in store.to_vec().into_iter() {
         if store.remove(&key).is_none() {
             EPOCH.store(0xdead_beef, Ordering::Relaxed);
             assert!(store.remove(&key).is_some(), "entry {key:?} unreachable");
@@ -499,18 +499,18 @@ fn an_impossible_capacity_is_an_error_not_a_panic() {
     for capacity in [usize::MAX, usize::MAX / 2, usize::MAX / 8 + 1, 1 << 60] {
         let built = catch_unwind(|| {
             IndexedStore::<u64, u64>::builder()
-                .capacity(capacity)
+                .initial_capacity(capacity)
                 .build()
                 .map(|_| ())
         });
-        let built = built.unwrap_or_else(|_| panic!("capacity({capacity}) panicked"));
+        let built = built.unwrap_or_else(|_| panic!("initial_capacity({capacity}) panicked"));
         assert!(
-            matches!(built, Err(IndexedBuildError::CapacityOverflow { capacity: c }) if c == capacity),
-            "capacity({capacity}) gave {built:?}"
+            matches!(built, Err(BuildError::CapacityOverflow { initial_capacity: c }) if c == capacity),
+            "initial_capacity({capacity}) gave {built:?}"
         );
     }
     let store = IndexedStore::<u64, u64>::builder()
-        .capacity(1000)
+        .initial_capacity(1000)
         .build()
         .unwrap();
     store.insert(1, 1).unwrap();

@@ -206,7 +206,7 @@ fn a_panicking_visit_leaves_the_store_unchanged_and_the_lock_released() {
     for n in 0..20 {
         store.insert(n, n).unwrap();
     }
-    let before: BTreeMap<u32, u32> = store.iter().map(|(k, v)| (k, *v)).collect();
+    let before: BTreeMap<u32, u32> = store.to_vec().into_iter().map(|(k, v)| (k, *v)).collect();
     let mut calls = 0;
     let panicked = catch_unwind(AssertUnwindSafe(|| {
         store
@@ -233,7 +233,7 @@ fn a_panicking_visit_leaves_the_store_unchanged_and_the_lock_released() {
         s.spawn(|| store.remove(&100)).join().unwrap();
     });
     store.check_invariants();
-    let after: BTreeMap<u32, u32> = store.iter().map(|(k, v)| (k, *v)).collect();
+    let after: BTreeMap<u32, u32> = store.to_vec().into_iter().map(|(k, v)| (k, *v)).collect();
     assert_eq!(after, before);
     assert_eq!(store.index_len("parity", "0").unwrap(), 10);
 }

@@ -12,8 +12,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Barrier, Mutex};
 
 use larder::{
-    CacheStats, LoadingLruCache, LruBuildError, LruCache, LruCacheBuilder, LruIter, LruPolicy,
-    RemovalCause,
+    BuildError, CacheStats, LoadingLruCache, LruCache, LruCacheBuilder, LruPolicy, RemovalCause,
 };
 use proptest::prelude::*;
 
@@ -25,9 +24,8 @@ fn public_types_are_send_and_sync() {
     assert_send_sync::<LruCacheBuilder<String, Vec<u8>>>();
     assert_send_sync::<LoadingLruCache<String, u32>>();
     assert_send_sync::<LoadingLruCache<String, u32, std::io::Error>>();
-    assert_send_sync::<LruIter<String, u32>>();
     assert_send_sync::<CacheStats>();
-    assert_send_sync::<LruBuildError>();
+    assert_send_sync::<BuildError>();
     assert_send_sync::<LruPolicy>();
     assert_send_sync::<LruCache<String, Vec<u8>>>();
 }
@@ -135,7 +133,8 @@ proptest! {
     fn one_shard_matches_the_model(capacity in 1usize..8, ops in prop::collection::vec(op(), 1..150)) {
         let evicted = Arc::new(Mutex::new(Vec::new()));
         let log = Arc::clone(&evicted);
-        let cache = LruCache::builder(capacity)
+        let cache = LruCache::builder()
+            .capacity(capacity)
             .shards(1)
             .eviction_listener(move |k: u8, v: u16, cause: RemovalCause| {
                 log.lock().unwrap().push((k, v, cause));
@@ -181,23 +180,24 @@ proptest! {
                         .extend(cleared.into_iter().map(|(k, v)| (k, v, RemovalCause::Cleared)));
                 }
                 Op::Load(k, v) => {
-                    let got = cache.get_or_load(&k, || v);
+                    let got = cache.get_or_init(&k, || v);
                     let expected = match model.get(k) {
                         Some(old) => old,
                         None => {
                             model.insert(k, v);
-                            model.stats.loads += 1;
+                            model.stats.inits += 1;
                             v
                         }
                     };
                     prop_assert_eq!(got, expected);
                 }
                 Op::FailLoad(k) => {
-                    let got = cache.try_get_or_load(&k, || Err::<u16, _>("down"));
+                    let got = cache.get_or_try_init(&k, || Err::<u16, _>("down"));
                     match model.get(k) {
                         Some(old) => prop_assert_eq!(got.ok(), Some(old)),
                         None => {
-                            model.stats.load_failures += 1;
+                            model.stats.inits += 1;
+                            model.stats.init_failures += 1;
                             prop_assert_eq!(*got.unwrap_err(), "down");
                         }
                     }
@@ -207,12 +207,12 @@ proptest! {
                     model.stats = CacheStats::default();
                 }
             }
-            let order: Vec<_> = cache.iter().collect();
+            let order: Vec<_> = cache.to_vec().into_iter().collect();
             let expected: Vec<_> = model.entries.iter().copied().collect();
             prop_assert_eq!(order, expected);
             let mut stats = model.stats;
             stats.len = model.entries.len();
-            stats.capacity = model.capacity;
+            stats.capacity = Some(model.capacity);
             prop_assert_eq!(cache.stats(), stats);
             prop_assert_eq!(&*evicted.lock().unwrap(), &model.removed);
         }
@@ -224,7 +224,7 @@ proptest! {
         policy in policy(),
         ops in prop::collection::vec(op(), 1..150),
     ) {
-        let cache = LruCache::builder(capacity).shards(4).policy(policy).build().unwrap();
+        let cache = LruCache::builder().capacity(capacity).shards(4).policy(policy).build().unwrap();
         let mut gets = 0;
         for op in ops {
             match op {
@@ -246,8 +246,8 @@ proptest! {
                 _ => {}
             }
             let stats = cache.stats();
-            prop_assert!(stats.len <= stats.capacity);
-            prop_assert_eq!(stats.len, cache.iter().len());
+            prop_assert!(Some(stats.len) <= stats.capacity);
+            prop_assert_eq!(stats.len, cache.to_vec().into_iter().len());
             prop_assert_eq!(stats.hits + stats.misses, gets);
         }
     }
@@ -258,32 +258,42 @@ proptest! {
 
 #[test]
 fn builder_rejects_nonsense() {
-    assert_eq!(
-        LruCache::<u8, u8>::builder(0).build().unwrap_err(),
-        LruBuildError::ZeroCapacity
-    );
-    assert_eq!(
-        LruCache::<u8, u8>::builder(4)
+    assert!(matches!(
+        LruCache::<u8, u8>::builder()
+            .capacity(0)
+            .build()
+            .unwrap_err(),
+        BuildError::ZeroCapacity
+    ));
+    assert!(matches!(
+        LruCache::<u8, u8>::builder()
+            .capacity(4)
             .shards(0)
             .build()
             .unwrap_err(),
-        LruBuildError::ZeroShards
-    );
-    assert_eq!(
-        LruCache::<u8, u8>::builder(3)
+        BuildError::ZeroShards
+    ));
+    assert!(matches!(
+        LruCache::<u8, u8>::builder()
+            .capacity(3)
             .shards(4)
             .build()
             .unwrap_err(),
-        LruBuildError::MoreShardsThanCapacity {
+        BuildError::MoreShardsThanCapacity {
             shards: 4,
             capacity: 3
         }
-    );
-    let err = LruCache::<u8, u8>::builder(0)
+    ));
+    let err = LruCache::<u8, u8>::builder()
+        .capacity(0)
         .build_with_loader(|k: &u8| *k)
         .unwrap_err();
     assert!(err.to_string().contains("at least 1"));
-    let cache = LruCache::<u8, u8>::builder(4).shards(4).build().unwrap();
+    let cache = LruCache::<u8, u8>::builder()
+        .capacity(4)
+        .shards(4)
+        .build()
+        .unwrap();
     assert!(cache.resize(3).is_err());
     assert_eq!(cache.capacity(), 4);
 }
@@ -296,7 +306,7 @@ fn new_with_zero_capacity_panics() {
 
 #[test]
 fn resize_grows_and_shrinks_with_counted_evictions() {
-    let cache = LruCache::builder(8).shards(1).build().unwrap();
+    let cache = LruCache::builder().capacity(8).shards(1).build().unwrap();
     for i in 0..8 {
         cache.insert(i, i);
     }
@@ -307,7 +317,10 @@ fn resize_grows_and_shrinks_with_counted_evictions() {
     assert_eq!(cache.len(), 16);
     cache.resize(2).unwrap();
     let stats = cache.stats();
-    assert_eq!((stats.len, stats.capacity, stats.evictions), (2, 2, 14));
+    assert_eq!(
+        (stats.len, stats.capacity, stats.evictions),
+        (2, Some(2), 14)
+    );
 }
 
 #[test]
@@ -321,19 +334,19 @@ fn loading_cache_loads_once_and_counts() {
     assert_eq!(cache.get_or_load(&5), 10);
     assert_eq!(cache.get_or_load(&5), 10);
     assert_eq!(calls.load(Ordering::SeqCst), 1);
-    let stats = cache.stats();
+    let stats = cache.cache().stats();
     assert_eq!(
-        (stats.hits, stats.misses, stats.loads, stats.inserts),
+        (stats.hits, stats.misses, stats.inits, stats.inserts),
         (1, 1, 1, 1)
     );
-    assert_eq!(cache.get(&5), Some(10)); // Deref to the cache
+    assert_eq!(cache.cache().get(&5), Some(10)); // Deref to the cache
 }
 
 #[test]
 fn reentrant_load_of_the_same_key_panics_instead_of_hanging() {
     let cache = LruCache::<u32, u32>::new(4);
     let outcome = catch_unwind(AssertUnwindSafe(|| {
-        cache.get_or_load(&1, || cache.get_or_load(&1, || 1))
+        cache.get_or_init(&1, || cache.get_or_init(&1, || 1))
     }));
     let message = outcome.unwrap_err();
     let text = message
@@ -342,9 +355,9 @@ fn reentrant_load_of_the_same_key_panics_instead_of_hanging() {
         .unwrap_or_default();
     assert!(text.contains("re-entrant load"), "got {text:?}");
     // Nothing is left stuck: the key loads normally now.
-    assert_eq!(cache.get_or_load(&1, || 7), 7);
+    assert_eq!(cache.get_or_init(&1, || 7), 7);
     // A loader may load *other* keys of the same cache.
-    assert_eq!(cache.get_or_load(&2, || cache.get_or_load(&3, || 3) + 1), 4);
+    assert_eq!(cache.get_or_init(&2, || cache.get_or_init(&3, || 3) + 1), 4);
 }
 
 #[test]
@@ -355,7 +368,7 @@ fn a_load_error_is_shared_by_waiters_and_not_cached() {
     let calls = AtomicUsize::new(0);
     std::thread::scope(|s| {
         let leader = s.spawn(|| {
-            cache.try_get_or_load(&1, || {
+            cache.get_or_try_init(&1, || {
                 calls.fetch_add(1, Ordering::SeqCst);
                 started.wait();
                 std::thread::sleep(std::time::Duration::from_millis(50));
@@ -363,7 +376,7 @@ fn a_load_error_is_shared_by_waiters_and_not_cached() {
             })
         });
         started.wait();
-        let waiter = cache.try_get_or_load(&1, || {
+        let waiter = cache.get_or_try_init(&1, || {
             calls.fetch_add(1, Ordering::SeqCst);
             Err::<u32, _>(String::from("second call"))
         });
@@ -376,9 +389,9 @@ fn a_load_error_is_shared_by_waiters_and_not_cached() {
     });
     assert!(!cache.contains_key(&1));
     let stats = cache.stats();
-    assert_eq!(stats.load_failures as usize, calls.load(Ordering::SeqCst));
-    assert_eq!(stats.loads, 0);
-    assert_eq!(cache.get_or_load(&1, || 9), 9);
+    assert_eq!(stats.init_failures as usize, calls.load(Ordering::SeqCst));
+    assert_eq!(stats.inits, stats.init_failures);
+    assert_eq!(cache.get_or_init(&1, || 9), 9);
 }
 
 // ---------------------------------------------------------------------------
@@ -386,25 +399,30 @@ fn a_load_error_is_shared_by_waiters_and_not_cached() {
 
 #[test]
 fn a_panicking_loader_leaves_the_cache_usable() {
-    let cache = LruCache::<u32, u32>::builder(2).shards(1).build().unwrap();
+    let cache = LruCache::<u32, u32>::builder()
+        .capacity(2)
+        .shards(1)
+        .build()
+        .unwrap();
     cache.insert(1, 1);
     let outcome = catch_unwind(AssertUnwindSafe(|| {
-        cache.get_or_load(&2, || panic!("loader"))
+        cache.get_or_init(&2, || panic!("loader"))
     }));
     assert!(outcome.is_err());
     let stats = cache.stats();
     assert_eq!(
-        (stats.misses, stats.load_failures, stats.loads, stats.len),
-        (1, 1, 0, 1)
+        (stats.misses, stats.init_failures, stats.inits, stats.len),
+        (1, 1, 1, 1)
     );
-    assert_eq!(cache.get_or_load(&2, || 2), 2);
+    assert_eq!(cache.get_or_init(&2, || 2), 2);
     assert_eq!(cache.len(), 2);
     assert_eq!(cache.get(&1), Some(1));
 }
 
 #[test]
 fn a_panicking_listener_leaves_the_cache_consistent() {
-    let cache = LruCache::builder(2)
+    let cache = LruCache::builder()
+        .capacity(2)
         .shards(1)
         .eviction_listener(|key: u32, _value: u32, _cause: RemovalCause| {
             if key == 1 {
@@ -426,14 +444,15 @@ fn a_panicking_listener_leaves_the_cache_consistent() {
     cache.insert(4, 4);
     assert_eq!(cache.stats().evictions, 2);
     // A panicking listener during a load: the value is cached anyway.
-    let cache2 = LruCache::builder(1)
+    let cache2 = LruCache::builder()
+        .capacity(1)
         .eviction_listener(|_key: u32, _value: u32, _cause| panic!("listener"))
         .build()
         .unwrap();
     cache2.insert(1, 1);
-    assert!(catch_unwind(AssertUnwindSafe(|| cache2.get_or_load(&2, || 2))).is_err());
+    assert!(catch_unwind(AssertUnwindSafe(|| cache2.get_or_init(&2, || 2))).is_err());
     assert_eq!(cache2.get(&2), Some(2));
-    assert_eq!(cache2.stats().loads, 1);
+    assert_eq!(cache2.stats().inits, 1);
 }
 
 /// A key whose `Hash` or `Eq` panics while the shared switch says so.
@@ -489,7 +508,8 @@ fn panicking_hash_and_eq_under(
         panic_hash: hash,
         panic_eq: eq,
     };
-    let cache = LruCache::builder(3)
+    let cache = LruCache::builder()
+        .capacity(3)
         .shards(1)
         .policy(policy)
         .build()
@@ -510,7 +530,7 @@ fn panicking_hash_and_eq_under(
                 let _ = cache.remove(&key(0));
             },
             &|| {
-                let _ = cache.get_or_load(&key(8), || 8);
+                let _ = cache.get_or_init(&key(8), || 8);
             },
             &|| assert!(cache.contains_key(&key(2))),
         ];
@@ -523,7 +543,7 @@ fn panicking_hash_and_eq_under(
         switch.store(false, Ordering::SeqCst);
         // Nothing changed: same entries, same order (CLOCK: no hit, so the
         // hand's reverse order), no counts.
-        let ids: Vec<_> = cache.iter().map(|(k, v)| (k.id, v)).collect();
+        let ids: Vec<_> = cache.to_vec().into_iter().map(|(k, v)| (k.id, v)).collect();
         assert_eq!(ids, [(2, 2), (1, 1), (0, 0)], "after {what}");
         let stats = cache.stats();
         assert_eq!(
@@ -555,7 +575,8 @@ impl Drop for PanicsOnDrop {
 #[test]
 fn clear_empties_every_shard_before_a_drop_panics() {
     for policy in [LruPolicy::Exact, LruPolicy::Clock, LruPolicy::S3Fifo] {
-        let cache = LruCache::builder(1024)
+        let cache = LruCache::builder()
+            .capacity(1024)
             .shards(16)
             .policy(policy)
             .build()
@@ -570,7 +591,7 @@ fn clear_empties_every_shard_before_a_drop_panics() {
         assert!(outcome.is_err(), "the panicking Drop must reach the caller");
         // Every shard was emptied before any value was dropped.
         assert_eq!(cache.len(), 0, "{policy:?}");
-        assert!(cache.iter().next().is_none());
+        assert!(cache.to_vec().into_iter().next().is_none());
         let stats = cache.stats();
         assert_eq!((stats.len, stats.evictions), (0, 0));
         cache.insert(7, PanicsOnDrop(7));
@@ -584,7 +605,8 @@ fn clear_empties_every_shard_before_a_drop_panics() {
 #[test]
 fn get_with_visits_in_place_and_counts_like_get() {
     for policy in [LruPolicy::Exact, LruPolicy::Clock, LruPolicy::S3Fifo] {
-        let cache = LruCache::builder(4)
+        let cache = LruCache::builder()
+            .capacity(4)
             .shards(1)
             .policy(policy)
             .build()
@@ -609,7 +631,7 @@ fn get_with_visits_in_place_and_counts_like_get() {
 
 #[test]
 fn get_with_makes_the_entry_most_recent_and_peek_with_does_not() {
-    let cache = LruCache::builder(2).shards(1).build().unwrap();
+    let cache = LruCache::builder().capacity(2).shards(1).build().unwrap();
     cache.insert(1, 10);
     cache.insert(2, 20);
     assert_eq!(cache.peek_with(&1, |v| *v), Some(10)); // 1 stays least recent
@@ -639,7 +661,8 @@ fn a_panicking_closure_leaves_the_cache_consistent_and_unlocked() {
     }
 
     for policy in [LruPolicy::Exact, LruPolicy::Clock, LruPolicy::S3Fifo] {
-        let cache = LruCache::builder(2)
+        let cache = LruCache::builder()
+            .capacity(2)
             .shards(1)
             .policy(policy)
             .build()
@@ -709,7 +732,7 @@ fn every_value_let_go_is_dropped_once_under_every_policy() {
         for listener in [false, true] {
             let drops = Arc::new(AtomicUsize::new(0));
             let heard = Arc::new(AtomicUsize::new(0));
-            let builder = LruCache::builder(8).shards(2).policy(policy);
+            let builder = LruCache::builder().capacity(8).shards(2).policy(policy);
             let builder = if listener {
                 let heard = Arc::clone(&heard);
                 builder.eviction_listener(move |_: u32, _: Counted, _| {
@@ -730,7 +753,12 @@ fn every_value_let_go_is_dropped_once_under_every_policy() {
                 made - cache.len(),
                 "{policy:?}, listener {listener}: after evictions"
             );
-            let present = cache.iter().next().map(|(key, _)| key).unwrap();
+            let present = cache
+                .to_vec()
+                .into_iter()
+                .next()
+                .map(|(key, _)| key)
+                .unwrap();
             cache.insert(present, Counted(Arc::clone(&drops)));
             made += 1;
             cache.remove(&present);
@@ -752,7 +780,8 @@ fn every_value_let_go_is_dropped_once_under_every_policy() {
 #[test]
 fn accessors_report_the_configuration() {
     for policy in [LruPolicy::Exact, LruPolicy::Clock, LruPolicy::S3Fifo] {
-        let cache: LruCache<u32, u32> = LruCache::builder(64)
+        let cache: LruCache<u32, u32> = LruCache::builder()
+            .capacity(64)
             .shards(4)
             .policy(policy)
             .build()
@@ -766,7 +795,7 @@ fn accessors_report_the_configuration() {
 /// `is_empty`, `stats().len` and `Debug` follow the entries in every shard.
 #[test]
 fn emptiness_length_and_debug_follow_the_entries() {
-    let cache: LruCache<u32, u32> = LruCache::builder(64).shards(4).build().unwrap();
+    let cache: LruCache<u32, u32> = LruCache::builder().capacity(64).shards(4).build().unwrap();
     assert!(cache.is_empty());
     assert_eq!(cache.stats().len, 0);
     for key in 0..20 {
@@ -810,7 +839,8 @@ fn a_listener_gets_the_displaced_value_and_the_caller_a_clone() {
     for policy in [LruPolicy::Exact, LruPolicy::Clock, LruPolicy::S3Fifo] {
         let heard = Arc::new(Mutex::new(Vec::new()));
         let log = Arc::clone(&heard);
-        let cache = LruCache::builder(4)
+        let cache = LruCache::builder()
+            .capacity(4)
             .shards(1)
             .policy(policy)
             .eviction_listener(move |key: u32, value: Marked, cause| {

@@ -77,7 +77,11 @@ fn zipf_trace(requests: usize, seed: u64) -> Vec<u64> {
 /// shard count (get, insert on miss) and the exact model; returns both hit
 /// ratios.
 fn zipf_hit_ratios(capacity: usize, requests: usize, policy: LruPolicy) -> (f64, f64) {
-    let cache = LruCache::builder(capacity).policy(policy).build().unwrap();
+    let cache = LruCache::builder()
+        .capacity(capacity)
+        .policy(policy)
+        .build()
+        .unwrap();
     let mut model = ExactLru::new(capacity);
     let (mut cache_hits, mut model_hits) = (0u64, 0u64);
     for key in zipf_trace(requests, capacity as u64) {
@@ -160,7 +164,7 @@ fn s3fifo_hit_ratio_above_global_lru() {
 fn one_shard_is_exactly_global_lru_on_a_zipf_trace() {
     let zipf = Zipf::new(10_000.0, 0.9).unwrap();
     let mut rng = StdRng::seed_from_u64(7);
-    let cache = LruCache::builder(500).shards(1).build().unwrap();
+    let cache = LruCache::builder().capacity(500).shards(1).build().unwrap();
     let mut model = ExactLru::new(500);
     for _ in 0..50_000 {
         let key = zipf.sample(&mut rng) as u64;

@@ -224,7 +224,7 @@ fn opt_bounds_every_policy() {
             let best = offline::opt_hits(&trace, &next, capacity);
             for policy in [LruPolicy::Exact, LruPolicy::Clock, LruPolicy::S3Fifo] {
                 for shards in [None, Some(1)] {
-                    let mut builder = LruCache::builder(capacity).policy(policy);
+                    let mut builder = LruCache::builder().capacity(capacity).policy(policy);
                     if let Some(shards) = shards {
                         builder = builder.shards(shards);
                     }
@@ -248,7 +248,8 @@ fn one_exact_shard_hits_as_the_lru_reference() {
     for scans in [false, true] {
         let trace = trace(scans);
         for capacity in [20, 100, 1_000] {
-            let cache = LruCache::builder(capacity)
+            let cache = LruCache::builder()
+                .capacity(capacity)
                 .policy(LruPolicy::Exact)
                 .shards(1)
                 .build()

@@ -26,7 +26,8 @@ fn stress_counts_under(policy: LruPolicy) {
     let _watchdog = watchdog::arm(watchdog::STRESS_LIMIT);
     const THREADS: usize = 8;
     const OPS: u64 = 20_000;
-    let cache = LruCache::<u64, u64>::builder(256)
+    let cache = LruCache::<u64, u64>::builder()
+        .capacity(256)
         .shards(8)
         .policy(policy)
         .build()
@@ -42,7 +43,10 @@ fn stress_counts_under(policy: LruPolicy) {
                 // `len` and `capacity` in `stats()` are one consistent
                 // snapshot, even during resizes.
                 let stats = cache.stats();
-                assert!(stats.len <= stats.capacity, "bound exceeded: {stats:?}");
+                assert!(
+                    Some(stats.len) <= stats.capacity,
+                    "bound exceeded: {stats:?}"
+                );
                 // `len()` sums shards one at a time while resizes run; every
                 // shard stays within its largest share (328 / 8 = 41).
                 assert!(cache.len() <= 328);
@@ -96,8 +100,8 @@ fn stress_counts_under(policy: LruPolicy) {
     assert_eq!(stats.hits + stats.misses, THREADS as u64 * OPS);
     assert_eq!(stats.misses, inserts.load(Ordering::SeqCst));
     assert_eq!(stats.inserts, inserts.load(Ordering::SeqCst));
-    assert!(stats.len <= stats.capacity);
-    assert_eq!(stats.len, cache.iter().len());
+    assert!(Some(stats.len) <= stats.capacity);
+    assert_eq!(stats.len, cache.to_vec().into_iter().len());
     // Every insert either is still cached, or was evicted, or was displaced
     // by a later insert of the same key (two threads missing at once).
     assert!(stats.inserts >= stats.len as u64 + stats.evictions);
@@ -115,7 +119,8 @@ fn stress_racing_loads_under(policy: LruPolicy) {
     const THREADS: usize = 8;
     const KEYS: u64 = 64;
     // Room for every key in whichever shard it lands: nothing is evicted.
-    let cache = LruCache::<u64, u64>::builder(4 * KEYS as usize)
+    let cache = LruCache::<u64, u64>::builder()
+        .capacity(4 * KEYS as usize)
         .shards(4)
         .policy(policy)
         .build()
@@ -130,7 +135,7 @@ fn stress_racing_loads_under(policy: LruPolicy) {
                 for round in 0..3 {
                     for i in 0..KEYS {
                         let key = (i + t * 7 + round) % KEYS;
-                        let value = cache.get_or_load(&key, || {
+                        let value = cache.get_or_init(&key, || {
                             runs[key as usize].fetch_add(1, Ordering::SeqCst);
                             std::thread::yield_now();
                             key + 100
@@ -149,7 +154,7 @@ fn stress_racing_loads_under(policy: LruPolicy) {
         );
     }
     let stats = cache.stats();
-    assert_eq!(stats.loads, KEYS);
+    assert_eq!(stats.inits, KEYS);
     assert_eq!(stats.hits + stats.misses, THREADS as u64 * KEYS * 3);
     assert_eq!((stats.len, stats.evictions), (KEYS as usize, 0));
 }

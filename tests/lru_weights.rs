@@ -39,7 +39,8 @@ fn recorded(
 ) -> (LruCache<u8, Value>, Arc<Mutex<Vec<Event>>>) {
     let events = Arc::new(Mutex::new(Vec::new()));
     let log = Arc::clone(&events);
-    let cache = LruCache::builder(capacity)
+    let cache = LruCache::builder()
+        .capacity(capacity)
         .shards(shards)
         .policy(policy)
         .weigher(by_weight)
@@ -170,10 +171,10 @@ proptest! {
             let stats = cache.stats();
             prop_assert_eq!(stats.weighted_size.map(|w| w as u64), Some(model.weight()));
             prop_assert_eq!(cache.weighted_size() as u64, model.weight());
-            prop_assert!(stats.weighted_size.unwrap() <= stats.capacity);
+            prop_assert!(stats.weighted_size.unwrap() <= stats.capacity.unwrap());
             prop_assert_eq!(stats.evictions, model.evictions);
             prop_assert_eq!(stats.len, model.entries.len());
-            let order: Vec<_> = cache.iter().collect();
+            let order: Vec<_> = cache.to_vec().into_iter().collect();
             let expected: Vec<_> = model.entries.iter().copied().collect();
             prop_assert_eq!(order, expected);
         }
@@ -209,10 +210,10 @@ proptest! {
             cache.check_invariants();
             let stats = cache.stats();
             prop_assert!(
-                stats.weighted_size.unwrap() <= stats.capacity,
-                "weight {:?} over capacity {}", stats.weighted_size, stats.capacity
+                stats.weighted_size.unwrap() <= stats.capacity.unwrap(),
+                "weight {:?} over capacity {}", stats.weighted_size, stats.capacity.unwrap()
             );
-            let weights: usize = cache.iter().map(|(_, v)| v.1.max(1) as usize).sum();
+            let weights: usize = cache.to_vec().into_iter().map(|(_, v)| v.1.max(1) as usize).sum();
             prop_assert_eq!(Some(weights), stats.weighted_size);
             let evicted = events
                 .lock()
@@ -258,10 +259,10 @@ fn an_entry_heavier_than_its_shard_is_not_stored() {
 #[test]
 fn a_loaded_value_heavier_than_its_shard_is_returned_not_cached() {
     let (cache, events) = recorded(10, 2, LruPolicy::Exact);
-    assert_eq!(cache.get_or_load(&1, || (7, 6)), (7, 6));
+    assert_eq!(cache.get_or_init(&1, || (7, 6)), (7, 6));
     assert!(!cache.contains_key(&1));
     let stats = cache.stats();
-    assert_eq!((stats.loads, stats.evictions, stats.len), (1, 1, 0));
+    assert_eq!((stats.inits, stats.evictions, stats.len), (1, 1, 0));
     assert_eq!(
         *events.lock().unwrap(),
         [(1, (7, 6), RemovalCause::Evicted)]
@@ -294,7 +295,8 @@ fn a_heavier_replacement_evicts_others() {
 #[test]
 fn a_weight_of_zero_counts_as_one() {
     for policy in [LruPolicy::Exact, LruPolicy::Clock, LruPolicy::S3Fifo] {
-        let cache = LruCache::builder(3)
+        let cache = LruCache::builder()
+            .capacity(3)
             .shards(1)
             .policy(policy)
             .weigher(|_: &u32, _: &u32| 0)
@@ -337,7 +339,8 @@ fn a_panicking_weigher_leaves_the_cache_unchanged() {
         }));
     });
     for policy in [LruPolicy::Exact, LruPolicy::Clock, LruPolicy::S3Fifo] {
-        let cache = LruCache::builder(8)
+        let cache = LruCache::builder()
+            .capacity(8)
             .shards(1)
             .policy(policy)
             .weigher(|_: &u32, value: &u32| {
@@ -349,26 +352,26 @@ fn a_panicking_weigher_leaves_the_cache_unchanged() {
         for k in 0..4 {
             cache.insert(k, k);
         }
-        let before: Vec<_> = cache.iter().collect();
+        let before: Vec<_> = cache.to_vec().into_iter().collect();
         let stats = cache.stats();
         // A new key into a full cache (it would evict), and a replacement.
         for key in [9, 2] {
             let result = catch_unwind(AssertUnwindSafe(|| cache.insert(key, POISON)));
             assert!(result.is_err());
-            let after: Vec<_> = cache.iter().collect();
+            let after: Vec<_> = cache.to_vec().into_iter().collect();
             assert_eq!(after, before, "{policy:?}");
             assert_eq!(cache.stats(), stats);
             cache.check_invariants();
         }
         // A load whose value the weigher rejects: the loader ran and the
         // failure is counted; nothing is stored and nothing stays in flight.
-        let result = catch_unwind(AssertUnwindSafe(|| cache.get_or_load(&7, || POISON)));
+        let result = catch_unwind(AssertUnwindSafe(|| cache.get_or_init(&7, || POISON)));
         assert!(result.is_err());
         assert!(!cache.contains_key(&7));
         cache.check_invariants();
         let after = cache.stats();
-        assert_eq!(after.loads + after.load_failures, 1, "{policy:?}");
-        assert_eq!(cache.get_or_load(&7, || 70), 70);
+        assert_eq!(after.inits, 1, "{policy:?}");
+        assert_eq!(cache.get_or_init(&7, || 70), 70);
         assert_eq!(cache.weighted_size(), 8);
     }
 }
@@ -382,7 +385,8 @@ fn the_weigher_runs_with_no_lock_held() {
             let reentered = Arc::new(AtomicBool::new(false));
             let flag = Arc::clone(&reentered);
             let cache = Arc::new(
-                LruCache::builder(8)
+                LruCache::builder()
+                    .capacity(8)
                     .shards(1)
                     .policy(policy)
                     .weigher(move |key: &u32, _: &u32| {
@@ -418,7 +422,8 @@ fn the_weigher_runs_with_no_lock_held() {
 fn threaded_inserts_keep_the_weight_bound() {
     watchdog::with_timeout(watchdog::STRESS_LIMIT, || {
         for policy in [LruPolicy::Exact, LruPolicy::Clock, LruPolicy::S3Fifo] {
-            let cache: LruCache<u64, u64> = LruCache::builder(400)
+            let cache: LruCache<u64, u64> = LruCache::builder()
+                .capacity(400)
                 .shards(4)
                 .policy(policy)
                 .weigher(|_: &u64, value: &u64| (*value % 13) as u32)
@@ -432,10 +437,10 @@ fn threaded_inserts_keep_the_weight_bound() {
                     while !done.load(Ordering::Relaxed) {
                         let stats = cache.stats();
                         assert!(
-                            stats.weighted_size.unwrap() <= stats.capacity,
+                            stats.weighted_size.unwrap() <= stats.capacity.unwrap(),
                             "{policy:?}: weight {:?} over capacity {}",
                             stats.weighted_size,
-                            stats.capacity
+                            stats.capacity.unwrap()
                         );
                         assert!(stats.len <= stats.weighted_size.unwrap());
                         checks.fetch_add(1, Ordering::Relaxed);
@@ -468,9 +473,13 @@ fn threaded_inserts_keep_the_weight_bound() {
             cache.check_invariants();
             let stats = cache.stats();
             assert_eq!(stats.inserts, inserts.load(Ordering::Relaxed));
-            let weights: usize = cache.iter().map(|(_, v)| (v % 13).max(1) as usize).sum();
+            let weights: usize = cache
+                .to_vec()
+                .into_iter()
+                .map(|(_, v)| (v % 13).max(1) as usize)
+                .sum();
             assert_eq!(Some(weights), stats.weighted_size);
-            assert!(stats.weighted_size.unwrap() <= stats.capacity);
+            assert!(stats.weighted_size.unwrap() <= stats.capacity.unwrap());
         }
     });
 }

@@ -27,12 +27,12 @@ fn builder_settings_are_kept() {
         let index: OrderedIndex<u8, u8> = configured(config);
         assert_eq!((index.lock_kind(), index.has_point_lookups()), config);
         let leaves = (config.0 == OrderedLock::Partitioned).then_some(4);
-        assert_eq!(index.leaf_capacity(), leaves);
+        assert_eq!(index.leaf_size(), leaves);
     }
     let default: OrderedIndex<u8, u8> = OrderedIndex::new();
     assert_eq!(default.lock_kind(), OrderedLock::Partitioned);
     assert!(default.has_point_lookups());
-    assert_eq!(default.leaf_capacity(), Some(128));
+    assert_eq!(default.leaf_size(), Some(128));
     assert!(format!("{:?}", OrderedIndex::<u8, u8>::builder()).contains("Partitioned"));
 }
 
@@ -56,7 +56,7 @@ fn ordered_reads_and_consumption() {
         .map(|k| (k, format!("v{k}")))
         .collect();
     assert_eq!(index.len(), 5);
-    assert_eq!(keys(&index.range(2..=4)), [2, 3, 4]);
+    assert_eq!(keys(&index.range_to_vec(2..=4)), [2, 3, 4]);
     assert_eq!(index.range_count((Bound::Excluded(1), Bound::Unbounded)), 4);
     assert_eq!(index.first().map(|(k, _)| k), Some(1));
     assert_eq!(
@@ -68,7 +68,7 @@ fn ordered_reads_and_consumption() {
     assert_eq!(seen, [(1, "v1".to_string()), (2, "v2".to_string())]);
     assert_eq!(index.pop_last().map(|(k, _)| k), Some(5));
     assert_eq!(keys(&index.drain_to(Bound::Included(&3))), [1, 2, 3]);
-    assert_eq!(index.iter().map(|(k, _)| k).collect::<Vec<_>>(), [4]);
+    assert_eq!(keys(&index.to_vec()), [4]);
     assert!(index.contains_key(&4) && !index.contains_key(&1));
     assert_eq!(format!("{:?}", index.snapshot()), r#"{4: "v4"}"#);
     let summary = format!("{index:?}");
@@ -83,7 +83,7 @@ fn borrowed_lookups_work_for_string_keys() {
     assert_eq!(index.get("a").as_deref(), Some(&1));
     assert_eq!(
         index
-            .range::<str, _>((Bound::Included("a"), Bound::Excluded("b")))
+            .range_to_vec::<str, _>((Bound::Included("a"), Bound::Excluded("b")))
             .len(),
         1
     );
@@ -97,7 +97,7 @@ fn inverted_range_panics_and_poisons_nothing() {
     for config in [CONFIGS[0], PARTITIONED] {
         let index: OrderedIndex<u32, ()> = filled(config, (0..10).map(|k| (k, ())));
         #[allow(clippy::reversed_empty_ranges)]
-        let outcome = catch_unwind(AssertUnwindSafe(|| index.range(5..2)));
+        let outcome = catch_unwind(AssertUnwindSafe(|| index.range_to_vec(5..2)));
         assert!(outcome.is_err());
         let outcome = catch_unwind(AssertUnwindSafe(|| {
             index.range_count((Bound::Excluded(3), Bound::Excluded(3)))
@@ -105,7 +105,7 @@ fn inverted_range_panics_and_poisons_nothing() {
         assert!(outcome.is_err());
         index.insert(20, ());
         assert_eq!(index.len(), 11);
-        assert_eq!(index.range(2..5).len(), 3);
+        assert_eq!(index.range_to_vec(2..5).len(), 3);
     }
 }
 
@@ -171,7 +171,7 @@ proptest! {
                 Op::Remove(k) => prop_assert_eq!(index.remove(&k).map(|v| *v), model.remove(&k)),
                 Op::Get(k) => {
                     prop_assert_eq!(index.get(&k).map(|v| *v), model.get(&k).copied());
-                    prop_assert_eq!(index.view(&k, |v| *v), model.get(&k).copied());
+                    prop_assert_eq!(index.get_with(&k, |v| *v), model.get(&k).copied());
                     prop_assert_eq!(index.contains_key(&k), model.contains_key(&k));
                 }
                 Op::PopFirst => {
@@ -189,7 +189,7 @@ proptest! {
                     prop_assert_eq!(got, expected);
                 }
                 Op::Range(a, b) => {
-                    let got: Vec<(u8, u16)> = index.range(a..b).into_iter().map(|(k, v)| (k, *v)).collect();
+                    let got: Vec<(u8, u16)> = index.range_to_vec(a..b).into_iter().map(|(k, v)| (k, *v)).collect();
                     let expected: Vec<(u8, u16)> = model.range(a..b).map(|(k, v)| (*k, *v)).collect();
                     prop_assert_eq!(index.range_count(a..b), expected.len());
                     let mut visited = Vec::new();
@@ -227,7 +227,7 @@ proptest! {
             }
             prop_assert_eq!(index.len(), model.len());
             prop_assert_eq!(index.is_empty(), model.is_empty());
-            let all: Vec<(u8, u16)> = index.iter().map(|(k, v)| (k, *v)).collect();
+            let all: Vec<(u8, u16)> = index.to_vec().into_iter().map(|(k, v)| (k, *v)).collect();
             prop_assert_eq!(all, model.iter().map(|(k, v)| (*k, *v)).collect::<Vec<_>>());
             for (view, taken) in &snapshots {
                 prop_assert_eq!(&contents(view), taken, "a snapshot changed");
@@ -268,7 +268,7 @@ fn retain_keeps_entries_replaced_while_it_decides() {
         }
         false
     });
-    let left: Vec<(u32, u32)> = index.iter().map(|(k, v)| (k, *v)).collect();
+    let left: Vec<(u32, u32)> = index.to_vec().into_iter().map(|(k, v)| (k, *v)).collect();
     assert_eq!(
         left,
         [(3, 99)],
@@ -291,11 +291,11 @@ fn panicking_for_each_in_releases_the_lock() {
 fn panicking_view_releases_the_lock() {
     let index: OrderedIndex<u32, u32> = (0..10).map(|k| (k, k)).collect();
     let outcome = catch_unwind(AssertUnwindSafe(|| {
-        index.view(&4, |_| panic!("reader failed"));
+        index.get_with(&4, |_| panic!("reader failed"));
     }));
     assert!(outcome.is_err());
     index.insert(10, 10); // would deadlock if the read lock were still held
-    assert_eq!(index.view(&10, |v| v + 1), Some(11));
+    assert_eq!(index.get_with(&10, |v| v + 1), Some(11));
     assert_eq!(index.len(), 11);
 }
 
@@ -340,7 +340,7 @@ fn panicking_key_code_leaves_the_index_unchanged_and_unpoisoned() {
     }));
     PANIC_IN_CLONE.store(false, Ordering::Relaxed);
     assert!(outcome.is_err(), "no split was attempted");
-    let keys: Vec<u32> = leaves.iter().map(|(k, _)| k.0).collect();
+    let keys: Vec<u32> = leaves.to_vec().into_iter().map(|(k, _)| k.0).collect();
     assert_eq!(keys.len(), 8 + keys.iter().filter(|k| **k >= 8).count());
     assert!(
         keys.windows(2).all(|w| w[0] < w[1]),
@@ -372,7 +372,7 @@ fn panicking_key_code_leaves_the_index_unchanged_and_unpoisoned() {
 /// An insert, a remove and a `drain_to` whose `cmp` panics leave `index`
 /// as it was.
 fn panicking_cmp_changes_nothing(index: &OrderedIndex<Touchy, u32>) {
-    let before: Vec<u32> = index.iter().map(|(k, _)| k.0).collect();
+    let before: Vec<u32> = index.to_vec().into_iter().map(|(k, _)| k.0).collect();
     PANIC_IN_CMP.store(true, Ordering::Relaxed);
     for attempt in [0, 1, 2] {
         let outcome = catch_unwind(AssertUnwindSafe(|| match attempt {
@@ -389,7 +389,14 @@ fn panicking_cmp_changes_nothing(index: &OrderedIndex<Touchy, u32>) {
         assert!(outcome.is_err(), "attempt {attempt} did not reach cmp");
     }
     PANIC_IN_CMP.store(false, Ordering::Relaxed);
-    assert_eq!(index.iter().map(|(k, _)| k.0).collect::<Vec<_>>(), before);
+    assert_eq!(
+        index
+            .to_vec()
+            .into_iter()
+            .map(|(k, _)| k.0)
+            .collect::<Vec<_>>(),
+        before
+    );
 }
 
 /// A key whose `Ord` is random: the index must stay usable and account for
@@ -453,7 +460,7 @@ fn erratic_keys_are_all_accounted_for(index: OrderedIndex<Erratic, u32>) {
             // May panic ("range start is greater than range end"): that
             // unwinds out of this call only.
             let _ = catch_unwind(AssertUnwindSafe(|| {
-                index.range(Erratic(0)..Erratic(1)).len()
+                index.range_to_vec(Erratic(0)..Erratic(1)).len()
             }));
         }
         index.get(&Erratic(i));
@@ -463,7 +470,7 @@ fn erratic_keys_are_all_accounted_for(index: OrderedIndex<Erratic, u32>) {
     }
     let len = index.len();
     assert!(len <= inserted);
-    assert_eq!(index.iter().count(), len, "iter disagrees with len");
+    assert_eq!(index.to_vec().len(), len, "iter disagrees with len");
     let view = index.snapshot();
     let mut popped = 0;
     // An insert that compared `Equal` replaced another key's value (keeping
@@ -519,7 +526,7 @@ fn removed_values_are_dropped_outside_the_lock() {
         index.retain(|k, _| *k >= 2); // drops 0 and 1: inserts 1000, 1001
         index.insert(2, Reentrant(2_000)); // the replaced value 2 comes back
         index.clear(); // drops 2..6 and 1000, 1001: inserts 1003..1005
-        let keys: Vec<u32> = index.iter().map(|(k, _)| k).collect();
+        let keys: Vec<u32> = index.to_vec().into_iter().map(|(k, _)| k).collect();
         tx.send(keys).unwrap();
     });
     let keys = rx

@@ -49,8 +49,9 @@ fn setup((lock, point_lookups): (OrderedLock, bool), n: u64, shared: bool) -> Se
     let index = OrderedIndex::builder()
         .lock(lock)
         .point_lookups(point_lookups)
-        .leaf_capacity(4)
-        .build();
+        .leaf_size(4)
+        .build()
+        .unwrap();
     for i in 0..n {
         let k = 2 * ((i * 7) % n);
         index.insert(Key::new(k), Value::new(10 * k));
@@ -65,7 +66,7 @@ fn setup((lock, point_lookups): (OrderedLock, bool), n: u64, shared: bool) -> Se
 }
 
 fn content(index: &Index) -> Model {
-    let entries = index.iter().collect::<Vec<_>>();
+    let entries = index.to_vec().into_iter().collect::<Vec<_>>();
     assert!(
         entries.windows(2).all(|w| w[0].0.id < w[1].0.id),
         "iter not strictly sorted"
@@ -262,8 +263,9 @@ fn extreme_leaf_capacities_work() {
         let built = catch_unwind(|| {
             let index: OrderedIndex<u64, u64> = OrderedIndex::builder()
                 .lock(OrderedLock::Partitioned)
-                .leaf_capacity(capacity)
-                .build();
+                .leaf_size(capacity)
+                .build()
+                .unwrap();
             for k in 0..100 {
                 index.insert(k, k);
             }
@@ -271,10 +273,10 @@ fn extreme_leaf_capacities_work() {
             index.check_invariants();
             let collected: OrderedIndex<u64, u64> = (0..100).map(|k| (k, k)).collect();
             assert_eq!(collected.len(), 100);
-            index.leaf_capacity()
+            index.leaf_size()
         });
-        let leaf_capacity = built.unwrap_or_else(|_| panic!("leaf_capacity({capacity}) panicked"));
-        assert!(leaf_capacity.is_some_and(|c| c >= 2));
+        let leaf_size = built.unwrap_or_else(|_| panic!("leaf_size({capacity}) panicked"));
+        assert!(leaf_size.is_some_and(|c| c >= 2));
     }
 }
 

@@ -97,7 +97,7 @@ fn consume_exactly_once(index: OrderedIndex<u64, u64>) {
         // A reader checks that every cut is sorted without duplicates.
         s.spawn(|| {
             for _ in 0..200 {
-                let cut = index.range(..);
+                let cut = index.range_to_vec(..);
                 assert!(
                     cut.windows(2).all(|w| w[0].0 < w[1].0),
                     "a range was not sorted"
@@ -151,10 +151,11 @@ fn stress_every_operation_at_once_keeps_the_index_whole() {
         let index: OrderedIndex<u32, u32> = OrderedIndex::builder()
             .lock(config.0)
             .point_lookups(config.1)
-            .leaf_capacity(2)
-            .build();
+            .leaf_size(2)
+            .build()
+            .unwrap();
         every_operation_at_once(&index);
-        let all: Vec<u32> = index.iter().map(|(k, _)| k).collect();
+        let all: Vec<u32> = index.to_vec().into_iter().map(|(k, _)| k).collect();
         assert!(all.windows(2).all(|w| w[0] < w[1]), "unsorted: {config:?}");
         assert_eq!(all.len(), index.len());
         for k in 0..500 {
@@ -185,8 +186,11 @@ fn every_operation_at_once(index: &OrderedIndex<u32, u32>) {
                         55..=59 => drop(index.pop_last()),
                         60..=62 => drop(index.drain_to(Bound::Excluded(&k))),
                         63..=74 => {
-                            let cut: Vec<u32> =
-                                index.range(k..k + 50).into_iter().map(|(k, _)| k).collect();
+                            let cut: Vec<u32> = index
+                                .range_to_vec(k..k + 50)
+                                .into_iter()
+                                .map(|(k, _)| k)
+                                .collect();
                             assert!(cut.windows(2).all(|w| w[0] < w[1]), "a torn range");
                             assert!(cut.iter().all(|q| (k..k + 50).contains(q)));
                         }
@@ -239,8 +243,8 @@ fn cuts_are_contiguous(index: OrderedIndex<u64, ()>) {
             s.spawn(move || {
                 while !done.load(Ordering::Acquire) {
                     let cut: Vec<u64> = match reader {
-                        0 => index.range(..).into_iter().map(|(k, _)| k).collect(),
-                        1 => index.iter().map(|(k, _)| k).collect(),
+                        0 => index.range_to_vec(..).into_iter().map(|(k, _)| k).collect(),
+                        1 => index.to_vec().into_iter().map(|(k, _)| k).collect(),
                         2 => index
                             .range_take(.., 300)
                             .into_iter()

@@ -29,12 +29,16 @@ fn engines() -> Vec<(&'static str, OrderedIndex<u64, u64>)> {
             "partitioned",
             OrderedIndex::builder()
                 .lock(OrderedLock::Partitioned)
-                .leaf_capacity(8)
-                .build(),
+                .leaf_size(8)
+                .build()
+                .unwrap(),
         ),
         (
             "single",
-            OrderedIndex::builder().lock(OrderedLock::Single).build(),
+            OrderedIndex::builder()
+                .lock(OrderedLock::Single)
+                .build()
+                .unwrap(),
         ),
     ]
 }

@@ -136,7 +136,12 @@ fn apply(case: &mut Case, op: &Op) {
 fn check(case: &mut Case) -> Result<(), TestCaseError> {
     poll(&mut case.reflector);
     let expected = case.source.contents_sorted();
-    let mut stored: Vec<(u8, u32)> = case.store.iter().map(|(k, v)| (k, *v)).collect();
+    let mut stored: Vec<(u8, u32)> = case
+        .store
+        .to_vec()
+        .into_iter()
+        .map(|(k, v)| (k, *v))
+        .collect();
     stored.sort();
     prop_assert_eq!(&stored, &expected, "store differs from the source");
     prop_assert_eq!(

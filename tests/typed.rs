@@ -13,8 +13,8 @@ use std::thread;
 use std::time::Duration;
 
 use larder::{
-    AnyCache, AnyCacheBuilder, ManualClock, SystemClock, TypedBuildError, TypedCache,
-    TypedCacheBuilder, TypedCacheStats,
+    AnyCache, AnyCacheBuilder, BuildError, CacheStats, ManualClock, SystemClock, TypedCache,
+    TypedCacheBuilder,
 };
 use proptest::prelude::*;
 
@@ -25,10 +25,10 @@ fn assert_send<T: Send>() {}
 fn public_types_are_send_and_sync() {
     assert_send_sync::<TypedCache<String, Vec<u8>>>();
     assert_send_sync::<AnyCache<String>>();
-    assert_send_sync::<TypedCacheStats>();
+    assert_send_sync::<CacheStats>();
     assert_send_sync::<ManualClock>();
     assert_send_sync::<SystemClock>();
-    assert_send_sync::<TypedBuildError>();
+    assert_send_sync::<BuildError>();
     assert_send::<TypedCacheBuilder<String, Vec<u8>>>();
     assert_send::<AnyCacheBuilder<String>>();
 }
@@ -156,7 +156,7 @@ fn run_against_model(ops: Vec<Op>, ttl: Option<u64>, tti: Option<u64>) {
                     .remove(&k)
                     .filter(|e| model.live(e))
                     .map(|e| e.value);
-                assert_eq!(cache.invalidate(&k), expected, "{op:?}");
+                assert_eq!(cache.remove(&k), expected, "{op:?}");
             }
             Op::GetOrInit(k, v) => {
                 let expected = match model.get(k) {
@@ -180,7 +180,7 @@ fn run_against_model(ops: Vec<Op>, ttl: Option<u64>, tti: Option<u64>) {
                 assert_eq!(cache.contains_key(&k), expected, "{op:?}");
             }
             Op::InvalidateAll => {
-                cache.invalidate_all();
+                cache.clear();
                 model.map.clear();
             }
             Op::Advance(seconds) => {
@@ -231,7 +231,7 @@ proptest! {
         ops in prop::collection::vec(op(), 1..120),
         max in 1usize..6,
     ) {
-        let cache = TypedCache::<u8, u32>::builder().max_entries(max).build().unwrap();
+        let cache = TypedCache::<u8, u32>::builder().capacity(max).build().unwrap();
         let mut model: HashMap<u8, u32> = HashMap::new();
         for op in ops {
             match op {
@@ -248,7 +248,7 @@ proptest! {
                     model.insert(k, v);
                 }
                 Op::Invalidate(k) => {
-                    cache.invalidate(&k);
+                    cache.remove(&k);
                     model.remove(&k);
                 }
                 Op::GetOrInit(k, v) => {
@@ -257,7 +257,7 @@ proptest! {
                     model.insert(k, got);
                 }
                 Op::InvalidateAll => {
-                    cache.invalidate_all();
+                    cache.clear();
                     model.clear();
                 }
                 _ => {}
@@ -343,7 +343,7 @@ fn expired_entry_is_initialized_again_once() {
 
 #[test]
 fn max_entries_with_expiry_keeps_the_bound_and_the_new_entry() {
-    let (cache, clock) = clocked(TypedCache::builder().time_to_live(10 * S).max_entries(2));
+    let (cache, clock) = clocked(TypedCache::builder().time_to_live(10 * S).capacity(2));
     cache.insert("old", 1);
     clock.advance(9 * S);
     cache.insert("young", 2);
@@ -366,12 +366,12 @@ fn builder_rejects_zero_settings() {
     let zero = Duration::ZERO;
     let ttl = TypedCache::<u8, u8>::builder().time_to_live(zero).build();
     let tti = TypedCache::<u8, u8>::builder().time_to_idle(zero).build();
-    let max = TypedCache::<u8, u8>::builder().max_entries(0).build();
-    assert_eq!(ttl.unwrap_err(), TypedBuildError::ZeroTimeToLive);
-    assert_eq!(tti.unwrap_err(), TypedBuildError::ZeroTimeToIdle);
-    assert_eq!(max.unwrap_err(), TypedBuildError::ZeroMaxEntries);
-    let err: Box<dyn std::error::Error> = Box::new(TypedBuildError::ZeroMaxEntries);
-    assert!(err.to_string().contains("max_entries"));
+    let max = TypedCache::<u8, u8>::builder().capacity(0).build();
+    assert!(matches!(ttl.unwrap_err(), BuildError::ZeroTimeToLive));
+    assert!(matches!(tti.unwrap_err(), BuildError::ZeroTimeToIdle));
+    assert!(matches!(max.unwrap_err(), BuildError::ZeroCapacity));
+    let err: Box<dyn std::error::Error> = Box::new(BuildError::ZeroCapacity);
+    assert!(err.to_string().contains("capacity"));
 }
 
 // ---------------------------------------------------------------------------
@@ -442,13 +442,13 @@ impl Drop for ReadsCacheOnDrop {
 
 #[test]
 fn removed_values_are_dropped_with_no_lock_held() {
-    let cache = DROP_CACHE.get_or_init(|| TypedCache::builder().max_entries(4).build().unwrap());
+    let cache = DROP_CACHE.get_or_init(|| TypedCache::builder().capacity(4).build().unwrap());
     for k in 0..10 {
         cache.insert(k, ReadsCacheOnDrop(k)); // evictions drop values
     }
     cache.insert(9, ReadsCacheOnDrop(90)); // replaced value dropped by us
-    cache.invalidate(&9);
-    cache.invalidate_all();
+    cache.remove(&9);
+    cache.clear();
     assert!(DROPS.load(Ordering::SeqCst) >= 10);
     cache.check_invariants();
 }
@@ -502,7 +502,7 @@ fn exactly_one_init_per_key_every_round() {
             );
             assert_eq!(cache.len(), KEYS as usize);
             cache.check_invariants();
-            cache.invalidate_all();
+            cache.clear();
         }
     });
     let stats = cache.stats();
@@ -519,7 +519,7 @@ fn mixed_writers_and_inits_keep_invariants() {
     let _watchdog = watchdog::arm(watchdog::STRESS_LIMIT);
     const THREADS: usize = 8;
     let cache = TypedCache::<u32, u32>::builder()
-        .max_entries(20)
+        .capacity(20)
         .build()
         .unwrap();
     let barrier = Barrier::new(THREADS);
@@ -532,7 +532,7 @@ fn mixed_writers_and_inits_keep_invariants() {
                     let k = (i * 7 + t as u32) % 40;
                     match i % 5 {
                         0 => drop(cache.insert(k, k)),
-                        1 => drop(cache.invalidate(&k)),
+                        1 => drop(cache.remove(&k)),
                         _ => assert_eq!(cache.get_or_init(&k, || k), k),
                     }
                 }
@@ -593,7 +593,7 @@ fn any_cache_types_under_one_key_never_collide() {
     assert_eq!(cache.get::<u64, _>("k"), None);
     assert_eq!(
         cache
-            .invalidate::<String, _>("k")
+            .remove::<String, _>("k")
             .as_deref()
             .map(String::as_str),
         Some("one")
@@ -699,7 +699,7 @@ fn invalidate_all_empties_every_shard_before_a_drop_panics() {
     // One value in the middle of the key space panics when dropped.
     PANIC_ON_DROP_OF.store(200, Ordering::SeqCst);
     let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        cache.invalidate_all();
+        cache.clear();
     }));
     PANIC_ON_DROP_OF.store(usize::MAX, Ordering::SeqCst);
     assert!(outcome.is_err(), "the panicking Drop must reach the caller");
@@ -757,7 +757,7 @@ fn a_panicking_closure_leaves_the_cache_consistent_and_unlocked() {
         }
     }
 
-    let cache: TypedCache<u32, CloneBomb> = TypedCache::builder().max_entries(4).build().unwrap();
+    let cache: TypedCache<u32, CloneBomb> = TypedCache::builder().capacity(4).build().unwrap();
     cache.insert(1, CloneBomb(1));
     let visit = catch_unwind(AssertUnwindSafe(|| {
         cache.get_with(&1, |_| -> u32 { panic!("visitor panics") })
@@ -770,7 +770,7 @@ fn a_panicking_closure_leaves_the_cache_consistent_and_unlocked() {
     thread::scope(|s| {
         s.spawn(|| {
             cache.insert(1, CloneBomb(10));
-            assert_eq!(cache.invalidate(&1).map(|v| v.0), Some(10));
+            assert_eq!(cache.remove(&1).map(|v| v.0), Some(10));
         });
     });
     cache.check_invariants();

@@ -80,8 +80,8 @@ fn invalidate_and_init_release_expired_entries_of_their_shard() {
     cache.insert(3, 30); // releases 1 and 2
     assert_eq!(cache.len(), 1);
     clock.advance(11 * S); // 3 expires
-    assert_eq!(cache.invalidate(&99), None); // a write, of an absent key
-    assert_eq!(cache.len(), 0, "invalidate released the expired entry");
+    assert_eq!(cache.remove(&99), None); // a write, of an absent key
+    assert_eq!(cache.len(), 0, "remove released the expired entry");
     cache.insert(4, 40);
     clock.advance(11 * S);
     assert_eq!(cache.get_or_init(&5, || 50), 50); // an init's store
@@ -127,7 +127,7 @@ fn a_write_releases_a_bounded_number_and_every_expired_entry_goes_eventually() {
         clock.advance(Duration::from_millis(1));
     }
     assert!(writes >= 25, "{writes} writes released 100 entries");
-    assert_eq!(cache.iter().count(), cache.len());
+    assert_eq!(cache.to_vec().len(), cache.len());
     let expired = taken(&log);
     assert_eq!(expired.len(), 100);
     assert!(expired.iter().all(|&(_, _, c)| c == RemovalCause::Expired));
@@ -146,20 +146,20 @@ fn a_read_that_finds_an_expired_entry_releases_it() {
 
 #[test]
 fn the_listener_hears_every_cause_once() {
-    let (cache, clock, log) = one_shard(|b| b.max_entries(2).time_to_live(100 * S));
+    let (cache, clock, log) = one_shard(|b| b.capacity(2).time_to_live(100 * S));
     cache.insert(1, 10);
     assert_eq!(cache.insert(1, 11), Some(10));
     assert_eq!(taken(&log), [(1, 10, RemovalCause::Replaced)]);
     cache.insert(2, 20);
-    cache.insert(3, 30); // over max_entries: evicts one of 1, 2
+    cache.insert(3, 30); // over capacity: evicts one of 1, 2
     let evicted = taken(&log);
     assert_eq!(evicted.len(), 1);
     assert_eq!(evicted[0].2, RemovalCause::Evicted);
     assert!(!cache.contains_key(&evicted[0].0));
-    assert_eq!(cache.invalidate(&3), Some(30));
+    assert_eq!(cache.remove(&3), Some(30));
     assert_eq!(taken(&log), [(3, 30, RemovalCause::Removed)]);
     cache.insert(4, 40);
-    cache.invalidate_all();
+    cache.clear();
     let mut cleared = taken(&log);
     cleared.sort_unstable_by_key(|&(k, _, _)| k);
     assert_eq!(cleared.len(), 2);
@@ -249,7 +249,7 @@ fn a_panicking_listener_leaves_the_cache_consistent_and_hears_the_rest() {
     // An explicit removal whose listener panics: the entry is gone, the
     // cache usable.
     cache.insert(1, 1);
-    let outcome = catch_unwind(AssertUnwindSafe(|| cache.invalidate(&1)));
+    let outcome = catch_unwind(AssertUnwindSafe(|| cache.remove(&1)));
     assert!(outcome.is_err());
     assert!(!cache.contains_key(&1));
     assert_eq!(cache.len(), 1);
@@ -267,7 +267,7 @@ fn iter_is_a_snapshot_of_the_live_entries_and_not_a_read() {
     cache.get(&1);
     clock.advance(30 * S); // 2 idle 70 s: expired but not yet released
     let stats = cache.stats();
-    let entries: Vec<(u32, u32)> = cache.iter().collect();
+    let entries: Vec<(u32, u32)> = cache.to_vec().into_iter().collect();
     assert_eq!(entries, [(1, 10)], "expired entries are left out");
     assert_eq!(cache.stats(), stats, "iter counts nothing");
     clock.advance(30 * S); // 1 idle 60 s since its read: iter did not refresh it
@@ -276,9 +276,9 @@ fn iter_is_a_snapshot_of_the_live_entries_and_not_a_read() {
     assert!(!cache.contains_key(&1), "iter was not a read");
     let snapshot = {
         cache.insert(3, 30);
-        cache.iter()
+        cache.to_vec().into_iter()
     };
-    cache.invalidate_all();
+    cache.clear();
     assert_eq!(snapshot.map(|(k, _)| k).collect::<Vec<_>>(), [3]);
 }
 
@@ -323,12 +323,12 @@ fn the_clock_is_read_only_when_entries_can_expire() {
         cache.get_or_init(&1, || 1);
         assert_eq!(cache.get(&1), Some(1));
         assert_eq!(cache.insert(2, 2), None);
-        assert_eq!(cache.invalidate(&2), Some(2));
+        assert_eq!(cache.remove(&2), Some(2));
         cache.check_invariants();
         clock.0.load(std::sync::atomic::Ordering::SeqCst)
     };
     assert_eq!(reads(TypedCache::builder()), 0);
-    assert_eq!(reads(TypedCache::builder().max_entries(4)), 0);
+    assert_eq!(reads(TypedCache::builder().capacity(4)), 0);
     assert!(reads(TypedCache::builder().time_to_live(10 * S)) >= 4);
     assert!(reads(TypedCache::builder().time_to_idle(10 * S)) >= 4);
 }

@@ -1,10 +1,10 @@
 //! Panic sweeps over `TypedCache` and `AnyCache`: every write operation is
 //! run with a panic planted at each call of the key's and value's `Hash`,
 //! `Eq`, `Clone` and `Drop` in turn (see `common/hostile.rs`), on unbounded,
-//! bounded (`max_entries`, so inserts evict) and expiring caches, and on a
+//! bounded (`capacity`, so inserts evict) and expiring caches, and on a
 //! table churned into tombstones (so it is rehashed in place). After every
 //! run, caught panic or not: the invariants hold (`check_invariants`: `len`
-//! in step with the shards, within `max_entries`, every entry in its shard
+//! in step with the shards, within `capacity`, every entry in its shard
 //! under its stored hash, nodes and table agreeing), the statistics add up,
 //! every entry the operation did not touch is still there with its value,
 //! and the cache still caches (a bounded one still evicts). `TypedCache`'s
@@ -28,9 +28,7 @@ use std::time::Duration;
 
 use hasher::TestState;
 use hostile::{Key, Trait, Value, sweep};
-use larder::{
-    AnyCache, Clock, ManualClock, RemovalCause, TypedBuildError, TypedCache, TypedCacheStats,
-};
+use larder::{AnyCache, BuildError, CacheStats, Clock, ManualClock, RemovalCause, TypedCache};
 
 const TRAITS: [Trait; 4] = [Trait::Hash, Trait::Eq, Trait::Clone, Trait::Drop];
 /// No operation here makes this many calls of one trait.
@@ -42,12 +40,12 @@ trait Api {
     fn get_or_init(&self, id: u64) -> u64;
     fn get_or_fail(&self, id: u64) -> Result<u64, ()>;
     fn insert(&self, id: u64) -> Option<u64>;
-    fn invalidate(&self, id: u64) -> Option<u64>;
-    fn invalidate_all(&self);
+    fn remove(&self, id: u64) -> Option<u64>;
+    fn clear(&self);
     fn purge_expired(&self) -> usize;
     fn contains(&self, id: u64) -> bool;
     fn len(&self) -> usize;
-    fn stats(&self) -> TypedCacheStats;
+    fn stats(&self) -> CacheStats;
     fn check_invariants(&self);
     /// Whether removals are reported to [`REMOVED`].
     fn listens(&self) -> bool;
@@ -81,11 +79,11 @@ impl Api for TypedCache<Key, Value, TestState> {
     fn insert(&self, id: u64) -> Option<u64> {
         self.insert(Key::new(id), Value::new(id)).map(|v| v.id)
     }
-    fn invalidate(&self, id: u64) -> Option<u64> {
-        self.invalidate(&Key::new(id)).map(|v| v.id)
+    fn remove(&self, id: u64) -> Option<u64> {
+        self.remove(&Key::new(id)).map(|v| v.id)
     }
-    fn invalidate_all(&self) {
-        self.invalidate_all();
+    fn clear(&self) {
+        self.clear();
     }
     fn purge_expired(&self) -> usize {
         self.purge_expired()
@@ -96,7 +94,7 @@ impl Api for TypedCache<Key, Value, TestState> {
     fn len(&self) -> usize {
         self.len()
     }
-    fn stats(&self) -> TypedCacheStats {
+    fn stats(&self) -> CacheStats {
         self.stats()
     }
     fn check_invariants(&self) {
@@ -122,11 +120,11 @@ impl Api for AnyCache<Key, TestState> {
     fn insert(&self, id: u64) -> Option<u64> {
         self.insert(Key::new(id), Value::new(id)).map(|v| v.id)
     }
-    fn invalidate(&self, id: u64) -> Option<u64> {
-        self.invalidate::<Value, _>(&Key::new(id)).map(|v| v.id)
+    fn remove(&self, id: u64) -> Option<u64> {
+        self.remove::<Value, _>(&Key::new(id)).map(|v| v.id)
     }
-    fn invalidate_all(&self) {
-        self.invalidate_all();
+    fn clear(&self) {
+        self.clear();
     }
     fn purge_expired(&self) -> usize {
         self.purge_expired()
@@ -137,7 +135,7 @@ impl Api for AnyCache<Key, TestState> {
     fn len(&self) -> usize {
         self.len()
     }
-    fn stats(&self) -> TypedCacheStats {
+    fn stats(&self) -> CacheStats {
         self.stats()
     }
     fn check_invariants(&self) {
@@ -155,7 +153,7 @@ struct Fixture<C> {
     /// The cache's clock (kept for operations that move time).
     #[allow(dead_code)]
     clock: ManualClock,
-    max_entries: Option<usize>,
+    capacity: Option<usize>,
     /// Ids that must still be there with their value after the operation.
     kept: Vec<u64>,
     /// Ids stored before the operation (those not in `kept` may go).
@@ -165,40 +163,40 @@ struct Fixture<C> {
 /// How to build a cache: size bound, time to live, one shard or spread.
 #[derive(Clone, Copy, Debug)]
 struct Shape {
-    max_entries: Option<usize>,
+    capacity: Option<usize>,
     ttl: bool,
     one_shard: bool,
 }
 
 const UNBOUNDED: Shape = Shape {
-    max_entries: None,
+    capacity: None,
     ttl: false,
     one_shard: true,
 };
 const BOUNDED: Shape = Shape {
-    max_entries: Some(8),
+    capacity: Some(8),
     ttl: false,
     one_shard: true,
 };
 const BOUNDED_SPREAD: Shape = Shape {
-    max_entries: Some(8),
+    capacity: Some(8),
     ttl: false,
     one_shard: false,
 };
 /// One entry over 16 shards: every insert of a new key evicts, mostly from
 /// another shard.
 const BOUNDED_ONE: Shape = Shape {
-    max_entries: Some(1),
+    capacity: Some(1),
     ttl: false,
     one_shard: false,
 };
 const EXPIRING: Shape = Shape {
-    max_entries: None,
+    capacity: None,
     ttl: true,
     one_shard: true,
 };
 const EXPIRING_BOUNDED: Shape = Shape {
-    max_entries: Some(16),
+    capacity: Some(16),
     ttl: true,
     one_shard: false,
 };
@@ -210,8 +208,8 @@ fn typed(shape: Shape, clock: &ManualClock) -> TypedCache<Key, Value, TestState>
         })
         .clock(clock.clone())
         .eviction_listener(listen);
-    if let Some(max) = shape.max_entries {
-        builder = builder.max_entries(max);
+    if let Some(max) = shape.capacity {
+        builder = builder.capacity(max);
     }
     if shape.ttl {
         builder = builder.time_to_live(Duration::from_secs(10));
@@ -225,8 +223,8 @@ fn any(shape: Shape, clock: &ManualClock) -> AnyCache<Key, TestState> {
             one_shard: shape.one_shard,
         })
         .clock(clock.clone());
-    if let Some(max) = shape.max_entries {
-        builder = builder.max_entries(max);
+    if let Some(max) = shape.capacity {
+        builder = builder.capacity(max);
     }
     if shape.ttl {
         builder = builder.time_to_live(Duration::from_secs(10));
@@ -238,7 +236,7 @@ fn any(shape: Shape, clock: &ManualClock) -> AnyCache<Key, TestState> {
 /// of them stored 6 s before the other half and the clock then moved to
 /// 12 s, so the first half has expired.
 fn fill<C: Api>(cache: C, clock: ManualClock, shape: Shape) -> Fixture<C> {
-    let n = shape.max_entries.map_or(40, |max| max as u64);
+    let n = shape.capacity.map_or(40, |max| max as u64);
     let mut kept = Vec::new();
     for id in 0..n {
         if shape.ttl && id == n / 2 {
@@ -253,14 +251,14 @@ fn fill<C: Api>(cache: C, clock: ManualClock, shape: Shape) -> Fixture<C> {
         clock.advance(Duration::from_secs(6));
     }
     // A bounded cache may evict any of its entries on the next insert.
-    if shape.max_entries.is_some() {
+    if shape.capacity.is_some() {
         kept.clear();
     }
     REMOVED.with(|log| log.borrow_mut().clear());
     Fixture {
         cache,
         clock,
-        max_entries: shape.max_entries,
+        capacity: shape.capacity,
         kept,
         stored: (0..n).collect(),
     }
@@ -279,7 +277,7 @@ fn check<C: Api>(f: &Fixture<C>, touched: &[u64], panicked: bool) {
     let stats = f.cache.stats();
     assert!(stats.init_failures <= stats.inits, "{stats:?}");
     assert!(stats.inits + stats.waits <= stats.misses, "{stats:?}");
-    if let Some(max) = f.max_entries {
+    if let Some(max) = f.capacity {
         assert!(f.cache.len() <= max, "{} over {max}", f.cache.len());
     }
     for &id in &f.kept {
@@ -325,14 +323,14 @@ fn check<C: Api>(f: &Fixture<C>, touched: &[u64], panicked: bool) {
     // bound holds. (A bounded cache may evict a fresh entry at once: CLOCK
     // passes over the entries just read and takes the new, unread one.)
     let fresh = 1_000_000;
-    let rounds = f.max_entries.map_or(3, |max| 2 * max as u64);
+    let rounds = f.capacity.map_or(3, |max| 2 * max as u64);
     for id in fresh..fresh + rounds {
         assert_eq!(f.cache.get_or_init(id), id);
-        if f.max_entries.is_none() {
+        if f.capacity.is_none() {
             assert!(f.cache.contains(id), "a fresh entry {id} was not cached");
         }
     }
-    if let Some(max) = f.max_entries {
+    if let Some(max) = f.capacity {
         assert!(f.cache.len() <= max);
         let cached = (fresh..fresh + rounds).filter(|&id| f.cache.contains(id));
         assert!(
@@ -392,7 +390,7 @@ fn sweep_all<C: Api>(
 fn churn<C: Api>(f: &Fixture<C>, n: u64) {
     for id in 5_000..5_000 + n {
         f.cache.insert(id);
-        f.cache.invalidate(id);
+        f.cache.remove(id);
     }
 }
 
@@ -433,10 +431,10 @@ fn sweep_every_operation<C: Api>(make: fn(Shape, &ManualClock) -> C) {
             f.cache.insert(5);
         });
         panics += sweep_all(shape, make, &[4], |f| {
-            f.cache.invalidate(4);
+            f.cache.remove(4);
         });
         panics += sweep_all(shape, make, ALL, |f| {
-            f.cache.invalidate_all();
+            f.cache.clear();
         });
         panics += sweep_all(shape, make, &[], |f| {
             f.cache.purge_expired();
@@ -547,7 +545,7 @@ fn typed_cache_clones_keys_outside_its_locks() {
         let cache = Arc::new(
             TypedCache::<Reentrant, u64>::builder()
                 .hasher(TestState::one_shard())
-                .max_entries(4)
+                .capacity(4)
                 .time_to_live(Duration::from_secs(60))
                 .build()
                 .unwrap(),
@@ -563,7 +561,7 @@ fn typed_cache_clones_keys_outside_its_locks() {
             cache.insert(Reentrant(id), id);
             assert_eq!(cache.get_or_init(&Reentrant(100 + id), || id), id);
         }
-        cache.invalidate(&Reentrant(9));
+        cache.remove(&Reentrant(9));
         ON_CLONE.with(|hook| hook.borrow_mut().take());
         cache.check_invariants();
         assert!(cache.len() <= 4);
@@ -634,16 +632,16 @@ fn manual_clock_saturates_instead_of_wrapping() {
 /// `usize::MAX`, build and behave.
 #[test]
 fn extreme_builder_arguments_are_errors_or_work() {
-    assert_eq!(
+    assert!(matches!(
         TypedCache::<u8, u8>::builder()
-            .max_entries(0)
+            .capacity(0)
             .build()
             .unwrap_err(),
-        TypedBuildError::ZeroMaxEntries
-    );
+        BuildError::ZeroCapacity
+    ));
     let clock = ManualClock::new();
     let cache = TypedCache::<u64, u64>::builder()
-        .max_entries(usize::MAX)
+        .capacity(usize::MAX)
         .time_to_live(Duration::MAX)
         .time_to_idle(Duration::from_nanos(u64::MAX))
         .clock(clock.clone())
@@ -658,7 +656,7 @@ fn extreme_builder_arguments_are_errors_or_work() {
     assert_eq!(cache.len(), 100);
     cache.check_invariants();
     let any = AnyCache::<u8>::builder()
-        .max_entries(usize::MAX)
+        .capacity(usize::MAX)
         .time_to_idle(Duration::MAX)
         .build()
         .unwrap();

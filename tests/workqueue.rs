@@ -29,7 +29,7 @@ const WATCHDOG: Duration = Duration::from_secs(60);
 
 fn manual() -> (ManualClock, WorkQueue<u32>) {
     let clock = ManualClock::new();
-    let queue = WorkQueue::builder().clock(clock.clone()).build();
+    let queue = WorkQueue::builder().clock(clock.clone()).build().unwrap();
     (clock, queue)
 }
 
@@ -301,7 +301,7 @@ mod sweeps {
     /// key 3 delayed.
     fn setup() -> (Queue, ManualClock) {
         let clock = ManualClock::new();
-        let queue = WorkQueue::builder().clock(clock.clone()).build();
+        let queue = WorkQueue::builder().clock(clock.clone()).build().unwrap();
         queue.add(Key::new(2));
         let two = queue.try_get().unwrap();
         assert_eq!(two.id, 2);
@@ -550,7 +550,7 @@ proptest! {
         let queue: WorkQueue<u32> = WorkQueue::builder()
             .clock(clock.clone())
             .rate_limiter(ExponentialBackoff::new(BASE, CAP).unwrap())
-            .build();
+            .build().unwrap();
         let mut model = Model::default();
         for op in ops {
             match op {

@@ -96,7 +96,8 @@ fn larder_cache<V>(capacity: usize, policy: u8) -> larder::LruCache<u64, V> {
         1 => larder::LruPolicy::Clock,
         _ => larder::LruPolicy::S3Fifo,
     };
-    larder::LruCache::builder(capacity)
+    larder::LruCache::builder()
+        .capacity(capacity)
         .policy(policy)
         .build()
         .expect("valid capacity")

@@ -57,7 +57,7 @@ fn checksum(entries: &[(u64, u64)]) -> u64 {
 }
 
 /// larder's map, read the way the peers read theirs: closures copy values
-/// out under the read lock (`view` for a point read, like TreeIndex's
+/// out under the read lock (`get_with` for a point read, like TreeIndex's
 /// `peek_with`; `for_each_in` for a range, like the peers' iterators).
 impl OrderedOps for larder::OrderedIndex<u64, u64> {
     const NAME: &'static str = "larder OrderedIndex";
@@ -66,7 +66,7 @@ impl OrderedOps for larder::OrderedIndex<u64, u64> {
     }
     #[inline]
     fn get(&self, key: u64) -> u64 {
-        self.view(&key, |v| *v).unwrap_or(0)
+        self.get_with(&key, |v| *v).unwrap_or(0)
     }
     fn insert(&self, key: u64, value: u64) {
         self.insert(key, value);
@@ -105,7 +105,7 @@ impl OrderedOps for LarderArcGet {
         OrderedOps::remove(&self.0, key);
     }
     fn range(&self, start: u64, end: u64) -> u64 {
-        let entries = self.0.range(start..end);
+        let entries = self.0.range_to_vec(start..end);
         entries.len() as u64 + entries.first().map_or(0, |e| e.0)
     }
     fn drain_below(&self, end: u64) -> u64 {
@@ -154,7 +154,7 @@ larder_configured!(
     /// consumer that only inserts and drains.
     LarderNoTable,
     "larder OrderedIndex (no point table)",
-    larder::OrderedIndex::builder().point_lookups(false).build()
+    larder::OrderedIndex::builder().point_lookups(false).build().unwrap()
 );
 
 larder_configured!(
@@ -165,7 +165,7 @@ larder_configured!(
     "larder OrderedIndex (one ShardedLock)",
     larder::OrderedIndex::builder()
         .lock(larder::OrderedLock::Sharded)
-        .build()
+        .build().unwrap()
 );
 
 /// `BTreeMap` under a reader-writer lock: the Go documents' fix, as is.

@@ -7,7 +7,7 @@
 //!    runtime and, inside one task, awaits random hits over N warmed keys
 //!    (10 000; Quick 1000). larder's sync `get_or_init` runs in the same
 //!    loop as the reference the async form must not fall behind. The LRU's
-//!    `get_or_load_async` is a row too. Every contender is handed the same
+//!    `get_or_init_async` is a row too. Every contender is handed the same
 //!    init, one a service would write (a future that awaits a 1 ms timer
 //!    before it builds the value), never run on a warm key: a hit pays for
 //!    whatever of it the API makes the call carry.
@@ -95,14 +95,14 @@ impl AsyncInitCache for LarderSyncInLoop {
 
 impl AsyncInitCache for larder::LruCache<u64, Resource> {
     fn name(&self) -> String {
-        "larder LruCache::get_or_load_async".into()
+        "larder LruCache::get_or_init_async".into()
     }
     fn get_or_init<'a, F, Fut>(&'a self, key: u64, init: F) -> impl Future<Output = u64> + Send + 'a
     where
         F: FnOnce() -> Fut + Send + 'a,
         Fut: Future<Output = Resource> + Send + 'a,
     {
-        async move { self.get_or_load_async(&key, init).await.id }
+        async move { self.get_or_init_async(&key, init).await.id }
     }
 }
 

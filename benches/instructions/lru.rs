@@ -50,7 +50,8 @@ impl<const P: u8> Bounded for Larder<P> {
             1 => (LruPolicy::Clock, 1024),
             _ => (LruPolicy::S3Fifo, 128),
         };
-        let cache = LruCache::builder(capacity)
+        let cache = LruCache::builder()
+            .capacity(capacity)
             .policy(policy)
             .shards(shards)
             .hasher(hasher())
@@ -68,7 +69,7 @@ impl<const P: u8> Bounded for Larder<P> {
     }
     #[inline]
     fn get_or_load(&self, key: u64) -> u64 {
-        self.0.get_or_load(&key, || key)
+        self.0.get_or_init(&key, || key)
     }
 }
 

@@ -4,7 +4,7 @@
 //! the 32 entries from a key on.
 //!
 //! Values are read the way each is read in place: larder's `get` hands out
-//! an `Arc<V>` (a reference count written per read) and `view` copies the
+//! an `Arc<V>` (a reference count written per read) and `get_with` copies the
 //! `u64` out under the lock, as the peers' reads do.
 
 use std::collections::BTreeMap;
@@ -34,13 +34,13 @@ trait Ordered: Sized {
 
 /// larder's `get`: an `Arc<V>` out.
 struct Get(Larder);
-/// larder's `view`: the value copied out under the lock.
+/// larder's `get_with`: the value copied out under the lock.
 struct View(Larder);
 struct Locked(RwLock<BTreeMap<u64, u64>>);
 struct Tree(scc::TreeIndex<u64, u64>);
 
 fn larder(keys: &[u64]) -> Larder {
-    let index = OrderedIndex::builder().hasher(hasher()).build();
+    let index = OrderedIndex::builder().hasher(hasher()).build().unwrap();
     for &k in keys {
         index.insert(k, k);
     }
@@ -73,7 +73,7 @@ impl Ordered for View {
     }
     #[inline]
     fn read(&self, key: u64) -> u64 {
-        self.0.view(&key, |v| *v).unwrap_or(0)
+        self.0.get_with(&key, |v| *v).unwrap_or(0)
     }
     fn put(&self, key: u64) {
         black_box(self.0.insert(key, key));

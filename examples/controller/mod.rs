@@ -208,7 +208,7 @@ impl Controller {
                     Duration::from_millis(5),
                     Duration::from_secs(1),
                 )?)
-                .build(),
+                .build()?,
         );
         let (registration, delivery) = registry.add(Enqueue(Arc::clone(&queue)));
         let shared = Arc::new(Shared {

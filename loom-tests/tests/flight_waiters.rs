@@ -14,7 +14,7 @@ use loom::thread;
 use loom_tests::{INIT_PANIC, quiet_expected_panics};
 use std::sync::Arc;
 
-/// Three threads call `LruCache::get_or_load` on one cold key: every one
+/// Three threads call `LruCache::get_or_init` on one cold key: every one
 /// returns (none is left waiting), the loader ran once, all got its value.
 fn lru_three_callers_all_return_model(policy: LruPolicy, fault: LruFault) {
     loom::model(move || {
@@ -25,7 +25,7 @@ fn lru_three_callers_all_return_model(policy: LruPolicy, fault: LruFault) {
             let cache = Arc::clone(&cache);
             let runs = Arc::clone(&runs);
             move || {
-                cache.get_or_load(&7, || {
+                cache.get_or_init(&7, || {
                     runs.fetch_add(1, Ordering::SeqCst);
                     70
                 })
@@ -40,7 +40,7 @@ fn lru_three_callers_all_return_model(policy: LruPolicy, fault: LruFault) {
             1,
             "the loader ran more than once"
         );
-        assert_eq!(cache.stats().loads, 1);
+        assert_eq!(cache.stats().inits, 1);
     });
 }
 
@@ -66,7 +66,7 @@ fn lru_clock_three_callers_negative_control_notify_one() {
     lru_three_callers_all_return_model(LruPolicy::Clock, LruFault::NotifyOne);
 }
 
-/// Three threads call `LruCache::try_get_or_load` on one cold key with a
+/// Three threads call `LruCache::get_or_try_init` on one cold key with a
 /// loader that fails: every one returns an error (the leader's, shared by
 /// the waiters that joined it, or its own) and nothing is cached.
 fn lru_three_callers_share_a_failure_model(fault: LruFault) {
@@ -81,7 +81,7 @@ fn lru_three_callers_share_a_failure_model(fault: LruFault) {
             let cache = Arc::clone(&cache);
             move || {
                 cache
-                    .try_get_or_load(&7, || Err::<u32, &str>("backend down"))
+                    .get_or_try_init(&7, || Err::<u32, &str>("backend down"))
                     .map_err(|error| *error)
             }
         };

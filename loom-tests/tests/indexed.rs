@@ -96,7 +96,8 @@ fn replace_is_all_or_nothing(fault: IndexedFault) {
                     .unwrap();
             })
         };
-        let mut seen: Vec<(&str, &str)> = store.iter().map(|(k, v)| (k, *v)).collect();
+        let mut seen: Vec<(&str, &str)> =
+            store.to_vec().into_iter().map(|(k, v)| (k, *v)).collect();
         seen.sort();
         let valid: [&[(&str, &str)]; 4] = [
             &[("a", "red"), ("b", "red")],

@@ -182,7 +182,7 @@ fn lru_clock_get_with_hit_negative_control_late_reference_bit() {
     clock_hit_protects_its_entry(LruPolicy::Clock, LruFault::LateReferenceBit, true);
 }
 
-/// Two threads race `get_or_load` on one missing key: the loader runs once,
+/// Two threads race `get_or_init` on one missing key: the loader runs once,
 /// both get its value, and the stats count one load and two misses.
 fn get_or_load_runs_the_loader_once(policy: LruPolicy, fault: LruFault) {
     loom::model(move || {
@@ -192,7 +192,7 @@ fn get_or_load_runs_the_loader_once(policy: LruPolicy, fault: LruFault) {
             let cache = Arc::clone(&cache);
             let runs = Arc::clone(&runs);
             thread::spawn(move || {
-                cache.get_or_load(&7, || {
+                cache.get_or_init(&7, || {
                     // SeqCst: a test counter, read after both joins.
                     runs.fetch_add(1, Ordering::SeqCst);
                     70
@@ -205,7 +205,7 @@ fn get_or_load_runs_the_loader_once(policy: LruPolicy, fault: LruFault) {
         let runs = runs.load(Ordering::SeqCst);
         assert_eq!(runs, 1, "the loader ran {runs} times");
         let stats = cache.stats();
-        assert_eq!((stats.loads, stats.len), (1, 1));
+        assert_eq!((stats.inits, stats.len), (1, 1));
         assert_eq!(stats.hits + stats.misses, 2);
     });
 }

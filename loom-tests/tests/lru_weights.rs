@@ -38,9 +38,9 @@ fn weight_bound_holds(policy: LruPolicy, fault: LruFault) {
         let stats = cache.stats();
         let weight = stats.weighted_size.expect("a weigher is set");
         assert!(
-            weight <= stats.capacity,
+            weight <= stats.capacity.unwrap(),
             "weight bound exceeded: {weight} over {}",
-            stats.capacity
+            stats.capacity.unwrap()
         );
         let weight = cache.weighted_size();
         assert!(weight <= 4, "weight bound exceeded: {weight} over 4");

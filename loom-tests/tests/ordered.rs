@@ -29,7 +29,7 @@ fn index_of<V>(engine: Engine, fault: OrderedFault) -> OrderedIndex<u32, V> {
             .build_with_fault(fault),
         Engine::Leaves => OrderedIndex::builder()
             .lock(OrderedLock::Partitioned)
-            .leaf_capacity(2)
+            .leaf_size(2)
             .build_with_fault(fault),
     }
 }
@@ -123,7 +123,10 @@ fn cut_is_consistent(fault: OrderedFault, reader: Reader) {
             })
         };
         let (cut, view) = match reader {
-            Reader::Range => (index.range(..).into_iter().map(|(k, _)| k).collect(), None),
+            Reader::Range => (
+                index.range_to_vec(..).into_iter().map(|(k, _)| k).collect(),
+                None,
+            ),
             Reader::Take => (
                 index
                     .range_take(.., 3)
@@ -151,7 +154,7 @@ fn cut_is_consistent(fault: OrderedFault, reader: Reader) {
         }
         assert_eq!(
             index
-                .range(..)
+                .range_to_vec(..)
                 .into_iter()
                 .map(|(k, _)| k)
                 .collect::<Vec<_>>(),
@@ -206,7 +209,7 @@ fn cut_across_leaves_is_consistent(fault: OrderedFault, reader: Reader) {
             })
         };
         let cut: Vec<u32> = match reader {
-            Reader::Range => index.range(..).into_iter().map(|(k, _)| k).collect(),
+            Reader::Range => index.range_to_vec(..).into_iter().map(|(k, _)| k).collect(),
             Reader::Snapshot => index.snapshot().iter().map(|(k, _)| *k).collect(),
             Reader::Take => index
                 .range_take(.., 3)

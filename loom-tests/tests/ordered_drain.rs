@@ -26,7 +26,7 @@ fn index_of(engine: Engine, fault: OrderedFault) -> OrderedIndex<u32, u32> {
             .build_with_fault(fault),
         Engine::Leaves => OrderedIndex::builder()
             .lock(OrderedLock::Partitioned)
-            .leaf_capacity(2)
+            .leaf_size(2)
             .build_with_fault(fault),
     }
 }
@@ -40,7 +40,7 @@ fn keys(entries: &[(u32, std::sync::Arc<u32>)]) -> Vec<u32> {
 /// shows is found by `get` with the same stored value, and every other key
 /// is not (the point-lookup table agrees with the leaves).
 fn points_agree_with_entries(index: &OrderedIndex<u32, u32>, universe: &[u32]) {
-    let entries = index.range::<u32, _>(..);
+    let entries = index.range_to_vec::<u32, _>(..);
     for key in universe {
         let listed = entries.iter().find(|(k, _)| k == key).map(|(_, v)| v);
         let found = index.get(key);
@@ -78,7 +78,7 @@ fn drain_is_one_cut_for_a_reader(engine: Engine, fault: OrderedFault, reader: Re
             thread::spawn(move || keys(&index.drain_to(Bound::Included(&5))))
         };
         let cut = match reader {
-            Reader::Range => keys(&index.range::<u32, _>(..)),
+            Reader::Range => keys(&index.range_to_vec::<u32, _>(..)),
             Reader::Snapshot => index.snapshot().iter().map(|(k, _)| *k).collect(),
         };
         assert!(
@@ -148,7 +148,7 @@ fn drain_is_one_cut_for_a_writer(fault: OrderedFault) {
             "a drain mixed two states: {taken:?}"
         );
         writer.join().unwrap();
-        let left = keys(&index.range::<u32, _>(..));
+        let left = keys(&index.range_to_vec::<u32, _>(..));
         let expected_left: &[u32] = if taken.contains(&1) { &[7] } else { &[1, 7] };
         assert_eq!(left, expected_left, "an entry was lost or kept twice");
         points_agree_with_entries(&index, &[1, 3, 5, 7]);
@@ -177,7 +177,7 @@ fn point_table_moves_with_the_leaves(fault: OrderedFault) {
             let index = Arc::clone(&index);
             thread::spawn(move || keys(&index.drain_to(Bound::Included(&3))))
         };
-        let cut = keys(&index.range::<u32, _>(..));
+        let cut = keys(&index.range_to_vec::<u32, _>(..));
         let found = index.get(&3);
         if !cut.contains(&3) {
             assert!(
@@ -225,7 +225,7 @@ fn cut_is_consistent_on_one_lock(fault: OrderedFault, reader: Reader) {
             })
         };
         let cut: Vec<u32> = match reader {
-            Reader::Range => keys(&index.range::<u32, _>(..)),
+            Reader::Range => keys(&index.range_to_vec::<u32, _>(..)),
             Reader::Snapshot => index.snapshot().iter().map(|(k, _)| *k).collect(),
         };
         assert!(

@@ -12,15 +12,15 @@ use larder::{OrderedFault, OrderedIndex, OrderedLock};
 use loom::sync::Arc;
 use loom::thread;
 
-fn index(leaf_capacity: usize, fault: OrderedFault) -> OrderedIndex<u32, ()> {
+fn index(leaf_size: usize, fault: OrderedFault) -> OrderedIndex<u32, ()> {
     OrderedIndex::builder()
         .lock(OrderedLock::Partitioned)
-        .leaf_capacity(leaf_capacity)
+        .leaf_size(leaf_size)
         .build_with_fault(fault)
 }
 
 fn keys(index: &OrderedIndex<u32, ()>) -> Vec<u32> {
-    index.range(..).into_iter().map(|(k, _)| k).collect()
+    index.range_to_vec(..).into_iter().map(|(k, _)| k).collect()
 }
 
 /// Two inserts each take a different leaf over capacity. The split that

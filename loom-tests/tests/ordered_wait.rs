@@ -31,7 +31,7 @@ fn index_of(engine: Engine, fault: OrderedWaitFault) -> OrderedIndex<u32, u32> {
             .build_with_wait_fault(fault),
         Engine::Leaves => OrderedIndex::builder()
             .lock(OrderedLock::Partitioned)
-            .leaf_capacity(2)
+            .leaf_size(2)
             .build_with_wait_fault(fault),
     }
 }

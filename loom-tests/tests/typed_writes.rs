@@ -1,6 +1,6 @@
 //! loom models of `TypedCache`'s user writes against concurrent inits, its
 //! release of expired entries by racing writes, and its global
-//! `max_entries` bound across shards: the real cache code over
+//! `capacity` bound across shards: the real cache code over
 //! loom's locks and atomics. Each model has a negative control that runs a
 //! deliberately broken protocol (`TypedFault`) and must fail.
 #![cfg(loom)]
@@ -20,7 +20,7 @@ enum Write {
 }
 
 /// An init reads the backend while another thread changes the backend and
-/// then writes the key (`insert` of the new value, or `invalidate_all`):
+/// then writes the key (`insert` of the new value, or `clear`):
 /// whatever the interleaving, the cache never keeps the value the init read
 /// before the change (the write wins).
 fn write_wins_over_init(write: Write, fault: TypedFault) {
@@ -39,7 +39,7 @@ fn write_wins_over_init(write: Write, fault: TypedFault) {
             Write::Insert => {
                 cache.insert(1, 1);
             }
-            Write::InvalidateAll => cache.invalidate_all(),
+            Write::InvalidateAll => cache.clear(),
         }
         let got = init.join().unwrap();
         assert!(got <= 1);
@@ -83,18 +83,18 @@ fn shard_of(cache: &TypedCache<u32, u32>, key: u32) -> u64 {
     (cache.hasher().hash_one(key) >> 40) & 15
 }
 
-/// A cache of `max_entries(1)`; two threads insert keys that live in
+/// A cache of `capacity(1)`; two threads insert keys that live in
 /// different shards, so neither insert finds the other's entry in its own
 /// shard: once both are done the cache holds at most one entry and `len()`
 /// agrees with the entries `get` finds. (Both may be gone: two inserts that
 /// each evict from the other's shard at once can both see the total at 2.
-/// The bound promises at most `max_entries`, not that the last insert
+/// The bound promises at most `capacity`, not that the last insert
 /// stays.)
 fn bound_holds_across_shards(fault: TypedFault) {
     loom::model(move || {
         let cache = Arc::new(
             TypedCache::<u32, u32>::builder()
-                .max_entries(1)
+                .capacity(1)
                 .typed_fault(fault)
                 .build()
                 .unwrap(),
@@ -112,7 +112,7 @@ fn bound_holds_across_shards(fault: TypedFault) {
         cache.insert(first, first);
         other.join().unwrap();
         let len = cache.len();
-        assert!(len <= 1, "bound exceeded: len {len} over max_entries 1");
+        assert!(len <= 1, "bound exceeded: len {len} over capacity 1");
         let present = [first, second]
             .iter()
             .filter(|&&key| cache.get(&key).is_some())

@@ -202,7 +202,7 @@ fn workqueue_negative_control_done_skips_wake_async() {
 fn workqueue_sooner_delay_wins_under_a_concurrent_add() {
     loom::model(|| {
         let clock = ManualClock::new();
-        let queue = Arc::new(WorkQueue::builder().clock(clock.clone()).build());
+        let queue = Arc::new(WorkQueue::builder().clock(clock.clone()).build().unwrap());
         let later = {
             let queue = Arc::clone(&queue);
             thread::spawn(move || queue.add_after(KEY, Duration::from_millis(10)))

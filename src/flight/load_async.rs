@@ -1,6 +1,6 @@
 //! [`FlightGroup::load_async`]: the flight protocol with a future as the
 //! loader and a future as the waiter. Serves
-//! `LruCache::get_or_load_async` and `TypedCache::get_or_init_async` (and
+//! `LruCache::get_or_init_async` and `TypedCache::get_or_init_async` (and
 //! their `try`/`AnyCache` forms).
 //!
 //! The steps are those of the sync [`FlightGroup::load`]; what differs:

@@ -1,5 +1,5 @@
 //! Single-flight loading: concurrent misses on one key run one load and
-//! share its outcome. Serves both `LruCache::get_or_load` and
+//! share its outcome. Serves both `LruCache::get_or_init` and
 //! `TypedCache::get_or_init`.
 //!
 //! # Protocol

@@ -7,12 +7,13 @@ use std::marker::PhantomData;
 
 use super::IndexedStore;
 use super::core::Core;
-use super::error::IndexedBuildError;
+use super::error::IndexError;
 use super::index_fn::{BoxError, IndexDef, Schema};
+use crate::error::BuildError;
 use crate::sync::Arc;
 
-/// Builds an [`IndexedStore`] with named index functions, a capacity and a
-/// hasher. Created by [`IndexedStore::builder`].
+/// Builds an [`IndexedStore`] with named index functions, an initial capacity
+/// and a hasher. Created by [`IndexedStore::builder`].
 ///
 /// An index function maps an object to zero, one or many index values (a
 /// namespace; every `label=value` pair). The values are strings, as in
@@ -33,14 +34,14 @@ use crate::sync::Arc;
 ///     .index("label", |pod: &Pod| {
 ///         pod.labels.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>()
 ///     })
-///     .capacity(1024)
+///     .initial_capacity(1024)
 ///     .build()
 ///     .unwrap();
 /// assert_eq!(pods.index_names(), ["namespace", "label"]);
 /// ```
 pub struct IndexedStoreBuilder<K, V, S = ahash::RandomState> {
     defs: Vec<IndexDef<V>>,
-    capacity: usize,
+    initial_capacity: usize,
     hasher: S,
     _keys: PhantomData<fn() -> K>,
 }
@@ -49,7 +50,7 @@ impl<K, V> IndexedStoreBuilder<K, V> {
     pub(crate) fn new() -> Self {
         Self {
             defs: Vec::new(),
-            capacity: 0,
+            initial_capacity: 0,
             hasher: crate::sync::default_hasher(),
             _keys: PhantomData,
         }
@@ -118,18 +119,19 @@ impl<K, V, S> IndexedStoreBuilder<K, V, S> {
         self
     }
 
-    /// Reserves room for `capacity` objects. [`build`](Self::build) fails
-    /// with [`IndexedBuildError::CapacityOverflow`] if that much room cannot
-    /// be had.
+    /// Reserves room for `initial_capacity` objects up front. Not a bound:
+    /// the store grows past it as needed. [`build`](Self::build) fails with
+    /// [`BuildError::CapacityOverflow`] if that much room cannot be
+    /// had.
     ///
     /// # Examples
     ///
     /// ```
-    /// let store = larder::IndexedStore::<u32, u32>::builder().capacity(100).build().unwrap();
+    /// let store = larder::IndexedStore::<u32, u32>::builder().initial_capacity(100).build().unwrap();
     /// assert!(store.is_empty());
     /// ```
-    pub fn capacity(mut self, capacity: usize) -> Self {
-        self.capacity = capacity;
+    pub fn initial_capacity(mut self, initial_capacity: usize) -> Self {
+        self.initial_capacity = initial_capacity;
         self
     }
 
@@ -152,7 +154,7 @@ impl<K, V, S> IndexedStoreBuilder<K, V, S> {
     pub fn hasher<S2>(self, hasher: S2) -> IndexedStoreBuilder<K, V, S2> {
         IndexedStoreBuilder {
             defs: self.defs,
-            capacity: self.capacity,
+            initial_capacity: self.initial_capacity,
             hasher,
             _keys: PhantomData,
         }
@@ -162,9 +164,10 @@ impl<K, V, S> IndexedStoreBuilder<K, V, S> {
     ///
     /// # Errors
     ///
-    /// [`IndexedBuildError::DuplicateIndex`] if two indexes share a name;
-    /// [`IndexedBuildError::CapacityOverflow`] if the
-    /// [`capacity`](Self::capacity) cannot be reserved (it overflows the
+    /// [`BuildError::Index`] with [`IndexError::DuplicateIndex`] if two
+    /// indexes share a name;
+    /// [`BuildError::CapacityOverflow`] if the
+    /// [`initial_capacity`](Self::initial_capacity) cannot be reserved (it overflows the
     /// table's size, or the allocator refuses it).
     ///
     /// # Examples
@@ -176,17 +179,19 @@ impl<K, V, S> IndexedStoreBuilder<K, V, S> {
     ///     .unwrap();
     /// assert_eq!(store.index_names(), ["upper"]);
     /// ```
-    pub fn build(self) -> Result<IndexedStore<K, V, S>, IndexedBuildError>
+    pub fn build(self) -> Result<IndexedStore<K, V, S>, BuildError>
     where
         K: Hash + Eq + Clone,
         S: BuildHasher,
     {
-        let schema = Schema::new(self.defs).map_err(|name| IndexedBuildError::DuplicateIndex {
-            name: name.to_string(),
+        let schema = Schema::new(self.defs).map_err(|name| {
+            BuildError::Index(IndexError::DuplicateIndex {
+                name: name.to_string(),
+            })
         })?;
-        let core = Core::with_capacity(Arc::new(schema), self.capacity).ok_or(
-            IndexedBuildError::CapacityOverflow {
-                capacity: self.capacity,
+        let core = Core::with_capacity(Arc::new(schema), self.initial_capacity).ok_or(
+            BuildError::CapacityOverflow {
+                initial_capacity: self.initial_capacity,
             },
         )?;
         Ok(IndexedStore::from_parts(core, self.hasher))
@@ -200,7 +205,7 @@ impl<K, V, S> fmt::Debug for IndexedStoreBuilder<K, V, S> {
                 "indexes",
                 &self.defs.iter().map(|def| &*def.name).collect::<Vec<_>>(),
             )
-            .field("capacity", &self.capacity)
+            .field("initial_capacity", &self.initial_capacity)
             .finish_non_exhaustive()
     }
 }

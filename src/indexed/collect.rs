@@ -36,18 +36,19 @@ where
     K: Hash + Eq + Clone,
     S: BuildHasher,
 {
-    /// Inserts every pair, in order, each as one [`insert`](Self::insert)
-    /// (atomic per object, not as a whole; use
-    /// [`transaction`](Self::transaction) for all-or-nothing).
+    /// Inserts every pair, in order, as one atomic write: all of them or,
+    /// if an index function fails on any, none (it is a
+    /// [`transaction`](Self::transaction) of inserts). A repeated key keeps
+    /// its last object. Readers see the store before or after, never part
+    /// of it.
     ///
     /// # Errors
     ///
-    /// The first [`IndexError`]; the pairs before it are inserted, the
-    /// failing one and the rest are not.
+    /// The first [`IndexError`]; the store is left as it was.
     ///
     /// # Panics
     ///
-    /// As [`insert`](Self::insert).
+    /// As [`transaction`](Self::transaction); nothing is applied.
     ///
     /// # Examples
     ///
@@ -58,15 +59,17 @@ where
     ///     .unwrap();
     /// store.try_extend([(1, "a".to_string()), (2, "bb".into())]).unwrap();
     /// assert!(store.try_extend([(3, "ccc".to_string()), (4, String::new()), (5, "e".into())]).is_err());
-    /// assert_eq!(store.len(), 3); // 1, 2 and 3: the failing pair stopped the rest
+    /// assert_eq!(store.len(), 2); // 1 and 2: the failing pair stopped all three
     /// ```
     pub fn try_extend<I>(&self, items: I) -> Result<(), IndexError>
     where
         I: IntoIterator<Item = (K, V)>,
     {
-        for (key, value) in items {
-            self.insert(key, value)?;
-        }
-        Ok(())
+        self.transaction(|tx| {
+            for (key, value) in items {
+                tx.insert(key, value)?;
+            }
+            Ok(())
+        })
     }
 }

@@ -1,4 +1,4 @@
-//! The errors of [`IndexedStore`](super::IndexedStore) and its builder.
+//! The error of [`IndexedStore`](super::IndexedStore)'s operations.
 
 use std::error::Error;
 use std::fmt;
@@ -36,7 +36,9 @@ pub enum IndexError {
         name: String,
     },
     /// An index of that name already exists (from
-    /// [`add_index`](super::IndexedStore::add_index)).
+    /// [`add_index`](super::IndexedStore::add_index), or from
+    /// [`IndexedStoreBuilder::build`](super::IndexedStoreBuilder::build) as
+    /// a [`BuildError::Index`](crate::BuildError::Index)).
     DuplicateIndex {
         /// The clashing name.
         name: String,
@@ -71,55 +73,3 @@ impl Error for IndexError {
         }
     }
 }
-
-/// Why [`IndexedStoreBuilder::build`](super::IndexedStoreBuilder::build)
-/// failed.
-///
-/// # Examples
-///
-/// ```
-/// use larder::{IndexedBuildError, IndexedStore};
-///
-/// let err = IndexedStore::<String, String>::builder()
-///     .index("len", |s: &String| [s.len().to_string()])
-///     .index("len", |s: &String| [s.len().to_string()])
-///     .build()
-///     .unwrap_err();
-/// assert!(matches!(err, IndexedBuildError::DuplicateIndex { .. }));
-/// assert_eq!(err.to_string(), "two indexes are named \"len\"");
-///
-/// let err = IndexedStore::<String, String>::builder()
-///     .capacity(usize::MAX)
-///     .build()
-///     .unwrap_err();
-/// assert!(matches!(err, IndexedBuildError::CapacityOverflow { .. }));
-/// ```
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum IndexedBuildError {
-    /// Two index functions were registered under the same name.
-    DuplicateIndex {
-        /// The repeated name.
-        name: String,
-    },
-    /// The requested [`capacity`](super::IndexedStoreBuilder::capacity)
-    /// cannot be reserved: it overflows the table's size, or the allocator
-    /// refused it.
-    CapacityOverflow {
-        /// The capacity asked for.
-        capacity: usize,
-    },
-}
-
-impl fmt::Display for IndexedBuildError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::DuplicateIndex { name } => write!(f, "two indexes are named {name:?}"),
-            Self::CapacityOverflow { capacity } => {
-                write!(f, "cannot reserve room for {capacity} objects")
-            }
-        }
-    }
-}
-
-impl Error for IndexedBuildError {}

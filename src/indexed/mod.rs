@@ -64,7 +64,7 @@ mod transaction;
 mod visit;
 
 pub use builder::IndexedStoreBuilder;
-pub use error::{IndexError, IndexedBuildError};
+pub use error::IndexError;
 pub use store::IndexedStore;
 pub use transaction::Transaction;
 

@@ -93,7 +93,7 @@ use crate::sync::{Arc, ShardedLock};
 /// |---|---|
 /// | `K`'s `Hash` (and `S`'s hashing) | once per key per operation, with no lock held, before anything changes; never again: the table keeps each key's hash and grows and rehashes from it |
 /// | `K`'s `Eq` | under the lock, in the probe that finds a key: in a write, before its first change |
-/// | `K::clone` | writes: with no lock held, before anything changes; reads that return keys ([`keys`](IndexedStore::keys), [`iter`](IndexedStore::iter), [`index_keys`](IndexedStore::index_keys), [`by_index_entries`](IndexedStore::by_index_entries)): under the read lock, changing nothing |
+/// | `K::clone` | writes: with no lock held, before anything changes; reads that return keys ([`keys`](IndexedStore::keys), [`to_vec`](IndexedStore::to_vec), [`index_keys`](IndexedStore::index_keys), [`by_index_entries`](IndexedStore::by_index_entries)): under the read lock, changing nothing |
 /// | `K`'s `Ord` | [`index_keys`](IndexedStore::index_keys)' sort, with no lock held |
 /// | index functions | with no lock held, before anything changes |
 /// | the closure of [`for_each_by_index`](IndexedStore::for_each_by_index) and [`try_for_each_by_index`](IndexedStore::try_for_each_by_index) | under the read lock, changing nothing |
@@ -109,7 +109,7 @@ use crate::sync::{Arc, ShardedLock};
 /// lookups of that key miss (or an insert store it a second time), as in
 /// any hash map; it never corrupts the store: the table does not use the
 /// new value to move anything, and every entry stays reachable through
-/// [`iter`](IndexedStore::iter) and [`clear`](IndexedStore::clear).
+/// [`to_vec`](IndexedStore::to_vec) and [`clear`](IndexedStore::clear).
 ///
 /// # Deadlocks
 ///
@@ -192,7 +192,7 @@ where
         )
     }
 
-    /// A builder to register index functions, a capacity and a hasher.
+    /// A builder to register index functions, an initial capacity and a hasher.
     ///
     /// # Examples
     ///
@@ -263,6 +263,40 @@ where
     {
         let hash = self.hasher.hash_one(key);
         self.state.read().get(hash, key).cloned()
+    }
+
+    /// Runs `f` on the object stored under `key`, under the read lock, and
+    /// returns what it returns; `None` when `key` is absent.
+    ///
+    /// The fastest point read: unlike [`get`](IndexedStore::get) it does not
+    /// clone the object's `Arc`, so a read writes no memory another reader
+    /// touches (the `Arc`'s reference count is shared by every reader of a
+    /// key; the read lock writes only the calling thread's shard). Use it
+    /// to copy out or compute from an object; use `get` to keep it.
+    ///
+    /// # Deadlocks
+    ///
+    /// `f` runs while the read lock is held: it must not call into the same
+    /// store at all. A write from `f` waits for its own read lock (a
+    /// deadlock), and so can a read, once a writer is queued between the
+    /// two. A panic in `f` releases the lock and changes nothing.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let store = larder::IndexedStore::<String, String>::new();
+    /// store.insert("a".to_string(), "apple".to_string()).unwrap();
+    /// assert_eq!(store.get_with("a", |object| object.len()), Some(5));
+    /// assert_eq!(store.get_with("b", |object| object.len()), None);
+    /// ```
+    #[inline]
+    pub fn get_with<Q, R>(&self, key: &Q, f: impl FnOnce(&V) -> R) -> Option<R>
+    where
+        K: Borrow<Q>,
+        Q: ?Sized + Hash + Eq,
+    {
+        let hash = self.hasher.hash_one(key);
+        self.state.read().get(hash, key).map(|object| f(object))
     }
 
     /// Whether an object is stored under `key` (at the instant of the call).
@@ -342,23 +376,24 @@ where
         self.state.read().values()
     }
 
-    /// Every `(key, object)` pair, in no particular order: an iterator over
-    /// a snapshot taken at one instant. It holds no lock; writes made while
-    /// it is consumed do not show up in it.
+    /// Every `(key, object)` pair, in no particular order, copied into a
+    /// `Vec` as one atomic cut (under the read lock; keys cloned, objects
+    /// shared): O(n). The `Vec` holds no lock; later writes do not show up
+    /// in it.
     ///
     /// # Examples
     ///
     /// ```
     /// let store = larder::IndexedStore::<u32, u32>::new();
     /// store.insert(1, 10).unwrap();
-    /// for (key, value) in store.iter() {
-    ///     store.remove(&key); // allowed: the iterator is a snapshot
+    /// for (key, value) in store.to_vec() {
+    ///     store.remove(&key); // allowed: the Vec is a copy
     ///     assert_eq!(*value, 10);
     /// }
     /// assert!(store.is_empty());
     /// ```
-    pub fn iter(&self) -> std::vec::IntoIter<(K, Arc<V>)> {
-        self.state.read().entries().into_iter()
+    pub fn to_vec(&self) -> Vec<(K, Arc<V>)> {
+        self.state.read().entries()
     }
 
     /// Adds `value` under `key`, or replaces the object there, and updates
@@ -782,11 +817,7 @@ where
     Ok(core)
 }
 
-impl<K, V, S> fmt::Debug for IndexedStore<K, V, S>
-where
-    K: Hash + Eq + Clone,
-    S: BuildHasher,
-{
+impl<K, V, S> fmt::Debug for IndexedStore<K, V, S> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let core = self.state.read();
         f.debug_struct("IndexedStore")

@@ -1,4 +1,4 @@
-//! [`LruCacheBuilder`] and [`LruBuildError`].
+//! [`LruCacheBuilder`].
 
 use std::convert::Infallible;
 use std::fmt;
@@ -9,78 +9,26 @@ use super::cache::ValueListener;
 use super::load::infallible;
 use super::weight::Weigher;
 use super::{LoadingLruCache, LruCache, LruPolicy};
+use crate::error::BuildError;
 use crate::removal::RemovalCause;
 use crate::sync::Arc;
-
-/// Why an [`LruCacheBuilder`] (or [`LruCache::resize`]) refused a
-/// configuration.
-///
-/// # Examples
-///
-/// ```
-/// use larder::{LruBuildError, LruCache};
-///
-/// let err = LruCache::<u32, u32>::builder(0).build().unwrap_err();
-/// assert_eq!(err, LruBuildError::ZeroCapacity);
-/// println!("{err}");
-/// ```
-#[non_exhaustive]
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum LruBuildError {
-    /// The capacity was 0: such a cache could hold nothing.
-    ZeroCapacity,
-    /// The shard count was 0.
-    ZeroShards,
-    /// More shards than capacity: some shards would hold nothing, and their
-    /// keys could never be cached.
-    MoreShardsThanCapacity {
-        /// The shard count asked for.
-        shards: usize,
-        /// The capacity asked for.
-        capacity: usize,
-    },
-    /// More shards than [`LruCache::MAX_SHARDS`](crate::LruCache::MAX_SHARDS).
-    TooManyShards {
-        /// The shard count asked for.
-        shards: usize,
-    },
-}
-
-impl fmt::Display for LruBuildError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::ZeroCapacity => f.write_str("LruCache capacity must be at least 1"),
-            Self::ZeroShards => f.write_str("LruCache shard count must be at least 1"),
-            Self::MoreShardsThanCapacity { shards, capacity } => write!(
-                f,
-                "LruCache with {shards} shards needs a capacity of at least {shards} (got {capacity}): every shard must hold at least one entry"
-            ),
-            Self::TooManyShards { shards } => write!(
-                f,
-                "LruCache shard count {shards} exceeds the most allowed, {MAX_SHARDS}"
-            ),
-        }
-    }
-}
-
-impl std::error::Error for LruBuildError {}
 
 /// The most shards a cache may have (the default never exceeds 4096).
 pub(crate) const MAX_SHARDS: usize = 1 << 16;
 
 /// Checks a capacity against a shard count.
-pub(crate) fn validate(capacity: usize, shards: usize) -> Result<(), LruBuildError> {
+pub(crate) fn validate(capacity: usize, shards: usize) -> Result<(), BuildError> {
     if capacity == 0 {
-        return Err(LruBuildError::ZeroCapacity);
+        return Err(BuildError::ZeroCapacity);
     }
     if shards == 0 {
-        return Err(LruBuildError::ZeroShards);
+        return Err(BuildError::ZeroShards);
     }
     if shards > MAX_SHARDS {
-        return Err(LruBuildError::TooManyShards { shards });
+        return Err(BuildError::TooManyShards { shards });
     }
     if shards > capacity {
-        return Err(LruBuildError::MoreShardsThanCapacity { shards, capacity });
+        return Err(BuildError::MoreShardsThanCapacity { shards, capacity });
     }
     // Any capacity from 1 up is fine: shards allocate as entries arrive,
     // and a shard's share is held to `core::MAX_SHARD_CAPACITY` (see
@@ -115,8 +63,10 @@ pub(crate) fn default_shards(capacity: usize, policy: LruPolicy) -> usize {
     shards.max(1)
 }
 
-/// Configures an [`LruCache`]: capacity, shard count, hasher and eviction
-/// listener. Start with [`LruCache::builder`].
+/// Configures an [`LruCache`]: capacity (required), shard count, policy,
+/// hasher, weigher and eviction listener. Start with [`LruCache::builder`];
+/// [`build`](Self::build) checks the settings and returns
+/// `Result<LruCache, BuildError>`.
 ///
 /// # Examples
 ///
@@ -126,7 +76,8 @@ pub(crate) fn default_shards(capacity: usize, policy: LruPolicy) -> usize {
 ///
 /// let evicted = Arc::new(Mutex::new(Vec::new()));
 /// let log = Arc::clone(&evicted);
-/// let cache = LruCache::builder(2)
+/// let cache = LruCache::builder()
+///     .capacity(2)
 ///     .shards(1)
 ///     .eviction_listener(move |key: &'static str, value: u32, cause: RemovalCause| {
 ///         log.lock().unwrap().push((key, value, cause));
@@ -149,9 +100,9 @@ pub struct LruCacheBuilder<K, V, S = ahash::RandomState> {
 }
 
 impl<K, V> LruCacheBuilder<K, V> {
-    pub(crate) fn new(capacity: usize) -> Self {
+    pub(crate) fn new() -> Self {
         Self {
-            capacity,
+            capacity: 0,
             shards: None,
             policy: LruPolicy::Exact,
             hasher: crate::sync::default_hasher(),
@@ -163,6 +114,21 @@ impl<K, V> LruCacheBuilder<K, V> {
 }
 
 impl<K, V, S> LruCacheBuilder<K, V, S> {
+    /// Sets the bound: the most entries the cache holds, or with a
+    /// [`weigher`](Self::weigher) the most total weight. Required: `build`
+    /// fails with [`BuildError::ZeroCapacity`] if it is 0 or was never set.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let cache = larder::LruCache::<u32, u32>::builder().capacity(1024).build().unwrap();
+    /// assert_eq!(cache.capacity(), 1024);
+    /// ```
+    pub fn capacity(mut self, capacity: usize) -> Self {
+        self.capacity = capacity;
+        self
+    }
+
     /// Sets the number of shards (independent LRU lists, each with its own
     /// lock and `capacity / shards` entries).
     ///
@@ -176,7 +142,7 @@ impl<K, V, S> LruCacheBuilder<K, V, S> {
     /// # Examples
     ///
     /// ```
-    /// let cache = larder::LruCache::<u32, u32>::builder(1024).shards(16).build().unwrap();
+    /// let cache = larder::LruCache::<u32, u32>::builder().capacity(1024).shards(16).build().unwrap();
     /// assert_eq!(cache.shard_count(), 16);
     /// ```
     pub fn shards(mut self, shards: usize) -> Self {
@@ -193,7 +159,8 @@ impl<K, V, S> LruCacheBuilder<K, V, S> {
     ///
     /// ```
     /// use larder::{LruCache, LruPolicy};
-    /// let cache = LruCache::<u32, u32>::builder(64)
+    /// let cache = LruCache::<u32, u32>::builder()
+    ///     .capacity(64)
     ///     .policy(LruPolicy::Clock)
     ///     .build()
     ///     .unwrap();
@@ -210,7 +177,8 @@ impl<K, V, S> LruCacheBuilder<K, V, S> {
     ///
     /// ```
     /// use std::collections::hash_map::RandomState;
-    /// let cache = larder::LruCache::<u32, u32>::builder(8)
+    /// let cache = larder::LruCache::<u32, u32>::builder()
+    ///     .capacity(8)
     ///     .hasher(RandomState::new())
     ///     .build()
     ///     .unwrap();
@@ -259,7 +227,8 @@ impl<K, V, S> LruCacheBuilder<K, V, S> {
     ///
     /// let evictions = Arc::new(AtomicUsize::new(0));
     /// let seen = Arc::clone(&evictions);
-    /// let cache = larder::LruCache::builder(1)
+    /// let cache = larder::LruCache::builder()
+    ///     .capacity(1)
     ///     .eviction_listener(move |_key: u32, _value: u32, cause: RemovalCause| {
     ///         if cause.was_evicted() {
     ///             seen.fetch_add(1, Ordering::Relaxed);
@@ -323,7 +292,8 @@ impl<K, V, S> LruCacheBuilder<K, V, S> {
     /// use larder::LruCache;
     ///
     /// // At most 10 bytes of values, in one shard.
-    /// let cache = LruCache::builder(10)
+    /// let cache = LruCache::builder()
+    ///     .capacity(10)
     ///     .shards(1)
     ///     .weigher(|_key: &&str, value: &String| value.len() as u32)
     ///     .build()?;
@@ -337,7 +307,7 @@ impl<K, V, S> LruCacheBuilder<K, V, S> {
     /// assert_eq!((cache.len(), cache.weighted_size()), (1, 8));
     /// cache.insert("d", "12345678901".to_string()); // 11 > 10: not stored
     /// assert!(!cache.contains_key("d") && cache.contains_key("a"));
-    /// # Ok::<(), larder::LruBuildError>(())
+    /// # Ok::<(), larder::BuildError>(())
     /// ```
     pub fn weigher<F>(mut self, weigher: F) -> Self
     where
@@ -353,7 +323,7 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCacheBuilder<K, V, S> {
     ///
     /// # Errors
     ///
-    /// [`LruBuildError`] if the capacity is 0, or the shard count is 0, more
+    /// [`BuildError`] if the capacity is 0, or the shard count is 0, more
     /// than the capacity or more than [`LruCache::MAX_SHARDS`]. Any capacity
     /// from 1 up, `usize::MAX` included, is accepted: shards allocate as
     /// entries arrive, and each shard holds at most `u32::MAX - 1` entries
@@ -363,15 +333,15 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCacheBuilder<K, V, S> {
     /// # Examples
     ///
     /// ```
-    /// use larder::{LruBuildError, LruCache};
+    /// use larder::{BuildError, LruCache};
     ///
-    /// assert!(LruCache::<u32, u32>::builder(100).shards(4).build().is_ok());
-    /// assert_eq!(
-    ///     LruCache::<u32, u32>::builder(2).shards(4).build().unwrap_err(),
-    ///     LruBuildError::MoreShardsThanCapacity { shards: 4, capacity: 2 },
-    /// );
+    /// assert!(LruCache::<u32, u32>::builder().capacity(100).shards(4).build().is_ok());
+    /// assert!(matches!(
+    ///     LruCache::<u32, u32>::builder().capacity(2).shards(4).build().unwrap_err(),
+    ///     BuildError::MoreShardsThanCapacity { shards: 4, capacity: 2 },
+    /// ));
     /// ```
-    pub fn build(self) -> Result<LruCache<K, V, S>, LruBuildError> {
+    pub fn build(self) -> Result<LruCache<K, V, S>, BuildError> {
         let shards = self
             .shards
             .unwrap_or_else(|| default_shards(self.capacity, self.policy));
@@ -396,7 +366,8 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCacheBuilder<K, V, S> {
     /// # Examples
     ///
     /// ```
-    /// let squares = larder::LruCache::builder(64)
+    /// let squares = larder::LruCache::builder()
+    ///     .capacity(64)
     ///     .build_with_loader(|n: &u64| n * n)
     ///     .unwrap();
     /// assert_eq!(squares.get_or_load(&12), 144);
@@ -404,7 +375,7 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCacheBuilder<K, V, S> {
     pub fn build_with_loader<F>(
         self,
         loader: F,
-    ) -> Result<LoadingLruCache<K, V, Infallible, S>, LruBuildError>
+    ) -> Result<LoadingLruCache<K, V, Infallible, S>, BuildError>
     where
         F: Fn(&K) -> V + Send + Sync + 'static,
     {
@@ -424,16 +395,17 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCacheBuilder<K, V, S> {
     /// # Examples
     ///
     /// ```
-    /// let parsed = larder::LruCache::builder(64)
+    /// let parsed = larder::LruCache::builder()
+    ///     .capacity(64)
     ///     .build_with_try_loader(|text: &String| text.parse::<u32>())
     ///     .unwrap();
-    /// assert_eq!(parsed.try_get_or_load("12").unwrap(), 12);
-    /// assert!(parsed.try_get_or_load("twelve").is_err());
+    /// assert_eq!(parsed.get_or_try_load("12").unwrap(), 12);
+    /// assert!(parsed.get_or_try_load("twelve").is_err());
     /// ```
     pub fn build_with_try_loader<E, F>(
         self,
         loader: F,
-    ) -> Result<LoadingLruCache<K, V, E, S>, LruBuildError>
+    ) -> Result<LoadingLruCache<K, V, E, S>, BuildError>
     where
         F: Fn(&K) -> Result<V, E> + Send + Sync + 'static,
     {

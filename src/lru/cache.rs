@@ -7,10 +7,10 @@
 //! shard's core and its statistics counters live inside it. Writes take it
 //! exclusively; so do lookups under `LruPolicy::Exact` (a hit moves its
 //! entry). Lookups under `LruPolicy::Clock` (a hit sets an atomic bit),
-//! `peek`, `contains_key`, `len`, `iter` and `stats` take it shared. An
+//! `peek`, `contains_key`, `len`, `to_vec` and `stats` take it shared. An
 //! operation takes exactly one shard lock, except `resize` (the resize
 //! mutex, then each shard in turn, never two shard locks at once), `len`,
-//! `iter` and `clear` (each shard in turn), and `stats`, which holds every
+//! `to_vec` and `clear` (each shard in turn), and `stats`, which holds every
 //! shard lock at once (shared), taken in shard-index order: the only place
 //! two shard locks are held, so there is no lock-order cycle. The
 //! single-flight group has its own locks and is never entered with a shard
@@ -26,12 +26,12 @@ use std::hash::{BuildHasher, Hash};
 
 use super::core::MAX_SHARD_CAPACITY;
 use super::policy::Core;
-use super::stats::{CacheStats, Counters, Lookups};
+use super::stats::{Counters, Lookups};
 use super::weight::Weigher;
 use super::{Listener, LruCacheBuilder, LruPolicy};
-use crate::entries::LruIter;
 use crate::flight::FlightGroup;
 use crate::removal::{RemovalCause, notify};
+use crate::stats::CacheStats;
 use crate::sync::{
     AtomicUsize, CachePadded, Mutex, Ordering, RwLock, RwLockReadGuard, RwLockWriteGuard,
 };
@@ -69,7 +69,7 @@ pub(crate) type PaddedShard<K, V> = CachePadded<RwLock<Shard<K, V>>>;
 /// The concurrent form of Python's `functools.lru_cache`: a fixed number of
 /// entries, the least recently used evicted first, hit/miss statistics
 /// ([`stats`](Self::stats), like `cache_info()`), and a loader that runs once
-/// per missing key however many threads ask ([`get_or_load`](Self::get_or_load)).
+/// per missing key however many threads ask ([`get_or_init`](Self::get_or_init)).
 /// Values are stored as given and cloned out (`V: Clone`), as moka and
 /// quick_cache do: store small values as they are, large or shared ones as
 /// `Arc<T>`. No lock is ever held when a method returns.
@@ -101,7 +101,7 @@ pub(crate) type PaddedShard<K, V> = CachePadded<RwLock<Shard<K, V>>>;
 /// - **User code never runs under a lock while a shard changes**: `K: Eq`
 ///   runs in the lookup that starts an operation, on a full 64-bit hash
 ///   match, before the operation's first change; `V: Clone` in the reads
-///   that return a value (`get`, `peek`, [`iter`](Self::iter), which also
+///   that return a value (`get`, `peek`, [`to_vec`](Self::to_vec), which also
 ///   clones keys), and the closures of `get_with` / `peek_with`, after the
 ///   lookup is complete (the entry moved or marked, the hit counted), with
 ///   nothing left to change. The key's `Hash` runs before the lock; `K:
@@ -113,7 +113,7 @@ pub(crate) type PaddedShard<K, V> = CachePadded<RwLock<Shard<K, V>>>;
 /// - **Panic safety**: a panicking loader, listener, `Hash`, `Eq`, `Clone`
 ///   or `Drop` leaves the cache usable, within its bound, with every entry
 ///   the operation did not touch still there, and with consistent
-///   statistics (`loads + load_failures` is the number of loader runs,
+///   statistics (`inits` is the number of loader runs,
 ///   even when storing a loaded value panics). The test suite checks this
 ///   by planting a panic at every call of every user trait in every write
 ///   operation, under both policies.
@@ -162,7 +162,7 @@ pub(crate) type PaddedShard<K, V> = CachePadded<RwLock<Shard<K, V>>>;
 ///
 /// // CORRECT: concurrent misses share one fetch, and the value is returned
 /// // directly, never looked up again.
-/// let row2 = cache.get_or_load(&7, || fetch(7));
+/// let row2 = cache.get_or_init(&7, || fetch(7));
 /// assert_eq!(row, row2);
 /// ```
 pub struct LruCache<K, V, S = ahash::RandomState> {
@@ -214,24 +214,24 @@ impl<K: Hash + Eq, V> LruCache<K, V> {
     /// assert!(cache.is_empty());
     /// ```
     pub fn new(capacity: usize) -> Self {
-        match Self::builder(capacity).build() {
+        match Self::builder().capacity(capacity).build() {
             Ok(cache) => cache,
             Err(error) => panic!("LruCache::new: {error}"),
         }
     }
 
-    /// A builder for a cache of at most `capacity` entries, to set the shard
-    /// count, the hasher or an eviction listener.
+    /// A builder, to set the capacity (required), the shard count, the
+    /// policy, the hasher, a weigher or an eviction listener.
     ///
     /// # Examples
     ///
     /// ```
-    /// let cache = larder::LruCache::<u32, u32>::builder(64).shards(4).build()?;
+    /// let cache = larder::LruCache::<u32, u32>::builder().capacity(64).shards(4).build()?;
     /// assert_eq!(cache.shard_count(), 4);
-    /// # Ok::<(), larder::LruBuildError>(())
+    /// # Ok::<(), larder::BuildError>(())
     /// ```
-    pub fn builder(capacity: usize) -> LruCacheBuilder<K, V> {
-        LruCacheBuilder::new(capacity)
+    pub fn builder() -> LruCacheBuilder<K, V> {
+        LruCacheBuilder::new()
     }
 
     /// A cache whose protocol is broken as `fault` says: the loom suite's
@@ -251,7 +251,8 @@ impl<K: Hash + Eq, V> LruCache<K, V> {
         policy: LruPolicy,
         fault: super::Fault,
     ) -> Self {
-        let mut cache = Self::builder(capacity)
+        let mut cache = Self::builder()
+            .capacity(capacity)
             .shards(shards)
             .policy(policy)
             .build()
@@ -279,7 +280,8 @@ impl<K: Hash + Eq, V> LruCache<K, V> {
     where
         F: Fn(&K, &V) -> u32 + Send + Sync + 'static,
     {
-        let mut cache = Self::builder(capacity)
+        let mut cache = Self::builder()
+            .capacity(capacity)
             .shards(shards)
             .policy(policy)
             .weigher(weigher)
@@ -299,7 +301,7 @@ impl<K, V, S> LruCache<K, V, S> {
     /// ```
     /// use larder::LruCache;
     /// let too_many = LruCache::<u8, u8>::MAX_SHARDS + 1;
-    /// assert!(LruCache::<u8, u8>::builder(usize::MAX).shards(too_many).build().is_err());
+    /// assert!(LruCache::<u8, u8>::builder().capacity(usize::MAX).shards(too_many).build().is_err());
     /// ```
     pub const MAX_SHARDS: usize = super::builder::MAX_SHARDS;
 
@@ -368,7 +370,7 @@ impl<K, V, S> LruCache<K, V, S> {
     /// # Examples
     ///
     /// ```
-    /// let cache = larder::LruCache::<u8, u8>::builder(8).shards(2).build().unwrap();
+    /// let cache = larder::LruCache::<u8, u8>::builder().capacity(8).shards(2).build().unwrap();
     /// assert_eq!(cache.shard_count(), 2);
     /// ```
     pub fn shard_count(&self) -> usize {
@@ -408,7 +410,8 @@ impl<K, V, S> LruCache<K, V, S> {
     /// # Examples
     ///
     /// ```
-    /// let cache = larder::LruCache::builder(10)
+    /// let cache = larder::LruCache::builder()
+    ///     .capacity(10)
     ///     .shards(1)
     ///     .weigher(|_key: &u8, value: &String| value.len() as u32)
     ///     .build()
@@ -436,7 +439,7 @@ impl<K, V, S> LruCache<K, V, S> {
         self.shards.iter().all(|s| s.read().core.len() == 0)
     }
 
-    /// The statistics: hits, misses, inserts, evictions, loads, load
+    /// The statistics: hits, misses, inserts, evictions, inits, init
     /// failures, length and capacity, like Python's `cache_info()`.
     ///
     /// A consistent snapshot: it holds every shard lock at once (shared, in
@@ -473,7 +476,7 @@ impl<K, V, S> LruCache<K, V, S> {
         stats.hits += hits;
         stats.misses += misses;
         // Read while every shard is locked: see `capacity()` and `resize`.
-        stats.capacity = self.capacity();
+        stats.capacity = Some(self.capacity());
         drop(guards);
         #[cfg(loom)]
         {
@@ -591,8 +594,8 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
 }
 
 impl<K: Clone, V: Clone, S> LruCache<K, V, S> {
-    /// A snapshot of the entries, each shard from most to least recently
-    /// used, shard after shard. With one shard (`shards(1)`) this is the
+    /// Every entry copied into a `Vec` (O(n); keys and values cloned), each
+    /// shard from most to least recently used, shard after shard. With one shard (`shards(1)`) this is the
     /// exact recency order of the whole cache. Under [`LruPolicy::Clock`],
     /// "most recently used" is CLOCK's approximation: each shard's entries
     /// used since the hand last passed them, then the others, each group in
@@ -611,14 +614,14 @@ impl<K: Clone, V: Clone, S> LruCache<K, V, S> {
     /// # Examples
     ///
     /// ```
-    /// let cache = larder::LruCache::builder(3).shards(1).build().unwrap();
+    /// let cache = larder::LruCache::builder().capacity(3).shards(1).build().unwrap();
     /// cache.insert("a", 1);
     /// cache.insert("b", 2);
     /// cache.get("a");
-    /// let keys: Vec<_> = cache.iter().map(|(k, _)| k).collect();
+    /// let keys: Vec<_> = cache.to_vec().into_iter().map(|(k, _)| k).collect();
     /// assert_eq!(keys, ["a", "b"]);
     /// ```
-    pub fn iter(&self) -> LruIter<K, V> {
+    pub fn to_vec(&self) -> Vec<(K, V)> {
         let mut entries = Vec::new();
         for shard in self.shards.iter() {
             let shard = shard.read();
@@ -627,7 +630,7 @@ impl<K: Clone, V: Clone, S> LruCache<K, V, S> {
                 .core
                 .for_each(|key, value| entries.push((key.clone(), value.clone())));
         }
-        LruIter::new(entries)
+        entries
     }
 }
 

@@ -1,4 +1,4 @@
-//! Load on miss: [`LruCache::get_or_load`], [`LruCache::try_get_or_load`]
+//! Load on miss: [`LruCache::get_or_init`], [`LruCache::get_or_try_init`]
 //! and [`LoadingLruCache`], all through the crate's single-flight module
 //! (`crate::flight`).
 //!
@@ -13,17 +13,16 @@ use std::borrow::Borrow;
 use std::convert::Infallible;
 use std::fmt;
 use std::hash::{BuildHasher, Hash};
-use std::ops::Deref;
 
 use super::LruCache;
 use crate::sync::Arc;
 
-/// One loader run's place in the statistics: counted exactly once, in
-/// `loads` if the loader returned a value, else in `load_failures` (an
-/// error, or a panic: the count is made as the panic unwinds). Counted as
-/// soon as the loader ends, before the value is stored, so a panic while
-/// storing it (`K: Clone`, `K: Eq`) cannot lose the run: `loads +
-/// load_failures` is always the number of loader runs.
+/// One loader run's place in the statistics: counted exactly once in
+/// `inits`, and in `init_failures` too if the loader failed (an error, or a
+/// panic: the count is made as the panic unwinds). Counted as soon as the
+/// loader ends, before the value is stored, so a panic while storing it
+/// (`K: Clone`, `K: Eq`) cannot lose the run: `inits` is always the number
+/// of loader runs.
 pub(crate) struct LoadRun<'a, K: Hash + Eq, V, S: BuildHasher> {
     cache: &'a LruCache<K, V, S>,
     hash: u64,
@@ -49,10 +48,9 @@ impl<'a, K: Hash + Eq, V, S: BuildHasher> LoadRun<'a, K, V, S> {
 
     fn count(&self, loaded: bool) {
         let mut shard = self.cache.lock(self.hash);
-        if loaded {
-            shard.counters.loads += 1;
-        } else {
-            shard.counters.load_failures += 1;
+        shard.counters.inits += 1;
+        if !loaded {
+            shard.counters.init_failures += 1;
         }
     }
 }
@@ -83,7 +81,7 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
     /// this cache for the same key on the same thread (it would wait for
     /// itself forever), and if the eviction listener panics. If the key's
     /// `Hash`, `Eq` or `Clone` panics, the cache keeps every other entry,
-    /// and a loader run is still counted (in `loads` or `load_failures`,
+    /// and a loader run is still counted (in `inits`, and `init_failures` if it failed,
     /// as soon as the loader returns or unwinds).
     ///
     /// # Deadlocks
@@ -95,27 +93,27 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
     ///
     /// ```
     /// let cache = larder::LruCache::new(16);
-    /// let value = cache.get_or_load(&"answer", || 42);
+    /// let value = cache.get_or_init(&"answer", || 42);
     /// assert_eq!(value, 42);
-    /// let again = cache.get_or_load(&"answer", || unreachable!("cached"));
+    /// let again = cache.get_or_init(&"answer", || unreachable!("cached"));
     /// assert_eq!(again, 42);
     /// let stats = cache.stats();
-    /// assert_eq!((stats.hits, stats.misses, stats.loads), (1, 1, 1));
+    /// assert_eq!((stats.hits, stats.misses, stats.inits), (1, 1, 1));
     /// ```
-    pub fn get_or_load<Q, F>(&self, key: &Q, load: F) -> V
+    pub fn get_or_init<Q, F>(&self, key: &Q, load: F) -> V
     where
         K: Borrow<Q> + Clone,
         V: Clone,
         Q: ?Sized + Hash + Eq + ToOwned<Owned = K>,
         F: FnOnce() -> V,
     {
-        match self.try_get_or_load(key, || Ok::<V, Infallible>(load())) {
+        match self.get_or_try_init(key, || Ok::<V, Infallible>(load())) {
             Ok(value) => value,
             Err(never) => match *never {},
         }
     }
 
-    /// As [`get_or_load`](Self::get_or_load) with a fallible loader.
+    /// As [`get_or_init`](Self::get_or_init) with a fallible loader.
     ///
     /// # Errors
     ///
@@ -125,20 +123,20 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
     ///
     /// # Panics
     ///
-    /// As [`get_or_load`](Self::get_or_load).
+    /// As [`get_or_init`](Self::get_or_init).
     ///
     /// # Examples
     ///
     /// ```
     /// let cache = larder::LruCache::<u32, String>::new(16);
-    /// let err = cache.try_get_or_load(&1, || Err("database down")).unwrap_err();
+    /// let err = cache.get_or_try_init(&1, || Err("database down")).unwrap_err();
     /// assert_eq!(*err, "database down");
     /// assert!(!cache.contains_key(&1)); // errors are not cached
-    /// let ok = cache.try_get_or_load(&1, || Ok::<_, &str>("row 1".to_string()));
+    /// let ok = cache.get_or_try_init(&1, || Ok::<_, &str>("row 1".to_string()));
     /// assert_eq!(ok.unwrap().as_str(), "row 1");
-    /// assert_eq!(cache.stats().load_failures, 1);
+    /// assert_eq!(cache.stats().init_failures, 1);
     /// ```
-    pub fn try_get_or_load<Q, E, F>(&self, key: &Q, load: F) -> Result<V, Arc<E>>
+    pub fn get_or_try_init<Q, E, F>(&self, key: &Q, load: F) -> Result<V, Arc<E>>
     where
         K: Borrow<Q> + Clone,
         V: Clone,
@@ -154,7 +152,7 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
         self.load_missed(hash, &key.to_owned(), load)
     }
 
-    /// The miss path of [`try_get_or_load`](Self::try_get_or_load), after
+    /// The miss path of [`get_or_try_init`](Self::get_or_try_init), after
     /// the lookup of `key` (hashed to `hash`) missed and counted its miss.
     pub(crate) fn load_missed<E, F>(&self, hash: u64, owned: &K, load: F) -> Result<V, Arc<E>>
     where
@@ -219,8 +217,10 @@ type Loader<K, V, E> = Box<dyn Fn(&K) -> Result<V, E> + Send + Sync>;
 /// struct without naming a closure type. The box costs one indirect call
 /// per load, never anything on a hit.
 ///
-/// It dereferences to its [`LruCache`], so `get`, `insert`, `stats` and the
-/// rest are available as well.
+/// It does not dereference to its [`LruCache`] (a `get_or_init` that
+/// bypassed the loader would be one call away): reach the cache's other
+/// operations (`get`, `insert`, `remove`, `stats`, ...) explicitly through
+/// [`cache`](LoadingLruCache::cache).
 ///
 /// # Examples
 ///
@@ -233,9 +233,9 @@ type Loader<K, V, E> = Box<dyn Fn(&K) -> Result<V, E> + Send + Sync>;
 ///
 /// let service = Service { lengths: LruCache::with_loader(128, |path: &String| path.len()) };
 /// assert_eq!(service.lengths.get_or_load("/etc/hosts"), 10);
-/// assert_eq!(service.lengths.stats().misses, 1);
+/// assert_eq!(service.lengths.cache().stats().misses, 1);
 /// assert_eq!(service.lengths.get_or_load("/etc/hosts"), 10);
-/// assert_eq!(service.lengths.stats().hits, 1);
+/// assert_eq!(service.lengths.cache().stats().hits, 1);
 /// ```
 pub struct LoadingLruCache<K, V, E = Infallible, S = ahash::RandomState> {
     cache: LruCache<K, V, S>,
@@ -281,8 +281,8 @@ impl<K: Hash + Eq, V> LruCache<K, V> {
     /// let users = larder::LruCache::with_try_loader(8, |id: &u32| {
     ///     if *id == 0 { Err("no user 0") } else { Ok(format!("user {id}")) }
     /// });
-    /// assert_eq!(*users.try_get_or_load(&0).unwrap_err(), "no user 0");
-    /// assert_eq!(users.try_get_or_load(&3).unwrap().as_str(), "user 3");
+    /// assert_eq!(*users.get_or_try_load(&0).unwrap_err(), "no user 0");
+    /// assert_eq!(users.get_or_try_load(&3).unwrap().as_str(), "user 3");
     /// ```
     pub fn with_try_loader<E, F>(capacity: usize, loader: F) -> LoadingLruCache<K, V, E>
     where
@@ -304,17 +304,32 @@ impl<K, V, E, S> LoadingLruCache<K, V, E, S> {
     pub(crate) fn from_parts(cache: LruCache<K, V, S>, loader: Loader<K, V, E>) -> Self {
         Self { cache, loader }
     }
+
+    /// The cache underneath, for every operation but loading: `get`,
+    /// `get_with`, `insert`, `remove`, `clear`, `len`, `stats`, ...
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let squares = larder::LruCache::with_loader(8, |n: &u64| n * n);
+    /// assert_eq!(squares.get_or_load(&3), 9);
+    /// assert_eq!(squares.cache().get(&3), Some(9));
+    /// assert_eq!(squares.cache().stats().inits, 1);
+    /// ```
+    pub fn cache(&self) -> &LruCache<K, V, S> {
+        &self.cache
+    }
 }
 
 impl<K: Hash + Eq + Clone, V: Clone, S: BuildHasher> LoadingLruCache<K, V, Infallible, S> {
     /// The value of `key`, loaded by the cache's loader on a miss (once for
-    /// all concurrent callers). See [`LruCache::get_or_load`]. Only for a
+    /// all concurrent callers). See [`LruCache::get_or_init`]. Only for a
     /// cache whose loader cannot fail; a fallible one answers
-    /// [`try_get_or_load`](Self::try_get_or_load).
+    /// [`get_or_try_load`](Self::get_or_try_load).
     ///
     /// # Panics
     ///
-    /// As [`LruCache::get_or_load`].
+    /// As [`LruCache::get_or_init`].
     ///
     /// # Examples
     ///
@@ -327,7 +342,7 @@ impl<K: Hash + Eq + Clone, V: Clone, S: BuildHasher> LoadingLruCache<K, V, Infal
         K: Borrow<Q>,
         Q: ?Sized + Hash + Eq + ToOwned<Owned = K>,
     {
-        match self.try_get_or_load(key) {
+        match self.get_or_try_load(key) {
             Ok(value) => value,
             Err(never) => match *never {},
         }
@@ -336,7 +351,7 @@ impl<K: Hash + Eq + Clone, V: Clone, S: BuildHasher> LoadingLruCache<K, V, Infal
 
 impl<K: Hash + Eq + Clone, V: Clone, E, S: BuildHasher> LoadingLruCache<K, V, E, S> {
     /// The value of `key`, loaded by the cache's loader on a miss. See
-    /// [`LruCache::try_get_or_load`]. A lookup first; on a miss the owned
+    /// [`LruCache::get_or_try_init`]. A lookup first; on a miss the owned
     /// key is built (before any loader runs, so a panicking `ToOwned` is
     /// not a loader run) and the loader runs through the single flight.
     ///
@@ -347,7 +362,7 @@ impl<K: Hash + Eq + Clone, V: Clone, E, S: BuildHasher> LoadingLruCache<K, V, E,
     ///
     /// # Panics
     ///
-    /// As [`LruCache::get_or_load`].
+    /// As [`LruCache::get_or_init`].
     ///
     /// # Examples
     ///
@@ -355,10 +370,10 @@ impl<K: Hash + Eq + Clone, V: Clone, E, S: BuildHasher> LoadingLruCache<K, V, E,
     /// let cache = larder::LruCache::with_try_loader(8, |id: &u32| {
     ///     if *id == 0 { Err("no user 0") } else { Ok(format!("user {id}")) }
     /// });
-    /// assert_eq!(*cache.try_get_or_load(&0).unwrap_err(), "no user 0");
-    /// assert_eq!(cache.try_get_or_load(&3).unwrap().as_str(), "user 3");
+    /// assert_eq!(*cache.get_or_try_load(&0).unwrap_err(), "no user 0");
+    /// assert_eq!(cache.get_or_try_load(&3).unwrap().as_str(), "user 3");
     /// ```
-    pub fn try_get_or_load<Q>(&self, key: &Q) -> Result<V, Arc<E>>
+    pub fn get_or_try_load<Q>(&self, key: &Q) -> Result<V, Arc<E>>
     where
         K: Borrow<Q>,
         Q: ?Sized + Hash + Eq + ToOwned<Owned = K>,
@@ -371,13 +386,6 @@ impl<K: Hash + Eq + Clone, V: Clone, E, S: BuildHasher> LoadingLruCache<K, V, E,
         let owned = key.to_owned();
         self.cache
             .load_missed(hash, &owned, || (self.loader)(&owned))
-    }
-}
-
-impl<K, V, E, S> Deref for LoadingLruCache<K, V, E, S> {
-    type Target = LruCache<K, V, S>;
-    fn deref(&self) -> &LruCache<K, V, S> {
-        &self.cache
     }
 }
 

@@ -1,7 +1,7 @@
-//! Async load on miss: [`LruCache::get_or_load_async`] and
-//! [`LruCache::try_get_or_load_async`], through the crate's single-flight
+//! Async load on miss: [`LruCache::get_or_init_async`] and
+//! [`LruCache::get_or_try_init_async`], through the crate's single-flight
 //! module (`crate::flight`), sharing one flight per key with the sync
-//! [`LruCache::get_or_load`].
+//! [`LruCache::get_or_init`].
 
 use std::borrow::Borrow;
 use std::convert::{Infallible, identity};
@@ -17,7 +17,7 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
     /// The value of `key`; on a miss, awaits the future `load()` returns,
     /// once however many callers, sync or async, miss the same key at the
     /// same time, caches its value and returns it to all of them: the async
-    /// form of [`get_or_load`](Self::get_or_load).
+    /// form of [`get_or_init`](Self::get_or_init).
     ///
     /// A caller that finds a load of the key in progress waits as a future
     /// (its waker registered with the load), never blocking its thread. The
@@ -39,7 +39,7 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
     /// Dropping the returned future is safe at any point. If this caller was
     /// loading, the load is abandoned as if it had panicked: one waiting
     /// caller (sync or async) loads instead, nothing is cached or poisoned,
-    /// and the abandoned load counts in `load_failures`. A dropped waiter
+    /// and the abandoned load counts in `init_failures`. A dropped waiter
     /// simply stops waiting.
     ///
     /// # Panics
@@ -61,16 +61,16 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
     /// ```
     /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
     /// let cache: larder::LruCache<String, usize> = larder::LruCache::new(16);
-    /// let value = cache.get_or_load_async("answer", || async { 42 }).await;
+    /// let value = cache.get_or_init_async("answer", || async { 42 }).await;
     /// assert_eq!(value, 42);
-    /// let again = cache.get_or_load_async("answer", || async { unreachable!("cached") }).await;
+    /// let again = cache.get_or_init_async("answer", || async { unreachable!("cached") }).await;
     /// assert_eq!(again, 42);
     /// let stats = cache.stats();
-    /// assert_eq!((stats.hits, stats.misses, stats.loads), (1, 1, 1));
+    /// assert_eq!((stats.hits, stats.misses, stats.inits), (1, 1, 1));
     /// # });
     /// ```
     #[inline(always)]
-    pub fn get_or_load_async<Q, F, Fut>(&self, key: &Q, load: F) -> impl Future<Output = V>
+    pub fn get_or_init_async<Q, F, Fut>(&self, key: &Q, load: F) -> impl Future<Output = V>
     where
         K: Borrow<Q>,
         Q: ?Sized + Hash + Eq + ToOwned<Owned = K>,
@@ -84,8 +84,8 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
         })
     }
 
-    /// As [`get_or_load_async`](Self::get_or_load_async) with a fallible
-    /// loader: the async form of [`try_get_or_load`](Self::try_get_or_load).
+    /// As [`get_or_init_async`](Self::get_or_init_async) with a fallible
+    /// loader: the async form of [`get_or_try_init`](Self::get_or_try_init).
     ///
     /// # Errors
     ///
@@ -95,29 +95,29 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
     ///
     /// # Cancellation
     ///
-    /// As [`get_or_load_async`](Self::get_or_load_async).
+    /// As [`get_or_init_async`](Self::get_or_init_async).
     ///
     /// # Panics
     ///
-    /// As [`get_or_load_async`](Self::get_or_load_async).
+    /// As [`get_or_init_async`](Self::get_or_init_async).
     ///
     /// # Examples
     ///
     /// ```
     /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
     /// let cache = larder::LruCache::<u32, String>::new(16);
-    /// let err = cache.try_get_or_load_async(&1, || async { Err("database down") }).await;
+    /// let err = cache.get_or_try_init_async(&1, || async { Err("database down") }).await;
     /// assert_eq!(*err.unwrap_err(), "database down");
     /// assert!(!cache.contains_key(&1)); // errors are not cached
     /// let ok = cache
-    ///     .try_get_or_load_async(&1, || async { Ok::<_, &str>("row 1".to_string()) })
+    ///     .get_or_try_init_async(&1, || async { Ok::<_, &str>("row 1".to_string()) })
     ///     .await;
     /// assert_eq!(ok.unwrap().as_str(), "row 1");
-    /// assert_eq!(cache.stats().load_failures, 1);
+    /// assert_eq!(cache.stats().init_failures, 1);
     /// # });
     /// ```
     #[inline(always)]
-    pub fn try_get_or_load_async<Q, E, F, Fut>(
+    pub fn get_or_try_init_async<Q, E, F, Fut>(
         &self,
         key: &Q,
         load: F,

@@ -12,11 +12,12 @@
 //! - `load.rs`: load on miss through `crate::flight`, and [`LoadingLruCache`].
 //! - `write.rs`: `insert`, `remove`, `resize`; `weight.rs`: the weigher,
 //!   and the entries one insert evicts.
-//! - `builder.rs`, `stats.rs`: configuration and `cache_info()`; `iter`'s
-//!   snapshot is the crate's `CacheIter` (`src/entries.rs`).
+//! - `builder.rs`, `stats.rs`: configuration and the shard counters of
+//!   `cache_info()` (the crate's `CacheStats`).
 //!
 //! Design notes and the measurements behind them: `design/lru.md`.
 
+mod async_loading;
 mod builder;
 mod cache;
 mod clock;
@@ -31,11 +32,11 @@ mod stats;
 mod weight;
 mod write;
 
-pub use builder::{LruBuildError, LruCacheBuilder};
+pub use async_loading::AsyncLoadingLruCache;
+pub use builder::LruCacheBuilder;
 pub use cache::LruCache;
 pub use load::LoadingLruCache;
 pub use policy::LruPolicy;
-pub use stats::CacheStats;
 
 pub(crate) use crate::removal::Listener;
 

@@ -16,7 +16,7 @@ use super::s3fifo::S3FifoCore;
 /// | a hit | moves the entry to the front: the shard's **exclusive** lock | sets the entry's reference bit: the shard's **shared** lock | bumps a 2-bit counter: the shard's **shared** lock |
 /// | hits on one shard | one after another | at the same time | at the same time |
 /// | a scan or one-hit wonders | flush the hot set | flush it too | pass through a small probation queue |
-/// | `iter()` order | exact recency, per shard | hit entries first, then the others, each in the hand's reverse order | main queue, then probation, each newest first |
+/// | `to_vec()` order | exact recency, per shard | hit entries first, then the others, each in the hand's reverse order | main queue, then probation, each newest first |
 ///
 /// Which to pick, by workload (hit ratios in [the `LruCache`
 /// guide](https://github.com/larder-rs/larder/blob/main/docs/lru.md#which-policy)):
@@ -45,7 +45,8 @@ use super::s3fifo::S3FifoCore;
 /// ```
 /// use larder::{LruCache, LruPolicy};
 ///
-/// let cache = LruCache::builder(2)
+/// let cache = LruCache::builder()
+///     .capacity(2)
 ///     .shards(1)
 ///     .policy(LruPolicy::Clock)
 ///     .build()

@@ -82,7 +82,7 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
     /// moves its entry under the shard's exclusive lock anyway.
     ///
     /// (moka's `get_with` is a get-or-insert; here that is
-    /// [`get_or_load`](Self::get_or_load). Closures in this crate's `*_with`
+    /// [`get_or_init`](Self::get_or_init). Closures in this crate's `*_with`
     /// methods visit a value.)
     ///
     /// # Deadlocks
@@ -215,7 +215,7 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
     /// # Examples
     ///
     /// ```
-    /// let cache = larder::LruCache::builder(2).shards(1).build().unwrap();
+    /// let cache = larder::LruCache::builder().capacity(2).shards(1).build().unwrap();
     /// cache.insert(1, "a");
     /// cache.insert(2, "b");
     /// assert_eq!(cache.peek(&1), Some("a")); // 1 stays least recent

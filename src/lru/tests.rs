@@ -307,7 +307,11 @@ fn removing_the_middle_moves_the_last_node_into_the_hole() {
 
 #[test]
 fn shards_split_the_capacity_exactly() {
-    let cache = LruCache::<u32, u32>::builder(10).shards(4).build().unwrap();
+    let cache = LruCache::<u32, u32>::builder()
+        .capacity(10)
+        .shards(4)
+        .build()
+        .unwrap();
     let caps: Vec<_> = cache
         .shards
         .iter()
@@ -331,7 +335,8 @@ fn wrapper_keeps_every_shard_consistent() {
 }
 
 fn wrapper_keeps_every_shard_consistent_under(policy: LruPolicy) {
-    let cache = LruCache::<u32, u32>::builder(64)
+    let cache = LruCache::<u32, u32>::builder()
+        .capacity(64)
         .shards(4)
         .policy(policy)
         .build()
@@ -360,7 +365,8 @@ fn wrapper_keeps_every_shard_consistent_under(policy: LruPolicy) {
 
 #[test]
 fn shard_choice_spreads_keys() {
-    let cache = LruCache::<u32, u32>::builder(4096)
+    let cache = LruCache::<u32, u32>::builder()
+        .capacity(4096)
         .shards(16)
         .build()
         .unwrap();

@@ -13,11 +13,12 @@
 use std::borrow::Borrow;
 use std::hash::{BuildHasher, Hash};
 
+use super::LruCache;
 use super::core::Inserted;
 #[cfg(loom)]
 use super::weight::Evicted;
 use super::weight::weigh;
-use super::{LruBuildError, LruCache};
+use crate::error::BuildError;
 use crate::removal::{RemovalCause, notify};
 use std::panic::resume_unwind;
 
@@ -202,7 +203,7 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
     ///
     /// # Errors
     ///
-    /// [`LruBuildError`] if `capacity` is 0 or below the shard count; the
+    /// [`BuildError`] if `capacity` is 0 or below the shard count; the
     /// cache is then unchanged.
     ///
     /// # Panics
@@ -214,7 +215,7 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
     /// # Examples
     ///
     /// ```
-    /// let cache = larder::LruCache::builder(4).shards(1).build().unwrap();
+    /// let cache = larder::LruCache::builder().capacity(4).shards(1).build().unwrap();
     /// for i in 0..4 {
     ///     cache.insert(i, i);
     /// }
@@ -223,7 +224,7 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
     /// assert!(cache.contains_key(&3) && !cache.contains_key(&0));
     /// assert!(cache.resize(0).is_err());
     /// ```
-    pub fn resize(&self, capacity: usize) -> Result<(), LruBuildError> {
+    pub fn resize(&self, capacity: usize) -> Result<(), BuildError> {
         let shards = self.shards.len();
         super::builder::validate(capacity, shards)?;
         let _serial = self.resize_lock.lock();

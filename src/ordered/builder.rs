@@ -7,21 +7,23 @@ use std::marker::PhantomData;
 use std::hash::{BuildHasher, Hash};
 
 use super::lock::{CoreLock, OrderedLock};
-use super::partitioned::{DEFAULT_LEAF_CAPACITY, Partitioned};
+use super::partitioned::{DEFAULT_LEAF_SIZE, Partitioned};
 use super::sequential::{Map, OrderedCore};
 use super::{Engine, OrderedIndex};
+use crate::error::BuildError;
 
 /// Builds an [`OrderedIndex`]: how it is locked, how big its leaves grow,
 /// whether point lookups go through a hash table, and which hasher that
 /// table uses. Made by [`OrderedIndex::builder`]; every setting has a
-/// default, and none can be wrong (a leaf capacity below 2 counts as 2), so
-/// [`build`](Self::build) cannot fail.
+/// default, and none can be wrong (a leaf size below 2 counts as 2), so
+/// [`build`](Self::build) never returns its error today; it returns a
+/// `Result` as every builder in this crate does.
 ///
 /// | setting | default | choose the other when |
 /// |---|---|---|
 /// | [`lock`](Self::lock) | [`OrderedLock::Partitioned`]: leaves under a lock each, writers in parallel | one thread, or O(1) snapshots: [`OrderedLock::Single`] or [`OrderedLock::Sharded`] (one `BTreeMap` under one lock) |
-/// | [`leaf_capacity`](Self::leaf_capacity) | 128 entries | see its docs; only the partitioned engine has leaves |
-/// | [`point_lookups`](Self::point_lookups) | `true`: `get`, `view` and `contains_key` are one hash probe | keys are never looked up one by one (a consumer that only inserts and drains): `false` saves a key clone, a hash, a lock and a table update per write, and the table's memory |
+/// | [`leaf_size`](Self::leaf_size) | 128 entries | see its docs; only the partitioned engine has leaves |
+/// | [`point_lookups`](Self::point_lookups) | `true`: `get`, `get_with` and `contains_key` are one hash probe | keys are never looked up one by one (a consumer that only inserts and drains): `false` saves a key clone, a hash, a lock and a table update per write, and the table's memory |
 /// | [`hasher`](Self::hasher) | ahash's `RandomState` | keys need another hash (a fixed seed, a faster hash for trusted keys) |
 ///
 /// # Examples
@@ -31,7 +33,8 @@ use super::{Engine, OrderedIndex};
 ///
 /// let index: OrderedIndex<String, u32> = OrderedIndex::builder()
 ///     .lock(OrderedLock::Single)
-///     .build();
+///     .build()
+///     .unwrap();
 /// index.insert("b".into(), 2);
 /// index.insert("a".into(), 1);
 /// assert_eq!(index.get("a").as_deref(), Some(&1));
@@ -42,7 +45,7 @@ use super::{Engine, OrderedIndex};
 pub struct OrderedIndexBuilder<K, V, S = ahash::RandomState> {
     lock: OrderedLock,
     point_lookups: bool,
-    leaf_capacity: usize,
+    leaf_size: usize,
     hasher: S,
     /// The index type to build (so that `build` needs no turbofish).
     types: PhantomData<fn() -> (K, V)>,
@@ -54,7 +57,7 @@ impl<K, V> OrderedIndexBuilder<K, V> {
         Self {
             lock: OrderedLock::default(),
             point_lookups: true,
-            leaf_capacity: DEFAULT_LEAF_CAPACITY,
+            leaf_size: DEFAULT_LEAF_SIZE,
             hasher: crate::sync::default_hasher(),
             types: PhantomData,
         }
@@ -68,7 +71,7 @@ impl<K, V, S> OrderedIndexBuilder<K, V, S> {
         self
     }
 
-    /// Whether `get`, `view` and `contains_key` probe a hash table kept
+    /// Whether `get`, `get_with` and `contains_key` probe a hash table kept
     /// beside the ordered entries (`true`, the default) or search them.
     ///
     /// Without the table, a write does one search and no hashing, key clone
@@ -100,11 +103,11 @@ impl<K, V, S> OrderedIndexBuilder<K, V, S> {
     /// use larder::{OrderedIndex, OrderedLock};
     ///
     /// let index: OrderedIndex<u32, ()> =
-    ///     OrderedIndex::builder().lock(OrderedLock::Partitioned).leaf_capacity(0).build();
-    /// assert_eq!(index.leaf_capacity(), Some(2));
+    ///     OrderedIndex::builder().lock(OrderedLock::Partitioned).leaf_size(0).build().unwrap();
+    /// assert_eq!(index.leaf_size(), Some(2));
     /// ```
-    pub fn leaf_capacity(mut self, entries: usize) -> Self {
-        self.leaf_capacity = entries;
+    pub fn leaf_size(mut self, entries: usize) -> Self {
+        self.leaf_size = entries;
         self
     }
 
@@ -116,7 +119,7 @@ impl<K, V, S> OrderedIndexBuilder<K, V, S> {
     /// use std::collections::hash_map::RandomState;
     ///
     /// let index: larder::OrderedIndex<u8, (), RandomState> =
-    ///     larder::OrderedIndex::builder().hasher(RandomState::new()).build();
+    ///     larder::OrderedIndex::builder().hasher(RandomState::new()).build().unwrap();
     /// index.insert(1, ());
     /// assert!(index.contains_key(&1));
     /// ```
@@ -124,17 +127,36 @@ impl<K, V, S> OrderedIndexBuilder<K, V, S> {
         OrderedIndexBuilder {
             lock: self.lock,
             point_lookups: self.point_lookups,
-            leaf_capacity: self.leaf_capacity,
+            leaf_size: self.leaf_size,
             hasher,
             types: PhantomData,
         }
     }
 
     /// An empty index with these settings.
-    pub fn build(self) -> OrderedIndex<K, V, S> {
+    ///
+    /// # Errors
+    ///
+    /// None at present: every setting is valid or clamped, as its docs say.
+    /// The `Result` is every builder's shape in this crate (a later setting
+    /// may be refusable without a breaking change).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let index: larder::OrderedIndex<u32, &str> = larder::OrderedIndex::builder().build()?;
+    /// assert!(index.is_empty());
+    /// # Ok::<(), larder::BuildError>(())
+    /// ```
+    pub fn build(self) -> Result<OrderedIndex<K, V, S>, BuildError> {
+        Ok(self.build_index())
+    }
+
+    /// [`build`](Self::build), which cannot fail.
+    pub(crate) fn build_index(self) -> OrderedIndex<K, V, S> {
         let (engine, point_lookups) = match self.lock {
             OrderedLock::Partitioned => (
-                Engine::Partitioned(Partitioned::new(self.leaf_capacity, self.point_lookups)),
+                Engine::Partitioned(Partitioned::new(self.leaf_size, self.point_lookups)),
                 self.point_lookups,
             ),
             lock @ (OrderedLock::Sharded | OrderedLock::Single) => (
@@ -150,7 +172,7 @@ impl<K, V, S> OrderedIndexBuilder<K, V, S> {
     #[cfg(loom)]
     #[doc(hidden)]
     pub fn build_with_fault(self, fault: super::Fault) -> OrderedIndex<K, V, S> {
-        let mut index = self.build();
+        let mut index = self.build_index();
         index.fault = fault;
         if let Engine::Partitioned(parts) = &mut index.engine {
             parts.set_fault(fault);
@@ -163,7 +185,7 @@ impl<K, V, S> OrderedIndexBuilder<K, V, S> {
     #[cfg(loom)]
     #[doc(hidden)]
     pub fn build_with_wait_fault(self, fault: super::WaitFault) -> OrderedIndex<K, V, S> {
-        let mut index = self.build();
+        let mut index = self.build_index();
         index.waiters.fault = fault;
         index
     }
@@ -178,7 +200,7 @@ impl<K, V, S> OrderedIndexBuilder<K, V, S> {
             OrderedLock::Partitioned => (
                 Engine::Partitioned(Partitioned::from_map(
                     map,
-                    self.leaf_capacity,
+                    self.leaf_size,
                     self.point_lookups,
                     |key| self.hasher.hash_one(key),
                 )),
@@ -205,7 +227,7 @@ impl<K, V, S> fmt::Debug for OrderedIndexBuilder<K, V, S> {
         f.debug_struct("OrderedIndexBuilder")
             .field("lock", &self.lock)
             .field("point_lookups", &self.point_lookups)
-            .field("leaf_capacity", &self.leaf_capacity)
+            .field("leaf_size", &self.leaf_size)
             .finish_non_exhaustive()
     }
 }

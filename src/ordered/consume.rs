@@ -28,7 +28,7 @@ impl<K: Ord + Clone + Hash, V, S: BuildHasher> OrderedIndex<K, V, S> {
     /// ```
     /// let index: larder::OrderedIndex<u32, u32> = (0..10).map(|k| (k, k * k)).collect();
     /// index.retain(|_, square| square % 2 == 0);
-    /// let keys: Vec<u32> = index.iter().map(|(k, _)| k).collect();
+    /// let keys: Vec<u32> = index.to_vec().into_iter().map(|(k, _)| k).collect();
     /// assert_eq!(keys, [0, 2, 4, 6, 8]);
     /// ```
     pub fn retain<F>(&self, mut f: F)

@@ -27,7 +27,7 @@ use crate::sync::{
 /// ```
 /// use larder::{OrderedIndex, OrderedLock};
 ///
-/// let index: OrderedIndex<u64, ()> = OrderedIndex::builder().lock(OrderedLock::Single).build();
+/// let index: OrderedIndex<u64, ()> = OrderedIndex::builder().lock(OrderedLock::Single).build().unwrap();
 /// assert_eq!(index.lock_kind(), OrderedLock::Single);
 /// assert_eq!(OrderedLock::default(), OrderedLock::Partitioned);
 /// ```
@@ -44,7 +44,7 @@ pub enum OrderedLock {
     /// but every reader writes the same cache line. Snapshots are O(1).
     Single,
     /// No lock over the whole map: the key space is cut into leaves of at
-    /// most [`leaf_capacity`](super::OrderedIndexBuilder::leaf_capacity)
+    /// most [`leaf_size`](super::OrderedIndexBuilder::leaf_size)
     /// entries (sorted keys and values in two `Vec`s), every leaf under a parking_lot
     /// `RwLock` of its own, found through a router of leaf bounds under a
     /// `ShardedLock` that operations only read. Writers to different leaves

@@ -72,19 +72,19 @@ use crate::wait::Waiters;
 /// # How it is built
 ///
 /// - **Leaves** (the default, [`OrderedLock::Partitioned`]): sorted arrays
-///   of at most [`leaf_capacity`](OrderedIndexBuilder::leaf_capacity)
+///   of at most [`leaf_size`](OrderedIndexBuilder::leaf_size)
 ///   entries (128 by default), each under its own parking_lot `RwLock`,
 ///   found through a router of leaf bounds that every operation reads
 ///   under a `ShardedLock` (a read writes only the calling thread's shard).
 ///   A write locks one leaf; a full leaf splits and an emptied one merges
 ///   under the router's write lock, which briefly excludes everything else.
 /// - **Point lookups by hash**: [`get`](OrderedIndex::get),
-///   [`view`](OrderedIndex::view) and
+///   [`get_with`](OrderedIndex::get_with) and
 ///   [`contains_key`](OrderedIndex::contains_key) probe a hash table that
 ///   holds the same entries (the key's hash, a clone of the key, the same
 ///   `Arc<V>`), split by hash into 64 shards under a lock each: one probe
 ///   instead of a search of the router and a leaf. Everything ordered
-///   (`range`, `first`, `pop_first`, `drain_to`, ...) and every write's
+///   (`range_to_vec`, `first`, `pop_first`, `drain_to`, ...) and every write's
 ///   search use the leaves. The price: `K: Hash` for the writes and point
 ///   reads, the hasher `S` (ahash's `RandomState` by default), a key clone,
 ///   a hash and a second lock per write, and a slot per entry.
@@ -115,7 +115,7 @@ use crate::wait::Waiters;
 ///   table shards of the entries it changes) and takes none after letting
 ///   one go (two-phase locking); the loom models in `loom-tests/` check
 ///   this against a variant that locks one leaf at a time.
-/// - A [`range`](OrderedIndex::range), [`iter`](OrderedIndex::iter),
+/// - A [`range_to_vec`](OrderedIndex::range_to_vec), [`to_vec`](OrderedIndex::to_vec),
 ///   [`range_count`](OrderedIndex::range_count),
 ///   [`for_each_in`](OrderedIndex::for_each_in),
 ///   [`len`](OrderedIndex::len) or [`snapshot`](OrderedIndex::snapshot) is a
@@ -136,7 +136,7 @@ use crate::wait::Waiters;
 ///   `pop_last` and `drain_to` remove (known only under the lock), and the
 ///   closures of
 ///   [`for_each_in`](OrderedIndex::for_each_in) and
-///   [`view`](OrderedIndex::view) (their documented purpose).
+///   [`get_with`](OrderedIndex::get_with) (their documented purpose).
 ///   Replaced and removed values are dropped by the caller, after unlocking.
 ///   In detail, for a write:
 ///
@@ -194,7 +194,7 @@ use crate::wait::Waiters;
 /// that are there, inserts may store a key twice, ranges may skip entries or
 /// panic on bounds that look inverted, and std allows even non-termination of
 /// a search. A `Hash` or `Eq` that disagrees with `Ord` (or with itself)
-/// makes `get` and `contains_key` answer differently from `range`, as a
+/// makes `get` and `contains_key` answer differently from `range_to_vec`, as a
 /// `HashMap` and a `BTreeMap` of the same keys would. With the leaves, a
 /// snapshot's map is built key by key, so it may hold fewer entries than
 /// the index.
@@ -210,7 +210,7 @@ use crate::wait::Waiters;
 /// a panic at every such call of every write, for every engine. The table finds a slot to remove by its stored hash and the
 /// identity of its `Arc`, and by a scan when the key's hash has changed, so
 /// no entry outlives its removal in either structure. Operations that do not
-/// search, [`len`](OrderedIndex::len), [`iter`](OrderedIndex::iter),
+/// search, [`len`](OrderedIndex::len), [`to_vec`](OrderedIndex::to_vec),
 /// [`pop_first`](OrderedIndex::pop_first), [`pop_last`](OrderedIndex::pop_last),
 /// [`clear`](OrderedIndex::clear) and `drain_to(Bound::Unbounded)`, work on
 /// the map's stored order and still account for every stored entry exactly
@@ -292,7 +292,8 @@ impl<K, V> OrderedIndex<K, V> {
     /// let offsets: OrderedIndex<u64, String> = OrderedIndex::builder()
     ///     .lock(OrderedLock::Single)
     ///     .point_lookups(false)
-    ///     .build();
+    ///     .build()
+    ///     .unwrap();
     /// offsets.insert(7, "message 7".into());
     /// assert_eq!(offsets.pop_first().map(|(offset, _)| offset), Some(7));
     /// ```
@@ -322,10 +323,10 @@ impl<K, V, S> OrderedIndex<K, V, S> {
     ///
     /// let index = larder::OrderedIndex::with_hasher(RandomState::new());
     /// index.insert(1_u8, "one");
-    /// assert_eq!(index.view(&1, |v| *v), Some("one"));
+    /// assert_eq!(index.get_with(&1, |v| *v), Some("one"));
     /// ```
     pub fn with_hasher(hasher: S) -> Self {
-        OrderedIndexBuilder::new().hasher(hasher).build()
+        OrderedIndexBuilder::new().hasher(hasher).build_index()
     }
 
     /// `point_lookups`: whether `engine` keeps the point-lookup table.
@@ -366,17 +367,17 @@ impl<K, V, S> OrderedIndex<K, V, S> {
     /// use larder::{OrderedIndex, OrderedLock};
     ///
     /// let index: OrderedIndex<u8, u8> =
-    ///     OrderedIndex::builder().lock(OrderedLock::Partitioned).leaf_capacity(64).build();
-    /// assert_eq!(index.leaf_capacity(), Some(64));
+    ///     OrderedIndex::builder().lock(OrderedLock::Partitioned).leaf_size(64).build().unwrap();
+    /// assert_eq!(index.leaf_size(), Some(64));
     /// ```
-    pub fn leaf_capacity(&self) -> Option<usize> {
+    pub fn leaf_size(&self) -> Option<usize> {
         match &self.engine {
             Engine::Locked(_) => None,
-            Engine::Partitioned(parts) => Some(parts.leaf_capacity()),
+            Engine::Partitioned(parts) => Some(parts.leaf_size()),
         }
     }
 
-    /// Whether point lookups (`get`, `view`, `contains_key`) use the hash
+    /// Whether point lookups (`get`, `get_with`, `contains_key`) use the hash
     /// table (the default) or search the ordered entries.
     ///
     /// # Examples
@@ -384,7 +385,7 @@ impl<K, V, S> OrderedIndex<K, V, S> {
     /// ```
     /// use larder::OrderedIndex;
     ///
-    /// let index: OrderedIndex<u8, u8> = OrderedIndex::builder().point_lookups(false).build();
+    /// let index: OrderedIndex<u8, u8> = OrderedIndex::builder().point_lookups(false).build().unwrap();
     /// assert!(!index.has_point_lookups());
     /// index.insert(1, 10);
     /// assert_eq!(index.get(&1).as_deref(), Some(&10)); // a search of the leaves
@@ -545,7 +546,7 @@ impl<K: Ord + Clone + Hash, V, S: BuildHasher> OrderedIndex<K, V, S> {
     }
 
     /// Runs `f` on the stored `Arc` of `key` under the engine's read lock:
-    /// the one point read behind `get`, `view` and `contains_key`.
+    /// the one point read behind `get`, `get_with` and `contains_key`.
     #[inline]
     fn lookup<Q, R>(&self, key: &Q, f: impl FnOnce(&Arc<V>) -> R) -> Option<R>
     where
@@ -578,7 +579,8 @@ impl<K: Ord + Clone + Hash, V, S: BuildHasher> OrderedIndex<K, V, S> {
     /// touches (the `Arc`'s reference count is shared by every reader of a
     /// key; the read lock writes only the calling thread's shard). Use it
     /// to copy out or compute from a value; use `get` to keep the value.
-    /// DashMap calls the same operation `view`.
+    /// DashMap calls the same operation `view`; this crate calls it
+    /// `get_with` on every keyed primitive.
     ///
     /// # Deadlocks
     ///
@@ -592,11 +594,11 @@ impl<K: Ord + Clone + Hash, V, S: BuildHasher> OrderedIndex<K, V, S> {
     /// ```
     /// let index = larder::OrderedIndex::new();
     /// index.insert(7_u64, String::from("seven"));
-    /// assert_eq!(index.view(&7, |value| value.len()), Some(5));
-    /// assert_eq!(index.view(&8, |value| value.len()), None);
+    /// assert_eq!(index.get_with(&7, |value| value.len()), Some(5));
+    /// assert_eq!(index.get_with(&8, |value| value.len()), None);
     /// ```
     #[inline]
-    pub fn view<Q, R>(&self, key: &Q, f: impl FnOnce(&V) -> R) -> Option<R>
+    pub fn get_with<Q, R>(&self, key: &Q, f: impl FnOnce(&V) -> R) -> Option<R>
     where
         K: Borrow<Q>,
         Q: Ord + Hash + Eq + ?Sized,
@@ -707,15 +709,12 @@ impl<K: Ord + Clone + Hash, V> FromIterator<(K, V)> for OrderedIndex<K, V> {
 /// A summary (length and configuration), like every larder container; the
 /// entries are not printed: format a [`snapshot`](OrderedIndex::snapshot)
 /// to see them.
-impl<K, V, S> fmt::Debug for OrderedIndex<K, V, S>
-where
-    K: Ord + Clone,
-{
+impl<K, V, S> fmt::Debug for OrderedIndex<K, V, S> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("OrderedIndex")
             .field("len", &self.len())
             .field("lock", &self.lock_kind())
-            .field("leaf_capacity", &self.leaf_capacity())
+            .field("leaf_size", &self.leaf_size())
             .field("point_lookups", &self.has_point_lookups())
             .finish_non_exhaustive()
     }

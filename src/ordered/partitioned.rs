@@ -32,7 +32,7 @@
 //!    shards of the entries it changes after its leaves, in ascending
 //!    order, and changes leaf and slots while holding both; a point read
 //!    takes the router's read lock and one shard's read lock, nothing else.
-//! 4. A write that leaves a leaf too big (over `leaf_capacity`) or empty or
+//! 4. A write that leaves a leaf too big (over `leaf_size`) or empty or
 //!    small releases everything, then takes the router's write lock to split
 //!    or merge it. The leaf is found again by its address, so no user code
 //!    runs to find it, and the condition is checked again there: the
@@ -81,21 +81,21 @@ mod check;
 mod leaf_by_leaf;
 mod reads;
 
-/// The leaf capacity when none is chosen.
-pub(crate) const DEFAULT_LEAF_CAPACITY: usize = 128;
+/// The leaf size when none is chosen.
+pub(crate) const DEFAULT_LEAF_SIZE: usize = 128;
 
-/// The least leaf capacity (smaller requests are raised to it).
-pub(crate) const MIN_LEAF_CAPACITY: usize = 2;
+/// The least leaf size (smaller requests are raised to it).
+pub(crate) const MIN_LEAF_SIZE: usize = 2;
 
-/// The greatest leaf capacity (larger requests are lowered to it): a leaf
+/// The greatest leaf size (larger requests are lowered to it): a leaf
 /// is a sorted `Vec` written in place, so much larger leaves only make
 /// every write slower, and capacity arithmetic stays far from overflow.
-pub(crate) const MAX_LEAF_CAPACITY: usize = 1 << 20;
+pub(crate) const MAX_LEAF_SIZE: usize = 1 << 20;
 
-/// A requested leaf capacity brought into
-/// `MIN_LEAF_CAPACITY..=MAX_LEAF_CAPACITY`.
+/// A requested leaf size brought into
+/// `MIN_LEAF_SIZE..=MAX_LEAF_SIZE`.
 fn clamp_capacity(requested: usize) -> usize {
-    requested.clamp(MIN_LEAF_CAPACITY, MAX_LEAF_CAPACITY)
+    requested.clamp(MIN_LEAF_SIZE, MAX_LEAF_SIZE)
 }
 
 /// A leaf's entries, sorted by key; shared with snapshots.
@@ -228,13 +228,13 @@ impl<K, V> Router<K, V> {
     /// Leaves filled to three quarters from sorted, distinct entries.
     fn from_sorted(
         entries: Vec<Entry<K, V>>,
-        leaf_capacity: usize,
+        leaf_size: usize,
         points: Option<Points<K, V>>,
     ) -> Self
     where
         K: Clone,
     {
-        let fill = (leaf_capacity * 3 / 4).max(1);
+        let fill = (leaf_size * 3 / 4).max(1);
         let mut leaves = VecDeque::new();
         let mut bounds = VecDeque::new();
         let mut rest = entries.into_iter().peekable();
@@ -388,7 +388,7 @@ impl<K, V> Router<K, V> {
 /// The partitioned map.
 pub(crate) struct Partitioned<K, V> {
     router: ShardedLock<Router<K, V>>,
-    leaf_capacity: usize,
+    leaf_size: usize,
     /// The loom negative control `Fault::LeafByLeaf`: multi-leaf reads
     /// release each leaf before locking the next.
     #[cfg(loom)]
@@ -403,12 +403,12 @@ pub(crate) struct Partitioned<K, V> {
 type Reshape = Option<(usize, usize)>;
 
 impl<K, V> Partitioned<K, V> {
-    /// An empty map whose leaves split above `leaf_capacity` entries, with
+    /// An empty map whose leaves split above `leaf_size` entries, with
     /// or without the point-lookup table.
-    pub(crate) fn new(leaf_capacity: usize, point_lookups: bool) -> Self {
+    pub(crate) fn new(leaf_size: usize, point_lookups: bool) -> Self {
         Self {
             router: ShardedLock::new(Router::empty(point_lookups)),
-            leaf_capacity: clamp_capacity(leaf_capacity),
+            leaf_size: clamp_capacity(leaf_size),
             #[cfg(loom)]
             leaf_by_leaf: false,
             #[cfg(loom)]
@@ -421,22 +421,22 @@ impl<K, V> Partitioned<K, V> {
     /// map exists).
     pub(crate) fn from_map(
         map: Map<K, V>,
-        leaf_capacity: usize,
+        leaf_size: usize,
         point_lookups: bool,
         hash: impl Fn(&K) -> u64,
     ) -> Self
     where
         K: Clone,
     {
-        let leaf_capacity = clamp_capacity(leaf_capacity);
+        let leaf_size = clamp_capacity(leaf_size);
         let points = point_lookups.then(|| Points::from_entries(map.iter(), hash));
         Self {
             router: ShardedLock::new(Router::from_sorted(
                 map.into_iter().collect(),
-                leaf_capacity,
+                leaf_size,
                 points,
             )),
-            leaf_capacity,
+            leaf_size,
             #[cfg(loom)]
             leaf_by_leaf: false,
             #[cfg(loom)]
@@ -444,8 +444,8 @@ impl<K, V> Partitioned<K, V> {
         }
     }
 
-    pub(crate) fn leaf_capacity(&self) -> usize {
-        self.leaf_capacity
+    pub(crate) fn leaf_size(&self) -> usize {
+        self.leaf_size
     }
 
     /// Selects the loom negative control `fault` (those of this engine act;
@@ -462,7 +462,7 @@ impl<K, V> Partitioned<K, V> {
     /// (edges, not levels), so a leaf that cannot merge is not retried on
     /// every write.
     fn wants_merge(&self, len: usize, leaves: usize) -> bool {
-        leaves > 1 && (len == 0 || len == self.leaf_capacity / 4)
+        leaves > 1 && (len == 0 || len == self.leaf_size / 4)
     }
 
     /// Runs `f` on the value of `key` (whose hash is `hash` if there is a
@@ -500,7 +500,7 @@ impl<K, V> Partitioned<K, V> {
             // entry once the locks are released: clone that entry's key for
             // the new bound now, before the first change (user code).
             split_at = match position {
-                Err(j) if leaf.len() >= self.leaf_capacity => {
+                Err(j) if leaf.len() >= self.leaf_size => {
                     let mid = leaf.len().div_ceil(2);
                     Some(match mid.cmp(&j) {
                         Ordering::Less => (leaf.keys()[mid].clone(), Arc::clone(leaf.value(mid))),
@@ -532,7 +532,7 @@ impl<K, V> Partitioned<K, V> {
                         points.add(hash, slot_key, Arc::clone(&value));
                     }
                     entries.insert(j, key, value);
-                    let over = entries.len() > self.leaf_capacity;
+                    let over = entries.len() > self.leaf_size;
                     (None, over.then(|| (i, id_of(&router.leaves[i]))))
                 }
             }
@@ -610,7 +610,7 @@ impl<K, V> Partitioned<K, V> {
         {
             let mut router = self.router.write();
             match router.find(hint, id) {
-                Some(i) => router.split(i, self.leaf_capacity, Some((bound, marker)), &mut garbage),
+                Some(i) => router.split(i, self.leaf_size, Some((bound, marker)), &mut garbage),
                 None => garbage.keys.push(bound),
             }
         }
@@ -625,7 +625,7 @@ impl<K, V> Partitioned<K, V> {
         {
             let mut router = self.router.write();
             if let Some(i) = router.find(hint, id) {
-                router.merge(i, self.leaf_capacity, &mut garbage);
+                router.merge(i, self.leaf_size, &mut garbage);
             }
         }
         drop(garbage);

@@ -68,12 +68,12 @@ impl<K: Ord + Clone, V, S> OrderedIndex<K, V, S> {
     /// ```
     /// let index: larder::OrderedIndex<u32, String> =
     ///     (0..100).map(|k| (k, k.to_string())).collect();
-    /// let page = index.range(40..43);
+    /// let page = index.range_to_vec(40..43);
     /// let keys: Vec<u32> = page.iter().map(|(k, _)| *k).collect();
     /// assert_eq!(keys, [40, 41, 42]);
     /// assert_eq!(page[0].1.as_str(), "40");
     /// ```
-    pub fn range<Q, R>(&self, range: R) -> Vec<(K, Arc<V>)>
+    pub fn range_to_vec<Q, R>(&self, range: R) -> Vec<(K, Arc<V>)>
     where
         K: Borrow<Q>,
         Q: Ord + ?Sized,
@@ -86,7 +86,7 @@ impl<K: Ord + Clone, V, S> OrderedIndex<K, V, S> {
         self.range_inner(range)
     }
 
-    /// [`range`](Self::range) without the loom faults.
+    /// [`range_to_vec`](Self::range_to_vec) without the loom faults.
     pub(super) fn range_inner<Q, R>(&self, range: R) -> Vec<(K, Arc<V>)>
     where
         K: Borrow<Q>,
@@ -110,7 +110,7 @@ impl<K: Ord + Clone, V, S> OrderedIndex<K, V, S> {
     ///
     /// # Panics
     ///
-    /// As [`range`](OrderedIndex::range).
+    /// As [`range_to_vec`](OrderedIndex::range_to_vec).
     ///
     /// # Examples
     ///
@@ -131,9 +131,8 @@ impl<K: Ord + Clone, V, S> OrderedIndex<K, V, S> {
         }
     }
 
-    /// Every entry, in key order, as one consistent cut copied out under the
-    /// read lock (the same as `range(..)`). The iterator owns its entries and
-    /// holds no lock.
+    /// Every entry, in key order, as one consistent cut copied into a `Vec`
+    /// (the same as `range_to_vec(..)`): O(n). The `Vec` holds no lock.
     ///
     /// Copying costs O(n) while writers wait; to walk a large index without
     /// copying and without blocking writers, iterate a
@@ -146,11 +145,11 @@ impl<K: Ord + Clone, V, S> OrderedIndex<K, V, S> {
     /// for k in [3, 1, 2] {
     ///     index.insert(k, k * 10);
     /// }
-    /// let entries: Vec<(i32, i32)> = index.iter().map(|(k, v)| (k, *v)).collect();
+    /// let entries: Vec<(i32, i32)> = index.to_vec().into_iter().map(|(k, v)| (k, *v)).collect();
     /// assert_eq!(entries, [(1, 10), (2, 20), (3, 30)]);
     /// ```
-    pub fn iter(&self) -> std::vec::IntoIter<(K, Arc<V>)> {
-        self.range::<K, _>(..).into_iter()
+    pub fn to_vec(&self) -> Vec<(K, Arc<V>)> {
+        self.range_to_vec::<K, _>(..)
     }
 
     /// Calls `f` on every entry in `range`, in key order, under the read
@@ -168,7 +167,7 @@ impl<K: Ord + Clone, V, S> OrderedIndex<K, V, S> {
     ///
     /// # Panics
     ///
-    /// As [`range`](OrderedIndex::range); and if `f` panics, the panic
+    /// As [`range_to_vec`](OrderedIndex::range_to_vec); and if `f` panics, the panic
     /// propagates after the lock is released. Nothing is poisoned.
     ///
     /// # Examples
@@ -254,7 +253,7 @@ impl<K: Ord + Clone, V, S> OrderedIndex<K, V, S> {
     ///
     /// # Panics
     ///
-    /// As [`range`](OrderedIndex::range).
+    /// As [`range_to_vec`](OrderedIndex::range_to_vec).
     ///
     /// # Examples
     ///

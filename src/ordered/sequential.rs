@@ -19,7 +19,7 @@
 //!
 //! # The point-lookup table
 //!
-//! `get`, `view` and `contains_key` do not search the tree: a
+//! `get`, `get_with` and `contains_key` do not search the tree: a
 //! `hashbrown::HashTable` holds one [`Slot`] per tree entry (the key's hash,
 //! a clone of the key, and the very `Arc` the tree holds), so a point read is
 //! one hash probe instead of a walk down the tree. Snapshots share only the

@@ -212,7 +212,8 @@ fn snapshot_outlives_writes_and_clear() {
     index.insert(9, "nine".into());
     assert_eq!(view.len(), 5);
     assert_eq!(view.first().map(|(k, v)| (*k, v.as_str())), Some((0, "0")));
-    assert_eq!(index.iter().map(|(k, _)| k).collect::<Vec<_>>(), [9]);
+    let keys: Vec<u32> = index.to_vec().into_iter().map(|(k, _)| k).collect();
+    assert_eq!(keys, [9]);
     assert_eq!(format!("{:?}", index.snapshot()), r#"{9: "nine"}"#);
     let summary = format!("{index:?}");
     assert!(summary.starts_with("OrderedIndex { len: 1, "), "{summary}");
@@ -268,8 +269,10 @@ impl std::hash::Hash for Random {
 
 #[test]
 fn random_ord_and_hash_keep_tree_and_table_in_step() {
-    let index: OrderedIndex<Random, u32> =
-        OrderedIndex::builder().lock(OrderedLock::Sharded).build();
+    let index: OrderedIndex<Random, u32> = OrderedIndex::builder()
+        .lock(OrderedLock::Sharded)
+        .build()
+        .unwrap();
     for i in 0..400_u32 {
         let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match i % 9 {
             0..=3 => drop(index.insert(Random(i), i)),
@@ -302,11 +305,12 @@ fn parts<K, V, S>(index: &OrderedIndex<K, V, S>) -> &Partitioned<K, V> {
     }
 }
 
-fn partitioned<K, V>(leaf_capacity: usize) -> OrderedIndex<K, V> {
+fn partitioned<K, V>(leaf_size: usize) -> OrderedIndex<K, V> {
     OrderedIndex::builder()
         .lock(OrderedLock::Partitioned)
-        .leaf_capacity(leaf_capacity)
+        .leaf_size(leaf_size)
         .build()
+        .unwrap()
 }
 
 #[test]
@@ -314,9 +318,10 @@ fn partitioned_matches_a_btreemap_and_keeps_its_layout() {
     for point_lookups in [true, false] {
         let index: OrderedIndex<u32, u32> = OrderedIndex::builder()
             .lock(OrderedLock::Partitioned)
-            .leaf_capacity(4)
+            .leaf_size(4)
             .point_lookups(point_lookups)
-            .build();
+            .build()
+            .unwrap();
         assert_eq!(index.has_point_lookups(), point_lookups);
         matches_a_btreemap(&index);
     }
@@ -363,7 +368,11 @@ fn matches_a_btreemap(index: &OrderedIndex<u32, u32>) {
                 assert_eq!(drained, expected, "drain_to < {key}");
             }
             12 => {
-                let got: Vec<u32> = index.range(lo..=hi).into_iter().map(|(k, _)| k).collect();
+                let got: Vec<u32> = index
+                    .range_to_vec(lo..=hi)
+                    .into_iter()
+                    .map(|(k, _)| k)
+                    .collect();
                 let want: Vec<u32> = model.range(lo..=hi).map(|(k, _)| *k).collect();
                 assert_eq!(got, want, "range {lo}..={hi}");
                 assert_eq!(index.range_count(lo..hi), model.range(lo..hi).count());
@@ -418,10 +427,10 @@ fn partitioned_snapshot_is_a_copy_on_write_cut() {
 
 /// A partitioned index bulk-built (as `FromIterator` builds one) from keys
 /// `0..n`.
-fn bulk(n: u32, leaf_capacity: usize) -> OrderedIndex<u32, u32> {
+fn bulk(n: u32, leaf_size: usize) -> OrderedIndex<u32, u32> {
     OrderedIndex::builder()
         .lock(OrderedLock::Partitioned)
-        .leaf_capacity(leaf_capacity)
+        .leaf_size(leaf_size)
         .build_from((0..n).map(|k| (k, Arc::new(k))).collect())
 }
 
@@ -484,7 +493,7 @@ fn partitioned_random_ord_accounts_for_every_entry() {
             4 => drop(index.remove(&Random(i))),
             5 => drop(index.pop_first()),
             6 => drop(index.drain_to(Bound::Included(&Random(i)))),
-            7 => drop(index.range(Random(i)..)),
+            7 => drop(index.range_to_vec(Random(i)..)),
             _ => drop(index.get(&Random(i))),
         }));
         stored = index.len();
@@ -521,9 +530,10 @@ fn partitioned_panicking_clone_loses_nothing() {
     // locking (and so fail before anything changes).
     let index: OrderedIndex<Brittle, u32> = OrderedIndex::builder()
         .lock(OrderedLock::Partitioned)
-        .leaf_capacity(4)
+        .leaf_size(4)
         .point_lookups(false)
-        .build();
+        .build()
+        .unwrap();
     for k in 0..4 {
         index.insert(Brittle(k), k);
     }
@@ -536,7 +546,7 @@ fn partitioned_panicking_clone_loses_nothing() {
     }));
     CLONE_PANICS.store(false, Relaxed);
     assert!(result.is_err());
-    let keys: Vec<u32> = index.iter().map(|(k, _)| k.0).collect();
+    let keys: Vec<u32> = index.to_vec().into_iter().map(|(k, _)| k.0).collect();
     assert_eq!(keys, [0, 1, 2, 3], "the panicking insert changed nothing");
     parts(&index).check_invariants();
     // Inserts work again, and split the leaf as they should.

@@ -292,7 +292,7 @@ where
         let status = Arc::new(Status::default());
         let snapshot = {
             let store = Arc::clone(&self.store);
-            Box::new(move || store.iter().collect()) as SnapshotFn<Src::Key, Src::Object>
+            Box::new(move || store.to_vec()) as SnapshotFn<Src::Key, Src::Object>
         };
         let registry = Arc::new(Registry::new(snapshot, Arc::clone(&status)));
         Ok(Reflector {

@@ -38,7 +38,7 @@ pub use error::{ReflectorBuildError, ReflectorError, WaitError};
 #[cfg(feature = "etcd")]
 #[cfg_attr(docsrs, doc(cfg(feature = "etcd")))]
 pub use etcd::{
-    ConsistencyError, DEFAULT_PAGE_SIZE, DEFAULT_REQUEST_TIMEOUT, EtcdBuildError, EtcdSource,
+    ConsistencyError, DEFAULT_PAGE_SIZE, DEFAULT_REQUEST_TIMEOUT, EtcdSource, EtcdSourceBuildError,
     EtcdSourceBuilder, EtcdWatch,
 };
 pub use handler::Handler;

@@ -512,7 +512,7 @@ where
 
     /// Re-delivers every stored object as an update (client-go's resync).
     fn resync_now(&self) {
-        for (key, object) in self.store.iter() {
+        for (key, object) in self.store.to_vec().into_iter() {
             self.notify(&Notification::Update(key, Arc::clone(&object), object));
         }
         self.status.update(|inner| inner.stats.resyncs += 1);

@@ -21,7 +21,7 @@ use std::hash::{BuildHasher, Hash, Hasher};
 
 use super::builder::AnyCacheBuilder;
 use super::raw::Raw;
-use super::stats::TypedCacheStats;
+use crate::stats::CacheStats;
 use crate::sync::Arc;
 
 /// A key of the type-erased map: the caller's key and the value's type.
@@ -148,7 +148,7 @@ fn downcast<V: Any + Send + Sync>(erased: &Erased) -> Arc<V> {
 /// Expired entries are released by writes and reads as in `TypedCache`.
 ///
 /// Two things `TypedCache` has are missing here: a removal listener (its
-/// values have no one type to hand over) and `iter` (likewise). Keep a
+/// values have no one type to hand over) and `to_vec` (likewise). Keep a
 /// `TypedCache` per value type where you need them.
 ///
 /// [`TypedCache`]: crate::TypedCache
@@ -199,7 +199,7 @@ where
     /// # Examples
     ///
     /// ```
-    /// let cache = larder::AnyCache::<u32>::builder().max_entries(100).build().unwrap();
+    /// let cache = larder::AnyCache::<u32>::builder().capacity(100).build().unwrap();
     /// cache.insert(1, "one");
     /// assert_eq!(cache.len(), 1);
     /// ```
@@ -308,8 +308,11 @@ where
     /// the async form of [`get_or_init`](AnyCache::get_or_init), with the
     /// guarantees, cancellation and re-entrancy rules of
     /// [`TypedCache::get_or_init_async`](crate::TypedCache::get_or_init_async).
-    /// A hit borrows the key and allocates nothing; the owned key is built
-    /// only on a miss.
+    /// The key is looked up when the method is called, as
+    /// `TypedCache`'s is: a hit borrows the key, allocates nothing and
+    /// returns a future that is ready at its first poll; a miss starts its
+    /// flight when the future is first polled, and the owned key is built
+    /// only then.
     ///
     /// # Cancellation
     ///
@@ -329,11 +332,12 @@ where
     /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
     /// let cache: larder::AnyCache<String> = larder::AnyCache::new();
     /// let pi = cache.get_or_init_async("pi", || async { 3.14_f64 }).await;
-    /// let again = cache.get_or_init_async::<f64, _, _, _>("pi", || async { unreachable!() }).await;
+    /// // An init that never returns leaves `V` to the annotation, no turbofish.
+    /// let again: std::sync::Arc<f64> = cache.get_or_init_async("pi", || async { unreachable!() }).await;
     /// assert!(std::sync::Arc::ptr_eq(&pi, &again));
     /// # });
     /// ```
-    pub async fn get_or_init_async<V, Q, F, Fut>(&self, key: &Q, init: F) -> Arc<V>
+    pub fn get_or_init_async<V, Q, F, Fut>(&self, key: &Q, init: F) -> impl Future<Output = Arc<V>>
     where
         F: FnOnce() -> Fut,
         Fut: Future<Output = V>,
@@ -341,22 +345,57 @@ where
         K: Borrow<Q> + Sync,
         Q: ?Sized + Hash + Eq + Sync + ToOwned<Owned = K>,
     {
-        // One level over the raw future (it holds the key's view, which the
-        // raw future borrows).
+        self.init_async(
+            key,
+            init,
+            |value| Ok::<_, std::convert::Infallible>(Erased(Arc::new(value))),
+            |outcome| match outcome {
+                Ok(value) => value,
+                Err(never) => match *never {},
+            },
+        )
+    }
+
+    /// Both async forms: the key is looked up now, at the call (a hit
+    /// counts and costs no future state); a miss runs the flight protocol
+    /// when the returned future is polled, with the key's view built there
+    /// (the raw future borrows it, so it must live in the future).
+    fn init_async<V, E, Q, F, Fut, O>(
+        &self,
+        key: &Q,
+        init: F,
+        lift: impl Fn(Fut::Output) -> Result<Erased, E> + Copy,
+        finish: impl Fn(Result<Arc<V>, Arc<E>>) -> O + Copy,
+    ) -> impl Future<Output = O>
+    where
+        F: FnOnce() -> Fut,
+        Fut: Future,
+        V: Send + Sync + 'static,
+        E: Send + Sync + 'static,
+        K: Borrow<Q> + Sync,
+        Q: ?Sized + Hash + Eq + Sync + ToOwned<Owned = K>,
+    {
         let view = (key, TypeId::of::<V>());
-        self.raw
-            .get_or_try_init_async(
-                &view as &(dyn KeyView<Q> + Sync),
-                move |_| Self::typed::<V>(key.to_owned()),
-                init,
-                |value| Ok::<_, std::convert::Infallible>(Erased(Arc::new(value))),
-                downcast::<V>,
-                |outcome| match outcome {
-                    Ok(value) => value,
-                    Err(never) => match *never {},
-                },
-            )
-            .await
+        let view = &view as &(dyn KeyView<Q> + Sync);
+        let hash = self.raw.hasher().hash_one(view);
+        let hit = self.raw.hit(hash, view, downcast::<V>);
+        async move {
+            if let Some(value) = hit {
+                return finish(Ok(value));
+            }
+            let view = (key, TypeId::of::<V>());
+            self.raw
+                .miss_async(
+                    hash,
+                    &view as &(dyn KeyView<Q> + Sync),
+                    move |_| Self::typed::<V>(key.to_owned()),
+                    init,
+                    lift,
+                    downcast::<V>,
+                    finish,
+                )
+                .await
+        }
     }
 
     /// The fallible [`get_or_init_async`](AnyCache::get_or_init_async).
@@ -385,11 +424,11 @@ where
     /// assert_eq!(*port.unwrap(), 80);
     /// # });
     /// ```
-    pub async fn get_or_try_init_async<V, E, Q, F, Fut>(
+    pub fn get_or_try_init_async<V, E, Q, F, Fut>(
         &self,
         key: &Q,
         init: F,
-    ) -> Result<Arc<V>, Arc<E>>
+    ) -> impl Future<Output = Result<Arc<V>, Arc<E>>>
     where
         F: FnOnce() -> Fut,
         Fut: Future<Output = Result<V, E>>,
@@ -398,19 +437,12 @@ where
         K: Borrow<Q> + Sync,
         Q: ?Sized + Hash + Eq + Sync + ToOwned<Owned = K>,
     {
-        // One level over the raw future (it holds the key's view, which the
-        // raw future borrows).
-        let view = (key, TypeId::of::<V>());
-        self.raw
-            .get_or_try_init_async(
-                &view as &(dyn KeyView<Q> + Sync),
-                move |_| Self::typed::<V>(key.to_owned()),
-                init,
-                |result: Result<V, E>| result.map(|value| Erased(Arc::new(value))),
-                downcast::<V>,
-                std::convert::identity,
-            )
-            .await
+        self.init_async(
+            key,
+            init,
+            |result: Result<V, E>| result.map(|value| Erased(Arc::new(value))),
+            std::convert::identity,
+        )
     }
 
     /// The live `V` under `key`, if any; counts a hit or a miss.
@@ -431,6 +463,47 @@ where
     {
         let view = (key, TypeId::of::<V>());
         self.raw.get(&view as &dyn KeyView<Q>, downcast::<V>)
+    }
+
+    /// Runs `f` on the live `V` under `key` in place, under the key's shard
+    /// read lock, and returns what it returns; `None` when there is none.
+    /// Counts a hit or a miss, as [`get`](AnyCache::get) does.
+    ///
+    /// Unlike `get` it does not clone the value's `Arc`, so a hit writes no
+    /// memory another reader of the key touches.
+    ///
+    /// # Deadlocks
+    ///
+    /// `f` runs under the key's shard read lock: keep it short, and do not
+    /// write to this cache from it (a write to the same shard deadlocks).
+    ///
+    /// # Panics
+    ///
+    /// If `f` panics. The hit was counted before `f` ran; the lock is
+    /// released as the panic unwinds and nothing is poisoned.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let cache: larder::AnyCache<String> = larder::AnyCache::new();
+    /// cache.insert("k".to_string(), String::from("seven"));
+    /// assert_eq!(cache.get_with("k", |s: &String| s.len()), Some(5));
+    /// assert_eq!(cache.get_with("k", |n: &u32| *n), None);
+    /// ```
+    pub fn get_with<V, Q, R>(&self, key: &Q, f: impl FnOnce(&V) -> R) -> Option<R>
+    where
+        V: Send + Sync + 'static,
+        K: Borrow<Q>,
+        Q: Hash + Eq + ?Sized,
+    {
+        let view = (key, TypeId::of::<V>());
+        self.raw.get(&view as &dyn KeyView<Q>, |erased: &Erased| {
+            match erased.0.downcast_ref::<V>() {
+                Some(value) => f(value),
+                // Every entry under TypeId::of::<V>() was stored as a V.
+                None => unreachable!("larder: AnyCache entry stored under another type's id"),
+            }
+        })
     }
 
     /// Stores `value` as the `V` under `key`; returns the live `V` it
@@ -462,10 +535,10 @@ where
     /// let cache: larder::AnyCache<u8> = larder::AnyCache::new();
     /// cache.insert(1, 10_u32);
     /// cache.insert(1, "ten");
-    /// assert_eq!(cache.invalidate::<u32, _>(&1).as_deref(), Some(&10));
+    /// assert_eq!(cache.remove::<u32, _>(&1).as_deref(), Some(&10));
     /// assert_eq!(cache.get::<&str, _>(&1).as_deref(), Some(&"ten"));
     /// ```
-    pub fn invalidate<V, Q>(&self, key: &Q) -> Option<Arc<V>>
+    pub fn remove<V, Q>(&self, key: &Q) -> Option<Arc<V>>
     where
         V: Send + Sync + 'static,
         K: Borrow<Q>,
@@ -473,23 +546,23 @@ where
     {
         let view = (key, TypeId::of::<V>());
         self.raw
-            .invalidate(&view as &dyn KeyView<Q>)
+            .remove(&view as &dyn KeyView<Q>)
             .map(|old| downcast::<V>(&old))
     }
 
     /// Removes every entry, shard by shard (see
-    /// [`TypedCache::invalidate_all`](crate::TypedCache::invalidate_all)).
+    /// [`TypedCache::clear`](crate::TypedCache::clear)).
     ///
     /// # Examples
     ///
     /// ```
     /// let cache: larder::AnyCache<u8> = larder::AnyCache::new();
     /// cache.insert(1, 1_u8);
-    /// cache.invalidate_all();
+    /// cache.clear();
     /// assert!(cache.is_empty());
     /// ```
-    pub fn invalidate_all(&self) {
-        self.raw.invalidate_all();
+    pub fn clear(&self) {
+        self.raw.clear();
     }
 
     /// Whether a live `V` is stored under `key` (no statistics, does not
@@ -555,7 +628,7 @@ where
         self.len() == 0
     }
 
-    /// The counters so far (see [`TypedCacheStats`]).
+    /// The counters so far (see [`CacheStats`]).
     ///
     /// # Examples
     ///
@@ -564,7 +637,7 @@ where
     /// cache.get_or_init(&1, || 'x');
     /// assert_eq!(cache.stats().inits, 1);
     /// ```
-    pub fn stats(&self) -> TypedCacheStats {
+    pub fn stats(&self) -> CacheStats {
         self.raw.stats()
     }
 

@@ -11,54 +11,17 @@ use super::any::{AnyCache, TypedKey};
 use super::clock::{Clock, SystemClock};
 use super::core::Policy;
 use super::raw::Raw;
+use crate::error::BuildError;
 use crate::flight::FlightFault;
 use crate::removal::{Listener, RemovalCause};
 use crate::sync::Arc;
-
-/// Why a [`TypedCacheBuilder`] or [`AnyCacheBuilder`] refused to build.
-///
-/// # Examples
-///
-/// ```
-/// use larder::{TypedBuildError, TypedCache};
-/// use std::time::Duration;
-///
-/// let err = TypedCache::<u32, u32>::builder()
-///     .time_to_live(Duration::ZERO)
-///     .build()
-///     .unwrap_err();
-/// assert_eq!(err, TypedBuildError::ZeroTimeToLive);
-/// assert!(err.to_string().contains("time to live"));
-/// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum TypedBuildError {
-    /// `time_to_live(Duration::ZERO)`: every entry would expire at once.
-    ZeroTimeToLive,
-    /// `time_to_idle(Duration::ZERO)`: every entry would expire at once.
-    ZeroTimeToIdle,
-    /// `max_entries(0)`: nothing could ever be cached.
-    ZeroMaxEntries,
-}
-
-impl fmt::Display for TypedBuildError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Self::ZeroTimeToLive => "a zero time to live would expire every entry at once",
-            Self::ZeroTimeToIdle => "a zero time to idle would expire every entry at once",
-            Self::ZeroMaxEntries => "max_entries(0) would leave room for nothing",
-        })
-    }
-}
-
-impl std::error::Error for TypedBuildError {}
 
 /// The settings both builders share.
 #[derive(Clone)]
 struct Settings<S> {
     time_to_live: Option<Duration>,
     time_to_idle: Option<Duration>,
-    max_entries: Option<usize>,
+    capacity: Option<usize>,
     clock: Option<Arc<dyn Clock>>,
     hasher: S,
     fault: FlightFault,
@@ -71,7 +34,7 @@ impl<S> Settings<S> {
         Self {
             time_to_live: None,
             time_to_idle: None,
-            max_entries: None,
+            capacity: None,
             clock: None,
             hasher,
             fault: FlightFault::None,
@@ -84,7 +47,7 @@ impl<S> Settings<S> {
         Settings {
             time_to_live: self.time_to_live,
             time_to_idle: self.time_to_idle,
-            max_entries: self.max_entries,
+            capacity: self.capacity,
             clock: self.clock,
             hasher,
             fault: self.fault,
@@ -93,22 +56,22 @@ impl<S> Settings<S> {
         }
     }
 
-    fn build<K, V>(self) -> Result<Raw<K, V, S>, TypedBuildError>
+    fn build<K, V>(self) -> Result<Raw<K, V, S>, BuildError>
     where
         K: Hash + Eq + Clone,
         V: Clone,
         S: BuildHasher + Clone,
     {
         if self.time_to_live == Some(Duration::ZERO) {
-            return Err(TypedBuildError::ZeroTimeToLive);
+            return Err(BuildError::ZeroTimeToLive);
         }
         if self.time_to_idle == Some(Duration::ZERO) {
-            return Err(TypedBuildError::ZeroTimeToIdle);
+            return Err(BuildError::ZeroTimeToIdle);
         }
-        if self.max_entries == Some(0) {
-            return Err(TypedBuildError::ZeroMaxEntries);
+        if self.capacity == Some(0) {
+            return Err(BuildError::ZeroCapacity);
         }
-        let policy = Policy::new(self.time_to_live, self.time_to_idle, self.max_entries);
+        let policy = Policy::new(self.time_to_live, self.time_to_idle, self.capacity);
         let clock = self
             .clock
             .unwrap_or_else(|| Arc::new(SystemClock::new()) as Arc<dyn Clock>);
@@ -127,7 +90,7 @@ impl<S> fmt::Debug for Settings<S> {
         f.debug_struct("Settings")
             .field("time_to_live", &self.time_to_live)
             .field("time_to_idle", &self.time_to_idle)
-            .field("max_entries", &self.max_entries)
+            .field("capacity", &self.capacity)
             .field("clock", &self.clock)
             .finish_non_exhaustive()
     }
@@ -137,7 +100,7 @@ impl<S> fmt::Debug for Settings<S> {
 ///
 /// The policies compose: an entry is gone once *any* of them says so (its
 /// time to live has passed since it was stored, or its time to idle since it
-/// was last read, or it was evicted to keep within `max_entries`).
+/// was last read, or it was evicted to keep within `capacity`).
 ///
 /// # Examples
 ///
@@ -149,7 +112,7 @@ impl<S> fmt::Debug for Settings<S> {
 /// let cache: TypedCache<&str, u32> = TypedCache::builder()
 ///     .time_to_live(Duration::from_secs(60))
 ///     .time_to_idle(Duration::from_secs(10))
-///     .max_entries(1_000)
+///     .capacity(1_000)
 ///     .clock(clock.clone())
 ///     .build()
 ///     .unwrap();
@@ -164,7 +127,7 @@ pub struct TypedCacheBuilder<K, V, S = ahash::RandomState> {
 }
 
 /// Builds an [`AnyCache`]; from [`AnyCache::builder`]. Same settings as
-/// [`TypedCacheBuilder`]; `max_entries` counts the entries of every type.
+/// [`TypedCacheBuilder`]; `capacity` counts the entries of every type.
 ///
 /// # Examples
 ///
@@ -174,7 +137,7 @@ pub struct TypedCacheBuilder<K, V, S = ahash::RandomState> {
 ///
 /// let cache: AnyCache<String> = AnyCache::builder()
 ///     .time_to_live(Duration::from_secs(300))
-///     .max_entries(10_000)
+///     .capacity(10_000)
 ///     .build()
 ///     .unwrap();
 /// assert_eq!(*cache.get_or_init("port", || 8080_u16), 8080);
@@ -228,9 +191,9 @@ macro_rules! setters {
             ///
             /// # Examples
             ///
-            #[doc = concat!("```\nlet builder = ", $example, "\n    .max_entries(10_000);\n# let _ = builder.build().unwrap();\n```")]
-            pub fn max_entries(mut self, max: usize) -> Self {
-                self.settings.max_entries = Some(max);
+            #[doc = concat!("```\nlet builder = ", $example, "\n    .capacity(10_000);\n# let _ = builder.build().unwrap();\n```")]
+            pub fn capacity(mut self, max: usize) -> Self {
+                self.settings.capacity = Some(max);
                 self
             }
 
@@ -304,10 +267,10 @@ impl<K, V> TypedCacheBuilder<K, V> {
 
 impl<K, V, S> TypedCacheBuilder<K, V, S> {
     /// Sets a function called with every entry that leaves the cache, and
-    /// why ([`RemovalCause`]): `Evicted` to keep within `max_entries`,
+    /// why ([`RemovalCause`]): `Evicted` to keep within `capacity`,
     /// `Expired` once its time to live or time to idle has passed (whatever
     /// operation then releases it), `Replaced` by `insert` (with the old
-    /// value), `Removed` by `invalidate`, `Cleared` by `invalidate_all`.
+    /// value), `Removed` by `remove`, `Cleared` by `clear`.
     /// Filter with [`RemovalCause::was_evicted`] for the cache's own
     /// removals. An init whose value is not cached (a write raced it) was
     /// never stored, so it is not reported.
@@ -370,16 +333,16 @@ where
     ///
     /// # Errors
     ///
-    /// [`TypedBuildError`] for a zero time to live, time to idle or
-    /// `max_entries`.
+    /// [`BuildError`] for a zero time to live, time to idle or
+    /// `capacity`.
     ///
     /// # Examples
     ///
     /// ```
-    /// let cache = larder::TypedCache::<u8, u8>::builder().max_entries(2).build().unwrap();
+    /// let cache = larder::TypedCache::<u8, u8>::builder().capacity(2).build().unwrap();
     /// assert!(cache.is_empty());
     /// ```
-    pub fn build(self) -> Result<TypedCache<K, V, S>, TypedBuildError> {
+    pub fn build(self) -> Result<TypedCache<K, V, S>, BuildError> {
         let mut raw = self.settings.build()?;
         raw.set_listener(self.listener);
         Ok(TypedCache::from_raw(raw))
@@ -405,16 +368,16 @@ where
     ///
     /// # Errors
     ///
-    /// [`TypedBuildError`] for a zero time to live, time to idle or
-    /// `max_entries`.
+    /// [`BuildError`] for a zero time to live, time to idle or
+    /// `capacity`.
     ///
     /// # Examples
     ///
     /// ```
-    /// let err = larder::AnyCache::<u8>::builder().max_entries(0).build().unwrap_err();
-    /// assert_eq!(err, larder::TypedBuildError::ZeroMaxEntries);
+    /// let err = larder::AnyCache::<u8>::builder().capacity(0).build().unwrap_err();
+    /// assert!(matches!(err, larder::BuildError::ZeroCapacity));
     /// ```
-    pub fn build(self) -> Result<AnyCache<K, S>, TypedBuildError> {
+    pub fn build(self) -> Result<AnyCache<K, S>, BuildError> {
         Ok(AnyCache::from_raw(self.settings.build::<TypedKey<K>, _>()?))
     }
 }

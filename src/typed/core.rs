@@ -53,7 +53,7 @@ pub(crate) struct Policy {
     pub(crate) time_to_idle: Option<u64>,
     /// The smallest change of access time worth recording.
     pub(crate) idle_resolution: u64,
-    pub(crate) max_entries: Option<usize>,
+    pub(crate) capacity: Option<usize>,
 }
 
 fn nanos(d: Duration) -> u64 {
@@ -64,14 +64,14 @@ impl Policy {
     pub(crate) fn new(
         time_to_live: Option<Duration>,
         time_to_idle: Option<Duration>,
-        max_entries: Option<usize>,
+        capacity: Option<usize>,
     ) -> Self {
         let time_to_idle = time_to_idle.map(nanos);
         Self {
             time_to_live: time_to_live.map(nanos),
             time_to_idle,
             idle_resolution: time_to_idle.map_or(0, |tti| (tti / TTI_STEPS).max(1)),
-            max_entries,
+            capacity,
         }
     }
 
@@ -122,7 +122,7 @@ impl Policy {
         }
         // Relaxed (both): the CLOCK bit is a hint read by eviction under the
         // shard's write lock, which orders it with this read lock.
-        if self.max_entries.is_some() && !slot.referenced.load(Ordering::Relaxed) {
+        if self.capacity.is_some() && !slot.referenced.load(Ordering::Relaxed) {
             slot.referenced.store(true, Ordering::Relaxed);
         }
     }
@@ -193,7 +193,7 @@ pub(crate) struct Core<K, V> {
     hand: usize,
     /// The node the expiry sweep looks at next (may equal `nodes.len()`).
     sweep_at: usize,
-    /// Bumped by every user write (insert, invalidate, invalidate_all). An
+    /// Bumped by every user write (insert, remove, clear). An
     /// init that started before a bump does not cache its value.
     generation: u64,
 }

@@ -45,14 +45,14 @@ mod raw;
 mod stats;
 
 pub use any::AnyCache;
-pub use builder::{AnyCacheBuilder, TypedBuildError, TypedCacheBuilder};
+pub use builder::{AnyCacheBuilder, TypedCacheBuilder};
 pub use clock::{Clock, CoarseClock, ManualClock, SystemClock};
-pub use stats::TypedCacheStats;
 
 use std::borrow::Borrow;
 use std::fmt;
 use std::hash::{BuildHasher, Hash};
 
+use crate::stats::CacheStats;
 use crate::sync::Arc;
 use raw::Raw;
 
@@ -71,7 +71,7 @@ pub enum Fault {
     /// `insert` does not bump its shard's write generation: an init that
     /// raced it overwrites the inserted value.
     InsertKeepsGeneration,
-    /// `invalidate_all` does not bump the write generations: an init that
+    /// `clear` does not bump the write generations: an init that
     /// raced it publishes a value read before the invalidation.
     InvalidateAllKeepsGeneration,
     /// An insert decides whether eviction is needed from the total it read
@@ -117,8 +117,8 @@ pub enum Fault {
 ///   match, in the lookup that starts an operation and before its first
 ///   change; besides it, only a hit's `V::clone` (or
 ///   [`get_with`](TypedCache::get_with)'s closure instead) and
-///   [`iter`](TypedCache::iter)'s `K::clone` and `V::clone` run under a
-///   shard's *read* lock. An `insert` or `invalidate` that hands the
+///   [`to_vec`](TypedCache::to_vec)'s `K::clone` and `V::clone` run under a
+///   shard's *read* lock. An `insert` or `remove` that hands the
 ///   removed value to the listener clones the caller's copy after
 ///   unlocking. Every entry stores its hash, so growing, rehashing, evicting
 ///   and expiring run no user code at all. Removed, replaced, expired and
@@ -126,13 +126,13 @@ pub enum Fault {
 ///   after the lock is released.
 /// - **A panic in user code loses nothing else.** A panicking `Hash`,
 ///   `Eq` or `Clone` leaves the cache as it was (`len`, every other entry,
-///   the `max_entries` bound); a panicking listener or `Drop` of removed
+///   the `capacity` bound); a panicking listener or `Drop` of removed
 ///   entries reaches the caller after the cache has reached its new state
 ///   (and the other removed entries are still handed over). The test suite
 ///   checks this by planting a panic at every call of every user trait in
 ///   every write operation.
-/// - **Writes win over inits in progress.** An `insert`, `invalidate` or
-///   `invalidate_all` that lands while an init of a key in the same shard
+/// - **Writes win over inits in progress.** An `insert`, `remove` or
+///   `clear` that lands while an init of a key in the same shard
 ///   runs makes that init's value uncached (it is still returned to its
 ///   caller and waiters): an invalidation is never undone by an init that
 ///   started before it. (Tracked per key shard, so a write to another key of
@@ -242,7 +242,7 @@ where
     ///
     /// let cache = larder::TypedCache::<u32, String>::builder()
     ///     .time_to_live(Duration::from_secs(60))
-    ///     .max_entries(1_000)
+    ///     .capacity(1_000)
     ///     .build()
     ///     .unwrap();
     /// assert_eq!(cache.get_or_init(&1, || "one".into()), "one");
@@ -505,15 +505,15 @@ where
     /// ```
     /// let cache: larder::TypedCache<u8, char> = larder::TypedCache::new();
     /// cache.insert(1, 'x');
-    /// assert_eq!(cache.invalidate(&1), Some('x'));
-    /// assert_eq!(cache.invalidate(&1), None);
+    /// assert_eq!(cache.remove(&1), Some('x'));
+    /// assert_eq!(cache.remove(&1), None);
     /// ```
-    pub fn invalidate<Q>(&self, key: &Q) -> Option<V>
+    pub fn remove<Q>(&self, key: &Q) -> Option<V>
     where
         K: Borrow<Q>,
         Q: Hash + Eq + ?Sized,
     {
-        self.raw.invalidate(key)
+        self.raw.remove(key)
     }
 
     /// Removes every entry. Each key shard is emptied atomically, one after
@@ -530,11 +530,11 @@ where
     /// let cache: larder::TypedCache<u8, u8> = larder::TypedCache::new();
     /// cache.insert(1, 1);
     /// cache.insert(2, 2);
-    /// cache.invalidate_all();
+    /// cache.clear();
     /// assert!(cache.is_empty());
     /// ```
-    pub fn invalidate_all(&self) {
-        self.raw.invalidate_all();
+    pub fn clear(&self) {
+        self.raw.clear();
     }
 
     /// Whether a live value is stored under `key`. No statistics; not a read
@@ -615,8 +615,8 @@ where
         self.len() == 0
     }
 
-    /// A snapshot of the live entries (expired ones left out), in no
-    /// particular order: keys and values cloned.
+    /// Every live entry (expired ones left out) copied into a `Vec`, in no
+    /// particular order: O(n), keys and values cloned.
     ///
     /// Each of the cache's shards is copied under its read lock, one shard
     /// after another, so the snapshot holds each shard as it was at some
@@ -640,15 +640,15 @@ where
     /// let cache: larder::TypedCache<String, u32> = larder::TypedCache::new();
     /// cache.insert("a".to_string(), 1);
     /// cache.insert("b".to_string(), 2);
-    /// let mut entries: Vec<(String, u32)> = cache.iter().collect();
+    /// let mut entries: Vec<(String, u32)> = cache.to_vec();
     /// entries.sort();
     /// assert_eq!(entries, [("a".to_string(), 1), ("b".to_string(), 2)]);
     /// ```
-    pub fn iter(&self) -> crate::TypedIter<K, V> {
-        crate::CacheIter::new(self.raw.entries())
+    pub fn to_vec(&self) -> Vec<(K, V)> {
+        self.raw.entries()
     }
 
-    /// The counters so far (see [`TypedCacheStats`]).
+    /// The counters so far (see [`CacheStats`]).
     ///
     /// # Examples
     ///
@@ -659,7 +659,7 @@ where
     /// let stats = cache.stats();
     /// assert_eq!((stats.hits, stats.misses, stats.inits), (1, 1, 1));
     /// ```
-    pub fn stats(&self) -> TypedCacheStats {
+    pub fn stats(&self) -> CacheStats {
         self.raw.stats()
     }
 

@@ -10,7 +10,7 @@
 //!   written cache line; a write locks every slice (writes are rare: inits,
 //!   inserts, invalidations).
 //! - At most one shard lock is held at a time. Cross-shard work (eviction
-//!   spilling over, `invalidate_all`) takes them one after another.
+//!   spilling over, `clear`) takes them one after another.
 //! - The flight group's locks are never taken while a shard lock is held
 //!   (the flight protocol calls our `lookup` and `publish` with none of its
 //!   locks held).
@@ -21,13 +21,13 @@
 //!   too; inits run with no lock held; and removed, replaced, expired and
 //!   evicted keys and values go to the listener and are dropped after
 //!   unlocking. Reads are the exception: a hit clones the value out
-//!   (`V: Clone`) under the shard's *read* lock, and `iter` the key and
+//!   (`V: Clone`) under the shard's *read* lock, and `to_vec` the key and
 //!   value (see `entries`); a read lock leaves the shard consistent
 //!   whatever they do.
 //!
 //! # Expiry
 //!
-//! Every write to a shard (insert, an init's publish, invalidate) and every
+//! Every write to a shard (insert, an init's publish, remove) and every
 //! read that finds an expired entry also runs [`Core::sweep`] under the
 //! write lock it holds: at most [`SWEEP_BUDGET`] queue entries looked at,
 //! the expired ones released. Nobody has to call `purge_expired`.
@@ -39,9 +39,10 @@ use std::hash::{BuildHasher, Hash};
 
 use super::clock::Clock;
 use super::core::{Core, Policy, Removed};
-use super::stats::{Event, Stats, TypedCacheStats};
+use super::stats::{Event, Stats};
 use crate::flight::{Caller, FlightFault, FlightGroup, Looked, Source};
 use crate::removal::{Listener, RemovalCause, copy_unlocked, notify};
+use crate::stats::CacheStats;
 use crate::sync::{Arc, AtomicUsize, CachePadded, Ordering, ShardedLock};
 
 /// Number of key shards (a power of two). More shards let more writes
@@ -131,6 +132,11 @@ where
     /// Hands removed entries to the listener, then drops them. Call with no
     /// lock held.
     fn release(&self, removed: Vec<Removed<K, V>>) {
+        for (_, _, cause) in &removed {
+            if *cause == RemovalCause::Evicted {
+                self.stats.record(Event::Eviction);
+            }
+        }
         if !removed.is_empty() {
             notify(self.listener.as_ref(), removed);
         }
@@ -377,7 +383,7 @@ where
     /// caller's own code.
     #[cold]
     #[allow(clippy::too_many_arguments)]
-    fn miss_async<'a, Q, E, F, Fut, R, P, O>(
+    pub(crate) fn miss_async<'a, Q, E, F, Fut, R, P, O>(
         &'a self,
         hash: u64,
         key: &Q,
@@ -501,7 +507,7 @@ where
     }
 
     /// Stores `value` (from an init if `expect_generation` is `Some`, else
-    /// from `insert`), then enforces `max_entries`. Returns the live value it
+    /// from `insert`), then enforces `capacity`. Returns the live value it
     /// replaced if `user_write` (an init's publish has no use for it). Every
     /// removed key and value is dropped after the locks are released. The
     /// only user code under the lock is `K: Eq` in the core's insert, before
@@ -524,7 +530,7 @@ where
         let skip_eviction = self.fault == super::Fault::EvictionCheckedBeforeLock
             && self
                 .policy
-                .max_entries
+                .capacity
                 .is_some_and(|max| self.len.load(Ordering::SeqCst) < max);
         #[cfg(not(loom))]
         let skip_eviction = false;
@@ -556,6 +562,7 @@ where
                 0
             };
             let before = core.len();
+            self.stats.record(Event::Insert);
             let displaced = core.insert(
                 hash,
                 key,
@@ -591,7 +598,7 @@ where
         self.release_returning(garbage, replaced)
     }
 
-    /// Evicts from the locked shard while the cache is over `max_entries`
+    /// Evicts from the locked shard while the cache is over `capacity`
     /// and the shard holds more than `keep` entries.
     fn evict_locked(
         &self,
@@ -600,7 +607,7 @@ where
         now: u64,
         garbage: &mut Vec<Removed<K, V>>,
     ) {
-        let Some(max) = self.policy.max_entries else {
+        let Some(max) = self.policy.capacity else {
             return;
         };
         while self.len.load(Ordering::SeqCst) > max && core.len() > keep {
@@ -614,10 +621,10 @@ where
     }
 
     /// Evicts from the other shards, one lock at a time, while the cache is
-    /// still over `max_entries` (the stored entry's own shard had nothing
+    /// still over `capacity` (the stored entry's own shard had nothing
     /// else to give).
     fn evict_elsewhere(&self, start: usize, now: u64, garbage: &mut Vec<Removed<K, V>>) {
-        let Some(max) = self.policy.max_entries else {
+        let Some(max) = self.policy.capacity else {
             return;
         };
         for step in 1..SHARDS {
@@ -634,7 +641,7 @@ where
         self.store(hash, key, value, None, true)
     }
 
-    pub(crate) fn invalidate<Q>(&self, key: &Q) -> Option<V>
+    pub(crate) fn remove<Q>(&self, key: &Q) -> Option<V>
     where
         K: Borrow<Q>,
         Q: Hash + Eq + ?Sized,
@@ -668,7 +675,7 @@ where
 
     /// Empties every shard, then drops what they held (unlocked): a
     /// panicking `Drop` reaches the caller only once every shard is empty.
-    pub(crate) fn invalidate_all(&self) {
+    pub(crate) fn clear(&self) {
         let now = self.now();
         let mut old = Vec::new();
         for shard in 0..SHARDS {
@@ -723,8 +730,11 @@ where
         entries
     }
 
-    pub(crate) fn stats(&self) -> TypedCacheStats {
-        self.stats.snapshot()
+    pub(crate) fn stats(&self) -> CacheStats {
+        let mut stats = self.stats.snapshot();
+        stats.len = self.len();
+        stats.capacity = self.policy.capacity;
+        stats
     }
 
     /// Inits in progress.
@@ -746,8 +756,8 @@ where
             total += core.len();
         }
         assert_eq!(total, self.len(), "len out of step with the shards");
-        if let Some(max) = self.policy.max_entries {
-            assert!(total <= max, "{total} entries over max_entries {max}");
+        if let Some(max) = self.policy.capacity {
+            assert!(total <= max, "{total} entries over capacity {max}");
         }
         assert_eq!(self.in_flight(), 0, "an init is still registered");
     }

@@ -189,7 +189,7 @@ fn with_init_paused(cache: &TypedCache<u32, u32>, during: impl FnOnce()) -> u32 
 #[test]
 fn invalidate_during_init_keeps_the_value_out_of_the_cache() {
     let cache: TypedCache<u32, u32> = TypedCache::new();
-    let got = with_init_paused(&cache, || assert_eq!(cache.invalidate(&1), None));
+    let got = with_init_paused(&cache, || assert_eq!(cache.remove(&1), None));
     // The caller still gets its value...
     assert_eq!(got, 10);
     // ...but the invalidation is not undone.
@@ -311,7 +311,7 @@ fn reentrant_init_panics_with_a_clear_message() {
 #[test]
 fn max_entries_spills_eviction_into_other_shards() {
     let cache = TypedCache::<u32, u32>::builder()
-        .max_entries(3)
+        .capacity(3)
         .build()
         .unwrap();
     for k in 0..100 {

@@ -4,13 +4,14 @@ use std::fmt;
 use std::hash::{BuildHasher, Hash};
 
 use super::{MaxOf, RateLimiter, Shared, WorkQueue};
+use crate::error::BuildError;
 use crate::sync::Arc;
 use crate::{Clock, SystemClock};
 
 /// Builds a [`WorkQueue`] with another clock, rate limiter or hasher than
-/// [`WorkQueue::new`]'s. Every setting is valid, so
-/// [`build`](Self::build) returns the queue (the limiters' own
-/// constructors check theirs).
+/// [`WorkQueue::new`]'s. Every setting is valid (the limiters' own
+/// constructors check theirs), so [`build`](Self::build) never returns its
+/// error today; it returns a `Result` as every builder in this crate does.
 ///
 /// # Examples
 ///
@@ -21,7 +22,8 @@ use crate::{Clock, SystemClock};
 /// let queue: WorkQueue<String> = WorkQueue::builder()
 ///     .clock(clock.clone())
 ///     .rate_limiter(TokenBucket::new(50.0, 10).unwrap())
-///     .build();
+///     .build()
+///     .unwrap();
 /// assert!(queue.is_empty());
 /// ```
 pub struct WorkQueueBuilder<K, S = ahash::RandomState> {
@@ -52,7 +54,7 @@ impl<K, S> WorkQueueBuilder<K, S> {
     /// use std::time::Duration;
     ///
     /// let clock = ManualClock::new();
-    /// let queue = WorkQueue::builder().clock(clock.clone()).build();
+    /// let queue = WorkQueue::builder().clock(clock.clone()).build().unwrap();
     /// queue.add_after("a", Duration::from_secs(5));
     /// assert!(queue.try_get().is_err());
     /// clock.advance(Duration::from_secs(5));
@@ -74,7 +76,7 @@ impl<K, S> WorkQueueBuilder<K, S> {
     /// use std::time::Duration;
     ///
     /// let backoff = ExponentialBackoff::new(Duration::from_millis(1), Duration::from_secs(1)).unwrap();
-    /// let queue: WorkQueue<u64> = WorkQueue::builder().rate_limiter(backoff).build();
+    /// let queue: WorkQueue<u64> = WorkQueue::builder().rate_limiter(backoff).build().unwrap();
     /// # let _ = queue;
     /// ```
     #[must_use]
@@ -91,7 +93,7 @@ impl<K, S> WorkQueueBuilder<K, S> {
     /// use larder::WorkQueue;
     /// use std::hash::RandomState;
     ///
-    /// let queue: WorkQueue<u64, RandomState> = WorkQueue::builder().hasher(RandomState::new()).build();
+    /// let queue: WorkQueue<u64, RandomState> = WorkQueue::builder().hasher(RandomState::new()).build().unwrap();
     /// # let _ = queue;
     /// ```
     #[must_use]
@@ -111,15 +113,27 @@ where
 {
     /// Builds the queue.
     ///
+    /// # Errors
+    ///
+    /// None at present: every setting is valid. The `Result` is every
+    /// builder's shape in this crate (a later setting may be refusable
+    /// without a breaking change).
+    ///
     /// # Examples
     ///
     /// ```
     /// use larder::WorkQueue;
     ///
-    /// let queue: WorkQueue<u64> = WorkQueue::builder().build();
+    /// let queue: WorkQueue<u64> = WorkQueue::builder().build()?;
     /// assert!(!queue.is_shutting_down());
+    /// # Ok::<(), larder::BuildError>(())
     /// ```
-    pub fn build(self) -> WorkQueue<K, S> {
+    pub fn build(self) -> Result<WorkQueue<K, S>, BuildError> {
+        Ok(self.build_queue())
+    }
+
+    /// [`build`](Self::build), which cannot fail.
+    pub(crate) fn build_queue(self) -> WorkQueue<K, S> {
         let clock = self
             .clock
             .unwrap_or_else(|| Arc::new(SystemClock::new()) as Arc<dyn Clock>);
@@ -136,7 +150,7 @@ where
     #[cfg(loom)]
     #[doc(hidden)]
     pub fn build_with_fault(self, fault: super::Fault) -> WorkQueue<K, S> {
-        let queue = self.build();
+        let queue = self.build_queue();
         queue.shared.core.lock().fault = fault;
         queue
     }

@@ -96,6 +96,8 @@ use crate::wait::Waiters;
 /// use std::thread;
 ///
 /// let queue = Arc::new(WorkQueue::new());
+/// queue.add("default/web");
+/// queue.add("default/web"); // deduplicated while it waits
 /// let worker = {
 ///     let queue = Arc::clone(&queue);
 ///     thread::spawn(move || {
@@ -107,11 +109,10 @@ use crate::wait::Waiters;
 ///         reconciled
 ///     })
 /// };
-/// queue.add("default/web");
-/// queue.add("default/web"); // deduplicated while it waits
+/// // Keys already queued are still handed out; then `get` returns `None`.
 /// queue.shut_down_with_drain();
 /// let reconciled = worker.join().unwrap();
-/// assert!(reconciled.len() <= 1);
+/// assert_eq!(reconciled, ["default/web"]);
 /// ```
 pub struct WorkQueue<K, S = ahash::RandomState> {
     shared: Arc<Shared<K, S>>,
@@ -199,7 +200,7 @@ where
     /// assert!(queue.is_empty());
     /// ```
     pub fn new() -> Self {
-        Self::builder().build()
+        Self::builder().build_queue()
     }
 
     /// A builder, to set the clock, rate limiter or hasher.
@@ -209,7 +210,7 @@ where
     /// ```
     /// use larder::{ManualClock, WorkQueue};
     ///
-    /// let queue: WorkQueue<u32> = WorkQueue::builder().clock(ManualClock::new()).build();
+    /// let queue: WorkQueue<u32> = WorkQueue::builder().clock(ManualClock::new()).build().unwrap();
     /// # let _ = queue;
     /// ```
     pub fn builder() -> WorkQueueBuilder<K> {
@@ -279,7 +280,7 @@ where
     /// use std::time::Duration;
     ///
     /// let clock = ManualClock::new();
-    /// let queue = WorkQueue::builder().clock(clock.clone()).build();
+    /// let queue = WorkQueue::builder().clock(clock.clone()).build().unwrap();
     /// queue.add_after("a", Duration::from_secs(10));
     /// queue.add_after("a", Duration::from_secs(1)); // sooner: wins
     /// clock.advance(Duration::from_secs(1));
@@ -333,7 +334,7 @@ where
     /// use std::time::Duration;
     ///
     /// let clock = ManualClock::new();
-    /// let queue = WorkQueue::builder().clock(clock.clone()).build();
+    /// let queue = WorkQueue::builder().clock(clock.clone()).build().unwrap();
     /// queue.add_rate_limited("a"); // the default limiter: 5 ms first
     /// assert_eq!(queue.num_requeues(&"a"), 1);
     /// clock.advance(Duration::from_millis(5));
@@ -561,7 +562,7 @@ where
     /// use std::time::Duration;
     ///
     /// let clock = ManualClock::new();
-    /// let queue = WorkQueue::builder().clock(clock.clone()).build();
+    /// let queue = WorkQueue::builder().clock(clock.clone()).build().unwrap();
     /// queue.add("a");
     /// clock.advance(Duration::from_secs(2));
     /// let key = queue.try_get().unwrap();

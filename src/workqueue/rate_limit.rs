@@ -43,7 +43,8 @@ use crate::sync::Mutex;
 ///
 /// let queue: WorkQueue<&str> = WorkQueue::builder()
 ///     .rate_limiter(Fixed(Duration::from_secs(1)))
-///     .build();
+///     .build()
+///     .unwrap();
 /// queue.add_rate_limited("pod-a");
 /// assert_eq!(queue.len(), 0); // due in a second
 /// ```

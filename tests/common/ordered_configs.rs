@@ -22,8 +22,9 @@ pub fn configured<K, V>((lock, point_lookups): (OrderedLock, bool)) -> OrderedIn
     OrderedIndex::builder()
         .lock(lock)
         .point_lookups(point_lookups)
-        .leaf_capacity(4)
+        .leaf_size(4)
         .build()
+        .unwrap()
 }
 
 /// `configured(config)` holding `entries`.

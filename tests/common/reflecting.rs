@@ -84,7 +84,7 @@ where
 }
 
 pub fn sorted(store: &Store) -> Vec<(String, u32)> {
-    let mut items: Vec<(String, u32)> = store.iter().map(|(k, v)| (k, *v)).collect();
+    let mut items: Vec<(String, u32)> = store.to_vec().into_iter().map(|(k, v)| (k, *v)).collect();
     items.sort();
     items
 }

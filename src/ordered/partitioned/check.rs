@@ -20,7 +20,7 @@ impl<K, V> Partitioned<K, V> {
         for (i, leaf) in router.leaves.iter().enumerate() {
             let leaf = leaf.read();
             assert!(
-                leaf.len() <= self.leaf_capacity,
+                leaf.len() <= self.leaf_size,
                 "invariant violated: leaf {i} over capacity"
             );
             assert!(

@@ -157,38 +157,40 @@ impl<V> fmt::Debug for EtcdSourceBuilder<V> {
 ///
 /// ```no_run
 /// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
-/// use larder::reflector::{EtcdBuildError, EtcdSource};
+/// use larder::reflector::{EtcdSourceBuildError, EtcdSource};
 ///
 /// let client = etcd_client::Client::connect(["http://127.0.0.1:2379"], None).await?;
 /// let err = EtcdSource::builder(client, "/pods/", |b: &[u8]| Ok::<_, String>(b.to_vec()))
 ///     .page_size(0)
 ///     .build()
 ///     .unwrap_err();
-/// assert_eq!(err, EtcdBuildError::ZeroPageSize);
+/// assert_eq!(err, EtcdSourceBuildError::ZeroPageSize);
 /// # Ok(()) }
 /// # let _ = demo;
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
-pub enum EtcdBuildError {
+pub enum EtcdSourceBuildError {
     /// `page_size(0)`: a list must read at least one key per request.
     ZeroPageSize,
     /// `request_timeout(Duration::ZERO)`: every request would time out.
     ZeroRequestTimeout,
 }
 
-impl fmt::Display for EtcdBuildError {
+impl fmt::Display for EtcdSourceBuildError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            EtcdBuildError::ZeroPageSize => f.write_str("the list page size must be at least 1"),
-            EtcdBuildError::ZeroRequestTimeout => {
+            EtcdSourceBuildError::ZeroPageSize => {
+                f.write_str("the list page size must be at least 1")
+            }
+            EtcdSourceBuildError::ZeroRequestTimeout => {
                 f.write_str("the request timeout must be longer than zero")
             }
         }
     }
 }
 
-impl StdError for EtcdBuildError {}
+impl StdError for EtcdSourceBuildError {}
 
 impl<V: 'static> EtcdSource<V> {
     /// Starts configuring a source that mirrors every key starting with
@@ -246,13 +248,13 @@ impl<V> EtcdSourceBuilder<V> {
     ///
     /// # Errors
     ///
-    /// [`EtcdBuildError`] for a zero page size or a zero timeout.
-    pub fn build(self) -> Result<EtcdSource<V>, EtcdBuildError> {
+    /// [`EtcdSourceBuildError`] for a zero page size or a zero timeout.
+    pub fn build(self) -> Result<EtcdSource<V>, EtcdSourceBuildError> {
         if self.page_size == 0 {
-            return Err(EtcdBuildError::ZeroPageSize);
+            return Err(EtcdSourceBuildError::ZeroPageSize);
         }
         if self.request_timeout.is_zero() {
-            return Err(EtcdBuildError::ZeroRequestTimeout);
+            return Err(EtcdSourceBuildError::ZeroRequestTimeout);
         }
         let (range_start, range_end) = prefix_range(self.prefix.as_bytes());
         Ok(EtcdSource {
