@@ -3,12 +3,13 @@
 
   python3 scripts/benchmark_tables.py REPORT.json [--threads N]
       [--workload FAMILY/NAME ...] [--pair FAMILY/NAME:ROW_A:ROW_B ...]
+      [--skip CONTENDER_PART ...]
 
 For each selected workload (all by default): every contender's median
 throughput (million operations per second) at one thread and at N threads
 (2 by default), and the first (larder) row's throughput over that
-contender's at N threads: the median of the per-round ratios, then the
-lowest and the highest. The showdown's rounds are interleaved, so a round's
+contender's at one thread and at N threads: the median of the per-round
+ratios, then the lowest and the highest. The showdown's rounds are interleaved, so a round's
 ratio compares rows measured in the same phase of the host; that is why the
 ratios are taken round by round rather than as a ratio of two medians.
 
@@ -75,6 +76,8 @@ def main():
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--workload", action="append", default=[])
     parser.add_argument("--pair", action="append", default=[])
+    parser.add_argument("--skip", action="append", default=[],
+                        help="leave out contenders whose name contains this")
     args = parser.parse_args()
     report = json.load(open(args.report))
     workloads = report["workloads"]
@@ -82,15 +85,20 @@ def main():
     n = args.threads
     for w in chosen:
         print(f"\n{w['family']} / {w['workload']}:\n")
-        print(f"| contender | 1 thread | {n} threads | first row over this, {n} threads |")
-        print("|---|---:|---:|---:|")
+        print(f"| contender | 1 thread | {n} threads | first row over this, 1 thread | ... {n} threads |")
+        print("|---|---:|---:|---:|---:|")
         first = w["contenders"][0]
         for i, r in enumerate(w["contenders"]):
+            if i > 0 and any(part in r["name"] for part in args.skip):
+                continue
             by = {c["threads"]: c for c in r["cells"]}
             one = mops(by[1]["ops_per_sec"]) if 1 in by else ""
             versus = "" if i == 0 else ratio(cell(first, n)["rounds"], by[n]["rounds"])
+            versus_one = ""
+            if i > 0 and 1 in by and n != 1:
+                versus_one = ratio(cell(first, 1)["rounds"], by[1]["rounds"])
             name = r["name"] + (" (over its bound)" if r.get("over_bound") else "")
-            print(f"| {name} | {one} | {mops(by[n]['ops_per_sec'])} | {versus} |")
+            print(f"| {name} | {one} | {mops(by[n]['ops_per_sec'])} | {versus_one} | {versus} |")
     if args.pair:
         print(f"\n| workload | row | over | {n} threads: median (lowest-highest) |")
         print("|---|---|---|---:|")

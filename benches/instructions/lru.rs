@@ -8,7 +8,7 @@
 //! - `zipf_trace`: a `get`, then an `insert` on a miss (a decorator's job),
 //!   over a Zipf(0.9) trace of a million keys, capacity 10,000 (1%), after a
 //!   warm-up of 30,000 operations;
-//! - `get_or_load`: the same trace through each cache's load-on-miss call.
+//! - `get_or_init`: the same trace through each cache's load-on-miss call.
 //!
 //! Shard counts are fixed at what each cache picks on two cores (larder:
 //! 256 shards under exact LRU, 1024 under CLOCK, 128 under S3-FIFO for
@@ -33,7 +33,7 @@ trait Bounded: Sized {
     fn build(capacity: usize) -> Self;
     fn get(&self, key: u64) -> Option<u64>;
     fn insert(&self, key: u64);
-    fn get_or_load(&self, key: u64) -> u64;
+    fn get_or_init(&self, key: u64) -> u64;
 }
 
 /// larder's cache under policy `P` (0 exact LRU, 1 CLOCK, 2 S3-FIFO).
@@ -68,7 +68,7 @@ impl<const P: u8> Bounded for Larder<P> {
         black_box(self.0.insert(key, key));
     }
     #[inline]
-    fn get_or_load(&self, key: u64) -> u64 {
+    fn get_or_init(&self, key: u64) -> u64 {
         self.0.get_or_init(&key, || key)
     }
 }
@@ -97,7 +97,7 @@ impl Bounded for Quickcache {
         self.0.insert(key, key);
     }
     #[inline]
-    fn get_or_load(&self, key: u64) -> u64 {
+    fn get_or_init(&self, key: u64) -> u64 {
         match self
             .0
             .get_or_insert_with(&key, || Ok::<_, std::convert::Infallible>(key))
@@ -122,7 +122,7 @@ impl Bounded for LockedLru {
         black_box(self.0.lock().put(key, key));
     }
     #[inline]
-    fn get_or_load(&self, key: u64) -> u64 {
+    fn get_or_init(&self, key: u64) -> u64 {
         *self.0.lock().get_or_insert(key, || key)
     }
 }
@@ -144,7 +144,7 @@ impl Bounded for Moka {
         self.0.insert(key, key);
     }
     #[inline]
-    fn get_or_load(&self, key: u64) -> u64 {
+    fn get_or_init(&self, key: u64) -> u64 {
         self.0.get_with(key, || key)
     }
 }
@@ -244,10 +244,10 @@ fn zipf_trace<C: Bounded>((cache, keys): (C, Vec<u64>)) -> C {
 #[bench::quick_cache(setup = traced::<Quickcache>)]
 #[bench::mutex_lru(setup = traced::<LockedLru>)]
 #[bench::moka(setup = traced::<Moka>)]
-fn get_or_load<C: Bounded>((cache, keys): (C, Vec<u64>)) -> C {
+fn get_or_init<C: Bounded>((cache, keys): (C, Vec<u64>)) -> C {
     let mut sum = 0;
     for &key in &keys {
-        sum += cache.get_or_load(key);
+        sum += cache.get_or_init(key);
     }
     black_box(sum);
     cache
@@ -255,5 +255,5 @@ fn get_or_load<C: Bounded>((cache, keys): (C, Vec<u64>)) -> C {
 
 library_benchmark_group!(
     name = lru;
-    benchmarks = get_hit, miss_insert, zipf_trace, get_or_load
+    benchmarks = get_hit, miss_insert, zipf_trace, get_or_init
 );

@@ -165,7 +165,7 @@ fn absent<O: Ordered>() -> (O, Vec<u64>) {
 
 #[library_benchmark]
 #[bench::larder_get(setup = present::<Get>)]
-#[bench::larder_view(setup = present::<View>)]
+#[bench::larder_get_with(setup = present::<View>)]
 #[bench::rwlock_btreemap(setup = present::<Locked>)]
 #[bench::scc_treeindex(setup = present::<Tree>)]
 fn get<O: Ordered>((index, keys): (O, Vec<u64>)) -> O {
