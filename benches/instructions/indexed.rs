@@ -17,7 +17,7 @@ use dashmap::DashMap;
 use gungraun::{library_benchmark, library_benchmark_group};
 use parking_lot::RwLock;
 
-use crate::common::indexed::events::{Event, WatchFixture};
+use crate::common::indexed::events::{Event, KubeRsPlusIndexFunctions, WatchFixture};
 use crate::common::indexed::{Pod, labels_of, namespace_of, pod};
 use crate::inputs::{OPS, hasher, rng};
 
@@ -35,11 +35,15 @@ trait Store: Sized {
     fn in_namespace(&self, namespace: &str) -> Vec<Arc<Pod>>;
 }
 
+/// larder's store, with the informer's two indexes (a namespace and a
+/// label index) when `INDEXED`, with none otherwise.
+struct Larder<const INDEXED: bool>(larder::IndexedStore<String, Pod, ahash::RandomState>);
+
 /// larder's store with the informer's two indexes.
-struct Larder(larder::IndexedStore<String, Pod, ahash::RandomState>);
+type Indexed = Larder<true>;
 
 /// larder's store with no index.
-struct Plain(larder::IndexedStore<String, Pod, ahash::RandomState>);
+type Plain = Larder<false>;
 
 /// The kube-rs design: one `RwLock` over a map.
 struct Locked(RwLock<Map>);
@@ -52,14 +56,15 @@ struct LockedIndexFns(Locked);
 /// A `DashMap`.
 struct Dash(DashMap<String, Arc<Pod>, ahash::RandomState>);
 
-impl Store for Larder {
+impl<const INDEXED: bool> Store for Larder<INDEXED> {
     fn build(listed: &[(String, Arc<Pod>)]) -> Self {
-        let store = larder::IndexedStore::builder()
-            .hasher(hasher())
-            .index("namespace", namespace_of)
-            .index("label", labels_of)
-            .build()
-            .expect("distinct index names");
+        let mut builder = larder::IndexedStore::builder().hasher(hasher());
+        if INDEXED {
+            builder = builder
+                .index("namespace", namespace_of)
+                .index("label", labels_of);
+        }
+        let store = builder.build().expect("distinct index names");
         for (key, pod) in listed {
             store
                 .insert_arc(key.clone(), Arc::clone(pod))
@@ -83,37 +88,7 @@ impl Store for Larder {
     fn in_namespace(&self, namespace: &str) -> Vec<Arc<Pod>> {
         self.0
             .by_index("namespace", namespace)
-            .expect("index exists")
-    }
-}
-
-impl Store for Plain {
-    fn build(listed: &[(String, Arc<Pod>)]) -> Self {
-        let store = larder::IndexedStore::builder()
-            .hasher(hasher())
-            .build()
-            .expect("no index");
-        for (key, pod) in listed {
-            store
-                .insert_arc(key.clone(), Arc::clone(pod))
-                .expect("infallible");
-        }
-        Self(store)
-    }
-    #[inline]
-    fn get(&self, key: &str) -> Option<Arc<Pod>> {
-        self.0.get(key)
-    }
-    #[inline]
-    fn put(&self, key: String, pod: Arc<Pod>) {
-        black_box(self.0.insert_arc(key, pod).expect("infallible"));
-    }
-    #[inline]
-    fn delete(&self, key: &str) {
-        black_box(self.0.remove(key));
-    }
-    fn in_namespace(&self, _: &str) -> Vec<Arc<Pod>> {
-        unreachable!("no index")
+            .expect("the namespace index (the by_index rows use Larder<true>)")
     }
 }
 
@@ -146,16 +121,6 @@ impl Store for Locked {
     }
 }
 
-impl LockedIndexFns {
-    fn values(pod: &Pod) -> [Vec<Arc<str>>; 2] {
-        let namespace = namespace_of(pod).into_iter().map(Arc::from).collect();
-        let mut labels: Vec<Arc<str>> = labels_of(pod).into_iter().map(Arc::from).collect();
-        labels.sort_unstable();
-        labels.dedup();
-        [namespace, labels]
-    }
-}
-
 impl Store for LockedIndexFns {
     fn build(listed: &[(String, Arc<Pod>)]) -> Self {
         Self(Locked::build(listed))
@@ -165,7 +130,7 @@ impl Store for LockedIndexFns {
     }
     #[inline]
     fn put(&self, key: String, pod: Arc<Pod>) {
-        black_box(Self::values(&pod));
+        black_box(KubeRsPlusIndexFunctions::values(&pod));
         self.0.put(key, pod);
     }
     #[inline]
@@ -232,7 +197,7 @@ fn gets<S: Store>() -> (S, Vec<String>) {
 }
 
 #[library_benchmark]
-#[bench::larder(setup = gets::<Larder>)]
+#[bench::larder(setup = gets::<Indexed>)]
 #[bench::rwlock_hashmap(setup = gets::<Locked>)]
 #[bench::dashmap(setup = gets::<Dash>)]
 fn get<S: Store>((store, keys): (S, Vec<String>)) -> S {
@@ -255,7 +220,7 @@ fn puts<S: Store>() -> (S, Vec<(String, Arc<Pod>)>) {
 }
 
 #[library_benchmark]
-#[bench::larder(setup = puts::<Larder>)]
+#[bench::larder(setup = puts::<Indexed>)]
 #[bench::larder_no_index(setup = puts::<Plain>)]
 #[bench::rwlock_hashmap(setup = puts::<Locked>)]
 #[bench::dashmap(setup = puts::<Dash>)]
@@ -277,7 +242,7 @@ fn namespaces<S: Store>() -> (S, Vec<String>) {
 }
 
 #[library_benchmark]
-#[bench::larder(setup = namespaces::<Larder>)]
+#[bench::larder(setup = namespaces::<Indexed>)]
 #[bench::rwlock_hashmap_scan(setup = namespaces::<Locked>)]
 #[bench::dashmap_scan(setup = namespaces::<Dash>)]
 fn by_index<S: Store>((store, namespaces): (S, Vec<String>)) -> S {
@@ -302,7 +267,7 @@ fn events<S: Store>() -> (S, Vec<Event>) {
 }
 
 #[library_benchmark]
-#[bench::larder(setup = events::<Larder>)]
+#[bench::larder(setup = events::<Indexed>)]
 #[bench::larder_no_index(setup = events::<Plain>)]
 #[bench::rwlock_hashmap(setup = events::<Locked>)]
 #[bench::kube_rs_index_fns(setup = events::<LockedIndexFns>)]

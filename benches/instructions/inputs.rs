@@ -60,3 +60,24 @@ pub fn zipf(universe: usize, exponent: f64, len: usize, stream: u64) -> Vec<u64>
         .map(|_| key(zipf.sample(&mut rng) as u64))
         .collect()
 }
+
+/// quick_cache's sync cache of `u64 -> u64` with the fixed hasher.
+pub type QuickCache =
+    quick_cache::sync::Cache<u64, u64, quick_cache::UnitWeighter, ahash::RandomState>;
+
+/// A [`QuickCache`] for about `items` entries, bounded at `weight`, with 8
+/// shards (what quick_cache picks on two cores).
+pub fn quick_cache(items: usize, weight: u64) -> QuickCache {
+    let options = quick_cache::OptionsBuilder::new()
+        .estimated_items_capacity(items)
+        .weight_capacity(weight)
+        .shards(8)
+        .build()
+        .expect("valid options");
+    QuickCache::with_options(
+        options,
+        quick_cache::UnitWeighter,
+        hasher(),
+        Default::default(),
+    )
+}

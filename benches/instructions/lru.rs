@@ -22,12 +22,10 @@ use gungraun::{library_benchmark, library_benchmark_group};
 use larder::{LruCache, LruPolicy};
 use parking_lot::Mutex;
 
-use crate::inputs::{OPS, fresh, hasher, scattered, zipf};
+use crate::inputs::{OPS, QuickCache, fresh, hasher, quick_cache, scattered, zipf};
 
 /// The bounded caches' capacity.
 const CAPACITY: usize = 10_000;
-
-type Quick = quick_cache::sync::Cache<u64, u64, quick_cache::UnitWeighter, ahash::RandomState>;
 
 trait Bounded: Sized {
     fn build(capacity: usize) -> Self;
@@ -38,7 +36,7 @@ trait Bounded: Sized {
 
 /// larder's cache under policy `P` (0 exact LRU, 1 CLOCK, 2 S3-FIFO).
 struct Larder<const P: u8>(LruCache<u64, u64, ahash::RandomState>);
-struct Quickcache(Quick);
+struct Quickcache(QuickCache);
 struct LockedLru(Mutex<::lru::LruCache<u64, u64, ahash::RandomState>>);
 struct Moka(moka::sync::Cache<u64, u64, ahash::RandomState>);
 
@@ -75,18 +73,7 @@ impl<const P: u8> Bounded for Larder<P> {
 
 impl Bounded for Quickcache {
     fn build(capacity: usize) -> Self {
-        let options = quick_cache::OptionsBuilder::new()
-            .estimated_items_capacity(capacity)
-            .weight_capacity(capacity as u64)
-            .shards(8)
-            .build()
-            .expect("valid options");
-        Self(Quick::with_options(
-            options,
-            quick_cache::UnitWeighter,
-            hasher(),
-            Default::default(),
-        ))
+        Self(quick_cache(capacity, capacity as u64))
     }
     #[inline]
     fn get(&self, key: u64) -> Option<u64> {

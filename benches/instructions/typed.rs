@@ -18,12 +18,10 @@ use dashmap::DashMap;
 use gungraun::{library_benchmark, library_benchmark_group};
 use larder::TypedCache;
 
-use crate::inputs::{OPS, drawn, fresh, hasher, scattered};
+use crate::inputs::{OPS, QuickCache, drawn, fresh, hasher, quick_cache, scattered};
 
 /// Keys held before a benchmark starts.
 const HELD: usize = 10_000;
-
-type Quick = quick_cache::sync::Cache<u64, u64, quick_cache::UnitWeighter, ahash::RandomState>;
 
 trait InitOnce: Sized {
     fn build() -> Self;
@@ -36,7 +34,7 @@ trait InitOnceAsync: Sized {
 }
 
 struct Larder(TypedCache<u64, u64, ahash::RandomState>);
-struct Quickcache(Quick);
+struct Quickcache(QuickCache);
 struct Moka(moka::sync::Cache<u64, u64, ahash::RandomState>);
 struct MokaAsync(moka::future::Cache<u64, u64, ahash::RandomState>);
 struct DashOnce(DashMap<u64, Arc<OnceLock<u64>>, ahash::RandomState>);
@@ -51,18 +49,7 @@ fn larder() -> Larder {
 }
 
 fn quick() -> Quickcache {
-    let options = quick_cache::OptionsBuilder::new()
-        .estimated_items_capacity(2 * HELD)
-        .weight_capacity(4 * HELD as u64)
-        .shards(8)
-        .build()
-        .expect("valid options");
-    Quickcache(Quick::with_options(
-        options,
-        quick_cache::UnitWeighter,
-        hasher(),
-        Default::default(),
-    ))
+    Quickcache(quick_cache(2 * HELD, 4 * HELD as u64))
 }
 
 impl InitOnce for Larder {

@@ -272,7 +272,9 @@ impl InformerStore for KubeRs {
 pub struct KubeRsPlusIndexFunctions(KubeRs);
 
 impl KubeRsPlusIndexFunctions {
-    fn values(pod: &Pod) -> [Vec<Arc<str>>; 2] {
+    /// The two index functions' values for `pod`, kept as larder keeps them
+    /// (sorted, deduplicated shared strings).
+    pub fn values(pod: &Pod) -> [Vec<Arc<str>>; 2] {
         let namespace = namespace_of(pod).into_iter().map(Arc::from).collect();
         let mut labels: Vec<Arc<str>> = labels_of(pod).into_iter().map(Arc::from).collect();
         labels.sort_unstable();
