@@ -81,3 +81,13 @@ pub fn quick_cache(items: usize, weight: u64) -> QuickCache {
         Default::default(),
     )
 }
+
+/// quick_cache's load-on-miss call with an init that cannot fail (the key
+/// is its own value).
+#[inline]
+pub fn quick_cache_get_or_init(cache: &QuickCache, key: u64) -> u64 {
+    match cache.get_or_insert_with(&key, || Ok::<_, std::convert::Infallible>(key)) {
+        Ok(value) => value,
+        Err(never) => match never {},
+    }
+}

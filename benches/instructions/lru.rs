@@ -22,7 +22,9 @@ use gungraun::{library_benchmark, library_benchmark_group};
 use larder::{LruCache, LruPolicy};
 use parking_lot::Mutex;
 
-use crate::inputs::{OPS, QuickCache, fresh, hasher, quick_cache, scattered, zipf};
+use crate::inputs::{
+    OPS, QuickCache, fresh, hasher, quick_cache, quick_cache_get_or_init, scattered, zipf,
+};
 
 /// The bounded caches' capacity.
 const CAPACITY: usize = 10_000;
@@ -85,13 +87,7 @@ impl Bounded for Quickcache {
     }
     #[inline]
     fn get_or_init(&self, key: u64) -> u64 {
-        match self
-            .0
-            .get_or_insert_with(&key, || Ok::<_, std::convert::Infallible>(key))
-        {
-            Ok(value) => value,
-            Err(never) => match never {},
-        }
+        quick_cache_get_or_init(&self.0, key)
     }
 }
 

@@ -18,7 +18,9 @@ use dashmap::DashMap;
 use gungraun::{library_benchmark, library_benchmark_group};
 use larder::TypedCache;
 
-use crate::inputs::{OPS, QuickCache, drawn, fresh, hasher, quick_cache, scattered};
+use crate::inputs::{
+    OPS, QuickCache, drawn, fresh, hasher, quick_cache, quick_cache_get_or_init, scattered,
+};
 
 /// Keys held before a benchmark starts.
 const HELD: usize = 10_000;
@@ -68,13 +70,7 @@ impl InitOnce for Quickcache {
     }
     #[inline]
     fn get_or_init(&self, key: u64) -> u64 {
-        match self
-            .0
-            .get_or_insert_with(&key, || Ok::<_, std::convert::Infallible>(key))
-        {
-            Ok(value) => value,
-            Err(never) => match never {},
-        }
+        quick_cache_get_or_init(&self.0, key)
     }
 }
 
