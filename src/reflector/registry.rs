@@ -278,6 +278,10 @@ impl<K, V> Registry<K, V> {
 /// let delivering = tokio::spawn(delivery);
 /// let revision = source.put("b".to_string(), 2);
 /// handle.wait_for_revision(revision).await.unwrap();
+/// // `has_synced`: the handler has been given the content it joined with.
+/// while !registration.has_synced() {
+///     tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+/// }
 ///
 /// registration.remove(); // its delivery drains nothing more and ends
 /// delivering.await.unwrap();
