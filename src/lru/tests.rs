@@ -1,5 +1,6 @@
-//! Unit tests of the sequential core and the wrapper's internals, with
-//! `check_invariants` after every operation.
+//! Unit tests of the engine shard under exact LRU and CLOCK (`crate::cache`)
+//! and of the wrapper's internals, with `check_invariants` after every
+//! operation.
 
 use std::collections::VecDeque;
 
