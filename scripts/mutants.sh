@@ -43,8 +43,8 @@ selection() {
       echo "lru:: | lru lru_hostile lru_weights lru_stress lru_hit_ratio cache_stats async_flight | lru lru_resize lru_weights flight_waiters" ;;
     src/lru/load.rs | src/lru/load_async.rs)
       echo "lru:: flight:: | async_flight cache_stats lru lru_hostile | flight_async flight_waiters lru" ;;
-    src/lru/s3fifo.rs | src/lru/ghost.rs | src/lru/core.rs | src/lru/clock.rs)
-      echo "lru:: | lru lru_hostile lru_weights lru_stress lru_hit_ratio lru_offline_refs cache_stats | lru lru_resize lru_weights" ;;
+    src/cache | src/cache/*)
+      echo "cache:: lru:: | lru lru_hostile lru_weights lru_stress lru_hit_ratio lru_offline_refs cache_stats | lru lru_resize lru_weights" ;;
     src/indexed/core.rs)
       echo "indexed:: | indexed indexed_hostile | indexed indexed_revision" ;;
     src/snapshot | src/snapshot/*)
@@ -69,7 +69,7 @@ selection() {
 files=("$@")
 if [[ ${#files[@]} -eq 0 ]]; then
   files=(src/typed/raw.rs src/typed/core.rs src/flight/ src/sync.rs src/lru/cache.rs src/lru/write.rs
-    src/lru/s3fifo.rs src/lru/ghost.rs src/lru/clock.rs src/lru/core.rs src/indexed/core.rs src/snapshot/
+    src/cache/ src/indexed/core.rs src/snapshot/
     src/ordered/partitioned.rs src/ordered/wait.rs src/wait.rs src/workqueue/)
 fi
 

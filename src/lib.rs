@@ -321,6 +321,7 @@ pub struct BenchmarksDoctests;
 #[doc = include_str!("../docs/workqueue.md")]
 pub struct WorkQueueGuideDoctests;
 
+mod cache;
 mod error;
 mod flight;
 mod indexed;

@@ -7,8 +7,8 @@ use std::marker::PhantomData;
 
 use super::cache::ValueListener;
 use super::load::infallible;
-use super::weight::Weigher;
 use super::{LoadingLruCache, LruCache, LruPolicy};
+use crate::cache::Weigher;
 use crate::error::BuildError;
 use crate::removal::RemovalCause;
 use crate::sync::Arc;
@@ -31,7 +31,7 @@ pub(crate) fn validate(capacity: usize, shards: usize) -> Result<(), BuildError>
         return Err(BuildError::MoreShardsThanCapacity { shards, capacity });
     }
     // Any capacity from 1 up is fine: shards allocate as entries arrive,
-    // and a shard's share is held to `core::MAX_SHARD_CAPACITY` (see
+    // and a shard's share is held to `cache::MAX_SHARD_CAPACITY` (see
     // `cache::shard_capacity`).
     Ok(())
 }

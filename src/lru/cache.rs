@@ -1,10 +1,10 @@
-//! [`LruCache`]: the concurrent wrapper that shards [`Core`]s (exact LRU or
-//! CLOCK) behind reader-writer locks.
+//! [`LruCache`]: the concurrent wrapper that shards the engine's
+//! [`PolicyShard`]s (exact LRU, CLOCK or S3-FIFO) behind reader-writer locks.
 //!
 //! # Locks
 //!
 //! One `parking_lot::RwLock` per shard, padded to its own cache lines; the
-//! shard's core and its statistics counters live inside it. Writes take it
+//! shard's entries and its statistics counters live inside it. Writes take it
 //! exclusively; so do lookups under `LruPolicy::Exact` (a hit moves its
 //! entry). Lookups under `LruPolicy::Clock` (a hit sets an atomic bit),
 //! `peek`, `contains_key`, `len`, `to_vec` and `stats` take it shared. An
@@ -24,11 +24,10 @@
 use std::fmt;
 use std::hash::{BuildHasher, Hash};
 
-use super::core::MAX_SHARD_CAPACITY;
-use super::policy::Core;
+use super::policy::PolicyShard;
 use super::stats::{Counters, Lookups};
-use super::weight::Weigher;
 use super::{Listener, LruCacheBuilder, LruPolicy};
+use crate::cache::{MAX_SHARD_CAPACITY, Weigher};
 use crate::flight::FlightGroup;
 use crate::removal::{RemovalCause, notify};
 use crate::stats::CacheStats;
@@ -36,9 +35,10 @@ use crate::sync::{
     AtomicUsize, CachePadded, Mutex, Ordering, RwLock, RwLockReadGuard, RwLockWriteGuard,
 };
 
-/// The state of one shard: its core (exact LRU or CLOCK) and its counters.
-pub(crate) struct Shard<K, V> {
-    pub(crate) core: Core<K, V>,
+/// The state of one shard: its entries (under the cache's policy) and its
+/// counters.
+pub(crate) struct LockedShard<K, V> {
+    pub(crate) entries: PolicyShard<K, V>,
     pub(crate) counters: Counters,
 }
 
@@ -61,7 +61,7 @@ impl<K, V> ValueListener<K, V> {
 }
 
 /// A shard behind its lock, on cache lines of its own.
-pub(crate) type PaddedShard<K, V> = CachePadded<RwLock<Shard<K, V>>>;
+pub(crate) type PaddedShard<K, V> = CachePadded<RwLock<LockedShard<K, V>>>;
 
 /// A bounded, sharded, thread-safe LRU cache with statistics and
 /// single-flight load-on-miss.
@@ -316,8 +316,8 @@ impl<K, V, S> LruCache<K, V, S> {
         Self {
             shards: (0..shards)
                 .map(|i| {
-                    CachePadded::new(RwLock::new(Shard {
-                        core: Core::new(policy, shard_capacity(capacity, shards, i)),
+                    CachePadded::new(RwLock::new(LockedShard {
+                        entries: PolicyShard::new(policy, shard_capacity(capacity, shards, i)),
                         counters: Counters::default(),
                     }))
                 })
@@ -395,7 +395,7 @@ impl<K, V, S> LruCache<K, V, S> {
     /// assert_eq!(cache.len(), 1);
     /// ```
     pub fn len(&self) -> usize {
-        self.shards.iter().map(|s| s.read().core.len()).sum()
+        self.shards.iter().map(|s| s.read().entries.len()).sum()
     }
 
     /// The total weight of the entries: with a
@@ -423,7 +423,7 @@ impl<K, V, S> LruCache<K, V, S> {
     pub fn weighted_size(&self) -> usize {
         self.shards
             .iter()
-            .map(|s| s.read().core.weight() as usize)
+            .map(|s| s.read().entries.weight() as usize)
             .sum()
     }
 
@@ -436,7 +436,7 @@ impl<K, V, S> LruCache<K, V, S> {
     /// assert!(cache.is_empty());
     /// ```
     pub fn is_empty(&self) -> bool {
-        self.shards.iter().all(|s| s.read().core.len() == 0)
+        self.shards.iter().all(|s| s.read().entries.len() == 0)
     }
 
     /// The statistics: hits, misses, inserts, evictions, inits, init
@@ -468,8 +468,8 @@ impl<K, V, S> LruCache<K, V, S> {
         let mut weight = 0;
         for shard in &guards {
             shard.counters.add_to(&mut stats);
-            stats.len += shard.core.len();
-            weight += shard.core.weight() as usize;
+            stats.len += shard.entries.len();
+            weight += shard.entries.weight() as usize;
         }
         stats.weighted_size = self.weigher.is_some().then_some(weight);
         let (hits, misses) = self.lookups.totals();
@@ -526,7 +526,7 @@ impl<K, V, S> LruCache<K, V, S> {
         let removed: Vec<_> = self
             .shards
             .iter()
-            .map(|shard| shard.write().core.take_all())
+            .map(|shard| shard.write().entries.take_all())
             .collect();
         self.dispose(removed.into_iter().flatten(), RemovalCause::Cleared);
     }
@@ -539,9 +539,9 @@ impl<K, V, S> LruCache<K, V, S> {
         let (mut len, mut weight) = (0, 0);
         for shard in self.shards.iter() {
             let shard = shard.read();
-            shard.core.check_invariants();
-            len += shard.core.len();
-            weight += shard.core.weight();
+            shard.entries.check_invariants();
+            len += shard.entries.len();
+            weight += shard.entries.weight();
         }
         assert!(
             len <= self.capacity(),
@@ -576,19 +576,19 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
     /// shard's keys still differ in the low bits (the table's bucket index)
     /// and the top 7 bits (hashbrown's tag).
     #[inline]
-    pub(crate) fn shard(&self, hash: u64) -> &RwLock<Shard<K, V>> {
+    pub(crate) fn shard(&self, hash: u64) -> &RwLock<LockedShard<K, V>> {
         let bits = (hash >> 24) as u32 as u64;
         let index = (bits * self.shards.len() as u64) >> 32;
         &self.shards[index as usize]
     }
 
     #[inline]
-    pub(crate) fn lock(&self, hash: u64) -> RwLockWriteGuard<'_, Shard<K, V>> {
+    pub(crate) fn lock(&self, hash: u64) -> RwLockWriteGuard<'_, LockedShard<K, V>> {
         self.shard(hash).write()
     }
 
     #[inline]
-    pub(crate) fn read(&self, hash: u64) -> RwLockReadGuard<'_, Shard<K, V>> {
+    pub(crate) fn read(&self, hash: u64) -> RwLockReadGuard<'_, LockedShard<K, V>> {
         self.shard(hash).read()
     }
 }
@@ -625,9 +625,9 @@ impl<K: Clone, V: Clone, S> LruCache<K, V, S> {
         let mut entries = Vec::new();
         for shard in self.shards.iter() {
             let shard = shard.read();
-            entries.reserve(shard.core.len());
+            entries.reserve(shard.entries.len());
             shard
-                .core
+                .entries
                 .for_each(|key, value| entries.push((key.clone(), value.clone())));
         }
         entries

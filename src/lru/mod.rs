@@ -2,16 +2,18 @@
 //! single-flight load-on-miss, the concurrent form of Python's
 //! `functools.lru_cache`.
 //!
-//! - `core.rs`: one shard's exact LRU, sequential (`&mut self`, no locks).
-//! - `clock.rs`: one shard's CLOCK (second chance), whose hits need only
-//!   `&self`; `policy.rs`: [`LruPolicy`] and the core of either kind.
-//! - `index.rs`: the hash table from key hash to node, shared by both cores.
+//! One shard's entries and eviction are the engine's (`crate::cache`:
+//! exact LRU, CLOCK, S3-FIFO); this module is the concurrent face.
+//!
+//! - `policy.rs`: [`LruPolicy`], and the engine shard under the policy
+//!   chosen at run time.
 //! - `cache.rs`: the concurrent wrapper (one padded reader-writer lock per
 //!   shard); `read.rs`: its lookups (`get`, `get_with`,
 //!   `peek`, `peek_with`) and what a hit writes.
 //! - `load.rs`: load on miss through `crate::flight`, and [`LoadingLruCache`].
-//! - `write.rs`: `insert`, `remove`, `resize`; `weight.rs`: the weigher,
-//!   and the entries one insert evicts.
+//! - `load_async.rs`, `async_loading.rs`: async load on miss, and
+//!   [`AsyncLoadingLruCache`].
+//! - `write.rs`: `insert`, `remove`, `resize`.
 //! - `builder.rs`, `stats.rs`: configuration and the shard counters of
 //!   `cache_info()` (the crate's `CacheStats`).
 //!
@@ -20,16 +22,11 @@
 mod async_loading;
 mod builder;
 mod cache;
-mod clock;
-mod core;
-mod ghost;
 mod load;
 mod load_async;
 mod policy;
 mod read;
-mod s3fifo;
 mod stats;
-mod weight;
 mod write;
 
 pub use async_loading::AsyncLoadingLruCache;

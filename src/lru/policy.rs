@@ -1,10 +1,9 @@
-//! [`LruPolicy`], and [`Core`]: one shard's core under either policy.
+//! [`LruPolicy`], and [`PolicyShard`]: one engine shard under the policy
+//! chosen at run time.
 
 use std::borrow::Borrow;
 
-use super::clock::ClockCore;
-use super::core::{Inserted, LruCore};
-use super::s3fifo::S3FifoCore;
+use crate::cache::{Clock, Exact, Inserted, S3Fifo, Shard};
 
 /// How each shard of an [`LruCache`](super::LruCache) picks what to evict,
 /// and so which lock a hit takes. Set with
@@ -85,41 +84,41 @@ impl LruPolicy {
     }
 }
 
-/// One shard's sequential core, under its cache's policy.
-pub(crate) enum Core<K, V> {
-    Exact(LruCore<K, V>),
-    Clock(ClockCore<K, V>),
-    S3Fifo(S3FifoCore<K, V>),
+/// One engine shard under the cache's policy.
+pub(crate) enum PolicyShard<K, V> {
+    Exact(Shard<K, V, Exact>),
+    Clock(Shard<K, V, Clock>),
+    S3Fifo(Shard<K, V, S3Fifo>),
 }
 
-/// Forwards a call to whichever core this is.
-macro_rules! either {
-    ($core:expr, $c:ident => $call:expr) => {
-        match $core {
-            Core::Exact($c) => $call,
-            Core::Clock($c) => $call,
-            Core::S3Fifo($c) => $call,
+/// Forwards a call to the shard of whichever policy this is.
+macro_rules! dispatch {
+    ($shard:expr, $s:ident => $call:expr) => {
+        match $shard {
+            PolicyShard::Exact($s) => $call,
+            PolicyShard::Clock($s) => $call,
+            PolicyShard::S3Fifo($s) => $call,
         }
     };
 }
 
-impl<K, V> Core<K, V> {
+impl<K, V> PolicyShard<K, V> {
     pub(crate) fn new(policy: LruPolicy, capacity: usize) -> Self {
         match policy {
-            LruPolicy::Exact => Self::Exact(LruCore::new(capacity)),
-            LruPolicy::Clock => Self::Clock(ClockCore::new(capacity)),
-            LruPolicy::S3Fifo => Self::S3Fifo(S3FifoCore::new(capacity)),
+            LruPolicy::Exact => Self::Exact(Shard::new(capacity)),
+            LruPolicy::Clock => Self::Clock(Shard::new(capacity)),
+            LruPolicy::S3Fifo => Self::S3Fifo(Shard::new(capacity)),
         }
     }
 
     #[inline]
     pub(crate) fn len(&self) -> usize {
-        either!(self, c => c.len())
+        dispatch!(self, s => s.len())
     }
 
     #[cfg(any(test, loom))]
     pub(crate) fn capacity(&self) -> usize {
-        either!(self, c => c.capacity())
+        dispatch!(self, s => s.capacity())
     }
 
     pub(crate) fn contains<Q>(&self, hash: u64, key: &Q) -> bool
@@ -127,26 +126,21 @@ impl<K, V> Core<K, V> {
         K: Borrow<Q>,
         Q: ?Sized + Eq,
     {
-        either!(self, c => c.contains(hash, key))
+        dispatch!(self, s => s.contains(hash, key))
     }
 
-    /// A hit under the exclusive lock (either policy).
+    /// A hit under the exclusive lock (any policy).
     #[inline]
     pub(crate) fn get<Q>(&mut self, hash: u64, key: &Q) -> Option<&V>
     where
         K: Borrow<Q>,
         Q: ?Sized + Eq,
     {
-        match self {
-            Self::Exact(c) => c.get(hash, key),
-            Self::Clock(c) => c.get(hash, key),
-            Self::S3Fifo(c) => c.get(hash, key),
-        }
+        dispatch!(self, s => s.get(hash, key))
     }
 
-    /// A hit under the shared lock: marks the use under `Clock`. Under
-    /// `Exact` a use needs the exclusive lock, so the cache never calls this
-    /// there (it would be a `peek`).
+    /// A hit under the shared lock. Under `Exact` a use needs the exclusive
+    /// lock, so the cache never calls this there (it would be a `peek`).
     #[inline]
     pub(crate) fn get_shared<Q>(&self, hash: u64, key: &Q) -> Option<&V>
     where
@@ -154,12 +148,12 @@ impl<K, V> Core<K, V> {
         Q: ?Sized + Eq,
     {
         match self {
-            Self::Exact(c) => {
+            Self::Exact(s) => {
                 debug_assert!(false, "larder: a shared-lock hit on an exact LRU shard");
-                c.peek(hash, key)
+                s.peek(hash, key)
             }
-            Self::Clock(c) => c.get(hash, key),
-            Self::S3Fifo(c) => c.get(hash, key),
+            Self::Clock(s) => s.get_shared(hash, key),
+            Self::S3Fifo(s) => s.get_shared(hash, key),
         }
     }
 
@@ -168,7 +162,7 @@ impl<K, V> Core<K, V> {
         K: Borrow<Q>,
         Q: ?Sized + Eq,
     {
-        either!(self, c => c.peek(hash, key))
+        dispatch!(self, s => s.peek(hash, key))
     }
 
     /// Inserts the key's value of `weight` (at least 1), evicting until it
@@ -178,13 +172,13 @@ impl<K, V> Core<K, V> {
     where
         K: Eq,
     {
-        either!(self, c => c.insert(hash, key, value, weight))
+        dispatch!(self, s => s.insert(hash, key, value, weight))
     }
 
     /// The sum of the entries' weights (`len` when unweighted).
     #[inline]
     pub(crate) fn weight(&self) -> u64 {
-        either!(self, c => c.weight())
+        dispatch!(self, s => s.weight())
     }
 
     pub(crate) fn remove<Q>(&mut self, hash: u64, key: &Q) -> Option<(K, V)>
@@ -192,38 +186,34 @@ impl<K, V> Core<K, V> {
         K: Borrow<Q>,
         Q: ?Sized + Eq,
     {
-        either!(self, c => c.remove(hash, key))
+        dispatch!(self, s => s.remove(hash, key))
     }
 
     pub(crate) fn set_capacity(&mut self, capacity: usize, evicted: &mut Vec<(K, V)>) {
-        either!(self, c => c.set_capacity(capacity, evicted))
+        dispatch!(self, s => s.set_capacity(capacity, evicted))
     }
 
     #[cfg(loom)]
     pub(crate) fn evict_overflow(&mut self, evicted: &mut Vec<(K, V)>) {
-        either!(self, c => c.evict_overflow(evicted))
+        dispatch!(self, s => s.evict_overflow(evicted))
     }
 
     #[cfg(loom)]
     pub(crate) fn set_capacity_lazily(&mut self, capacity: usize) {
-        either!(self, c => c.set_capacity_lazily(capacity))
+        dispatch!(self, s => s.set_capacity_lazily(capacity))
     }
 
     pub(crate) fn take_all(&mut self) -> Vec<(K, V)> {
-        either!(self, c => c.take_all())
+        dispatch!(self, s => s.take_all())
     }
 
     /// Calls `f` with each entry, most recently used first (see
-    /// [`LruPolicy`] for what that means under `Clock`).
-    pub(crate) fn for_each(&self, mut f: impl FnMut(&K, &V)) {
-        match self {
-            Self::Exact(c) => c.iter().for_each(|(k, v)| f(k, v)),
-            Self::Clock(c) => c.for_each(f),
-            Self::S3Fifo(c) => c.for_each(f),
-        }
+    /// [`LruPolicy`] for what that means under `Clock` and `S3Fifo`).
+    pub(crate) fn for_each(&self, f: impl FnMut(&K, &V)) {
+        dispatch!(self, s => s.for_each(f))
     }
 
     pub(crate) fn check_invariants(&self) {
-        either!(self, c => c.check_invariants())
+        dispatch!(self, s => s.check_invariants())
     }
 }

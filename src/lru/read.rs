@@ -149,7 +149,7 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
         let shard = &mut *guard;
         #[cfg(loom)]
         if self.fault == super::Fault::RacyStats {
-            let found = shard.core.get(hash, key).map(project);
+            let found = shard.entries.get(hash, key).map(project);
             drop(guard);
             // BROKEN on purpose: a counter read and written back in two
             // steps, outside the lock (lost updates).
@@ -158,7 +158,7 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
             self.racy_requests.store(n + 1, Ordering::SeqCst);
             return found;
         }
-        match shard.core.get(hash, key) {
+        match shard.entries.get(hash, key) {
             Some(value) => {
                 // Counted before `project` runs, so a panicking projection
                 // leaves the counters matching the lookups made.
@@ -185,13 +185,13 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
         if self.fault == super::Fault::LateReferenceBit {
             // BROKEN on purpose: the lookup and the use are two critical
             // sections, so the hand may pass in between.
-            let found = self.read(hash).core.peek(hash, key).map(project);
-            let _ = self.read(hash).core.get_shared(hash, key);
+            let found = self.read(hash).entries.peek(hash, key).map(project);
+            let _ = self.read(hash).entries.get_shared(hash, key);
             self.lookups.record(found.is_some());
             return found;
         }
         let shard = self.read(hash);
-        let found = shard.core.get_shared(hash, key);
+        let found = shard.entries.get_shared(hash, key);
         #[cfg(loom)]
         if self.fault == super::Fault::RacyStats {
             // BROKEN on purpose: a counter read and written back in two
@@ -229,7 +229,7 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
         V: Clone,
     {
         let hash = self.hash(key);
-        self.read(hash).core.peek(hash, key).cloned()
+        self.read(hash).entries.peek(hash, key).cloned()
     }
 
     /// Calls `f` with the value of `key` under the shard's shared lock,
@@ -260,7 +260,7 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
         Q: ?Sized + Hash + Eq,
     {
         let hash = self.hash(key);
-        self.read(hash).core.peek(hash, key).map(f)
+        self.read(hash).entries.peek(hash, key).map(f)
     }
 
     /// Whether `key` is present (no recency change, not counted).
@@ -279,6 +279,6 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
         Q: ?Sized + Hash + Eq,
     {
         let hash = self.hash(key);
-        self.read(hash).core.contains(hash, key)
+        self.read(hash).entries.contains(hash, key)
     }
 }

@@ -1,13 +1,13 @@
-//! Unit tests of the sequential core and the wrapper's internals, with
-//! `check_invariants` after every operation.
+//! Unit tests of the engine shard under exact LRU and CLOCK (`crate::cache`)
+//! and of the wrapper's internals, with `check_invariants` after every
+//! operation.
 
 use std::collections::VecDeque;
 
 use proptest::prelude::*;
 
-use super::clock::ClockCore;
-use super::core::LruCore;
 use super::{LruCache, LruPolicy};
+use crate::cache::{Clock, Exact, Shard};
 
 /// A trivially correct LRU: a deque of (key, value), front = most recent.
 struct Model {
@@ -73,7 +73,7 @@ fn op() -> impl Strategy<Value = Op> {
 proptest! {
     #[test]
     fn core_matches_the_deque_model(capacity in 1usize..10, ops in prop::collection::vec(op(), 1..200)) {
-        let mut core = LruCore::<u8, u32>::new(capacity);
+        let mut core = Shard::<u8, u32, Exact>::new(capacity);
         let mut model = Model { entries: VecDeque::new(), capacity };
         for op in ops {
             match op {
@@ -93,7 +93,7 @@ proptest! {
                     let expected = model.position(k).map(|at| model.entries.remove(at).unwrap());
                     prop_assert_eq!(core.remove(weak_hash(k), &k), expected);
                 }
-                Op::PopLru => prop_assert_eq!(core.pop_lru(), model.entries.pop_back()),
+                Op::PopLru => prop_assert_eq!(core.pop_victim(), model.entries.pop_back()),
                 Op::SetCapacity(c) => {
                     let mut evicted = Vec::new();
                     core.set_capacity(c, &mut evicted);
@@ -113,7 +113,7 @@ proptest! {
                 }
             }
             core.check_invariants();
-            let order: Vec<_> = core.iter().map(|(k, v)| (*k, *v)).collect();
+            let order: Vec<_> = { let mut order = Vec::new(); core.for_each(|k, v| order.push((*k, *v))); order };
             let expected: Vec<_> = model.entries.iter().copied().collect();
             prop_assert_eq!(order, expected);
         }
@@ -173,7 +173,7 @@ impl ClockModel {
         self.ring.push((key, value, false));
         (None, None)
     }
-    /// Most recent first, as `ClockCore::for_each` promises.
+    /// Most recent first, as the CLOCK shard's `for_each` promises.
     fn order(&self) -> Vec<(u8, u32)> {
         let n = self.ring.len();
         let mut out = Vec::new();
@@ -192,7 +192,7 @@ impl ClockModel {
 proptest! {
     #[test]
     fn clock_core_matches_the_ring_model(capacity in 1usize..10, ops in prop::collection::vec(op(), 1..200)) {
-        let mut core = ClockCore::<u8, u32>::new(capacity);
+        let mut core = Shard::<u8, u32, Clock>::new(capacity);
         let mut model = ClockModel { ring: Vec::new(), hand: 0, capacity };
         for op in ops {
             match op {
@@ -213,7 +213,7 @@ proptest! {
                     prop_assert_eq!(core.remove(weak_hash(k), &k), expected);
                 }
                 Op::PopLru => {
-                    // CLOCK has no `pop_lru`; shrinking by one evicts the
+                    // Shrinking by one evicts the
                     // same way.
                     if model.capacity > 1 {
                         let mut evicted = Vec::new();
@@ -258,7 +258,7 @@ proptest! {
 
 #[test]
 fn clock_gives_a_hit_entry_a_second_chance() {
-    let mut core = ClockCore::<u32, u32>::new(3);
+    let mut core = Shard::<u32, u32, Clock>::new(3);
     for k in 0..3 {
         core.insert(u64::from(k), k, k, 1);
     }
@@ -277,7 +277,7 @@ fn clock_gives_a_hit_entry_a_second_chance() {
 
 #[test]
 fn a_full_core_recycles_its_least_recent_node() {
-    let mut core = LruCore::<u32, u32>::new(3);
+    let mut core = Shard::<u32, u32, Exact>::new(3);
     for k in 0..3 {
         core.insert(u64::from(k), k, k, 1);
     }
@@ -285,13 +285,14 @@ fn a_full_core_recycles_its_least_recent_node() {
     let inserted = core.insert(9, 9, 9, 1);
     assert_eq!(inserted.evicted.single(), Some((1, 1)));
     core.check_invariants();
-    let order: Vec<_> = core.iter().map(|(k, _)| *k).collect();
+    let mut order = Vec::new();
+    core.for_each(|k, _| order.push(*k));
     assert_eq!(order, [9, 0, 2]);
 }
 
 #[test]
 fn removing_the_middle_moves_the_last_node_into_the_hole() {
-    let mut core = LruCore::<u32, u32>::new(8);
+    let mut core = Shard::<u32, u32, Exact>::new(8);
     for k in 0..5 {
         core.insert(u64::from(k) * 7, k, k * 10, 1);
     }
@@ -301,7 +302,8 @@ fn removing_the_middle_moves_the_last_node_into_the_hole() {
     assert_eq!(core.remove(0, &0), Some((0, 0)));
     assert_eq!(core.remove(28, &4), Some((4, 40)));
     core.check_invariants();
-    let order: Vec<_> = core.iter().map(|(k, _)| *k).collect();
+    let mut order = Vec::new();
+    core.for_each(|k, _| order.push(*k));
     assert_eq!(order, [3, 2]);
 }
 
@@ -315,14 +317,14 @@ fn shards_split_the_capacity_exactly() {
     let caps: Vec<_> = cache
         .shards
         .iter()
-        .map(|s| s.read().core.capacity())
+        .map(|s| s.read().entries.capacity())
         .collect();
     assert_eq!(caps, [3, 3, 2, 2]);
     cache.resize(7).unwrap();
     let caps: Vec<_> = cache
         .shards
         .iter()
-        .map(|s| s.read().core.capacity())
+        .map(|s| s.read().entries.capacity())
         .collect();
     assert_eq!(caps, [2, 2, 2, 1]);
 }
@@ -357,7 +359,7 @@ fn wrapper_keeps_every_shard_consistent_under(policy: LruPolicy) {
             }
         }
         for shard in cache.shards.iter() {
-            shard.read().core.check_invariants();
+            shard.read().entries.check_invariants();
         }
         assert!(cache.len() <= cache.capacity());
     }

@@ -14,10 +14,10 @@ use std::borrow::Borrow;
 use std::hash::{BuildHasher, Hash};
 
 use super::LruCache;
-use super::core::Inserted;
 #[cfg(loom)]
-use super::weight::Evicted;
-use super::weight::weigh;
+use crate::cache::Evicted;
+use crate::cache::Inserted;
+use crate::cache::weigh;
 use crate::error::BuildError;
 use crate::removal::{RemovalCause, notify};
 use std::panic::resume_unwind;
@@ -86,7 +86,7 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
             return self.insert_split(hash, key, value, weight);
         }
         let mut shard = self.lock(hash);
-        let inserted = shard.core.insert(hash, key, value, weight);
+        let inserted = shard.entries.insert(hash, key, value, weight);
         let counters = &mut shard.counters;
         counters.inserts += 1;
         counters.evictions += inserted.evicted.len() as u64;
@@ -99,17 +99,19 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
     #[cfg(loom)]
     fn insert_split(&self, hash: u64, key: K, value: V, weight: u32) -> Inserted<K, V> {
         let mut shard = self.lock(hash);
-        let capacity = shard.core.capacity();
-        shard.core.set_capacity_lazily(capacity + weight as usize);
-        let mut inserted = shard.core.insert(hash, key, value, weight);
-        shard.core.set_capacity_lazily(capacity);
+        let capacity = shard.entries.capacity();
+        shard
+            .entries
+            .set_capacity_lazily(capacity + weight as usize);
+        let mut inserted = shard.entries.insert(hash, key, value, weight);
+        shard.entries.set_capacity_lazily(capacity);
         shard.counters.inserts += 1;
         drop(shard);
         let mut evicted: Vec<_> = std::mem::replace(&mut inserted.evicted, Evicted::none())
             .into_iter()
             .collect();
         let mut shard = self.lock(hash);
-        shard.core.evict_overflow(&mut evicted);
+        shard.entries.evict_overflow(&mut evicted);
         shard.counters.evictions += evicted.len() as u64;
         drop(shard);
         for entry in evicted {
@@ -180,7 +182,7 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
         Q: ?Sized + Hash + Eq,
     {
         let hash = self.hash(key);
-        let removed = self.lock(hash).core.remove(hash, key);
+        let removed = self.lock(hash).entries.remove(hash, key);
         let (key, value) = removed?;
         let Some(listener) = &self.listener else {
             return Some(value);
@@ -241,7 +243,7 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
             {
                 let mut shard = shard.write();
                 let target = super::cache::shard_capacity(capacity, shards, index);
-                shard.core.set_capacity(target, &mut evicted);
+                shard.entries.set_capacity(target, &mut evicted);
                 shard.counters.evictions += evicted.len() as u64;
             }
             self.dispose(evicted, RemovalCause::Evicted);

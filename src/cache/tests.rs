@@ -5,9 +5,11 @@ use std::collections::{HashMap, HashSet, VecDeque};
 
 use proptest::prelude::*;
 
-use super::S3FifoCore;
-use crate::lru::core::LruCore;
-use crate::lru::ghost::{bucket_of, fingerprint, ghost_target, shape};
+use super::ghost::{bucket_of, fingerprint, ghost_target, shape};
+use super::{Exact, S3Fifo, Shard};
+
+type S3FifoShard<K, V> = Shard<K, V, S3Fifo>;
+type ExactShard<K, V> = Shard<K, V, Exact>;
 
 fn hash(key: u32) -> u64 {
     // Distinct keys, distinct hashes: the model compares by key.
@@ -15,11 +17,11 @@ fn hash(key: u32) -> u64 {
 }
 
 /// Whether the core's ghost remembers `hash` (looked at without taking it).
-fn remembered(core: &S3FifoCore<u32, u32>, hash: u64) -> bool {
-    core.ghost.remembers(hash)
+fn remembered(core: &S3FifoShard<u32, u32>, hash: u64) -> bool {
+    core.policy.ghost.remembers(hash)
 }
 
-fn keys(core: &S3FifoCore<u32, u32>) -> Vec<u32> {
+fn keys(core: &S3FifoShard<u32, u32>) -> Vec<u32> {
     let mut out = Vec::new();
     core.for_each(|k, _| out.push(*k));
     out
@@ -28,7 +30,7 @@ fn keys(core: &S3FifoCore<u32, u32>) -> Vec<u32> {
 #[test]
 fn the_small_queue_share_is_a_share_of_the_weight() {
     // Capacity 64: small's share is a weight of 2.
-    let mut core = S3FifoCore::new(64);
+    let mut core = S3FifoShard::<u32, u32>::new(64);
     for k in 0..32 {
         core.insert(hash(k), k, k, 2);
         core.get(hash(k), &k);
@@ -46,7 +48,7 @@ fn the_small_queue_share_is_a_share_of_the_weight() {
 
 #[test]
 fn new_keys_enter_small_and_used_ones_survive_a_flood() {
-    let mut core = S3FifoCore::new(10);
+    let mut core = S3FifoShard::<u32, u32>::new(10);
     // Hot keys 0..5, each used twice.
     for k in 0..5 {
         core.insert(hash(k), k, k, 1);
@@ -68,7 +70,7 @@ fn new_keys_enter_small_and_used_ones_survive_a_flood() {
 fn exact_lru_loses_the_hot_set_to_the_same_flood() {
     // The negative of the test above: the flood that S3-FIFO survives
     // empties an exact LRU of the same capacity.
-    let mut core = LruCore::new(10);
+    let mut core = ExactShard::<u32, u32>::new(10);
     for k in 0..5 {
         core.insert(hash(k), k, k, 1);
         core.get(hash(k), &k);
@@ -81,7 +83,7 @@ fn exact_lru_loses_the_hot_set_to_the_same_flood() {
 
 #[test]
 fn a_key_the_ghost_remembers_goes_to_main() {
-    let mut core = S3FifoCore::new(10);
+    let mut core = S3FifoShard::<u32, u32>::new(10);
     core.insert(hash(1), 1, 1, 1);
     // Push 1 out of small, unused: its hash goes to the ghost.
     for k in 10..20 {
@@ -100,8 +102,8 @@ fn a_key_the_ghost_remembers_goes_to_main() {
 /// A core of capacity 10 (small's share 1, a ghost of one bucket of 6
 /// places, an exact FIFO) filled with 0..10, then one-hit wonders from 100
 /// on until `evictions` keys have left small; returns them, oldest first.
-fn evicting(evictions: usize) -> (S3FifoCore<u32, u32>, Vec<u32>) {
-    let mut core = S3FifoCore::new(10);
+fn evicting(evictions: usize) -> (S3FifoShard<u32, u32>, Vec<u32>) {
+    let mut core = S3FifoShard::<u32, u32>::new(10);
     let mut evicted = Vec::new();
     for k in (0..10).chain(100..) {
         if evicted.len() == evictions {
@@ -119,7 +121,7 @@ fn evicting(evictions: usize) -> (S3FifoCore<u32, u32>, Vec<u32>) {
 #[test]
 fn the_ghost_remembers_as_many_evictions_as_it_has_places() {
     let (core, evicted) = evicting(6);
-    assert_eq!((core.ghost.room(), core.ghost.len()), (6, 6));
+    assert_eq!((core.policy.ghost.room(), core.policy.ghost.len()), (6, 6));
     assert!(evicted.iter().all(|&k| remembered(&core, hash(k))));
     let (core, evicted) = evicting(7);
     assert!(
@@ -146,21 +148,21 @@ fn a_readmitted_key_frees_its_place() {
         remembered(&core, hash(evicted[0])),
         "the oldest was forgotten though a place was free"
     );
-    assert_eq!(core.ghost.len(), 6);
+    assert_eq!(core.policy.ghost.len(), 6);
     core.check_invariants();
 }
 
 /// The ghost holds no memory until the first eviction.
 #[test]
 fn the_ghost_is_allocated_at_the_first_eviction() {
-    let mut core = S3FifoCore::new(3000);
+    let mut core = S3FifoShard::<u32, u32>::new(3000);
     for k in 0..3000 {
         core.insert(hash(k), k, k, 1);
     }
-    assert_eq!(core.ghost.allocated(), 0);
+    assert_eq!(core.policy.ghost.allocated(), 0);
     core.insert(hash(5000), 5000, 5000, 1);
-    assert_eq!(core.ghost.room(), 2000);
-    assert_eq!(core.ghost.allocated(), 2000 * 4);
+    assert_eq!(core.policy.ghost.room(), 2000);
+    assert_eq!(core.policy.ghost.allocated(), 2000 * 4);
 }
 
 /// With a weigher the ghost counts keys, not weight: two thirds of the
@@ -169,19 +171,19 @@ fn the_ghost_is_allocated_at_the_first_eviction() {
 fn a_weighted_ghost_counts_keys_not_weight() {
     // 250 entries of weight 4 fill a capacity of 1000: a ghost of 166
     // keys, 10 buckets of 16 (the unweighted ghost: 666).
-    let mut core = S3FifoCore::new(1000);
+    let mut core = S3FifoShard::<u32, u32>::new(1000);
     for k in 0..1000 {
         core.insert(hash(k), k, k, 4);
     }
     assert_eq!(core.len(), 250);
-    assert_eq!(core.ghost.room(), 160);
+    assert_eq!(core.policy.ghost.room(), 160);
     core.check_invariants();
 }
 
 /// Emptying the core empties the ghost: a key evicted before is new again.
 #[test]
 fn take_all_forgets_the_ghost() {
-    let mut core = S3FifoCore::new(10);
+    let mut core = S3FifoShard::<u32, u32>::new(10);
     core.insert(hash(1), 1, 1, 1);
     for k in 10..20 {
         core.insert(hash(k), k, k, 1);
@@ -189,7 +191,10 @@ fn take_all_forgets_the_ghost() {
     assert!(remembered(&core, hash(1)));
     assert_eq!(core.take_all().len(), 10);
     assert!(!remembered(&core, hash(1)));
-    assert_eq!((core.ghost.len(), core.ghost.allocated()), (0, 0));
+    assert_eq!(
+        (core.policy.ghost.len(), core.policy.ghost.allocated()),
+        (0, 0)
+    );
     core.check_invariants();
 }
 
@@ -198,7 +203,7 @@ fn take_all_forgets_the_ghost() {
 /// and small keeps its last entry.
 #[test]
 fn small_is_served_only_while_it_holds_its_share() {
-    let mut core = S3FifoCore::new(96);
+    let mut core = S3FifoShard::<u32, u32>::new(96);
     for k in 0..96 {
         core.insert(hash(k), k, k, 1);
         core.get(hash(k), &k);
@@ -207,7 +212,11 @@ fn small_is_served_only_while_it_holds_its_share() {
     // below its share of 2, then main's oldest unused entry (0) goes.
     let evicted = core.insert(hash(100), 100, 100, 1).evicted.single();
     assert_eq!(evicted, Some((0, 0)));
-    assert_eq!(core.small.len, 2, "small served below its share");
+    assert_eq!(
+        core.policy.small_len(core.entries()),
+        2,
+        "small served below its share"
+    );
     assert_eq!(keys(&core)[94..], [100, 95]);
     core.check_invariants();
 }
@@ -219,7 +228,7 @@ fn small_is_served_only_while_it_holds_its_share() {
 fn keys_sharing_a_fingerprint_are_one_ghost_member() {
     let (a, b) = ((1u64 << 40) | 0x5555, (2u64 << 40) | 0x5555);
     assert!((10..60).all(|k| hash(k) as u32 != 0x5555));
-    let mut core = S3FifoCore::new(10);
+    let mut core = S3FifoShard::<u32, u32>::new(10);
     core.insert(a, 1, 1, 1);
     for k in 10..20 {
         core.insert(hash(k), k, k, 1);
@@ -253,28 +262,34 @@ fn keys_sharing_a_fingerprint_are_one_ghost_member() {
 fn shrinking_the_capacity_frees_the_ghosts_memory() {
     // Capacity 3000: the ghost is full once 10,000 one-hit wonders have
     // gone through (2000 places, 125 buckets).
-    let mut core = S3FifoCore::new(3000);
+    let mut core = S3FifoShard::<u32, u32>::new(3000);
     for k in 0..10_000 {
         core.insert(hash(k), k, k, 1);
     }
-    assert_eq!((core.ghost.room(), core.ghost.len()), (2000, 2000));
+    assert_eq!(
+        (core.policy.ghost.room(), core.policy.ghost.len()),
+        (2000, 2000)
+    );
     let mut evicted = Vec::new();
     core.set_capacity(30, &mut evicted);
     // Two thirds of 30 is 20: one bucket of 16 places, full.
-    assert_eq!((core.ghost.room(), core.ghost.len()), (16, 16));
-    assert_eq!(core.ghost.allocated(), 64);
+    assert_eq!(
+        (core.policy.ghost.room(), core.policy.ghost.len()),
+        (16, 16)
+    );
+    assert_eq!(core.policy.ghost.allocated(), 64);
     core.check_invariants();
 }
 
 #[test]
 fn capacity_one_and_shrinking_keep_the_bound() {
-    let mut core = S3FifoCore::new(1);
+    let mut core = S3FifoShard::<u32, u32>::new(1);
     for k in 0..5 {
         let inserted = core.insert(hash(k), k, k, 1);
         assert_eq!(inserted.evicted.single().map(|(k, _)| k), k.checked_sub(1));
         core.check_invariants();
     }
-    let mut core = S3FifoCore::new(50);
+    let mut core = S3FifoShard::<u32, u32>::new(50);
     for k in 0..50 {
         core.insert(hash(k), k, k, 1);
         if k % 3 == 0 {
@@ -482,7 +497,7 @@ proptest! {
     /// values, the same evictions, the same queue order.
     #[test]
     fn agrees_with_the_model(capacity in 1..40usize, ops in prop::collection::vec(op(), 1..300)) {
-        let mut core = S3FifoCore::new(capacity);
+        let mut core = S3FifoShard::<u32, u32>::new(capacity);
         let mut model = Model::new(capacity);
         for op in ops {
             match op {
@@ -517,7 +532,7 @@ fn hit_ratio(trace: &[u32], mut access: impl FnMut(u32) -> bool) -> f64 {
 /// Hit ratio of an S3-FIFO core of `capacity` over `trace`, inserting on a
 /// miss.
 fn s3fifo_hit_ratio(trace: &[u32], capacity: usize) -> f64 {
-    let mut core = S3FifoCore::new(capacity);
+    let mut core = S3FifoShard::<u32, u32>::new(capacity);
     hit_ratio(trace, |k| {
         let hit = core.get(hash(k), &k).is_some();
         if !hit {
@@ -529,7 +544,7 @@ fn s3fifo_hit_ratio(trace: &[u32], capacity: usize) -> f64 {
 
 /// [`s3fifo_hit_ratio`] for an exact LRU core.
 fn lru_hit_ratio(trace: &[u32], capacity: usize) -> f64 {
-    let mut core = LruCore::new(capacity);
+    let mut core = ExactShard::<u32, u32>::new(capacity);
     hit_ratio(trace, |k| {
         let hit = core.get(hash(k), &k).is_some();
         if !hit {
@@ -618,4 +633,17 @@ fn hit_ratio_cells() {
         );
         assert!(s3_ratio >= qc_ratio, "S3-FIFO below quick_cache");
     }
+}
+
+/// An unweighted `u64 -> u64` entry is as small as the policies allow: the
+/// weights live beside the entries, not in them.
+#[test]
+fn entries_of_8_byte_keys_and_values_keep_their_size() {
+    use super::list::Links;
+    use super::s3fifo::Meta;
+    use super::shard::Entry;
+    use crate::sync::AtomicBool;
+    assert_eq!(std::mem::size_of::<Entry<u64, u64, Links>>(), 32);
+    assert_eq!(std::mem::size_of::<Entry<u64, u64, AtomicBool>>(), 32);
+    assert_eq!(std::mem::size_of::<Entry<u64, u64, Meta>>(), 40);
 }

@@ -1,22 +1,30 @@
-//! Weights: the user's weigher, and [`Evicted`], the entries one insert
-//! evicts (as many as it takes to fit the new entry's weight).
-//!
-//! Every entry weighs at least 1 (a weigher's 0 counts as 1), so a core's
-//! entry count never exceeds its weight, and the weight never exceeds its
-//! capacity: the node tables keep their `u32` index limit.
+//! What one insert displaces: [`Inserted`] (the replaced value, the
+//! unused key) and [`Evicted`] (the entries evicted to make room, as many
+//! as it takes to fit the new entry's weight).
 
-use crate::sync::Arc;
+/// What a [`Shard::insert`](super::Shard::insert) displaced; the caller
+/// drops it unlocked.
+pub(crate) struct Inserted<K, V> {
+    /// The previous value of the same key.
+    pub(crate) replaced: Option<V>,
+    /// The entries evicted to make room, oldest victim first (at most one
+    /// in an unweighted cache); or the new entry itself, if it weighs more
+    /// than the whole shard.
+    pub(crate) evicted: Evicted<K, V>,
+    /// The key passed in when the key was already present (the stored key
+    /// is kept, as `std::collections::HashMap::insert` does).
+    pub(crate) unused_key: Option<K>,
+}
 
-/// The user's weigher, shared by the cache and its builder.
-pub(crate) type Weigher<K, V> = Arc<dyn Fn(&K, &V) -> u32 + Send + Sync>;
-
-/// The weight an entry counts for: the weigher's, 0 raised to 1; 1 without
-/// a weigher. User code: call it with no lock held.
-#[inline]
-pub(crate) fn weigh<K, V>(weigher: Option<&Weigher<K, V>>, key: &K, value: &V) -> u32 {
-    match weigher {
-        None => 1,
-        Some(weigher) => weigher(key, value).max(1),
+impl<K, V> Inserted<K, V> {
+    /// Nothing displaced.
+    #[inline]
+    pub(crate) fn nothing() -> Self {
+        Self {
+            replaced: None,
+            evicted: Evicted::none(),
+            unused_key: None,
+        }
     }
 }
 

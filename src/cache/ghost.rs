@@ -84,16 +84,27 @@ impl Bucket {
         self.0.iter().fold(0, |any, &p| any | u32::from(p == print)) != 0
     }
 
+    /// Whether any place holds `print` (bit 0) and whether any is free
+    /// (bit 1), in one pass over the line: the test `push` starts with.
+    /// Out of line for the reason [`holds`](Self::holds) is.
+    #[inline(never)]
+    fn scan(&self, print: u32) -> u32 {
+        self.0.iter().fold(0, |any, &p| {
+            any | u32::from(p == print) | (u32::from(p == FREE) << 1)
+        })
+    }
+
     /// Writes `print` in front among the first `ways` places, shifting the
     /// newer places up to its old place, or else the first free one, or
     /// else the oldest (which is forgotten).
     #[inline]
     fn push(&mut self, print: u32, ways: usize) {
-        let at = if self.holds(print) {
+        let found = self.scan(print);
+        let at = if found & 1 != 0 {
             self.matches(print).trailing_zeros() as usize
         } else {
             // Places past `ways` are free but unused: look within.
-            let free = if self.holds(FREE) {
+            let free = if found & 2 != 0 {
                 self.matches(FREE) & ((1u32 << ways) - 1)
             } else {
                 0
@@ -175,6 +186,10 @@ pub(crate) struct Ghost {
     ways: usize,
     /// The target the ghost was sized for.
     target: usize,
+    /// The entry count the size was last checked against (`usize::MAX`
+    /// when it must be checked again): a full shard evicts at one count,
+    /// so the check runs once, not at every eviction.
+    checked: usize,
 }
 
 impl Ghost {
@@ -184,6 +199,7 @@ impl Ghost {
             buckets: Vec::new(),
             ways: 0,
             target: 0,
+            checked: usize::MAX,
         }
     }
 
@@ -219,10 +235,13 @@ impl Ghost {
     /// remembered already is remembered from now on.
     #[inline]
     pub(crate) fn remember(&mut self, hash: u64, entries: usize) {
-        let want = ghost_target(entries);
-        // An empty ghost has a target of 0: any want sizes it.
-        if want.abs_diff(self.target) > self.target / 8 {
-            self.resize(want);
+        if entries != self.checked {
+            let want = ghost_target(entries);
+            // An empty ghost has a target of 0: any want sizes it.
+            if want.abs_diff(self.target) > self.target / 8 {
+                self.resize(want);
+            }
+            self.checked = entries;
         }
         let print = fingerprint(hash);
         let ways = self.ways;
@@ -250,6 +269,7 @@ impl Ghost {
         let mut old = std::mem::replace(&mut self.buckets, vec![EMPTY_BUCKET; buckets]);
         let old_ways = std::mem::replace(&mut self.ways, ways);
         self.target = target;
+        self.checked = usize::MAX;
         if buckets == 0 {
             return;
         }

@@ -1,0 +1,423 @@
+//! [`Shard`]: one shard of a cache, sequential (`&mut self` for writes, no
+//! locks), under any [`Policy`].
+//!
+//! # Layout
+//!
+//! Entries live in one dense `Vec` of [`Entry`]s, each with its key's full
+//! hash and its policy's [`Meta`](Policy::Meta); a [`NodeIndex`] maps a hash
+//! to the entry's slot. So:
+//!
+//! - the table never calls the user's `Hash` (growth and removal rehash
+//!   from the stored hash), and a lookup calls the user's `Eq` only on a
+//!   full 64-bit hash match;
+//! - every user call (`Eq` in [`Shard::find`]) happens *before* the first
+//!   mutation of an operation, so a panicking `Eq` leaves the shard exactly
+//!   as it was;
+//! - nothing the shard removes is dropped here: evicted, replaced and
+//!   removed keys and values are handed back to the caller, who drops them
+//!   (or gives them to the listener) after releasing the shard's lock.
+//!
+//! Removal keeps the `Vec` dense by moving the last entry into the hole
+//! (the policy is told, [`Policy::moved`]); a full shard recycles its
+//! victim's slot for the new entry, so the steady state of a full cache
+//! allocates nothing.
+//!
+//! # Weights
+//!
+//! The bound is a total weight: every entry weighs at least 1 (exactly 1
+//! without a weigher), and an insert evicts the policy's victims until the
+//! new entry fits, recycling the last victim's slot. The weights live in
+//! [`Weights`] beside the entries, started on the first weight other than
+//! 1, so an unweighted shard's entries keep their size.
+
+use std::borrow::Borrow;
+
+use super::displaced::{Evicted, Inserted};
+use super::policy::Policy;
+use crate::node_index::{Keyed, NodeIndex};
+
+/// The largest capacity of one shard: slots are `u32` and `u32::MAX` is
+/// reserved.
+pub(crate) const MAX_SHARD_CAPACITY: usize = (u32::MAX - 1) as usize;
+
+/// One entry: the key, its value, its key's full hash and its policy's meta.
+pub(crate) struct Entry<K, V, M> {
+    pub(crate) key: K,
+    pub(crate) value: V,
+    pub(crate) hash: u64,
+    pub(crate) meta: M,
+}
+
+impl<K, V, M> Keyed for Entry<K, V, M> {
+    type Key = K;
+    #[inline]
+    fn hash(&self) -> u64 {
+        self.hash
+    }
+    #[inline]
+    fn key(&self) -> &K {
+        &self.key
+    }
+}
+
+/// The entries' weights by slot: empty (every entry weighs 1) until some
+/// entry weighs otherwise. Kept apart from the entries so an unweighted
+/// shard's entry stays 32 bytes for 8-byte keys and values.
+#[derive(Default)]
+pub(crate) struct Weights(Vec<u32>);
+
+impl Weights {
+    /// The weight of slot `i`.
+    #[inline]
+    pub(crate) fn get(&self, i: u32) -> u32 {
+        self.0.get(i as usize).copied().unwrap_or(1)
+    }
+
+    /// Sets the weight of slot `i` of `len` slots, starting the table on
+    /// the first weight other than 1.
+    #[inline]
+    fn set(&mut self, i: u32, weight: u32, len: usize) {
+        if self.0.is_empty() {
+            if weight == 1 {
+                return;
+            }
+            self.0 = vec![1; len];
+        }
+        self.0[i as usize] = weight;
+    }
+
+    /// The weight of the slot appended as the `len`th.
+    #[inline]
+    fn push(&mut self, weight: u32, len: usize) {
+        if !self.0.is_empty() {
+            self.0.push(weight);
+        } else {
+            self.set(len as u32 - 1, weight, len);
+        }
+    }
+
+    #[inline]
+    fn swap_remove(&mut self, i: u32) {
+        if !self.0.is_empty() {
+            self.0.swap_remove(i as usize);
+        }
+    }
+}
+
+/// A map whose entries weigh at most `capacity` in all, evicting by `P`.
+pub(crate) struct Shard<K, V, P: Policy> {
+    table: NodeIndex,
+    entries: Vec<Entry<K, V, P::Meta>>,
+    weights: Weights,
+    /// The sum of the entries' weights.
+    weight: u64,
+    capacity: usize,
+    pub(crate) policy: P,
+}
+
+impl<K, V, P: Policy> Shard<K, V, P> {
+    /// An empty shard holding at most `capacity` (>= 1) weight.
+    pub(crate) fn new(capacity: usize) -> Self {
+        debug_assert!((1..=MAX_SHARD_CAPACITY).contains(&capacity));
+        Self {
+            table: NodeIndex::new(),
+            entries: Vec::new(),
+            weights: Weights::default(),
+            weight: 0,
+            capacity,
+            policy: P::new(capacity),
+        }
+    }
+
+    #[inline]
+    pub(crate) fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// The sum of the entries' weights.
+    #[inline]
+    pub(crate) fn weight(&self) -> u64 {
+        self.weight
+    }
+
+    #[cfg(any(test, loom))]
+    pub(crate) fn capacity(&self) -> usize {
+        self.capacity
+    }
+
+    /// The entries, in slot order.
+    #[cfg(test)]
+    pub(crate) fn entries(&self) -> &[Entry<K, V, P::Meta>] {
+        &self.entries
+    }
+
+    /// The slot of the key, calling `K: Eq` only on a full hash match.
+    #[inline]
+    fn find<Q>(&self, hash: u64, key: &Q) -> Option<u32>
+    where
+        K: Borrow<Q>,
+        Q: ?Sized + Eq,
+    {
+        self.table.find(&self.entries, hash, key)
+    }
+
+    /// Whether the key is present (not a use).
+    pub(crate) fn contains<Q>(&self, hash: u64, key: &Q) -> bool
+    where
+        K: Borrow<Q>,
+        Q: ?Sized + Eq,
+    {
+        self.find(hash, key).is_some()
+    }
+
+    /// The value of the key, counted as a use, under exclusive access.
+    #[inline]
+    pub(crate) fn get<Q>(&mut self, hash: u64, key: &Q) -> Option<&V>
+    where
+        K: Borrow<Q>,
+        Q: ?Sized + Eq,
+    {
+        let i = self.find(hash, key)?;
+        self.policy.hit(&mut self.entries, i);
+        Some(&self.entries[i as usize].value)
+    }
+
+    /// The value of the key, counted as a use, under shared access: only
+    /// for a policy whose hits write an atomic ([`Policy::SHARED_HITS`]).
+    #[inline]
+    pub(crate) fn get_shared<Q>(&self, hash: u64, key: &Q) -> Option<&V>
+    where
+        K: Borrow<Q>,
+        Q: ?Sized + Eq,
+    {
+        debug_assert!(
+            P::SHARED_HITS,
+            "larder: a shared-access hit on an exact LRU shard"
+        );
+        let entry = &self.entries[self.find(hash, key)? as usize];
+        P::hit_shared(&entry.meta);
+        Some(&entry.value)
+    }
+
+    /// The value of the key, not counted as a use.
+    pub(crate) fn peek<Q>(&self, hash: u64, key: &Q) -> Option<&V>
+    where
+        K: Borrow<Q>,
+        Q: ?Sized + Eq,
+    {
+        self.find(hash, key)
+            .map(|i| &self.entries[i as usize].value)
+    }
+
+    /// Inserts or replaces the key's value (of `weight`, at least 1; a
+    /// replacement counts as a use); evicts the policy's victims until it
+    /// fits. A value heavier than the capacity is not stored: it comes back
+    /// in `evicted`, and the key's old entry, if any, is removed.
+    #[inline]
+    pub(crate) fn insert(&mut self, hash: u64, key: K, value: V, weight: u32) -> Inserted<K, V>
+    where
+        K: Eq,
+    {
+        debug_assert!(weight >= 1);
+        // The only user code (`K: Eq`) runs here, before any mutation.
+        if let Some(i) = self.find(hash, &key) {
+            let old_weight = self.weights.get(i);
+            let weight_after = self.weight - u64::from(old_weight) + u64::from(weight);
+            if weight_after <= self.capacity as u64 {
+                let old = std::mem::replace(&mut self.entries[i as usize].value, value);
+                self.weights.set(i, weight, self.entries.len());
+                self.weight = weight_after;
+                self.policy
+                    .replaced(&mut self.entries, i, old_weight, weight);
+                return Inserted {
+                    replaced: Some(old),
+                    evicted: Evicted::none(),
+                    unused_key: Some(key),
+                };
+            }
+            // Heavier, and the others must make room (or it cannot fit at
+            // all): take the old entry out (so it cannot be the victim),
+            // then insert anew under the stored key, admitted as the policy
+            // says a used entry is.
+            let admit = self.policy.readmit(&self.entries[i as usize].meta);
+            let (stored_key, old) = self.remove_index(i);
+            let mut inserted = self.insert_new(hash, stored_key, value, weight, admit);
+            inserted.replaced = Some(old);
+            inserted.unused_key = Some(key);
+            return inserted;
+        }
+        let admit = self.policy.admit(hash);
+        self.insert_new(hash, key, value, weight, admit)
+    }
+
+    /// Inserts an absent key, evicting the policy's victims until it fits.
+    #[inline]
+    fn insert_new(
+        &mut self,
+        hash: u64,
+        key: K,
+        value: V,
+        weight: u32,
+        admit: P::Admit,
+    ) -> Inserted<K, V> {
+        let mut inserted = Inserted::nothing();
+        let (capacity, weight_64) = (self.capacity as u64, u64::from(weight));
+        if weight_64 > capacity {
+            inserted.evicted.push((key, value));
+            return inserted;
+        }
+        while self.weight + weight_64 > capacity {
+            let v = self.policy.victim(&mut self.entries, &self.weights);
+            let victim_weight = self.weights.get(v);
+            if self.weight - u64::from(victim_weight) + weight_64 > capacity {
+                // One victim is not enough: remove it, look for the next.
+                let entry = self.remove_index(v);
+                inserted.evicted.push(entry);
+                continue;
+            }
+            // The last victim: its slot takes the new entry.
+            self.table.remove(&self.entries, v);
+            let entry = &mut self.entries[v as usize];
+            let old_key = std::mem::replace(&mut entry.key, key);
+            let old_value = std::mem::replace(&mut entry.value, value);
+            entry.hash = hash;
+            self.weights.set(v, weight, self.entries.len());
+            self.weight = self.weight - u64::from(victim_weight) + weight_64;
+            self.policy
+                .recycle(&mut self.entries, v, victim_weight, weight, admit);
+            self.table.insert(&self.entries, v);
+            inserted.evicted.push((old_key, old_value));
+            return inserted;
+        }
+        let i = self.entries.len() as u32;
+        self.entries.push(Entry {
+            key,
+            value,
+            hash,
+            meta: P::fresh(admit),
+        });
+        self.weights.push(weight, self.entries.len());
+        self.weight += weight_64;
+        self.policy.link(&mut self.entries, i, weight, admit);
+        self.table.insert(&self.entries, i);
+        inserted
+    }
+
+    /// Removes the key, returning its entry.
+    pub(crate) fn remove<Q>(&mut self, hash: u64, key: &Q) -> Option<(K, V)>
+    where
+        K: Borrow<Q>,
+        Q: ?Sized + Eq,
+    {
+        let i = self.find(hash, key)?;
+        Some(self.remove_index(i))
+    }
+
+    /// Removes and returns the entry the policy would evict next.
+    #[cfg(test)]
+    pub(crate) fn pop_victim(&mut self) -> Option<(K, V)> {
+        if self.entries.is_empty() {
+            return None;
+        }
+        let v = self.policy.victim(&mut self.entries, &self.weights);
+        Some(self.remove_index(v))
+    }
+
+    /// Sets the capacity (a total weight), moving the entries over it (in
+    /// the policy's eviction order) into `evicted`.
+    pub(crate) fn set_capacity(&mut self, capacity: usize, evicted: &mut Vec<(K, V)>) {
+        debug_assert!((1..=MAX_SHARD_CAPACITY).contains(&capacity));
+        self.capacity = capacity;
+        self.policy.resized(capacity);
+        self.evict_overflow(evicted);
+    }
+
+    /// Moves the entries over the capacity (by weight) into `evicted`.
+    pub(crate) fn evict_overflow(&mut self, evicted: &mut Vec<(K, V)>) {
+        while self.weight > self.capacity as u64 {
+            let v = self.policy.victim(&mut self.entries, &self.weights);
+            evicted.push(self.remove_index(v));
+        }
+        self.table.shrink(&mut self.entries, self.capacity);
+        if !self.weights.0.is_empty() {
+            self.weights.0.shrink_to(self.entries.capacity());
+        }
+    }
+
+    /// Sets the capacity without evicting (a deliberately broken protocol
+    /// for loom's negative controls may hold more than its capacity).
+    #[cfg(loom)]
+    pub(crate) fn set_capacity_lazily(&mut self, capacity: usize) {
+        self.capacity = capacity;
+    }
+
+    /// Empties the shard, returning every entry (in no particular order).
+    pub(crate) fn take_all(&mut self) -> Vec<(K, V)> {
+        self.table.clear();
+        self.policy.clear();
+        self.weights = Weights::default();
+        self.weight = 0;
+        std::mem::take(&mut self.entries)
+            .into_iter()
+            .map(|entry| (entry.key, entry.value))
+            .collect()
+    }
+
+    /// Calls `f` with each entry in the policy's order of recency. Not a
+    /// use.
+    pub(crate) fn for_each(&self, f: impl FnMut(&K, &V)) {
+        self.policy.for_each(&self.entries, f);
+    }
+
+    /// Unlinks and removes slot `i`, moving the last entry into it.
+    fn remove_index(&mut self, i: u32) -> (K, V) {
+        self.table.remove(&self.entries, i);
+        let weight = self.weights.get(i);
+        self.policy.unlink(&mut self.entries, i, weight);
+        self.weight -= u64::from(weight);
+        let last = (self.entries.len() - 1) as u32;
+        let entry = self.entries.swap_remove(i as usize);
+        self.weights.swap_remove(i);
+        if i != last {
+            // The entry that was last now lives at `i`.
+            self.policy.moved(&mut self.entries, last, i);
+            self.table.moved(self.entries[i as usize].hash, last, i);
+        }
+        (entry.key, entry.value)
+    }
+
+    /// Checks every structural invariant, the shard's then the policy's;
+    /// panics with a description if one fails.
+    pub(crate) fn check_invariants(&self) {
+        let n = self.entries.len();
+        assert!(
+            n <= self.capacity,
+            "len {n} over capacity {}",
+            self.capacity
+        );
+        assert_eq!(self.table.len(), n, "table and entry counts differ");
+        assert!(
+            self.weight <= self.capacity as u64,
+            "weight {} over capacity {}",
+            self.weight,
+            self.capacity
+        );
+        assert!(
+            self.weights.0.is_empty() || self.weights.0.len() == n,
+            "{} weights for {n} entries",
+            self.weights.0.len()
+        );
+        let mut weight = 0;
+        for (i, entry) in self.entries.iter().enumerate() {
+            let w = self.weights.get(i as u32);
+            assert!(w >= 1, "entry {i} weighs 0");
+            weight += u64::from(w);
+            assert!(
+                self.table.locates(entry.hash, i as u32),
+                "entry {i} not reachable from the table"
+            );
+        }
+        assert_eq!(weight, self.weight, "entry weights differ from their sum");
+        self.policy.check(&self.entries, &self.weights);
+    }
+}
