@@ -323,6 +323,11 @@ pub struct WorkQueueGuideDoctests;
 
 mod cache;
 mod error;
+#[cfg(loom)]
+#[doc(hidden)]
+pub mod fault;
+#[cfg(not(loom))]
+mod fault;
 mod flight;
 mod indexed;
 mod lru;
@@ -362,25 +367,4 @@ pub use workqueue::{
 
 #[cfg(loom)]
 #[doc(hidden)]
-pub use flight::FlightFault;
-#[cfg(loom)]
-#[doc(hidden)]
 pub use indexed::Fault as IndexedFault;
-#[cfg(loom)]
-#[doc(hidden)]
-pub use lru::Fault as LruFault;
-#[cfg(loom)]
-#[doc(hidden)]
-pub use ordered::Fault as OrderedFault;
-#[cfg(loom)]
-#[doc(hidden)]
-pub use ordered::WaitFault as OrderedWaitFault;
-#[cfg(loom)]
-#[doc(hidden)]
-pub use snapshot::Fault as SnapshotFault;
-#[cfg(loom)]
-#[doc(hidden)]
-pub use typed::Fault as TypedFault;
-#[cfg(loom)]
-#[doc(hidden)]
-pub use workqueue::Fault as WorkQueueFault;

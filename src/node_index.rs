@@ -98,11 +98,13 @@ impl NodeIndex {
         self.0 = HashTable::new();
     }
 
+    #[cfg(any(test, feature = "testing"))]
     pub(crate) fn len(&self) -> usize {
         self.0.len()
     }
 
     /// Whether the table leads from `hash` to node `i`.
+    #[cfg(any(test, feature = "testing"))]
     pub(crate) fn locates(&self, hash: u64, i: u32) -> bool {
         self.0.find(hash, |&j| j == i).is_some()
     }

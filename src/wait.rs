@@ -62,7 +62,7 @@
 //!
 //! The loom models in `loom-tests/tests/ordered_wait.rs` and
 //! `loom-tests/tests/workqueue.rs` check this, and
-//! that each broken variant of [`WaitFault`] deadlocks or loses an entry.
+//! that each broken variant of `WaitFault` deadlocks or loses an entry.
 //!
 //! # Cancellation
 //!
@@ -82,32 +82,8 @@ use std::pin::Pin;
 use std::task::{Context, Poll, Waker};
 use std::time::Instant;
 
+use crate::fault::broken;
 use crate::sync::{AtomicUsize, CachePadded, Condvar, Mutex, Ordering};
-
-/// A deliberately broken wake-up protocol, for the loom suite's negative
-/// controls (`OrderedIndexBuilder::build_with_wait_fault`).
-#[cfg(loom)]
-#[doc(hidden)]
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum WaitFault {
-    /// The correct protocol.
-    None,
-    /// `insert` never wakes anyone.
-    NoWake,
-    /// `insert` loads the waiter count before it publishes the entry (and
-    /// wakes only if that early load saw a waiter).
-    CountBeforePublish,
-    /// A blocking consumer registers after its failed try and waits without
-    /// trying again.
-    RegisterAfterCheck,
-    /// `insert` wakes one waiter: the first pending future if there is one,
-    /// else one blocked thread.
-    WakeOne,
-    /// A future that finds an entry keeps it and returns `Pending` once
-    /// (waking itself), handing it out on the next poll: dropping it then
-    /// loses the entry.
-    TakeThenPending,
-}
 
 /// What [`Waiters::before_insert`] hands to [`Waiters::after_insert`]:
 /// nothing, except the early count load of a loom negative control.
@@ -123,8 +99,6 @@ pub(crate) struct Waiters {
     list: Mutex<WaitList>,
     /// Where blocked threads wait.
     ready: Condvar,
-    #[cfg(loom)]
-    pub(crate) fault: WaitFault,
 }
 
 /// The state under the mutex.
@@ -163,17 +137,15 @@ impl Waiters {
             count: CachePadded::new(AtomicUsize::new(0)),
             list: Mutex::new(WaitList::default()),
             ready: Condvar::new(),
-            #[cfg(loom)]
-            fault: WaitFault::None,
         }
     }
 
     /// Called by `insert` before it touches the engine: nothing, except
-    /// in the loom negative control [`WaitFault::CountBeforePublish`].
+    /// in the loom negative control `WaitFault::CountBeforePublish`.
     #[inline(always)]
     pub(crate) fn before_insert(&self) -> Publishing {
         #[cfg(loom)]
-        if self.fault == WaitFault::CountBeforePublish {
+        if broken!(WaitFault::CountBeforePublish) {
             // BROKEN on purpose: a consumer that registers after this load
             // and tried before the insert is never woken.
             return Publishing(Some(self.count.load(Ordering::Relaxed) != 0));
@@ -188,16 +160,15 @@ impl Waiters {
     /// wakes the waiters if `added` a new key and anyone waits.
     #[inline(always)]
     pub(crate) fn after_insert(&self, publishing: Publishing, added: bool) {
+        if broken!(WaitFault::NoWake) {
+            return;
+        }
         #[cfg(loom)]
-        match (self.fault, publishing.0) {
-            (WaitFault::NoWake, _) => return,
-            (_, Some(waiting)) => {
-                if waiting && added {
-                    self.wake_all();
-                }
-                return;
+        if let Some(waiting) = publishing.0 {
+            if waiting && added {
+                self.wake_all();
             }
-            _ => {}
+            return;
         }
         let _ = publishing;
         // Relaxed: this load comes after the insert released the engine's
@@ -215,8 +186,7 @@ impl Waiters {
         let wakers: Vec<Waker> = {
             let mut list = self.list.lock();
             list.epoch = list.epoch.wrapping_add(1);
-            #[cfg(loom)]
-            if self.fault == WaitFault::WakeOne {
+            if broken!(WaitFault::WakeOne) {
                 drop(list);
                 return self.wake_one();
             }
@@ -231,7 +201,6 @@ impl Waiters {
     /// BROKEN on purpose (loom negative controls only): bumps the epoch and
     /// wakes one waiter, the first pending future if there is one, else one
     /// blocked thread.
-    #[cfg(loom)]
     #[cold]
     pub(crate) fn wake_one(&self) {
         let mut list = self.list.lock();
@@ -266,13 +235,9 @@ impl Waiters {
             return Some(found);
         }
         let (_registration, mut seen) = self.register();
-        #[cfg(loom)]
-        let mut skip_retry = self.fault == WaitFault::RegisterAfterCheck;
+        let mut skip_retry = broken!(WaitFault::RegisterAfterCheck);
         loop {
-            #[cfg(loom)]
             let retry = !std::mem::take(&mut skip_retry);
-            #[cfg(not(loom))]
-            let retry = true;
             if retry {
                 if let Some(found) = attempt() {
                     return Some(found);
@@ -368,7 +333,7 @@ pub(crate) struct Waiting<'a, T, F> {
     waiters: &'a Waiters,
     attempt: F,
     registered: Option<(usize, u64)>,
-    /// [`WaitFault::TakeThenPending`]'s entry, taken and not yet returned.
+    /// `WaitFault::TakeThenPending`'s entry, taken and not yet returned.
     #[cfg(loom)]
     stash: Option<T>,
     output: PhantomData<fn() -> T>,
@@ -396,7 +361,7 @@ impl<T, F: FnMut() -> Option<T>> Future for Waiting<'_, T, F> {
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<T> {
         let this = self.get_mut();
         #[cfg(loom)]
-        if this.waiters.fault == WaitFault::TakeThenPending {
+        if broken!(WaitFault::TakeThenPending) {
             if let Some(found) = this.stash.take() {
                 return Poll::Ready(found);
             }

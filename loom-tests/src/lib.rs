@@ -23,3 +23,18 @@ pub fn quiet_expected_panics() {
         }));
     });
 }
+
+/// The models' LRU cache: `capacity` entries over `shards` shards under
+/// `policy` (a negative control injects its fault before building it).
+pub fn lru(
+    capacity: usize,
+    shards: usize,
+    policy: larder::LruPolicy,
+) -> larder::LruCache<u32, u32> {
+    larder::LruCache::builder()
+        .capacity(capacity)
+        .shards(shards)
+        .policy(policy)
+        .build()
+        .expect("valid settings")
+}

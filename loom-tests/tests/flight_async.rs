@@ -19,7 +19,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::task::{Context, Poll, Wake, Waker};
 
-use larder::{FlightFault, TypedCache};
+use larder::TypedCache;
+use larder::fault::{FlightFault, inject};
 use loom::sync::{Condvar, Mutex};
 use loom::thread;
 
@@ -80,8 +81,9 @@ impl Future for YieldOnce {
 /// `tasks` loom threads await `get_or_init_async` on one cold key, the init
 /// suspending once: it runs once and everyone gets the same `Arc`.
 fn exactly_one_load(tasks: usize, fault: FlightFault) {
+    let _fault = inject(fault);
     loom::model(move || {
-        let cache = Arc::new(TypedCache::<u32, Arc<u32>>::with_fault(fault));
+        let cache = Arc::new(TypedCache::<u32, Arc<u32>>::new());
         // A std atomic: a counter the model reads, not a protocol it checks.
         let inits = Arc::new(AtomicUsize::new(0));
         let call = {
@@ -141,8 +143,9 @@ fn flight_async_two_tasks_negative_control_register_unlocked() {
 /// leader. `waiters` other threads await the same key: they all complete,
 /// with one value, loaded once among them.
 fn cancelled_leader_hands_over(waiters: usize, fault: FlightFault) {
+    let _fault = inject(fault);
     loom::model(move || {
-        let cache = Arc::new(TypedCache::<u32, Arc<u32>>::with_fault(fault));
+        let cache = Arc::new(TypedCache::<u32, Arc<u32>>::new());
         let loads = Arc::new(AtomicUsize::new(0));
         let handles: Vec<_> = (0..waiters)
             .map(|_| {
@@ -206,8 +209,9 @@ fn flight_async_cancelled_leader_hands_over_two_waiters() {
 /// A sync caller (blocking) and an async caller of one key share a flight,
 /// whichever leads: one init, one value.
 fn sync_and_async_share(fault: FlightFault) {
+    let _fault = inject(fault);
     loom::model(move || {
-        let cache = Arc::new(TypedCache::<u32, Arc<u32>>::with_fault(fault));
+        let cache = Arc::new(TypedCache::<u32, Arc<u32>>::new());
         let inits = Arc::new(AtomicUsize::new(0));
         let sync_caller = {
             let cache = Arc::clone(&cache);

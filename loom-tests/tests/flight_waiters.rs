@@ -9,16 +9,18 @@
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use larder::{FlightFault, LruCache, LruFault, LruPolicy, TypedCache};
+use larder::fault::{FlightFault, inject};
+use larder::{LruPolicy, TypedCache};
 use loom::thread;
 use loom_tests::{INIT_PANIC, quiet_expected_panics};
 use std::sync::Arc;
 
 /// Three threads call `LruCache::get_or_init` on one cold key: every one
 /// returns (none is left waiting), the loader ran once, all got its value.
-fn lru_three_callers_all_return_model(policy: LruPolicy, fault: LruFault) {
+fn lru_three_callers_all_return_model(policy: LruPolicy, fault: FlightFault) {
+    let _fault = inject(fault);
     loom::model(move || {
-        let cache = Arc::new(LruCache::<u32, u32>::with_policy_fault(2, 1, policy, fault));
+        let cache = Arc::new(loom_tests::lru(2, 1, policy));
         // A std atomic: a counter the model reads, not a protocol it checks.
         let runs = Arc::new(AtomicUsize::new(0));
         let call = {
@@ -46,37 +48,33 @@ fn lru_three_callers_all_return_model(policy: LruPolicy, fault: LruFault) {
 
 #[test]
 fn lru_three_callers_all_return() {
-    lru_three_callers_all_return_model(LruPolicy::Exact, LruFault::None);
+    lru_three_callers_all_return_model(LruPolicy::Exact, FlightFault::None);
 }
 
 #[test]
 #[should_panic(expected = "deadlock")]
 fn lru_three_callers_negative_control_notify_one() {
-    lru_three_callers_all_return_model(LruPolicy::Exact, LruFault::NotifyOne);
+    lru_three_callers_all_return_model(LruPolicy::Exact, FlightFault::NotifyOne);
 }
 
 #[test]
 fn lru_clock_three_callers_all_return() {
-    lru_three_callers_all_return_model(LruPolicy::Clock, LruFault::None);
+    lru_three_callers_all_return_model(LruPolicy::Clock, FlightFault::None);
 }
 
 #[test]
 #[should_panic(expected = "deadlock")]
 fn lru_clock_three_callers_negative_control_notify_one() {
-    lru_three_callers_all_return_model(LruPolicy::Clock, LruFault::NotifyOne);
+    lru_three_callers_all_return_model(LruPolicy::Clock, FlightFault::NotifyOne);
 }
 
 /// Three threads call `LruCache::get_or_try_init` on one cold key with a
 /// loader that fails: every one returns an error (the leader's, shared by
 /// the waiters that joined it, or its own) and nothing is cached.
-fn lru_three_callers_share_a_failure_model(fault: LruFault) {
+fn lru_three_callers_share_a_failure_model(fault: FlightFault) {
+    let _fault = inject(fault);
     loom::model(move || {
-        let cache = Arc::new(LruCache::<u32, u32>::with_policy_fault(
-            2,
-            1,
-            LruPolicy::Exact,
-            fault,
-        ));
+        let cache = Arc::new(loom_tests::lru(2, 1, LruPolicy::Exact));
         let call = {
             let cache = Arc::clone(&cache);
             move || {
@@ -96,21 +94,22 @@ fn lru_three_callers_share_a_failure_model(fault: LruFault) {
 
 #[test]
 fn lru_three_callers_share_a_failure() {
-    lru_three_callers_share_a_failure_model(LruFault::None);
+    lru_three_callers_share_a_failure_model(FlightFault::None);
 }
 
 #[test]
 #[should_panic(expected = "deadlock")]
 fn lru_failure_negative_control_notify_one() {
-    lru_three_callers_share_a_failure_model(LruFault::NotifyOne);
+    lru_three_callers_share_a_failure_model(FlightFault::NotifyOne);
 }
 
 /// Three threads call `TypedCache::get_or_init` on one cold key: every one
 /// returns the one `Arc` the single init made (`Arc` values, so sharing is
 /// visible).
 fn typed_three_callers_all_return_model(fault: FlightFault) {
+    let _fault = inject(fault);
     loom::model(move || {
-        let cache = Arc::new(TypedCache::<u32, Arc<u32>>::with_fault(fault));
+        let cache = Arc::new(TypedCache::<u32, Arc<u32>>::new());
         let inits = Arc::new(AtomicUsize::new(0));
         let call = {
             let cache = Arc::clone(&cache);
@@ -148,8 +147,9 @@ fn typed_three_callers_negative_control_notify_one() {
 /// both end with its value.
 fn typed_panic_wakes_both_waiters_model(fault: FlightFault) {
     quiet_expected_panics();
+    let _fault = inject(fault);
     loom::model(move || {
-        let cache = Arc::new(TypedCache::<u32, u32>::with_fault(fault));
+        let cache = Arc::new(TypedCache::<u32, u32>::new());
         let panicking = {
             let cache = Arc::clone(&cache);
             thread::spawn(move || {

@@ -6,7 +6,8 @@
 //! policy that runs a deliberately broken protocol and must fail.
 #![cfg(loom)]
 
-use larder::{LruCache, LruFault, LruPolicy};
+use larder::LruPolicy;
+use larder::fault::{FlightFault, LruFault, inject};
 use loom::sync::Arc;
 use loom::sync::atomic::{AtomicUsize, Ordering};
 use loom::thread;
@@ -15,8 +16,9 @@ use loom::thread;
 /// the main thread reads `len()`: it never exceeds the capacity, and the
 /// counts are exact at the end.
 fn bound_holds_under_concurrent_inserts(policy: LruPolicy, fault: LruFault) {
+    let _fault = inject(fault);
     loom::model(move || {
-        let cache = Arc::new(LruCache::<u32, u32>::with_policy_fault(1, 1, policy, fault));
+        let cache = Arc::new(loom_tests::lru(1, 1, policy));
         cache.insert(0, 0);
         let inserters: Vec<_> = [1, 2]
             .into_iter()
@@ -64,8 +66,9 @@ fn lru_clock_bound_negative_control_split_eviction() {
 /// reader uses `get` (an `Arc` out), the other `get_with` (the value read
 /// under the lock): both hit paths count the same way.
 fn hits_plus_misses_equal_gets(policy: LruPolicy, fault: LruFault) {
+    let _fault = inject(fault);
     loom::model(move || {
-        let cache = Arc::new(LruCache::<u32, u32>::with_policy_fault(2, 1, policy, fault));
+        let cache = Arc::new(loom_tests::lru(2, 1, policy));
         cache.insert(1, 1);
         let readers: Vec<_> = (0..2)
             .map(|reader| {
@@ -133,8 +136,9 @@ fn lru_clock_stats_negative_control_racy_counter() {
 /// probation queue, 1 the oldest; a hit moves 1 on to the main queue when
 /// the insert looks for a victim, which is then 2.
 fn clock_hit_protects_its_entry(policy: LruPolicy, fault: LruFault, read_in_place: bool) {
+    let _fault = inject(fault);
     loom::model(move || {
-        let cache = Arc::new(LruCache::<u32, u32>::with_policy_fault(2, 1, policy, fault));
+        let cache = Arc::new(loom_tests::lru(2, 1, policy));
         cache.insert(1, 1);
         cache.insert(2, 2);
         let reader = {
@@ -184,9 +188,10 @@ fn lru_clock_get_with_hit_negative_control_late_reference_bit() {
 
 /// Two threads race `get_or_init` on one missing key: the loader runs once,
 /// both get its value, and the stats count one load and two misses.
-fn get_or_load_runs_the_loader_once(policy: LruPolicy, fault: LruFault) {
+fn get_or_load_runs_the_loader_once(policy: LruPolicy, fault: FlightFault) {
+    let _fault = inject(fault);
     loom::model(move || {
-        let cache = Arc::new(LruCache::<u32, u32>::with_policy_fault(2, 1, policy, fault));
+        let cache = Arc::new(loom_tests::lru(2, 1, policy));
         let runs = Arc::new(AtomicUsize::new(0));
         let racer = || {
             let cache = Arc::clone(&cache);
@@ -212,24 +217,24 @@ fn get_or_load_runs_the_loader_once(policy: LruPolicy, fault: LruFault) {
 
 #[test]
 fn lru_get_or_load_runs_the_loader_once() {
-    get_or_load_runs_the_loader_once(LruPolicy::Exact, LruFault::None);
+    get_or_load_runs_the_loader_once(LruPolicy::Exact, FlightFault::None);
 }
 
 #[test]
 #[should_panic(expected = "the loader ran 2 times")]
 fn lru_get_or_load_negative_control_skip_flight() {
-    get_or_load_runs_the_loader_once(LruPolicy::Exact, LruFault::SkipFlight);
+    get_or_load_runs_the_loader_once(LruPolicy::Exact, FlightFault::SkipFlight);
 }
 
 #[test]
 fn lru_clock_get_or_load_runs_the_loader_once() {
-    get_or_load_runs_the_loader_once(LruPolicy::Clock, LruFault::None);
+    get_or_load_runs_the_loader_once(LruPolicy::Clock, FlightFault::None);
 }
 
 #[test]
 #[should_panic(expected = "the loader ran 2 times")]
 fn lru_clock_get_or_load_negative_control_skip_flight() {
-    get_or_load_runs_the_loader_once(LruPolicy::Clock, LruFault::SkipFlight);
+    get_or_load_runs_the_loader_once(LruPolicy::Clock, FlightFault::SkipFlight);
 }
 
 // The same models under `S3Fifo`, whose hits also share the shard's lock.
@@ -269,5 +274,5 @@ fn lru_s3fifo_hit_negative_control_late_use() {
 
 #[test]
 fn lru_s3fifo_get_or_load_runs_the_loader_once() {
-    get_or_load_runs_the_loader_once(LruPolicy::S3Fifo, LruFault::None);
+    get_or_load_runs_the_loader_once(LruPolicy::S3Fifo, FlightFault::None);
 }

@@ -4,7 +4,8 @@
 //! both policies, each with a negative control (`LruFault`) that must fail.
 #![cfg(loom)]
 
-use larder::{LruCache, LruFault, LruPolicy};
+use larder::LruPolicy;
+use larder::fault::{LruFault, inject};
 use loom::sync::Arc;
 use loom::thread;
 
@@ -14,8 +15,9 @@ use loom::thread;
 /// `capacity`. At the end the cache holds at most 2 entries and every
 /// insert is either present or counted as an eviction.
 fn bound_holds_while_resize_races_insert(policy: LruPolicy, fault: LruFault) {
+    let _fault = inject(fault);
     loom::model(move || {
-        let cache = Arc::new(LruCache::<u32, u32>::with_policy_fault(4, 2, policy, fault));
+        let cache = Arc::new(loom_tests::lru(4, 2, policy));
         // Before any other thread exists: fill both shards (the fixed-seed
         // hasher of loom builds spreads these keys over both).
         let mut inserted = 0;

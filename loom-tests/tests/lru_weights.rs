@@ -7,7 +7,8 @@
 //! one, and must be caught.
 #![cfg(loom)]
 
-use larder::{LruCache, LruFault, LruPolicy};
+use larder::fault::{LruFault, inject};
+use larder::{LruCache, LruPolicy};
 use loom::sync::Arc;
 use loom::thread;
 
@@ -16,15 +17,18 @@ use loom::thread;
 /// while the main thread reads the total weight twice, with `stats()` (a
 /// consistent pair with the capacity) and `weighted_size()`.
 fn weight_bound_holds(policy: LruPolicy, fault: LruFault) {
+    let _fault = inject(fault);
     loom::model(move || {
         // The value is the entry's weight.
-        let cache = Arc::new(LruCache::<u32, u32>::with_weigher_fault(
-            4,
-            1,
-            policy,
-            |_key: &u32, value: &u32| *value,
-            fault,
-        ));
+        let cache = Arc::new(
+            LruCache::<u32, u32>::builder()
+                .capacity(4)
+                .shards(1)
+                .policy(policy)
+                .weigher(|_key: &u32, value: &u32| *value)
+                .build()
+                .expect("valid settings"),
+        );
         cache.insert(0, 2);
         let inserters: Vec<_> = [(1, 3), (2, 2)]
             .into_iter()

@@ -8,7 +8,8 @@
 //! deliberately broken protocol and must fail.
 #![cfg(loom)]
 
-use larder::{OrderedFault, OrderedIndex, OrderedLock};
+use larder::fault::{OrderedFault, inject};
+use larder::{OrderedIndex, OrderedLock};
 use loom::sync::Arc;
 use loom::thread;
 use std::ops::Bound;
@@ -22,15 +23,17 @@ enum Engine {
     Leaves,
 }
 
-fn index_of<V>(engine: Engine, fault: OrderedFault) -> OrderedIndex<u32, V> {
+fn index_of<V>(engine: Engine) -> OrderedIndex<u32, V> {
     match engine {
         Engine::OneLock => OrderedIndex::builder()
             .lock(OrderedLock::Sharded)
-            .build_with_fault(fault),
+            .build()
+            .expect("valid settings"),
         Engine::Leaves => OrderedIndex::builder()
             .lock(OrderedLock::Partitioned)
             .leaf_size(2)
-            .build_with_fault(fault),
+            .build()
+            .expect("valid settings"),
     }
 }
 
@@ -39,8 +42,9 @@ fn index_of<V>(engine: Engine, fault: OrderedFault) -> OrderedIndex<u32, V> {
 /// exactly once or is still in the index. On two-entry leaves the producer's
 /// insert splits a leaf, and the consumers empty and trim leaves.
 fn consumers_take_each_entry_once(engine: Engine, fault: OrderedFault) {
+    let _fault = inject(fault);
     loom::model(move || {
-        let index = Arc::new(index_of(engine, fault));
+        let index = Arc::new(index_of(engine));
         index.insert(0_u32, 0_u32);
         index.insert(1, 10);
         let producer = {
@@ -111,8 +115,9 @@ enum Reader {
 /// the three states the index passes through, never a mix of two, and a
 /// snapshot still shows that state after the writer is done.
 fn cut_is_consistent(fault: OrderedFault, reader: Reader) {
+    let _fault = inject(fault);
     loom::model(move || {
-        let index = Arc::new(OrderedIndex::with_fault(fault));
+        let index = Arc::new(OrderedIndex::new());
         index.insert(3_u32, ());
         index.insert(5, ());
         let writer = {
@@ -196,8 +201,9 @@ fn ordered_snapshot_negative_control_torn_cut() {
 /// leaves: it sees one of the three states, never the first leaf from
 /// before the writer and the second from after it.
 fn cut_across_leaves_is_consistent(fault: OrderedFault, reader: Reader) {
+    let _fault = inject(fault);
     loom::model(move || {
-        let index = Arc::new(index_of(Engine::Leaves, fault));
+        let index = Arc::new(index_of(Engine::Leaves));
         for key in [3_u32, 5, 7] {
             index.insert(key, ());
         }

@@ -6,7 +6,8 @@
 
 use std::ops::Bound;
 
-use larder::{OrderedFault, OrderedIndex, OrderedLock};
+use larder::fault::{OrderedFault, inject};
+use larder::{OrderedIndex, OrderedLock};
 use loom::sync::Arc;
 use loom::thread;
 
@@ -19,15 +20,17 @@ enum Engine {
     Leaves,
 }
 
-fn index_of(engine: Engine, fault: OrderedFault) -> OrderedIndex<u32, u32> {
+fn index_of(engine: Engine) -> OrderedIndex<u32, u32> {
     match engine {
         Engine::OneLock => OrderedIndex::builder()
             .lock(OrderedLock::Sharded)
-            .build_with_fault(fault),
+            .build()
+            .expect("valid settings"),
         Engine::Leaves => OrderedIndex::builder()
             .lock(OrderedLock::Partitioned)
             .leaf_size(2)
-            .build_with_fault(fault),
+            .build()
+            .expect("valid settings"),
     }
 }
 
@@ -57,8 +60,8 @@ fn points_agree_with_entries(index: &OrderedIndex<u32, u32>, universe: &[u32]) {
 }
 
 /// The index holds 3, 5 and 7 (on two-entry leaves: `[3]` and `[5, 7]`).
-fn three_five_seven(engine: Engine, fault: OrderedFault) -> Arc<OrderedIndex<u32, u32>> {
-    let index = Arc::new(index_of(engine, fault));
+fn three_five_seven(engine: Engine) -> Arc<OrderedIndex<u32, u32>> {
+    let index = Arc::new(index_of(engine));
     for key in [3, 5, 7] {
         index.insert(key, key * 10);
     }
@@ -71,8 +74,9 @@ fn three_five_seven(engine: Engine, fault: OrderedFault) -> Arc<OrderedIndex<u32
 /// snapshot holds the leaves while it builds its map, after releasing their
 /// locks: the drain must copy a leaf it shares rather than change it.
 fn drain_is_one_cut_for_a_reader(engine: Engine, fault: OrderedFault, reader: Reader) {
+    let _fault = inject(fault);
     loom::model(move || {
-        let index = three_five_seven(engine, fault);
+        let index = three_five_seven(engine);
         let drainer = {
             let index = Arc::clone(&index);
             thread::spawn(move || keys(&index.drain_to(Bound::Included(&5))))
@@ -133,8 +137,9 @@ fn ordered_drain_reader_negative_control_check_then_remove() {
 /// index passes through, never the first leaf of one and the second of
 /// another; what it did not take is still there.
 fn drain_is_one_cut_for_a_writer(fault: OrderedFault) {
+    let _fault = inject(fault);
     loom::model(move || {
-        let index = three_five_seven(Engine::Leaves, fault);
+        let index = three_five_seven(Engine::Leaves);
         let writer = {
             let index = Arc::clone(&index);
             thread::spawn(move || {
@@ -171,8 +176,9 @@ fn partitioned_drain_writer_negative_control_hand_over_hand() {
 /// shows 3, `get` (the point-lookup table) does not find it either, and a
 /// `get` that finds it returns the value the entries held.
 fn point_table_moves_with_the_leaves(fault: OrderedFault) {
+    let _fault = inject(fault);
     loom::model(move || {
-        let index = three_five_seven(Engine::Leaves, fault);
+        let index = three_five_seven(Engine::Leaves);
         let drainer = {
             let index = Arc::clone(&index);
             thread::spawn(move || keys(&index.drain_to(Bound::Included(&3))))
@@ -213,8 +219,9 @@ enum Reader {
 /// `snapshot()`: the reader sees one of the three states the index passes
 /// through, never a mix of two.
 fn cut_is_consistent_on_one_lock(fault: OrderedFault, reader: Reader) {
+    let _fault = inject(fault);
     loom::model(move || {
-        let index = Arc::new(index_of(Engine::OneLock, fault));
+        let index = Arc::new(index_of(Engine::OneLock));
         index.insert(3, 30);
         index.insert(5, 50);
         let writer = {

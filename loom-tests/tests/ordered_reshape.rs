@@ -8,15 +8,17 @@
 //! and must fail.
 #![cfg(loom)]
 
-use larder::{OrderedFault, OrderedIndex, OrderedLock};
+use larder::fault::{OrderedFault, inject};
+use larder::{OrderedIndex, OrderedLock};
 use loom::sync::Arc;
 use loom::thread;
 
-fn index(leaf_size: usize, fault: OrderedFault) -> OrderedIndex<u32, ()> {
+fn index(leaf_size: usize) -> OrderedIndex<u32, ()> {
     OrderedIndex::builder()
         .lock(OrderedLock::Partitioned)
         .leaf_size(leaf_size)
-        .build_with_fault(fault)
+        .build()
+        .expect("valid settings")
 }
 
 fn keys(index: &OrderedIndex<u32, ()>) -> Vec<u32> {
@@ -27,8 +29,9 @@ fn keys(index: &OrderedIndex<u32, ()>) -> Vec<u32> {
 /// runs second finds the leaves shifted by the first, and must find its
 /// leaf by its address, not by the index it had.
 fn splits_find_their_leaves(fault: OrderedFault) {
+    let _fault = inject(fault);
     loom::model(move || {
-        let index = Arc::new(index(2, fault));
+        let index = Arc::new(index(2));
         // Leaves [10, 12] [20] [30, 40].
         for key in [10_u32, 20, 30, 40, 12] {
             index.insert(key, ());
@@ -65,10 +68,11 @@ fn partitioned_splits_negative_control_stale_leaf_index() {
 /// leaf that is still over capacity. The split must cut in the middle
 /// instead, not leave an empty leaf beside an overfull one.
 fn split_falls_back_when_its_entry_moved_to_the_front(fault: OrderedFault) {
+    let _fault = inject(fault);
     loom::model(move || {
         // Capacity 3: the leaf is over capacity with four entries, an even
         // count, so a cut at the wrong place shows.
-        let index = Arc::new(index(3, fault));
+        let index = Arc::new(index(3));
         // One leaf [10, 30, 50].
         for key in [10_u32, 30, 50] {
             index.insert(key, ());
@@ -113,9 +117,10 @@ fn partitioned_split_negative_control_split_at_moved_marker() {
 /// would have to copy them (`K: Clone`, user code), is skipped, and nothing
 /// is lost on either side.
 fn merge_beside_a_snapshot_loses_nothing(fault: OrderedFault) {
+    let _fault = inject(fault);
     loom::model(move || {
         // Capacity 4: a leaf left with 1 entry merges with a neighbour of 1.
-        let index = Arc::new(index(4, fault));
+        let index = Arc::new(index(4));
         for key in 1_u32..=5 {
             index.insert(key, ());
         }
@@ -153,8 +158,9 @@ fn partitioned_merge_negative_control_merge_shared_leaf() {
 /// finds the end leaf empty with another leaf beside it. It must drop the
 /// empty leaf and look again, never answer that the map is empty.
 fn end_reads_look_past_an_emptied_end_leaf(fault: OrderedFault) {
+    let _fault = inject(fault);
     loom::model(move || {
-        let index = Arc::new(index(2, fault));
+        let index = Arc::new(index(2));
         // Leaves [1] [2, 3].
         for key in [1_u32, 2, 3] {
             index.insert(key, ());

@@ -3,11 +3,12 @@
 //! futures driven by `loom::future::block_on`. Three tasks each: two
 //! consumers and a producer. Each model runs on the single-lock engine and
 //! on two-entry leaves, and the negative controls run a broken protocol
-//! (`OrderedWaitFault`) that the model must catch: a lost wake-up shows as
+//! (`WaitFault`) that the model must catch: a lost wake-up shows as
 //! loom's deadlock, a lost entry as a failed count.
 #![cfg(loom)]
 
-use larder::{OrderedIndex, OrderedLock, OrderedWaitFault};
+use larder::fault::{WaitFault, inject};
+use larder::{OrderedIndex, OrderedLock};
 use loom::thread;
 use std::future::Future;
 // std's `Arc`, not loom's: a model that deadlocks (the negative controls)
@@ -24,15 +25,17 @@ enum Engine {
     Leaves,
 }
 
-fn index_of(engine: Engine, fault: OrderedWaitFault) -> OrderedIndex<u32, u32> {
+fn index_of(engine: Engine) -> OrderedIndex<u32, u32> {
     match engine {
         Engine::OneLock => OrderedIndex::builder()
             .lock(OrderedLock::Sharded)
-            .build_with_wait_fault(fault),
+            .build()
+            .expect("valid settings"),
         Engine::Leaves => OrderedIndex::builder()
             .lock(OrderedLock::Partitioned)
             .leaf_size(2)
-            .build_with_wait_fault(fault),
+            .build()
+            .expect("valid settings"),
     }
 }
 
@@ -40,9 +43,10 @@ fn index_of(engine: Engine, fault: OrderedWaitFault) -> OrderedIndex<u32, u32> {
 /// one in `pop_first_async` under `block_on`; the producer inserts two
 /// entries. Both consumers return (no lost wake-up: otherwise loom reports
 /// a deadlock), each with a different entry.
-fn waiting_consumers_take_each_entry_once(engine: Engine, fault: OrderedWaitFault) {
+fn waiting_consumers_take_each_entry_once(engine: Engine, fault: WaitFault) {
+    let _fault = inject(fault);
     loom::model(move || {
-        let index = Arc::new(index_of(engine, fault));
+        let index = Arc::new(index_of(engine));
         let blocked = {
             let index = Arc::clone(&index);
             thread::spawn(move || index.pop_first_wait())
@@ -66,36 +70,36 @@ fn waiting_consumers_take_each_entry_once(engine: Engine, fault: OrderedWaitFaul
 
 #[test]
 fn ordered_waiting_consumers_take_each_entry_once() {
-    waiting_consumers_take_each_entry_once(Engine::OneLock, OrderedWaitFault::None);
+    waiting_consumers_take_each_entry_once(Engine::OneLock, WaitFault::None);
 }
 
 #[test]
 fn partitioned_waiting_consumers_take_each_entry_once() {
-    waiting_consumers_take_each_entry_once(Engine::Leaves, OrderedWaitFault::None);
+    waiting_consumers_take_each_entry_once(Engine::Leaves, WaitFault::None);
 }
 
 #[test]
 #[should_panic(expected = "deadlock")]
 fn waiting_negative_control_no_wake() {
-    waiting_consumers_take_each_entry_once(Engine::OneLock, OrderedWaitFault::NoWake);
+    waiting_consumers_take_each_entry_once(Engine::OneLock, WaitFault::NoWake);
 }
 
 #[test]
 #[should_panic(expected = "deadlock")]
 fn waiting_negative_control_count_before_publish() {
-    waiting_consumers_take_each_entry_once(Engine::OneLock, OrderedWaitFault::CountBeforePublish);
+    waiting_consumers_take_each_entry_once(Engine::OneLock, WaitFault::CountBeforePublish);
 }
 
 #[test]
 #[should_panic(expected = "deadlock")]
 fn partitioned_waiting_negative_control_count_before_publish() {
-    waiting_consumers_take_each_entry_once(Engine::Leaves, OrderedWaitFault::CountBeforePublish);
+    waiting_consumers_take_each_entry_once(Engine::Leaves, WaitFault::CountBeforePublish);
 }
 
 #[test]
 #[should_panic(expected = "deadlock")]
 fn waiting_negative_control_register_after_check() {
-    waiting_consumers_take_each_entry_once(Engine::OneLock, OrderedWaitFault::RegisterAfterCheck);
+    waiting_consumers_take_each_entry_once(Engine::OneLock, WaitFault::RegisterAfterCheck);
 }
 
 /// One consumer polls `pop_first_async` once and then drops it (a
@@ -105,9 +109,10 @@ fn waiting_negative_control_register_after_check() {
 /// the entry; the blocked consumer is never left asleep beside an entry (a
 /// wake-up that went to the cancelled future must not be lost); every entry
 /// is handed out once.
-fn cancelled_wait_takes_nothing(engine: Engine, fault: OrderedWaitFault) {
+fn cancelled_wait_takes_nothing(engine: Engine, fault: WaitFault) {
+    let _fault = inject(fault);
     loom::model(move || {
-        let index = Arc::new(index_of(engine, fault));
+        let index = Arc::new(index_of(engine));
         let cancelled = {
             let index = Arc::clone(&index);
             thread::spawn(move || {
@@ -141,22 +146,22 @@ fn cancelled_wait_takes_nothing(engine: Engine, fault: OrderedWaitFault) {
 
 #[test]
 fn ordered_cancelled_wait_takes_nothing() {
-    cancelled_wait_takes_nothing(Engine::OneLock, OrderedWaitFault::None);
+    cancelled_wait_takes_nothing(Engine::OneLock, WaitFault::None);
 }
 
 #[test]
 fn partitioned_cancelled_wait_takes_nothing() {
-    cancelled_wait_takes_nothing(Engine::Leaves, OrderedWaitFault::None);
+    cancelled_wait_takes_nothing(Engine::Leaves, WaitFault::None);
 }
 
 #[test]
 #[should_panic(expected = "deadlock")]
 fn cancelled_wait_negative_control_wake_one() {
-    cancelled_wait_takes_nothing(Engine::OneLock, OrderedWaitFault::WakeOne);
+    cancelled_wait_takes_nothing(Engine::OneLock, WaitFault::WakeOne);
 }
 
 #[test]
 #[should_panic(expected = "deadlock")]
 fn cancelled_wait_negative_control_take_then_pending() {
-    cancelled_wait_takes_nothing(Engine::OneLock, OrderedWaitFault::TakeThenPending);
+    cancelled_wait_takes_nothing(Engine::OneLock, WaitFault::TakeThenPending);
 }

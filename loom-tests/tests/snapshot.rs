@@ -4,14 +4,16 @@
 //! protocol and must fail.
 #![cfg(loom)]
 
-use larder::{Snapshot, SnapshotFault};
+use larder::Snapshot;
+use larder::fault::{SnapshotFault, inject};
 use loom::sync::Arc;
 use loom::thread;
 
 /// Two threads each `update(+1)`: nothing is lost and versions count both.
 fn update_loses_nothing(fault: SnapshotFault) {
+    let _fault = inject(fault);
     loom::model(move || {
-        let snap = Arc::new(Snapshot::with_fault(0_u32, fault));
+        let snap = Arc::new(Snapshot::new(0_u32));
         let other = {
             let snap = Arc::clone(&snap);
             thread::spawn(move || {
@@ -40,8 +42,9 @@ fn snapshot_update_negative_control_load_then_store() {
 /// Two writers store while a reader loads twice: the reader never sees the
 /// version go backwards, and the versions end at exactly 2.
 fn versions_never_decrease(fault: SnapshotFault) {
+    let _fault = inject(fault);
     loom::model(move || {
-        let snap = Arc::new(Snapshot::with_fault(0_u64, fault));
+        let snap = Arc::new(Snapshot::new(0_u64));
         let writers: Vec<_> = (1..=2)
             .map(|w| {
                 let snap = Arc::clone(&snap);
@@ -84,8 +87,9 @@ fn snapshot_versions_negative_control_version_before_swap() {
 /// Two writers race `compare_and_swap` from the same observed value: exactly
 /// one wins.
 fn compare_and_swap_has_one_winner(fault: SnapshotFault) {
+    let _fault = inject(fault);
     loom::model(move || {
-        let snap = Arc::new(Snapshot::with_fault(0_u32, fault));
+        let snap = Arc::new(Snapshot::new(0_u32));
         let seen = snap.load_full();
         let racer = |value: u32| {
             let snap = Arc::clone(&snap);

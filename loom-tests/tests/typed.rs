@@ -8,7 +8,8 @@
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use larder::{FlightFault, TypedCache, TypedFault};
+use larder::TypedCache;
+use larder::fault::{FlightFault, TypedFault, inject};
 use loom::thread;
 use loom_tests::{INIT_PANIC, quiet_expected_panics};
 use std::sync::Arc;
@@ -16,8 +17,9 @@ use std::sync::Arc;
 /// `threads` threads call `get_or_init` on one cold key at once: the init
 /// runs once and everyone gets the same `Arc`.
 fn exactly_one_init(threads: usize, fault: FlightFault) {
+    let _fault = inject(fault);
     loom::model(move || {
-        let cache = Arc::new(TypedCache::<u32, Arc<u32>>::with_fault(fault));
+        let cache = Arc::new(TypedCache::<u32, Arc<u32>>::new());
         // A std atomic: a counter the model reads, not a protocol it checks.
         let inits = Arc::new(AtomicUsize::new(0));
         let call = {
@@ -68,8 +70,9 @@ fn typed_exactly_one_init_three_threads_negative_control_check_then_act() {
 /// returned (to its caller and to a caller that joined it) but never cached,
 /// so a call after both ends succeeds.
 fn failure_is_not_cached(fault: FlightFault) {
+    let _fault = inject(fault);
     loom::model(move || {
-        let cache = Arc::new(TypedCache::<u32, u32>::with_fault(fault));
+        let cache = Arc::new(TypedCache::<u32, u32>::new());
         let failing = {
             let cache = Arc::clone(&cache);
             thread::spawn(move || {
@@ -115,8 +118,9 @@ fn typed_failure_negative_control_sticky_error() {
 /// (taking over) or the cached value.
 fn panic_hands_over(fault: FlightFault) {
     quiet_expected_panics();
+    let _fault = inject(fault);
     loom::model(move || {
-        let cache = Arc::new(TypedCache::<u32, u32>::with_fault(fault));
+        let cache = Arc::new(TypedCache::<u32, u32>::new());
         let panicking = {
             let cache = Arc::clone(&cache);
             thread::spawn(move || {
@@ -151,8 +155,9 @@ fn typed_panic_negative_control_abandon_on_panic() {
 /// then invalidates the key: whatever the interleaving, the cache never
 /// keeps the value read before the change (the invalidation wins).
 fn invalidation_wins_over_init(fault: TypedFault) {
+    let _fault = inject(fault);
     loom::model(move || {
-        let cache = Arc::new(TypedCache::<u32, u32>::with_typed_fault(fault));
+        let cache = Arc::new(TypedCache::<u32, u32>::new());
         // A loom atomic standing for the backend, so that its reads and
         // writes are scheduling points too.
         let backend = Arc::new(loom::sync::atomic::AtomicU32::new(0));

@@ -9,7 +9,8 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use larder::{ManualClock, RemovalCause, TypedCache, TypedFault};
+use larder::fault::{TypedFault, inject};
+use larder::{ManualClock, RemovalCause, TypedCache};
 use loom::thread;
 
 /// The user write that races the init in [`write_wins_over_init`].
@@ -24,8 +25,9 @@ enum Write {
 /// whatever the interleaving, the cache never keeps the value the init read
 /// before the change (the write wins).
 fn write_wins_over_init(write: Write, fault: TypedFault) {
+    let _fault = inject(fault);
     loom::model(move || {
-        let cache = Arc::new(TypedCache::<u32, u32>::with_typed_fault(fault));
+        let cache = Arc::new(TypedCache::<u32, u32>::new());
         // A loom atomic standing for the backend, so that its reads and
         // writes are scheduling points too.
         let backend = Arc::new(loom::sync::atomic::AtomicU32::new(0));
@@ -91,11 +93,11 @@ fn shard_of(cache: &TypedCache<u32, u32>, key: u32) -> u64 {
 /// The bound promises at most `capacity`, not that the last insert
 /// stays.)
 fn bound_holds_across_shards(fault: TypedFault) {
+    let _fault = inject(fault);
     loom::model(move || {
         let cache = Arc::new(
             TypedCache::<u32, u32>::builder()
                 .capacity(1)
-                .typed_fault(fault)
                 .build()
                 .unwrap(),
         );
@@ -140,6 +142,7 @@ fn typed_bound_negative_control_check_before_lock() {
 /// listener once, as `Expired`), `len` stays in step with the shards, and
 /// the inserted value stays.
 fn writes_release_an_expired_entry_once(fault: TypedFault) {
+    let _fault = inject(fault);
     loom::model(move || {
         let clock = ManualClock::new();
         let released = Arc::new(loom::sync::atomic::AtomicUsize::new(0));
@@ -152,7 +155,6 @@ fn writes_release_an_expired_entry_once(fault: TypedFault) {
                     assert_eq!((key, cause), (0, RemovalCause::Expired));
                     seen.fetch_add(1, Ordering::SeqCst);
                 })
-                .typed_fault(fault)
                 .build()
                 .unwrap(),
         );

@@ -8,7 +8,8 @@
 //! wake-up as loom's deadlock.
 #![cfg(loom)]
 
-use larder::{Clock, ManualClock, WorkQueue, WorkQueueFault};
+use larder::fault::{WorkQueueFault, inject};
+use larder::{Clock, ManualClock, WorkQueue};
 use loom::thread;
 use std::time::Duration;
 // std's `Arc` and atomics, not loom's: they are the models' own checks,
@@ -20,10 +21,11 @@ use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
 /// The models' key.
 const KEY: u32 = 7;
 
-fn queue_of(fault: WorkQueueFault) -> WorkQueue<u32> {
+fn queue_of() -> WorkQueue<u32> {
     WorkQueue::builder()
         .clock(ManualClock::new())
-        .build_with_fault(fault)
+        .build()
+        .expect("valid settings")
 }
 
 /// What the workers share with the producer: the number of workers
@@ -60,8 +62,9 @@ impl Checks {
 /// return (no lost wake-up, shutdown wakes them all, or loom reports a
 /// deadlock).
 fn add_get_done(fault: WorkQueueFault) {
+    let _fault = inject(fault);
     loom::model(move || {
-        let queue = Arc::new(queue_of(fault));
+        let queue = Arc::new(queue_of());
         let checks = Arc::new(Checks::default());
         let blocking = {
             let (queue, checks) = (Arc::clone(&queue), Arc::clone(&checks));
@@ -119,8 +122,9 @@ fn workqueue_negative_control_get_skips_processing() {
 /// Two workers wait on an empty queue, one blocked, one async; the
 /// producer shuts the queue down. Both return `None`.
 fn shutdown_wakes_every_worker(fault: WorkQueueFault) {
+    let _fault = inject(fault);
     loom::model(move || {
-        let queue = Arc::new(queue_of(fault));
+        let queue = Arc::new(queue_of());
         let blocking = {
             let queue = Arc::clone(&queue);
             thread::spawn(move || queue.get())
@@ -150,8 +154,9 @@ fn workqueue_negative_control_shutdown_wakes_one() {
 /// key, adds it again and calls `done`: `done` queues it again and must
 /// wake the waiting worker, which gets it (or loom reports a deadlock).
 fn done_wakes_a_waiting_worker(fault: WorkQueueFault, blocking: bool) {
+    let _fault = inject(fault);
     loom::model(move || {
-        let queue = Arc::new(queue_of(fault));
+        let queue = Arc::new(queue_of());
         queue.add(KEY);
         let key = queue.try_get().unwrap();
         let waiting = {

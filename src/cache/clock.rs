@@ -140,6 +140,7 @@ impl Policy for Clock {
         }
     }
 
+    #[cfg(any(test, feature = "testing"))]
     fn check<K, V>(&self, entries: &[Entry<K, V, AtomicBool>], _: &Weights) {
         let n = entries.len();
         assert!(self.hand <= n, "hand {} beyond {n} entries", self.hand);

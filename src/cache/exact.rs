@@ -91,6 +91,7 @@ impl Policy for Exact {
         }
     }
 
+    #[cfg(any(test, feature = "testing"))]
     fn check<K, V>(&self, entries: &[Entry<K, V, Links>], _weights: &Weights) {
         let mut seen = vec![false; entries.len()];
         let order = self.list.check(entries, &mut seen, "LRU list");

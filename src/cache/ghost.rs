@@ -327,6 +327,7 @@ impl Ghost {
 
     /// Checks the ghost's invariants; panics with a description if one
     /// fails.
+    #[cfg(any(test, feature = "testing"))]
     pub(crate) fn check_invariants(&self) {
         assert_eq!(
             (self.buckets.len(), self.ways),

@@ -143,6 +143,7 @@ impl List {
     /// Checks the links from head to tail, marking each slot in `seen`;
     /// returns the slots in order. Panics with a description (`name` names
     /// the list) on a broken link, a cycle or an entry in two lists.
+    #[cfg(any(test, feature = "testing"))]
     pub(crate) fn check<K, V, M: Linked>(
         self,
         entries: &[Entry<K, V, M>],

@@ -97,5 +97,6 @@ pub(crate) trait Policy: Sized {
     fn for_each<K, V>(&self, entries: &[Entry<K, V, Self::Meta>], f: impl FnMut(&K, &V));
 
     /// Checks the policy's own invariants; panics with a description.
+    #[cfg(any(test, feature = "testing"))]
     fn check<K, V>(&self, entries: &[Entry<K, V, Self::Meta>], weights: &Weights);
 }

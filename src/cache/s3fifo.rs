@@ -329,6 +329,7 @@ impl Policy for S3Fifo {
         }
     }
 
+    #[cfg(any(test, feature = "testing"))]
     fn check<K, V>(&self, entries: &[Entry<K, V, Meta>], weights: &Weights) {
         self.ghost.check_invariants();
         let mut seen = vec![false; entries.len()];

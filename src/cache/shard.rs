@@ -388,6 +388,7 @@ impl<K, V, P: Policy> Shard<K, V, P> {
 
     /// Checks every structural invariant, the shard's then the policy's;
     /// panics with a description if one fails.
+    #[cfg(any(test, feature = "testing"))]
     pub(crate) fn check_invariants(&self) {
         let n = self.entries.len();
         assert!(

@@ -55,7 +55,8 @@ use std::pin::{Pin, pin};
 use std::task::{Context, Poll};
 
 use super::wait::{Flight, State, Wait};
-use super::{Entered, FlightFault, FlightGroup, Leader, REENTRANT, Source};
+use super::{Entered, FlightGroup, Leader, REENTRANT, Source};
+use crate::fault::broken;
 use crate::sync::{self, Arc};
 
 /// What one async caller that missed brings to
@@ -282,10 +283,10 @@ where
     /// and the key).
     fn enter(&mut self) {
         let group = self.group;
-        let entered = if group.fault == FlightFault::SkipFlight {
+        let entered = if broken!(FlightFault::SkipFlight) {
             // BROKEN on purpose (loom negative control): check-then-act. The
             // flight is never registered, so no caller ever joins it.
-            Entered::Leading(Arc::new(Flight::new(group.fault)))
+            Entered::Leading(Arc::new(Flight::new()))
         } else {
             group.enter(self.hash, self.key, || (self.make_key)(self.key))
         };

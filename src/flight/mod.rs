@@ -76,6 +76,7 @@ use std::fmt;
 
 use hashbrown::HashTable;
 
+use crate::fault::broken;
 use crate::sync::{self, Arc, CachePadded, Mutex};
 pub(crate) use load_async::{Caller, Looked};
 use wait::{Flight, State};
@@ -97,34 +98,6 @@ pub(crate) enum Source {
     Waited,
     /// The re-check after registering found it in the cache.
     Cached,
-}
-
-/// A deliberately broken protocol, for the loom suite's negative controls.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-#[doc(hidden)]
-pub enum FlightFault {
-    /// The correct protocol.
-    #[default]
-    None,
-    /// Check-then-act: no flight is registered; every miss runs its loader.
-    SkipFlight,
-    /// A failed flight stays registered: later callers get the old error.
-    StickyError,
-    /// A panicking leader leaves its flight registered and never wakes its
-    /// waiters.
-    AbandonOnPanic,
-    /// A cancelled async leader (its future dropped mid-load) leaves its
-    /// flight registered and never wakes its waiters.
-    LeakOnCancel,
-    /// A finished flight wakes only the first async waiter registered.
-    WakeOneAsync,
-    /// A finishing leader wakes one blocked waiter (`notify_one`) instead
-    /// of all: a second waiter sleeps forever.
-    NotifyOne,
-    /// An async waiter checks the state and registers its waker under two
-    /// separate locks: a `finish` that falls between them is never seen
-    /// (a lost wake-up).
-    RegisterUnlocked,
 }
 
 /// One registered flight: its key, the key's full hash and the flight.
@@ -154,20 +127,14 @@ enum Entered<V> {
 /// The flights in progress of one cache, sharded by key hash.
 pub(crate) struct FlightGroup<K, V> {
     shards: Box<[Shard<K, V>]>,
-    fault: FlightFault,
 }
 
 impl<K, V> FlightGroup<K, V> {
     pub(crate) fn new() -> Self {
-        Self::with_fault(FlightFault::None)
-    }
-
-    pub(crate) fn with_fault(fault: FlightFault) -> Self {
         Self {
             shards: (0..SHARDS)
                 .map(|_| CachePadded::new(Mutex::new(HashTable::new())))
                 .collect(),
-            fault,
         }
     }
 
@@ -209,7 +176,7 @@ impl<K, V> FlightGroup<K, V> {
             drop(owned);
             return Entered::Joined(flight);
         }
-        let flight = Arc::new(Flight::new(self.fault));
+        let flight = Arc::new(Flight::new());
         let entry = Entry {
             hash,
             key: owned,
@@ -250,7 +217,7 @@ impl<K: Clone + Eq, V: Clone> FlightGroup<K, V> {
         F: FnOnce() -> Result<V, E>,
         P: FnOnce(&V),
     {
-        if self.fault == FlightFault::SkipFlight {
+        if broken!(FlightFault::SkipFlight) {
             // BROKEN on purpose (loom negative control): check-then-act.
             if let Some(value) = lookup() {
                 return Ok((value, Source::Cached));
@@ -351,7 +318,7 @@ impl<'a, K, V> Leader<'a, K, V> {
             Err(error) => {
                 let error = Arc::new(error);
                 let shared: SharedError = error.clone();
-                if self.group.fault == FlightFault::StickyError {
+                if broken!(FlightFault::StickyError) {
                     // BROKEN on purpose: the failed flight stays registered.
                     self.flight.finish(State::Failed(shared));
                     self.finished = true;
@@ -367,11 +334,10 @@ impl<'a, K, V> Leader<'a, K, V> {
     /// leader was dropped): removes it and wakes its waiters, who go back to
     /// step 1 and elect a new leader.
     fn abandon(&mut self) {
-        let fault = self.group.fault;
         // BROKEN on purpose under the two faults (loom negative controls):
         // the flight stays registered and its waiters are never woken.
-        let leak = fault == FlightFault::AbandonOnPanic
-            || (fault == FlightFault::LeakOnCancel && self.is_async);
+        let leak = broken!(FlightFault::AbandonOnPanic)
+            || (broken!(FlightFault::LeakOnCancel) && self.is_async);
         if !leak {
             self.complete(State::Abandoned);
         }

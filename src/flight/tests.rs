@@ -350,7 +350,7 @@ fn counting_waker() -> (Arc<CountingWaker>, std::task::Waker) {
 fn finish_wakes_each_waiters_latest_waker() {
     use super::wait::{Flight, State, Wait};
     use std::task::{Context, Poll};
-    let flight = Arc::new(Flight::<u32>::new(FlightFault::None));
+    let flight = Arc::new(Flight::<u32>::new());
     let mut first = Box::pin(Wait::new(Arc::clone(&flight)));
     let mut second = Box::pin(Wait::new(Arc::clone(&flight)));
     let (first_old, waker) = counting_waker();
@@ -399,7 +399,7 @@ fn finish_wakes_each_waiters_latest_waker() {
 fn waiters_past_the_inline_slots_are_all_woken() {
     use super::wait::{Flight, INLINE_WAKERS, State, Wait};
     use std::task::{Context, Poll};
-    let flight = Arc::new(Flight::<u32>::new(FlightFault::None));
+    let flight = Arc::new(Flight::<u32>::new());
     let waiters = 3 * INLINE_WAKERS;
     let mut waits: Vec<_> = (0..waiters)
         .map(|_| Box::pin(Wait::new(Arc::clone(&flight))))

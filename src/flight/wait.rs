@@ -41,7 +41,8 @@ use std::task::{Context, Poll, Waker};
 
 use smallvec::SmallVec;
 
-use super::{FlightFault, SharedError};
+use super::SharedError;
+use crate::fault::broken;
 use crate::sync::{Arc, Condvar, Mutex};
 
 /// The outcome of a flight, or `Loading` while it runs.
@@ -83,18 +84,16 @@ struct Inner<V> {
 pub(crate) struct Flight<V> {
     inner: Mutex<Inner<V>>,
     done: Condvar,
-    fault: FlightFault,
 }
 
 impl<V> Flight<V> {
-    pub(crate) fn new(fault: FlightFault) -> Self {
+    pub(crate) fn new() -> Self {
         Self {
             inner: Mutex::new(Inner {
                 state: State::Loading,
                 wakers: Wakers::new(),
             }),
             done: Condvar::new(),
-            fault,
         }
     }
 
@@ -111,14 +110,14 @@ impl<V> Flight<V> {
             inner.state = outcome;
             std::mem::take(&mut inner.wakers)
         };
-        if self.fault == FlightFault::NotifyOne {
+        if broken!(FlightFault::NotifyOne) {
             // BROKEN on purpose (loom negative control): one blocked waiter
             // woken; the others sleep forever.
             self.done.notify_one();
         } else {
             self.done.notify_all();
         }
-        if self.fault == FlightFault::WakeOneAsync {
+        if broken!(FlightFault::WakeOneAsync) {
             // BROKEN on purpose (loom negative control): `notify_one` for
             // the async waiters; the others are never woken.
             if let Some(waker) = wakers.into_iter().flatten().next() {
@@ -185,7 +184,7 @@ impl<V: Clone> Future for Wait<V> {
                 }
             }
             None => {
-                if this.flight.fault == FlightFault::RegisterUnlocked {
+                if broken!(FlightFault::RegisterUnlocked) {
                     // BROKEN on purpose (loom negative control): the lock is
                     // released between the check above and the
                     // registration, so a `finish` in between is lost.

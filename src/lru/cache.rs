@@ -181,8 +181,7 @@ pub struct LruCache<K, V, S = ahash::RandomState> {
     /// every entry weighs 1.
     pub(crate) weigher: Option<Weigher<K, V>>,
     pub(crate) flights: FlightGroup<K, V>,
-    #[cfg(loom)]
-    pub(crate) fault: super::Fault,
+    /// The racy counter of the loom negative control `LruFault::RacyStats`.
     #[cfg(loom)]
     pub(crate) racy_requests: crate::sync::AtomicU64,
 }
@@ -233,63 +232,6 @@ impl<K: Hash + Eq, V> LruCache<K, V> {
     pub fn builder() -> LruCacheBuilder<K, V> {
         LruCacheBuilder::new()
     }
-
-    /// A cache whose protocol is broken as `fault` says: the loom suite's
-    /// negative controls use it to prove the models can catch that bug.
-    #[cfg(loom)]
-    #[doc(hidden)]
-    pub fn with_fault(capacity: usize, shards: usize, fault: super::Fault) -> Self {
-        Self::with_policy_fault(capacity, shards, LruPolicy::Exact, fault)
-    }
-
-    /// [`with_fault`](Self::with_fault) under `policy`.
-    #[cfg(loom)]
-    #[doc(hidden)]
-    pub fn with_policy_fault(
-        capacity: usize,
-        shards: usize,
-        policy: LruPolicy,
-        fault: super::Fault,
-    ) -> Self {
-        let mut cache = Self::builder()
-            .capacity(capacity)
-            .shards(shards)
-            .policy(policy)
-            .build()
-            .expect("valid configuration");
-        cache.fault = fault;
-        if fault == super::Fault::SkipFlight {
-            cache.flights = FlightGroup::with_fault(crate::flight::FlightFault::SkipFlight);
-        }
-        if fault == super::Fault::NotifyOne {
-            cache.flights = FlightGroup::with_fault(crate::flight::FlightFault::NotifyOne);
-        }
-        cache
-    }
-
-    /// [`with_policy_fault`](Self::with_policy_fault) with a weigher.
-    #[cfg(loom)]
-    #[doc(hidden)]
-    pub fn with_weigher_fault<F>(
-        capacity: usize,
-        shards: usize,
-        policy: LruPolicy,
-        weigher: F,
-        fault: super::Fault,
-    ) -> Self
-    where
-        F: Fn(&K, &V) -> u32 + Send + Sync + 'static,
-    {
-        let mut cache = Self::builder()
-            .capacity(capacity)
-            .shards(shards)
-            .policy(policy)
-            .weigher(weigher)
-            .build()
-            .expect("valid configuration");
-        cache.fault = fault;
-        cache
-    }
 }
 
 impl<K, V, S> LruCache<K, V, S> {
@@ -330,8 +272,6 @@ impl<K, V, S> LruCache<K, V, S> {
             listener,
             weigher,
             flights: FlightGroup::new(),
-            #[cfg(loom)]
-            fault: super::Fault::None,
             #[cfg(loom)]
             racy_requests: crate::sync::AtomicU64::new(0),
         }
@@ -535,6 +475,7 @@ impl<K, V, S> LruCache<K, V, S> {
     /// bound; no load registered); for tests, with no other thread using
     /// the cache. Runs no user code.
     #[doc(hidden)]
+    #[cfg(any(test, feature = "testing"))]
     pub fn check_invariants(&self) {
         let (mut len, mut weight) = (0, 0);
         for shard in self.shards.iter() {

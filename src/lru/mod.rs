@@ -37,35 +37,5 @@ pub use policy::LruPolicy;
 
 pub(crate) use crate::removal::Listener;
 
-/// A deliberately broken protocol, for the loom suite's negative controls.
-#[cfg(loom)]
-#[doc(hidden)]
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Fault {
-    /// The correct protocol.
-    None,
-    /// `insert` adds the entry in one critical section and evicts in a
-    /// second one: the bound (the entry count, or with a weigher the total
-    /// weight) is exceeded in between.
-    SplitEviction,
-    /// `get` counts its hit or miss with a load then a store: outside the
-    /// shard lock under `Exact`, under the shared lock (which other readers
-    /// hold too) under `Clock`. Lost updates either way.
-    RacyStats,
-    /// Load on miss skips the single-flight group (check-then-act): racing
-    /// misses each run the loader.
-    SkipFlight,
-    /// Under `Clock`, a hit finds its entry under one shared lock and sets
-    /// its reference bit under a second one: the hand can evict the entry
-    /// in between, after the hit was reported.
-    LateReferenceBit,
-    /// `resize` stores a smaller capacity before the shards shrink: until
-    /// they have, `stats()` reports more entries than capacity.
-    CapacityBeforeShrink,
-    /// The single-flight group wakes one waiter instead of all when a load
-    /// ends (`FlightFault::NotifyOne`).
-    NotifyOne,
-}
-
 #[cfg(all(test, not(loom)))]
 mod tests;

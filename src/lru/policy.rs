@@ -213,6 +213,7 @@ impl<K, V> PolicyShard<K, V> {
         dispatch!(self, s => s.for_each(f))
     }
 
+    #[cfg(any(test, feature = "testing"))]
     pub(crate) fn check_invariants(&self) {
         dispatch!(self, s => s.check_invariants())
     }

@@ -23,6 +23,7 @@ use std::borrow::Borrow;
 use std::hash::{BuildHasher, Hash};
 
 use super::LruCache;
+use crate::fault::broken;
 #[cfg(loom)]
 use crate::sync::Ordering;
 
@@ -148,7 +149,7 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
         let mut guard = self.lock(hash);
         let shard = &mut *guard;
         #[cfg(loom)]
-        if self.fault == super::Fault::RacyStats {
+        if broken!(LruFault::RacyStats) {
             let found = shard.entries.get(hash, key).map(project);
             drop(guard);
             // BROKEN on purpose: a counter read and written back in two
@@ -181,8 +182,7 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
         K: Borrow<Q>,
         Q: ?Sized + Eq,
     {
-        #[cfg(loom)]
-        if self.fault == super::Fault::LateReferenceBit {
+        if broken!(LruFault::LateReferenceBit) {
             // BROKEN on purpose: the lookup and the use are two critical
             // sections, so the hand may pass in between.
             let found = self.read(hash).entries.peek(hash, key).map(project);
@@ -193,7 +193,7 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
         let shard = self.read(hash);
         let found = shard.entries.get_shared(hash, key);
         #[cfg(loom)]
-        if self.fault == super::Fault::RacyStats {
+        if broken!(LruFault::RacyStats) {
             // BROKEN on purpose: a counter read and written back in two
             // steps under the *shared* lock, which other readers hold at
             // the same time (lost updates).

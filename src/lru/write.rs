@@ -19,6 +19,7 @@ use crate::cache::Evicted;
 use crate::cache::Inserted;
 use crate::cache::weigh;
 use crate::error::BuildError;
+use crate::fault::broken;
 use crate::removal::{RemovalCause, notify};
 use std::panic::resume_unwind;
 
@@ -82,7 +83,7 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
     pub(crate) fn insert_hashed(&self, hash: u64, key: K, value: V) -> Inserted<K, V> {
         let weight = weigh(self.weigher.as_ref(), &key, &value);
         #[cfg(loom)]
-        if self.fault == super::Fault::SplitEviction {
+        if broken!(LruFault::SplitEviction) {
             return self.insert_split(hash, key, value, weight);
         }
         let mut shard = self.lock(hash);
@@ -231,9 +232,8 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
         super::builder::validate(capacity, shards)?;
         let _serial = self.resize_lock.lock();
         let growing = capacity >= self.capacity();
-        #[cfg(loom)]
         // BROKEN on purpose (loom negative control): store first, always.
-        let growing = growing || self.fault == super::Fault::CapacityBeforeShrink;
+        let growing = growing || broken!(LruFault::CapacityBeforeShrink);
         if growing {
             // Relaxed: see `capacity()`; stored before any shard grows.
             self.capacity.store(capacity, Ordering::Relaxed);

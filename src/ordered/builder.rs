@@ -167,29 +167,6 @@ impl<K, V, S> OrderedIndexBuilder<K, V, S> {
         OrderedIndex::from_engine(engine, self.hasher, point_lookups)
     }
 
-    /// Builds the index with the deliberately broken protocol `fault`, for
-    /// the loom suite's negative controls.
-    #[cfg(loom)]
-    #[doc(hidden)]
-    pub fn build_with_fault(self, fault: super::Fault) -> OrderedIndex<K, V, S> {
-        let mut index = self.build_index();
-        index.fault = fault;
-        if let Engine::Partitioned(parts) = &mut index.engine {
-            parts.set_fault(fault);
-        }
-        index
-    }
-
-    /// Builds the index with the deliberately broken wake-up protocol
-    /// `fault`, for the loom suite's negative controls.
-    #[cfg(loom)]
-    #[doc(hidden)]
-    pub fn build_with_wait_fault(self, fault: super::WaitFault) -> OrderedIndex<K, V, S> {
-        let mut index = self.build_index();
-        index.waiters.fault = fault;
-        index
-    }
-
     /// Builds the index holding `map`'s entries (for `FromIterator`).
     pub(super) fn build_from(self, map: Map<K, V>) -> OrderedIndex<K, V, S>
     where

@@ -5,10 +5,9 @@ use std::borrow::Borrow;
 use std::hash::{BuildHasher, Hash};
 use std::ops::Bound;
 
-#[cfg(loom)]
-use super::Fault;
 use super::sequential::Entry;
 use super::{Engine, OrderedIndex};
+use crate::fault::broken;
 use crate::sync::Arc;
 
 impl<K: Ord + Clone + Hash, V, S: BuildHasher> OrderedIndex<K, V, S> {
@@ -76,8 +75,7 @@ impl<K: Ord + Clone + Hash, V, S: BuildHasher> OrderedIndex<K, V, S> {
     /// assert_eq!(index.pop_first(), None);
     /// ```
     pub fn pop_first(&self) -> Option<(K, Arc<V>)> {
-        #[cfg(loom)]
-        if self.fault == Fault::CheckThenRemove {
+        if broken!(OrderedFault::CheckThenRemove) {
             // BROKEN on purpose: look, unlock, then remove in a second step.
             let (key, value) = self.first()?;
             self.remove(&key);
@@ -136,8 +134,7 @@ impl<K: Ord + Clone + Hash, V, S: BuildHasher> OrderedIndex<K, V, S> {
         K: Borrow<Q>,
         Q: Ord + ?Sized,
     {
-        #[cfg(loom)]
-        if self.fault == Fault::CheckThenRemove {
+        if broken!(OrderedFault::CheckThenRemove) {
             // BROKEN on purpose: read what to take, unlock, then remove.
             let seen = self.range_inner::<Q, _>((Bound::Unbounded, end));
             for (key, _) in &seen {

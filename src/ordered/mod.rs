@@ -24,22 +24,17 @@
 
 mod builder;
 mod consume;
-#[cfg(loom)]
-mod fault;
 mod leaf;
 mod lock;
 mod partitioned;
 mod points;
 mod range;
 mod sequential;
+mod torn;
 mod view;
 mod wait;
 
-#[cfg(loom)]
-pub use crate::wait::WaitFault;
 pub use builder::OrderedIndexBuilder;
-#[cfg(loom)]
-pub use fault::Fault;
 pub use lock::OrderedLock;
 pub use view::OrderedSnapshot;
 
@@ -50,6 +45,7 @@ use std::hash::{BuildHasher, Hash};
 use self::lock::CoreLock;
 use self::partitioned::Partitioned;
 use self::sequential::OrderedCore;
+use crate::fault::broken;
 use crate::sync::Arc;
 use crate::wait::Waiters;
 
@@ -253,8 +249,6 @@ pub struct OrderedIndex<K, V, S = ahash::RandomState> {
     point_lookups: bool,
     /// The consumers waiting for an entry (`wait.rs`).
     waiters: Waiters,
-    #[cfg(loom)]
-    fault: Fault,
 }
 
 /// The map and its locking: one tree under one lock, or leaves under
@@ -300,16 +294,6 @@ impl<K, V> OrderedIndex<K, V> {
     pub fn builder() -> OrderedIndexBuilder<K, V> {
         OrderedIndexBuilder::new()
     }
-
-    /// An index whose protocol is broken as `fault` says: the loom suite's
-    /// negative controls use it to prove the models can catch that bug.
-    #[cfg(loom)]
-    #[doc(hidden)]
-    pub fn with_fault(fault: Fault) -> Self {
-        let mut index = Self::new();
-        index.fault = fault;
-        index
-    }
 }
 
 impl<K, V, S> OrderedIndex<K, V, S> {
@@ -336,8 +320,6 @@ impl<K, V, S> OrderedIndex<K, V, S> {
             engine,
             hasher,
             waiters: Waiters::new(),
-            #[cfg(loom)]
-            fault: Fault::None,
         }
     }
 
@@ -497,8 +479,7 @@ impl<K, V, S> OrderedIndex<K, V, S> {
     where
         K: Ord + Clone,
     {
-        #[cfg(loom)]
-        if self.fault == Fault::TornCut {
+        if broken!(OrderedFault::TornCut) {
             // BROKEN on purpose: a map assembled from one entry per lock.
             let entries = self.torn_range::<K, _>(..);
             return OrderedSnapshot::new(Arc::new(entries.into_iter().collect()));

@@ -74,10 +74,11 @@ use std::ops::Bound;
 use super::leaf::{LeafData, lower, search, upper};
 use super::points::{Points, Slot};
 use super::sequential::{Entry, Map};
+use crate::fault::broken;
 use crate::sync::{Arc, CachePadded, RwLock, ShardedLock};
 
+#[cfg(any(test, feature = "testing"))]
 mod check;
-#[cfg(loom)]
 mod leaf_by_leaf;
 mod reads;
 
@@ -207,11 +208,6 @@ struct Router<K, V> {
     leaves: VecDeque<Leaf<K, V>>,
     /// A slot for every leaf entry, if the index keeps point lookups.
     points: Option<Points<K, V>>,
-    /// The loom negative controls that break reshaping
-    /// (`Fault::StaleLeafIndex`, `SplitAtMovedMarker`, `MergeSharedLeaf`,
-    /// `EmptyEndLeaf`).
-    #[cfg(loom)]
-    fault: super::Fault,
 }
 
 impl<K, V> Router<K, V> {
@@ -220,8 +216,6 @@ impl<K, V> Router<K, V> {
             bounds: VecDeque::new(),
             leaves: VecDeque::from([new_leaf(LeafData::default())]),
             points: point_lookups.then(Points::new),
-            #[cfg(loom)]
-            fault: super::Fault::None,
         }
     }
 
@@ -251,8 +245,6 @@ impl<K, V> Router<K, V> {
                     bounds,
                     leaves,
                     points,
-                    #[cfg(loom)]
-                    fault: super::Fault::None,
                 };
             }
         }
@@ -261,8 +253,7 @@ impl<K, V> Router<K, V> {
     /// The index of the leaf whose address is `id`: `hint` if it still is
     /// there, else found by a scan; `None` if a merge removed it.
     fn find(&self, hint: usize, id: usize) -> Option<usize> {
-        #[cfg(loom)]
-        if self.fault == super::Fault::StaleLeafIndex {
+        if broken!(OrderedFault::StaleLeafIndex) {
             // BROKEN on purpose: trusts the index the leaf had.
             return (hint < self.leaves.len()).then_some(hint);
         }
@@ -301,11 +292,8 @@ impl<K, V> Router<K, V> {
             garbage.keys.extend(bound);
             return;
         }
-        #[cfg(not(loom))]
-        let any_position = false;
         // BROKEN on purpose under `SplitAtMovedMarker`: an end is accepted.
-        #[cfg(loom)]
-        let any_position = self.fault == super::Fault::SplitAtMovedMarker;
+        let any_position = broken!(OrderedFault::SplitAtMovedMarker);
         let at = marker
             .and_then(|value| leaf.position_of(value))
             .filter(|&at| any_position || (at > 0 && at < leaf.len()));
@@ -349,12 +337,9 @@ impl<K, V> Router<K, V> {
         };
         let shared =
             |router: &mut Self, j: usize| Arc::get_mut(router.leaves[j].get_mut()).is_none();
-        #[cfg(not(loom))]
-        let check_right = true;
         // BROKEN on purpose under `MergeSharedLeaf`: the right leaf's
         // sharing goes unchecked.
-        #[cfg(loom)]
-        let check_right = self.fault != super::Fault::MergeSharedLeaf;
+        let check_right = !broken!(OrderedFault::MergeSharedLeaf);
         if shared(self, left) || (check_right && shared(self, right)) {
             return;
         }
@@ -389,13 +374,6 @@ impl<K, V> Router<K, V> {
 pub(crate) struct Partitioned<K, V> {
     router: ShardedLock<Router<K, V>>,
     leaf_size: usize,
-    /// The loom negative control `Fault::LeafByLeaf`: multi-leaf reads
-    /// release each leaf before locking the next.
-    #[cfg(loom)]
-    pub(crate) leaf_by_leaf: bool,
-    /// The loom negative control `Fault::LateSlots`.
-    #[cfg(loom)]
-    pub(crate) late_slots: bool,
 }
 
 /// A reshaping a write asks for once its locks are released: the leaf's
@@ -409,10 +387,6 @@ impl<K, V> Partitioned<K, V> {
         Self {
             router: ShardedLock::new(Router::empty(point_lookups)),
             leaf_size: clamp_capacity(leaf_size),
-            #[cfg(loom)]
-            leaf_by_leaf: false,
-            #[cfg(loom)]
-            late_slots: false,
         }
     }
 
@@ -437,24 +411,11 @@ impl<K, V> Partitioned<K, V> {
                 points,
             )),
             leaf_size,
-            #[cfg(loom)]
-            leaf_by_leaf: false,
-            #[cfg(loom)]
-            late_slots: false,
         }
     }
 
     pub(crate) fn leaf_size(&self) -> usize {
         self.leaf_size
-    }
-
-    /// Selects the loom negative control `fault` (those of this engine act;
-    /// the others are the wrapper's).
-    #[cfg(loom)]
-    pub(crate) fn set_fault(&mut self, fault: super::Fault) {
-        self.leaf_by_leaf = fault == super::Fault::LeafByLeaf;
-        self.late_slots = fault == super::Fault::LateSlots;
-        self.router.write().fault = fault;
     }
 
     /// Whether a leaf left with `len` entries, in a router of `leaves`,
@@ -645,12 +606,9 @@ impl<K, V> Partitioned<K, V> {
                 if let Some((key, value)) = entry {
                     return Some((key.clone(), Arc::clone(value)));
                 }
-                #[cfg(not(loom))]
-                let alone = n == 1;
                 // BROKEN on purpose under `EmptyEndLeaf`: an empty end leaf
                 // is taken for an empty map.
-                #[cfg(loom)]
-                let alone = n == 1 || router.fault == super::Fault::EmptyEndLeaf;
+                let alone = n == 1 || broken!(OrderedFault::EmptyEndLeaf);
                 if alone {
                     return None;
                 }
@@ -721,8 +679,7 @@ impl<K, V> Partitioned<K, V> {
         K: Borrow<Q> + Clone,
         Q: Ord + ?Sized,
     {
-        #[cfg(loom)]
-        if self.leaf_by_leaf || self.late_slots {
+        if broken!(OrderedFault::LeafByLeaf) || broken!(OrderedFault::LateSlots) {
             return self.drain_leaf_by_leaf(end, hash);
         }
         let mut garbage = Garbage::default();

@@ -187,11 +187,13 @@ impl<K, V> Points<K, V> {
     }
 
     /// The number of slots (for the tests).
+    #[cfg(any(test, feature = "testing"))]
     pub(crate) fn len(&self) -> usize {
         self.shards.iter().map(|shard| shard.read().len()).sum()
     }
 
     /// Whether some slot holds `value` (for the tests).
+    #[cfg(any(test, feature = "testing"))]
     pub(crate) fn holds(&self, value: &Arc<V>) -> bool {
         self.shards.iter().any(|shard| {
             shard

@@ -4,9 +4,8 @@
 use std::borrow::Borrow;
 use std::ops::{ControlFlow, RangeBounds};
 
-#[cfg(loom)]
-use super::Fault;
 use super::{Engine, OrderedIndex};
+use crate::fault::broken;
 use crate::sync::Arc;
 
 /// Ordered reads: the ordered entries alone, no hashing.
@@ -79,8 +78,7 @@ impl<K: Ord + Clone, V, S> OrderedIndex<K, V, S> {
         Q: Ord + ?Sized,
         R: RangeBounds<Q>,
     {
-        #[cfg(loom)]
-        if self.fault == Fault::TornCut {
+        if broken!(OrderedFault::TornCut) {
             return self.torn_range(range);
         }
         self.range_inner(range)
@@ -314,6 +312,7 @@ impl<K: Ord + Clone, V, S> OrderedIndex<K, V, S> {
     ///
     /// With a message starting "invariant violated" if anything disagrees.
     #[doc(hidden)]
+    #[cfg(any(test, feature = "testing"))]
     pub fn check_invariants(&self) {
         match &self.engine {
             Engine::Locked(core) => core.read().check_structure(),

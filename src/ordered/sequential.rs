@@ -521,6 +521,7 @@ impl<K: Ord + Clone, V> OrderedCore<K, V> {
     /// entries; panics with a message starting "invariant violated" if not.
     /// (What a step retired may still wait here, after a panic, for the
     /// next write to drop it.)
+    #[cfg(any(test, feature = "testing"))]
     pub(crate) fn check_structure(&self) {
         let mut count = 0;
         let mut previous: Option<&K> = None;

@@ -15,6 +15,7 @@ pub use versioned::Versioned;
 use std::fmt;
 use std::ops::Deref;
 
+use crate::fault::broken;
 use crate::sync::{self, Arc, AtomicArc};
 
 /// An atomically replaced, immutable, versioned value with lock-free reads.
@@ -110,26 +111,10 @@ use crate::sync::{self, Arc, AtomicArc};
 /// ```
 pub struct Snapshot<T> {
     inner: AtomicArc<Versioned<T>>,
-    #[cfg(loom)]
-    fault: Fault,
+    /// The version counter of the loom negative control
+    /// `SnapshotFault::VersionBeforeSwap`.
     #[cfg(loom)]
     fault_counter: sync::AtomicU64,
-}
-
-/// A deliberately broken protocol, for the loom suite's negative controls.
-#[cfg(loom)]
-#[doc(hidden)]
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Fault {
-    /// The correct protocol.
-    None,
-    /// `update` loads, computes and stores without checking (lost update).
-    LoadThenStore,
-    /// `store` takes its version from a counter, then swaps unconditionally
-    /// (versions can be published out of order).
-    VersionBeforeSwap,
-    /// `compare_and_swap` compares, then stores in a second step.
-    CheckThenSwap,
 }
 
 /// A read guard returned by [`Snapshot::load`], made for one unit of work.
@@ -251,20 +236,8 @@ impl<T> Snapshot<T> {
         Self {
             inner: AtomicArc::new(Arc::new(Versioned { version: 0, value })),
             #[cfg(loom)]
-            fault: Fault::None,
-            #[cfg(loom)]
             fault_counter: sync::AtomicU64::new(0),
         }
-    }
-
-    /// A snapshot whose protocol is broken as `fault` says: the loom suite's
-    /// negative controls use it to prove the models can catch that bug.
-    #[cfg(loom)]
-    #[doc(hidden)]
-    pub fn with_fault(value: T, fault: Fault) -> Self {
-        let mut snapshot = Self::new(value);
-        snapshot.fault = fault;
-        snapshot
     }
 
     /// The current value, behind a short-lived guard.
@@ -341,7 +314,7 @@ impl<T> Snapshot<T> {
     /// ```
     pub fn store(&self, value: T) -> u64 {
         #[cfg(loom)]
-        if self.fault == Fault::VersionBeforeSwap {
+        if broken!(SnapshotFault::VersionBeforeSwap) {
             // BROKEN on purpose: the version is drawn before the swap, so two
             // racing stores can publish their versions out of order.
             let version = self.fault_counter.fetch_add(1, sync::Ordering::AcqRel) + 1;
@@ -396,8 +369,7 @@ impl<T> Snapshot<T> {
             version: current.version + 1,
             value: new,
         });
-        #[cfg(loom)]
-        if self.fault == Fault::CheckThenSwap {
+        if broken!(SnapshotFault::CheckThenSwap) {
             // BROKEN on purpose: the comparison and the store are two steps.
             let now = self.inner.load_full();
             if std::ptr::eq(Arc::as_ptr(&now), expected) {
@@ -445,8 +417,7 @@ impl<T> Snapshot<T> {
     where
         F: FnMut(&T) -> T,
     {
-        #[cfg(loom)]
-        if self.fault == Fault::LoadThenStore {
+        if broken!(SnapshotFault::LoadThenStore) {
             // BROKEN on purpose: the lost update shown in the type docs.
             let current = self.inner.load();
             let next = Arc::new(Versioned {

@@ -644,6 +644,7 @@ where
     /// Asserts internal invariants; for tests, with no other thread using
     /// the cache.
     #[doc(hidden)]
+    #[cfg(any(test, feature = "testing"))]
     pub fn check_invariants(&self) {
         self.raw.check_invariants();
     }

@@ -12,7 +12,6 @@ use super::clock::{Clock, SystemClock};
 use super::core::Policy;
 use super::raw::Raw;
 use crate::error::BuildError;
-use crate::flight::FlightFault;
 use crate::removal::{Listener, RemovalCause};
 use crate::sync::Arc;
 
@@ -24,9 +23,6 @@ struct Settings<S> {
     capacity: Option<usize>,
     clock: Option<Arc<dyn Clock>>,
     hasher: S,
-    fault: FlightFault,
-    #[cfg(loom)]
-    typed_fault: super::Fault,
 }
 
 impl<S> Settings<S> {
@@ -37,9 +33,6 @@ impl<S> Settings<S> {
             capacity: None,
             clock: None,
             hasher,
-            fault: FlightFault::None,
-            #[cfg(loom)]
-            typed_fault: super::Fault::None,
         }
     }
 
@@ -50,9 +43,6 @@ impl<S> Settings<S> {
             capacity: self.capacity,
             clock: self.clock,
             hasher,
-            fault: self.fault,
-            #[cfg(loom)]
-            typed_fault: self.typed_fault,
         }
     }
 
@@ -75,13 +65,7 @@ impl<S> Settings<S> {
         let clock = self
             .clock
             .unwrap_or_else(|| Arc::new(SystemClock::new()) as Arc<dyn Clock>);
-        #[allow(unused_mut)]
-        let mut raw = Raw::new(policy, clock, self.hasher, self.fault);
-        #[cfg(loom)]
-        {
-            raw.fault = self.typed_fault;
-        }
-        Ok(raw)
+        Ok(Raw::new(policy, clock, self.hasher))
     }
 }
 
@@ -221,24 +205,6 @@ macro_rules! setters {
                     listener: self.listener,
                     types: PhantomData,
                 }
-            }
-
-            /// Selects a deliberately broken single-flight protocol (loom
-            /// negative controls only).
-            #[cfg(loom)]
-            #[doc(hidden)]
-            pub fn flight_fault(mut self, fault: FlightFault) -> Self {
-                self.settings.fault = fault;
-                self
-            }
-
-            /// Selects a deliberately broken cache protocol (loom negative
-            /// controls only).
-            #[cfg(loom)]
-            #[doc(hidden)]
-            pub fn typed_fault(mut self, fault: super::Fault) -> Self {
-                self.settings.typed_fault = fault;
-                self
             }
         }
 

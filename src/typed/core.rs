@@ -527,12 +527,14 @@ impl<K, V> Core<K, V> {
     }
 
     /// Each entry's stored hash (for `check_invariants`).
+    #[cfg(any(test, feature = "testing"))]
     pub(crate) fn hashes(&self) -> impl Iterator<Item = u64> + '_ {
         self.nodes.iter().map(|node| node.hash)
     }
 
     /// Asserts the shard's invariants (for tests and fuzzing). Runs no user
     /// code.
+    #[cfg(any(test, feature = "testing"))]
     pub(crate) fn check_invariants(&self) {
         let n = self.nodes.len();
         assert_eq!(self.table.len(), n, "table and node counts differ");

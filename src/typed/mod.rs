@@ -56,33 +56,6 @@ use crate::stats::CacheStats;
 use crate::sync::Arc;
 use raw::Raw;
 
-/// A deliberately broken cache protocol, for the loom suite's negative
-/// controls (the single-flight faults are `FlightFault`).
-#[cfg(loom)]
-#[doc(hidden)]
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Fault {
-    /// The correct protocol.
-    #[default]
-    None,
-    /// An init publishes its value even if an insert or invalidation landed
-    /// while it ran (a stale value outlives the invalidation).
-    InitIgnoresWrites,
-    /// `insert` does not bump its shard's write generation: an init that
-    /// raced it overwrites the inserted value.
-    InsertKeepsGeneration,
-    /// `clear` does not bump the write generations: an init that
-    /// raced it publishes a value read before the invalidation.
-    InvalidateAllKeepsGeneration,
-    /// An insert decides whether eviction is needed from the total it read
-    /// before taking its shard lock (check-then-act): two inserts into
-    /// different shards can both decide "no room needed".
-    EvictionCheckedBeforeLock,
-    /// A write does not sweep its shard: an expired entry stays (and is
-    /// counted in `len`) until a read finds it or `purge_expired` runs.
-    WriteSkipsSweep,
-}
-
 /// A concurrent map from keys to lazily initialized values: each key's
 /// init runs once among concurrent callers.
 ///
@@ -249,28 +222,6 @@ where
     /// ```
     pub fn builder() -> TypedCacheBuilder<K, V> {
         TypedCacheBuilder::new()
-    }
-
-    /// A cache whose single-flight protocol is broken as `fault` says: the
-    /// loom suite's negative controls use it to prove their models catch it.
-    #[cfg(loom)]
-    #[doc(hidden)]
-    pub fn with_fault(fault: crate::flight::FlightFault) -> Self {
-        Self::builder()
-            .flight_fault(fault)
-            .build()
-            .expect("the default settings are valid")
-    }
-
-    /// A cache whose write-versus-init protocol is broken as `fault` says
-    /// (loom negative controls).
-    #[cfg(loom)]
-    #[doc(hidden)]
-    pub fn with_typed_fault(fault: Fault) -> Self {
-        Self::builder()
-            .typed_fault(fault)
-            .build()
-            .expect("the default settings are valid")
     }
 }
 
@@ -680,6 +631,7 @@ where
     /// Asserts internal invariants; for tests, with no other thread using
     /// the cache.
     #[doc(hidden)]
+    #[cfg(any(test, feature = "testing"))]
     pub fn check_invariants(&self) {
         self.raw.check_invariants();
     }

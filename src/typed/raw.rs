@@ -40,7 +40,8 @@ use std::hash::{BuildHasher, Hash};
 use super::clock::Clock;
 use super::core::{Core, Policy, Removed};
 use super::stats::{Event, Stats};
-use crate::flight::{Caller, FlightFault, FlightGroup, Looked, Source};
+use crate::fault::broken;
+use crate::flight::{Caller, FlightGroup, Looked, Source};
 use crate::removal::{Listener, RemovalCause, copy_unlocked, notify};
 use crate::stats::CacheStats;
 use crate::sync::{Arc, AtomicUsize, CachePadded, Ordering, ShardedLock};
@@ -71,8 +72,6 @@ pub(crate) struct Raw<K, V, S> {
     len: CachePadded<AtomicUsize>,
     stats: Stats,
     listener: Option<Listener<K, V>>,
-    #[cfg(loom)]
-    pub(crate) fault: super::Fault,
 }
 
 /// Counts an init failure unless disarmed (so a panicking init counts too).
@@ -99,25 +98,18 @@ where
     V: Clone,
     S: BuildHasher + Clone,
 {
-    pub(crate) fn new(
-        policy: Policy,
-        clock: Arc<dyn Clock>,
-        hasher: S,
-        fault: FlightFault,
-    ) -> Self {
+    pub(crate) fn new(policy: Policy, clock: Arc<dyn Clock>, hasher: S) -> Self {
         Self {
             shards: (0..SHARDS)
                 .map(|_| ShardedLock::new(Core::new(policy.expires())))
                 .collect(),
             hasher,
-            flights: FlightGroup::with_fault(fault),
+            flights: FlightGroup::new(),
             policy,
             clock,
             len: CachePadded::new(AtomicUsize::new(0)),
             stats: Stats::new(),
             listener: None,
-            #[cfg(loom)]
-            fault: super::Fault::None,
         }
     }
 
@@ -524,23 +516,19 @@ where
         let now = self.now();
         let wants_old = user_write;
         let mut garbage = Vec::new();
-        #[cfg(loom)]
         // BROKEN on purpose (loom negative control): check-then-act on the
         // total, read before the shard lock.
-        let skip_eviction = self.fault == super::Fault::EvictionCheckedBeforeLock
+        let skip_eviction = broken!(TypedFault::EvictionCheckedBeforeLock)
             && self
                 .policy
                 .capacity
                 .is_some_and(|max| self.len.load(Ordering::SeqCst) < max);
-        #[cfg(not(loom))]
-        let skip_eviction = false;
         let replaced = {
             let mut core = self.shards[shard].write();
             let raced = expect_generation.is_some_and(|seen| seen != core.generation());
-            #[cfg(loom)]
             // BROKEN on purpose (loom negative control): the init's value
             // overwrites writes that landed while it ran.
-            let raced = raced && self.fault != super::Fault::InitIgnoresWrites;
+            let raced = raced && !broken!(TypedFault::InitIgnoresWrites);
             if raced {
                 // A user write landed while the init ran: it wins. The key
                 // and value are dropped after unlocking.
@@ -548,14 +536,10 @@ where
                 drop((key, value));
                 return None;
             }
-            #[cfg(loom)]
             // BROKEN on purpose (loom negative control): see the fault.
-            let user_write = user_write && self.fault != super::Fault::InsertKeepsGeneration;
-            #[cfg(loom)]
+            let user_write = user_write && !broken!(TypedFault::InsertKeepsGeneration);
             // BROKEN on purpose (loom negative control): no sweep.
-            let sweep = self.fault != super::Fault::WriteSkipsSweep;
-            #[cfg(not(loom))]
-            let sweep = true;
+            let sweep = !broken!(TypedFault::WriteSkipsSweep);
             let budget = if sweep && self.policy.expires() {
                 SWEEP_BUDGET
             } else {
@@ -680,11 +664,8 @@ where
         let mut old = Vec::new();
         for shard in 0..SHARDS {
             self.write(shard, |core| {
-                #[cfg(loom)]
                 // BROKEN on purpose (loom negative control): no bump.
-                let bump = self.fault != super::Fault::InvalidateAllKeepsGeneration;
-                #[cfg(not(loom))]
-                let bump = true;
+                let bump = !broken!(TypedFault::InvalidateAllKeepsGeneration);
                 if bump {
                     core.bump_generation();
                 }
@@ -738,11 +719,13 @@ where
     }
 
     /// Inits in progress.
+    #[cfg(any(test, feature = "testing"))]
     pub(crate) fn in_flight(&self) -> usize {
         self.flights.in_flight()
     }
 
     /// Asserts the cache's invariants; call when no other thread uses it.
+    #[cfg(any(test, feature = "testing"))]
     pub(crate) fn check_invariants(&self) {
         let mut total = 0;
         for (index, shard) in self.shards.iter().enumerate() {

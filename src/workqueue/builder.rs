@@ -144,16 +144,6 @@ where
             shared: Arc::new(Shared::new(clock, limiter, self.hasher)),
         }
     }
-
-    /// Builds the queue with the deliberately broken protocol `fault`, for
-    /// the loom suite's negative controls.
-    #[cfg(loom)]
-    #[doc(hidden)]
-    pub fn build_with_fault(self, fault: super::Fault) -> WorkQueue<K, S> {
-        let queue = self.build_queue();
-        queue.shared.core.lock().fault = fault;
-        queue
-    }
 }
 
 impl<K, S> fmt::Debug for WorkQueueBuilder<K, S> {

@@ -29,9 +29,8 @@ use std::time::Duration;
 
 use hashbrown::HashTable;
 
-#[cfg(loom)]
-use super::fault::Fault;
 use super::stats::Counters;
+use crate::fault::broken;
 
 /// One key's state.
 #[derive(Debug)]
@@ -96,8 +95,6 @@ pub(crate) struct Core<K> {
     delayed_keys: usize,
     shutting_down: bool,
     pub(crate) counters: Counters,
-    #[cfg(loom)]
-    pub(crate) fault: Fault,
 }
 
 impl<K> Default for Core<K> {
@@ -113,8 +110,6 @@ impl<K> Default for Core<K> {
             delayed_keys: 0,
             shutting_down: false,
             counters: Counters::default(),
-            #[cfg(loom)]
-            fault: Fault::None,
         }
     }
 }
@@ -330,14 +325,11 @@ impl<K> Core<K> {
             };
         };
         let key = self.entry(slot).key.clone();
-        #[cfg(loom)]
-        let fault = self.fault;
         self.queue.pop_front();
         let entry = self.entry_mut(slot);
         entry.dirty = false;
         let waited = now.saturating_sub(entry.dirty_since);
-        #[cfg(loom)]
-        if fault == Fault::GetSkipsProcessing {
+        if broken!(WorkQueueFault::GetSkipsProcessing) {
             // BROKEN on purpose: handed out, but not marked processing, so
             // an add now queues it for a second worker.
             let _ = self.release(slot);
@@ -362,16 +354,13 @@ impl<K> Core<K> {
         let Some(slot) = self.find(hash, key) else {
             return (false, None);
         };
-        #[cfg(loom)]
-        let fault = self.fault;
         let entry = self.entry_mut(slot);
         if !entry.processing {
             return (false, None);
         }
         entry.processing = false;
         let worked = now.saturating_sub(entry.processing_since);
-        #[cfg(loom)]
-        if fault == Fault::DoneForgetsDirty {
+        if broken!(WorkQueueFault::DoneForgetsDirty) {
             // BROKEN on purpose: an add that came during processing is lost.
             entry.dirty = false;
         }
@@ -439,6 +428,7 @@ impl<K> Core<K> {
 
     /// Checks every invariant of the module docs; panics naming the broken
     /// one. For tests.
+    #[cfg(any(test, feature = "testing"))]
     pub(crate) fn check_invariants(&self) {
         let live: Vec<usize> = (0..self.entries.len())
             .filter(|&slot| self.entries[slot].is_some())

@@ -12,7 +12,7 @@
 //!   wake-up, cancel-safe futures).
 //! - `delay.rs`: the thread that wakes waiting workers when a delayed key
 //!   falls due.
-//! - `rate_limit.rs`, `stats.rs`, `builder.rs`; `fault.rs` (loom only).
+//! - `rate_limit.rs`, `stats.rs`, `builder.rs`.
 //!
 //! # Locks
 //!
@@ -28,15 +28,11 @@ mod builder;
 mod core;
 #[cfg(not(loom))]
 mod delay;
-#[cfg(loom)]
-mod fault;
 mod get;
 mod rate_limit;
 mod stats;
 
 pub use builder::WorkQueueBuilder;
-#[cfg(loom)]
-pub use fault::Fault;
 pub use get::{GetTimeoutError, TryGetError};
 pub use rate_limit::{ExponentialBackoff, MaxOf, RateLimiter, RateLimiterError, TokenBucket};
 pub use stats::WorkQueueStats;
@@ -48,6 +44,7 @@ use std::time::Duration;
 
 use self::core::{Added, Core};
 use crate::Clock;
+use crate::fault::broken;
 use crate::sync::{Arc, Condvar, Mutex};
 use crate::wait::Waiters;
 
@@ -414,8 +411,7 @@ where
             if core.processing() == 0 && core.is_shutting_down() {
                 shared.drained.notify_all();
             }
-            #[cfg(loom)]
-            if core.fault == Fault::DoneSkipsWake {
+            if broken!(WorkQueueFault::DoneSkipsWake) {
                 // BROKEN on purpose: queued again, nobody woken.
                 return;
             }
@@ -483,8 +479,7 @@ where
         let dropped = {
             let mut core = shared.core.lock();
             let dropped = core.shut_down();
-            #[cfg(loom)]
-            if core.fault == Fault::ShutdownWakesOne {
+            if broken!(WorkQueueFault::ShutdownWakesOne) {
                 // BROKEN on purpose: one waiting worker woken.
                 drop(core);
                 shared.waiters.wake_one();
@@ -589,6 +584,7 @@ where
     /// Asserts the core's invariants; for tests, with no other thread
     /// using the queue.
     #[doc(hidden)]
+    #[cfg(any(test, feature = "testing"))]
     pub fn check_invariants(&self) {
         self.shared.core.lock().check_invariants();
     }

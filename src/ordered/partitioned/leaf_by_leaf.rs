@@ -1,11 +1,13 @@
-//! The loom negative controls `Fault::LeafByLeaf` and `Fault::LateSlots`
-//! for `drain_to`, kept out of the engine's file: a hand-over-hand drain,
-//! with the point-lookup slots removed under the leaf lock or after it.
+//! The loom negative controls `OrderedFault::LeafByLeaf` and
+//! `OrderedFault::LateSlots` for `drain_to`, kept out of the engine's file:
+//! a hand-over-hand drain, with the point-lookup slots removed under the
+//! leaf lock or after it.
 
 use std::borrow::Borrow;
 use std::ops::Bound;
 
 use super::{Entry, Garbage, Partitioned, last_leaf, unshare, upper};
+use crate::fault::broken;
 use crate::sync::Arc;
 
 impl<K, V> Partitioned<K, V> {
@@ -41,7 +43,7 @@ impl<K, V> Partitioned<K, V> {
                 Arc::get_mut(&mut *leaf)
                     .expect("larder: unshared leaf")
                     .take_front(cut, &mut out);
-                if self.late_slots {
+                if broken!(OrderedFault::LateSlots) {
                     // BROKEN on purpose: the slots outlive the leaf lock.
                     drop(leaf);
                 }

@@ -6,6 +6,7 @@ use std::ops::{ControlFlow, RangeBounds};
 
 use super::{Entries, Map, Partitioned, check_range, first_leaf, last_leaf, span};
 
+use crate::fault::broken;
 use crate::sync::Arc;
 
 impl<K, V> Partitioned<K, V> {
@@ -58,8 +59,7 @@ impl<K, V> Partitioned<K, V> {
             for (key, value) in guard.slice(lo, hi) {
                 f(key, value)?;
             }
-            #[cfg(loom)]
-            if self.leaf_by_leaf {
+            if broken!(OrderedFault::LeafByLeaf) {
                 // BROKEN on purpose: this leaf's lock is released before the
                 // next one is taken.
                 continue;
@@ -106,8 +106,7 @@ impl<K, V> Partitioned<K, V> {
     /// Every leaf's entries, shared, at one instant.
     fn share(&self) -> Vec<Entries<K, V>> {
         let router = self.router.read();
-        #[cfg(loom)]
-        if self.leaf_by_leaf {
+        if broken!(OrderedFault::LeafByLeaf) {
             // BROKEN on purpose: one leaf at a time.
             return router
                 .leaves

@@ -1,0 +1,300 @@
+//! Fault injection for the loom suite's negative controls: the one place
+//! that selects a deliberately broken protocol.
+//!
+//! A negative control runs a loom model against a broken variant of a
+//! protocol and must fail, which proves the model can catch that bug. The
+//! library asks [`broken!`] whether a variant is selected:
+//!
+//! - under `cfg(loom)` it reads the faults [`inject`]ed on the current
+//!   thread (a loom model runs all of its threads on the thread that called
+//!   `loom::model`, so the selection holds for the whole model and for no
+//!   other test);
+//! - otherwise it is the constant `false`: no fault type or field exists,
+//!   and the optimizer removes every broken branch.
+//!
+//! State that only a broken variant needs (a racy counter, a stashed entry)
+//! is a `#[cfg(loom)]` field next to the branch that uses it.
+//!
+//! The catalogue below (loom builds only) holds the broken variants, one
+//! enum per protocol (`IndexedStore`'s are still its own `indexed::Fault`,
+//! selected per store). A control injects one and then builds the type as a
+//! user does, so no type has a loom-only constructor:
+//!
+//! ```ignore
+//! let _fault = larder::fault::inject(larder::fault::SnapshotFault::LoadThenStore);
+//! loom::model(|| { let snap = larder::Snapshot::new(0); /* ... */ });
+//! ```
+
+/// Whether the broken variant `Kind::Variant` (a type of this module) is
+/// selected: a thread-local lookup under loom, else the constant `false`.
+#[cfg(loom)]
+macro_rules! broken {
+    ($kind:ident :: $variant:ident) => {
+        $crate::fault::is_selected($crate::fault::$kind::$variant)
+    };
+}
+
+/// Whether the broken variant `Kind::Variant` is selected: never, outside
+/// loom builds.
+#[cfg(not(loom))]
+macro_rules! broken {
+    ($kind:ident :: $variant:ident) => {
+        $crate::fault::never(stringify!($kind::$variant))
+    };
+}
+
+pub(crate) use broken;
+
+/// The constant `false` of [`broken!`] outside loom builds. A function, not
+/// the literal, so that lints do not read two different faults as one
+/// expression; `name` (the variant) is only for the reader.
+#[cfg(not(loom))]
+#[inline(always)]
+pub(crate) const fn never(name: &'static str) -> bool {
+    let _ = name;
+    false
+}
+
+#[cfg(loom)]
+pub use catalogue::*;
+
+#[cfg(loom)]
+mod catalogue {
+    use std::cell::RefCell;
+
+    thread_local! {
+        /// The faults injected on this thread, in injection order.
+        static SELECTED: RefCell<Vec<Fault>> = const { RefCell::new(Vec::new()) };
+    }
+
+    /// Selects `fault` on the current thread until the returned guard
+    /// drops. Selecting a `None` variant selects nothing.
+    #[must_use = "the fault is selected only while the guard lives"]
+    pub fn inject(fault: impl Into<Fault>) -> Injected {
+        let fault = fault.into();
+        SELECTED.with(|selected| selected.borrow_mut().push(fault));
+        Injected(fault)
+    }
+
+    /// Whether `fault` is selected on the current thread.
+    pub fn is_selected(fault: impl Into<Fault>) -> bool {
+        let fault = fault.into();
+        SELECTED.with(|selected| selected.borrow().contains(&fault))
+    }
+
+    /// An injected fault; dropping it deselects the fault.
+    #[derive(Debug)]
+    pub struct Injected(Fault);
+
+    impl Drop for Injected {
+        fn drop(&mut self) {
+            SELECTED.with(|selected| {
+                let mut selected = selected.borrow_mut();
+                if let Some(at) = selected.iter().rposition(|f| *f == self.0) {
+                    selected.remove(at);
+                }
+            });
+        }
+    }
+
+    /// Declares [`Fault`] over each protocol's enum, with a `From` for each.
+    macro_rules! any_fault {
+        ($($variant:ident($kind:ident)),* $(,)?) => {
+            /// Any broken variant of the catalogue.
+            #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+            pub enum Fault {
+                $(
+                    #[doc = concat!("A [`", stringify!($kind), "`].")]
+                    $variant($kind),
+                )*
+            }
+
+            $(
+                impl From<$kind> for Fault {
+                    fn from(fault: $kind) -> Self {
+                        Self::$variant(fault)
+                    }
+                }
+            )*
+        };
+    }
+
+    any_fault!(
+        Flight(FlightFault),
+        Wait(WaitFault),
+        Snapshot(SnapshotFault),
+        Typed(TypedFault),
+        Lru(LruFault),
+        Ordered(OrderedFault),
+        WorkQueue(WorkQueueFault),
+    );
+
+    /// A broken single-flight protocol (`flight/`: the loads of `LruCache` and
+    /// `TypedCache`).
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum FlightFault {
+        /// The correct protocol.
+        None,
+        /// Check-then-act: no flight is registered; every miss runs its loader.
+        SkipFlight,
+        /// A failed flight stays registered: later callers get the old error.
+        StickyError,
+        /// A panicking leader leaves its flight registered and never wakes its
+        /// waiters.
+        AbandonOnPanic,
+        /// A cancelled async leader (its future dropped mid-load) leaves its
+        /// flight registered and never wakes its waiters.
+        LeakOnCancel,
+        /// A finished flight wakes only the first async waiter registered.
+        WakeOneAsync,
+        /// A finishing leader wakes one blocked waiter (`notify_one`) instead
+        /// of all: a second waiter sleeps forever.
+        NotifyOne,
+        /// An async waiter checks the state and registers its waker under two
+        /// separate locks: a `finish` that falls between them is never seen
+        /// (a lost wake-up).
+        RegisterUnlocked,
+    }
+
+    /// A broken wake-up protocol of `OrderedIndex`'s waiting consumers
+    /// (`wait.rs`).
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum WaitFault {
+        /// The correct protocol.
+        None,
+        /// `insert` never wakes anyone.
+        NoWake,
+        /// `insert` loads the waiter count before it publishes the entry (and
+        /// wakes only if that early load saw a waiter).
+        CountBeforePublish,
+        /// A blocking consumer registers after its failed try and waits without
+        /// trying again.
+        RegisterAfterCheck,
+        /// `insert` wakes one waiter: the first pending future if there is one,
+        /// else one blocked thread.
+        WakeOne,
+        /// A future that finds an entry keeps it and returns `Pending` once
+        /// (waking itself), handing it out on the next poll: dropping it then
+        /// loses the entry.
+        TakeThenPending,
+    }
+
+    /// A broken `Snapshot` protocol.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum SnapshotFault {
+        /// The correct protocol.
+        None,
+        /// `update` loads, computes and stores without checking (lost update).
+        LoadThenStore,
+        /// `store` takes its version from a counter, then swaps unconditionally
+        /// (versions can be published out of order).
+        VersionBeforeSwap,
+        /// `compare_and_swap` compares, then stores in a second step.
+        CheckThenSwap,
+    }
+
+    /// A broken `TypedCache` write-versus-init protocol (its loads:
+    /// [`FlightFault`]).
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum TypedFault {
+        /// The correct protocol.
+        None,
+        /// An init publishes its value even if an insert or invalidation landed
+        /// while it ran (a stale value outlives the invalidation).
+        InitIgnoresWrites,
+        /// `insert` does not bump its shard's write generation: an init that
+        /// raced it overwrites the inserted value.
+        InsertKeepsGeneration,
+        /// `clear` does not bump the write generations: an init that
+        /// raced it publishes a value read before the invalidation.
+        InvalidateAllKeepsGeneration,
+        /// An insert decides whether eviction is needed from the total it read
+        /// before taking its shard lock (check-then-act): two inserts into
+        /// different shards can both decide "no room needed".
+        EvictionCheckedBeforeLock,
+        /// A write does not sweep its shard: an expired entry stays (and is
+        /// counted in `len`) until a read finds it or `purge_expired` runs.
+        WriteSkipsSweep,
+    }
+
+    /// A broken `LruCache` protocol (its loads: [`FlightFault`]).
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum LruFault {
+        /// The correct protocol.
+        None,
+        /// `insert` adds the entry in one critical section and evicts in a
+        /// second one: the bound (the entry count, or with a weigher the total
+        /// weight) is exceeded in between.
+        SplitEviction,
+        /// `get` counts its hit or miss with a load then a store: outside the
+        /// shard lock under `Exact`, under the shared lock (which other readers
+        /// hold too) under `Clock`. Lost updates either way.
+        RacyStats,
+        /// Under `Clock`, a hit finds its entry under one shared lock and sets
+        /// its reference bit under a second one: the hand can evict the entry
+        /// in between, after the hit was reported.
+        LateReferenceBit,
+        /// `resize` stores a smaller capacity before the shards shrink: until
+        /// they have, `stats()` reports more entries than capacity.
+        CapacityBeforeShrink,
+    }
+
+    /// A broken `OrderedIndex` protocol (its waiting forms: [`WaitFault`]).
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum OrderedFault {
+        /// The correct protocol.
+        None,
+        /// `pop_first` and `drain_to` look under the read lock, then remove what
+        /// they saw in a second step (the same entry goes to two callers).
+        CheckThenRemove,
+        /// `range`, `iter` and `snapshot` read one entry per read lock (a torn
+        /// cut).
+        TornCut,
+        /// With [`OrderedLock::Partitioned`](crate::OrderedLock::Partitioned):
+        /// ranges, snapshots and `drain_to` lock one leaf at a time, releasing
+        /// each before taking the next (hand-over-hand instead of two-phase
+        /// locking: a torn cut across leaves).
+        LeafByLeaf,
+        /// With [`OrderedLock::Partitioned`](crate::OrderedLock::Partitioned)
+        /// and point lookups: `drain_to` removes the point-lookup slots after
+        /// releasing the leaf locks (a point read finds an entry a range no
+        /// longer shows).
+        LateSlots,
+        /// With [`OrderedLock::Partitioned`](crate::OrderedLock::Partitioned):
+        /// the split or merge a write asks for finds its leaf again by the
+        /// index the leaf had, not by its address (a concurrent split or merge
+        /// that shifted the leaves sends it to the wrong leaf).
+        StaleLeafIndex,
+        /// With [`OrderedLock::Partitioned`](crate::OrderedLock::Partitioned):
+        /// a split cuts at its prepared entry even after concurrent writes moved
+        /// that entry to the front of the leaf (an empty leaf is left).
+        SplitAtMovedMarker,
+        /// With [`OrderedLock::Partitioned`](crate::OrderedLock::Partitioned):
+        /// a merge checks only the left leaf for a snapshot sharing it, and
+        /// merges a right leaf a snapshot still holds.
+        MergeSharedLeaf,
+        /// With [`OrderedLock::Partitioned`](crate::OrderedLock::Partitioned):
+        /// `first` and `last` take an empty end leaf (emptied by a removal
+        /// whose merge has not run yet) for an empty map, instead of dropping
+        /// it and looking again.
+        EmptyEndLeaf,
+    }
+
+    /// A broken `WorkQueue` protocol.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum WorkQueueFault {
+        /// The correct protocol.
+        None,
+        /// `done` forgets that the key was added while it was processed: the
+        /// add is lost.
+        DoneForgetsDirty,
+        /// `get` hands a key out without marking it processing: an add while
+        /// it is processed queues it for a second worker.
+        GetSkipsProcessing,
+        /// `shut_down` wakes one waiting worker, not all of them.
+        ShutdownWakesOne,
+        /// `done` queues a key added during processing again but wakes no
+        /// waiting worker.
+        DoneSkipsWake,
+    }
+}
