@@ -10,8 +10,9 @@
 //!    (object, indexes and revision in one critical section), notify the
 //!    handlers, then publish the revision to the handle's waiters.
 //! 3. A connection error or a dropped stream: back off, then watch again
-//!    from the last applied revision (step 2). A too-old revision: back
-//!    off, then list again (step 1).
+//!    from the last applied revision (step 2). A too-old revision or a
+//!    progress notification ahead of an event: back off, then list again
+//!    (step 1).
 //!
 //! Events below the last applied revision are skipped (a source may repeat
 //! them after a reconnect), and so is an event at that revision for a key
@@ -273,7 +274,8 @@ where
                     None => return,
                     Some(Ok(stream)) => stream,
                     Some(Err(error)) => {
-                        let too_old = error.is_too_old();
+                        let too_old = error.needs_relist();
+                        self.count_reordering(&error);
                         self.report(ReflectorError::Watch(error));
                         if !self.pause(&mut failures).await {
                             return;
@@ -317,7 +319,8 @@ where
                             }
                         }
                         Step::Item(Some(Err(error))) => {
-                            let too_old = error.is_too_old();
+                            let too_old = error.needs_relist();
+                            self.count_reordering(&error);
                             self.report(ReflectorError::Watch(error));
                             drop(stream);
                             if !self.pause(&mut failures).await {
@@ -535,6 +538,15 @@ where
             for panic in panics {
                 self.report(panic);
             }
+        }
+    }
+
+    /// Counts a progress notification that came ahead of an event (its
+    /// relist is counted with the others when it succeeds).
+    fn count_reordering(&self, error: &SourceError) {
+        if matches!(error, SourceError::ProgressAheadOfEvent { .. }) {
+            self.status
+                .update(|inner| inner.stats.progress_ahead_of_events += 1);
         }
     }
 

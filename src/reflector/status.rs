@@ -37,8 +37,14 @@ pub struct ReflectorStats {
     /// Successful lists (the first one included).
     pub lists: u64,
     /// Successful lists after the first (a too-old revision, an
-    /// undecodable object with no key parser).
+    /// undecodable object with no key parser, a progress notification
+    /// ahead of an event).
     pub relists: u64,
+    /// Watches that ended because the source sent a progress notification
+    /// ahead of an event ([`SourceError::ProgressAheadOfEvent`](super::SourceError::ProgressAheadOfEvent));
+    /// each is followed by a relist. Compacted revisions are not counted
+    /// here.
+    pub progress_ahead_of_events: u64,
     /// Lists that failed (retried after a backoff).
     pub list_failures: u64,
     /// Watches opened again after a connection error or a dropped stream
