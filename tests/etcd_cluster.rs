@@ -397,10 +397,7 @@ async fn four_writers_through_the_fault_sequence_leave_no_mismatch() {
                 "{acknowledged} acknowledged writes; probes: {done} consistent reads, {stale} \
                  stale, {failed} without a consistent read; {stats:?}"
             );
-            assert!(
-                acknowledged > 1_000,
-                "the writers wrote only {acknowledged}"
-            );
+            assert!(acknowledged > 300, "the writers wrote only {acknowledged}");
             assert!(done > 20, "only {done} consistent reads succeeded");
             // A stale consistent read is possible only where etcd (before
             // 3.4.25) sent a progress notification ahead of an event, and
