@@ -1,9 +1,9 @@
 //! `HandlerRegistry` (handlers added and removed while a reflector runs,
 //! each with its own buffer) through the public API, on a tokio runtime:
 //! a handler added mid-stream sees each object once (synthetic adds, then
-//! every later change, with no gap and no repeat, across relists), a slow
-//! handler delays only itself, removal, a handler added after the end,
-//! panics. Every wait is bounded: a hang fails with the test's name.
+//! every later change, with no gap and no repeat, across relists), a stuck
+//! handler delays no event of another, each handler's own resync period,
+//! removal, a handler added after the end, panics. Every wait is bounded: a hang fails with the test's name.
 
 #![cfg(feature = "reflector")]
 
@@ -16,9 +16,13 @@ mod watchdog;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, mpsc};
+use std::time::Duration;
 
-use larder::reflector::{Handler, HandlerRegistry, MemorySource, Reflector, ReflectorHandle};
-use recorder::{Recorder, Shared};
+use larder::reflector::{
+    Handler, HandlerRegistry, MemorySource, Reflector, ReflectorBuildError, ReflectorHandle,
+    Resync, Sleep,
+};
+use recorder::{Call, Recorder, Shared};
 use reflecting::{LIMIT, Store, bounded, caught_up, fast, key, sorted, store};
 
 type Rec = Arc<Recorder<String, u32>>;
@@ -182,10 +186,12 @@ fn a_handler_added_inside_a_change_sees_it_once() {
     });
 }
 
-/// A handler blocked in its callback holds up neither the loop nor the
-/// other handlers; released, it catches up with everything.
+/// The bound a stuck handler puts on the others: none. With one of ten
+/// handlers blocked in its first call, the loop and the nine others take
+/// every one of 1,000 changes while the stuck one has returned from no
+/// call; released, it catches up with everything, in order.
 #[test]
-fn a_slow_handler_delays_only_itself() {
+fn a_stuck_handler_delays_no_event_of_another() {
     struct Blocked(Mutex<mpsc::Receiver<()>>, Arc<AtomicUsize>);
     impl Handler<String, u32> for Blocked {
         fn on_add(&self, _key: &String, _new: &Arc<u32>) {
@@ -193,38 +199,49 @@ fn a_slow_handler_delays_only_itself() {
             self.1.fetch_add(1, Ordering::SeqCst);
         }
     }
-    bounded("a_slow_handler_delays_only_itself", async {
+    const CHANGES: u32 = 1_000;
+    bounded("a_stuck_handler_delays_no_event_of_another", async {
         let source = MemorySource::new();
         let store = store();
         let (reflector, handle, registry) = built(&source, &store);
         let (release, blocked) = mpsc::channel();
-        let slow_count = Arc::new(AtomicUsize::new(0));
-        let (_slow, slow_delivery) =
-            registry.add(Blocked(Mutex::new(blocked), Arc::clone(&slow_count)));
+        let stuck_count = Arc::new(AtomicUsize::new(0));
+        let (_stuck, stuck_delivery) =
+            registry.add(Blocked(Mutex::new(blocked), Arc::clone(&stuck_count)));
         // Its own thread: it blocks.
-        let slow = std::thread::spawn(move || futures_block_on(slow_delivery));
-        let fast_recorder = Recorder::new();
-        let (_fast, fast_delivery) = registry.add(Shared(Arc::clone(&fast_recorder)));
-        let fast = tokio::spawn(fast_delivery);
+        let stuck = std::thread::spawn(move || futures_block_on(stuck_delivery));
+        let others: Vec<Rec> = (0..9).map(|_| Recorder::new()).collect();
+        let mut deliveries = Vec::new();
+        let mut registrations = Vec::new();
+        for recorder in &others {
+            let (registration, delivery) = registry.add(Shared(Arc::clone(recorder)));
+            registrations.push(registration);
+            deliveries.push(tokio::spawn(delivery));
+        }
         let task = tokio::spawn(reflector.run());
-        for i in 0..20 {
+        for i in 0..CHANGES {
             source.put(key(i), i);
         }
         caught_up(&handle, &source).await; // the loop is not held up
-        while fast_recorder.model().len() < 20 {
-            tokio::task::yield_now().await; // nor is the other handler
+        for recorder in &others {
+            while recorder.model().len() < CHANGES as usize {
+                tokio::task::yield_now().await; // nor is any other handler
+            }
+            assert_eq!(recorder.violations(), Vec::<String>::new());
         }
-        assert_eq!(slow_count.load(Ordering::SeqCst), 0);
-        for _ in 0..20 {
+        assert_eq!(stuck_count.load(Ordering::SeqCst), 0);
+        for _ in 0..CHANGES {
             release.send(()).unwrap();
         }
         handle.stop();
         task.await.unwrap();
-        fast.await.unwrap();
-        tokio::task::spawn_blocking(move || slow.join().unwrap())
+        for delivery in deliveries {
+            delivery.await.unwrap();
+        }
+        tokio::task::spawn_blocking(move || stuck.join().unwrap())
             .await
             .unwrap();
-        assert_eq!(slow_count.load(Ordering::SeqCst), 20);
+        assert_eq!(stuck_count.load(Ordering::SeqCst), CHANGES as usize);
     });
 }
 
@@ -313,6 +330,152 @@ fn an_added_handler_that_panics_is_counted_and_goes_on() {
 }
 
 /// Drives `future` to completion on the calling thread.
+/// A timer whose sleeps of the resync periods below complete only when the
+/// test fires them (others, the backoff's, are real sleeps).
+#[derive(Default)]
+struct Alarms {
+    pending: Mutex<Vec<(Duration, tokio::sync::oneshot::Sender<()>)>>,
+}
+
+const OWN_PERIOD: Duration = Duration::from_secs(7);
+const REFLECTOR_PERIOD: Duration = Duration::from_secs(11);
+
+impl Alarms {
+    fn sleep(&self, duration: Duration) -> Sleep {
+        if duration != OWN_PERIOD && duration != REFLECTOR_PERIOD {
+            return Box::pin(tokio::time::sleep(duration));
+        }
+        let (fire, fired) = tokio::sync::oneshot::channel();
+        self.pending.lock().unwrap().push((duration, fire));
+        Box::pin(async move {
+            // A dropped sender (the loop ended) never fires.
+            if fired.await.is_err() {
+                std::future::pending::<()>().await;
+            }
+        })
+    }
+
+    /// Fires every pending sleep of `duration`; returns how many.
+    fn fire(&self, duration: Duration) -> usize {
+        let mut pending = self.pending.lock().unwrap();
+        let (due, rest) = pending.drain(..).partition(|(d, _)| *d == duration);
+        *pending = rest;
+        let due: Vec<(Duration, tokio::sync::oneshot::Sender<()>)> = due;
+        let count = due.len();
+        for (_, fire) in due {
+            fire.send(()).unwrap();
+        }
+        count
+    }
+}
+
+/// Waits (yielding) until `done` holds; the test's bound catches a hang.
+async fn until(mut done: impl FnMut() -> bool) {
+    while !done() {
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+}
+
+fn resync_updates(recorder: &Rec) -> usize {
+    let state = recorder.state.lock().unwrap();
+    let resyncs = state.calls.iter();
+    resyncs
+        .filter(|call| matches!(call, Call::Update(_, old, new) if old == new))
+        .count()
+}
+
+fn has_key(recorder: &Rec, wanted: &str) -> bool {
+    recorder.model().iter().any(|(k, _)| k == wanted)
+}
+
+/// Each added handler resyncs on its own period (client-go's
+/// `AddEventHandlerWithResyncPeriod`): a handler's own timer re-delivers
+/// every object to it alone; the reflector's resync goes to the handlers
+/// added without a period of their own; `Resync::Never` opts out of both.
+/// Timers are fired by the test: no sleeping.
+#[test]
+fn each_added_handler_resyncs_on_its_own_period() {
+    bounded("each_added_handler_resyncs_on_its_own_period", async {
+        let alarms = Arc::new(Alarms::default());
+        let timer = {
+            let alarms = Arc::clone(&alarms);
+            move |duration: Duration| alarms.sleep(duration)
+        };
+        let source = MemorySource::new();
+        for i in 0..3 {
+            source.put(key(i), i);
+        }
+        let store = store();
+        let reflector = Reflector::builder(source.clone(), Arc::clone(&store))
+            .backoff(fast())
+            .resync(Resync::Every(REFLECTOR_PERIOD))
+            .timer(timer)
+            .build()
+            .unwrap();
+        let (handle, registry) = (reflector.handle(), reflector.handler_registry());
+        let zero = registry.add_with_resync(Shared(Recorder::new()), Resync::Every(Duration::ZERO));
+        assert_eq!(zero.unwrap_err(), ReflectorBuildError::ZeroResyncPeriod);
+        let (own, never, inherit): (Rec, Rec, Rec) =
+            (Recorder::new(), Recorder::new(), Recorder::new());
+        let own_period = Resync::Every(OWN_PERIOD);
+        let registrations = [
+            registry
+                .add_with_resync(Shared(Arc::clone(&own)), own_period)
+                .unwrap(),
+            registry
+                .add_with_resync(Shared(Arc::clone(&never)), Resync::Never)
+                .unwrap(),
+            registry.add(Shared(Arc::clone(&inherit))),
+        ];
+        let mut deliveries = Vec::new();
+        let mut kept = Vec::new();
+        for (registration, delivery) in registrations {
+            deliveries.push(tokio::spawn(delivery));
+            kept.push(registration);
+        }
+        let task = tokio::spawn(reflector.run());
+        until(|| kept.iter().all(|r| r.has_synced())).await;
+        let all = [&own, &never, &inherit];
+
+        // The handler's own timer (one, started when it joined): two
+        // firings, each re-delivering every object (three, then four) to
+        // it alone.
+        let mut expected = 0;
+        for round in 1..=2 {
+            expected += store.len();
+            assert_eq!(alarms.fire(OWN_PERIOD), 1);
+            until(|| resync_updates(&own) == expected).await;
+            let marker = format!("own{round}");
+            source.put(marker.clone(), 100 + round as u32);
+            until(|| all.iter().all(|r| has_key(r, &marker))).await;
+            assert_eq!(resync_updates(&own), expected);
+        }
+        assert_eq!(resync_updates(&never), 0);
+        assert_eq!(resync_updates(&inherit), 0);
+
+        // The reflector's resync: every object (five now) to the handler
+        // that inherits it, none to the other two.
+        assert_eq!(alarms.fire(REFLECTOR_PERIOD), 1);
+        until(|| resync_updates(&inherit) == 5).await;
+        source.put("last".to_string(), 7);
+        until(|| all.iter().all(|r| has_key(r, "last"))).await;
+        assert_eq!(resync_updates(&own), 7);
+        assert_eq!(resync_updates(&never), 0);
+        assert_eq!(resync_updates(&inherit), 5);
+        assert_eq!(handle.stats().resyncs, 1);
+        for recorder in all {
+            assert_eq!(recorder.violations(), Vec::<String>::new());
+            assert_eq!(recorder.model(), sorted(&store));
+        }
+
+        handle.stop();
+        task.await.unwrap();
+        for delivery in deliveries {
+            delivery.await.unwrap();
+        }
+    });
+}
+
 fn futures_block_on<F: std::future::Future>(future: F) -> F::Output {
     tokio::runtime::Builder::new_current_thread()
         .build()

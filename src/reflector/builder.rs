@@ -294,7 +294,11 @@ where
             let store = Arc::clone(&self.store);
             Box::new(move || store.to_vec()) as SnapshotFn<Src::Key, Src::Object>
         };
-        let registry = Arc::new(Registry::new(snapshot, Arc::clone(&status)));
+        let registry = Arc::new(Registry::new(
+            snapshot,
+            Arc::clone(&status),
+            self.timer.clone(),
+        ));
         Ok(Reflector {
             source: self.source,
             store: self.store,

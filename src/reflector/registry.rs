@@ -21,6 +21,14 @@
 //! synthetic add or from the notification of a later change, never both
 //! and never neither (no gap, no repeat).
 //!
+//! A handler added with its own resync period
+//! ([`HandlerRegistry::add_with_resync`]) has its own timer, polled by the
+//! loop at the same poll points: when it fires, the loop pushes one update
+//! per stored object (old and new the same) into that handler's buffer
+//! alone, so its resync too sits between two changes. The reflector-wide
+//! resync ([`ReflectorBuilder::resync`](super::ReflectorBuilder::resync))
+//! goes to the handlers added with [`HandlerRegistry::add`].
+//!
 //! When the loop ends (stopped, its future dropped, or the reflector
 //! dropped unrun), the registry is *closed*: pending handlers are joined
 //! with the final content, every buffer is marked closed (its delivery
@@ -40,8 +48,11 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::pin::Pin;
 use std::task::{Context, Poll, Waker};
 
+use super::builder::Resync;
+use super::error::ReflectorBuildError;
 use super::handler::{Handler, Notification};
 use super::status::Status;
+use super::timer::{SharedTimer, Sleep};
 use crate::sync::{Arc, AtomicBool, Mutex, Ordering};
 
 /// Reads the store's whole content (the registry does not name the store's
@@ -63,6 +74,8 @@ enum Item<K, V> {
 struct Buffer<K, V> {
     id: u64,
     handler: Box<dyn Handler<K, V>>,
+    /// Its own resync period, or `None`: the reflector's.
+    resync: Option<Resync>,
     queue: Mutex<Queue<K, V>>,
     synced: AtomicBool,
 }
@@ -113,7 +126,16 @@ struct State<K, V> {
     next_id: u64,
     pending: Vec<Arc<Buffer<K, V>>>,
     active: Vec<Arc<Buffer<K, V>>>,
+    /// The timers of the active handlers with their own resync period.
+    resyncs: Vec<OwnResync<K, V>>,
     closed: bool,
+}
+
+/// An active handler's own resync timer.
+struct OwnResync<K, V> {
+    buffer: Arc<Buffer<K, V>>,
+    period: std::time::Duration,
+    sleep: Sleep,
 }
 
 /// Every handler added while the reflector runs.
@@ -121,52 +143,67 @@ pub(crate) struct Registry<K, V> {
     state: Mutex<State<K, V>>,
     snapshot: SnapshotFn<K, V>,
     status: Arc<Status>,
+    timer: SharedTimer,
 }
 
 impl<K: Clone, V> Registry<K, V> {
-    pub(crate) fn new(snapshot: SnapshotFn<K, V>, status: Arc<Status>) -> Self {
+    pub(crate) fn new(snapshot: SnapshotFn<K, V>, status: Arc<Status>, timer: SharedTimer) -> Self {
         Self {
             state: Mutex::new(State {
                 next_id: 0,
                 pending: Vec::new(),
                 active: Vec::new(),
+                resyncs: Vec::new(),
                 closed: false,
             }),
             snapshot,
             status,
+            timer,
         }
     }
 
-    /// Joins the pending handlers (the loop calls it between changes).
+    /// Joins the pending handlers (the loop calls it between changes),
+    /// starting the timers of those with their own resync period.
     pub(crate) fn join_pending(&self) {
         let mut state = self.state.lock();
         if state.pending.is_empty() {
             return;
         }
         let pending = std::mem::take(&mut state.pending);
-        let items = self.synthetic_for(pending.len());
-        for (buffer, items) in pending.into_iter().zip(items) {
-            buffer.push(items, false);
+        let content = (self.snapshot)();
+        for buffer in pending {
+            let adds = content.iter().map(|(key, object)| {
+                Item::Notify(Notification::Add(key.clone(), Arc::clone(object)))
+            });
+            buffer.push(adds.chain([Item::Synced]), false);
+            if let Some(Resync::Every(period)) = buffer.resync {
+                state.resyncs.push(OwnResync {
+                    buffer: Arc::clone(&buffer),
+                    period,
+                    sleep: self.timer.sleep(period),
+                });
+            }
             state.active.push(buffer);
         }
     }
 
-    /// `count` copies of the synthetic adds of the store's content, each
-    /// followed by the synced marker.
-    fn synthetic_for(&self, count: usize) -> Vec<Vec<Item<K, V>>> {
-        let content = (self.snapshot)();
-        (0..count)
-            .map(|_| {
-                let mut items: Vec<Item<K, V>> = content
-                    .iter()
-                    .map(|(key, object)| {
-                        Item::Notify(Notification::Add(key.clone(), Arc::clone(object)))
-                    })
-                    .collect();
-                items.push(Item::Synced);
-                items
-            })
-            .collect()
+    /// Polls the handlers' own resync timers (the loop calls it between
+    /// changes, with its context): each handler whose timer has fired gets
+    /// one update per stored object, old and new the same, and a new timer.
+    pub(crate) fn poll_resyncs(&self, cx: &mut Context<'_>) {
+        let mut state = self.state.lock();
+        let mut content = None;
+        for own in &mut state.resyncs {
+            while own.sleep.as_mut().poll(cx).is_ready() {
+                let content = content.get_or_insert_with(|| (self.snapshot)());
+                let updates = content.iter().map(|(key, object)| {
+                    let (old, new) = (Arc::clone(object), Arc::clone(object));
+                    Item::Notify(Notification::Update(key.clone(), old, new))
+                });
+                own.buffer.push(updates, false);
+                own.sleep = self.timer.sleep(own.period);
+            }
+        }
     }
 
     /// Whether any added handler receives notifications now.
@@ -174,11 +211,15 @@ impl<K: Clone, V> Registry<K, V> {
         !self.state.lock().active.is_empty()
     }
 
-    /// Queues `notification` for every active handler.
-    pub(crate) fn push(&self, notification: &Notification<K, V>) {
+    /// Queues `notification` for every active handler, or, for a
+    /// notification of the reflector-wide resync, for those without their
+    /// own resync period.
+    pub(crate) fn push(&self, notification: &Notification<K, V>, resync: bool) {
         let state = self.state.lock();
         for buffer in &state.active {
-            buffer.push([Item::Notify(notification.clone())], false);
+            if !(resync && buffer.resync.is_some()) {
+                buffer.push([Item::Notify(notification.clone())], false);
+            }
         }
     }
 
@@ -188,18 +229,20 @@ impl<K: Clone, V> Registry<K, V> {
         self.join_pending();
         let mut state = self.state.lock();
         state.closed = true;
+        state.resyncs.clear();
         for buffer in std::mem::take(&mut state.active) {
             buffer.push([], true);
         }
     }
 
-    fn add(&self, handler: Box<dyn Handler<K, V>>) -> Arc<Buffer<K, V>> {
+    fn add(&self, handler: Box<dyn Handler<K, V>>, resync: Option<Resync>) -> Arc<Buffer<K, V>> {
         let mut state = self.state.lock();
         let id = state.next_id;
         state.next_id += 1;
         let buffer = Arc::new(Buffer {
             id,
             handler,
+            resync,
             queue: Mutex::new(Queue {
                 items: VecDeque::new(),
                 closed: false,
@@ -210,8 +253,11 @@ impl<K: Clone, V> Registry<K, V> {
         });
         if state.closed {
             drop(state);
-            let items = self.synthetic_for(1).into_iter().flatten();
-            buffer.push(items, true);
+            let content = (self.snapshot)();
+            let adds = content
+                .into_iter()
+                .map(|(key, object)| Item::Notify(Notification::Add(key, object)));
+            buffer.push(adds.chain([Item::Synced]), true);
         } else {
             state.pending.push(Arc::clone(&buffer));
             drop(state);
@@ -227,6 +273,7 @@ impl<K, V> Registry<K, V> {
     fn remove(&self, id: u64) {
         let buffer = {
             let mut state = self.state.lock();
+            state.resyncs.retain(|own| own.buffer.id != id);
             let State {
                 pending, active, ..
             } = &mut *state;
@@ -324,7 +371,64 @@ where
         &self,
         handler: impl Handler<K, V>,
     ) -> (HandlerRegistration<K, V>, HandlerDelivery<K, V>) {
-        let buffer = self.registry.add(Box::new(handler));
+        self.added(Box::new(handler), None)
+    }
+
+    /// [`add`](Self::add) with the handler's own resync period in place of
+    /// the reflector's (client-go's `AddEventHandlerWithResyncPeriod`):
+    /// every `period` from when it joins, the handler alone gets one
+    /// [`on_update`](Handler::on_update) per stored object, old and new the
+    /// same, between two changes. [`Resync::Never`] opts it out of the
+    /// reflector's resync.
+    ///
+    /// # Errors
+    ///
+    /// [`ReflectorBuildError::ZeroResyncPeriod`] for `Resync::Every(0)`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use std::time::Duration;
+    /// use larder::IndexedStore;
+    /// use larder::reflector::{Handler, MemorySource, Reflector, ReflectorBuildError, Resync};
+    ///
+    /// struct Retry;
+    /// impl Handler<String, u32> for Retry {
+    ///     fn on_update(&self, key: &String, old: &Arc<u32>, new: &Arc<u32>) {
+    ///         if Arc::ptr_eq(old, new) {
+    ///             println!("resync of {key}: reconcile it again");
+    ///         }
+    ///     }
+    /// }
+    ///
+    /// let source = MemorySource::<String, u32>::new();
+    /// let store = Arc::new(IndexedStore::new());
+    /// let reflector = Reflector::builder(source, store).build().unwrap();
+    /// let registry = reflector.handler_registry();
+    /// let every_minute = Resync::Every(Duration::from_secs(60));
+    /// let (_registration, _delivery) = registry.add_with_resync(Retry, every_minute).unwrap();
+    /// let zero = registry.add_with_resync(Retry, Resync::Every(Duration::ZERO));
+    /// assert_eq!(zero.unwrap_err(), ReflectorBuildError::ZeroResyncPeriod);
+    /// ```
+    #[allow(clippy::type_complexity)] // the pair `add` returns, in a `Result`
+    pub fn add_with_resync(
+        &self,
+        handler: impl Handler<K, V>,
+        resync: Resync,
+    ) -> Result<(HandlerRegistration<K, V>, HandlerDelivery<K, V>), ReflectorBuildError> {
+        if resync == Resync::Every(std::time::Duration::ZERO) {
+            return Err(ReflectorBuildError::ZeroResyncPeriod);
+        }
+        Ok(self.added(Box::new(handler), Some(resync)))
+    }
+
+    fn added(
+        &self,
+        handler: Box<dyn Handler<K, V>>,
+        resync: Option<Resync>,
+    ) -> (HandlerRegistration<K, V>, HandlerDelivery<K, V>) {
+        let buffer = self.registry.add(handler, resync);
         (
             HandlerRegistration {
                 registry: Arc::clone(&self.registry),

@@ -291,6 +291,7 @@ where
                         // Between two changes: handlers added meanwhile
                         // join here (registry.rs).
                         self.registry.0.join_pending();
+                        self.registry.0.poll_resyncs(cx);
                         if self.status.poll_stop(cx) {
                             return Poll::Ready(Step::Stop);
                         }
@@ -516,7 +517,10 @@ where
     /// Re-delivers every stored object as an update (client-go's resync).
     fn resync_now(&self) {
         for (key, object) in self.store.to_vec().into_iter() {
-            self.notify(&Notification::Update(key, Arc::clone(&object), object));
+            self.deliver(
+                &Notification::Update(key, Arc::clone(&object), object),
+                true,
+            );
         }
         self.status.update(|inner| inner.stats.resyncs += 1);
     }
@@ -529,7 +533,14 @@ where
     }
 
     fn notify(&self, notification: &Notification<Src::Key, Src::Object>) {
-        self.registry.0.push(notification);
+        self.deliver(notification, false);
+    }
+
+    /// Hands `notification` to the builder's handlers and queues it for the
+    /// added ones (of a reflector-wide `resync`: for those without their
+    /// own period).
+    fn deliver(&self, notification: &Notification<Src::Key, Src::Object>, resync: bool) {
+        self.registry.0.push(notification, resync);
         let panics = self.handlers.deliver(notification);
         if !panics.is_empty() {
             let count = panics.len() as u64;
