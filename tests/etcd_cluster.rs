@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 
 use etcd_client::{Client, CompactionOptions, DeleteOptions, Txn, TxnOp};
 use etcd_cluster::EtcdCluster;
-use etcd_mirror::{Harness, fast_backoff, start, start_with};
+use etcd_mirror::{Harness, consistent_read_trials, fast_backoff, start, start_with};
 use etcd_server::bounded;
 use larder::reflector::{EtcdSource, EtcdSourceBuilder, Revision, Source};
 
@@ -276,6 +276,20 @@ async fn probe(
     }
 }
 
+/// Takes `member` down with `down` for `held`, then brings it back with
+/// `up`.
+async fn outage(
+    cluster: &mut EtcdCluster,
+    member: usize,
+    down: fn(&mut EtcdCluster, usize),
+    held: Duration,
+    up: fn(&mut EtcdCluster, usize),
+) {
+    tokio::task::block_in_place(|| down(cluster, member));
+    tokio::time::sleep(held).await;
+    tokio::task::block_in_place(|| up(cluster, member));
+}
+
 /// Pauses the writers, checks the mirror against etcd, resumes them.
 async fn check(name: &str, harness: &Harness, writers: &Writers, source: &EtcdSource<u64>) {
     writers.pause().await;
@@ -323,29 +337,17 @@ async fn four_writers_through_the_fault_sequence_leave_no_mismatch() {
 
             // The leader SIGKILLed, then restarted.
             let leader = tokio::task::block_in_place(|| cluster.leader());
-            tokio::task::block_in_place(|| cluster.kill(leader));
-            tokio::time::sleep(Duration::from_secs(1)).await;
-            tokio::task::block_in_place(|| cluster.restart(leader));
-            check(
-                "the leader's SIGKILL and restart",
-                &harness,
-                &writers,
-                &source,
-            )
-            .await;
+            let (kill, restart) = (EtcdCluster::kill, EtcdCluster::restart);
+            outage(&mut cluster, leader, kill, Duration::from_secs(1), restart).await;
+            let name = "the leader's SIGKILL and restart";
+            check(name, &harness, &writers, &source).await;
 
             // The member serving the watch SIGSTOPped for 5 s.
             let serving = tokio::task::block_in_place(|| cluster.watch_member());
-            tokio::task::block_in_place(|| cluster.freeze(serving));
-            tokio::time::sleep(Duration::from_secs(5)).await;
-            tokio::task::block_in_place(|| cluster.thaw(serving));
-            check(
-                "a 5 s SIGSTOP of the watch's member",
-                &harness,
-                &writers,
-                &source,
-            )
-            .await;
+            let (freeze, thaw) = (EtcdCluster::freeze, EtcdCluster::thaw);
+            outage(&mut cluster, serving, freeze, Duration::from_secs(5), thaw).await;
+            let name = "a 5 s SIGSTOP of the watch's member";
+            check(name, &harness, &writers, &source).await;
 
             // The member serving the watch SIGKILLed; etcd compacts while it
             // is down; it restarts.
@@ -613,41 +615,7 @@ async fn a_thousand_put_then_consistent_read_trials_on_a_cluster_are_never_stale
             let harness = start(source.clone(), fast_backoff());
             harness.handle.wait_until_synced().await.unwrap();
             let mut client = client_on(&cluster, &[0, 1, 2]).await;
-            let warmup = client.put("/cr/warmup", "0", None).await.unwrap();
-            reached(
-                &harness,
-                revision_of(warmup.header()),
-                Duration::from_secs(30),
-            )
-            .await;
-            let mut stale = Vec::new();
-            let mut latencies = Vec::with_capacity(1_000);
-            for trial in 0..1_000u64 {
-                let key = format!("/cr/{}", trial % 10);
-                client
-                    .put(key.clone(), trial.to_string(), None)
-                    .await
-                    .unwrap();
-                if trial % 2 == 1 {
-                    // A later write outside the prefix: only a progress
-                    // notification can vouch for the store.
-                    client
-                        .put("/elsewhere", trial.to_string(), None)
-                        .await
-                        .unwrap();
-                }
-                let began = Instant::now();
-                source
-                    .wait_consistent(&harness.handle, Duration::from_secs(10))
-                    .await
-                    .unwrap_or_else(|e| panic!("trial {trial}: {e}"));
-                latencies.push(began.elapsed());
-                let read = harness.store.get(key.as_str()).map(|v| *v);
-                if read != Some(trial) {
-                    stale.push((trial, read));
-                }
-            }
-            latencies.sort();
+            let (stale, latencies) = consistent_read_trials(&mut client, &source, &harness).await;
             println!(
                 "1,000 consistent reads on a 3-member cluster: p50 {:?}, p99 {:?}, {} stale",
                 latencies[500],

@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use etcd_client::Client;
-use etcd_mirror::{fast_backoff, source, start};
+use etcd_mirror::{consistent_read_trials, fast_backoff, source, start};
 use etcd_server::{EtcdServer, bounded, connect};
 use larder::reflector::{Backoff, Listed, Reflector, Revision, Source, SourceError, WatchEvent};
 
@@ -295,41 +295,7 @@ async fn a_thousand_write_then_consistent_read_trials_are_never_stale() {
             let source = source(client.clone(), "/cr/");
             let harness = start(source.clone(), fast_backoff());
             harness.handle.wait_until_synced().await.unwrap();
-            // etcd before 3.4.25 (Debian ships 3.4.23) can answer a progress
-            // request for a watch that is still replaying its start revision
-            // ahead of the replayed events (the limitation the guide states
-            // for consistent reads). So the trials start once the new watch
-            // has delivered an event, i.e. has caught up.
-            let warmup = client.put("/cr/warmup", "0", None).await.unwrap();
-            let warmed = warmup.header().unwrap().revision() as u64;
-            while harness.store.revision() < warmed {
-                tokio::time::sleep(Duration::from_millis(5)).await;
-            }
-            let mut stale = Vec::new();
-            for trial in 0..1_000u64 {
-                let key = format!("/cr/{}", trial % 10);
-                client
-                    .put(key.clone(), trial.to_string(), None)
-                    .await
-                    .unwrap();
-                if trial % 2 == 1 {
-                    // A later write outside the prefix: etcd's revision moves
-                    // past the prefix's, so only a progress notification can
-                    // vouch for the store.
-                    client
-                        .put("/elsewhere", trial.to_string(), None)
-                        .await
-                        .unwrap();
-                }
-                source
-                    .wait_consistent(&harness.handle, Duration::from_secs(10))
-                    .await
-                    .unwrap_or_else(|e| panic!("trial {trial}: {e}"));
-                let read = harness.store.get(key.as_str()).map(|v| *v);
-                if read != Some(trial) {
-                    stale.push((trial, read));
-                }
-            }
+            let (stale, _) = consistent_read_trials(&mut client, &source, &harness).await;
             assert!(
                 stale.is_empty(),
                 "stale reads (trial, value read): {stale:?}"

@@ -41,7 +41,7 @@ pub use etcd::{
     ConsistencyError, DEFAULT_PAGE_SIZE, DEFAULT_REQUEST_TIMEOUT, DEFAULT_WATCH_DEADLINE,
     EtcdSource, EtcdSourceBuildError, EtcdSourceBuilder, EtcdWatch, etcd_connect_options,
 };
-pub use handler::Handler;
+pub use handler::{Change, Handler};
 pub use memory::{MemorySource, MemoryWatch};
 pub use registry::{HandlerDelivery, HandlerRegistration, HandlerRegistry};
 pub use run::Reflector;

@@ -306,7 +306,7 @@ where
                     match step {
                         Step::Stop => return,
                         Step::Resync => {
-                            self.resync_now();
+                            self.resync_now(applied.revision);
                             resync = self.resync_sleep();
                         }
                         Step::Item(Some(Ok(event))) => {
@@ -406,13 +406,13 @@ where
             }
             for (key, object) in new {
                 let notification = match old.remove(&key) {
-                    Some(previous) => Notification::Update(key, previous, object),
-                    None => Notification::Add(key, object),
+                    Some(previous) => Notification::update(key, previous, object, revision),
+                    None => Notification::add(key, object, revision),
                 };
                 self.notify(&notification);
             }
             for (key, previous) in old {
-                self.notify(&Notification::Delete(key, previous));
+                self.notify(&Notification::delete(key, previous, revision));
             }
         }
         // Published once the handlers have seen the whole list.
@@ -461,20 +461,22 @@ where
                     .store
                     .write_insert(key.clone(), Arc::clone(&object), Some(revision))
                 {
-                    Ok(Some(previous)) => Some(Notification::Update(key, previous, object)),
-                    Ok(None) => Some(Notification::Add(key, object)),
+                    Ok(Some(previous)) => {
+                        Some(Notification::update(key, previous, object, revision))
+                    }
+                    Ok(None) => Some(Notification::add(key, object, revision)),
                     Err(error) => {
                         rejected = true;
                         self.report(ReflectorError::Rejected { revision, error });
                         let previous = self.store.write_remove(&key, Some(revision));
-                        previous.map(|previous| Notification::Delete(key, previous))
+                        previous.map(|previous| Notification::delete(key, previous, revision))
                     }
                 }
             }
             WatchEvent::Delete { key, .. } => self
                 .store
                 .write_remove(&key, Some(revision))
-                .map(|previous| Notification::Delete(key, previous)),
+                .map(|previous| Notification::delete(key, previous, revision)),
             WatchEvent::Bookmark { .. } => {
                 counted = false;
                 None
@@ -492,7 +494,7 @@ where
                 };
                 self.store
                     .write_remove(&key, Some(revision))
-                    .map(|previous| Notification::Delete(key, previous))
+                    .map(|previous| Notification::delete(key, previous, revision))
             }
         };
         applied.revision = revision;
@@ -514,11 +516,12 @@ where
         Applied::Yes
     }
 
-    /// Re-delivers every stored object as an update (client-go's resync).
-    fn resync_now(&self) {
+    /// Re-delivers every stored object as an update (client-go's resync),
+    /// at `revision`, the last one applied: the loop is between changes.
+    fn resync_now(&self, revision: Revision) {
         for (key, object) in self.store.to_vec().into_iter() {
             self.deliver(
-                &Notification::Update(key, Arc::clone(&object), object),
+                &Notification::update(key, Arc::clone(&object), object, revision),
                 true,
             );
         }

@@ -61,8 +61,9 @@ pub struct ReflectorStats {
     pub handler_panics: u64,
     /// Periodic resyncs delivered.
     pub resyncs: u64,
-    /// The revision the store has caught up with (lists, events and
-    /// bookmarks), 0 before the first list.
+    /// The revision the reflector has caught up with (lists, events and
+    /// bookmarks; see [`ReflectorHandle::revision`]), 0 before the first
+    /// list.
     pub last_revision: Revision,
     /// Time since the last list or watch event, `None` before any.
     pub since_last_event: Option<Duration>,
@@ -246,9 +247,15 @@ impl ReflectorHandle {
     /// it is in the store and has been delivered to the builder's handlers
     /// and queued for the handlers added through a
     /// [`HandlerRegistry`](super::HandlerRegistry) (their deliveries may
-    /// call them later). The store itself holds a change a little earlier,
-    /// while its handlers run; [`IndexedStore::revision`](crate::IndexedStore::revision)
-    /// says that. Bookmarks advance it too. 0 before the first list.
+    /// call them later). Bookmarks advance it too. 0 before the first list.
+    ///
+    /// Between two changes the store's content is the source's at this
+    /// revision. [`IndexedStore::revision`](crate::IndexedStore::revision)
+    /// is the revision of the last change written to the store: the store
+    /// holds a change a little before this moves on (while its handlers
+    /// run), and bookmarks, which write nothing, do not move it, so it can
+    /// be lower. A handler learns the revision of each change from
+    /// [`Handler::on_change`](super::Handler::on_change).
     ///
     /// # Examples
     ///
