@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 
 use etcd_client::{Client, CompactionOptions, DeleteOptions, Txn, TxnOp};
 use etcd_cluster::EtcdCluster;
-use etcd_mirror::{Harness, consistent_read_trials, fast_backoff, start, start_with};
+use etcd_mirror::{Harness, consistent_read_trials, decimal, fast_backoff, start, start_with};
 use etcd_server::bounded;
 use larder::reflector::{EtcdSource, EtcdSourceBuilder, Revision, Source};
 
@@ -62,27 +62,10 @@ async fn builder_on(
         .iter()
         .map(|&m| cluster.member(m).endpoint())
         .collect();
-    EtcdSource::connect(endpoints, prefix, |bytes: &[u8]| {
-        std::str::from_utf8(bytes)
-            .map_err(|e| e.to_string())?
-            .parse::<u64>()
-            .map_err(|e| e.to_string())
-    })
-    .await
-    .expect("endpoints are URLs")
-    .request_timeout(Duration::from_secs(3))
-}
-
-/// A client on the given members only (each write below is bounded, so a
-/// hung member costs a retry, not a hang).
-async fn client_on(cluster: &EtcdCluster, members: &[usize]) -> Client {
-    let endpoints: Vec<String> = members
-        .iter()
-        .map(|&m| cluster.member(m).endpoint())
-        .collect();
-    Client::connect(endpoints, Some(larder::reflector::etcd_connect_options()))
+    EtcdSource::connect(endpoints, prefix, decimal)
         .await
-        .expect("connect to the test cluster")
+        .expect("endpoints are URLs")
+        .request_timeout(Duration::from_secs(3))
 }
 
 /// Bounds one write: a request stuck on a hung member is abandoned (it may
@@ -316,7 +299,7 @@ async fn four_writers_through_the_fault_sequence_leave_no_mismatch() {
             // ones: values need not grow along etcd's history here.
             let harness = start_with(source.clone(), fast_backoff(), false);
             harness.handle.wait_until_synced().await.unwrap();
-            let client = client_on(&cluster, &[0, 1, 2]).await;
+            let client = cluster.client_on(&[0, 1, 2]).await;
             let mut writers = Writers::start(&client, "/f/");
             let probes = Arc::new(Probes::default());
             let prober = tokio::spawn(probe(
@@ -354,7 +337,7 @@ async fn four_writers_through_the_fault_sequence_leave_no_mismatch() {
             let serving = tokio::task::block_in_place(|| cluster.watch_member());
             tokio::task::block_in_place(|| cluster.kill(serving));
             let others: Vec<usize> = (0..3).filter(|&m| m != serving).collect();
-            let mut other = client_on(&cluster, &others).await;
+            let mut other = cluster.client_on(&others).await;
             // When the killed member led, the others elect a leader first.
             let began = Instant::now();
             loop {
@@ -435,6 +418,39 @@ async fn reached(harness: &Harness, revision: Revision, limit: Duration) -> Inst
     Instant::now()
 }
 
+/// Starts a mirror of `source`, whose endpoints are the members in
+/// `order`, checks that its watch is on the first, and opens a client on
+/// the last: the mirror's harness, the watch's member and the client.
+async fn mirror_watching_first(
+    cluster: &EtcdCluster,
+    source: &EtcdSource<u64>,
+    order: [usize; 3],
+) -> (Harness, usize, Client) {
+    let harness = start(source.clone(), fast_backoff());
+    harness.handle.wait_until_synced().await.unwrap();
+    let serving = tokio::task::block_in_place(|| cluster.watch_member());
+    assert_eq!(
+        serving, order[0],
+        "the watch is on the first endpoint's member"
+    );
+    (harness, serving, cluster.client_on(&[order[2]]).await)
+}
+
+/// Puts `1` under `key` until a put succeeds (bounded: 20 s after `since`;
+/// when the member that went down led, the others elect a leader first);
+/// returns its revision.
+async fn first_write(client: &mut Client, key: &str, since: Instant) -> Revision {
+    loop {
+        if let Some(put) = bounded_write(client.put(key, "1", None)).await {
+            return revision_of(put.header());
+        }
+        assert!(
+            since.elapsed() < Duration::from_secs(20),
+            "no write succeeded"
+        );
+    }
+}
+
 /// The hung-member test's watch deadline: short enough that the
 /// connection's keep-alive (2 s + 2 s) cannot be what recovers the mirror
 /// within it + 1 s.
@@ -453,28 +469,11 @@ async fn a_hung_watch_member_is_left_within_the_deadline_plus_one_second() {
                 .watch_deadline(SHORT_DEADLINE)
                 .build()
                 .expect("a valid configuration");
-            let harness = start(source.clone(), fast_backoff());
-            harness.handle.wait_until_synced().await.unwrap();
-            let serving = tokio::task::block_in_place(|| cluster.watch_member());
-            assert_eq!(
-                serving, order[0],
-                "the watch is on the first endpoint's member"
-            );
-            let live = order[2];
-            let mut other = client_on(&cluster, &[live]).await;
+            let (harness, serving, mut other) =
+                mirror_watching_first(&cluster, &source, order).await;
             tokio::task::block_in_place(|| cluster.freeze(serving));
             let frozen = Instant::now();
-            // A write right after the freeze (bounded retries: when the
-            // frozen member led, the others elect a new leader first).
-            let revision = loop {
-                if let Some(put) = bounded_write(other.put("/h/k", "1", None)).await {
-                    break revision_of(put.header());
-                }
-                assert!(
-                    frozen.elapsed() < Duration::from_secs(20),
-                    "no write succeeded"
-                );
-            };
+            let revision = first_write(&mut other, "/h/k", frozen).await;
             let at = reached(&harness, revision, Duration::from_secs(30)).await;
             let took = at - frozen;
             println!(
@@ -502,27 +501,11 @@ async fn a_dead_watch_member_and_a_compaction_are_recovered_within_two_seconds()
         async {
             let order = tokio::task::block_in_place(|| followers_first(&cluster));
             let source = source_on(&cluster, &order, "/d/").await;
-            let harness = start(source.clone(), fast_backoff());
-            harness.handle.wait_until_synced().await.unwrap();
-            let serving = tokio::task::block_in_place(|| cluster.watch_member());
-            assert_eq!(
-                serving, order[0],
-                "the watch is on the first endpoint's member"
-            );
-            let live = order[2];
-            let mut other = client_on(&cluster, &[live]).await;
+            let (harness, serving, mut other) =
+                mirror_watching_first(&cluster, &source, order).await;
             tokio::task::block_in_place(|| cluster.kill(serving));
             let died = Instant::now();
-            let mut revision = 0;
-            while revision == 0 {
-                if let Some(put) = bounded_write(other.put("/d/k", "1", None)).await {
-                    revision = revision_of(put.header());
-                }
-                assert!(
-                    died.elapsed() < Duration::from_secs(20),
-                    "no write succeeded"
-                );
-            }
+            let revision = first_write(&mut other, "/d/k", died).await;
             other.compact(revision as i64, None).await.expect("compact");
             let at = reached(&harness, revision, Duration::from_secs(30)).await;
             let took = at - died;
@@ -551,7 +534,7 @@ async fn list_revision_read_and_watch_fail_over_from_a_dead_member_at_once() {
             // the requests' own failover is what is timed.
             let [first, second, leader] = tokio::task::block_in_place(|| followers_first(&cluster));
             let source = source_on(&cluster, &[first, second, leader], "/o/").await;
-            let mut client = client_on(&cluster, &[second, leader]).await;
+            let mut client = cluster.client_on(&[second, leader]).await;
             client.put("/o/a", "1", None).await.unwrap();
             // Every request has gone to the first member so far.
             let listed = source.list().await.expect("a list");
@@ -614,7 +597,7 @@ async fn a_thousand_put_then_consistent_read_trials_on_a_cluster_are_never_stale
             let source = source(&cluster, "/cr/").await;
             let harness = start(source.clone(), fast_backoff());
             harness.handle.wait_until_synced().await.unwrap();
-            let mut client = client_on(&cluster, &[0, 1, 2]).await;
+            let mut client = cluster.client_on(&[0, 1, 2]).await;
             let (stale, latencies) = consistent_read_trials(&mut client, &source, &harness).await;
             println!(
                 "1,000 consistent reads on a 3-member cluster: p50 {:?}, p99 {:?}, {} stale",

@@ -24,7 +24,7 @@ use std::time::Duration;
 
 use etcd_client::{Client, CompactionOptions, DeleteOptions, Txn, TxnOp};
 use etcd_cluster::EtcdCluster;
-use etcd_mirror::{etcd_content, fast_backoff};
+use etcd_mirror::{decimal, etcd_content, fast_backoff};
 use etcd_server::bounded;
 use larder::IndexedStore;
 use larder::reflector::{EtcdSource, Reflector, Resync, Revision};
@@ -32,22 +32,14 @@ use revisioned::{Tag, Tagged, Tagging, order_violations, replicas, spread};
 
 const LIMIT: Duration = Duration::from_secs(170);
 const PREFIX: &str = "/r/";
-/// Long enough for the writes and the compaction made while the watch's
-/// member is frozen (an election included) to finish before the watch
-/// gives the member up: it then resumes from a compacted revision.
-const WATCH_DEADLINE: Duration = Duration::from_secs(6);
+/// How soon the connection's keep-alive (a ping every 2 s answered within
+/// 2 s) gives a frozen member up at the earliest, before the 3 s watch
+/// deadline can: a write and a compaction made while the watch's member is
+/// frozen must be done by then, so the watch resumes from a compacted
+/// revision.
+const KEEP_ALIVE: Duration = Duration::from_secs(2);
 
 type Log = Arc<Tagged<String, u64>>;
-
-async fn client_on(cluster: &EtcdCluster, members: &[usize]) -> Client {
-    let endpoints: Vec<String> = members
-        .iter()
-        .map(|&m| cluster.member(m).endpoint())
-        .collect();
-    Client::connect(endpoints, Some(larder::reflector::etcd_connect_options()))
-        .await
-        .expect("connect to the test cluster")
-}
 
 /// `count` writes from `step` on: puts, deletes, three-key transactions
 /// and a prefix delete now and then, each retried (bounded) until
@@ -108,18 +100,19 @@ async fn handler_replicas_tagged_with_revisions_equal_etcd_at_each() {
         "handler_replicas_tagged_with_revisions_equal_etcd_at_each",
         LIMIT,
         async {
-            let source = EtcdSource::connect(cluster.endpoints(), PREFIX, |bytes: &[u8]| {
-                std::str::from_utf8(bytes)
-                    .map_err(|e| e.to_string())?
-                    .parse::<u64>()
-                    .map_err(|e| e.to_string())
-            })
-            .await
-            .expect("endpoints are URLs")
-            .request_timeout(Duration::from_secs(3))
-            .watch_deadline(WATCH_DEADLINE)
-            .build()
-            .expect("a valid configuration");
+            // Followers first: the watch starts on a follower and fails
+            // over to the other, so neither fault costs an election.
+            let leader = tokio::task::block_in_place(|| cluster.leader());
+            let endpoints: Vec<String> = [(leader + 1) % 3, (leader + 2) % 3, leader]
+                .iter()
+                .map(|&m| cluster.member(m).endpoint())
+                .collect();
+            let source = EtcdSource::connect(endpoints, PREFIX, decimal)
+                .await
+                .expect("endpoints are URLs")
+                .request_timeout(Duration::from_secs(3))
+                .build()
+                .expect("a valid configuration");
             let (builder, own, joined): (Log, Log, Log) =
                 (Tagged::new(), Tagged::new(), Tagged::new());
             let store = Arc::new(IndexedStore::<String, u64>::new());
@@ -137,7 +130,7 @@ async fn handler_replicas_tagged_with_revisions_equal_etcd_at_each() {
             let mut deliveries = vec![tokio::spawn(own_delivery)];
             let task = tokio::spawn(reflector.run());
             handle.wait_until_synced().await.unwrap();
-            let all = client_on(&cluster, &[0, 1, 2]).await;
+            let all = cluster.client_on(&[0, 1, 2]).await;
 
             let mut step = write(&all, 0, 200).await;
             let (_joined, joined_delivery) = registry.add(Tagging(Arc::clone(&joined)));
@@ -147,7 +140,7 @@ async fn handler_replicas_tagged_with_revisions_equal_etcd_at_each() {
             let serving = tokio::task::block_in_place(|| cluster.watch_member());
             tokio::task::block_in_place(|| cluster.kill(serving));
             let others: Vec<usize> = (0..3).filter(|&m| m != serving).collect();
-            let other = client_on(&cluster, &others).await;
+            let other = cluster.client_on(&others).await;
             step = write(&other, step, 100).await;
             tokio::task::block_in_place(|| cluster.restart(serving));
             step = write(&all, step, 100).await;
@@ -158,27 +151,36 @@ async fn handler_replicas_tagged_with_revisions_equal_etcd_at_each() {
             let logs = [("builder", &builder), ("own", &own), ("joined", &joined)];
             check(&all, &logs, 0).await;
 
-            // The watch's member frozen while etcd compacts: past the
-            // deadline the watch resumes elsewhere from a compacted
-            // revision, and the reflector relists.
+            // The watch's member frozen while etcd compacts: once the
+            // connection's keep-alive (or the watch deadline) gives it up,
+            // the watch resumes elsewhere from a compacted revision, and
+            // the reflector relists.
             let serving = tokio::task::block_in_place(|| cluster.watch_member());
             tokio::task::block_in_place(|| cluster.freeze(serving));
             let frozen = std::time::Instant::now();
             let others: Vec<usize> = (0..3).filter(|&m| m != serving).collect();
-            let mut other = client_on(&cluster, &others).await;
-            step = write(&other, step, 50).await;
-            let now = other.get("/", None).await.expect("a revision read");
-            let compacted = now.header().expect("a header").revision();
+            let mut other = cluster.client_on(&others).await;
+            // Two puts (a delete of an absent key would not move the
+            // revision) past the watch's position `R`, compacted at once at
+            // the second: a watch from `R` (its first event `R + 1`) is then
+            // too old.
+            let mut compacted = 0;
+            for i in 0..2 {
+                let key = format!("{PREFIX}moved{i}");
+                let put = other.put(key, step.to_string(), None).await;
+                let put = put.expect("a put with two members up");
+                compacted = put.header().expect("a header").revision();
+            }
             other
                 .compact(compacted, Some(CompactionOptions::new().with_physical()))
                 .await
                 .expect("a compaction");
-            write(&other, step, 50).await;
             assert!(
-                frozen.elapsed() < WATCH_DEADLINE,
-                "the writes and the compaction took {:?}, past the watch deadline",
+                frozen.elapsed() < KEEP_ALIVE,
+                "a write and the compaction took {:?}: the watch may have left first",
                 frozen.elapsed()
             );
+            write(&other, step, 50).await;
             while handle.stats().relists == 0 {
                 assert!(frozen.elapsed() < LIMIT / 4, "no relist");
                 tokio::time::sleep(Duration::from_millis(20)).await;

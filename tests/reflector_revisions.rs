@@ -21,7 +21,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use larder::reflector::{MemorySource, Reflector, Resync, Revision};
-use reflecting::{bounded, caught_up, fast, key, sorted, store};
+use reflecting::{bounded, caught_up, churn, fast, key, sorted, store};
 use revisioned::{Tagged, Tagging, order_violations, replicas};
 
 type Log = Arc<Tagged<String, u32>>;
@@ -105,29 +105,7 @@ fn handlers_replicas_tagged_with_revisions_equal_the_source_at_each() {
                 deliveries.push(tokio::spawn(delivery));
                 registrations.push(registration);
             }
-            source.break_watches_after(3);
-            for i in 0..25 {
-                source.put(key((i * 7 + round) % 60), round * 100 + i);
-                history.record(&source);
-                if i % 4 == 0 && source.delete(&key((i * 3 + round) % 60)).is_some() {
-                    history.record(&source);
-                }
-                if i == 10 {
-                    source.drop_watches();
-                }
-            }
-            match round % 3 {
-                // Compaction past what the reflector has seen: a relist.
-                0 => {
-                    source.fail_watches(2);
-                    source.drop_watches();
-                    source.put(key(999), round);
-                    history.record(&source);
-                    source.compact(source.revision());
-                }
-                1 => source.expire_watches(),
-                _ => source.bookmark(),
-            }
+            churn(&source, round, 60, 25, || history.record(&source));
             tokio::time::sleep(Duration::from_millis(1)).await;
         }
         caught_up(&handle, &source).await;

@@ -57,6 +57,15 @@ impl EtcdCluster {
         self.members.iter().map(EtcdServer::endpoint).collect()
     }
 
+    /// A client on the given members only, with the reflector's
+    /// connection settings.
+    pub async fn client_on(&self, members: &[usize]) -> etcd_client::Client {
+        let endpoints: Vec<String> = members.iter().map(|&m| self.member(m).endpoint()).collect();
+        etcd_client::Client::connect(endpoints, Some(larder::reflector::etcd_connect_options()))
+            .await
+            .expect("connect to the test cluster")
+    }
+
     /// The number of members.
     pub fn len(&self) -> usize {
         self.members.len()

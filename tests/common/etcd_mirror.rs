@@ -21,15 +21,18 @@ use larder::reflector::{
 /// Objects are decimal sequence numbers: every write of a writer carries a
 /// larger one than its previous writes.
 pub fn source(client: Client, prefix: &str) -> EtcdSource<u64> {
-    EtcdSource::builder(client, prefix, |bytes: &[u8]| {
-        std::str::from_utf8(bytes)
-            .map_err(|e| e.to_string())?
-            .parse::<u64>()
-            .map_err(|e| e.to_string())
-    })
-    .request_timeout(Duration::from_secs(3))
-    .build()
-    .expect("a valid configuration")
+    EtcdSource::builder(client, prefix, decimal)
+        .request_timeout(Duration::from_secs(3))
+        .build()
+        .expect("a valid configuration")
+}
+
+/// The tests' decode function: a decimal number.
+pub fn decimal(bytes: &[u8]) -> Result<u64, String> {
+    std::str::from_utf8(bytes)
+        .map_err(|e| e.to_string())?
+        .parse::<u64>()
+        .map_err(|e| e.to_string())
 }
 
 /// The state the handlers' calls build up, and every call that could only
