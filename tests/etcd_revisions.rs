@@ -32,11 +32,11 @@ use revisioned::{Tag, Tagged, Tagging, order_violations, replicas, spread};
 
 const LIMIT: Duration = Duration::from_secs(170);
 const PREFIX: &str = "/r/";
-/// How soon the connection's keep-alive (a ping every 2 s answered within
-/// 2 s) gives a frozen member up at the earliest, before the 3 s watch
-/// deadline can: a write and a compaction made while the watch's member is
-/// frozen must be done by then, so the watch resumes from a compacted
-/// revision.
+/// A bound below the earliest moment the watch gives a frozen member up
+/// (its 3 s deadline; the connection's keep-alive pings every 2 s and waits
+/// 2 s for the answer): two puts and a compaction made while the watch's
+/// member is frozen must be done by then, so the watch resumes from a
+/// compacted revision.
 const KEEP_ALIVE: Duration = Duration::from_secs(2);
 
 type Log = Arc<Tagged<String, u64>>;

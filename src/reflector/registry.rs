@@ -38,7 +38,10 @@
 //! # Locks
 //!
 //! The registry's mutex, then a buffer's: the loop pushes under both (a
-//! clone made before), a delivery pops under its buffer's alone.
+//! clone made before), a delivery pops under its buffer's alone. Joining
+//! and resyncs read the published revision (the status mutex, briefly) and
+//! the store under the registry's mutex; nothing takes the registry's
+//! mutex while holding the status mutex.
 //! Handlers run with no lock held; wakers are woken after unlocking.
 
 use std::collections::VecDeque;
