@@ -3,20 +3,21 @@
 //!
 //! # Write protocol
 //!
-//! 1. Read-lock briefly to take the current `Arc<Schema>` (the list of
-//!    indexes).
-//! 2. With no lock held: hash the key (`K`'s `Hash`, once), clone it, and
-//!    call every index function on the new object (user code: it may be
-//!    slow, fail or panic).
-//! 3. Write-lock. If the schema is still the one the values were computed
-//!    for (pointer comparison), apply the write to the core, which runs no
-//!    user code except `K`'s `Eq` in the probe that finds the key, before
-//!    its first change (growth and rehashing use the stored hashes);
+//! 1. Hash the key (`K`'s `Hash`, once, no lock held): the hash picks the
+//!    key's shard. Read-lock that shard briefly to take the current
+//!    `Arc<Schema>` (the list of indexes; every shard holds the same one).
+//! 2. With no lock held: call every index function on the new object (user
+//!    code: it may be slow, fail or panic).
+//! 3. Write-lock the shard. If the schema is still the one the values were
+//!    computed for (pointer comparison), apply the write to the shard's
+//!    core, which runs no user code except `K`'s `Eq` in the probe that
+//!    finds the key, before its first change (growth and rehashing use the
+//!    stored hashes), and record the write's revision, if it has one;
 //!    otherwise an index was added meanwhile: unlock, recompute for the new
 //!    schema, and retry.
 //! 4. Unlock, then drop what the write replaced (user `Drop` code).
 //!
-//! Only one lock exists, so there is no lock order to respect.
+//! Writes that span shards lock them in ascending order (`shards.rs`).
 
 use std::borrow::Borrow;
 use std::fmt;
@@ -28,8 +29,9 @@ use super::builder::IndexedStoreBuilder;
 use super::core::{Core, Inserted};
 use super::error::IndexError;
 use super::index_fn::Schema;
+use super::shards::{self, ShardSet, Shards};
 use super::transaction::{self, Transaction};
-use crate::sync::{Arc, ShardedLock};
+use crate::sync::{Arc, AtomicU64, Ordering};
 
 /// A keyed store of immutable objects (`Arc<V>`) with named secondary
 /// indexes that always agree with the objects: client-go's
@@ -46,8 +48,8 @@ use crate::sync::{Arc, ShardedLock};
 ///
 /// - **Indexes agree with objects at every observable point.** No reader
 ///   ever finds an object under an index value it does not have, or misses
-///   a stored object from a bucket of one of its values. Objects and all
-///   indexes are one state behind one lock.
+///   a stored object from a bucket of one of its values. Each shard holds
+///   its objects and their index entries behind one lock.
 /// - **Every read is a consistent cut**: each method returns what the store
 ///   held at one instant (`values`, `keys`, `by_index`, `index_values`, ...
 ///   never mix two writes' effects).
@@ -127,12 +129,16 @@ use crate::sync::{Arc, ShardedLock};
 ///
 /// # Performance
 ///
-/// Reads (`get`, `by_index`, ...) take the read side of a sharded
-/// reader-writer lock: each thread locks its own cache-padded shard, so
-/// reads on different cores write no shared cache line and scale with
-/// cores (a single `RwLock` makes every reader write the same lock word).
-/// Writes lock all shards and are serialized; they cost about as much as in
-/// a `RwLock<HashMap>` design plus the index maintenance. The
+/// The state is split into shards by key hash (four per core by default,
+/// [`IndexedStoreBuilder::shards`]), each a reader-writer lock over its
+/// objects and its part of every index. A point read or write (`get`,
+/// `insert`, `remove`) locks the one shard of its key, so writes to
+/// different shards run in parallel, as in a sharded map. A whole-store
+/// read (`by_index`, `values`, `len`, the visits, ...) read-locks every
+/// shard in order and holds them all until it is done: one consistent cut,
+/// for the price of one lock per shard. A `transaction` write-locks the
+/// shards its keys fall in, in order; `replace`, `clear` and `add_index`
+/// lock them all. The
 /// [benchmarks](https://github.com/larder-rs/larder/blob/main/docs/benchmarks.md) compare it with the kube-rs,
 /// client-go and DashMap designs.
 ///
@@ -163,7 +169,11 @@ use crate::sync::{Arc, ShardedLock};
 /// assert_eq!(pods.index_values("app").unwrap(), ["web"]);
 /// ```
 pub struct IndexedStore<K, V, S = ahash::RandomState> {
-    pub(super) state: ShardedLock<Core<K, V>>,
+    /// The objects and indexes, sharded by key hash.
+    pub(super) shards: Shards<K, V>,
+    /// The revision of the last revisioned write, stored while that write
+    /// holds its shards' write locks (`revision.rs`).
+    pub(super) revision: AtomicU64,
     /// Hashes keys, with no lock held; the core stores each key's hash.
     pub(super) hasher: S,
     #[cfg(loom)]
@@ -186,10 +196,11 @@ where
     /// assert_eq!(*store.get("a").unwrap(), 1);
     /// ```
     pub fn new() -> Self {
-        Self::from_parts(
-            Core::new(Arc::new(Schema { defs: Vec::new() })),
-            crate::sync::default_hasher(),
-        )
+        let schema = Arc::new(Schema { defs: Vec::new() });
+        let cores = (0..shards::default_count())
+            .map(|_| Core::new(Arc::clone(&schema)))
+            .collect();
+        Self::from_parts(cores, crate::sync::default_hasher())
     }
 
     /// A builder to register index functions, an initial capacity and a hasher.
@@ -224,9 +235,12 @@ where
     K: Hash + Eq + Clone,
     S: BuildHasher,
 {
-    pub(crate) fn from_parts(core: Core<K, V>, hasher: S) -> Self {
+    /// A store over `cores` (a power of two of them, all empty, all with
+    /// the same schema).
+    pub(crate) fn from_parts(cores: Vec<Core<K, V>>, hasher: S) -> Self {
         Self {
-            state: ShardedLock::new(core),
+            shards: Shards::new(cores),
+            revision: AtomicU64::new(0),
             hasher,
             #[cfg(loom)]
             fault: Fault::None,
@@ -242,10 +256,34 @@ where
         self
     }
 
+    /// How many shards the store's state is split into (see
+    /// [`IndexedStoreBuilder::shards`]).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let store = larder::IndexedStore::<u32, u32>::new();
+    /// assert!(store.shard_count().is_power_of_two());
+    /// ```
+    pub fn shard_count(&self) -> usize {
+        self.shards.count()
+    }
+
+    /// The shard `key` belongs to, for tests that place keys on chosen
+    /// shards.
+    #[doc(hidden)]
+    pub fn shard_of<Q>(&self, key: &Q) -> usize
+    where
+        K: Borrow<Q>,
+        Q: ?Sized + Hash,
+    {
+        self.shards.of(self.hasher.hash_one(key))
+    }
+
     /// The object stored under `key`.
     ///
-    /// Takes the read side of the lock (this thread's shard only) for one
-    /// hash lookup; sees every write completed before the call.
+    /// Read-locks the key's shard for one hash lookup; sees every write
+    /// completed before the call.
     ///
     /// # Examples
     ///
@@ -262,17 +300,19 @@ where
         Q: ?Sized + Hash + Eq,
     {
         let hash = self.hasher.hash_one(key);
-        self.state.read().get(hash, key).cloned()
+        self.shards
+            .read(self.shards.of(hash))
+            .get(hash, key)
+            .cloned()
     }
 
     /// Runs `f` on the object stored under `key`, under the read lock, and
     /// returns what it returns; `None` when `key` is absent.
     ///
     /// The fastest point read: unlike [`get`](IndexedStore::get) it does not
-    /// clone the object's `Arc`, so a read writes no memory another reader
-    /// touches (the `Arc`'s reference count is shared by every reader of a
-    /// key; the read lock writes only the calling thread's shard). Use it
-    /// to copy out or compute from an object; use `get` to keep it.
+    /// clone the object's `Arc`, so it does not write the reference count
+    /// that every reader of the key shares. Use it to copy out or compute
+    /// from an object; use `get` to keep it.
     ///
     /// # Deadlocks
     ///
@@ -296,7 +336,10 @@ where
         Q: ?Sized + Hash + Eq,
     {
         let hash = self.hasher.hash_one(key);
-        self.state.read().get(hash, key).map(|object| f(object))
+        self.shards
+            .read(self.shards.of(hash))
+            .get(hash, key)
+            .map(|object| f(object))
     }
 
     /// Whether an object is stored under `key` (at the instant of the call).
@@ -315,7 +358,9 @@ where
         Q: ?Sized + Hash + Eq,
     {
         let hash = self.hasher.hash_one(key);
-        self.state.read().contains_key(hash, key)
+        self.shards
+            .read(self.shards.of(hash))
+            .contains_key(hash, key)
     }
 
     /// The number of objects.
@@ -329,7 +374,7 @@ where
     /// assert_eq!(store.len(), 1);
     /// ```
     pub fn len(&self) -> usize {
-        self.state.read().len()
+        self.shards.read_all().iter().map(|core| core.len()).sum()
     }
 
     /// Whether the store holds no object.
@@ -357,7 +402,16 @@ where
     /// assert_eq!(keys, [1, 2]);
     /// ```
     pub fn keys(&self) -> Vec<K> {
-        self.state.read().keys()
+        // Declared before the guards: a panicking `K::clone` drops the
+        // guards first, then the keys cloned so far, with no lock held.
+        let mut keys = Vec::new();
+        let cores = self.shards.read_all();
+        keys.reserve_exact(cores.iter().map(|core| core.len()).sum());
+        for core in &cores {
+            core.keys_into(&mut keys);
+        }
+        drop(cores);
+        keys
     }
 
     /// Every object, in no particular order: a snapshot taken at one
@@ -373,7 +427,14 @@ where
     /// assert_eq!(sum, 30);
     /// ```
     pub fn values(&self) -> Vec<Arc<V>> {
-        self.state.read().values()
+        let mut values = Vec::new();
+        let cores = self.shards.read_all();
+        values.reserve_exact(cores.iter().map(|core| core.len()).sum());
+        for core in &cores {
+            core.values_into(&mut values);
+        }
+        drop(cores);
+        values
     }
 
     /// Every `(key, object)` pair, in no particular order, copied into a
@@ -393,7 +454,14 @@ where
     /// assert!(store.is_empty());
     /// ```
     pub fn to_vec(&self) -> Vec<(K, Arc<V>)> {
-        self.state.read().entries()
+        // Declared before the guards, as in `keys`.
+        let mut entries = Vec::new();
+        self.cut(|core| -> Result<(), std::convert::Infallible> {
+            core.entries_into(&mut entries);
+            Ok(())
+        })
+        .unwrap_or_else(|never| match never {});
+        entries
     }
 
     /// Adds `value` under `key`, or replaces the object there, and updates
@@ -477,14 +545,16 @@ where
         value: Arc<V>,
         revision: Option<u64>,
     ) -> Result<Option<Arc<V>>, IndexError> {
-        // User code first, with no lock held: `Hash`, `Clone`, the index
-        // functions.
+        // User code first, with no lock held: `Hash`, `Clone` (the store
+        // keeps the copy; `key` is dropped after the lock is released), the
+        // index functions.
         let hash = self.hasher.hash_one(&key);
         let key_copy = key.clone();
-        let mut schema = self.schema();
+        let shard = self.shards.of(hash);
+        let mut schema = Arc::clone(self.shards.read(shard).schema());
         let mut values = schema.compute(&value)?;
         loop {
-            let mut core = self.state.write();
+            let mut core = self.shards.write(shard);
             #[cfg(loom)]
             let current =
                 Arc::ptr_eq(core.schema(), &schema) || self.fault == Fault::IgnoreSchemaChange;
@@ -497,26 +567,27 @@ where
                     // critical section, after the object.
                     let found = core.find(hash, &key);
                     let (inserted, id, old) =
-                        core.insert_unindexed(hash, found, key, key_copy, value, values);
+                        core.insert_unindexed(hash, found, key_copy, value, values);
                     drop(core);
-                    self.state.write().reindex(id, old.as_deref());
+                    self.shards.write(shard).reindex(id, old.as_deref());
                     return Ok(previous_of(inserted));
                 }
-                let inserted = core.insert(hash, key, key_copy, value, values);
+                let inserted = core.insert(hash, key_copy, value, values);
                 #[cfg(loom)]
                 if self.fault == Fault::RevisionOutsideLock {
-                    // BROKEN on purpose: the revision changes in a second
-                    // critical section, after the object.
+                    // BROKEN on purpose: the revision changes after the
+                    // object's critical section.
                     drop(core);
                     if let Some(revision) = revision {
-                        self.state.write().set_revision(revision);
+                        self.revision.store(revision, Ordering::SeqCst);
                     }
                     return Ok(previous_of(inserted));
                 }
                 if let Some(revision) = revision {
-                    core.set_revision(revision);
+                    self.revision.store(revision, Ordering::SeqCst);
                 }
                 drop(core);
+                drop(key);
                 return Ok(previous_of(inserted));
             }
             schema = Arc::clone(core.schema());
@@ -564,21 +635,22 @@ where
         Q: ?Sized + Hash + Eq,
     {
         let hash = self.hasher.hash_one(key);
+        let shard = self.shards.of(hash);
         #[cfg(loom)]
         if self.fault == Fault::IndexOutsideLock {
             // BROKEN on purpose: the index changes in a second critical
             // section, after the object.
-            let mut core = self.state.write();
+            let mut core = self.shards.write(shard);
             let id = core.find(hash, key)?;
             let (removed, id, values) = core.remove_unindexed(hash, id);
             drop(core);
-            self.state.write().unindex(id, &values);
+            self.shards.write(shard).unindex(id, &values);
             return Some(removed.value);
         }
-        let mut core = self.state.write();
+        let mut core = self.shards.write(shard);
         let removed = core.remove(hash, key);
         if let Some(revision) = revision {
-            core.set_revision(revision);
+            self.revision.store(revision, Ordering::SeqCst);
         }
         drop(core);
         removed.map(|removed| removed.value)
@@ -640,20 +712,28 @@ where
             }
             return Ok(());
         }
-        let mut fresh = build_core(&schema, &self.hasher, items)?;
+        let count = self.shards.count();
+        let mut fresh = build_cores(&schema, &self.hasher, count, items)?;
         loop {
-            let mut core = self.state.write();
-            if Arc::ptr_eq(core.schema(), &schema) {
-                fresh.set_revision(revision.unwrap_or(core.revision()));
-                let old = std::mem::replace(&mut *core, fresh);
-                drop(core);
+            let mut cores = self.shards.write_all();
+            if Arc::ptr_eq(cores[0].schema(), &schema) {
+                if let Some(revision) = revision {
+                    self.revision.store(revision, Ordering::SeqCst);
+                }
+                let old: Vec<Core<K, V>> = cores
+                    .iter_mut()
+                    .zip(fresh)
+                    .map(|(core, fresh)| std::mem::replace(&mut **core, fresh))
+                    .collect();
+                drop(cores);
                 drop(old);
                 return Ok(());
             }
-            schema = Arc::clone(core.schema());
-            drop(core);
+            schema = Arc::clone(cores[0].schema());
+            drop(cores);
             // An index was added meanwhile: rebuild for the new schema.
-            fresh = build_core(&schema, &self.hasher, fresh.entries())?;
+            let items = fresh.into_iter().flat_map(Core::into_entries).collect();
+            fresh = build_cores(&schema, &self.hasher, count, items)?;
         }
     }
 
@@ -669,11 +749,15 @@ where
     /// assert!(store.is_empty());
     /// ```
     pub fn clear(&self) {
-        let mut core = self.state.write();
-        let mut empty = Core::new(Arc::clone(core.schema()));
-        empty.set_revision(core.revision());
-        let old = std::mem::replace(&mut *core, empty);
-        drop(core);
+        let mut cores = self.shards.write_all();
+        let old: Vec<Core<K, V>> = cores
+            .iter_mut()
+            .map(|core| {
+                let empty = Core::new(Arc::clone(core.schema()));
+                std::mem::replace(&mut **core, empty)
+            })
+            .collect();
+        drop(cores);
         drop(old);
     }
 
@@ -729,17 +813,24 @@ where
         let result = f(&mut tx)?;
         let (mut schema, mut ops) = tx.into_parts();
         // `K`'s `Hash` and `Eq` among the recorded keys, with no lock held.
-        let plan = transaction::plan(&ops, &self.hasher);
+        let plan = transaction::plan(&ops, &self.hasher, |hash| self.shards.of(hash));
+        let mut touched = ShardSet::default();
+        for &shard in plan.shards() {
+            touched.insert(shard);
+        }
+        if ops.is_empty() {
+            return Ok(result);
+        }
         loop {
-            let mut core = self.state.write();
-            if Arc::ptr_eq(core.schema(), &schema) {
-                let garbage = transaction::apply(&mut core, &plan, ops);
-                drop(core);
+            let mut cores = self.shards.write_some(&touched);
+            if Arc::ptr_eq(cores[0].1.schema(), &schema) {
+                let garbage = transaction::apply(&mut cores, &plan, ops);
+                drop(cores);
                 drop(garbage);
                 return Ok(result);
             }
-            schema = Arc::clone(core.schema());
-            drop(core);
+            schema = Arc::clone(cores[0].1.schema());
+            drop(cores);
             transaction::recompute(&schema, &mut ops)?;
         }
     }
@@ -755,8 +846,17 @@ where
     #[doc(hidden)]
     pub fn check_invariants(&self) {
         let (schema, objects) = {
-            let core = self.state.read();
-            (Arc::clone(core.schema()), core.check())
+            let cores = self.shards.read_all();
+            let schema = Arc::clone(cores[0].schema());
+            let mut objects = Vec::new();
+            for (shard, core) in cores.iter().enumerate() {
+                assert!(
+                    Arc::ptr_eq(core.schema(), &schema),
+                    "invariant violated: shards hold different schemas"
+                );
+                objects.extend(core.check(|hash| self.shards.of(hash) == shard));
+            }
+            (schema, objects)
         };
         for (object, stored) in objects {
             for (def, stored) in schema.defs.iter().zip(&stored) {
@@ -773,9 +873,30 @@ where
         }
     }
 
+    /// Runs `f` on every shard's core at one consistent cut: every shard
+    /// read-locked in ascending order, all held until the last call of `f`
+    /// returns. Stops at the first `Err`. The whole-store reads go through
+    /// here (or through [`Shards::read_all`], which holds the same locks).
+    pub(super) fn cut<E>(&self, mut f: impl FnMut(&Core<K, V>) -> Result<(), E>) -> Result<(), E> {
+        #[cfg(loom)]
+        if self.fault == Fault::CutShardByShard {
+            // BROKEN on purpose: each shard read under its own lock,
+            // released before the next is taken.
+            for shard in 0..self.shards.count() {
+                f(&self.shards.read(shard))?;
+            }
+            return Ok(());
+        }
+        let cores = self.shards.read_all();
+        for core in &cores {
+            f(core)?;
+        }
+        Ok(())
+    }
+
     /// The current schema (read lock held briefly).
     pub(super) fn schema(&self) -> Arc<Schema<V>> {
-        Arc::clone(self.state.read().schema())
+        Arc::clone(self.shards.read(0).schema())
     }
 }
 
@@ -795,34 +916,45 @@ fn previous_of<K, V>(inserted: Inserted<K, V>) -> Option<Arc<V>> {
     }
 }
 
-/// Builds a whole new core (for `replace`) with no lock held.
-pub(super) fn build_core<K, V, S>(
+/// Builds the `count` shards of a whole new content (for `replace`) with no
+/// lock held.
+pub(super) fn build_cores<K, V, S>(
     schema: &Arc<Schema<V>>,
     hasher: &S,
+    count: usize,
     items: Vec<(K, Arc<V>)>,
-) -> Result<Core<K, V>, IndexError>
+) -> Result<Vec<Core<K, V>>, IndexError>
 where
     K: Hash + Eq + Clone,
     S: BuildHasher,
 {
-    let mut core = Core::with_capacity(Arc::clone(schema), items.len())
-        .unwrap_or_else(|| Core::new(Arc::clone(schema)));
+    let per_shard = items.len() / count + items.len() / count / 8 + 8;
+    let mut cores: Vec<Core<K, V>> = (0..count)
+        .map(|_| {
+            Core::with_capacity(Arc::clone(schema), per_shard)
+                .unwrap_or_else(|| Core::new(Arc::clone(schema)))
+        })
+        .collect();
     for (key, value) in items {
         let values = schema.compute(&value)?;
         let hash = hasher.hash_one(&key);
+        // The store keeps a copy, as every write does.
         let key_copy = key.clone();
-        core.push_unindexed(hash, key, key_copy, value, values);
+        cores[shards::shard_of(hash, count - 1)].push_unindexed(hash, key_copy, value, values);
     }
-    core.index_all();
-    Ok(core)
+    for core in &mut cores {
+        core.index_all();
+    }
+    Ok(cores)
 }
 
 impl<K, V, S> fmt::Debug for IndexedStore<K, V, S> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let core = self.state.read();
+        let cores = self.shards.read_all();
         f.debug_struct("IndexedStore")
-            .field("len", &core.len())
-            .field("indexes", core.schema())
+            .field("len", &cores.iter().map(|core| core.len()).sum::<usize>())
+            .field("shards", &cores.len())
+            .field("indexes", cores[0].schema())
             .finish_non_exhaustive()
     }
 }
