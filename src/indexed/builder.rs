@@ -142,7 +142,7 @@ impl<K, V, S> IndexedStoreBuilder<K, V, S> {
     /// a power of two. A point write locks the one shard its key hashes to;
     /// a whole-store read (`by_index`, `values`, ...) locks every shard, so
     /// more shards let more writers run at once and make those reads cost
-    /// more. The default is four per core, at most 128. `build` fails if
+    /// more. The default is two per core, at most 128. `build` fails if
     /// this is 0 or more than 128.
     ///
     /// # Examples

@@ -88,7 +88,7 @@ type IdBuild = BuildHasherDefault<IdHasher>;
 /// `u32::MAX` slots: see [`Core::insert_unindexed`]).
 type Id = u32;
 /// One bucket: the slot ids of the objects having one index value.
-type Bucket = hashbrown::HashSet<Id, IdBuild>;
+pub(crate) type Bucket = hashbrown::HashSet<Id, IdBuild>;
 /// One index: a bucket per value. The keys are the interned values that
 /// slots hold clones of.
 type Buckets = hashbrown::HashMap<Arc<str>, Bucket, ahash::RandomState>;
@@ -235,7 +235,7 @@ impl<K, V> Core<K, V> {
         let entries = &self.entries;
         self.table
             .find(hash, |&id| match &entries[id as usize] {
-                Some(entry) => entry.hash == hash && entry.key.borrow() == key,
+                Some(entry) => entry.key.borrow() == key,
                 None => false,
             })
             .map(|&id| id as usize)
@@ -513,6 +513,19 @@ impl<K, V> Core<K, V> {
         if let Some(bucket) = self.indexes[position].get(value) {
             self.clone_objects(bucket.iter().copied(), out);
         }
+    }
+
+    /// Pushes onto `out` the objects of slots `ids`, borrowed: `by_index`
+    /// gathers every shard's objects this way (loading each pointer, so
+    /// those cache misses overlap), then clones them all at once.
+    pub(crate) fn bucket_objects<'a>(&'a self, bucket: &Bucket, out: &mut Vec<&'a Arc<V>>) {
+        out.extend(bucket.iter().map(|&id| &self.entry(id as usize).value));
+    }
+
+    /// The bucket of `value` in index `position`, if any object has it.
+    #[inline]
+    pub(crate) fn bucket(&self, position: usize, value: &str) -> Option<&Bucket> {
+        self.indexes[position].get(value)
     }
 
     /// The objects whose values for index `position` include `value`.

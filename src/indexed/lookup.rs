@@ -19,6 +19,8 @@ use std::collections::HashMap;
 use std::hash::{BuildHasher, Hash};
 
 use super::IndexedStore;
+use super::shards::MAX_SHARDS;
+
 use super::error::IndexError;
 use super::index_fn::{BoxError, IndexDef, Values};
 use crate::sync::Arc;
@@ -58,12 +60,23 @@ where
     /// assert!(store.by_index("word", "blue").unwrap().is_empty());
     /// ```
     pub fn by_index(&self, name: &str, value: &str) -> Result<Vec<Arc<V>>, IndexError> {
-        let mut objects = Vec::new();
-        self.cut(|core| {
-            let position = core.schema().position(name)?;
-            core.by_index_into(position, value, &mut objects);
-            Ok(())
-        })?;
+        let cores = self.shards.read_all();
+        let position = cores.first().schema().position(name)?;
+        let mut buckets = [None; MAX_SHARDS];
+        let mut len = 0;
+        for (found, core) in buckets.iter_mut().zip(cores.iter()) {
+            *found = core.bucket(position, value);
+            len += found.map_or(0, |bucket| bucket.len());
+        }
+        // Two passes (see `Core::bucket_objects`): pointers, then clones.
+        let mut borrowed = Vec::with_capacity(len);
+        for (core, bucket) in cores.iter().zip(&buckets) {
+            if let Some(bucket) = bucket {
+                core.bucket_objects(bucket, &mut borrowed);
+            }
+        }
+        let objects = borrowed.into_iter().cloned().collect();
+        drop(cores);
         Ok(objects)
     }
 
@@ -126,7 +139,7 @@ where
     /// ```
     pub fn index_len(&self, name: &str, value: &str) -> Result<usize, IndexError> {
         let cores = self.shards.read_all();
-        let position = cores[0].schema().position(name)?;
+        let position = cores.first().schema().position(name)?;
         Ok(cores
             .iter()
             .map(|core| core.index_len(position, value))
@@ -158,7 +171,7 @@ where
     pub fn index_values(&self, name: &str) -> Result<Vec<String>, IndexError> {
         let shared: Vec<Arc<str>> = {
             let cores = self.shards.read_all();
-            let position = cores[0].schema().position(name)?;
+            let position = cores.first().schema().position(name)?;
             cores
                 .iter()
                 .flat_map(|core| core.index_values(position).cloned())
@@ -312,7 +325,7 @@ where
     fn install(&self, def: IndexDef<V>) -> Result<(), IndexError> {
         let mut todo: Vec<(usize, usize, Arc<V>)> = {
             let cores = self.shards.read_all();
-            cores[0].schema().with(def.clone())?;
+            cores.first().schema().with(def.clone())?;
             cores
                 .iter()
                 .enumerate()

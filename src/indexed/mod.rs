@@ -98,9 +98,9 @@ pub enum Fault {
     /// The by-index visits read a bucket's keys under one read lock and
     /// look each object up under another.
     VisitTwoLocks,
-    /// Whole-store reads (`to_vec`, `by_index`, `by_index_entries`,
-    /// `index_keys`, `matching`) read-lock the shards one at a time,
-    /// releasing each before taking the next.
+    /// The whole-store reads that go through `IndexedStore::cut`
+    /// (`to_vec`, `by_index_entries`, `index_keys`, `matching`) read-lock
+    /// the shards one at a time, releasing each before taking the next.
     CutShardByShard,
 }
 

@@ -24,8 +24,10 @@ use crate::sync::{CachePadded, RwLock, RwLockReadGuard, RwLockWriteGuard};
 /// key's hash (bits 50 to 56), which the tables' own probing does not use.
 pub(crate) const MAX_SHARDS: usize = 128;
 
-/// The shard count a store gets unless its builder says otherwise: four
-/// per core (as DashMap), a power of two, at most [`MAX_SHARDS`].
+/// The shard count a store gets unless its builder says otherwise: two
+/// per core, a power of two, at most [`MAX_SHARDS`]. Enough that writers
+/// on different cores rarely meet on one shard; few, because a whole-store
+/// read locks every shard.
 pub(crate) fn default_count() -> usize {
     #[cfg(loom)]
     {
@@ -34,7 +36,7 @@ pub(crate) fn default_count() -> usize {
     #[cfg(not(loom))]
     {
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-        (cores * 4).next_power_of_two().min(MAX_SHARDS)
+        (cores * 2).next_power_of_two().min(MAX_SHARDS)
     }
 }
 
@@ -93,8 +95,8 @@ impl<K, V> Shards<K, V> {
 
     /// Read-locks every shard, in order, and holds them all: one
     /// consistent cut.
-    pub(crate) fn read_all(&self) -> Vec<RwLockReadGuard<'_, Core<K, V>>> {
-        self.locks.iter().map(|lock| lock.read()).collect()
+    pub(crate) fn read_all(&self) -> Cut<'_, K, V> {
+        Cut(self.locks.iter().map(|lock| lock.read()).collect())
     }
 
     /// Write-locks every shard, in order.
@@ -110,6 +112,21 @@ impl<K, V> Shards<K, V> {
         mask.iter()
             .map(|shard| (shard, self.locks[shard].write()))
             .collect()
+    }
+}
+
+/// Every shard read-locked, in order (one read guard per shard).
+pub(crate) struct Cut<'a, K, V>(Vec<RwLockReadGuard<'a, Core<K, V>>>);
+
+impl<K, V> Cut<'_, K, V> {
+    /// Every shard's core, in shard order.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = &Core<K, V>> {
+        self.0.iter().map(|guard| &**guard)
+    }
+
+    /// Shard 0's core (every store has one).
+    pub(crate) fn first(&self) -> &Core<K, V> {
+        &self.0[0]
     }
 }
 

@@ -129,7 +129,7 @@ use crate::sync::{Arc, AtomicU64, Ordering};
 ///
 /// # Performance
 ///
-/// The state is split into shards by key hash (four per core by default,
+/// The state is split into shards by key hash (two per core by default,
 /// [`IndexedStoreBuilder::shards`]), each a reader-writer lock over its
 /// objects and its part of every index. A point read or write (`get`,
 /// `insert`, `remove`) locks the one shard of its key, so writes to
@@ -407,7 +407,7 @@ where
         let mut keys = Vec::new();
         let cores = self.shards.read_all();
         keys.reserve_exact(cores.iter().map(|core| core.len()).sum());
-        for core in &cores {
+        for core in cores.iter() {
             core.keys_into(&mut keys);
         }
         drop(cores);
@@ -430,7 +430,7 @@ where
         let mut values = Vec::new();
         let cores = self.shards.read_all();
         values.reserve_exact(cores.iter().map(|core| core.len()).sum());
-        for core in &cores {
+        for core in cores.iter() {
             core.values_into(&mut values);
         }
         drop(cores);
@@ -847,7 +847,7 @@ where
     pub fn check_invariants(&self) {
         let (schema, objects) = {
             let cores = self.shards.read_all();
-            let schema = Arc::clone(cores[0].schema());
+            let schema = Arc::clone(cores.first().schema());
             let mut objects = Vec::new();
             for (shard, core) in cores.iter().enumerate() {
                 assert!(
@@ -888,7 +888,7 @@ where
             return Ok(());
         }
         let cores = self.shards.read_all();
-        for core in &cores {
+        for core in cores.iter() {
             f(core)?;
         }
         Ok(())
@@ -953,8 +953,8 @@ impl<K, V, S> fmt::Debug for IndexedStore<K, V, S> {
         let cores = self.shards.read_all();
         f.debug_struct("IndexedStore")
             .field("len", &cores.iter().map(|core| core.len()).sum::<usize>())
-            .field("shards", &cores.len())
-            .field("indexes", cores[0].schema())
+            .field("shards", &self.shards.count())
+            .field("indexes", cores.first().schema())
             .finish_non_exhaustive()
     }
 }

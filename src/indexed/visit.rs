@@ -219,7 +219,7 @@ where
             return self.visit_two_locks(name, value, f);
         }
         let cores = self.shards.read_all();
-        let position = cores[0].schema().position(name)?;
+        let position = cores.first().schema().position(name)?;
         Ok(cores.iter().try_for_each(|core| {
             core.bucket_entries(position, value)
                 .try_for_each(|(key, object)| f(key, object))
@@ -241,9 +241,9 @@ where
     {
         let keys = {
             let cores = self.shards.read_all();
-            let position = cores[0].schema().position(name)?;
+            let position = cores.first().schema().position(name)?;
             let mut keys = Vec::new();
-            for core in &cores {
+            for core in cores.iter() {
                 core.index_keys_into(position, value, &mut keys);
             }
             keys
