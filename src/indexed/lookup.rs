@@ -23,7 +23,7 @@ use super::shards::MAX_SHARDS;
 
 use super::error::IndexError;
 use super::index_fn::{BoxError, IndexDef, Values};
-use crate::sync::Arc;
+use crate::sync::{Arc, Ordering};
 
 impl<K, V, S> IndexedStore<K, V, S>
 where
@@ -358,6 +358,9 @@ where
                 for (core, computed) in cores.iter_mut().zip(&mut computed) {
                     core.install_index(Arc::clone(&schema), computed);
                 }
+                // Before the locks are released: a write that then finds
+                // the flag clear still checks the schema under its lock.
+                self.indexed.store(true, Ordering::Relaxed);
                 return Ok(());
             }
             drop(cores);

@@ -184,25 +184,20 @@ where
         let count = self.shards.count();
         let mut fresh = self.build_lenient(&schema, count, items, &mut rejected);
         loop {
-            let mut cores = self.shards.write_all();
-            if Arc::ptr_eq(cores[0].schema(), &schema) {
-                self.revision.store(revision, Ordering::SeqCst);
-                let old: Vec<Core<K, V>> = cores
-                    .iter_mut()
-                    .zip(fresh)
-                    .map(|(core, fresh)| std::mem::replace(&mut **core, fresh))
-                    .collect();
-                drop(cores);
-                return Relisted {
-                    old: old.into_iter().flat_map(Core::into_entries).collect(),
-                    rejected,
-                };
+            match self.swap_in(fresh, &schema, Some(revision)) {
+                Ok(old) => {
+                    return Relisted {
+                        old: old.into_iter().flat_map(Core::into_entries).collect(),
+                        rejected,
+                    };
+                }
+                Err((built, current)) => {
+                    // An index was added meanwhile: rebuild for the new schema.
+                    schema = current;
+                    let items = built.into_iter().flat_map(Core::into_entries).collect();
+                    fresh = self.build_lenient(&schema, count, items, &mut rejected);
+                }
             }
-            schema = Arc::clone(cores[0].schema());
-            drop(cores);
-            // An index was added meanwhile: rebuild for the new schema.
-            let items = fresh.into_iter().flat_map(Core::into_entries).collect();
-            fresh = self.build_lenient(&schema, count, items, &mut rejected);
         }
     }
 

@@ -5,7 +5,9 @@
 //!
 //! 1. Hash the key (`K`'s `Hash`, once, no lock held): the hash picks the
 //!    key's shard. Read-lock that shard briefly to take the current
-//!    `Arc<Schema>` (the list of indexes; every shard holds the same one).
+//!    `Arc<Schema>` (the list of indexes; every shard holds the same one),
+//!    unless the store has never had an index: then the values are empty
+//!    and step 3 checks that the schema still has none.
 //! 2. With no lock held: call every index function on the new object (user
 //!    code: it may be slow, fail or panic).
 //! 3. Write-lock the shard. If the schema is still the one the values were
@@ -28,10 +30,11 @@ use super::Fault;
 use super::builder::IndexedStoreBuilder;
 use super::core::{Core, Inserted};
 use super::error::IndexError;
+use super::index_fn::AllValues;
 use super::index_fn::Schema;
 use super::shards::{self, ShardSet, Shards};
 use super::transaction::{self, Transaction};
-use crate::sync::{Arc, AtomicU64, Ordering};
+use crate::sync::{Arc, AtomicBool, AtomicU64, Ordering};
 
 /// A keyed store of immutable objects (`Arc<V>`) with named secondary
 /// indexes that always agree with the objects: client-go's
@@ -174,6 +177,11 @@ pub struct IndexedStore<K, V, S = ahash::RandomState> {
     /// The revision of the last revisioned write, stored while that write
     /// holds its shards' write locks (`revision.rs`).
     pub(super) revision: AtomicU64,
+    /// Whether the schema has had an index (set by `add_index` under every
+    /// shard's write lock, never cleared). While it is false a write skips
+    /// reading the schema: its values are empty whatever the schema, and
+    /// the write lock's check (`defs.is_empty()`) is the authority.
+    pub(super) indexed: AtomicBool,
     /// Hashes keys, with no lock held; the core stores each key's hash.
     pub(super) hasher: S,
     #[cfg(loom)]
@@ -238,7 +246,11 @@ where
     /// A store over `cores` (a power of two of them, all empty, all with
     /// the same schema).
     pub(crate) fn from_parts(cores: Vec<Core<K, V>>, hasher: S) -> Self {
+        let indexed = cores
+            .first()
+            .is_some_and(|core| !core.schema().defs.is_empty());
         Self {
+            indexed: AtomicBool::new(indexed),
             shards: Shards::new(cores),
             revision: AtomicU64::new(0),
             hasher,
@@ -551,15 +563,24 @@ where
         let hash = self.hasher.hash_one(&key);
         let key_copy = key.clone();
         let shard = self.shards.of(hash);
-        let mut schema = Arc::clone(self.shards.read(shard).schema());
-        let mut values = schema.compute(&value)?;
+        // `None`: computed for a schema without indexes (no values).
+        let mut schema: Option<Arc<Schema<V>>> = None;
+        let mut values = AllValues::default();
+        if self.indexed.load(Ordering::Relaxed) {
+            let current = Arc::clone(self.shards.read(shard).schema());
+            values = current.compute(&value)?;
+            schema = Some(current);
+        }
         loop {
             let mut core = self.shards.write(shard);
+            let fresh = match &schema {
+                Some(schema) => Arc::ptr_eq(core.schema(), schema),
+                None => core.schema().defs.is_empty(),
+            };
             #[cfg(loom)]
-            let current =
-                Arc::ptr_eq(core.schema(), &schema) || self.fault == Fault::IgnoreSchemaChange;
+            let current = fresh || self.fault == Fault::IgnoreSchemaChange;
             #[cfg(not(loom))]
-            let current = Arc::ptr_eq(core.schema(), &schema);
+            let current = fresh;
             if current {
                 #[cfg(loom)]
                 if self.fault == Fault::IndexOutsideLock {
@@ -590,9 +611,10 @@ where
                 drop(key);
                 return Ok(previous_of(inserted));
             }
-            schema = Arc::clone(core.schema());
+            let current = Arc::clone(core.schema());
             drop(core);
-            values = schema.compute(&value)?;
+            values = current.compute(&value)?;
+            schema = Some(current);
         }
     }
 
@@ -715,26 +737,45 @@ where
         let count = self.shards.count();
         let mut fresh = build_cores(&schema, &self.hasher, count, items)?;
         loop {
-            let mut cores = self.shards.write_all();
-            if Arc::ptr_eq(cores[0].schema(), &schema) {
-                if let Some(revision) = revision {
-                    self.revision.store(revision, Ordering::SeqCst);
+            match self.swap_in(fresh, &schema, revision) {
+                Ok(old) => {
+                    drop(old);
+                    return Ok(());
                 }
-                let old: Vec<Core<K, V>> = cores
-                    .iter_mut()
-                    .zip(fresh)
-                    .map(|(core, fresh)| std::mem::replace(&mut **core, fresh))
-                    .collect();
-                drop(cores);
-                drop(old);
-                return Ok(());
+                Err((built, current)) => {
+                    // An index was added meanwhile: rebuild for the new schema.
+                    schema = current;
+                    let items = built.into_iter().flat_map(Core::into_entries).collect();
+                    fresh = build_cores(&schema, &self.hasher, count, items)?;
+                }
             }
-            schema = Arc::clone(cores[0].schema());
-            drop(cores);
-            // An index was added meanwhile: rebuild for the new schema.
-            let items = fresh.into_iter().flat_map(Core::into_entries).collect();
-            fresh = build_cores(&schema, &self.hasher, count, items)?;
         }
+    }
+
+    /// Installs `fresh` (a core per shard, built for `schema`) as the whole
+    /// content, and `revision` if any, under every shard's write lock, and
+    /// returns the cores it replaced (to be dropped by the caller, with no
+    /// lock held). If an index was added since `schema`, changes nothing
+    /// and gives `fresh` back with the current schema.
+    #[allow(clippy::type_complexity)]
+    pub(super) fn swap_in(
+        &self,
+        fresh: Vec<Core<K, V>>,
+        schema: &Arc<Schema<V>>,
+        revision: Option<u64>,
+    ) -> Result<Vec<Core<K, V>>, (Vec<Core<K, V>>, Arc<Schema<V>>)> {
+        let mut cores = self.shards.write_all();
+        if !Arc::ptr_eq(cores[0].schema(), schema) {
+            return Err((fresh, Arc::clone(cores[0].schema())));
+        }
+        if let Some(revision) = revision {
+            self.revision.store(revision, Ordering::SeqCst);
+        }
+        Ok(cores
+            .iter_mut()
+            .zip(fresh)
+            .map(|(core, fresh)| std::mem::replace(&mut **core, fresh))
+            .collect())
     }
 
     /// Removes every object, atomically. The objects are dropped after the
