@@ -70,6 +70,7 @@ mod shards;
 mod store;
 mod transaction;
 mod visit;
+mod write;
 
 pub use builder::IndexedStoreBuilder;
 pub use error::IndexError;
