@@ -120,3 +120,42 @@ fn whole_store_reads_see_transactions_across_shards_whole() {
     writer.join().unwrap();
     store.check_invariants();
 }
+
+/// A writer applies revisioned inserts, revision r to key r (keys spread
+/// over every shard), while a reader takes `to_vec_with_revision`: each
+/// read holds exactly the keys 1..=r of its revision r, never one more or
+/// one fewer (a read of the content and the revision apart would pair a
+/// content with a revision it does not belong with).
+#[test]
+fn a_whole_store_read_carries_the_revision_of_its_content() {
+    let _watchdog = watchdog::arm(Duration::from_secs(60));
+    const WRITES: u64 = 20_000;
+    let store = Arc::new(
+        IndexedStore::<u64, u64>::builder()
+            .shards(4)
+            .build()
+            .unwrap(),
+    );
+    let writer = {
+        let store = Arc::clone(&store);
+        thread::spawn(move || {
+            for revision in 1..=WRITES {
+                store
+                    .insert_at_revision(revision, revision, revision)
+                    .unwrap();
+            }
+        })
+    };
+    let mut reads = 0;
+    loop {
+        let (objects, revision) = store.to_vec_with_revision();
+        assert_eq!(objects.len() as u64, revision, "content and revision apart");
+        assert!(objects.iter().all(|(key, _)| *key <= revision));
+        reads += 1;
+        if revision == WRITES {
+            break;
+        }
+    }
+    writer.join().unwrap();
+    assert!(reads > 1);
+}

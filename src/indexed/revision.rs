@@ -86,6 +86,37 @@ where
         )
     }
 
+    /// Every object and the store's revision, read at one consistent cut
+    /// (every shard read-locked at once): the content is exactly what the
+    /// store held at that revision. The whole-store form of
+    /// [`get_with_revision`](Self::get_with_revision), for comparing a
+    /// mirror with its source at one revision. O(n), like
+    /// [`to_vec`](Self::to_vec).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let store = larder::IndexedStore::<String, u32>::new();
+    /// store.insert_at_revision("a".to_string(), 1, 10).unwrap();
+    /// store.insert_at_revision("b".to_string(), 2, 11).unwrap();
+    /// let (mut objects, revision) = store.to_vec_with_revision();
+    /// objects.sort();
+    /// assert_eq!(revision, 11);
+    /// assert_eq!(objects.len(), 2);
+    /// ```
+    pub fn to_vec_with_revision(&self) -> (Vec<(K, Arc<V>)>, u64) {
+        let mut entries = Vec::new();
+        // Under every shard's read lock: no revisioned write is between its
+        // change and its revision.
+        let cores = self.shards.read_all();
+        for core in cores.iter() {
+            core.entries_into(&mut entries);
+        }
+        let revision = self.revision.load(Ordering::SeqCst);
+        drop(cores);
+        (entries, revision)
+    }
+
     /// [`insert`](Self::insert) as the change at `revision`: the object,
     /// every index and the store's [`revision`](Self::revision) change in
     /// one critical section.
