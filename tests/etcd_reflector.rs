@@ -5,237 +5,23 @@
 //! Needs the `etcd` feature and an `etcd` binary (`apt-get install
 //! etcd-server`); tests/common/etcd.rs starts one server per test.
 
+#[path = "common/etcd_mirror.rs"]
+mod etcd_mirror;
 #[path = "common/etcd.rs"]
 mod etcd_server;
 
-use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use etcd_client::{Client, GetOptions};
+use etcd_client::Client;
+use etcd_mirror::{consistent_read_trials, fast_backoff, source, start};
 use etcd_server::{EtcdServer, bounded, connect};
-use larder::IndexedStore;
-use larder::reflector::{
-    Backoff, EtcdSource, Reflector, ReflectorError, ReflectorHandle, Revision, SourceError,
-};
+use larder::reflector::{Backoff, Listed, Reflector, Revision, Source, SourceError, WatchEvent};
 
 /// Far above a test's usual running time (under a minute), below
 /// nextest's 180 s kill in CI, so a hang fails here with the test's name.
 const LIMIT: Duration = Duration::from_secs(170);
-
-/// Objects are decimal sequence numbers: every write of a writer carries a
-/// larger one than its previous writes.
-fn source(client: Client, prefix: &str) -> EtcdSource<u64> {
-    EtcdSource::builder(client, prefix, |bytes: &[u8]| {
-        std::str::from_utf8(bytes)
-            .map_err(|e| e.to_string())?
-            .parse::<u64>()
-            .map_err(|e| e.to_string())
-    })
-    .request_timeout(Duration::from_secs(3))
-    .build()
-    .expect("a valid configuration")
-}
-
-/// The state the handlers' calls build up, and every call that could only
-/// come from an event applied twice or out of order.
-#[derive(Debug, Default)]
-struct Replay {
-    state: HashMap<String, u64>,
-    /// A duplicate add, an update to an older or equal sequence number, a
-    /// delete of an unknown key, or a handler's `old` that differs from the
-    /// replayed state.
-    violations: Vec<String>,
-    /// Updates whose new object equals the old one (a relist re-delivers
-    /// unchanged objects as updates; a watch never does).
-    unchanged_updates: u64,
-    deletes: u64,
-}
-
-struct Harness {
-    store: Arc<IndexedStore<String, u64>>,
-    handle: ReflectorHandle,
-    replay: Arc<Mutex<Replay>>,
-    errors: Arc<Mutex<Vec<String>>>,
-    watch_errors: Arc<AtomicU64>,
-    task: tokio::task::JoinHandle<()>,
-}
-
-fn start(source: EtcdSource<u64>, backoff: Backoff) -> Harness {
-    let store = Arc::new(
-        IndexedStore::<String, u64>::builder()
-            .index("parity", |n: &u64| {
-                [if n % 2 == 0 { "even" } else { "odd" }.to_owned()]
-            })
-            .build()
-            .unwrap(),
-    );
-    let replay = Arc::new(Mutex::new(Replay::default()));
-    let errors = Arc::new(Mutex::new(Vec::new()));
-    let watch_errors = Arc::new(AtomicU64::new(0));
-    let (on_add, on_update, on_delete) = (replay.clone(), replay.clone(), replay.clone());
-    let (on_error, watch_errors_seen) = (errors.clone(), watch_errors.clone());
-    let reflector = Reflector::builder(source, Arc::clone(&store))
-        .on_add(move |key, new| {
-            let mut replay = on_add.lock().unwrap();
-            if let Some(old) = replay.state.insert(key.clone(), **new) {
-                replay
-                    .violations
-                    .push(format!("add of present {key} (had {old}, got {new})"));
-            }
-        })
-        .on_update(move |key, old, new| {
-            let mut replay = on_update.lock().unwrap();
-            match replay.state.insert(key.clone(), **new) {
-                Some(known) if known == **old => {}
-                known => replay
-                    .violations
-                    .push(format!("update of {key}: old {old}, replayed {known:?}")),
-            }
-            if new == old {
-                replay.unchanged_updates += 1;
-            } else if **new < **old {
-                replay
-                    .violations
-                    .push(format!("update of {key} went back: {old} -> {new}"));
-            }
-        })
-        .on_delete(move |key, last| {
-            let mut replay = on_delete.lock().unwrap();
-            replay.deletes += 1;
-            match replay.state.remove(key) {
-                Some(known) if known == **last => {}
-                known => replay
-                    .violations
-                    .push(format!("delete of {key}: last {last}, replayed {known:?}")),
-            }
-        })
-        .on_error(move |error| {
-            if matches!(error, ReflectorError::Watch(_)) {
-                watch_errors_seen.fetch_add(1, Ordering::SeqCst);
-            }
-            on_error.lock().unwrap().push(error.to_string());
-        })
-        .parse_invalid_key(|key| Some(key.to_owned()))
-        .backoff(backoff)
-        .build()
-        .unwrap();
-    let handle = reflector.handle();
-    let task = tokio::spawn(reflector.run());
-    Harness {
-        store,
-        handle,
-        replay,
-        errors,
-        watch_errors,
-        task,
-    }
-}
-
-impl Harness {
-    async fn stop(self) {
-        self.handle.stop();
-        self.task.await.expect("the reflector's task");
-    }
-
-    /// Waits until the store holds every write etcd acknowledged, then
-    /// checks that the store and the handlers' replay both equal etcd's
-    /// content at the store's revision.
-    async fn assert_converged(&self, source: &EtcdSource<u64>, client: &Client) -> Revision {
-        // First let the watch deliver etcd's writes on its own, without a
-        // progress request: etcd before 3.4.25 (Debian ships 3.4.23) may
-        // answer one ahead of events still queued for the watch, and the
-        // source then ends the stream as too old and the reflector relists
-        // (see below). Tests that count relists need the quiet path. A store
-        // that never gets there (the last write outside the prefix) falls
-        // through to `wait_consistent`, which checks the same thing.
-        let written = source
-            .current_revision()
-            .await
-            .expect("etcd's current revision");
-        let _ = self
-            .handle
-            .wait_for_revision_timeout(written, Duration::from_secs(30))
-            .await;
-        let revision = source
-            .wait_consistent(&self.handle, Duration::from_secs(60))
-            .await
-            .expect("the store catches up with etcd");
-        // etcd before 3.4.25 (Debian ships 3.4.23) may answer a progress
-        // request ahead of events still queued for the watch: the handle then
-        // reaches `revision` first, the source ends the stream as too old when
-        // the older events arrive, and the relist brings the store there.
-        let caught_up = Instant::now() + Duration::from_secs(60);
-        while self.store.revision() < revision {
-            assert!(
-                Instant::now() < caught_up,
-                "the store stayed at {}, short of {revision}",
-                self.store.revision()
-            );
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-        assert_eq!(self.store.revision(), revision);
-        let truth = etcd_content(client, source.prefix(), revision).await;
-        let stored: BTreeMap<String, u64> = self
-            .store
-            .to_vec()
-            .into_iter()
-            .map(|(key, value)| (key, *value))
-            .collect();
-        assert_eq!(
-            stored.len(),
-            truth.len(),
-            "the store has etcd's number of keys"
-        );
-        assert!(
-            stored == truth,
-            "the store equals etcd at revision {revision}"
-        );
-        let replay = self.replay.lock().unwrap();
-        assert!(
-            replay.violations.is_empty(),
-            "{:#?}",
-            &replay.violations[..replay.violations.len().min(10)]
-        );
-        let replayed: BTreeMap<String, u64> = replay
-            .state
-            .iter()
-            .map(|(key, value)| (key.clone(), *value))
-            .collect();
-        assert!(
-            replayed == truth,
-            "the handlers' replay equals etcd at revision {revision}"
-        );
-        self.store.check_invariants();
-        revision
-    }
-}
-
-/// etcd's decodable content under `prefix` at `revision` (a fresh
-/// `get --prefix`).
-async fn etcd_content(client: &Client, prefix: &str, revision: Revision) -> BTreeMap<String, u64> {
-    let mut kv = client.kv_client();
-    let response = kv
-        .get(
-            prefix,
-            Some(
-                GetOptions::new()
-                    .with_prefix()
-                    .with_revision(revision as i64),
-            ),
-        )
-        .await
-        .expect("a fresh get --prefix");
-    response
-        .kvs()
-        .iter()
-        .filter_map(|pair| {
-            let value = std::str::from_utf8(pair.value()).ok()?.parse().ok()?;
-            Some((pair.key_str().ok()?.to_owned(), value))
-        })
-        .collect()
-}
 
 /// One writer's share: puts `keys` keys, updates every third, deletes every
 /// fourth, each write with a larger sequence number, retrying through
@@ -292,10 +78,6 @@ async fn run_writers(
             ))
         })
         .collect()
-}
-
-fn fast_backoff() -> Backoff {
-    Backoff::new(Duration::from_millis(50), Duration::from_secs(1))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -513,41 +295,7 @@ async fn a_thousand_write_then_consistent_read_trials_are_never_stale() {
             let source = source(client.clone(), "/cr/");
             let harness = start(source.clone(), fast_backoff());
             harness.handle.wait_until_synced().await.unwrap();
-            // etcd before 3.4.25 (Debian ships 3.4.23) can answer a progress
-            // request for a watch that is still replaying its start revision
-            // ahead of the replayed events (the limitation the guide states
-            // for consistent reads). So the trials start once the new watch
-            // has delivered an event, i.e. has caught up.
-            let warmup = client.put("/cr/warmup", "0", None).await.unwrap();
-            let warmed = warmup.header().unwrap().revision() as u64;
-            while harness.store.revision() < warmed {
-                tokio::time::sleep(Duration::from_millis(5)).await;
-            }
-            let mut stale = Vec::new();
-            for trial in 0..1_000u64 {
-                let key = format!("/cr/{}", trial % 10);
-                client
-                    .put(key.clone(), trial.to_string(), None)
-                    .await
-                    .unwrap();
-                if trial % 2 == 1 {
-                    // A later write outside the prefix: etcd's revision moves
-                    // past the prefix's, so only a progress notification can
-                    // vouch for the store.
-                    client
-                        .put("/elsewhere", trial.to_string(), None)
-                        .await
-                        .unwrap();
-                }
-                source
-                    .wait_consistent(&harness.handle, Duration::from_secs(10))
-                    .await
-                    .unwrap_or_else(|e| panic!("trial {trial}: {e}"));
-                let read = harness.store.get(key.as_str()).map(|v| *v);
-                if read != Some(trial) {
-                    stale.push((trial, read));
-                }
-            }
+            let (stale, _) = consistent_read_trials(&mut client, &source, &harness).await;
             assert!(
                 stale.is_empty(),
                 "stale reads (trial, value read): {stale:?}"
@@ -567,10 +315,17 @@ async fn a_consistent_read_fails_when_etcd_is_down() {
         let harness = start(source.clone(), fast_backoff());
         harness.handle.wait_until_synced().await.unwrap();
         tokio::task::block_in_place(|| server.kill());
+        let began = Instant::now();
         let error = source
-            .wait_consistent(&harness.handle, Duration::from_secs(5))
+            .wait_consistent(&harness.handle, Duration::from_secs(2))
             .await
             .unwrap_err();
+        let took = began.elapsed();
+        // It kept trying for its whole limit, and not much longer.
+        assert!(
+            took >= Duration::from_millis(1_800) && took < Duration::from_secs(4),
+            "gave up after {took:?}"
+        );
         assert!(
             matches!(
                 error,
@@ -578,8 +333,50 @@ async fn a_consistent_read_fails_when_etcd_is_down() {
             ),
             "{error}"
         );
+        // The message says what failed, where and why.
+        let message = error.to_string();
+        assert!(
+            message.contains("cannot read etcd's current revision")
+                && message.contains("cannot read the current revision"),
+            "{message}"
+        );
         harness.stop().await;
     })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_consistent_read_retries_until_etcd_is_back_within_its_limit() {
+    let mut server = EtcdServer::start();
+    bounded(
+        "a_consistent_read_retries_until_etcd_is_back_within_its_limit",
+        LIMIT,
+        async {
+            let client = connect(&server).await;
+            let source = source(client.clone(), "/e/");
+            let harness = start(source.clone(), fast_backoff());
+            harness.handle.wait_until_synced().await.unwrap();
+            tokio::task::block_in_place(|| server.kill());
+            // etcd comes back 1 s into a 20 s limit: the first revision
+            // reads fail ("connection refused"), a later one answers.
+            let read = {
+                let (source, handle) = (source.clone(), harness.handle.clone());
+                tokio::spawn(async move {
+                    source
+                        .wait_consistent(&handle, Duration::from_secs(20))
+                        .await
+                })
+            };
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            tokio::task::block_in_place(|| server.restart());
+            let revision = read
+                .await
+                .unwrap()
+                .expect("a consistent read once etcd is back");
+            assert!(harness.store.revision() >= revision);
+            harness.stop().await;
+        },
+    )
     .await;
 }
 
@@ -613,6 +410,99 @@ async fn one_request_deleting_many_keys_removes_every_one() {
             harness.assert_converged(&source, &client).await;
             assert_eq!(harness.store.len(), 1);
             harness.stop().await;
+        },
+    )
+    .await;
+}
+
+/// A source whose first watch sends a bookmark at 5, then fails the way
+/// the etcd source does when an event at 4 follows it (what etcd before
+/// 3.4.25 can do); later watches stay open and quiet.
+#[derive(Clone, Default)]
+struct Reordering {
+    watches: Arc<AtomicU64>,
+}
+
+/// Queued items, then nothing (pending) forever.
+struct Scripted(std::collections::VecDeque<Result<WatchEvent<String, u64>, SourceError>>);
+
+impl futures_core::Stream for Scripted {
+    type Item = Result<WatchEvent<String, u64>, SourceError>;
+
+    fn poll_next(
+        mut self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Self::Item>> {
+        match self.0.pop_front() {
+            Some(item) => std::task::Poll::Ready(Some(item)),
+            None => std::task::Poll::Pending,
+        }
+    }
+}
+
+impl Source for Reordering {
+    type Key = String;
+    type Object = u64;
+    type Watch = Scripted;
+
+    async fn list(&self) -> Result<Listed<String, u64>, SourceError> {
+        Ok(Listed {
+            items: vec![("a".to_owned(), 1)],
+            revision: 3,
+            invalid: Vec::new(),
+        })
+    }
+
+    async fn watch(&self, _from: Revision) -> Result<Scripted, SourceError> {
+        let mut items = std::collections::VecDeque::new();
+        if self.watches.fetch_add(1, Ordering::SeqCst) == 0 {
+            items.push_back(Ok(WatchEvent::Bookmark { revision: 5 }));
+            items.push_back(Err(SourceError::ProgressAheadOfEvent {
+                bookmarked: 5,
+                event: 4,
+            }));
+        }
+        Ok(Scripted(items))
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_progress_notification_ahead_of_an_event_relists_with_its_own_error_and_count() {
+    bounded(
+        "a_progress_notification_ahead_of_an_event_relists_with_its_own_error_and_count",
+        LIMIT,
+        async {
+            let errors = Arc::new(std::sync::Mutex::new(Vec::new()));
+            let seen = Arc::clone(&errors);
+            let store = Arc::new(larder::IndexedStore::<String, u64>::new());
+            let reflector = Reflector::builder(Reordering::default(), store)
+                .on_error(move |error| seen.lock().unwrap().push(error.to_string()))
+                .backoff(fast_backoff())
+                .build()
+                .unwrap();
+            let handle = reflector.handle();
+            let task = tokio::spawn(reflector.run());
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while handle.stats().lists < 2 {
+                assert!(Instant::now() < deadline, "no relist: {:?}", handle.stats());
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+            let stats = handle.stats();
+            assert_eq!(
+                (stats.relists, stats.progress_ahead_of_events),
+                (1, 1),
+                "{stats:?}"
+            );
+            let errors = errors.lock().unwrap().clone();
+            assert_eq!(errors.len(), 1, "{errors:?}");
+            assert!(
+                errors[0].contains("progress notification came ahead of events")
+                    && !errors[0].contains("compacted"),
+                "{}",
+                errors[0]
+            );
+            handle.stop();
+            task.await.unwrap();
         },
     )
     .await;

@@ -505,6 +505,13 @@ async fn the_builder_refuses_a_zero_page_size_and_timeout() {
                 zero_timeout.unwrap_err(),
                 EtcdSourceBuildError::ZeroRequestTimeout
             );
+            let zero_deadline = EtcdSource::builder(client.clone(), "/b/", decode)
+                .watch_deadline(Duration::ZERO)
+                .build();
+            assert_eq!(
+                zero_deadline.unwrap_err(),
+                EtcdSourceBuildError::ZeroWatchDeadline
+            );
             let source = EtcdSource::builder(client, "/b/", decode).build().unwrap();
             assert_eq!(source.prefix(), "/b/");
             assert!(format!("{source:?}").contains("/b/"));

@@ -24,7 +24,8 @@ use larder::reflector::{
 };
 use recorder::{Call, Recorder, Shared};
 use reflecting::{
-    LIMIT, bounded, caught_up, fast, key, relist_over, small_values_store, sorted, start, store,
+    LIMIT, bounded, caught_up, churn, fast, key, relist_over, small_values_store, sorted, start,
+    store,
 };
 
 #[test]
@@ -46,27 +47,7 @@ fn converges_after_dropped_streams_compactions_and_mid_burst_reconnects() {
         handle.wait_until_synced().await.unwrap();
 
         for round in 0..20u32 {
-            source.break_watches_after(3); // a reconnect in the middle of the burst
-            for i in 0..30 {
-                source.put(key((i * 7 + round) % 80), round * 100 + i);
-                if i % 4 == 0 {
-                    source.delete(&key((i * 3 + round) % 80));
-                }
-                if i == 10 {
-                    source.drop_watches();
-                }
-            }
-            match round % 3 {
-                // Compaction past what the reflector has seen: a relist.
-                0 => {
-                    source.fail_watches(2);
-                    source.drop_watches();
-                    source.put(key(999), round);
-                    source.compact(source.revision());
-                }
-                1 => source.expire_watches(),
-                _ => source.bookmark(),
-            }
+            churn(&source, round, 80, 30, || {});
             tokio::task::yield_now().await;
         }
         caught_up(&handle, &source).await;

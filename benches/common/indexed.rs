@@ -44,6 +44,7 @@ use dashmap::{DashMap, DashSet};
 use super::{Background, Contender, Rng, Size, Workload};
 
 pub mod events;
+pub mod mixes;
 pub mod visit;
 
 /// Thread counts measured.
@@ -569,7 +570,7 @@ pub fn workloads(size: Size) -> Vec<Workload> {
         Size::Full => &[(10_000, "10K"), (100_000, "100K")],
         Size::Quick => &[(2_000, "2K")],
     };
-    let mut out = Vec::new();
+    let mut out = mixes::workloads(size);
     for &(n, label) in sizes {
         let fixture = Arc::new(OnceLock::new());
         let larder = shared::<Larder>(&fixture, n);

@@ -39,6 +39,10 @@ trait Store: Sized {
 /// label index) when `INDEXED`, with none otherwise.
 struct Larder<const INDEXED: bool>(larder::IndexedStore<String, Pod, ahash::RandomState>);
 
+/// The shard count of the larder rows: what the default gives a 2-core
+/// machine.
+const SHARDS: usize = 4;
+
 /// larder's store with the informer's two indexes.
 type Indexed = Larder<true>;
 
@@ -58,7 +62,11 @@ struct Dash(DashMap<String, Arc<Pod>, ahash::RandomState>);
 
 impl<const INDEXED: bool> Store for Larder<INDEXED> {
     fn build(listed: &[(String, Arc<Pod>)]) -> Self {
-        let mut builder = larder::IndexedStore::builder().hasher(hasher());
+        // A fixed shard count (the default follows the machine's cores), so
+        // that the counts are the same on every machine.
+        let mut builder = larder::IndexedStore::builder()
+            .shards(SHARDS)
+            .hasher(hasher());
         if INDEXED {
             builder = builder
                 .index("namespace", namespace_of)

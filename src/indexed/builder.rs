@@ -9,6 +9,7 @@ use super::IndexedStore;
 use super::core::Core;
 use super::error::IndexError;
 use super::index_fn::{BoxError, IndexDef, Schema};
+use super::shards;
 use crate::error::BuildError;
 use crate::sync::Arc;
 
@@ -42,6 +43,7 @@ use crate::sync::Arc;
 pub struct IndexedStoreBuilder<K, V, S = ahash::RandomState> {
     defs: Vec<IndexDef<V>>,
     initial_capacity: usize,
+    shards: Option<usize>,
     hasher: S,
     _keys: PhantomData<fn() -> K>,
 }
@@ -51,6 +53,7 @@ impl<K, V> IndexedStoreBuilder<K, V> {
         Self {
             defs: Vec::new(),
             initial_capacity: 0,
+            shards: None,
             hasher: crate::sync::default_hasher(),
             _keys: PhantomData,
         }
@@ -135,6 +138,24 @@ impl<K, V, S> IndexedStoreBuilder<K, V, S> {
         self
     }
 
+    /// Sets how many shards the store's state is split into, rounded up to
+    /// a power of two. A point write locks the one shard its key hashes to;
+    /// a whole-store read (`by_index`, `values`, ...) locks every shard, so
+    /// more shards let more writers run at once and make those reads cost
+    /// more. The default is two per core, at most 128. `build` fails if
+    /// this is 0 or more than 128.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let store = larder::IndexedStore::<u32, u32>::builder().shards(4).build().unwrap();
+    /// assert_eq!(store.shard_count(), 4);
+    /// ```
+    pub fn shards(mut self, shards: usize) -> Self {
+        self.shards = Some(shards);
+        self
+    }
+
     /// Uses `hasher` for the keys (the default is ahash's `RandomState`,
     /// which resists hash flooding). Index values are always hashed with
     /// ahash.
@@ -155,6 +176,7 @@ impl<K, V, S> IndexedStoreBuilder<K, V, S> {
         IndexedStoreBuilder {
             defs: self.defs,
             initial_capacity: self.initial_capacity,
+            shards: self.shards,
             hasher,
             _keys: PhantomData,
         }
@@ -189,12 +211,23 @@ impl<K, V, S> IndexedStoreBuilder<K, V, S> {
                 name: name.to_string(),
             })
         })?;
-        let core = Core::with_capacity(Arc::new(schema), self.initial_capacity).ok_or(
-            BuildError::CapacityOverflow {
+        let count = match self.shards {
+            None => shards::default_count(),
+            Some(0) => return Err(BuildError::ZeroShards),
+            Some(n) if n > shards::MAX_SHARDS => {
+                return Err(BuildError::TooManyShards { shards: n });
+            }
+            Some(n) => n.next_power_of_two(),
+        };
+        let schema = Arc::new(schema);
+        let per_shard = self.initial_capacity.div_ceil(count);
+        let cores = (0..count)
+            .map(|_| Core::with_capacity(Arc::clone(&schema), per_shard))
+            .collect::<Option<Vec<_>>>()
+            .ok_or(BuildError::CapacityOverflow {
                 initial_capacity: self.initial_capacity,
-            },
-        )?;
-        Ok(IndexedStore::from_parts(core, self.hasher))
+            })?;
+        Ok(IndexedStore::from_parts(cores, self.hasher))
     }
 }
 
@@ -206,6 +239,7 @@ impl<K, V, S> fmt::Debug for IndexedStoreBuilder<K, V, S> {
                 &self.defs.iter().map(|def| &*def.name).collect::<Vec<_>>(),
             )
             .field("initial_capacity", &self.initial_capacity)
+            .field("shards", &self.shards)
             .finish_non_exhaustive()
     }
 }

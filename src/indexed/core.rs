@@ -1,35 +1,35 @@
-//! The sequential core of [`IndexedStore`](super::IndexedStore): objects and
-//! their indexes, `&mut self`, no locks, no user code except `K`'s `Eq` in
-//! lookups. The caller hashes keys (user `Hash`) before calling in.
+//! The sequential core of one shard of [`IndexedStore`](super::IndexedStore):
+//! the objects whose keys hash to the shard, and the shard's part of every
+//! index; `&mut self`, no locks, no user code except `K`'s `Eq` in lookups.
+//! The caller hashes keys (user `Hash`) before calling in.
 //!
 //! # Layout
 //!
-//! - `map: HashTable<MapEntry>`: (key's hash, key, slot id, object). `get`
-//!   is one probe; the object sits beside the key in the table's own bucket.
-//!   The table grows and rehashes from the stored hashes, never calling
+//! - `entries: Vec<Option<Entry>>`: slot id -> (key's hash, key, object).
+//!   Ids are dense and reused through `free`; `by_index` reads each object
+//!   it finds in a bucket from here.
+//! - `table: HashTable<u32>`: the key index, holding slot ids only (four
+//!   bytes and a control byte a bucket). A probe compares the key in the
+//!   entry; growth rehashes from the entries' stored hashes, never calling
 //!   `K`'s `Hash`.
-//! - `slots: Vec<Option<Slot>>`: slot id -> (key, index values), and
-//!   `objects: Vec<Option<Arc<V>>>`: slot id -> object, a dense array of
-//!   pointers that `by_index` reads for each id it finds in a bucket. Ids
-//!   are dense and reused through `free`.
+//! - `values: Vec<AllValues>`: slot id -> the object's values for every
+//!   index, kept only while the schema has an index (a store with none pays
+//!   nothing for it).
 //! - `indexes[i]: HashMap<value, HashSet<slot id>>`: one bucket per index
 //!   value, holding the slot ids (`u32`) of the objects that have it.
 //!   Buckets hold ids, not keys or objects, so maintaining them hashes only
 //!   integers (never runs `K`'s `Hash`), an entry costs four bytes, and an
-//!   update that changes no index value does not touch them at all:
-//!   `by_index` reads each object from its slot.
+//!   update that changes no index value does not touch them at all.
 //!
 //! Each slot stores the values its object had for every index when it was
 //! written, so removing or updating an object never calls an index function
 //! again (client-go re-runs the function on the old object). Those values
 //! are interned: a slot holds clones of its buckets' own `Arc<str>` keys, so
-//! the values of 100K objects share a few hundred strings, and comparing an
-//! update's new values with the stored ones reads memory that stays in
-//! cache. An update compares per index and only moves the slot between the
-//! buckets of the values that changed; its freshly computed copies of the
-//! unchanged values go back to the caller, dropped after the lock is
-//! released. An empty bucket is removed at once, so index memory tracks the
-//! live objects.
+//! the values of 100K objects share a few hundred strings. An update
+//! compares per index and only moves the slot between the buckets of the
+//! values that changed; its freshly computed copies of the unchanged values
+//! go back to the caller, dropped after the lock is released. An empty
+//! bucket is removed at once, so index memory tracks the live objects.
 //!
 //! # User code: `K`'s `Eq`, and only in lookups
 //!
@@ -37,12 +37,12 @@
 //! held). The only user code the core runs is `K`'s `Eq` while it probes
 //! the table ([`find`](Core::find), `get`, `contains_key`), and every write
 //! makes that probe before it modifies anything: [`insert_at`](Core::insert_at)
-//! and [`remove_at`](Core::remove_at) take the probe's answer (a slot id)
-//! and find the table entry by stored hash and slot id. Growing or rehashing
-//! the table uses the stored hashes, and past the probe a write touches
-//! integer-keyed sets and `Arc<str>`-keyed maps only. So a panic in `Eq`,
-//! at any call, leaves the core as it was. `Drop` of keys and objects never
-//! runs here either: what a write displaces goes back to the caller.
+//! and [`remove_at`](Core::remove_at) take the probe's answer (a slot id).
+//! Growing or rehashing the table uses the stored hashes, and past the probe
+//! a write touches integer-keyed sets and `Arc<str>`-keyed maps only. So a
+//! panic in `Eq`, at any call, leaves the core as it was. `Drop` of keys and
+//! objects never runs here either: what a write displaces goes back to the
+//! caller.
 
 use std::borrow::Borrow;
 use std::collections::HashMap;
@@ -84,11 +84,11 @@ impl Hasher for IdHasher {
 }
 
 type IdBuild = BuildHasherDefault<IdHasher>;
-/// A slot id as buckets hold it (the core never has more than `u32::MAX`
-/// slots: see [`Core::insert_unindexed`]).
+/// A slot id as the table and buckets hold it (a core never has more than
+/// `u32::MAX` slots: see [`Core::insert_unindexed`]).
 type Id = u32;
 /// One bucket: the slot ids of the objects having one index value.
-type Bucket = hashbrown::HashSet<Id, IdBuild>;
+pub(crate) type Bucket = hashbrown::HashSet<Id, IdBuild>;
 /// One index: a bucket per value. The keys are the interned values that
 /// slots hold clones of.
 type Buckets = hashbrown::HashMap<Arc<str>, Bucket, ahash::RandomState>;
@@ -100,37 +100,33 @@ fn bucket_id(id: usize) -> Id {
     id as Id
 }
 
-/// One table entry: the key's hash (computed once, when the key came in),
-/// the key, its slot id and the object.
-struct MapEntry<K, V> {
+/// One live slot: the key's hash (computed once, when the key came in), the
+/// key and the object.
+struct Entry<K, V> {
     hash: u64,
     key: K,
-    id: usize,
     value: Arc<V>,
 }
 
-/// The stored hash of an entry: the table's only hasher.
+/// The stored hash of slot `id`: the table's only hasher.
 #[inline]
-fn stored<K, V>(entry: &MapEntry<K, V>) -> u64 {
-    entry.hash
-}
-
-struct Slot<K> {
-    key: K,
-    /// The object's values for each index, by schema position.
-    values: Vec<Values>,
+fn stored<K, V>(entries: &[Option<Entry<K, V>>], id: Id) -> u64 {
+    entries[id as usize]
+        .as_ref()
+        .expect("invariant violated: the table lists a free slot")
+        .hash
 }
 
 /// What an insert replaced; dropped by the caller after unlocking.
 pub(crate) enum Inserted<K, V> {
-    /// The key was new; both key copies are in the store.
+    /// The key was new; the key is in the store.
     New,
-    /// The key existed: the previous object, the two key copies the write
-    /// brought but did not need, and the previous index values.
+    /// The key existed: the previous object, the key the write brought but
+    /// did not need, and the previous index values.
     Updated {
         previous: Arc<V>,
-        unused: [K; 2],
-        values: Vec<Values>,
+        unused: K,
+        values: AllValues,
     },
 }
 
@@ -139,22 +135,20 @@ pub(crate) struct Removed<K, V> {
     pub(crate) value: Arc<V>,
     /// Only held to be dropped with the rest, after the lock is released.
     #[allow(dead_code)]
-    pub(crate) rest: ([K; 2], Vec<Values>),
+    pub(crate) rest: (K, AllValues),
 }
 
 /// Objects plus indexes, kept exactly consistent by every `&mut self` method.
 pub(crate) struct Core<K, V> {
-    map: HashTable<MapEntry<K, V>>,
-    slots: Vec<Option<Slot<K>>>,
-    /// Slot id -> object, apart from the slots so that `by_index` reads
-    /// eight bytes per result from a dense array.
-    objects: Vec<Option<Arc<V>>>,
-    free: Vec<usize>,
+    table: HashTable<Id>,
+    entries: Vec<Option<Entry<K, V>>>,
+    /// Slot id -> its values for every index; empty while the schema has
+    /// no index.
+    values: Vec<AllValues>,
+    free: Vec<Id>,
     indexes: Vec<Buckets>,
     schema: Arc<Schema<V>>,
     value_hasher: ahash::RandomState,
-    /// The revision of the last revisioned write (`IndexedStore::revision`).
-    revision: u64,
 }
 
 impl<K, V> Core<K, V> {
@@ -163,9 +157,18 @@ impl<K, V> Core<K, V> {
     /// refuses).
     pub(crate) fn with_capacity(schema: Arc<Schema<V>>, capacity: usize) -> Option<Self> {
         let mut core = Self::new(schema);
-        core.map.try_reserve(capacity, stored).ok()?;
-        core.slots.try_reserve(capacity).ok()?;
-        core.objects.try_reserve(capacity).ok()?;
+        if capacity >= Id::MAX as usize {
+            return None;
+        }
+        core.table
+            .try_reserve(capacity, |_| {
+                unreachable!("an empty table rehashes nothing")
+            })
+            .ok()?;
+        core.entries.try_reserve(capacity).ok()?;
+        if core.indexed() {
+            core.values.try_reserve(capacity).ok()?;
+        }
         Some(core)
     }
 
@@ -173,9 +176,9 @@ impl<K, V> Core<K, V> {
     pub(crate) fn new(schema: Arc<Schema<V>>) -> Self {
         let value_hasher = crate::sync::default_hasher();
         Self {
-            map: HashTable::new(),
-            slots: Vec::new(),
-            objects: Vec::new(),
+            table: HashTable::new(),
+            entries: Vec::new(),
+            values: Vec::new(),
             free: Vec::new(),
             indexes: schema
                 .defs
@@ -184,20 +187,13 @@ impl<K, V> Core<K, V> {
                 .collect(),
             schema,
             value_hasher,
-            revision: 0,
         }
     }
 
-    /// The revision of the last revisioned write (0 before any).
+    /// Whether the schema has an index (and `values` is kept).
     #[inline]
-    pub(crate) fn revision(&self) -> u64 {
-        self.revision
-    }
-
-    /// Records the revision of the write just applied.
-    #[inline]
-    pub(crate) fn set_revision(&mut self, revision: u64) {
-        self.revision = revision;
+    fn indexed(&self) -> bool {
+        !self.schema.defs.is_empty()
     }
 
     pub(crate) fn schema(&self) -> &Arc<Schema<V>> {
@@ -206,7 +202,7 @@ impl<K, V> Core<K, V> {
 
     #[inline]
     pub(crate) fn len(&self) -> usize {
-        self.map.len()
+        self.table.len()
     }
 
     /// The object stored under `key`, whose hash is `hash`. Runs `K`'s `Eq`.
@@ -216,9 +212,7 @@ impl<K, V> Core<K, V> {
         K: Borrow<Q>,
         Q: ?Sized + Eq,
     {
-        self.map
-            .find(hash, |entry| entry.key.borrow() == key)
-            .map(|entry| &entry.value)
+        self.find(hash, key).map(|id| &self.entry(id).value)
     }
 
     #[inline]
@@ -227,7 +221,7 @@ impl<K, V> Core<K, V> {
         K: Borrow<Q>,
         Q: ?Sized + Eq,
     {
-        self.get(hash, key).is_some()
+        self.find(hash, key).is_some()
     }
 
     /// The slot id of `key`, whose hash is `hash`: the probe every write
@@ -238,19 +232,22 @@ impl<K, V> Core<K, V> {
         K: Borrow<Q>,
         Q: ?Sized + Eq,
     {
-        self.map
-            .find(hash, |entry| entry.key.borrow() == key)
-            .map(|entry| entry.id)
+        let entries = &self.entries;
+        self.table
+            .find(hash, |&id| match &entries[id as usize] {
+                Some(entry) => entry.key.borrow() == key,
+                None => false,
+            })
+            .map(|&id| id as usize)
     }
 
-    /// Adds or replaces the object under `key` (hash `hash`). `key_copy`
-    /// must equal `key` (the slot keeps it); `values` must come from
-    /// `self.schema`. Runs `K`'s `Eq` (the probe) before any change.
+    /// Adds or replaces the object under `key` (hash `hash`). `values` must
+    /// come from `self.schema`. Runs `K`'s `Eq` (the probe) before any
+    /// change.
     pub(crate) fn insert(
         &mut self,
         hash: u64,
         key: K,
-        key_copy: K,
         value: Arc<V>,
         values: AllValues,
     ) -> Inserted<K, V>
@@ -258,7 +255,7 @@ impl<K, V> Core<K, V> {
         K: Eq,
     {
         let found = self.find(hash, &key);
-        self.insert_at(hash, found, key, key_copy, value, values).0
+        self.insert_at(hash, found, key, value, values).0
     }
 
     /// [`insert`](Self::insert) given the probe's answer: `found` is the
@@ -269,12 +266,10 @@ impl<K, V> Core<K, V> {
         hash: u64,
         found: Option<usize>,
         key: K,
-        key_copy: K,
         value: Arc<V>,
         values: AllValues,
     ) -> (Inserted<K, V>, usize) {
-        let (mut inserted, id, old) =
-            self.insert_unindexed(hash, found, key, key_copy, value, values);
+        let (mut inserted, id, old) = self.insert_unindexed(hash, found, key, value, values);
         self.reindex(id, old.as_deref());
         if let (Inserted::Updated { values, .. }, Some(old)) = (&mut inserted, old) {
             // Dropped by the caller, after the lock is released.
@@ -283,80 +278,80 @@ impl<K, V> Core<K, V> {
         (inserted, id)
     }
 
-    /// The object half of `insert_at`: map and slot, leaving the buckets as
-    /// they were. Returns the slot id and its previous index values, for
-    /// [`reindex`](Self::reindex). Only `insert_at` and the loom negative
-    /// control call it.
+    /// The object half of `insert_at`: entry and slot values, leaving the
+    /// buckets as they were. Returns the slot id and its previous index
+    /// values, for [`reindex`](Self::reindex). Only `insert_at` and the
+    /// loom negative control call it.
     pub(crate) fn insert_unindexed(
         &mut self,
         hash: u64,
         found: Option<usize>,
         key: K,
-        key_copy: K,
         value: Arc<V>,
         values: AllValues,
-    ) -> (Inserted<K, V>, usize, Option<Vec<Values>>) {
+    ) -> (Inserted<K, V>, usize, Option<AllValues>) {
         if let Some(id) = found {
-            let entry = self
-                .map
-                .find_mut(hash, |entry| entry.id == id)
-                .expect("larder: a probed slot id is mapped");
-            let previous = std::mem::replace(&mut entry.value, Arc::clone(&value));
-            self.objects[id] = Some(value);
-            let old = self.slots[id].as_mut().map(|slot| {
-                let mut fresh = values.into_vec();
+            let entry = self.entries[id]
+                .as_mut()
+                .expect("larder: a probed slot id is live");
+            let previous = std::mem::replace(&mut entry.value, value);
+            let old = self.values.get_mut(id).map(|kept| {
+                let mut fresh = values;
                 // Where an index's values did not change, the slot keeps its
                 // interned copies and the fresh ones go back with the old
                 // values: `reindex` then finds them equal and skips them.
-                for (kept, new) in slot.values.iter_mut().zip(fresh.iter_mut()) {
+                for (kept, new) in kept.iter_mut().zip(fresh.iter_mut()) {
                     if *kept == *new {
                         std::mem::swap(kept, new);
                     }
                 }
-                std::mem::replace(&mut slot.values, fresh)
+                std::mem::replace(kept, fresh)
             });
             let inserted = Inserted::Updated {
                 previous,
-                unused: [key, key_copy],
-                values: Vec::new(),
+                unused: key,
+                values: AllValues::default(),
             };
             return (inserted, id, old);
         }
         // Room first (growing rehashes from the stored hashes: no user
         // code), so that nothing below can fail half way.
+        let indexed = self.indexed();
         if self.free.is_empty() {
             assert!(
-                self.slots.len() < Id::MAX as usize,
-                "larder: an IndexedStore holds at most {} objects",
+                self.entries.len() < Id::MAX as usize,
+                "larder: an IndexedStore shard holds at most {} objects",
                 Id::MAX
             );
-            self.slots.reserve(1);
-            self.objects.reserve(1);
+            self.entries.reserve(1);
+            if indexed {
+                self.values.reserve(1);
+            }
         }
-        self.map.reserve(1, stored);
-        let id = self.free.pop().unwrap_or(self.slots.len());
-        self.map.insert_unique(
-            hash,
-            MapEntry {
-                hash,
-                key,
-                id,
-                value: Arc::clone(&value),
-            },
-            stored,
-        );
-        let slot = Some(Slot {
-            key: key_copy,
-            values: values.into_vec(),
-        });
-        if id < self.slots.len() {
-            self.slots[id] = slot;
-            self.objects[id] = Some(value);
-        } else {
-            self.slots.push(slot);
-            self.objects.push(Some(value));
-        }
-        (Inserted::New, id, None)
+        let entries = &self.entries;
+        self.table.reserve(1, |&id| stored(entries, id));
+        let entry = Some(Entry { hash, key, value });
+        let id = match self.free.pop() {
+            Some(id) => {
+                self.entries[id as usize] = entry;
+                if indexed {
+                    self.values[id as usize] = values;
+                }
+                id
+            }
+            None => {
+                let id = bucket_id(self.entries.len());
+                self.entries.push(entry);
+                if indexed {
+                    self.values.push(values);
+                }
+                id
+            }
+        };
+        let entries = &self.entries;
+        self.table
+            .insert_unique(hash, id, |&id| stored(entries, id));
+        (Inserted::New, id as usize, None)
     }
 
     /// The index half of `insert_at`: moves slot `id` from the buckets of its
@@ -365,12 +360,11 @@ impl<K, V> Core<K, V> {
     /// `Arc<str>`). An index whose values did not change is skipped without
     /// touching its buckets. Both lists are sorted, so the rest is one merge.
     pub(crate) fn reindex(&mut self, id: usize, old: Option<&[Values]>) {
-        let Some(slot) = self.slots.get_mut(id).and_then(Option::as_mut) else {
+        let Some(slot) = self.values.get_mut(id) else {
             return;
         };
         let id = bucket_id(id);
-        for (position, (buckets, new)) in self.indexes.iter_mut().zip(&mut slot.values).enumerate()
-        {
+        for (position, (buckets, new)) in self.indexes.iter_mut().zip(slot.iter_mut()).enumerate() {
             let old = old
                 .and_then(|old| old.get(position))
                 .map_or(&[][..], |v| &v[..]);
@@ -407,37 +401,31 @@ impl<K, V> Core<K, V> {
     }
 
     /// Adds or replaces the object under `key` in a core being built by
-    /// [`index_all`](Self::index_all)'s caller (`replace`): map and slot
+    /// [`index_all`](Self::index_all)'s caller (`replace`): entry and slot
     /// only, the buckets are built at the end. What it displaces is dropped
     /// here: the core is not shared yet, so no lock is held. Runs `K`'s `Eq`.
-    pub(crate) fn push_unindexed(
-        &mut self,
-        hash: u64,
-        key: K,
-        key_copy: K,
-        value: Arc<V>,
-        values: AllValues,
-    ) where
+    pub(crate) fn push_unindexed(&mut self, hash: u64, key: K, value: Arc<V>, values: AllValues)
+    where
         K: Eq,
     {
         let found = self.find(hash, &key);
-        drop(self.insert_unindexed(hash, found, key, key_copy, value, values));
+        drop(self.insert_unindexed(hash, found, key, value, values));
     }
 
     /// Builds every index from the slots' values, after
     /// [`push_unindexed`](Self::push_unindexed) filled a core whose indexes
     /// are empty. Ids are first gathered per value (appends, and each value
-    /// interned), then each bucket is built at its final size: the random
-    /// writes into large buckets then overlap instead of each waiting for
-    /// the reference-count increment of an interning.
+    /// interned), then each bucket is built at its final size.
     pub(crate) fn index_all(&mut self) {
         for (position, buckets) in self.indexes.iter_mut().enumerate() {
             debug_assert!(buckets.is_empty(), "index_all on a built index");
             let mut groups: hashbrown::HashMap<Arc<str>, Vec<Id>, ahash::RandomState> =
                 hashbrown::HashMap::with_hasher(self.value_hasher.clone());
-            for (id, slot) in self.slots.iter_mut().enumerate() {
-                let Some(values) = slot.as_mut().and_then(|slot| slot.values.get_mut(position))
-                else {
+            for (id, slot) in self.values.iter_mut().enumerate() {
+                if self.entries[id].is_none() {
+                    continue;
+                }
+                let Some(values) = slot.get_mut(position) else {
                     continue;
                 };
                 for value in values.iter_mut() {
@@ -463,8 +451,8 @@ impl<K, V> Core<K, V> {
         }
     }
 
-    /// Removes the object under `key` (hash `hash`) from the map, the slots
-    /// and every index. Runs `K`'s `Eq` (the probe) before any change.
+    /// Removes the object under `key` (hash `hash`) from the table, the
+    /// slots and every index. Runs `K`'s `Eq` (the probe) before any change.
     pub(crate) fn remove<Q>(&mut self, hash: u64, key: &Q) -> Option<Removed<K, V>>
     where
         K: Borrow<Q>,
@@ -490,23 +478,24 @@ impl<K, V> Core<K, V> {
         &mut self,
         hash: u64,
         id: usize,
-    ) -> (Removed<K, V>, usize, Vec<Values>) {
-        let (entry, _) = self
-            .map
-            .find_entry(hash, |entry| entry.id == id)
-            .unwrap_or_else(|_| panic!("larder: a probed slot id is mapped"))
-            .remove();
-        let slot = self.slots[entry.id]
-            .take()
-            .expect("a mapped slot id is live");
-        self.free.push(entry.id);
-        // Not the object's last reference: the entry's goes to the caller.
-        drop(self.objects[entry.id].take());
+    ) -> (Removed<K, V>, usize, AllValues) {
+        let slot = bucket_id(id);
+        match self.table.find_entry(hash, |&other| other == slot) {
+            Ok(found) => drop(found.remove()),
+            Err(_) => panic!("larder: a probed slot id is mapped"),
+        }
+        let entry = self.entries[id].take().expect("a mapped slot id is live");
+        self.free.push(slot);
+        let values = self
+            .values
+            .get_mut(id)
+            .map(std::mem::take)
+            .unwrap_or_default();
         let removed = Removed {
             value: entry.value,
-            rest: ([entry.key, slot.key], Vec::new()),
+            rest: (entry.key, AllValues::default()),
         };
-        (removed, entry.id, slot.values)
+        (removed, id, values)
     }
 
     /// Takes slot `id` out of the buckets of `values`.
@@ -518,17 +507,38 @@ impl<K, V> Core<K, V> {
         }
     }
 
-    /// The objects whose values for index `position` include `value`.
-    pub(crate) fn by_index(&self, position: usize, value: &str) -> Vec<Arc<V>> {
-        match self.indexes[position].get(value) {
-            Some(bucket) => self.clone_objects(bucket.iter().copied()),
-            None => Vec::new(),
+    /// Pushes onto `out` the objects whose values for index `position`
+    /// include `value`.
+    pub(crate) fn by_index_into(&self, position: usize, value: &str, out: &mut Vec<Arc<V>>) {
+        if let Some(bucket) = self.indexes[position].get(value) {
+            self.clone_objects(bucket.iter().copied(), out);
         }
     }
 
-    /// The `(key, object)` pairs of [`by_index`](Self::by_index), borrowed
-    /// from the core, in bucket order: the visits walk them under the read
-    /// lock without cloning anything.
+    /// Pushes onto `out` the objects of slots `ids`, borrowed: `by_index`
+    /// gathers every shard's objects this way (loading each pointer, so
+    /// those cache misses overlap), then clones them all at once.
+    pub(crate) fn bucket_objects<'a>(&'a self, bucket: &Bucket, out: &mut Vec<&'a Arc<V>>) {
+        out.extend(bucket.iter().map(|&id| &self.entry(id as usize).value));
+    }
+
+    /// The bucket of `value` in index `position`, if any object has it.
+    #[inline]
+    pub(crate) fn bucket(&self, position: usize, value: &str) -> Option<&Bucket> {
+        self.indexes[position].get(value)
+    }
+
+    /// The objects whose values for index `position` include `value`.
+    #[cfg(test)]
+    pub(crate) fn by_index(&self, position: usize, value: &str) -> Vec<Arc<V>> {
+        let mut out = Vec::new();
+        self.by_index_into(position, value, &mut out);
+        out
+    }
+
+    /// The `(key, object)` pairs of [`by_index`](Self::by_index_into),
+    /// borrowed from the core, in bucket order: the visits walk them under
+    /// the read lock without cloning anything.
     pub(crate) fn bucket_entries(
         &self,
         position: usize,
@@ -538,37 +548,41 @@ impl<K, V> Core<K, V> {
             .get(value)
             .into_iter()
             .flat_map(move |bucket| {
-                bucket
-                    .iter()
-                    .map(move |&id| (&self.slot(id as usize).key, self.object(id)))
+                bucket.iter().map(move |&id| {
+                    let entry = self.entry(id as usize);
+                    (&entry.key, &entry.value)
+                })
             })
     }
 
-    /// The keys of [`by_index`](Self::by_index), unsorted.
-    pub(crate) fn index_keys(&self, position: usize, value: &str) -> Vec<K>
+    /// Pushes onto `out` the keys of [`by_index`](Self::by_index_into),
+    /// unsorted.
+    pub(crate) fn index_keys_into(&self, position: usize, value: &str, out: &mut Vec<K>)
     where
         K: Clone,
     {
-        match self.indexes[position].get(value) {
-            Some(bucket) => bucket
-                .iter()
-                .map(|&id| self.slot(id as usize).key.clone())
-                .collect(),
-            None => Vec::new(),
+        if let Some(bucket) = self.indexes[position].get(value) {
+            out.extend(bucket.iter().map(|&id| self.entry(id as usize).key.clone()));
         }
     }
 
     /// Every value of index `position` that at least one object has.
-    pub(crate) fn index_values(&self, position: usize) -> Vec<Arc<str>> {
-        self.indexes[position].keys().cloned().collect()
+    pub(crate) fn index_values(&self, position: usize) -> impl Iterator<Item = &Arc<str>> {
+        self.indexes[position].keys()
     }
 
-    /// The objects having any of `values` for index `position`, each once.
-    pub(crate) fn matching(&self, position: usize, values: &[Arc<str>]) -> Vec<Arc<V>> {
+    /// Pushes onto `out` the objects having any of `values` for index
+    /// `position`, each once.
+    pub(crate) fn matching_into(
+        &self,
+        position: usize,
+        values: &[Arc<str>],
+        out: &mut Vec<Arc<V>>,
+    ) {
         let buckets = &self.indexes[position];
         match values {
-            [] => Vec::new(),
-            [one] => self.by_index(position, one),
+            [] => {}
+            [one] => self.by_index_into(position, one, out),
             many => {
                 let mut found = Bucket::default();
                 for value in many {
@@ -576,7 +590,7 @@ impl<K, V> Core<K, V> {
                         found.extend(bucket.iter().copied());
                     }
                 }
-                self.clone_objects(found.into_iter())
+                self.clone_objects(found.into_iter(), out);
             }
         }
     }
@@ -594,101 +608,111 @@ impl<K, V> Core<K, V> {
             .map_or(0, Bucket::capacity)
     }
 
-    pub(crate) fn keys(&self) -> Vec<K>
-    where
-        K: Clone,
-    {
-        self.map.iter().map(|entry| entry.key.clone()).collect()
-    }
-
-    pub(crate) fn values(&self) -> Vec<Arc<V>> {
-        self.map.iter().map(|e| Arc::clone(&e.value)).collect()
-    }
-
-    pub(crate) fn entries(&self) -> Vec<(K, Arc<V>)>
-    where
-        K: Clone,
-    {
-        self.map
+    /// Every live entry, in slot order.
+    fn live(&self) -> impl Iterator<Item = (usize, &Entry<K, V>)> {
+        self.entries
             .iter()
-            .map(|e| (e.key.clone(), Arc::clone(&e.value)))
-            .collect()
+            .enumerate()
+            .filter_map(|(id, entry)| entry.as_ref().map(|entry| (id, entry)))
+    }
+
+    pub(crate) fn keys_into(&self, out: &mut Vec<K>)
+    where
+        K: Clone,
+    {
+        out.extend(self.live().map(|(_, entry)| entry.key.clone()));
+    }
+
+    pub(crate) fn values_into(&self, out: &mut Vec<Arc<V>>) {
+        out.extend(self.live().map(|(_, entry)| Arc::clone(&entry.value)));
+    }
+
+    pub(crate) fn entries_into(&self, out: &mut Vec<(K, Arc<V>)>)
+    where
+        K: Clone,
+    {
+        out.extend(
+            self.live()
+                .map(|(_, entry)| (entry.key.clone(), Arc::clone(&entry.value))),
+        );
+    }
+
+    /// Every `(key, object)` pair, moved out of a core nobody else holds
+    /// (one a `replace` swapped out, or is rebuilding).
+    pub(crate) fn into_entries(self) -> impl Iterator<Item = (K, Arc<V>)> {
+        self.entries
+            .into_iter()
+            .flatten()
+            .map(|entry| (entry.key, entry.value))
     }
 
     /// Every live object with its slot id, for `add_index` to compute the
     /// new index's values outside the lock.
     pub(crate) fn objects(&self) -> Vec<(usize, Arc<V>)> {
         self.live()
-            .map(|(id, _)| (id, Arc::clone(self.object(bucket_id(id)))))
+            .map(|(id, entry)| (id, Arc::clone(&entry.value)))
+            .collect()
+    }
+
+    /// The live objects whose values are missing from `computed` (slot id ->
+    /// (the object they were computed from, its values)) or were computed
+    /// from an object that has since been replaced.
+    pub(crate) fn stale(
+        &self,
+        computed: &HashMap<usize, (Arc<V>, Values)>,
+    ) -> Vec<(usize, Arc<V>)> {
+        self.live()
+            .filter(|(id, entry)| {
+                computed
+                    .get(id)
+                    .is_none_or(|(from, _)| !Arc::ptr_eq(from, &entry.value))
+            })
+            .map(|(id, entry)| (id, Arc::clone(&entry.value)))
             .collect()
     }
 
     /// Installs `schema` (the current schema plus one index) and the new
-    /// index, with each object's values taken from `computed` (slot id ->
-    /// (the object they were computed from, its values)).
-    ///
-    /// Does nothing and returns the objects whose values are missing or were
-    /// computed from an object that has since been replaced, if any.
+    /// index, with each object's values taken from `computed`, which
+    /// [`stale`](Self::stale) found complete and current.
     pub(crate) fn install_index(
         &mut self,
         schema: Arc<Schema<V>>,
         computed: &mut HashMap<usize, (Arc<V>, Values)>,
-    ) -> Result<(), Vec<(usize, Arc<V>)>> {
-        let stale: Vec<(usize, Arc<V>)> = self
-            .live()
-            .map(|(id, _)| (id, self.object(bucket_id(id))))
-            .filter(|(id, object)| {
-                computed
-                    .get(id)
-                    .is_none_or(|(from, _)| !Arc::ptr_eq(from, object))
-            })
-            .map(|(id, object)| (id, Arc::clone(object)))
-            .collect();
-        if !stale.is_empty() {
-            return Err(stale);
-        }
+    ) {
         let mut buckets = Buckets::with_hasher(self.value_hasher.clone());
-        for (id, slot) in self.slots.iter_mut().enumerate() {
-            let Some(slot) = slot else { continue };
-            let (_, mut values) = computed.remove(&id).expect("checked above");
-            for value in values.iter_mut() {
-                bucket(&mut buckets, value, bucket_id(id));
+        if self.values.is_empty() {
+            self.values
+                .resize_with(self.entries.len(), AllValues::default);
+        }
+        for (id, slot) in self.values.iter_mut().enumerate() {
+            let mut all = std::mem::take(slot).into_vec();
+            if self.entries[id].is_some() {
+                let (_, mut values) = computed.remove(&id).expect("checked by stale");
+                for value in values.iter_mut() {
+                    bucket(&mut buckets, value, bucket_id(id));
+                }
+                all.push(values);
             }
-            slot.values.push(values);
+            *slot = all.into_boxed_slice();
         }
         self.indexes.push(buckets);
         self.schema = schema;
-        Ok(())
     }
 
-    fn live(&self) -> impl Iterator<Item = (usize, &Slot<K>)> {
-        self.slots
-            .iter()
-            .enumerate()
-            .filter_map(|(id, slot)| slot.as_ref().map(|slot| (id, slot)))
-    }
-
-    /// Clones the objects of slots `ids`, in two passes: the first only
-    /// loads each object's pointer from `objects`, so those cache misses
+    /// Clones the objects of slots `ids` onto `out`, in two passes: the
+    /// first only loads each object's pointer, so those cache misses
     /// overlap; the second increments the reference counts (a locked
     /// instruction each, which would otherwise wait for every load before
     /// it).
-    fn clone_objects(&self, ids: impl ExactSizeIterator<Item = Id>) -> Vec<Arc<V>> {
-        let objects: Vec<&Arc<V>> = ids.map(|id| self.object(id)).collect();
-        objects.into_iter().cloned().collect()
+    fn clone_objects(&self, ids: impl ExactSizeIterator<Item = Id>, out: &mut Vec<Arc<V>>) {
+        let objects: Vec<&Arc<V>> = ids.map(|id| &self.entry(id as usize).value).collect();
+        out.extend(objects.into_iter().cloned());
     }
 
-    /// The object in slot `id`, which an index lists.
+    /// The live entry in slot `id`, which the table or an index lists.
     #[inline]
-    fn object(&self, id: Id) -> &Arc<V> {
-        self.objects[id as usize]
-            .as_ref()
-            .expect("invariant violated: an index lists a removed object")
-    }
-
-    #[inline]
-    fn slot(&self, id: usize) -> &Slot<K> {
-        self.slots[id]
+    fn entry(&self, id: usize) -> &Entry<K, V> {
+        self.entries[id]
             .as_ref()
             .expect("invariant violated: an index lists a removed object")
     }

@@ -4,11 +4,12 @@
 //!
 //! # `add_index` protocol
 //!
-//! 1. Read-lock: take every object (with its slot id); release.
+//! 1. Read-lock every shard: take every object (with its shard and slot
+//!    id); release.
 //! 2. No lock: call the new index function on each object.
-//! 3. Write-lock: if every live slot still holds the very object (`Arc`
-//!    pointer) its values were computed from, install the index and the new
-//!    schema in this critical section. Otherwise release, compute the values
+//! 3. Write-lock every shard: if every live slot still holds the very
+//!    object (`Arc` pointer) its values were computed from, install the
+//!    index and the new schema in every shard in this critical section. Otherwise release, compute the values
 //!    of the objects that changed, and retry step 3.
 //!
 //! Writes racing with step 3 notice the new schema (pointer comparison) and
@@ -18,9 +19,11 @@ use std::collections::HashMap;
 use std::hash::{BuildHasher, Hash};
 
 use super::IndexedStore;
+use super::shards::MAX_SHARDS;
+
 use super::error::IndexError;
 use super::index_fn::{BoxError, IndexDef, Values};
-use crate::sync::Arc;
+use crate::sync::{Arc, Ordering};
 
 impl<K, V, S> IndexedStore<K, V, S>
 where
@@ -57,9 +60,24 @@ where
     /// assert!(store.by_index("word", "blue").unwrap().is_empty());
     /// ```
     pub fn by_index(&self, name: &str, value: &str) -> Result<Vec<Arc<V>>, IndexError> {
-        let core = self.state.read();
-        let position = core.schema().position(name)?;
-        Ok(core.by_index(position, value))
+        let cores = self.shards.read_all();
+        let position = cores.first().schema().position(name)?;
+        let mut buckets = [None; MAX_SHARDS];
+        let mut len = 0;
+        for (found, core) in buckets.iter_mut().zip(cores.iter()) {
+            *found = core.bucket(position, value);
+            len += found.map_or(0, |bucket| bucket.len());
+        }
+        // Two passes (see `Core::bucket_objects`): pointers, then clones.
+        let mut borrowed = Vec::with_capacity(len);
+        for (core, bucket) in cores.iter().zip(&buckets) {
+            if let Some(bucket) = bucket {
+                core.bucket_objects(bucket, &mut borrowed);
+            }
+        }
+        let objects = borrowed.into_iter().cloned().collect();
+        drop(cores);
+        Ok(objects)
     }
 
     /// The keys of the objects whose values for index `name` include
@@ -88,11 +106,14 @@ where
     where
         K: Ord,
     {
-        let mut keys = {
-            let core = self.state.read();
+        // Declared before the guards: a panicking `K::clone` drops the
+        // guards first, then the keys cloned so far, with no lock held.
+        let mut keys = Vec::new();
+        self.cut(|core| {
             let position = core.schema().position(name)?;
-            core.index_keys(position, value)
-        };
+            core.index_keys_into(position, value, &mut keys);
+            Ok(())
+        })?;
         keys.sort_unstable();
         Ok(keys)
     }
@@ -117,9 +138,12 @@ where
     /// assert_eq!(store.index_len("even", "yes").unwrap(), 5);
     /// ```
     pub fn index_len(&self, name: &str, value: &str) -> Result<usize, IndexError> {
-        let core = self.state.read();
-        let position = core.schema().position(name)?;
-        Ok(core.index_len(position, value))
+        let cores = self.shards.read_all();
+        let position = cores.first().schema().position(name)?;
+        Ok(cores
+            .iter()
+            .map(|core| core.index_len(position, value))
+            .sum())
     }
 
     /// Every value of index `name` that at least one object has, sorted
@@ -145,13 +169,18 @@ where
     /// assert_eq!(store.index_values("ns").unwrap(), ["prod"]);
     /// ```
     pub fn index_values(&self, name: &str) -> Result<Vec<String>, IndexError> {
-        let shared = {
-            let core = self.state.read();
-            let position = core.schema().position(name)?;
-            core.index_values(position)
+        let shared: Vec<Arc<str>> = {
+            let cores = self.shards.read_all();
+            let position = cores.first().schema().position(name)?;
+            cores
+                .iter()
+                .flat_map(|core| core.index_values(position).cloned())
+                .collect()
         };
         let mut values: Vec<String> = shared.iter().map(|value| value.to_string()).collect();
         values.sort_unstable();
+        // Shards each list the values their own objects have.
+        values.dedup();
         Ok(values)
     }
 
@@ -187,13 +216,19 @@ where
     /// ```
     pub fn matching(&self, name: &str, object: &V) -> Result<Vec<Arc<V>>, IndexError> {
         let (position, def) = {
-            let core = self.state.read();
-            let position = core.schema().position(name)?;
-            (position, core.schema().defs[position].clone())
+            let schema = self.schema();
+            let position = schema.position(name)?;
+            (position, schema.defs[position].clone())
         };
         let values = def.compute(object)?;
         // Indexes are only ever appended, so `position` still names `def`.
-        Ok(self.state.read().matching(position, &values))
+        // Each object is in one shard: the shards' answers are disjoint.
+        let mut objects = Vec::new();
+        self.cut(|core| -> Result<(), IndexError> {
+            core.matching_into(position, &values, &mut objects);
+            Ok(())
+        })?;
+        Ok(objects)
     }
 
     /// The names of the indexes, in the order they were added.
@@ -288,25 +323,48 @@ where
     /// write lock if no object changed meanwhile, else compute the changed
     /// ones and retry.
     fn install(&self, def: IndexDef<V>) -> Result<(), IndexError> {
-        let mut todo = {
-            let core = self.state.read();
-            core.schema().with(def.clone())?;
-            core.objects()
+        let mut todo: Vec<(usize, usize, Arc<V>)> = {
+            let cores = self.shards.read_all();
+            cores.first().schema().with(def.clone())?;
+            cores
+                .iter()
+                .enumerate()
+                .flat_map(|(shard, core)| {
+                    core.objects()
+                        .into_iter()
+                        .map(move |(id, object)| (shard, id, object))
+                })
+                .collect()
         };
-        let mut computed: HashMap<usize, (Arc<V>, Values)> = HashMap::with_capacity(todo.len());
+        let mut computed: Vec<HashMap<usize, (Arc<V>, Values)>> =
+            (0..self.shards.count()).map(|_| HashMap::new()).collect();
         loop {
-            for (id, object) in todo {
+            for (shard, id, object) in todo {
                 let values = def.compute(&object)?;
-                computed.insert(id, (object, values));
+                computed[shard].insert(id, (object, values));
             }
-            let mut core = self.state.write();
-            let schema = Arc::new(core.schema().with(def.clone())?);
-            let outcome = core.install_index(schema, &mut computed);
-            drop(core);
-            match outcome {
-                Ok(()) => return Ok(()),
-                Err(stale) => todo = stale,
+            let mut cores = self.shards.write_all();
+            let schema = Arc::new(cores[0].schema().with(def.clone())?);
+            let stale: Vec<(usize, usize, Arc<V>)> = cores
+                .iter()
+                .enumerate()
+                .flat_map(|(shard, core)| {
+                    core.stale(&computed[shard])
+                        .into_iter()
+                        .map(move |(id, object)| (shard, id, object))
+                })
+                .collect();
+            if stale.is_empty() {
+                for (core, computed) in cores.iter_mut().zip(&mut computed) {
+                    core.install_index(Arc::clone(&schema), computed);
+                }
+                // Before the locks are released: a write that then finds
+                // the flag clear still checks the schema under its lock.
+                self.indexed.store(true, Ordering::Relaxed);
+                return Ok(());
             }
+            drop(cores);
+            todo = stale;
         }
     }
 }

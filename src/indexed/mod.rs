@@ -27,12 +27,16 @@
 //! by_color.entry("blue").or_default().insert("pod-a");
 //! ```
 //!
-//! [`IndexedStore`] keeps the objects and all indexes in one state behind
-//! one reader-writer lock whose read side writes only the calling thread's
-//! shard (crossbeam's `ShardedLock`). Every read is a consistent cut, every
-//! write (including [`replace`](IndexedStore::replace) and
-//! [`transaction`](IndexedStore::transaction)) is atomic, and reads on
-//! different cores do not contend:
+//! [`IndexedStore`] splits its state into shards by key hash; each shard
+//! holds its objects *and* their entries in every index behind one
+//! reader-writer lock. A write locks the shard (or, for a transaction, the
+//! shards in ascending order) of its keys and changes objects and indexes
+//! in one critical section; a read of one key locks its shard; a read of
+//! the whole store (`by_index`, `values`, ...) read-locks every shard in
+//! ascending order and holds them all until it is done. So every read is a
+//! consistent cut, every write (including [`replace`](IndexedStore::replace)
+//! and [`transaction`](IndexedStore::transaction)) is atomic, and writes to
+//! different shards run in parallel (`shards.rs`):
 //!
 //! ```
 //! use larder::IndexedStore;
@@ -50,7 +54,10 @@
 //! The loom model `indexed_index_agrees_with_objects` in `loom-tests/` proves
 //! that no reader can observe a disagreement, and its negative control
 //! (which updates the index in a second critical section) proves the model
-//! catches one. Design notes and measurements: `design/indexed.md`.
+//! catches one; `indexed_cut_across_shards` proves that a whole-store read
+//! sees an object moved between shards exactly once, and its negative
+//! control (shards read one at a time) proves the model catches a torn cut.
+//! Design notes and measurements: `design/indexed.md`.
 
 mod builder;
 mod collect;
@@ -59,9 +66,11 @@ mod error;
 mod index_fn;
 mod lookup;
 mod revision;
+mod shards;
 mod store;
 mod transaction;
 mod visit;
+mod write;
 
 pub use builder::IndexedStoreBuilder;
 pub use error::IndexError;
@@ -90,6 +99,10 @@ pub enum Fault {
     /// The by-index visits read a bucket's keys under one read lock and
     /// look each object up under another.
     VisitTwoLocks,
+    /// The whole-store reads that go through `IndexedStore::cut`
+    /// (`to_vec`, `by_index_entries`, `index_keys`, `matching`) read-lock
+    /// the shards one at a time, releasing each before taking the next.
+    CutShardByShard,
 }
 
 #[cfg(all(test, not(loom)))]

@@ -13,8 +13,10 @@ use std::hash::{BuildHasher, Hash};
 #[cfg(any(feature = "reflector", test))]
 use super::core::Core;
 use super::error::IndexError;
+#[cfg(any(feature = "reflector", test))]
+use super::shards::shard_of;
 use super::store::IndexedStore;
-use crate::sync::Arc;
+use crate::sync::{Arc, Ordering};
 
 /// What a relist's replace swapped out: the exact old content, and the new
 /// items an index function rejected (they are not in the store).
@@ -55,7 +57,7 @@ where
     /// assert_eq!(store.revision(), 6);
     /// ```
     pub fn revision(&self) -> u64 {
-        self.state.read().revision()
+        self.revision.load(Ordering::SeqCst)
     }
 
     /// The object under `key` and the store's revision, read at one
@@ -75,8 +77,44 @@ where
         Q: ?Sized + Hash + Eq,
     {
         let hash = self.hasher.hash_one(key);
-        let core = self.state.read();
-        (core.get(hash, key).cloned(), core.revision())
+        // Under the key's shard lock: no revisioned write to this key can
+        // be between its change and its revision.
+        let core = self.shards.read(self.shards.of(hash));
+        (
+            core.get(hash, key).cloned(),
+            self.revision.load(Ordering::SeqCst),
+        )
+    }
+
+    /// Every object and the store's revision, read at one consistent cut
+    /// (every shard read-locked at once): the content is exactly what the
+    /// store held at that revision. The whole-store form of
+    /// [`get_with_revision`](Self::get_with_revision), for comparing a
+    /// mirror with its source at one revision. O(n), like
+    /// [`to_vec`](Self::to_vec).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let store = larder::IndexedStore::<String, u32>::new();
+    /// store.insert_at_revision("a".to_string(), 1, 10).unwrap();
+    /// store.insert_at_revision("b".to_string(), 2, 11).unwrap();
+    /// let (mut objects, revision) = store.to_vec_with_revision();
+    /// objects.sort();
+    /// assert_eq!(revision, 11);
+    /// assert_eq!(objects.len(), 2);
+    /// ```
+    pub fn to_vec_with_revision(&self) -> (Vec<(K, Arc<V>)>, u64) {
+        let mut entries = Vec::new();
+        // Under every shard's read lock: no revisioned write is between its
+        // change and its revision.
+        let cores = self.shards.read_all();
+        for core in cores.iter() {
+            core.entries_into(&mut entries);
+        }
+        let revision = self.revision.load(Ordering::SeqCst);
+        drop(cores);
+        (entries, revision)
     }
 
     /// [`insert`](Self::insert) as the change at `revision`: the object,
@@ -174,46 +212,49 @@ where
     ) -> Relisted<K, V> {
         let mut schema = self.schema();
         let mut rejected = Vec::new();
-        let mut fresh = self.build_lenient(&schema, items, &mut rejected);
+        let count = self.shards.count();
+        let mut fresh = self.build_lenient(&schema, count, items, &mut rejected);
         loop {
-            let mut core = self.state.write();
-            if Arc::ptr_eq(core.schema(), &schema) {
-                fresh.set_revision(revision);
-                let old = std::mem::replace(&mut *core, fresh);
-                drop(core);
-                return Relisted {
-                    old: old.entries(),
-                    rejected,
-                };
+            match self.swap_in(fresh, &schema, Some(revision)) {
+                Ok(old) => {
+                    return Relisted {
+                        old: old.into_iter().flat_map(Core::into_entries).collect(),
+                        rejected,
+                    };
+                }
+                Err((built, current)) => {
+                    // An index was added meanwhile: rebuild for the new schema.
+                    schema = current;
+                    let items = built.into_iter().flat_map(Core::into_entries).collect();
+                    fresh = self.build_lenient(&schema, count, items, &mut rejected);
+                }
             }
-            schema = Arc::clone(core.schema());
-            drop(core);
-            // An index was added meanwhile: rebuild for the new schema.
-            fresh = self.build_lenient(&schema, fresh.entries(), &mut rejected);
         }
     }
 
-    /// Builds a core of `items` with no lock held, leaving out (into
-    /// `rejected`) the items an index function fails on.
+    /// Builds the `count` shards of `items` with no lock held, leaving out
+    /// (into `rejected`) the items an index function fails on.
     #[cfg(any(feature = "reflector", test))]
     fn build_lenient(
         &self,
         schema: &Arc<super::index_fn::Schema<V>>,
+        count: usize,
         items: Vec<(K, Arc<V>)>,
         rejected: &mut Vec<(K, IndexError)>,
-    ) -> Core<K, V> {
-        let mut core = Core::new(Arc::clone(schema));
+    ) -> Vec<Core<K, V>> {
+        let mut cores: Vec<Core<K, V>> =
+            (0..count).map(|_| Core::new(Arc::clone(schema))).collect();
         for (key, value) in items {
             match schema.compute(&value) {
                 Ok(values) => {
                     let hash = self.hasher.hash_one(&key);
                     let key_copy = key.clone();
-                    drop(core.insert(hash, key, key_copy, value, values));
+                    drop(cores[shard_of(hash, count - 1)].insert(hash, key_copy, value, values));
                 }
                 Err(error) => rejected.push((key, error)),
             }
         }
-        core
+        cores
     }
 }
 

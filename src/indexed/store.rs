@@ -1,22 +1,7 @@
 //! [`IndexedStore`]: the concurrent wrapper around the sequential
-//! [`Core`](super::core::Core).
-//!
-//! # Write protocol
-//!
-//! 1. Read-lock briefly to take the current `Arc<Schema>` (the list of
-//!    indexes).
-//! 2. With no lock held: hash the key (`K`'s `Hash`, once), clone it, and
-//!    call every index function on the new object (user code: it may be
-//!    slow, fail or panic).
-//! 3. Write-lock. If the schema is still the one the values were computed
-//!    for (pointer comparison), apply the write to the core, which runs no
-//!    user code except `K`'s `Eq` in the probe that finds the key, before
-//!    its first change (growth and rehashing use the stored hashes);
-//!    otherwise an index was added meanwhile: unlock, recompute for the new
-//!    schema, and retry.
-//! 4. Unlock, then drop what the write replaced (user `Drop` code).
-//!
-//! Only one lock exists, so there is no lock order to respect.
+//! [`Core`](super::core::Core)s, one per shard (`shards.rs`): the type, its
+//! construction, the point reads and the whole-store cut. The writes are in
+//! `write.rs`.
 
 use std::borrow::Borrow;
 use std::fmt;
@@ -25,11 +10,10 @@ use std::hash::{BuildHasher, Hash};
 #[cfg(loom)]
 use super::Fault;
 use super::builder::IndexedStoreBuilder;
-use super::core::{Core, Inserted};
-use super::error::IndexError;
+use super::core::Core;
 use super::index_fn::Schema;
-use super::transaction::{self, Transaction};
-use crate::sync::{Arc, ShardedLock};
+use super::shards::{self, Shards};
+use crate::sync::{Arc, AtomicBool, AtomicU64};
 
 /// A keyed store of immutable objects (`Arc<V>`) with named secondary
 /// indexes that always agree with the objects: client-go's
@@ -46,8 +30,8 @@ use crate::sync::{Arc, ShardedLock};
 ///
 /// - **Indexes agree with objects at every observable point.** No reader
 ///   ever finds an object under an index value it does not have, or misses
-///   a stored object from a bucket of one of its values. Objects and all
-///   indexes are one state behind one lock.
+///   a stored object from a bucket of one of its values. Each shard holds
+///   its objects and their index entries behind one lock.
 /// - **Every read is a consistent cut**: each method returns what the store
 ///   held at one instant (`values`, `keys`, `by_index`, `index_values`, ...
 ///   never mix two writes' effects).
@@ -57,7 +41,7 @@ use crate::sync::{Arc, ShardedLock};
 ///   order; a read sees every write that completed before it started.
 /// - **A failing or panicking index function changes nothing**: index
 ///   functions run before the write lock is taken; an `Err` rejects the
-///   write with [`IndexError::IndexFunction`] (client-go panics here), a
+///   write with [`IndexError::IndexFunction`](super::IndexError::IndexFunction) (client-go panics here), a
 ///   panic unwinds to the caller with the store untouched.
 /// - **Objects cannot change behind their index**: they are stored and
 ///   handed out as `Arc<V>` (shared, immutable). Do not give `V` interior
@@ -127,12 +111,16 @@ use crate::sync::{Arc, ShardedLock};
 ///
 /// # Performance
 ///
-/// Reads (`get`, `by_index`, ...) take the read side of a sharded
-/// reader-writer lock: each thread locks its own cache-padded shard, so
-/// reads on different cores write no shared cache line and scale with
-/// cores (a single `RwLock` makes every reader write the same lock word).
-/// Writes lock all shards and are serialized; they cost about as much as in
-/// a `RwLock<HashMap>` design plus the index maintenance. The
+/// The state is split into shards by key hash (two per core by default,
+/// [`IndexedStoreBuilder::shards`]), each a reader-writer lock over its
+/// objects and its part of every index. A point read or write (`get`,
+/// `insert`, `remove`) locks the one shard of its key, so writes to
+/// different shards run in parallel, as in a sharded map. A whole-store
+/// read (`by_index`, `values`, `len`, the visits, ...) read-locks every
+/// shard in order and holds them all until it is done: one consistent cut,
+/// for the price of one lock per shard. A `transaction` write-locks the
+/// shards its keys fall in, in order; `replace`, `clear` and `add_index`
+/// lock them all. The
 /// [benchmarks](https://github.com/larder-rs/larder/blob/main/docs/benchmarks.md) compare it with the kube-rs,
 /// client-go and DashMap designs.
 ///
@@ -163,7 +151,16 @@ use crate::sync::{Arc, ShardedLock};
 /// assert_eq!(pods.index_values("app").unwrap(), ["web"]);
 /// ```
 pub struct IndexedStore<K, V, S = ahash::RandomState> {
-    pub(super) state: ShardedLock<Core<K, V>>,
+    /// The objects and indexes, sharded by key hash.
+    pub(super) shards: Shards<K, V>,
+    /// The revision of the last revisioned write, stored while that write
+    /// holds its shards' write locks (`revision.rs`).
+    pub(super) revision: AtomicU64,
+    /// Whether the schema has had an index (set by `add_index` under every
+    /// shard's write lock, never cleared). While it is false a write skips
+    /// reading the schema: its values are empty whatever the schema, and
+    /// the write lock's check (`defs.is_empty()`) is the authority.
+    pub(super) indexed: AtomicBool,
     /// Hashes keys, with no lock held; the core stores each key's hash.
     pub(super) hasher: S,
     #[cfg(loom)]
@@ -186,10 +183,11 @@ where
     /// assert_eq!(*store.get("a").unwrap(), 1);
     /// ```
     pub fn new() -> Self {
-        Self::from_parts(
-            Core::new(Arc::new(Schema { defs: Vec::new() })),
-            crate::sync::default_hasher(),
-        )
+        let schema = Arc::new(Schema { defs: Vec::new() });
+        let cores = (0..shards::default_count())
+            .map(|_| Core::new(Arc::clone(&schema)))
+            .collect();
+        Self::from_parts(cores, crate::sync::default_hasher())
     }
 
     /// A builder to register index functions, an initial capacity and a hasher.
@@ -224,9 +222,16 @@ where
     K: Hash + Eq + Clone,
     S: BuildHasher,
 {
-    pub(crate) fn from_parts(core: Core<K, V>, hasher: S) -> Self {
+    /// A store over `cores` (a power of two of them, all empty, all with
+    /// the same schema).
+    pub(crate) fn from_parts(cores: Vec<Core<K, V>>, hasher: S) -> Self {
+        let indexed = cores
+            .first()
+            .is_some_and(|core| !core.schema().defs.is_empty());
         Self {
-            state: ShardedLock::new(core),
+            indexed: AtomicBool::new(indexed),
+            shards: Shards::new(cores),
+            revision: AtomicU64::new(0),
             hasher,
             #[cfg(loom)]
             fault: Fault::None,
@@ -242,10 +247,34 @@ where
         self
     }
 
+    /// How many shards the store's state is split into (see
+    /// [`IndexedStoreBuilder::shards`]).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let store = larder::IndexedStore::<u32, u32>::new();
+    /// assert!(store.shard_count().is_power_of_two());
+    /// ```
+    pub fn shard_count(&self) -> usize {
+        self.shards.count()
+    }
+
+    /// The shard `key` belongs to, for tests that place keys on chosen
+    /// shards.
+    #[doc(hidden)]
+    pub fn shard_of<Q>(&self, key: &Q) -> usize
+    where
+        K: Borrow<Q>,
+        Q: ?Sized + Hash,
+    {
+        self.shards.of(self.hasher.hash_one(key))
+    }
+
     /// The object stored under `key`.
     ///
-    /// Takes the read side of the lock (this thread's shard only) for one
-    /// hash lookup; sees every write completed before the call.
+    /// Read-locks the key's shard for one hash lookup; sees every write
+    /// completed before the call.
     ///
     /// # Examples
     ///
@@ -262,17 +291,19 @@ where
         Q: ?Sized + Hash + Eq,
     {
         let hash = self.hasher.hash_one(key);
-        self.state.read().get(hash, key).cloned()
+        self.shards
+            .read(self.shards.of(hash))
+            .get(hash, key)
+            .cloned()
     }
 
     /// Runs `f` on the object stored under `key`, under the read lock, and
     /// returns what it returns; `None` when `key` is absent.
     ///
     /// The fastest point read: unlike [`get`](IndexedStore::get) it does not
-    /// clone the object's `Arc`, so a read writes no memory another reader
-    /// touches (the `Arc`'s reference count is shared by every reader of a
-    /// key; the read lock writes only the calling thread's shard). Use it
-    /// to copy out or compute from an object; use `get` to keep it.
+    /// clone the object's `Arc`, so it does not write the reference count
+    /// that every reader of the key shares. Use it to copy out or compute
+    /// from an object; use `get` to keep it.
     ///
     /// # Deadlocks
     ///
@@ -296,7 +327,10 @@ where
         Q: ?Sized + Hash + Eq,
     {
         let hash = self.hasher.hash_one(key);
-        self.state.read().get(hash, key).map(|object| f(object))
+        self.shards
+            .read(self.shards.of(hash))
+            .get(hash, key)
+            .map(|object| f(object))
     }
 
     /// Whether an object is stored under `key` (at the instant of the call).
@@ -315,7 +349,9 @@ where
         Q: ?Sized + Hash + Eq,
     {
         let hash = self.hasher.hash_one(key);
-        self.state.read().contains_key(hash, key)
+        self.shards
+            .read(self.shards.of(hash))
+            .contains_key(hash, key)
     }
 
     /// The number of objects.
@@ -329,7 +365,7 @@ where
     /// assert_eq!(store.len(), 1);
     /// ```
     pub fn len(&self) -> usize {
-        self.state.read().len()
+        self.shards.read_all().iter().map(|core| core.len()).sum()
     }
 
     /// Whether the store holds no object.
@@ -357,7 +393,16 @@ where
     /// assert_eq!(keys, [1, 2]);
     /// ```
     pub fn keys(&self) -> Vec<K> {
-        self.state.read().keys()
+        // Declared before the guards: a panicking `K::clone` drops the
+        // guards first, then the keys cloned so far, with no lock held.
+        let mut keys = Vec::new();
+        let cores = self.shards.read_all();
+        keys.reserve_exact(cores.iter().map(|core| core.len()).sum());
+        for core in cores.iter() {
+            core.keys_into(&mut keys);
+        }
+        drop(cores);
+        keys
     }
 
     /// Every object, in no particular order: a snapshot taken at one
@@ -373,7 +418,14 @@ where
     /// assert_eq!(sum, 30);
     /// ```
     pub fn values(&self) -> Vec<Arc<V>> {
-        self.state.read().values()
+        let mut values = Vec::new();
+        let cores = self.shards.read_all();
+        values.reserve_exact(cores.iter().map(|core| core.len()).sum());
+        for core in cores.iter() {
+            core.values_into(&mut values);
+        }
+        drop(cores);
+        values
     }
 
     /// Every `(key, object)` pair, in no particular order, copied into a
@@ -393,355 +445,14 @@ where
     /// assert!(store.is_empty());
     /// ```
     pub fn to_vec(&self) -> Vec<(K, Arc<V>)> {
-        self.state.read().entries()
-    }
-
-    /// Adds `value` under `key`, or replaces the object there, and updates
-    /// every index, atomically. Returns the object it replaced.
-    ///
-    /// The index functions run first,
-    /// with no lock held; the object and every index then change in one
-    /// critical section.
-    ///
-    /// # Errors
-    ///
-    /// [`IndexError::IndexFunction`] if an index function fails on `value`;
-    /// the store is then unchanged.
-    ///
-    /// Only a fallible index function (registered with
-    /// [`try_index`](crate::IndexedStoreBuilder::try_index) or
-    /// [`add_try_index`](Self::add_try_index)) can fail. The `Result` is
-    /// there even when none is registered, because the store's type does
-    /// not record which kind its indexes are, and an index can be added to
-    /// a live store. A store whose indexes all come from
-    /// [`index`](crate::IndexedStoreBuilder::index) or
-    /// [`add_index`](Self::add_index) never returns `Err` here: write
-    /// `insert(..).expect("infallible index functions")`, as the example
-    /// does with `unwrap`.
-    ///
-    /// # Panics
-    ///
-    /// If an index function or `K`'s `Hash`, `Eq` or `Clone` panics; the
-    /// store is then unchanged. If the `Drop` of the replaced object
-    /// panics, the insert has been applied.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// let store = larder::IndexedStore::<&str, u32>::builder()
-    ///     .index("parity", |n: &u32| [if n % 2 == 0 { "even" } else { "odd" }])
-    ///     .build()
-    ///     .unwrap();
-    /// assert_eq!(store.insert("n", 1).unwrap(), None);
-    /// let previous = store.insert("n", 2).unwrap();
-    /// assert_eq!(previous.as_deref(), Some(&1));
-    /// assert!(store.by_index("parity", "odd").unwrap().is_empty());
-    /// ```
-    pub fn insert(&self, key: K, value: V) -> Result<Option<Arc<V>>, IndexError> {
-        self.insert_arc(key, Arc::new(value))
-    }
-
-    /// [`insert`](IndexedStore::insert) of an object that is already in an
-    /// `Arc` (shared with another store, or kept by the caller).
-    ///
-    /// # Errors
-    ///
-    /// [`IndexError::IndexFunction`] if an index function fails on `value`;
-    /// the store is then unchanged.
-    ///
-    /// # Panics
-    ///
-    /// If an index function or `K`'s `Hash`, `Eq` or `Clone` panics; the
-    /// store is then unchanged. If the `Drop` of the replaced object
-    /// panics, the insert has been applied.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use std::sync::Arc;
-    ///
-    /// let store = larder::IndexedStore::<u32, String>::new();
-    /// let shared = Arc::new("object".to_string());
-    /// store.insert_arc(1, Arc::clone(&shared)).unwrap();
-    /// assert!(Arc::ptr_eq(&store.get(&1).unwrap(), &shared));
-    /// ```
-    pub fn insert_arc(&self, key: K, value: Arc<V>) -> Result<Option<Arc<V>>, IndexError> {
-        self.write_insert(key, value, None)
-    }
-
-    /// The one insert: [`insert_arc`](Self::insert_arc), recording
-    /// `revision` (if any) in the same critical section as the change.
-    pub(crate) fn write_insert(
-        &self,
-        key: K,
-        value: Arc<V>,
-        revision: Option<u64>,
-    ) -> Result<Option<Arc<V>>, IndexError> {
-        // User code first, with no lock held: `Hash`, `Clone`, the index
-        // functions.
-        let hash = self.hasher.hash_one(&key);
-        let key_copy = key.clone();
-        let mut schema = self.schema();
-        let mut values = schema.compute(&value)?;
-        loop {
-            let mut core = self.state.write();
-            #[cfg(loom)]
-            let current =
-                Arc::ptr_eq(core.schema(), &schema) || self.fault == Fault::IgnoreSchemaChange;
-            #[cfg(not(loom))]
-            let current = Arc::ptr_eq(core.schema(), &schema);
-            if current {
-                #[cfg(loom)]
-                if self.fault == Fault::IndexOutsideLock {
-                    // BROKEN on purpose: the index changes in a second
-                    // critical section, after the object.
-                    let found = core.find(hash, &key);
-                    let (inserted, id, old) =
-                        core.insert_unindexed(hash, found, key, key_copy, value, values);
-                    drop(core);
-                    self.state.write().reindex(id, old.as_deref());
-                    return Ok(previous_of(inserted));
-                }
-                let inserted = core.insert(hash, key, key_copy, value, values);
-                #[cfg(loom)]
-                if self.fault == Fault::RevisionOutsideLock {
-                    // BROKEN on purpose: the revision changes in a second
-                    // critical section, after the object.
-                    drop(core);
-                    if let Some(revision) = revision {
-                        self.state.write().set_revision(revision);
-                    }
-                    return Ok(previous_of(inserted));
-                }
-                if let Some(revision) = revision {
-                    core.set_revision(revision);
-                }
-                drop(core);
-                return Ok(previous_of(inserted));
-            }
-            schema = Arc::clone(core.schema());
-            drop(core);
-            values = schema.compute(&value)?;
-        }
-    }
-
-    /// Removes the object under `key` from the store and every index,
-    /// atomically, and returns it.
-    ///
-    /// Calls no index function (each object's values are remembered), so it
-    /// cannot fail.
-    ///
-    /// # Panics
-    ///
-    /// If `K`'s `Hash` or `Eq` panics (the store is then unchanged), or the
-    /// `Drop` of the removed key or object does (after the removal).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// let store = larder::IndexedStore::<String, u32>::builder()
-    ///     .index("all", |_: &u32| ["all"])
-    ///     .build()
-    ///     .unwrap();
-    /// store.insert("a".to_string(), 1).unwrap();
-    /// assert_eq!(store.remove("a").as_deref(), Some(&1));
-    /// assert_eq!(store.remove("a"), None);
-    /// assert!(store.index_values("all").unwrap().is_empty()); // bucket dropped
-    /// ```
-    pub fn remove<Q>(&self, key: &Q) -> Option<Arc<V>>
-    where
-        K: Borrow<Q>,
-        Q: ?Sized + Hash + Eq,
-    {
-        self.write_remove(key, None)
-    }
-
-    /// The one remove: [`remove`](Self::remove), recording `revision` (if
-    /// any) in the same critical section, whether or not `key` was there.
-    pub(crate) fn write_remove<Q>(&self, key: &Q, revision: Option<u64>) -> Option<Arc<V>>
-    where
-        K: Borrow<Q>,
-        Q: ?Sized + Hash + Eq,
-    {
-        let hash = self.hasher.hash_one(key);
-        #[cfg(loom)]
-        if self.fault == Fault::IndexOutsideLock {
-            // BROKEN on purpose: the index changes in a second critical
-            // section, after the object.
-            let mut core = self.state.write();
-            let id = core.find(hash, key)?;
-            let (removed, id, values) = core.remove_unindexed(hash, id);
-            drop(core);
-            self.state.write().unindex(id, &values);
-            return Some(removed.value);
-        }
-        let mut core = self.state.write();
-        let removed = core.remove(hash, key);
-        if let Some(revision) = revision {
-            core.set_revision(revision);
-        }
-        drop(core);
-        removed.map(|removed| removed.value)
-    }
-
-    /// Replaces the whole content with `items` and rebuilds every index,
-    /// atomically: a concurrent reader sees all of the old content or all
-    /// of the new, never a mix (client-go `Replace`). If a key repeats, its
-    /// last object wins.
-    ///
-    /// The new content, its indexes included, is built with no lock held;
-    /// the lock is held only to swap it in. The old objects are dropped
-    /// after the lock is released.
-    ///
-    /// # Errors
-    ///
-    /// [`IndexError::IndexFunction`] if an index function fails on any item;
-    /// the store is then unchanged.
-    ///
-    /// # Panics
-    ///
-    /// If an index function or `K`'s `Hash`, `Eq` or `Clone` panics (all
-    /// run with no lock held); the store is then unchanged.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// let store = larder::IndexedStore::<u32, &str>::builder()
-    ///     .index("word", |w: &&str| [*w])
-    ///     .build()
-    ///     .unwrap();
-    /// store.insert(1, "old").unwrap();
-    /// store.replace([(2, "new"), (3, "new")]).unwrap();
-    /// assert!(!store.contains_key(&1));
-    /// assert_eq!(store.index_keys("word", "new").unwrap(), [2, 3]);
-    /// assert_eq!(store.index_values("word").unwrap(), ["new"]);
-    /// ```
-    pub fn replace<I>(&self, items: I) -> Result<(), IndexError>
-    where
-        I: IntoIterator<Item = (K, V)>,
-    {
-        self.write_replace(items, None)
-    }
-
-    /// The one replace: [`replace`](Self::replace), installing `revision`
-    /// (or keeping the current one) in the same critical section.
-    pub(super) fn write_replace<I>(&self, items: I, revision: Option<u64>) -> Result<(), IndexError>
-    where
-        I: IntoIterator<Item = (K, V)>,
-    {
-        let mut schema = self.schema();
-        let items: Vec<(K, Arc<V>)> = items.into_iter().map(|(k, v)| (k, Arc::new(v))).collect();
-        #[cfg(loom)]
-        if self.fault == Fault::ReplacePiecewise {
-            // BROKEN on purpose: clear, then one insert per critical section.
-            self.clear();
-            for (key, value) in items {
-                self.insert_arc(key, value)?;
-            }
-            return Ok(());
-        }
-        let mut fresh = build_core(&schema, &self.hasher, items)?;
-        loop {
-            let mut core = self.state.write();
-            if Arc::ptr_eq(core.schema(), &schema) {
-                fresh.set_revision(revision.unwrap_or(core.revision()));
-                let old = std::mem::replace(&mut *core, fresh);
-                drop(core);
-                drop(old);
-                return Ok(());
-            }
-            schema = Arc::clone(core.schema());
-            drop(core);
-            // An index was added meanwhile: rebuild for the new schema.
-            fresh = build_core(&schema, &self.hasher, fresh.entries())?;
-        }
-    }
-
-    /// Removes every object, atomically. The objects are dropped after the
-    /// lock is released. The indexes stay registered.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// let store = larder::IndexedStore::<u32, u32>::new();
-    /// store.insert(1, 1).unwrap();
-    /// store.clear();
-    /// assert!(store.is_empty());
-    /// ```
-    pub fn clear(&self) {
-        let mut core = self.state.write();
-        let mut empty = Core::new(Arc::clone(core.schema()));
-        empty.set_revision(core.revision());
-        let old = std::mem::replace(&mut *core, empty);
-        drop(core);
-        drop(old);
-    }
-
-    /// Applies several inserts and removes atomically (client-go
-    /// `Transaction`): `f` records them on a [`Transaction`], and if it
-    /// returns `Ok`, they are applied in order in one critical section, so
-    /// no reader sees some without the others.
-    ///
-    /// `f` runs with no lock held and the recorded writes are invisible
-    /// until it returns. Reads of the store inside `f` see the live store,
-    /// and other writers may change it before the commit: a transaction is
-    /// atomic, not isolated (there is no compare-and-set).
-    ///
-    /// # Errors
-    ///
-    /// If `f` returns `Err`, or an index function fails on a recorded
-    /// insert (`Transaction::insert` returns that error and, converted by
-    /// `E: From<IndexError>`, so does this method if the failure happens at
-    /// commit), nothing is applied.
-    ///
-    /// # Panics
-    ///
-    /// If `f`, an index function, or `K`'s `Hash`, `Eq` or `Clone`
-    /// panics; nothing is applied (every key is hashed with no lock held
-    /// and probed before the first change).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use larder::{IndexError, IndexedStore};
-    ///
-    /// let queue = IndexedStore::<&str, &str>::builder()
-    ///     .index("state", |s: &&str| [*s])
-    ///     .build()
-    ///     .unwrap();
-    /// queue.insert("job-1", "pending").unwrap();
-    ///
-    /// // Move a job between states: readers see it in exactly one.
-    /// queue.transaction(|tx| -> Result<(), IndexError> {
-    ///     tx.remove(&"job-1");
-    ///     tx.insert("job-1/done", "done")?;
-    ///     Ok(())
-    /// }).unwrap();
-    /// assert_eq!(queue.index_keys("state", "done").unwrap(), ["job-1/done"]);
-    /// assert!(queue.index_keys("state", "pending").unwrap().is_empty());
-    /// ```
-    pub fn transaction<F, R, E>(&self, f: F) -> Result<R, E>
-    where
-        F: FnOnce(&mut Transaction<K, V>) -> Result<R, E>,
-        E: From<IndexError>,
-    {
-        let mut tx = Transaction::new(self.schema());
-        let result = f(&mut tx)?;
-        let (mut schema, mut ops) = tx.into_parts();
-        // `K`'s `Hash` and `Eq` among the recorded keys, with no lock held.
-        let plan = transaction::plan(&ops, &self.hasher);
-        loop {
-            let mut core = self.state.write();
-            if Arc::ptr_eq(core.schema(), &schema) {
-                let garbage = transaction::apply(&mut core, &plan, ops);
-                drop(core);
-                drop(garbage);
-                return Ok(result);
-            }
-            schema = Arc::clone(core.schema());
-            drop(core);
-            transaction::recompute(&schema, &mut ops)?;
-        }
+        // Declared before the guards, as in `keys`.
+        let mut entries = Vec::new();
+        self.cut(|core| -> Result<(), std::convert::Infallible> {
+            core.entries_into(&mut entries);
+            Ok(())
+        })
+        .unwrap_or_else(|never| match never {});
+        entries
     }
 
     /// Checks that every index agrees exactly with the objects: the
@@ -755,8 +466,17 @@ where
     #[doc(hidden)]
     pub fn check_invariants(&self) {
         let (schema, objects) = {
-            let core = self.state.read();
-            (Arc::clone(core.schema()), core.check())
+            let cores = self.shards.read_all();
+            let schema = Arc::clone(cores.first().schema());
+            let mut objects = Vec::new();
+            for (shard, core) in cores.iter().enumerate() {
+                assert!(
+                    Arc::ptr_eq(core.schema(), &schema),
+                    "invariant violated: shards hold different schemas"
+                );
+                objects.extend(core.check(|hash| self.shards.of(hash) == shard));
+            }
+            (schema, objects)
         };
         for (object, stored) in objects {
             for (def, stored) in schema.defs.iter().zip(&stored) {
@@ -773,56 +493,40 @@ where
         }
     }
 
+    /// Runs `f` on every shard's core at one consistent cut: every shard
+    /// read-locked in ascending order, all held until the last call of `f`
+    /// returns. Stops at the first `Err`. The whole-store reads go through
+    /// here (or through [`Shards::read_all`], which holds the same locks).
+    pub(super) fn cut<E>(&self, mut f: impl FnMut(&Core<K, V>) -> Result<(), E>) -> Result<(), E> {
+        #[cfg(loom)]
+        if self.fault == Fault::CutShardByShard {
+            // BROKEN on purpose: each shard read under its own lock,
+            // released before the next is taken.
+            for shard in 0..self.shards.count() {
+                f(&self.shards.read(shard))?;
+            }
+            return Ok(());
+        }
+        let cores = self.shards.read_all();
+        for core in cores.iter() {
+            f(core)?;
+        }
+        Ok(())
+    }
+
     /// The current schema (read lock held briefly).
     pub(super) fn schema(&self) -> Arc<Schema<V>> {
-        Arc::clone(self.state.read().schema())
+        Arc::clone(self.shards.read(0).schema())
     }
-}
-
-/// The object an insert replaced; the unused key copies drop here, after
-/// the lock is released.
-fn previous_of<K, V>(inserted: Inserted<K, V>) -> Option<Arc<V>> {
-    match inserted {
-        Inserted::New => None,
-        Inserted::Updated {
-            previous,
-            unused,
-            values,
-        } => {
-            drop((unused, values));
-            Some(previous)
-        }
-    }
-}
-
-/// Builds a whole new core (for `replace`) with no lock held.
-pub(super) fn build_core<K, V, S>(
-    schema: &Arc<Schema<V>>,
-    hasher: &S,
-    items: Vec<(K, Arc<V>)>,
-) -> Result<Core<K, V>, IndexError>
-where
-    K: Hash + Eq + Clone,
-    S: BuildHasher,
-{
-    let mut core = Core::with_capacity(Arc::clone(schema), items.len())
-        .unwrap_or_else(|| Core::new(Arc::clone(schema)));
-    for (key, value) in items {
-        let values = schema.compute(&value)?;
-        let hash = hasher.hash_one(&key);
-        let key_copy = key.clone();
-        core.push_unindexed(hash, key, key_copy, value, values);
-    }
-    core.index_all();
-    Ok(core)
 }
 
 impl<K, V, S> fmt::Debug for IndexedStore<K, V, S> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let core = self.state.read();
+        let cores = self.shards.read_all();
         f.debug_struct("IndexedStore")
-            .field("len", &core.len())
-            .field("indexes", core.schema())
+            .field("len", &cores.iter().map(|core| core.len()).sum::<usize>())
+            .field("shards", &self.shards.count())
+            .field("indexes", cores.first().schema())
             .finish_non_exhaustive()
     }
 }

@@ -4,6 +4,7 @@
 use std::borrow::Borrow;
 use std::fmt;
 use std::hash::{BuildHasher, Hash};
+use std::ops::DerefMut;
 
 use hashbrown::HashTable;
 
@@ -16,6 +17,7 @@ use crate::sync::Arc;
 pub(crate) enum Op<K, V> {
     Insert {
         key: K,
+        /// The copy the store keeps (`key` is dropped after the commit).
         key_copy: K,
         value: Arc<V>,
         values: AllValues,
@@ -236,17 +238,25 @@ pub(crate) fn recompute<K, V>(schema: &Schema<V>, ops: &mut [Op<K, V>]) -> Resul
 }
 
 /// What a transaction's keys are, worked out with no lock held: each
-/// recorded key's hash, and for each write the position of the first
-/// recorded write with an equal key (its own position if none).
+/// recorded key's hash and shard, and for each write the position of the
+/// first recorded write with an equal key (its own position if none).
 pub(crate) struct Plan {
     hashes: Vec<u64>,
+    shards: Vec<usize>,
     first: Vec<usize>,
+}
+
+impl Plan {
+    /// The shard of each recorded write, in order.
+    pub(crate) fn shards(&self) -> &[usize] {
+        &self.shards
+    }
 }
 
 /// Hashes every recorded key and groups equal keys: all of the
 /// transaction's calls of `K`'s `Hash`, and its `Eq` among its own keys.
 /// Runs user code: call with no lock held.
-pub(crate) fn plan<K, V, S>(ops: &[Op<K, V>], hasher: &S) -> Plan
+pub(crate) fn plan<K, V, S>(ops: &[Op<K, V>], hasher: &S, shard_of: impl Fn(u64) -> usize) -> Plan
 where
     K: Hash + Eq,
     S: BuildHasher,
@@ -271,36 +281,51 @@ where
             }
         }
     }
-    Plan { hashes, first }
+    let shards = hashes.iter().map(|&hash| shard_of(hash)).collect();
+    Plan {
+        hashes,
+        shards,
+        first,
+    }
 }
 
-/// Applies `ops` in order to `core`, whose schema they were computed for;
-/// `plan` is [`plan`]'s answer for them.
+/// Applies `ops` in order to `cores` (the write-locked shards the
+/// operations touch, by shard position, in ascending order), whose schema
+/// they were computed for; `plan` is [`plan`]'s answer for them.
 ///
-/// All of the transaction's user code under the lock comes first: one
+/// All of the transaction's user code under the locks comes first: one
 /// probe (`K`'s `Eq`) per distinct key, before anything is modified. The
 /// writes then run on slot ids alone, so a panic in `Eq`, at any call,
-/// leaves the core as it was: a transaction is applied whole or not at all.
-pub(crate) fn apply<K, V>(
-    core: &mut Core<K, V>,
+/// leaves every shard as it was: a transaction is applied whole or not at
+/// all.
+pub(crate) fn apply<K, V, C>(
+    cores: &mut [(usize, C)],
     plan: &Plan,
     ops: Vec<Op<K, V>>,
 ) -> Vec<Garbage<K, V>>
 where
     K: Eq,
+    C: DerefMut<Target = Core<K, V>>,
 {
+    let position = |shard: usize| {
+        cores
+            .binary_search_by_key(&shard, |(at, _)| *at)
+            .expect("larder: a transaction's shards are locked")
+    };
+    let at_of: Vec<usize> = plan.shards.iter().map(|&shard| position(shard)).collect();
     // The probes: where each distinct key is now (user `Eq`).
     let mut at: Vec<Option<usize>> = vec![None; ops.len()];
     for (i, op) in ops.iter().enumerate() {
         if plan.first[i] == i {
             let (Op::Insert { key, .. } | Op::Remove { key }) = op;
-            at[i] = core.find(plan.hashes[i], key);
+            at[i] = cores[at_of[i]].1.find(plan.hashes[i], key);
         }
     }
     // No user code from here on.
     let mut garbage = Vec::with_capacity(ops.len());
     for (i, op) in ops.into_iter().enumerate() {
         let (hash, group) = (plan.hashes[i], plan.first[i]);
+        let core = &mut *cores[at_of[i]].1;
         match op {
             Op::Insert {
                 key,
@@ -308,9 +333,10 @@ where
                 value,
                 values,
             } => {
-                let (inserted, id) = core.insert_at(hash, at[group], key, key_copy, value, values);
+                let (inserted, id) = core.insert_at(hash, at[group], key_copy, value, values);
                 at[group] = Some(id);
                 garbage.push(Garbage::Inserted(inserted));
+                garbage.push(Garbage::Key(key));
             }
             Op::Remove { key } => {
                 let removed = at[group].take().map(|id| core.remove_at(hash, id));

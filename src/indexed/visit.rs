@@ -77,14 +77,15 @@ where
         // is dropped first and the keys already cloned after it: their
         // `Drop` runs with no lock held.
         let mut entries = Vec::new();
-        let core = self.state.read();
-        let position = core.schema().position(name)?;
-        entries.reserve_exact(core.index_len(position, value));
-        entries.extend(
-            core.bucket_entries(position, value)
-                .map(|(key, object)| (key.clone(), Arc::clone(object))),
-        );
-        drop(core);
+        self.cut(|core| {
+            let position = core.schema().position(name)?;
+            entries.reserve(core.index_len(position, value));
+            entries.extend(
+                core.bucket_entries(position, value)
+                    .map(|(key, object)| (key.clone(), Arc::clone(object))),
+            );
+            Ok(())
+        })?;
         Ok(entries)
     }
 
@@ -105,8 +106,7 @@ where
     ///
     /// # Deadlocks
     ///
-    /// `f` runs while this thread holds the store's read lock (the read
-    /// side of this thread's shard). So:
+    /// `f` runs while this thread holds the read lock of every shard. So:
     ///
     /// - If `f` writes to the same store (`insert`, `remove`, `replace`,
     ///   `clear`, `transaction`, `add_index`), the write waits for every
@@ -218,11 +218,12 @@ where
         if self.fault == Fault::VisitTwoLocks {
             return self.visit_two_locks(name, value, f);
         }
-        let core = self.state.read();
-        let position = core.schema().position(name)?;
-        Ok(core
-            .bucket_entries(position, value)
-            .try_for_each(|(key, object)| f(key, object)))
+        let cores = self.shards.read_all();
+        let position = cores.first().schema().position(name)?;
+        Ok(cores.iter().try_for_each(|core| {
+            core.bucket_entries(position, value)
+                .try_for_each(|(key, object)| f(key, object))
+        }))
     }
 
     /// BROKEN on purpose, for the loom suite's negative control: the
@@ -239,9 +240,13 @@ where
         F: FnMut(&K, &V) -> ControlFlow<B>,
     {
         let keys = {
-            let core = self.state.read();
-            let position = core.schema().position(name)?;
-            core.index_keys(position, value)
+            let cores = self.shards.read_all();
+            let position = cores.first().schema().position(name)?;
+            let mut keys = Vec::new();
+            for core in cores.iter() {
+                core.index_keys_into(position, value, &mut keys);
+            }
+            keys
         };
         for key in keys {
             if let Some(object) = self.get(&key)

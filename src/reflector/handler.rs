@@ -7,10 +7,13 @@ use std::fmt;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use super::error::ReflectorError;
+use super::source::Revision;
 use crate::sync::Arc;
 
 /// Receives the changes a reflector applies to its store (client-go's
-/// `ResourceEventHandler`). Every method has an empty default.
+/// `ResourceEventHandler`). Every method has a default: implement the
+/// three `on_*` methods for the changes alone, or
+/// [`on_change`](Self::on_change) for the changes with their revisions.
 ///
 /// Called on the reflector's task, after the store holds the change and
 /// with no lock held (a handler may read the store), one notification at a
@@ -60,7 +63,117 @@ pub trait Handler<K, V>: Send + Sync + 'static {
     fn on_delete(&self, key: &K, last_known: &Arc<V>) {
         let _ = (key, last_known);
     }
+
+    /// Every notification goes through here, with the source's `revision`
+    /// the handler's view is at once it has applied `change`: the content
+    /// built from every notification so far equals the source's at
+    /// `revision` once the last notification of that revision is in (one
+    /// etcd transaction or relist delivers several). The default calls
+    /// [`on_add`](Self::on_add), [`on_update`](Self::on_update) or
+    /// [`on_delete`](Self::on_delete); override it to see revisions.
+    ///
+    /// The revision is the change's own for a watch event, the list's for a
+    /// relist's notifications, and the revision the store's content was
+    /// read at for a resync or a [`HandlerRegistry`](super::HandlerRegistry)
+    /// handler's first adds. Along one handler's notifications it never
+    /// decreases; per key it increases from one change to the next, except
+    /// that a resync (or a relist that found a key unchanged) repeats it.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::collections::HashMap;
+    /// use std::sync::{Arc, Mutex};
+    /// use larder::reflector::{Change, Handler, Revision};
+    ///
+    /// /// A copy of the store with the revision it is at.
+    /// #[derive(Default)]
+    /// struct Replica(Mutex<(HashMap<String, u32>, Revision)>);
+    /// impl Handler<String, u32> for Replica {
+    ///     fn on_change(&self, change: Change<'_, String, u32>, revision: Revision) {
+    ///         let mut replica = self.0.lock().unwrap();
+    ///         match change {
+    ///             Change::Add { key, new } | Change::Update { key, new, .. } => {
+    ///                 replica.0.insert(key.clone(), **new);
+    ///             }
+    ///             Change::Delete { key, .. } => {
+    ///                 replica.0.remove(key);
+    ///             }
+    ///         }
+    ///         replica.1 = revision;
+    ///     }
+    /// }
+    /// let replica = Replica::default();
+    /// replica.on_change(Change::Add { key: &"a".to_string(), new: &Arc::new(1) }, 7);
+    /// assert_eq!(replica.0.lock().unwrap().1, 7);
+    /// ```
+    fn on_change(&self, change: Change<'_, K, V>, revision: Revision) {
+        let _ = revision;
+        match change {
+            Change::Add { key, new } => self.on_add(key, new),
+            Change::Update { key, old, new } => self.on_update(key, old, new),
+            Change::Delete { key, last_known } => self.on_delete(key, last_known),
+        }
+    }
 }
+
+/// One change as [`Handler::on_change`] receives it.
+///
+/// # Examples
+///
+/// ```
+/// use std::sync::Arc;
+/// use larder::reflector::Change;
+///
+/// let (key, new) = ("a".to_string(), Arc::new(1));
+/// let change = Change::Add { key: &key, new: &new };
+/// assert_eq!(change.key(), "a");
+/// ```
+#[derive(Debug)]
+pub enum Change<'a, K, V> {
+    /// See [`Handler::on_add`].
+    Add {
+        /// The key.
+        key: &'a K,
+        /// Its object.
+        new: &'a Arc<V>,
+    },
+    /// See [`Handler::on_update`].
+    Update {
+        /// The key.
+        key: &'a K,
+        /// The object the store held.
+        old: &'a Arc<V>,
+        /// The object it holds now.
+        new: &'a Arc<V>,
+    },
+    /// See [`Handler::on_delete`].
+    Delete {
+        /// The key.
+        key: &'a K,
+        /// The object the store held.
+        last_known: &'a Arc<V>,
+    },
+}
+
+impl<'a, K, V> Change<'a, K, V> {
+    /// The key that changed.
+    pub fn key(&self) -> &'a K {
+        match *self {
+            Change::Add { key, .. } | Change::Update { key, .. } | Change::Delete { key, .. } => {
+                key
+            }
+        }
+    }
+}
+
+impl<K, V> Clone for Change<'_, K, V> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<K, V> Copy for Change<'_, K, V> {}
 
 type AddFn<K, V> = Box<dyn Fn(&K, &Arc<V>) + Send + Sync>;
 type UpdateFn<K, V> = Box<dyn Fn(&K, &Arc<V>, &Arc<V>) + Send + Sync>;
@@ -90,21 +203,73 @@ impl<K: 'static, V: 'static> Handler<K, V> for Closures<K, V> {
     }
 }
 
-/// One change to deliver.
-pub(crate) enum Notification<K, V> {
+/// One change to deliver, with its revision (see [`Handler::on_change`]).
+pub(crate) struct Notification<K, V> {
+    pub(crate) kind: Kind<K, V>,
+    pub(crate) revision: Revision,
+}
+
+/// What changed.
+pub(crate) enum Kind<K, V> {
     Add(K, Arc<V>),
     Update(K, Arc<V>, Arc<V>),
     Delete(K, Arc<V>),
 }
 
+impl<K, V> Notification<K, V> {
+    pub(crate) fn add(key: K, new: Arc<V>, revision: Revision) -> Self {
+        Self {
+            kind: Kind::Add(key, new),
+            revision,
+        }
+    }
+
+    pub(crate) fn update(key: K, old: Arc<V>, new: Arc<V>, revision: Revision) -> Self {
+        Self {
+            kind: Kind::Update(key, old, new),
+            revision,
+        }
+    }
+
+    pub(crate) fn delete(key: K, last_known: Arc<V>, revision: Revision) -> Self {
+        Self {
+            kind: Kind::Delete(key, last_known),
+            revision,
+        }
+    }
+}
+
+impl<K: 'static, V: 'static> Notification<K, V> {
+    /// Calls `handler` with this notification, catching a panic: `Err`
+    /// names the callback and carries the panic's message.
+    pub(crate) fn call(&self, handler: &dyn Handler<K, V>) -> Result<(), ReflectorError> {
+        let (callback, change) = match &self.kind {
+            Kind::Add(key, new) => ("on_add", Change::Add { key, new }),
+            Kind::Update(key, old, new) => ("on_update", Change::Update { key, old, new }),
+            Kind::Delete(key, last_known) => ("on_delete", Change::Delete { key, last_known }),
+        };
+        catch_unwind(AssertUnwindSafe(|| {
+            handler.on_change(change, self.revision);
+        }))
+        .map_err(|payload| ReflectorError::HandlerPanicked {
+            callback,
+            message: panic_message(&*payload),
+        })
+    }
+}
+
 impl<K: Clone, V> Clone for Notification<K, V> {
     fn clone(&self) -> Self {
-        match self {
-            Self::Add(key, new) => Self::Add(key.clone(), Arc::clone(new)),
-            Self::Update(key, old, new) => {
-                Self::Update(key.clone(), Arc::clone(old), Arc::clone(new))
+        let kind = match &self.kind {
+            Kind::Add(key, new) => Kind::Add(key.clone(), Arc::clone(new)),
+            Kind::Update(key, old, new) => {
+                Kind::Update(key.clone(), Arc::clone(old), Arc::clone(new))
             }
-            Self::Delete(key, old) => Self::Delete(key.clone(), Arc::clone(old)),
+            Kind::Delete(key, old) => Kind::Delete(key.clone(), Arc::clone(old)),
+        };
+        Self {
+            kind,
+            revision: self.revision,
         }
     }
 }
@@ -118,30 +283,10 @@ impl<K: 'static, V: 'static> Handlers<K, V> {
     /// Delivers `notification` to every handler, catching panics; returns
     /// the panics as errors to report.
     pub(crate) fn deliver(&self, notification: &Notification<K, V>) -> Vec<ReflectorError> {
-        let mut panics = Vec::new();
-        for handler in &self.list {
-            let (callback, result) = match notification {
-                Notification::Add(key, new) => (
-                    "on_add",
-                    catch_unwind(AssertUnwindSafe(|| handler.on_add(key, new))),
-                ),
-                Notification::Update(key, old, new) => (
-                    "on_update",
-                    catch_unwind(AssertUnwindSafe(|| handler.on_update(key, old, new))),
-                ),
-                Notification::Delete(key, old) => (
-                    "on_delete",
-                    catch_unwind(AssertUnwindSafe(|| handler.on_delete(key, old))),
-                ),
-            };
-            if let Err(payload) = result {
-                panics.push(ReflectorError::HandlerPanicked {
-                    callback,
-                    message: panic_message(&*payload),
-                });
-            }
-        }
-        panics
+        self.list
+            .iter()
+            .filter_map(|handler| notification.call(&**handler).err())
+            .collect()
     }
 
     pub(crate) fn is_empty(&self) -> bool {

@@ -38,10 +38,10 @@ pub use error::{ReflectorBuildError, ReflectorError, WaitError};
 #[cfg(feature = "etcd")]
 #[cfg_attr(docsrs, doc(cfg(feature = "etcd")))]
 pub use etcd::{
-    ConsistencyError, DEFAULT_PAGE_SIZE, DEFAULT_REQUEST_TIMEOUT, EtcdSource, EtcdSourceBuildError,
-    EtcdSourceBuilder, EtcdWatch,
+    ConsistencyError, DEFAULT_PAGE_SIZE, DEFAULT_REQUEST_TIMEOUT, DEFAULT_WATCH_DEADLINE,
+    EtcdSource, EtcdSourceBuildError, EtcdSourceBuilder, EtcdWatch, etcd_connect_options,
 };
-pub use handler::Handler;
+pub use handler::{Change, Handler};
 pub use memory::{MemorySource, MemoryWatch};
 pub use registry::{HandlerDelivery, HandlerRegistration, HandlerRegistry};
 pub use run::Reflector;

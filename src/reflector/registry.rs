@@ -38,19 +38,22 @@
 //! # Locks
 //!
 //! The registry's mutex, then a buffer's: the loop pushes under both (a
-//! clone made before), a delivery pops under its buffer's alone.
+//! clone made before), a delivery pops under its buffer's alone. Joining
+//! and resyncs read the published revision (the status mutex, briefly) and
+//! the store under the registry's mutex; nothing takes the registry's
+//! mutex while holding the status mutex.
 //! Handlers run with no lock held; wakers are woken after unlocking.
 
 use std::collections::VecDeque;
 use std::fmt;
 use std::future::Future;
-use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::pin::Pin;
 use std::task::{Context, Poll, Waker};
 
 use super::builder::Resync;
 use super::error::ReflectorBuildError;
 use super::handler::{Handler, Notification};
+use super::source::Revision;
 use super::status::Status;
 use super::timer::{SharedTimer, Sleep};
 use crate::sync::{Arc, AtomicBool, Mutex, Ordering};
@@ -170,10 +173,10 @@ impl<K: Clone, V> Registry<K, V> {
             return;
         }
         let pending = std::mem::take(&mut state.pending);
-        let content = (self.snapshot)();
+        let (content, revision) = self.content();
         for buffer in pending {
             let adds = content.iter().map(|(key, object)| {
-                Item::Notify(Notification::Add(key.clone(), Arc::clone(object)))
+                Item::Notify(Notification::add(key.clone(), Arc::clone(object), revision))
             });
             buffer.push(adds.chain([Item::Synced]), false);
             if let Some(Resync::Every(period)) = buffer.resync {
@@ -195,15 +198,24 @@ impl<K: Clone, V> Registry<K, V> {
         let mut content = None;
         for own in &mut state.resyncs {
             while own.sleep.as_mut().poll(cx).is_ready() {
-                let content = content.get_or_insert_with(|| (self.snapshot)());
+                let (content, revision) = content.get_or_insert_with(|| self.content());
                 let updates = content.iter().map(|(key, object)| {
                     let (old, new) = (Arc::clone(object), Arc::clone(object));
-                    Item::Notify(Notification::Update(key.clone(), old, new))
+                    Item::Notify(Notification::update(key.clone(), old, new, *revision))
                 });
                 own.buffer.push(updates, false);
                 own.sleep = self.timer.sleep(own.period);
             }
         }
+    }
+
+    /// The store's content and the revision it is the source's content at.
+    /// Called between two changes (or once the loop has ended): the loop,
+    /// the store's only writer, has published the revision of the last
+    /// change it wrote and of every bookmark since, so the two agree.
+    fn content(&self) -> (Vec<(K, Arc<V>)>, Revision) {
+        let revision = self.status.read(|inner| inner.stats.last_revision);
+        ((self.snapshot)(), revision)
     }
 
     /// Whether any added handler receives notifications now.
@@ -253,10 +265,10 @@ impl<K: Clone, V> Registry<K, V> {
         });
         if state.closed {
             drop(state);
-            let content = (self.snapshot)();
+            let (content, revision) = self.content();
             let adds = content
                 .into_iter()
-                .map(|(key, object)| Item::Notify(Notification::Add(key, object)));
+                .map(|(key, object)| Item::Notify(Notification::add(key, object, revision)));
             buffer.push(adds.chain([Item::Synced]), true);
         } else {
             state.pending.push(Arc::clone(&buffer));
@@ -550,13 +562,7 @@ impl<K: 'static, V: 'static> Future for HandlerDelivery<K, V> {
             match item {
                 Item::Synced => buffer.synced.store(true, Ordering::Release),
                 Item::Notify(notification) => {
-                    let handler = &*buffer.handler;
-                    let outcome = catch_unwind(AssertUnwindSafe(|| match &notification {
-                        Notification::Add(key, new) => handler.on_add(key, new),
-                        Notification::Update(key, old, new) => handler.on_update(key, old, new),
-                        Notification::Delete(key, old) => handler.on_delete(key, old),
-                    }));
-                    if outcome.is_err() {
+                    if notification.call(&*buffer.handler).is_err() {
                         self.registry
                             .status
                             .update(|inner| inner.stats.handler_panics += 1);

@@ -10,8 +10,9 @@
 //!    (object, indexes and revision in one critical section), notify the
 //!    handlers, then publish the revision to the handle's waiters.
 //! 3. A connection error or a dropped stream: back off, then watch again
-//!    from the last applied revision (step 2). A too-old revision: back
-//!    off, then list again (step 1).
+//!    from the last applied revision (step 2). A too-old revision or a
+//!    progress notification ahead of an event: back off, then list again
+//!    (step 1).
 //!
 //! Events below the last applied revision are skipped (a source may repeat
 //! them after a reconnect), and so is an event at that revision for a key
@@ -273,7 +274,8 @@ where
                     None => return,
                     Some(Ok(stream)) => stream,
                     Some(Err(error)) => {
-                        let too_old = error.is_too_old();
+                        let too_old = error.needs_relist();
+                        self.count_reordering(&error);
                         self.report(ReflectorError::Watch(error));
                         if !self.pause(&mut failures).await {
                             return;
@@ -304,7 +306,7 @@ where
                     match step {
                         Step::Stop => return,
                         Step::Resync => {
-                            self.resync_now();
+                            self.resync_now(applied.revision);
                             resync = self.resync_sleep();
                         }
                         Step::Item(Some(Ok(event))) => {
@@ -318,7 +320,8 @@ where
                             }
                         }
                         Step::Item(Some(Err(error))) => {
-                            let too_old = error.is_too_old();
+                            let too_old = error.needs_relist();
+                            self.count_reordering(&error);
                             self.report(ReflectorError::Watch(error));
                             drop(stream);
                             if !self.pause(&mut failures).await {
@@ -403,13 +406,13 @@ where
             }
             for (key, object) in new {
                 let notification = match old.remove(&key) {
-                    Some(previous) => Notification::Update(key, previous, object),
-                    None => Notification::Add(key, object),
+                    Some(previous) => Notification::update(key, previous, object, revision),
+                    None => Notification::add(key, object, revision),
                 };
                 self.notify(&notification);
             }
             for (key, previous) in old {
-                self.notify(&Notification::Delete(key, previous));
+                self.notify(&Notification::delete(key, previous, revision));
             }
         }
         // Published once the handlers have seen the whole list.
@@ -458,20 +461,22 @@ where
                     .store
                     .write_insert(key.clone(), Arc::clone(&object), Some(revision))
                 {
-                    Ok(Some(previous)) => Some(Notification::Update(key, previous, object)),
-                    Ok(None) => Some(Notification::Add(key, object)),
+                    Ok(Some(previous)) => {
+                        Some(Notification::update(key, previous, object, revision))
+                    }
+                    Ok(None) => Some(Notification::add(key, object, revision)),
                     Err(error) => {
                         rejected = true;
                         self.report(ReflectorError::Rejected { revision, error });
                         let previous = self.store.write_remove(&key, Some(revision));
-                        previous.map(|previous| Notification::Delete(key, previous))
+                        previous.map(|previous| Notification::delete(key, previous, revision))
                     }
                 }
             }
             WatchEvent::Delete { key, .. } => self
                 .store
                 .write_remove(&key, Some(revision))
-                .map(|previous| Notification::Delete(key, previous)),
+                .map(|previous| Notification::delete(key, previous, revision)),
             WatchEvent::Bookmark { .. } => {
                 counted = false;
                 None
@@ -489,7 +494,7 @@ where
                 };
                 self.store
                     .write_remove(&key, Some(revision))
-                    .map(|previous| Notification::Delete(key, previous))
+                    .map(|previous| Notification::delete(key, previous, revision))
             }
         };
         applied.revision = revision;
@@ -511,11 +516,12 @@ where
         Applied::Yes
     }
 
-    /// Re-delivers every stored object as an update (client-go's resync).
-    fn resync_now(&self) {
+    /// Re-delivers every stored object as an update (client-go's resync),
+    /// at `revision`, the last one applied: the loop is between changes.
+    fn resync_now(&self, revision: Revision) {
         for (key, object) in self.store.to_vec().into_iter() {
             self.deliver(
-                &Notification::Update(key, Arc::clone(&object), object),
+                &Notification::update(key, Arc::clone(&object), object, revision),
                 true,
             );
         }
@@ -546,6 +552,15 @@ where
             for panic in panics {
                 self.report(panic);
             }
+        }
+    }
+
+    /// Counts a progress notification that came ahead of an event (its
+    /// relist is counted with the others when it succeeds).
+    fn count_reordering(&self, error: &SourceError) {
+        if matches!(error, SourceError::ProgressAheadOfEvent { .. }) {
+            self.status
+                .update(|inner| inner.stats.progress_ahead_of_events += 1);
         }
     }
 

@@ -85,8 +85,10 @@ pub struct InvalidObject {
 }
 
 /// Why a list or a watch stopped. The reflector's reaction depends on the
-/// kind: [`TooOld`](SourceError::TooOld) makes it relist,
-/// [`Connection`](SourceError::Connection) makes it retry with backoff.
+/// kind: [`TooOld`](SourceError::TooOld) and
+/// [`ProgressAheadOfEvent`](SourceError::ProgressAheadOfEvent) make it
+/// relist, [`Connection`](SourceError::Connection) makes it retry with
+/// backoff.
 #[derive(Debug)]
 #[non_exhaustive]
 pub enum SourceError {
@@ -102,6 +104,17 @@ pub enum SourceError {
     /// The source could not be reached or the stream broke; retrying from
     /// the last applied revision is safe.
     Connection(Box<dyn StdError + Send + Sync>),
+    /// The source said it had delivered everything up to `bookmarked` (a
+    /// progress notification), then delivered an event at `event`, not
+    /// later: a reader that trusted the bookmark missed that event, so the
+    /// reader must list again. Nothing was compacted. etcd before 3.4.25
+    /// and 3.5.8 can do this under load.
+    ProgressAheadOfEvent {
+        /// The revision the progress notification claimed.
+        bookmarked: Revision,
+        /// The revision of the event that came after it.
+        event: Revision,
+    },
 }
 
 impl SourceError {
@@ -111,9 +124,19 @@ impl SourceError {
         SourceError::Connection(error.into())
     }
 
-    /// Whether the reader must relist rather than resume its watch.
+    /// Whether the requested revision is compacted
+    /// ([`TooOld`](SourceError::TooOld)).
     pub fn is_too_old(&self) -> bool {
         matches!(self, SourceError::TooOld { .. })
+    }
+
+    /// Whether the reader must relist rather than resume its watch: a
+    /// compacted revision or a progress notification ahead of an event.
+    pub fn needs_relist(&self) -> bool {
+        matches!(
+            self,
+            SourceError::TooOld { .. } | SourceError::ProgressAheadOfEvent { .. }
+        )
     }
 }
 
@@ -132,6 +155,11 @@ impl fmt::Display for SourceError {
                 compacted: None,
             } => write!(f, "revision {requested} is too old (compacted)"),
             SourceError::Connection(error) => write!(f, "source connection failed: {error}"),
+            SourceError::ProgressAheadOfEvent { bookmarked, event } => write!(
+                f,
+                "the source reported progress up to revision {bookmarked}, then sent an event \
+                 of revision {event}: its progress notification came ahead of events"
+            ),
         }
     }
 }
@@ -140,7 +168,7 @@ impl StdError for SourceError {
     fn source(&self) -> Option<&(dyn StdError + 'static)> {
         match self {
             SourceError::Connection(error) => Some(&**error),
-            SourceError::TooOld { .. } => None,
+            SourceError::TooOld { .. } | SourceError::ProgressAheadOfEvent { .. } => None,
         }
     }
 }

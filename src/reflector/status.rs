@@ -37,8 +37,14 @@ pub struct ReflectorStats {
     /// Successful lists (the first one included).
     pub lists: u64,
     /// Successful lists after the first (a too-old revision, an
-    /// undecodable object with no key parser).
+    /// undecodable object with no key parser, a progress notification
+    /// ahead of an event).
     pub relists: u64,
+    /// Watches that ended because the source sent a progress notification
+    /// ahead of an event ([`SourceError::ProgressAheadOfEvent`](super::SourceError::ProgressAheadOfEvent));
+    /// each is followed by a relist. Compacted revisions are not counted
+    /// here.
+    pub progress_ahead_of_events: u64,
     /// Lists that failed (retried after a backoff).
     pub list_failures: u64,
     /// Watches opened again after a connection error or a dropped stream
@@ -55,8 +61,9 @@ pub struct ReflectorStats {
     pub handler_panics: u64,
     /// Periodic resyncs delivered.
     pub resyncs: u64,
-    /// The revision the store has caught up with (lists, events and
-    /// bookmarks), 0 before the first list.
+    /// The revision the reflector has caught up with (lists, events and
+    /// bookmarks; see [`ReflectorHandle::revision`]), 0 before the first
+    /// list.
     pub last_revision: Revision,
     /// Time since the last list or watch event, `None` before any.
     pub since_last_event: Option<Duration>,
@@ -240,9 +247,15 @@ impl ReflectorHandle {
     /// it is in the store and has been delivered to the builder's handlers
     /// and queued for the handlers added through a
     /// [`HandlerRegistry`](super::HandlerRegistry) (their deliveries may
-    /// call them later). The store itself holds a change a little earlier,
-    /// while its handlers run; [`IndexedStore::revision`](crate::IndexedStore::revision)
-    /// says that. Bookmarks advance it too. 0 before the first list.
+    /// call them later). Bookmarks advance it too. 0 before the first list.
+    ///
+    /// Between two changes the store's content is the source's at this
+    /// revision. [`IndexedStore::revision`](crate::IndexedStore::revision)
+    /// is the revision of the last change written to the store: the store
+    /// holds a change a little before this moves on (while its handlers
+    /// run), and bookmarks, which write nothing, do not move it, so it can
+    /// be lower. A handler learns the revision of each change from
+    /// [`Handler::on_change`](super::Handler::on_change).
     ///
     /// # Examples
     ///

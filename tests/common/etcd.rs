@@ -2,7 +2,8 @@
 //! ports (client and peer) with its own temporary data directory, stopped
 //! (SIGKILL) and its directory removed when the value is dropped, also when
 //! the test panics. It can be killed mid-test and restarted on the same data
-//! directory and ports.
+//! directory and ports, and frozen (SIGSTOP) and thawed (SIGCONT). A
+//! three-member cluster of these is in etcd_cluster.rs.
 //!
 //! The binary is `$ETCD_BIN`, else `etcd` on `PATH`, else `/usr/bin/etcd`.
 //! A missing binary fails the test with a message saying how to install it.
@@ -24,10 +25,17 @@ const START_LIMIT: Duration = Duration::from_secs(30);
 pub struct EtcdServer {
     binary: PathBuf,
     dir: PathBuf,
+    name: String,
     client_port: u16,
     peer_port: u16,
-    progress_interval: Duration,
+    /// `--initial-cluster`; this member alone when `None`.
+    initial_cluster: Option<String>,
+    /// `None`: etcd's default (no server-side progress notifications
+    /// worth the name: every 10 minutes).
+    progress_interval: Option<Duration>,
     child: Option<Child>,
+    /// SIGSTOPped and not yet SIGCONTinued.
+    frozen: bool,
 }
 
 /// Options for [`EtcdServer::start_with`].
@@ -71,7 +79,7 @@ fn etcd_binary() -> PathBuf {
 }
 
 /// A loopback port nobody listens on right now.
-fn free_port() -> u16 {
+pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .and_then(|listener| listener.local_addr())
         .map(|address| address.port())
@@ -86,6 +94,26 @@ impl EtcdServer {
 
     /// [`start`](Self::start) with options.
     pub fn start_with(options: EtcdOptions) -> Self {
+        let mut server = Self::unstarted(
+            "larder-test".to_owned(),
+            free_port(),
+            free_port(),
+            None,
+            Some(options.progress_interval),
+        );
+        server.spawn();
+        server
+    }
+
+    /// A member not yet started: `initial_cluster` names every member's
+    /// peer URL (`None`: this one alone).
+    pub fn unstarted(
+        name: String,
+        client_port: u16,
+        peer_port: u16,
+        initial_cluster: Option<String>,
+        progress_interval: Option<Duration>,
+    ) -> Self {
         static NEXT: AtomicUsize = AtomicUsize::new(0);
         let binary = etcd_binary();
         // tmpfs where there is one: etcd syncs its log on every write, which
@@ -102,16 +130,64 @@ impl EtcdServer {
         ));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).expect("create the etcd test directory");
-        let mut server = EtcdServer {
+        EtcdServer {
             binary,
             dir,
-            client_port: free_port(),
-            peer_port: free_port(),
-            progress_interval: options.progress_interval,
+            name,
+            client_port,
+            peer_port,
+            initial_cluster,
+            progress_interval,
             child: None,
-        };
-        server.spawn();
-        server
+            frozen: false,
+        }
+    }
+
+    /// The peer URL (`http://127.0.0.1:PORT`).
+    pub fn peer_url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.peer_port)
+    }
+
+    /// The member's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Whether the process runs (started, not killed; maybe frozen).
+    pub fn is_running(&self) -> bool {
+        self.child.is_some()
+    }
+
+    /// Whether the process is SIGSTOPped.
+    pub fn is_frozen(&self) -> bool {
+        self.frozen
+    }
+
+    /// SIGSTOPs the server: its sockets stay open, it answers nothing.
+    pub fn freeze(&mut self) {
+        self.signal("-STOP");
+        self.frozen = true;
+    }
+
+    /// SIGCONTs a frozen server.
+    pub fn thaw(&mut self) {
+        self.signal("-CONT");
+        self.frozen = false;
+    }
+
+    fn signal(&self, signal: &str) {
+        let child = self.child.as_ref().expect("a running etcd");
+        let status = Command::new("kill")
+            .arg(signal)
+            .arg(child.id().to_string())
+            .status()
+            .expect("run kill(1)");
+        assert!(status.success(), "kill {signal} {}: {status}", child.id());
+    }
+
+    /// GETs `path` from the client port: the body of a 200 answer.
+    pub fn http_get(&self, path: &str) -> Option<String> {
+        http_get(self.client_port, path)
     }
 
     /// The client URL (`http://127.0.0.1:PORT`).
@@ -128,10 +204,11 @@ impl EtcdServer {
     /// SIGKILLs the server (no clean shutdown) and reaps it.
     pub fn kill(&mut self) {
         if let Some(mut child) = self.child.take() {
-            // `Child::kill` is SIGKILL on Unix.
+            // `Child::kill` is SIGKILL on Unix (a stopped process dies too).
             let _ = child.kill();
             let _ = child.wait();
         }
+        self.frozen = false;
     }
 
     /// Starts the server again on the same data directory and ports, and
@@ -141,31 +218,51 @@ impl EtcdServer {
         self.spawn();
     }
 
+    /// Starts the process without waiting for it to be healthy (a cluster's
+    /// members are healthy only once a quorum runs).
+    pub fn launch(&mut self) {
+        self.kill();
+        self.spawn_process();
+    }
+
     fn log_path(&self) -> PathBuf {
         self.dir.join("etcd.log")
     }
 
     fn spawn(&mut self) {
+        self.spawn_process();
+        self.wait_healthy();
+    }
+
+    fn spawn_process(&mut self) {
         let client = self.endpoint();
-        let peer = format!("http://127.0.0.1:{}", self.peer_port);
+        let peer = self.peer_url();
         let log = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
             .open(self.log_path())
             .expect("open the etcd log");
-        let child = Command::new(&self.binary)
-            .arg("--name=larder-test")
+        let initial_cluster = self
+            .initial_cluster
+            .clone()
+            .unwrap_or_else(|| format!("{}={peer}", self.name));
+        let mut command = Command::new(&self.binary);
+        command
+            .arg(format!("--name={}", self.name))
             .arg(format!("--data-dir={}", self.data_dir().display()))
             .arg(format!("--listen-client-urls={client}"))
             .arg(format!("--advertise-client-urls={client}"))
             .arg(format!("--listen-peer-urls={peer}"))
             .arg(format!("--initial-advertise-peer-urls={peer}"))
-            .arg(format!("--initial-cluster=larder-test={peer}"))
-            .arg("--initial-cluster-state=new")
-            .arg(format!(
+            .arg(format!("--initial-cluster={initial_cluster}"))
+            .arg("--initial-cluster-state=new");
+        if let Some(interval) = self.progress_interval {
+            command.arg(format!(
                 "--experimental-watch-progress-notify-interval={}ms",
-                self.progress_interval.as_millis()
-            ))
+                interval.as_millis()
+            ));
+        }
+        let child = command
             .arg("--logger=zap")
             .arg("--log-outputs=stderr")
             .stdin(Stdio::null())
@@ -180,10 +277,10 @@ impl EtcdServer {
                 )
             });
         self.child = Some(child);
-        self.wait_healthy();
     }
 
-    fn wait_healthy(&mut self) {
+    /// Waits (at most 30 s) until the server answers `/health` with true.
+    pub fn wait_healthy(&mut self) {
         let deadline = Instant::now() + START_LIMIT;
         loop {
             if let Some(child) = self.child.as_mut() {
@@ -220,23 +317,27 @@ impl EtcdServer {
 
 /// Whether etcd on `port` answers `GET /health` with `"health":"true"`.
 fn health(port: u16) -> bool {
-    let Ok(mut stream) = TcpStream::connect_timeout(
+    http_get(port, "/health").is_some_and(|answer| answer.contains("\"health\":\"true\""))
+}
+
+/// `GET path` on a loopback port (each step bounded: 200 ms to connect,
+/// 2 s to answer): the whole answer, headers included.
+fn http_get(port: u16, path: &str) -> Option<String> {
+    let mut stream = TcpStream::connect_timeout(
         &format!("127.0.0.1:{port}")
             .parse()
             .expect("a loopback address"),
         Duration::from_millis(200),
-    ) else {
-        return false;
-    };
+    )
+    .ok()?;
     let _ = stream.set_read_timeout(Some(Duration::from_secs(2)));
+    let _ = stream.set_write_timeout(Some(Duration::from_secs(2)));
     let request =
-        format!("GET /health HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n");
-    if stream.write_all(request.as_bytes()).is_err() {
-        return false;
-    }
+        format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n");
+    stream.write_all(request.as_bytes()).ok()?;
     let mut answer = String::new();
     let _ = stream.read_to_string(&mut answer);
-    answer.contains("\"health\":\"true\"")
+    (!answer.is_empty()).then_some(answer)
 }
 
 impl Drop for EtcdServer {

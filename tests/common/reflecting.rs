@@ -114,3 +114,39 @@ pub async fn relist_over(
     source.fail_watches(0);
     caught_up(handle, source).await;
 }
+
+/// One round of a busy, faulty source: the watches break after three
+/// events, then `writes` puts over `keys` keys (every fourth followed by a
+/// delete) with every watch dropped after the eleventh; then, by round, a
+/// compaction past what the reflector has seen (a relist), expired
+/// watches (a relist) or a bookmark. `changed` runs after each change.
+pub fn churn(
+    source: &MemorySource<String, u32>,
+    round: u32,
+    keys: u32,
+    writes: u32,
+    mut changed: impl FnMut(),
+) {
+    source.break_watches_after(3); // a reconnect in the middle of the burst
+    for i in 0..writes {
+        source.put(key((i * 7 + round) % keys), round * 100 + i);
+        changed();
+        if i % 4 == 0 && source.delete(&key((i * 3 + round) % keys)).is_some() {
+            changed();
+        }
+        if i == 10 {
+            source.drop_watches();
+        }
+    }
+    match round % 3 {
+        0 => {
+            source.fail_watches(2);
+            source.drop_watches();
+            source.put(key(999), round);
+            changed();
+            source.compact(source.revision());
+        }
+        1 => source.expire_watches(),
+        _ => source.bookmark(),
+    }
+}

@@ -7,65 +7,55 @@ use crate::sync::Arc;
 
 impl<K, V> Core<K, V> {
     /// Checks every structural invariant; panics with a message starting
-    /// "invariant violated" on the first one broken. Returns each object
-    /// with its stored values so the caller can recompute them (outside the
-    /// lock) and compare.
-    pub(crate) fn check(&self) -> Vec<(Arc<V>, Vec<Values>)>
+    /// "invariant violated" on the first one broken. `owns(hash)` says
+    /// whether a key with that hash belongs in this shard. Returns each
+    /// object with its stored values so the caller can recompute them
+    /// (outside the lock) and compare.
+    pub(crate) fn check(&self, owns: impl Fn(u64) -> bool) -> Vec<(Arc<V>, Vec<Values>)>
     where
         K: Eq,
     {
         let live = self.live().count();
         assert_eq!(
-            self.map.len(),
+            self.table.len(),
             live,
             "invariant violated: {} keys but {live} live slots",
-            self.map.len()
+            self.table.len()
         );
         assert_eq!(
             self.free.len() + live,
-            self.slots.len(),
+            self.entries.len(),
             "invariant violated: free list does not cover the empty slots"
         );
+        let positions = self.schema.defs.len();
         assert!(
-            self.objects.len() == self.slots.len()
-                && self
-                    .objects
-                    .iter()
-                    .zip(&self.slots)
-                    .all(|(object, slot)| object.is_some() == slot.is_some()),
-            "invariant violated: objects and slots disagree on the live ids"
+            if positions == 0 {
+                self.values.is_empty()
+            } else {
+                self.values.len() == self.entries.len()
+            },
+            "invariant violated: slot values kept for {} of {} slots with {positions} indexes",
+            self.values.len(),
+            self.entries.len()
         );
         for &id in &self.free {
             assert!(
-                self.slots[id].is_none(),
+                self.entries[id as usize].is_none(),
                 "invariant violated: free slot {id} is live"
             );
         }
-        for entry in &self.map {
+        for (id, entry) in self.live() {
             assert!(
-                self.map
-                    .find(entry.hash, |other| other.id == entry.id)
-                    .is_some_and(|other| std::ptr::eq(other, entry)),
-                "invariant violated: table entry of slot {} not found by its stored hash",
-                entry.id
-            );
-            let slot = self.slots[entry.id]
-                .as_ref()
-                .unwrap_or_else(|| panic!("invariant violated: key maps to dead slot"));
-            assert!(
-                slot.key == entry.key,
-                "invariant violated: slot {} holds another key",
-                entry.id
+                self.table
+                    .find(entry.hash, |&other| other == bucket_id(id))
+                    .is_some(),
+                "invariant violated: slot {id} not found by its stored hash"
             );
             assert!(
-                self.objects[entry.id]
-                    .as_ref()
-                    .is_some_and(|object| Arc::ptr_eq(object, &entry.value)),
-                "invariant violated: map and slot {} hold different objects",
-                entry.id
+                owns(entry.hash),
+                "invariant violated: slot {id} holds a key of another shard"
             );
         }
-        let positions = self.schema.defs.len();
         assert_eq!(
             self.indexes.len(),
             positions,
@@ -80,9 +70,12 @@ impl<K, V> Core<K, V> {
                     "invariant violated: empty bucket {name}={value} kept"
                 );
                 for &id in bucket {
-                    let slot = self.slots.get(id as usize).and_then(Option::as_ref);
-                    let held = slot
-                        .and_then(|slot| slot.values.get(position))
+                    let live = self.entries.get(id as usize).is_some_and(Option::is_some);
+                    let held = self
+                        .values
+                        .get(id as usize)
+                        .filter(|_| live)
+                        .and_then(|values| values.get(position))
                         .and_then(|values| values.binary_search(value).ok().map(|at| &values[at]));
                     let Some(held) = held else {
                         panic!(
@@ -98,15 +91,16 @@ impl<K, V> Core<K, V> {
                 entries += bucket.len();
             }
             let mut expected = 0;
-            for (id, slot) in self.live() {
+            for (id, _) in self.live() {
+                let slot = &self.values[id];
                 assert_eq!(
-                    slot.values.len(),
+                    slot.len(),
                     positions,
                     "invariant violated: index disagrees with objects: \
                      object {id} has values for {} of {positions} indexes",
-                    slot.values.len()
+                    slot.len()
                 );
-                let values = &slot.values[position];
+                let values = &slot[position];
                 assert!(
                     values.windows(2).all(|w| w[0] < w[1]),
                     "invariant violated: values not sorted and unique"
@@ -129,7 +123,10 @@ impl<K, V> Core<K, V> {
             );
         }
         self.live()
-            .map(|(id, slot)| (Arc::clone(self.object(bucket_id(id))), slot.values.clone()))
+            .map(|(id, entry)| {
+                let values = self.values.get(id).map(|v| v.to_vec()).unwrap_or_default();
+                (Arc::clone(&entry.value), values)
+            })
             .collect()
     }
 }

@@ -14,7 +14,8 @@ use crate::reflector::{ReflectorHandle, Revision, SourceError, WaitError};
 const QUIET_WAIT: Duration = Duration::from_millis(10);
 
 /// How often a consistent read asks again for a progress notification
-/// while the store is behind.
+/// while the store is behind, and how long it waits before it reads etcd's
+/// revision again after a failed read.
 const PROGRESS_EVERY: Duration = Duration::from_millis(100);
 
 /// Why [`EtcdSource::wait_consistent`] could not vouch for the store.
@@ -33,7 +34,8 @@ const PROGRESS_EVERY: Duration = Duration::from_millis(100);
 #[derive(Debug)]
 #[non_exhaustive]
 pub enum ConsistencyError {
-    /// etcd's current revision could not be read.
+    /// etcd's current revision could not be read within the limit: the
+    /// last attempt's error (every member is tried on each attempt).
     Source(SourceError),
     /// The store did not reach `target` within the limit.
     TimedOut {
@@ -77,8 +79,8 @@ impl<V> EtcdSource<V> {
     /// (Kubernetes' consistent reads from cache).
     ///
     /// It reads etcd's current revision with one linearizable request
-    /// ([`current_revision`](Self::current_revision)), waits until the
-    /// store has applied it, and if the watch stays quiet (the latest
+    /// ([`current_revision`](Self::current_revision), again every 100 ms
+    /// while it fails, until `limit`), waits until the store has applied it, and if the watch stays quiet (the latest
     /// changes were outside the prefix) asks etcd for a progress
     /// notification, again every 100 ms until `limit`. Returns the revision
     /// the store has reached.
@@ -92,7 +94,8 @@ impl<V> EtcdSource<V> {
     ///
     /// # Errors
     ///
-    /// [`ConsistencyError::Source`] when etcd cannot be reached,
+    /// [`ConsistencyError::Source`] when etcd's revision cannot be read
+    /// within `limit` (with the last failure),
     /// [`ConsistencyError::TimedOut`] when the store does not catch up
     /// within `limit`, [`ConsistencyError::Stopped`] when the reflector
     /// stops first.
@@ -120,10 +123,7 @@ impl<V> EtcdSource<V> {
         limit: Duration,
     ) -> Result<Revision, ConsistencyError> {
         let deadline = Instant::now() + limit;
-        let target = self
-            .current_revision()
-            .await
-            .map_err(ConsistencyError::Source)?;
+        let target = self.revision_within(deadline, limit).await?;
         let mut wait = QUIET_WAIT;
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
@@ -148,6 +148,30 @@ impl<V> EtcdSource<V> {
                     wait = PROGRESS_EVERY;
                 }
             }
+        }
+    }
+
+    /// etcd's current revision, read again after each failure until
+    /// `deadline`.
+    async fn revision_within(
+        &self,
+        deadline: Instant,
+        limit: Duration,
+    ) -> Result<Revision, ConsistencyError> {
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let error = match tokio::time::timeout(left, self.current_revision()).await {
+                Ok(Ok(revision)) => return Ok(revision),
+                Ok(Err(error)) => error,
+                Err(_) => SourceError::connection(format!(
+                    "etcd: cannot read the current revision: no answer within the {limit:?} limit"
+                )),
+            };
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left <= PROGRESS_EVERY {
+                return Err(ConsistencyError::Source(error));
+            }
+            tokio::time::sleep(PROGRESS_EVERY).await;
         }
     }
 }

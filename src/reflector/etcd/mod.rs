@@ -9,16 +9,26 @@
 //! | etcd says                                   | the source returns                         |
 //! |---------------------------------------------|--------------------------------------------|
 //! | `ErrCompacted` on a list page or a watch    | [`SourceError::TooOld`] (relist)           |
-//! | a transport error, a closed stream, a timeout | [`SourceError::Connection`] (retry)      |
+//! | a progress notification, then an older event | [`SourceError::ProgressAheadOfEvent`] (relist) |
+//! | a transport error, a closed stream, a timeout, a silent watch | [`SourceError::Connection`] (retry) |
 //! | a value the decode function rejects         | [`Listed::invalid`] / [`WatchEvent::Invalid`](crate::reflector::WatchEvent::Invalid), with the key |
 //!
 //! Keys are the full etcd keys: the prefix is **not** stripped. A key that is
 //! not UTF-8 cannot be a `String` key; it is reported as invalid (its key
 //! lossily decoded) like an undecodable value.
 //!
-//! The source runs on etcd-client, which needs a tokio runtime.
+//! Made with [`EtcdSource::connect`] from a cluster's endpoints, it keeps
+//! one connection per member and fails over at once: every request goes to
+//! the member that last answered, then to the next (members.rs). An open
+//! watch that delivers neither events nor progress notifications within its
+//! deadline is given up and resumed on another member (watch.rs).
+//!
+//! The source runs on etcd-client, which needs a tokio runtime (with its
+//! timer enabled).
 
+mod builder;
 mod consistent;
+mod members;
 mod watch;
 
 use std::error::Error as StdError;
@@ -30,30 +40,32 @@ use std::time::Duration;
 use etcd_client::{Client, GetOptions, WatchOptions, WatchRequestSender};
 
 use super::source::{InvalidObject, Listed, Revision, Source, SourceError};
+use members::Members;
 
+pub use builder::{
+    DEFAULT_PAGE_SIZE, DEFAULT_REQUEST_TIMEOUT, DEFAULT_WATCH_DEADLINE, EtcdSourceBuildError,
+    EtcdSourceBuilder, etcd_connect_options,
+};
 pub use consistent::ConsistencyError;
 pub use watch::EtcdWatch;
 
 /// The decode function, type-erased: the error is already rendered.
 pub(crate) type DecodeFn<V> = dyn Fn(&[u8]) -> Result<V, String> + Send + Sync;
 
-/// The watch stream whose progress [`EtcdSource::request_progress`] asks
-/// for: the request half of the latest watch.
-type ProgressSlot = Arc<tokio::sync::Mutex<Option<WatchRequestSender>>>;
+/// The request half of one watch stream, shared by the watch (its own
+/// progress requests) and the source ([`EtcdSource::request_progress`]).
+pub(crate) type Requests = Arc<tokio::sync::Mutex<WatchRequestSender>>;
 
-/// The default number of keys a list reads per request.
-pub const DEFAULT_PAGE_SIZE: u32 = 1_000;
-
-/// The default limit on one list page, a watch's creation or a revision
-/// read.
-pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
+/// The watch whose progress [`EtcdSource::request_progress`] asks for: the
+/// latest one.
+type ProgressSlot = Arc<tokio::sync::Mutex<Option<Requests>>>;
 
 /// Mirrors the keys under one etcd prefix: a [`Source`] whose keys are the
 /// full etcd keys (prefix kept) and whose objects come from a user decode
 /// function.
 ///
-/// Cloning is cheap and shares the connection and the progress-request
-/// handle (see [`request_progress`](Self::request_progress)).
+/// Cloning is cheap and shares the connections, the member preference and
+/// the progress-request handle (see [`request_progress`](Self::request_progress)).
 ///
 /// # Examples
 ///
@@ -61,10 +73,11 @@ pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
 /// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
 /// use larder::reflector::{EtcdSource, Source};
 ///
-/// let client = etcd_client::Client::connect(["http://127.0.0.1:2379"], None).await?;
-/// let source = EtcdSource::builder(client, "/pods/", |bytes: &[u8]| {
+/// let endpoints = ["http://10.0.0.1:2379", "http://10.0.0.2:2379", "http://10.0.0.3:2379"];
+/// let source = EtcdSource::connect(endpoints, "/pods/", |bytes: &[u8]| {
 ///     std::str::from_utf8(bytes).map(str::to_owned)
 /// })
+/// .await?
 /// .page_size(500)
 /// .build()?;
 /// let listed = source.list().await?;
@@ -79,26 +92,28 @@ pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
 /// # let _ = demo;
 /// ```
 pub struct EtcdSource<V> {
-    client: Client,
+    members: Arc<Members>,
     prefix: String,
     range_start: Vec<u8>,
     range_end: Vec<u8>,
     decode: Arc<DecodeFn<V>>,
     page_size: u32,
     request_timeout: Duration,
+    watch_deadline: Duration,
     progress: ProgressSlot,
 }
 
 impl<V> Clone for EtcdSource<V> {
     fn clone(&self) -> Self {
         EtcdSource {
-            client: self.client.clone(),
+            members: Arc::clone(&self.members),
             prefix: self.prefix.clone(),
             range_start: self.range_start.clone(),
             range_end: self.range_end.clone(),
             decode: Arc::clone(&self.decode),
             page_size: self.page_size,
             request_timeout: self.request_timeout,
+            watch_deadline: self.watch_deadline,
             progress: Arc::clone(&self.progress),
         }
     }
@@ -107,166 +122,12 @@ impl<V> Clone for EtcdSource<V> {
 impl<V> fmt::Debug for EtcdSource<V> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("EtcdSource")
+            .field("members", &self.members)
             .field("prefix", &self.prefix)
             .field("page_size", &self.page_size)
             .field("request_timeout", &self.request_timeout)
+            .field("watch_deadline", &self.watch_deadline)
             .finish_non_exhaustive()
-    }
-}
-
-/// Configures an [`EtcdSource`]; made by [`EtcdSource::builder`].
-///
-/// # Examples
-///
-/// ```no_run
-/// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
-/// use std::time::Duration;
-/// use larder::reflector::EtcdSource;
-///
-/// let client = etcd_client::Client::connect(["http://127.0.0.1:2379"], None).await?;
-/// let source = EtcdSource::builder(client, "/config/", |bytes: &[u8]| {
-///     std::str::from_utf8(bytes).map_err(|e| e.to_string())?.parse::<u64>().map_err(|e| e.to_string())
-/// })
-/// .page_size(200)
-/// .request_timeout(Duration::from_secs(5))
-/// .build()?;
-/// # drop(source); Ok(()) }
-/// # let _ = demo;
-/// ```
-pub struct EtcdSourceBuilder<V> {
-    client: Client,
-    prefix: String,
-    decode: Arc<DecodeFn<V>>,
-    page_size: u32,
-    request_timeout: Duration,
-}
-
-impl<V> fmt::Debug for EtcdSourceBuilder<V> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("EtcdSourceBuilder")
-            .field("prefix", &self.prefix)
-            .field("page_size", &self.page_size)
-            .field("request_timeout", &self.request_timeout)
-            .finish_non_exhaustive()
-    }
-}
-
-/// Why [`EtcdSourceBuilder::build`] refused its configuration.
-///
-/// # Examples
-///
-/// ```no_run
-/// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
-/// use larder::reflector::{EtcdSourceBuildError, EtcdSource};
-///
-/// let client = etcd_client::Client::connect(["http://127.0.0.1:2379"], None).await?;
-/// let err = EtcdSource::builder(client, "/pods/", |b: &[u8]| Ok::<_, String>(b.to_vec()))
-///     .page_size(0)
-///     .build()
-///     .unwrap_err();
-/// assert_eq!(err, EtcdSourceBuildError::ZeroPageSize);
-/// # Ok(()) }
-/// # let _ = demo;
-/// ```
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum EtcdSourceBuildError {
-    /// `page_size(0)`: a list must read at least one key per request.
-    ZeroPageSize,
-    /// `request_timeout(Duration::ZERO)`: every request would time out.
-    ZeroRequestTimeout,
-}
-
-impl fmt::Display for EtcdSourceBuildError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            EtcdSourceBuildError::ZeroPageSize => {
-                f.write_str("the list page size must be at least 1")
-            }
-            EtcdSourceBuildError::ZeroRequestTimeout => {
-                f.write_str("the request timeout must be longer than zero")
-            }
-        }
-    }
-}
-
-impl StdError for EtcdSourceBuildError {}
-
-impl<V: 'static> EtcdSource<V> {
-    /// Starts configuring a source that mirrors every key starting with
-    /// `prefix` (an empty prefix mirrors the whole keyspace), decoding each
-    /// value with `decode`. A value `decode` rejects is reported with its
-    /// key (in [`Listed::invalid`] or as [`WatchEvent::Invalid`](crate::reflector::WatchEvent::Invalid)), never
-    /// dropped silently.
-    ///
-    /// `decode` runs on the task polling the list or the watch, outside
-    /// every lock.
-    ///
-    /// # Examples
-    ///
-    /// See [`EtcdSource`].
-    pub fn builder<F, E>(
-        client: Client,
-        prefix: impl Into<String>,
-        decode: F,
-    ) -> EtcdSourceBuilder<V>
-    where
-        F: Fn(&[u8]) -> Result<V, E> + Send + Sync + 'static,
-        E: fmt::Display,
-    {
-        EtcdSourceBuilder {
-            client,
-            prefix: prefix.into(),
-            decode: Arc::new(move |bytes: &[u8]| decode(bytes).map_err(|e| e.to_string())),
-            page_size: DEFAULT_PAGE_SIZE,
-            request_timeout: DEFAULT_REQUEST_TIMEOUT,
-        }
-    }
-}
-
-impl<V> EtcdSourceBuilder<V> {
-    /// How many keys one list request reads (default
-    /// [`DEFAULT_PAGE_SIZE`]). Every page after the first is read at the
-    /// first page's revision, so the list is one consistent snapshot
-    /// however many pages it takes.
-    pub fn page_size(mut self, keys: u32) -> Self {
-        self.page_size = keys;
-        self
-    }
-
-    /// The limit on one list page, a watch's creation and a revision read
-    /// (default [`DEFAULT_REQUEST_TIMEOUT`]); past it the request fails
-    /// with [`SourceError::Connection`]. An open watch stream has no limit:
-    /// etcd closing the connection (or the client's keep-alive, see
-    /// `etcd_client::ConnectOptions::with_keep_alive`) ends it.
-    pub fn request_timeout(mut self, timeout: Duration) -> Self {
-        self.request_timeout = timeout;
-        self
-    }
-
-    /// Builds the source.
-    ///
-    /// # Errors
-    ///
-    /// [`EtcdSourceBuildError`] for a zero page size or a zero timeout.
-    pub fn build(self) -> Result<EtcdSource<V>, EtcdSourceBuildError> {
-        if self.page_size == 0 {
-            return Err(EtcdSourceBuildError::ZeroPageSize);
-        }
-        if self.request_timeout.is_zero() {
-            return Err(EtcdSourceBuildError::ZeroRequestTimeout);
-        }
-        let (range_start, range_end) = prefix_range(self.prefix.as_bytes());
-        Ok(EtcdSource {
-            client: self.client,
-            prefix: self.prefix,
-            range_start,
-            range_end,
-            decode: self.decode,
-            page_size: self.page_size,
-            request_timeout: self.request_timeout,
-            progress: Arc::new(tokio::sync::Mutex::new(None)),
-        })
     }
 }
 
@@ -306,35 +167,70 @@ impl<V> EtcdSource<V> {
         &self.prefix
     }
 
-    /// The etcd client this source reads through (a clone shares its
-    /// connection), for writes and other requests.
+    /// The etcd client of the member this source asks first (a clone
+    /// shares its connection), for writes and other requests.
     pub fn client(&self) -> &Client {
-        &self.client
+        self.members.client(self.members.preferred())
     }
 
     /// Runs `request` under the request timeout, mapping a timeout and every
-    /// etcd error but compaction to [`SourceError::Connection`].
+    /// etcd error but compaction to [`SourceError::Connection`] naming
+    /// `member`.
     async fn timed<T>(
         &self,
         what: &'static str,
+        member: usize,
         request: impl Future<Output = Result<T, etcd_client::Error>>,
         compacted_at: Revision,
     ) -> Result<T, SourceError> {
+        let failed = |detail: String| {
+            SourceError::connection(EtcdRequestError {
+                what,
+                member: self.members.name(member).to_owned(),
+                detail,
+            })
+        };
         match tokio::time::timeout(self.request_timeout, request).await {
             Ok(Ok(value)) => Ok(value),
             Ok(Err(error)) if is_compacted(&error) => Err(SourceError::TooOld {
                 requested: compacted_at,
                 compacted: None,
             }),
-            Ok(Err(error)) => Err(SourceError::connection(EtcdRequestError {
-                what,
-                detail: error.to_string(),
-            })),
-            Err(_) => Err(SourceError::connection(EtcdRequestError {
-                what,
-                detail: format!("no answer within {:?}", self.request_timeout),
-            })),
+            Ok(Err(error)) => Err(failed(error.to_string())),
+            Err(_) => Err(failed(format!(
+                "no answer within {:?}",
+                self.request_timeout
+            ))),
         }
+    }
+
+    /// Runs `call` on the preferred member, then on each next member while
+    /// they fail (not for a compacted revision: every member would say
+    /// so). Returns the first answer, or the last member's error.
+    async fn on_any_member<T, F, Fut>(
+        &self,
+        what: &'static str,
+        compacted_at: Revision,
+        mut call: F,
+    ) -> Result<T, SourceError>
+    where
+        F: FnMut(Client) -> Fut,
+        Fut: Future<Output = Result<T, etcd_client::Error>>,
+    {
+        let first = self.members.preferred();
+        let mut last = None;
+        for attempt in 0..self.members.len() {
+            let member = (first + attempt) % self.members.len();
+            let client = self.members.client(member).clone();
+            match self.timed(what, member, call(client), compacted_at).await {
+                Err(error) if !error.needs_relist() => {
+                    self.members.failed(member);
+                    last = Some(error);
+                }
+                done => return done,
+            }
+        }
+        Err(last.expect("a source has at least one member"))
     }
 
     /// etcd's current revision, read with one linearizable (quorum) request:
@@ -344,8 +240,8 @@ impl<V> EtcdSource<V> {
     ///
     /// # Errors
     ///
-    /// [`SourceError::Connection`] when etcd cannot be reached or does not
-    /// answer within the request timeout.
+    /// [`SourceError::Connection`] when no member answers within the
+    /// request timeout (each member is tried once).
     ///
     /// # Examples
     ///
@@ -357,16 +253,14 @@ impl<V> EtcdSource<V> {
     /// # let _ = demo;
     /// ```
     pub async fn current_revision(&self) -> Result<Revision, SourceError> {
-        let mut kv = self.client.kv_client();
         // One key, no value, at most one result: the cheapest linearizable
         // read there is; its header carries the store's revision.
         let options = GetOptions::new().with_keys_only().with_limit(1);
         let response = self
-            .timed(
-                "read the current revision",
-                kv.get(self.range_start.clone(), Some(options)),
-                0,
-            )
+            .on_any_member("read the current revision", 0, |client| {
+                let (key, options) = (self.range_start.clone(), options.clone());
+                async move { client.kv_client().get(key, Some(options)).await }
+            })
             .await?;
         header_revision(response.header())
     }
@@ -378,8 +272,9 @@ impl<V> EtcdSource<V> {
     ///
     /// etcd before 3.4.25 and 3.5.8 may send that notification ahead of
     /// events still in flight; the watch stream detects the reversal and
-    /// ends with [`SourceError::TooOld`] (the reflector relists), but a read
-    /// that trusted the bookmark in between could have been stale.
+    /// ends with [`SourceError::ProgressAheadOfEvent`] (the reflector
+    /// relists), but a read that trusted the bookmark in between could
+    /// have been stale.
     ///
     /// # Errors
     ///
@@ -396,26 +291,24 @@ impl<V> EtcdSource<V> {
     /// # let _ = demo;
     /// ```
     pub async fn request_progress(&self) -> Result<(), SourceError> {
-        let mut slot = self.progress.lock().await;
-        let Some(sender) = slot.as_mut() else {
-            return Err(SourceError::connection(EtcdRequestError {
+        let failed = |detail: String| {
+            SourceError::connection(EtcdRequestError {
                 what: "request a progress notification",
-                detail: "no watch is open".to_owned(),
-            }));
+                member: "etcd".to_owned(),
+                detail,
+            })
         };
+        let Some(requests) = self.progress.lock().await.clone() else {
+            return Err(failed("no watch is open".to_owned()));
+        };
+        let mut sender = requests.lock().await;
         match tokio::time::timeout(self.request_timeout, sender.request_progress()).await {
             Ok(Ok(())) => Ok(()),
-            Ok(Err(error)) => {
-                *slot = None;
-                Err(SourceError::connection(EtcdRequestError {
-                    what: "request a progress notification",
-                    detail: error.to_string(),
-                }))
-            }
-            Err(_) => Err(SourceError::connection(EtcdRequestError {
-                what: "request a progress notification",
-                detail: format!("no answer within {:?}", self.request_timeout),
-            })),
+            Ok(Err(error)) => Err(failed(error.to_string())),
+            Err(_) => Err(failed(format!(
+                "no answer within {:?}",
+                self.request_timeout
+            ))),
         }
     }
 
@@ -462,6 +355,7 @@ fn header_revision(header: Option<&etcd_client::ResponseHeader>) -> Result<Revis
         Some(header) if header.revision() >= 0 => Ok(header.revision() as Revision),
         _ => Err(SourceError::connection(EtcdRequestError {
             what: "read a response header",
+            member: "etcd".to_owned(),
             detail: "etcd sent no revision".to_owned(),
         })),
     }
@@ -472,17 +366,20 @@ fn wire(revision: Revision) -> i64 {
     i64::try_from(revision).unwrap_or(i64::MAX)
 }
 
-/// A failed etcd request: what the source was doing and what etcd (or the
-/// timeout) said. Carried inside [`SourceError::Connection`].
+/// A failed etcd request: what the source was doing, the member it asked
+/// and what etcd (or the timeout) said. Carried inside
+/// [`SourceError::Connection`].
 #[derive(Debug)]
 struct EtcdRequestError {
     what: &'static str,
+    /// The member's endpoint, or "etcd" when the source cannot name it.
+    member: String,
     detail: String,
 }
 
 impl fmt::Display for EtcdRequestError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "etcd: cannot {}: {}", self.what, self.detail)
+        write!(f, "{}: cannot {}: {}", self.member, self.what, self.detail)
     }
 }
 
@@ -499,7 +396,6 @@ impl<V: Send + Sync + 'static> Source for EtcdSource<V> {
     /// revision before the last page, the list fails with
     /// [`SourceError::TooOld`] and should be retried.
     async fn list(&self) -> Result<Listed<String, V>, SourceError> {
-        let mut kv = self.client.kv_client();
         let mut items = Vec::new();
         let mut invalid = Vec::new();
         let mut start = self.range_start.clone();
@@ -512,11 +408,10 @@ impl<V: Send + Sync + 'static> Source for EtcdSource<V> {
                 options = options.with_revision(wire(revision));
             }
             let response = self
-                .timed(
-                    "list the prefix",
-                    kv.get(start.clone(), Some(options)),
-                    revision.unwrap_or(0),
-                )
+                .on_any_member("list the prefix", revision.unwrap_or(0), |client| {
+                    let (key, options) = (start.clone(), options.clone());
+                    async move { client.kv_client().get(key, Some(options)).await }
+                })
                 .await?;
             let pinned = match revision {
                 Some(revision) => revision,
@@ -557,7 +452,26 @@ impl<V: Send + Sync + 'static> Source for EtcdSource<V> {
     /// [`SourceError::TooOld`] as its first item (etcd creates the watch,
     /// then cancels it with its compaction revision).
     async fn watch(&self, from: Revision) -> Result<EtcdWatch<V>, SourceError> {
-        let mut client = self.client.watch_client();
+        let first = self.members.preferred();
+        let mut last = None;
+        for attempt in 0..self.members.len() {
+            let member = (first + attempt) % self.members.len();
+            match self.watch_on(member, from).await {
+                Err(error) if !error.needs_relist() => {
+                    self.members.failed(member);
+                    last = Some(error);
+                }
+                done => return done,
+            }
+        }
+        Err(last.expect("a source has at least one member"))
+    }
+}
+
+impl<V: Send + Sync + 'static> EtcdSource<V> {
+    /// Opens the watch of [`Source::watch`] on one member.
+    async fn watch_on(&self, member: usize, from: Revision) -> Result<EtcdWatch<V>, SourceError> {
+        let mut client = self.members.client(member).watch_client();
         let options = WatchOptions::new()
             .with_range(self.range_end.clone())
             .with_start_revision(wire(from.saturating_add(1)))
@@ -565,12 +479,24 @@ impl<V: Send + Sync + 'static> Source for EtcdSource<V> {
         let stream = self
             .timed(
                 "open a watch",
+                member,
                 client.watch(self.range_start.clone(), Some(options)),
                 from,
             )
             .await?;
         let (sender, responses) = stream.split();
-        let mut watch = EtcdWatch::new(responses, Arc::clone(&self.decode), from);
+        let requests: Requests = Arc::new(tokio::sync::Mutex::new(sender));
+        let mut watch = EtcdWatch::new(
+            responses,
+            Arc::clone(&self.decode),
+            from,
+            watch::Liveness::new(
+                self.watch_deadline,
+                Arc::clone(&requests),
+                Arc::clone(&self.members),
+                member,
+            ),
+        );
         // The first answer says whether etcd created the watch or refused
         // its revision as compacted.
         match tokio::time::timeout(self.request_timeout, watch.await_created()).await {
@@ -579,11 +505,12 @@ impl<V: Send + Sync + 'static> Source for EtcdSource<V> {
             Err(_) => {
                 return Err(SourceError::connection(EtcdRequestError {
                     what: "open a watch",
+                    member: self.members.name(member).to_owned(),
                     detail: format!("not created within {:?}", self.request_timeout),
                 }));
             }
         }
-        *self.progress.lock().await = Some(sender);
+        *self.progress.lock().await = Some(requests);
         Ok(watch)
     }
 }

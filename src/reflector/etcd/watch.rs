@@ -1,28 +1,141 @@
 //! The watch stream of an [`EtcdSource`](super::EtcdSource): etcd's watch
 //! responses turned into [`WatchEvent`]s, one event at a time.
+//!
+//! # Liveness
+//!
+//! A member that stops answering (a hung process, a stalled disk, a network
+//! that drops packets) leaves its watch stream open and silent: the stream
+//! alone cannot tell a quiet prefix from a dead member. So the watch keeps
+//! a deadline: whenever it has heard nothing (no event, no progress
+//! notification) for a third of the deadline it asks its member for a
+//! progress notification (etcd answers at once, whatever its
+//! `--experimental-watch-progress-notify-interval`), and again every third;
+//! a watch that has heard nothing for the whole deadline ends with
+//! [`SourceError::Connection`] and marks its member failed, so the next
+//! watch goes to another member. The check runs only while the stream is
+//! polled and has nothing to deliver: a slow reader never trips it.
 
 use std::collections::VecDeque;
 use std::fmt;
+use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
+use std::time::Duration;
 
 use etcd_client::{EventType, WatchResponse, WatchResponseStream};
 use futures_core::Stream;
+use tokio::time::{Instant, Sleep};
 
-use super::{DecodeFn, EtcdRequestError, decode_pair};
+use super::members::Members;
+use super::{DecodeFn, EtcdRequestError, Requests, decode_pair};
 use crate::reflector::source::{Revision, SourceError, WatchEvent};
+
+/// A progress request on its way to the member.
+type Asking = Pin<Box<dyn Future<Output = ()> + Send>>;
+
+/// A watch's deadline: when it last heard from its member, its timer, and
+/// the member to mark failed when the deadline passes.
+pub(super) struct Liveness {
+    deadline: Duration,
+    /// A third of the deadline: how long the watch stays quiet before it
+    /// asks for progress, and how often it asks again.
+    every: Duration,
+    heard: Instant,
+    timer: Pin<Box<Sleep>>,
+    requests: Requests,
+    asking: Option<Asking>,
+    members: Arc<Members>,
+    member: usize,
+}
+
+impl Liveness {
+    pub(super) fn new(
+        deadline: Duration,
+        requests: Requests,
+        members: Arc<Members>,
+        member: usize,
+    ) -> Self {
+        let every = deadline / 3;
+        let heard = Instant::now();
+        Liveness {
+            deadline,
+            every,
+            heard,
+            timer: Box::pin(tokio::time::sleep_until(heard + every)),
+            requests,
+            asking: None,
+            members,
+            member,
+        }
+    }
+
+    /// The member answered: the deadline starts again (the timer is moved
+    /// only when it fires: most responses cost one clock read).
+    fn heard(&mut self) {
+        self.heard = Instant::now();
+    }
+
+    /// Drives the progress request and the timer. `Ready` once the deadline
+    /// has passed without a word from the member (which is then marked
+    /// failed).
+    fn poll_expired(&mut self, cx: &mut Context<'_>) -> Poll<SourceError> {
+        if let Some(asking) = self.asking.as_mut() {
+            if asking.as_mut().poll(cx).is_ready() {
+                self.asking = None;
+            }
+        }
+        while self.timer.as_mut().poll(cx).is_ready() {
+            let now = Instant::now();
+            let quiet = now.saturating_duration_since(self.heard);
+            if quiet >= self.deadline {
+                self.members.failed(self.member);
+                return Poll::Ready(SourceError::connection(EtcdRequestError {
+                    what: "keep watching",
+                    member: self.members.name(self.member).to_owned(),
+                    detail: format!(
+                        "no event and no progress notification within {:?}: the member is \
+                         presumed hung",
+                        self.deadline
+                    ),
+                }));
+            }
+            let next = if quiet < self.every {
+                self.heard + self.every
+            } else {
+                if self.asking.is_none() {
+                    let requests = Arc::clone(&self.requests);
+                    let mut asking: Asking = Box::pin(async move {
+                        // A failed request shows as silence: the deadline
+                        // decides.
+                        let _ = requests.lock().await.request_progress().await;
+                    });
+                    if asking.as_mut().poll(cx).is_pending() {
+                        self.asking = Some(asking);
+                    }
+                }
+                (now + self.every).min(self.heard + self.deadline)
+            };
+            self.timer.as_mut().reset(next);
+        }
+        Poll::Pending
+    }
+}
 
 /// The changes under an [`EtcdSource`](super::EtcdSource)'s prefix, from the
 /// revision its watch started at: puts, deletes, undecodable values (with
 /// their keys) and progress notifications as bookmarks, in revision order.
 ///
 /// The stream ends with one `Err`: [`SourceError::TooOld`] when etcd
-/// compacted the revisions it still had to deliver, or when etcd sent a
-/// progress notification ahead of an event (older etcd releases can; see
+/// compacted the revisions it still had to deliver,
+/// [`SourceError::ProgressAheadOfEvent`] when etcd sent a progress
+/// notification ahead of an event (older etcd releases can; see
 /// [`EtcdSource::request_progress`](super::EtcdSource::request_progress)),
-/// and [`SourceError::Connection`] when the stream broke or etcd cancelled
-/// the watch for another reason. It is `Unpin` and `Send`.
+/// and [`SourceError::Connection`] when the stream broke, etcd cancelled
+/// the watch for another reason, or the member stayed silent past the
+/// watch deadline (see
+/// [`EtcdSourceBuilder::watch_deadline`](super::EtcdSourceBuilder::watch_deadline)).
+/// It is `Unpin` and `Send`.
 ///
 /// # Examples
 ///
@@ -58,6 +171,7 @@ pub struct EtcdWatch<V> {
     bookmarked: Revision,
     /// The stream has queued its final `Err`.
     ended: bool,
+    liveness: Liveness,
 }
 
 // Nothing in the stream is ever pinned in place (objects sit in a queue and
@@ -80,6 +194,7 @@ impl<V> EtcdWatch<V> {
         responses: WatchResponseStream,
         decode: Arc<DecodeFn<V>>,
         from: Revision,
+        liveness: Liveness,
     ) -> Self {
         EtcdWatch {
             responses,
@@ -88,6 +203,7 @@ impl<V> EtcdWatch<V> {
             delivered: from,
             bookmarked: 0,
             ended: false,
+            liveness,
         }
     }
 
@@ -97,15 +213,15 @@ impl<V> EtcdWatch<V> {
         loop {
             let response = match self.responses.message().await {
                 Ok(Some(response)) => response,
-                Ok(None) => return Err(closed()),
-                Err(error) => return Err(broken(&error)),
+                Ok(None) => return Err(self.closed()),
+                Err(error) => return Err(self.broken(&error)),
             };
             let created = response.created();
             self.absorb(&response);
             if self.ended {
                 return match self.pending.pop_back() {
                     Some(Err(error)) => Err(error),
-                    _ => Err(closed()),
+                    _ => Err(self.closed()),
                 };
             }
             if created || !self.pending.is_empty() {
@@ -125,6 +241,7 @@ impl<V> EtcdWatch<V> {
             } else {
                 SourceError::connection(EtcdRequestError {
                     what: "keep watching",
+                    member: self.member_name(),
                     detail: format!("etcd cancelled the watch: {}", response.cancel_reason()),
                 })
             };
@@ -160,9 +277,9 @@ impl<V> EtcdWatch<V> {
                 // etcd promised (by a progress notification) that nothing
                 // at or below `bookmarked` was left to send: a reader that
                 // trusted it has skipped this event. Relisting repairs it.
-                self.end(SourceError::TooOld {
-                    requested: revision,
-                    compacted: None,
+                self.end(SourceError::ProgressAheadOfEvent {
+                    bookmarked: self.bookmarked,
+                    event: revision,
                 });
                 return;
             }
@@ -198,20 +315,30 @@ impl<V> EtcdWatch<V> {
         self.pending.push_back(Err(error));
         self.ended = true;
     }
-}
 
-fn closed() -> SourceError {
-    SourceError::connection(EtcdRequestError {
-        what: "keep watching",
-        detail: "etcd closed the watch stream".to_owned(),
-    })
-}
+    fn member_name(&self) -> String {
+        self.liveness.members.name(self.liveness.member).to_owned()
+    }
 
-fn broken(error: &etcd_client::Error) -> SourceError {
-    SourceError::connection(EtcdRequestError {
-        what: "keep watching",
-        detail: error.to_string(),
-    })
+    /// The member closed the stream: it is marked failed.
+    fn closed(&self) -> SourceError {
+        self.liveness.members.failed(self.liveness.member);
+        SourceError::connection(EtcdRequestError {
+            what: "keep watching",
+            member: self.member_name(),
+            detail: "etcd closed the watch stream".to_owned(),
+        })
+    }
+
+    /// The stream broke: its member is marked failed.
+    fn broken(&self, error: &etcd_client::Error) -> SourceError {
+        self.liveness.members.failed(self.liveness.member);
+        SourceError::connection(EtcdRequestError {
+            what: "keep watching",
+            member: self.member_name(),
+            detail: error.to_string(),
+        })
+    }
 }
 
 impl<V> Stream for EtcdWatch<V> {
@@ -227,10 +354,22 @@ impl<V> Stream for EtcdWatch<V> {
                 return Poll::Ready(None);
             }
             match Pin::new(&mut this.responses).poll_next(cx) {
-                Poll::Ready(Some(Ok(response))) => this.absorb(&response),
-                Poll::Ready(Some(Err(error))) => this.end(broken(&error)),
-                Poll::Ready(None) => this.end(closed()),
-                Poll::Pending => return Poll::Pending,
+                Poll::Ready(Some(Ok(response))) => {
+                    this.liveness.heard();
+                    this.absorb(&response);
+                }
+                Poll::Ready(Some(Err(error))) => {
+                    let error = this.broken(&error);
+                    this.end(error);
+                }
+                Poll::Ready(None) => {
+                    let error = this.closed();
+                    this.end(error);
+                }
+                Poll::Pending => match this.liveness.poll_expired(cx) {
+                    Poll::Ready(error) => this.end(error),
+                    Poll::Pending => return Poll::Pending,
+                },
             }
         }
     }

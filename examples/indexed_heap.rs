@@ -1,0 +1,128 @@
+//! Memory per entry of an `IndexedStore` of `u64 -> u64` (1M entries for
+//! the figures in `docs/indexed.md`, 100K by default), with no index and
+//! with one and two indexes, beside `HashMap` and `DashMap`.
+//!
+//! ```text
+//! cargo run --release --example indexed_heap -- 1000000
+//! ```
+//!
+//! Each row is measured in a fresh child process (this program run with
+//! the row's name) as the growth of the resident set (`/proc/self/statm`)
+//! from just before the map is built to just after `N` scattered keys were
+//! inserted one by one, divided by `N`: what the map costs the process,
+//! allocator overhead included (a counting allocator needs `unsafe`, which
+//! the crate forbids). The store holds each object as an `Arc<u64>`, whose
+//! allocation is counted: the last row is that allocation alone (glibc
+//! hands out 32 bytes for the 24 requested). Linux only.
+
+use std::process::Command;
+
+const ROWS: &[&str] = &[
+    "HashMap<u64, u64>",
+    "DashMap<u64, u64>",
+    "IndexedStore, no index",
+    "IndexedStore, 1 index (100 values)",
+    "IndexedStore, 2 indexes (100 and 10K values)",
+    "Arc<u64> alone",
+];
+
+fn resident() -> Option<usize> {
+    let statm = std::fs::read_to_string("/proc/self/statm").ok()?;
+    let pages: usize = statm.split_whitespace().nth(1)?.parse().ok()?;
+    Some(pages * 4096)
+}
+
+/// Keys in a scattered order (a bijection of `0..2^64`).
+fn key(i: u64) -> u64 {
+    i.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ 0x5555
+}
+
+fn store(indexes: usize) -> larder::IndexedStore<u64, u64> {
+    let mut builder = larder::IndexedStore::builder();
+    if indexes >= 1 {
+        builder = builder.index("mod100", |v: &u64| [(v % 100).to_string()]);
+    }
+    if indexes >= 2 {
+        builder = builder.index("mod10k", |v: &u64| [(v % 10_000).to_string()]);
+    }
+    builder.build().expect("distinct index names")
+}
+
+fn fill(name: &str, n: u64) -> Box<dyn std::any::Any> {
+    match name {
+        "HashMap<u64, u64>" => {
+            let mut map = std::collections::HashMap::with_hasher(ahash::RandomState::new());
+            for i in 0..n {
+                map.insert(key(i), i);
+            }
+            Box::new(map)
+        }
+        "DashMap<u64, u64>" => {
+            let map = dashmap::DashMap::with_hasher(ahash::RandomState::new());
+            for i in 0..n {
+                map.insert(key(i), i);
+            }
+            Box::new(map)
+        }
+        "Arc<u64> alone" => {
+            // What the store's `Arc` per object costs the process, with the
+            // 8-byte pointer to it.
+            let values: Vec<std::sync::Arc<u64>> = (0..n).map(std::sync::Arc::new).collect();
+            Box::new(values)
+        }
+        other => {
+            let indexes = if other.contains("2 indexes") {
+                2
+            } else if other.contains("1 index") {
+                1
+            } else {
+                0
+            };
+            let store = store(indexes);
+            for i in 0..n {
+                store.insert(key(i), i).expect("infallible index functions");
+            }
+            assert_eq!(store.len() as u64, n);
+            Box::new(store)
+        }
+    }
+}
+
+fn main() {
+    let mut args = std::env::args().skip(1);
+    let first = args.next();
+    if let (Some("--child"), Some(name), Some(n)) = (first.as_deref(), args.next(), args.next()) {
+        let _ = ahash::RandomState::new().hash_one(1_u64);
+        let before = resident().expect("/proc/self/statm");
+        let map = fill(&name, n.parse().expect("count"));
+        let after = resident().expect("/proc/self/statm");
+        println!("{}", after.saturating_sub(before));
+        drop(map);
+        return;
+    }
+    if resident().is_none() {
+        println!("indexed_heap: needs Linux's /proc/self/statm; nothing measured");
+        return;
+    }
+    let n: usize = first
+        .filter(|a| a != "--bench")
+        .map(|a| a.parse().expect("usage: indexed_heap [ENTRIES]"))
+        .unwrap_or(100_000);
+    let exe = std::env::current_exe().expect("own path");
+    println!("resident memory per entry, {n} u64 -> u64 entries");
+    println!();
+    println!("| map | bytes per entry |");
+    println!("|---|---:|");
+    for name in ROWS {
+        let output = Command::new(&exe)
+            .args(["--child", name, &n.to_string()])
+            .output()
+            .expect("run the child");
+        assert!(output.status.success(), "{name}: child failed: {output:?}");
+        let bytes: usize = String::from_utf8_lossy(&output.stdout)
+            .trim()
+            .parse()
+            .expect("bytes");
+        println!("| {name} | {:.1} |", bytes as f64 / n as f64);
+    }
+}

@@ -1,0 +1,152 @@
+//! The key-sharded state of an [`IndexedStore`](super::IndexedStore): one
+//! reader-writer lock per shard, each over a [`Core`] holding the objects
+//! whose keys hash to it and its part of every index.
+//!
+//! # Lock protocol
+//!
+//! - A point operation (`get`, `insert`, `remove`) locks the one shard its
+//!   key hashes to.
+//! - A whole-store read (`len`, `keys`, `values`, `by_index`, the visits,
+//!   ...) read-locks every shard, in index order, and holds them all until
+//!   it has read every shard: the result is one consistent cut, taken at
+//!   the instant the last shard was locked.
+//! - A write to several shards (`transaction`) write-locks the shards it
+//!   touches in index order; one to all of them (`replace`, `clear`,
+//!   `add_index`) write-locks every shard in index order.
+//!
+//! Every multi-shard acquisition goes in ascending index order, so no two
+//! of them wait on each other in a cycle.
+
+use super::core::Core;
+use crate::sync::{CachePadded, RwLock, RwLockReadGuard, RwLockWriteGuard};
+
+/// The most shards a store has: the shard is taken from seven bits of the
+/// key's hash (bits 50 to 56), which the tables' own probing does not use.
+pub(crate) const MAX_SHARDS: usize = 128;
+
+/// The shard count a store gets unless its builder says otherwise: two
+/// per core, a power of two, at most [`MAX_SHARDS`]. Enough that writers
+/// on different cores rarely meet on one shard; few, because a whole-store
+/// read locks every shard.
+pub(crate) fn default_count() -> usize {
+    #[cfg(loom)]
+    {
+        2
+    }
+    #[cfg(not(loom))]
+    {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        (cores * 2).next_power_of_two().min(MAX_SHARDS)
+    }
+}
+
+/// One shard: its lock, cache-padded so that shards do not share a line.
+type Shard<K, V> = CachePadded<RwLock<Core<K, V>>>;
+
+/// The shards, in index order.
+pub(crate) struct Shards<K, V> {
+    locks: Box<[Shard<K, V>]>,
+    /// `count - 1`; the count is a power of two.
+    mask: usize,
+}
+
+impl<K, V> Shards<K, V> {
+    /// Shards over `cores`, whose count is a power of two no larger than
+    /// [`MAX_SHARDS`], and which each hold only keys [`of`](Self::of)
+    /// their position.
+    pub(crate) fn new(cores: Vec<Core<K, V>>) -> Self {
+        let count = cores.len();
+        assert!(
+            count.is_power_of_two() && count <= MAX_SHARDS,
+            "larder: a shard count must be a power of two up to {MAX_SHARDS}"
+        );
+        Self {
+            locks: cores
+                .into_iter()
+                .map(|core| CachePadded::new(RwLock::new(core)))
+                .collect(),
+            mask: count - 1,
+        }
+    }
+
+    /// How many shards there are.
+    #[inline]
+    pub(crate) fn count(&self) -> usize {
+        self.locks.len()
+    }
+
+    /// The shard of a key whose hash is `hash`.
+    #[inline]
+    pub(crate) fn of(&self, hash: u64) -> usize {
+        shard_of(hash, self.mask)
+    }
+
+    /// Read-locks shard `shard`.
+    #[inline]
+    pub(crate) fn read(&self, shard: usize) -> RwLockReadGuard<'_, Core<K, V>> {
+        self.locks[shard].read()
+    }
+
+    /// Write-locks shard `shard`.
+    #[inline]
+    pub(crate) fn write(&self, shard: usize) -> RwLockWriteGuard<'_, Core<K, V>> {
+        self.locks[shard].write()
+    }
+
+    /// Read-locks every shard, in order, and holds them all: one
+    /// consistent cut.
+    pub(crate) fn read_all(&self) -> Cut<'_, K, V> {
+        Cut(self.locks.iter().map(|lock| lock.read()).collect())
+    }
+
+    /// Write-locks every shard, in order.
+    pub(crate) fn write_all(&self) -> Vec<RwLockWriteGuard<'_, Core<K, V>>> {
+        self.locks.iter().map(|lock| lock.write()).collect()
+    }
+
+    /// Write-locks the shards of `mask` (bit `i`: shard `i`), in order.
+    pub(crate) fn write_some(
+        &self,
+        mask: &ShardSet,
+    ) -> Vec<(usize, RwLockWriteGuard<'_, Core<K, V>>)> {
+        mask.iter()
+            .map(|shard| (shard, self.locks[shard].write()))
+            .collect()
+    }
+}
+
+/// Every shard read-locked, in order (one read guard per shard).
+pub(crate) struct Cut<'a, K, V>(Vec<RwLockReadGuard<'a, Core<K, V>>>);
+
+impl<K, V> Cut<'_, K, V> {
+    /// Every shard's core, in shard order.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = &Core<K, V>> {
+        self.0.iter().map(|guard| &**guard)
+    }
+
+    /// Shard 0's core (every store has one).
+    pub(crate) fn first(&self) -> &Core<K, V> {
+        &self.0[0]
+    }
+}
+
+/// The shard of a key whose hash is `hash`, among `mask + 1` shards.
+#[inline]
+pub(crate) fn shard_of(hash: u64, mask: usize) -> usize {
+    (hash >> 50) as usize & mask
+}
+
+/// A set of shard positions (at most [`MAX_SHARDS`]).
+#[derive(Default, Clone, Copy)]
+pub(crate) struct ShardSet([u64; MAX_SHARDS / 64]);
+
+impl ShardSet {
+    pub(crate) fn insert(&mut self, shard: usize) {
+        self.0[shard / 64] |= 1 << (shard % 64);
+    }
+
+    /// The members, in ascending order.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = usize> + '_ {
+        (0..MAX_SHARDS).filter(|&shard| self.0[shard / 64] & (1 << (shard % 64)) != 0)
+    }
+}

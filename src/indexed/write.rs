@@ -1,0 +1,489 @@
+//! The writes of [`IndexedStore`]: `insert`, `remove`, `replace`,
+//! `clear`, `transaction`.
+//!
+//! # Write protocol
+//!
+//! 1. Hash the key (`K`'s `Hash`, once, no lock held): the hash picks the
+//!    key's shard. Read-lock that shard briefly to take the current
+//!    `Arc<Schema>` (the list of indexes; every shard holds the same one),
+//!    unless the store has never had an index: then the values are empty
+//!    and step 3 checks that the schema still has none.
+//! 2. With no lock held: call every index function on the new object (user
+//!    code: it may be slow, fail or panic).
+//! 3. Write-lock the shard. If the schema is still the one the values were
+//!    computed for (pointer comparison), apply the write to the shard's
+//!    core, which runs no user code except `K`'s `Eq` in the probe that
+//!    finds the key, before its first change (growth and rehashing use the
+//!    stored hashes), and record the write's revision, if it has one;
+//!    otherwise an index was added meanwhile: unlock, recompute for the new
+//!    schema, and retry.
+//! 4. Unlock, then drop what the write replaced (user `Drop` code).
+//!
+//! Writes that span shards lock them in ascending order (`shards.rs`).
+
+use std::borrow::Borrow;
+use std::hash::{BuildHasher, Hash};
+
+#[cfg(loom)]
+use super::Fault;
+use super::core::{Core, Inserted};
+use super::error::IndexError;
+use super::index_fn::{AllValues, Schema};
+use super::shards::{self, ShardSet};
+use super::store::IndexedStore;
+use super::transaction::{self, Transaction};
+use crate::sync::{Arc, Ordering};
+
+impl<K, V, S> IndexedStore<K, V, S>
+where
+    K: Hash + Eq + Clone,
+    S: BuildHasher,
+{
+    /// Adds `value` under `key`, or replaces the object there, and updates
+    /// every index, atomically. Returns the object it replaced.
+    ///
+    /// The index functions run first,
+    /// with no lock held; the object and every index then change in one
+    /// critical section.
+    ///
+    /// # Errors
+    ///
+    /// [`IndexError::IndexFunction`] if an index function fails on `value`;
+    /// the store is then unchanged.
+    ///
+    /// Only a fallible index function (registered with
+    /// [`try_index`](crate::IndexedStoreBuilder::try_index) or
+    /// [`add_try_index`](Self::add_try_index)) can fail. The `Result` is
+    /// there even when none is registered, because the store's type does
+    /// not record which kind its indexes are, and an index can be added to
+    /// a live store. A store whose indexes all come from
+    /// [`index`](crate::IndexedStoreBuilder::index) or
+    /// [`add_index`](Self::add_index) never returns `Err` here: write
+    /// `insert(..).expect("infallible index functions")`, as the example
+    /// does with `unwrap`.
+    ///
+    /// # Panics
+    ///
+    /// If an index function or `K`'s `Hash`, `Eq` or `Clone` panics; the
+    /// store is then unchanged. If the `Drop` of the replaced object
+    /// panics, the insert has been applied.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let store = larder::IndexedStore::<&str, u32>::builder()
+    ///     .index("parity", |n: &u32| [if n % 2 == 0 { "even" } else { "odd" }])
+    ///     .build()
+    ///     .unwrap();
+    /// assert_eq!(store.insert("n", 1).unwrap(), None);
+    /// let previous = store.insert("n", 2).unwrap();
+    /// assert_eq!(previous.as_deref(), Some(&1));
+    /// assert!(store.by_index("parity", "odd").unwrap().is_empty());
+    /// ```
+    pub fn insert(&self, key: K, value: V) -> Result<Option<Arc<V>>, IndexError> {
+        self.insert_arc(key, Arc::new(value))
+    }
+
+    /// [`insert`](IndexedStore::insert) of an object that is already in an
+    /// `Arc` (shared with another store, or kept by the caller).
+    ///
+    /// # Errors
+    ///
+    /// [`IndexError::IndexFunction`] if an index function fails on `value`;
+    /// the store is then unchanged.
+    ///
+    /// # Panics
+    ///
+    /// If an index function or `K`'s `Hash`, `Eq` or `Clone` panics; the
+    /// store is then unchanged. If the `Drop` of the replaced object
+    /// panics, the insert has been applied.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    ///
+    /// let store = larder::IndexedStore::<u32, String>::new();
+    /// let shared = Arc::new("object".to_string());
+    /// store.insert_arc(1, Arc::clone(&shared)).unwrap();
+    /// assert!(Arc::ptr_eq(&store.get(&1).unwrap(), &shared));
+    /// ```
+    pub fn insert_arc(&self, key: K, value: Arc<V>) -> Result<Option<Arc<V>>, IndexError> {
+        self.write_insert(key, value, None)
+    }
+
+    /// The one insert: [`insert_arc`](Self::insert_arc), recording
+    /// `revision` (if any) in the same critical section as the change.
+    pub(crate) fn write_insert(
+        &self,
+        key: K,
+        value: Arc<V>,
+        revision: Option<u64>,
+    ) -> Result<Option<Arc<V>>, IndexError> {
+        // User code first, with no lock held: `Hash`, `Clone` (the store
+        // keeps the copy; `key` is dropped after the lock is released), the
+        // index functions.
+        let hash = self.hasher.hash_one(&key);
+        let key_copy = key.clone();
+        let shard = self.shards.of(hash);
+        // `None`: computed for a schema without indexes (no values).
+        let mut schema: Option<Arc<Schema<V>>> = None;
+        let mut values = AllValues::default();
+        if self.indexed.load(Ordering::Relaxed) {
+            let current = Arc::clone(self.shards.read(shard).schema());
+            values = current.compute(&value)?;
+            schema = Some(current);
+        }
+        loop {
+            let mut core = self.shards.write(shard);
+            let fresh = match &schema {
+                Some(schema) => Arc::ptr_eq(core.schema(), schema),
+                None => core.schema().defs.is_empty(),
+            };
+            #[cfg(loom)]
+            let current = fresh || self.fault == Fault::IgnoreSchemaChange;
+            #[cfg(not(loom))]
+            let current = fresh;
+            if current {
+                #[cfg(loom)]
+                if self.fault == Fault::IndexOutsideLock {
+                    // BROKEN on purpose: the index changes in a second
+                    // critical section, after the object.
+                    let found = core.find(hash, &key);
+                    let (inserted, id, old) =
+                        core.insert_unindexed(hash, found, key_copy, value, values);
+                    drop(core);
+                    self.shards.write(shard).reindex(id, old.as_deref());
+                    return Ok(previous_of(inserted));
+                }
+                let inserted = core.insert(hash, key_copy, value, values);
+                #[cfg(loom)]
+                if self.fault == Fault::RevisionOutsideLock {
+                    // BROKEN on purpose: the revision changes after the
+                    // object's critical section.
+                    drop(core);
+                    if let Some(revision) = revision {
+                        self.revision.store(revision, Ordering::SeqCst);
+                    }
+                    return Ok(previous_of(inserted));
+                }
+                if let Some(revision) = revision {
+                    self.revision.store(revision, Ordering::SeqCst);
+                }
+                drop(core);
+                drop(key);
+                return Ok(previous_of(inserted));
+            }
+            let current = Arc::clone(core.schema());
+            drop(core);
+            values = current.compute(&value)?;
+            schema = Some(current);
+        }
+    }
+
+    /// Removes the object under `key` from the store and every index,
+    /// atomically, and returns it.
+    ///
+    /// Calls no index function (each object's values are remembered), so it
+    /// cannot fail.
+    ///
+    /// # Panics
+    ///
+    /// If `K`'s `Hash` or `Eq` panics (the store is then unchanged), or the
+    /// `Drop` of the removed key or object does (after the removal).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let store = larder::IndexedStore::<String, u32>::builder()
+    ///     .index("all", |_: &u32| ["all"])
+    ///     .build()
+    ///     .unwrap();
+    /// store.insert("a".to_string(), 1).unwrap();
+    /// assert_eq!(store.remove("a").as_deref(), Some(&1));
+    /// assert_eq!(store.remove("a"), None);
+    /// assert!(store.index_values("all").unwrap().is_empty()); // bucket dropped
+    /// ```
+    pub fn remove<Q>(&self, key: &Q) -> Option<Arc<V>>
+    where
+        K: Borrow<Q>,
+        Q: ?Sized + Hash + Eq,
+    {
+        self.write_remove(key, None)
+    }
+
+    /// The one remove: [`remove`](Self::remove), recording `revision` (if
+    /// any) in the same critical section, whether or not `key` was there.
+    pub(crate) fn write_remove<Q>(&self, key: &Q, revision: Option<u64>) -> Option<Arc<V>>
+    where
+        K: Borrow<Q>,
+        Q: ?Sized + Hash + Eq,
+    {
+        let hash = self.hasher.hash_one(key);
+        let shard = self.shards.of(hash);
+        #[cfg(loom)]
+        if self.fault == Fault::IndexOutsideLock {
+            // BROKEN on purpose: the index changes in a second critical
+            // section, after the object.
+            let mut core = self.shards.write(shard);
+            let id = core.find(hash, key)?;
+            let (removed, id, values) = core.remove_unindexed(hash, id);
+            drop(core);
+            self.shards.write(shard).unindex(id, &values);
+            return Some(removed.value);
+        }
+        let mut core = self.shards.write(shard);
+        let removed = core.remove(hash, key);
+        if let Some(revision) = revision {
+            self.revision.store(revision, Ordering::SeqCst);
+        }
+        drop(core);
+        removed.map(|removed| removed.value)
+    }
+
+    /// Replaces the whole content with `items` and rebuilds every index,
+    /// atomically: a concurrent reader sees all of the old content or all
+    /// of the new, never a mix (client-go `Replace`). If a key repeats, its
+    /// last object wins.
+    ///
+    /// The new content, its indexes included, is built with no lock held;
+    /// the lock is held only to swap it in. The old objects are dropped
+    /// after the lock is released.
+    ///
+    /// # Errors
+    ///
+    /// [`IndexError::IndexFunction`] if an index function fails on any item;
+    /// the store is then unchanged.
+    ///
+    /// # Panics
+    ///
+    /// If an index function or `K`'s `Hash`, `Eq` or `Clone` panics (all
+    /// run with no lock held); the store is then unchanged.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let store = larder::IndexedStore::<u32, &str>::builder()
+    ///     .index("word", |w: &&str| [*w])
+    ///     .build()
+    ///     .unwrap();
+    /// store.insert(1, "old").unwrap();
+    /// store.replace([(2, "new"), (3, "new")]).unwrap();
+    /// assert!(!store.contains_key(&1));
+    /// assert_eq!(store.index_keys("word", "new").unwrap(), [2, 3]);
+    /// assert_eq!(store.index_values("word").unwrap(), ["new"]);
+    /// ```
+    pub fn replace<I>(&self, items: I) -> Result<(), IndexError>
+    where
+        I: IntoIterator<Item = (K, V)>,
+    {
+        self.write_replace(items, None)
+    }
+
+    /// The one replace: [`replace`](Self::replace), installing `revision`
+    /// (or keeping the current one) in the same critical section.
+    pub(super) fn write_replace<I>(&self, items: I, revision: Option<u64>) -> Result<(), IndexError>
+    where
+        I: IntoIterator<Item = (K, V)>,
+    {
+        let mut schema = self.schema();
+        let items: Vec<(K, Arc<V>)> = items.into_iter().map(|(k, v)| (k, Arc::new(v))).collect();
+        #[cfg(loom)]
+        if self.fault == Fault::ReplacePiecewise {
+            // BROKEN on purpose: clear, then one insert per critical section.
+            self.clear();
+            for (key, value) in items {
+                self.insert_arc(key, value)?;
+            }
+            return Ok(());
+        }
+        let count = self.shards.count();
+        let mut fresh = build_cores(&schema, &self.hasher, count, items)?;
+        loop {
+            match self.swap_in(fresh, &schema, revision) {
+                Ok(old) => {
+                    drop(old);
+                    return Ok(());
+                }
+                Err((built, current)) => {
+                    // An index was added meanwhile: rebuild for the new schema.
+                    schema = current;
+                    let items = built.into_iter().flat_map(Core::into_entries).collect();
+                    fresh = build_cores(&schema, &self.hasher, count, items)?;
+                }
+            }
+        }
+    }
+
+    /// Installs `fresh` (a core per shard, built for `schema`) as the whole
+    /// content, and `revision` if any, under every shard's write lock, and
+    /// returns the cores it replaced (to be dropped by the caller, with no
+    /// lock held). If an index was added since `schema`, changes nothing
+    /// and gives `fresh` back with the current schema.
+    #[allow(clippy::type_complexity)]
+    pub(super) fn swap_in(
+        &self,
+        fresh: Vec<Core<K, V>>,
+        schema: &Arc<Schema<V>>,
+        revision: Option<u64>,
+    ) -> Result<Vec<Core<K, V>>, (Vec<Core<K, V>>, Arc<Schema<V>>)> {
+        let mut cores = self.shards.write_all();
+        if !Arc::ptr_eq(cores[0].schema(), schema) {
+            return Err((fresh, Arc::clone(cores[0].schema())));
+        }
+        if let Some(revision) = revision {
+            self.revision.store(revision, Ordering::SeqCst);
+        }
+        Ok(cores
+            .iter_mut()
+            .zip(fresh)
+            .map(|(core, fresh)| std::mem::replace(&mut **core, fresh))
+            .collect())
+    }
+
+    /// Removes every object, atomically. The objects are dropped after the
+    /// lock is released. The indexes stay registered.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let store = larder::IndexedStore::<u32, u32>::new();
+    /// store.insert(1, 1).unwrap();
+    /// store.clear();
+    /// assert!(store.is_empty());
+    /// ```
+    pub fn clear(&self) {
+        let mut cores = self.shards.write_all();
+        let old: Vec<Core<K, V>> = cores
+            .iter_mut()
+            .map(|core| {
+                let empty = Core::new(Arc::clone(core.schema()));
+                std::mem::replace(&mut **core, empty)
+            })
+            .collect();
+        drop(cores);
+        drop(old);
+    }
+
+    /// Applies several inserts and removes atomically (client-go
+    /// `Transaction`): `f` records them on a [`Transaction`], and if it
+    /// returns `Ok`, they are applied in order in one critical section, so
+    /// no reader sees some without the others.
+    ///
+    /// `f` runs with no lock held and the recorded writes are invisible
+    /// until it returns. Reads of the store inside `f` see the live store,
+    /// and other writers may change it before the commit: a transaction is
+    /// atomic, not isolated (there is no compare-and-set).
+    ///
+    /// # Errors
+    ///
+    /// If `f` returns `Err`, or an index function fails on a recorded
+    /// insert (`Transaction::insert` returns that error and, converted by
+    /// `E: From<IndexError>`, so does this method if the failure happens at
+    /// commit), nothing is applied.
+    ///
+    /// # Panics
+    ///
+    /// If `f`, an index function, or `K`'s `Hash`, `Eq` or `Clone`
+    /// panics; nothing is applied (every key is hashed with no lock held
+    /// and probed before the first change).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use larder::{IndexError, IndexedStore};
+    ///
+    /// let queue = IndexedStore::<&str, &str>::builder()
+    ///     .index("state", |s: &&str| [*s])
+    ///     .build()
+    ///     .unwrap();
+    /// queue.insert("job-1", "pending").unwrap();
+    ///
+    /// // Move a job between states: readers see it in exactly one.
+    /// queue.transaction(|tx| -> Result<(), IndexError> {
+    ///     tx.remove(&"job-1");
+    ///     tx.insert("job-1/done", "done")?;
+    ///     Ok(())
+    /// }).unwrap();
+    /// assert_eq!(queue.index_keys("state", "done").unwrap(), ["job-1/done"]);
+    /// assert!(queue.index_keys("state", "pending").unwrap().is_empty());
+    /// ```
+    pub fn transaction<F, R, E>(&self, f: F) -> Result<R, E>
+    where
+        F: FnOnce(&mut Transaction<K, V>) -> Result<R, E>,
+        E: From<IndexError>,
+    {
+        let mut tx = Transaction::new(self.schema());
+        let result = f(&mut tx)?;
+        let (mut schema, mut ops) = tx.into_parts();
+        // `K`'s `Hash` and `Eq` among the recorded keys, with no lock held.
+        let plan = transaction::plan(&ops, &self.hasher, |hash| self.shards.of(hash));
+        let mut touched = ShardSet::default();
+        for &shard in plan.shards() {
+            touched.insert(shard);
+        }
+        if ops.is_empty() {
+            return Ok(result);
+        }
+        loop {
+            let mut cores = self.shards.write_some(&touched);
+            if Arc::ptr_eq(cores[0].1.schema(), &schema) {
+                let garbage = transaction::apply(&mut cores, &plan, ops);
+                drop(cores);
+                drop(garbage);
+                return Ok(result);
+            }
+            schema = Arc::clone(cores[0].1.schema());
+            drop(cores);
+            transaction::recompute(&schema, &mut ops)?;
+        }
+    }
+}
+
+/// The object an insert replaced; the unused key copies drop here, after
+/// the lock is released.
+fn previous_of<K, V>(inserted: Inserted<K, V>) -> Option<Arc<V>> {
+    match inserted {
+        Inserted::New => None,
+        Inserted::Updated {
+            previous,
+            unused,
+            values,
+        } => {
+            drop((unused, values));
+            Some(previous)
+        }
+    }
+}
+
+/// Builds the `count` shards of a whole new content (for `replace`) with no
+/// lock held.
+pub(super) fn build_cores<K, V, S>(
+    schema: &Arc<Schema<V>>,
+    hasher: &S,
+    count: usize,
+    items: Vec<(K, Arc<V>)>,
+) -> Result<Vec<Core<K, V>>, IndexError>
+where
+    K: Hash + Eq + Clone,
+    S: BuildHasher,
+{
+    let per_shard = items.len() / count + items.len() / count / 8 + 8;
+    let mut cores: Vec<Core<K, V>> = (0..count)
+        .map(|_| {
+            Core::with_capacity(Arc::clone(schema), per_shard)
+                .unwrap_or_else(|| Core::new(Arc::clone(schema)))
+        })
+        .collect();
+    for (key, value) in items {
+        let values = schema.compute(&value)?;
+        let hash = hasher.hash_one(&key);
+        // The store keeps a copy, as every write does.
+        let key_copy = key.clone();
+        cores[shards::shard_of(hash, count - 1)].push_unindexed(hash, key_copy, value, values);
+    }
+    for core in &mut cores {
+        core.index_all();
+    }
+    Ok(cores)
+}
