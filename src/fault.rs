@@ -16,8 +16,7 @@
 //! is a `#[cfg(loom)]` field next to the branch that uses it.
 //!
 //! The catalogue below (loom builds only) holds the broken variants, one
-//! enum per protocol (`IndexedStore`'s are still its own `indexed::Fault`,
-//! selected per store). A control injects one and then builds the type as a
+//! enum per protocol. A control injects one and then builds the type as a
 //! user does, so no type has a loom-only constructor:
 //!
 //! ```ignore
@@ -127,6 +126,7 @@ mod catalogue {
         Lru(LruFault),
         Ordered(OrderedFault),
         WorkQueue(WorkQueueFault),
+        Indexed(IndexedFault),
     );
 
     /// A broken single-flight protocol (`flight/`: the loads of `LruCache` and
@@ -296,5 +296,31 @@ mod catalogue {
         /// `done` queues a key added during processing again but wakes no
         /// waiting worker.
         DoneSkipsWake,
+    }
+
+    /// A broken `IndexedStore` protocol.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum IndexedFault {
+        /// The correct protocol.
+        None,
+        /// `insert` and `remove` change the object under one write lock and the
+        /// index under a second one.
+        IndexOutsideLock,
+        /// `replace` clears the store, then inserts the new objects one write
+        /// lock at a time.
+        ReplacePiecewise,
+        /// Writes apply index values computed for an older set of indexes
+        /// without checking that no index was added meanwhile.
+        IgnoreSchemaChange,
+        /// A revisioned insert records its revision in a second critical
+        /// section, after the object.
+        RevisionOutsideLock,
+        /// The by-index visits read a bucket's keys under one read lock and
+        /// look each object up under another.
+        VisitTwoLocks,
+        /// The whole-store reads that go through `IndexedStore::cut`
+        /// (`to_vec`, `by_index_entries`, `index_keys`, `matching`) read-lock
+        /// the shards one at a time, releasing each before taking the next.
+        CutShardByShard,
     }
 }

@@ -364,7 +364,3 @@ pub use workqueue::{
     ExponentialBackoff, GetTimeoutError, MaxOf, RateLimiter, RateLimiterError, TokenBucket,
     TryGetError, WorkQueue, WorkQueueBuilder, WorkQueueStats,
 };
-
-#[cfg(loom)]
-#[doc(hidden)]
-pub use indexed::Fault as IndexedFault;

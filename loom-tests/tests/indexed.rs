@@ -4,18 +4,18 @@
 //! deliberately broken protocol and must fail.
 #![cfg(loom)]
 
-use larder::{IndexedFault, IndexedStore};
+use larder::IndexedStore;
+use larder::fault::{IndexedFault, inject};
 use loom::sync::Arc;
 use loom::thread;
 
 type Store = IndexedStore<&'static str, &'static str>;
 
-fn colored(fault: IndexedFault) -> Store {
+fn colored() -> Store {
     IndexedStore::builder()
         .index("color", |color: &&'static str| [*color])
         .build()
         .unwrap()
-        .with_fault(fault)
 }
 
 /// Every object `by_index(color)` returns has that color.
@@ -33,8 +33,9 @@ fn assert_listed_correctly(store: &Store, color: &str) {
 /// objects (checked by `check_invariants` at one consistent cut and by
 /// `by_index` results).
 fn index_agrees_with_objects(fault: IndexedFault) {
+    let _fault = inject(fault);
     loom::model(move || {
-        let store = Arc::new(colored(fault));
+        let store = Arc::new(colored());
         store.insert("a", "red").unwrap();
         store.insert("b", "red").unwrap();
         let updater = {
@@ -75,8 +76,9 @@ fn indexed_index_negative_control_index_outside_lock() {
 /// reader: the reader sees the content before or after each of them, never
 /// a mix, in `values()`/`keys()` and in `by_index`.
 fn replace_is_all_or_nothing(fault: IndexedFault) {
+    let _fault = inject(fault);
     loom::model(move || {
-        let store = Arc::new(colored(fault));
+        let store = Arc::new(colored());
         store.insert("a", "red").unwrap();
         store.insert("b", "red").unwrap();
         let replacer = {
@@ -139,8 +141,9 @@ fn indexed_replace_negative_control_piecewise() {
 /// from the old version): afterwards the new index covers every object, in
 /// its latest version.
 fn add_index_covers_racing_writes(fault: IndexedFault) {
+    let _fault = inject(fault);
     loom::model(move || {
-        let store: Arc<Store> = Arc::new(IndexedStore::new().with_fault(fault));
+        let store: Arc<Store> = Arc::new(IndexedStore::new());
         store.insert("a", "red").unwrap();
         let writer = {
             let store = Arc::clone(&store);
@@ -184,8 +187,9 @@ fn indexed_add_index_negative_control_ignore_schema_change() {
 /// negative control reads the bucket and the objects under two separate
 /// read locks, and the model finds the update run between them.
 fn visit_sees_a_consistent_cut(fault: IndexedFault) {
+    let _fault = inject(fault);
     loom::model(move || {
-        let store = Arc::new(colored(fault));
+        let store = Arc::new(colored());
         store.insert("a", "red").unwrap();
         store.insert("b", "red").unwrap();
         let updater = {
@@ -246,6 +250,7 @@ fn keys_on_two_shards(store: &Store) -> (&'static str, &'static str) {
 /// negative control reads the shards one at a time, releasing each before
 /// the next, and the model finds the transaction run in between.
 fn cut_across_shards(fault: IndexedFault) {
+    let _fault = inject(fault);
     loom::model(move || {
         let store: Arc<Store> = Arc::new(
             IndexedStore::builder()
@@ -253,8 +258,7 @@ fn cut_across_shards(fault: IndexedFault) {
                 .index("all", |_: &&'static str| ["all"])
                 .shards(2)
                 .build()
-                .unwrap()
-                .with_fault(fault),
+                .unwrap(),
         );
         let (from, to) = keys_on_two_shards(&store);
         store.insert(from, "red").unwrap();

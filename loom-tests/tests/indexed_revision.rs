@@ -5,13 +5,15 @@
 //! second critical section and must fail.
 #![cfg(loom)]
 
-use larder::{IndexedFault, IndexedStore};
+use larder::IndexedStore;
+use larder::fault::{IndexedFault, inject};
 use loom::sync::Arc;
 use loom::thread;
 
 fn revision_agrees_with_objects(fault: IndexedFault) {
+    let _fault = inject(fault);
     loom::model(move || {
-        let store = Arc::new(IndexedStore::<&'static str, u32>::new().with_fault(fault));
+        let store = Arc::new(IndexedStore::<&'static str, u32>::new());
         store.insert_at_revision("a", 1, 1).unwrap();
         let writer = {
             let store = Arc::clone(&store);

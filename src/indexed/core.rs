@@ -53,6 +53,7 @@ use hashbrown::HashTable;
 use super::index_fn::{AllValues, Schema, Values};
 use crate::sync::Arc;
 
+#[cfg(any(test, feature = "testing"))]
 mod check;
 
 /// A hasher for slot ids: Fibonacci hashing. Slot ids are dense integers

@@ -77,33 +77,5 @@ pub use error::IndexError;
 pub use store::IndexedStore;
 pub use transaction::Transaction;
 
-/// A deliberately broken protocol, for the loom suite's negative controls.
-#[cfg(loom)]
-#[doc(hidden)]
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Fault {
-    /// The correct protocol.
-    None,
-    /// `insert` and `remove` change the object under one write lock and the
-    /// index under a second one.
-    IndexOutsideLock,
-    /// `replace` clears the store, then inserts the new objects one write
-    /// lock at a time.
-    ReplacePiecewise,
-    /// Writes apply index values computed for an older set of indexes
-    /// without checking that no index was added meanwhile.
-    IgnoreSchemaChange,
-    /// A revisioned insert records its revision in a second critical
-    /// section, after the object.
-    RevisionOutsideLock,
-    /// The by-index visits read a bucket's keys under one read lock and
-    /// look each object up under another.
-    VisitTwoLocks,
-    /// The whole-store reads that go through `IndexedStore::cut`
-    /// (`to_vec`, `by_index_entries`, `index_keys`, `matching`) read-lock
-    /// the shards one at a time, releasing each before taking the next.
-    CutShardByShard,
-}
-
 #[cfg(all(test, not(loom)))]
 mod tests;

@@ -7,12 +7,11 @@ use std::borrow::Borrow;
 use std::fmt;
 use std::hash::{BuildHasher, Hash};
 
-#[cfg(loom)]
-use super::Fault;
 use super::builder::IndexedStoreBuilder;
 use super::core::Core;
 use super::index_fn::Schema;
 use super::shards::{self, Shards};
+use crate::fault::broken;
 use crate::sync::{Arc, AtomicBool, AtomicU64};
 
 /// A keyed store of immutable objects (`Arc<V>`) with named secondary
@@ -163,8 +162,6 @@ pub struct IndexedStore<K, V, S = ahash::RandomState> {
     pub(super) indexed: AtomicBool,
     /// Hashes keys, with no lock held; the core stores each key's hash.
     pub(super) hasher: S,
-    #[cfg(loom)]
-    pub(super) fault: Fault,
 }
 
 impl<K, V> IndexedStore<K, V>
@@ -233,18 +230,7 @@ where
             shards: Shards::new(cores),
             revision: AtomicU64::new(0),
             hasher,
-            #[cfg(loom)]
-            fault: Fault::None,
         }
-    }
-
-    /// A store whose protocol is broken as `fault` says: the loom suite's
-    /// negative controls use it to prove the models can catch that bug.
-    #[cfg(loom)]
-    #[doc(hidden)]
-    pub fn with_fault(mut self, fault: Fault) -> Self {
-        self.fault = fault;
-        self
     }
 
     /// How many shards the store's state is split into (see
@@ -464,6 +450,7 @@ where
     ///
     /// With a message starting "invariant violated" if anything disagrees.
     #[doc(hidden)]
+    #[cfg(any(test, feature = "testing"))]
     pub fn check_invariants(&self) {
         let (schema, objects) = {
             let cores = self.shards.read_all();
@@ -498,8 +485,7 @@ where
     /// returns. Stops at the first `Err`. The whole-store reads go through
     /// here (or through [`Shards::read_all`], which holds the same locks).
     pub(super) fn cut<E>(&self, mut f: impl FnMut(&Core<K, V>) -> Result<(), E>) -> Result<(), E> {
-        #[cfg(loom)]
-        if self.fault == Fault::CutShardByShard {
+        if broken!(IndexedFault::CutShardByShard) {
             // BROKEN on purpose: each shard read under its own lock,
             // released before the next is taken.
             for shard in 0..self.shards.count() {

@@ -14,10 +14,9 @@
 use std::hash::{BuildHasher, Hash};
 use std::ops::ControlFlow;
 
-#[cfg(loom)]
-use super::Fault;
 use super::IndexedStore;
 use super::error::IndexError;
+use crate::fault::broken;
 use crate::sync::Arc;
 
 impl<K, V, S> IndexedStore<K, V, S>
@@ -214,8 +213,7 @@ where
     where
         F: FnMut(&K, &V) -> ControlFlow<B>,
     {
-        #[cfg(loom)]
-        if self.fault == Fault::VisitTwoLocks {
+        if broken!(IndexedFault::VisitTwoLocks) {
             return self.visit_two_locks(name, value, f);
         }
         let cores = self.shards.read_all();
@@ -229,7 +227,6 @@ where
     /// BROKEN on purpose, for the loom suite's negative control: the
     /// bucket's keys under one read lock, each object under another, so an
     /// object updated in between is visited under a value it no longer has.
-    #[cfg(loom)]
     fn visit_two_locks<B, F>(
         &self,
         name: &str,

@@ -24,14 +24,13 @@
 use std::borrow::Borrow;
 use std::hash::{BuildHasher, Hash};
 
-#[cfg(loom)]
-use super::Fault;
 use super::core::{Core, Inserted};
 use super::error::IndexError;
 use super::index_fn::{AllValues, Schema};
 use super::shards::{self, ShardSet};
 use super::store::IndexedStore;
 use super::transaction::{self, Transaction};
+use crate::fault::broken;
 use crate::sync::{Arc, Ordering};
 
 impl<K, V, S> IndexedStore<K, V, S>
@@ -140,13 +139,11 @@ where
                 Some(schema) => Arc::ptr_eq(core.schema(), schema),
                 None => core.schema().defs.is_empty(),
             };
-            #[cfg(loom)]
-            let current = fresh || self.fault == Fault::IgnoreSchemaChange;
-            #[cfg(not(loom))]
-            let current = fresh;
+            // BROKEN on purpose under `IgnoreSchemaChange`: stale values
+            // applied.
+            let current = fresh || broken!(IndexedFault::IgnoreSchemaChange);
             if current {
-                #[cfg(loom)]
-                if self.fault == Fault::IndexOutsideLock {
+                if broken!(IndexedFault::IndexOutsideLock) {
                     // BROKEN on purpose: the index changes in a second
                     // critical section, after the object.
                     let found = core.find(hash, &key);
@@ -157,8 +154,7 @@ where
                     return Ok(previous_of(inserted));
                 }
                 let inserted = core.insert(hash, key_copy, value, values);
-                #[cfg(loom)]
-                if self.fault == Fault::RevisionOutsideLock {
+                if broken!(IndexedFault::RevisionOutsideLock) {
                     // BROKEN on purpose: the revision changes after the
                     // object's critical section.
                     drop(core);
@@ -221,8 +217,7 @@ where
     {
         let hash = self.hasher.hash_one(key);
         let shard = self.shards.of(hash);
-        #[cfg(loom)]
-        if self.fault == Fault::IndexOutsideLock {
+        if broken!(IndexedFault::IndexOutsideLock) {
             // BROKEN on purpose: the index changes in a second critical
             // section, after the object.
             let mut core = self.shards.write(shard);
@@ -288,8 +283,7 @@ where
     {
         let mut schema = self.schema();
         let items: Vec<(K, Arc<V>)> = items.into_iter().map(|(k, v)| (k, Arc::new(v))).collect();
-        #[cfg(loom)]
-        if self.fault == Fault::ReplacePiecewise {
+        if broken!(IndexedFault::ReplacePiecewise) {
             // BROKEN on purpose: clear, then one insert per critical section.
             self.clear();
             for (key, value) in items {
