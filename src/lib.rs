@@ -341,6 +341,7 @@ mod snapshot;
 mod stats;
 mod striped;
 mod sync;
+mod time;
 mod typed;
 mod wait;
 /// The tests' watchdog (a hang fails fast, naming the test).
@@ -356,10 +357,8 @@ pub use ordered::{OrderedIndex, OrderedIndexBuilder, OrderedLock, OrderedSnapsho
 pub use removal::RemovalCause;
 pub use snapshot::{CachedReader, CompareAndSwapError, Guard, Snapshot, Versioned};
 pub use stats::CacheStats;
-pub use typed::{
-    AnyCache, AnyCacheBuilder, Clock, CoarseClock, ManualClock, SystemClock, TypedCache,
-    TypedCacheBuilder,
-};
+pub use time::{Clock, CoarseClock, ManualClock, SystemClock};
+pub use typed::{AnyCache, AnyCacheBuilder, TypedCache, TypedCacheBuilder};
 pub use workqueue::{
     ExponentialBackoff, GetTimeoutError, MaxOf, RateLimiter, RateLimiterError, TokenBucket,
     TryGetError, WorkQueue, WorkQueueBuilder, WorkQueueStats,

@@ -8,12 +8,12 @@ use std::time::Duration;
 
 use super::TypedCache;
 use super::any::{AnyCache, TypedKey};
-use super::clock::{Clock, SystemClock};
 use super::core::Policy;
 use super::raw::Raw;
 use crate::error::BuildError;
 use crate::removal::{Listener, RemovalCause};
 use crate::sync::Arc;
+use crate::time::{Clock, SystemClock};
 
 /// The settings both builders share.
 #[derive(Clone)]

@@ -38,7 +38,6 @@
 
 mod any;
 mod builder;
-mod clock;
 mod core;
 mod load_async;
 mod raw;
@@ -46,7 +45,6 @@ mod stats;
 
 pub use any::AnyCache;
 pub use builder::{AnyCacheBuilder, TypedCacheBuilder};
-pub use clock::{Clock, CoarseClock, ManualClock, SystemClock};
 
 use std::borrow::Borrow;
 use std::fmt;
@@ -115,7 +113,7 @@ use raw::Raw;
 ///
 /// Built with [`TypedCache::builder`]: time to live, time to idle and a
 /// maximum entry count compose (an entry is gone once any says so). The
-/// clock is injectable ([`ManualClock`] for tests). Expired entries are
+/// clock is injectable ([`ManualClock`](crate::ManualClock) for tests). Expired entries are
 /// invisible at once and released without anyone scheduling it: every
 /// write to a shard (an insert, an init's value being stored, an
 /// invalidation) sweeps it, looking at no more than four entries (so no

@@ -37,7 +37,6 @@ use std::cell::Cell;
 use std::fmt;
 use std::hash::{BuildHasher, Hash};
 
-use super::clock::Clock;
 use super::core::{Core, Policy, Removed};
 use super::stats::{Event, Stats};
 use crate::fault::broken;
@@ -45,6 +44,7 @@ use crate::flight::{Caller, FlightGroup, Looked, Source};
 use crate::removal::{Listener, RemovalCause, copy_unlocked, notify};
 use crate::stats::CacheStats;
 use crate::sync::{Arc, AtomicUsize, CachePadded, Ordering, ShardedLock};
+use crate::time::Clock;
 
 /// Number of key shards (a power of two). More shards let more writes
 /// proceed at once; reads never contend whatever the count.

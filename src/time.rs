@@ -1,6 +1,7 @@
-//! The injectable clock that expiry reads: [`Clock`], the real
-//! [`SystemClock`], the cheap [`CoarseClock`] and the hand-driven
-//! [`ManualClock`] for tests.
+//! The injectable time source that `TypedCache`'s expiry and `WorkQueue`'s
+//! delays read: [`Clock`], the real [`SystemClock`], the cheap
+//! [`CoarseClock`] and the hand-driven [`ManualClock`] for tests. (Not the
+//! CLOCK eviction policy, which is `cache/clock.rs`.)
 
 use std::fmt;
 use std::time::{Duration, Instant};
