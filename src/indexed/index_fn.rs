@@ -139,7 +139,13 @@ impl<V> Schema<V> {
     ///
     /// The first index function that fails, as [`IndexError::IndexFunction`].
     pub(crate) fn compute(&self, value: &V) -> Result<AllValues, IndexError> {
-        self.defs.iter().map(|def| def.compute(value)).collect()
+        // Sized up front: collecting a `Result` iterator cannot see its
+        // length, so it would over-allocate and shrink (a `realloc`).
+        let mut all = Vec::with_capacity(self.defs.len());
+        for def in &self.defs {
+            all.push(def.compute(value)?);
+        }
+        Ok(all.into_boxed_slice())
     }
 }
 
