@@ -1,7 +1,8 @@
 //! `IndexedStore` against `RwLock<HashMap>` (the kube-rs store's design) and
 //! `DashMap`, over 10,000 pod-shaped objects in 100 namespaces (the pods of
 //! `benches/common/indexed.rs`): a get, an insert that replaces an object,
-//! every object of one namespace, and one watch event.
+//! every object of one namespace, one watch event, and a relist (`replace`)
+//! of 100,000 pods into an empty store.
 //!
 //! larder keeps a namespace and a label index (as an informer does) unless
 //! a row says "no index"; the peers keep none, so their `by_index` is a
@@ -290,4 +291,73 @@ fn watch_event<S: Store>((store, events): (S, Vec<Event>)) -> S {
     store
 }
 
-library_benchmark_group!(name = indexed; benchmarks = get, insert, by_index, watch_event);
+/// Pods in the relist of the `replace` rows: a hundred per operation, so
+/// that a row's instructions per op are those of a hundred objects.
+const RELISTED: usize = 100 * OPS;
+
+/// A store that takes a whole list at once (an informer's relist).
+trait Relist: Store {
+    /// An empty store.
+    fn empty() -> Self;
+    /// Replaces the whole content with `listed`.
+    fn relist(&self, listed: Vec<(String, Pod)>);
+}
+
+impl Relist for Indexed {
+    fn empty() -> Self {
+        Self::build(&[])
+    }
+    fn relist(&self, listed: Vec<(String, Pod)>) {
+        self.0.replace(listed).expect("infallible index functions");
+    }
+}
+
+impl Relist for Locked {
+    fn empty() -> Self {
+        Self::build(&[])
+    }
+    /// Builds the new map with no lock held and swaps it in, as the kube-rs
+    /// store does.
+    fn relist(&self, listed: Vec<(String, Pod)>) {
+        let mut fresh = Map::with_hasher(hasher());
+        fresh.extend(listed.into_iter().map(|(key, pod)| (key, Arc::new(pod))));
+        drop(std::mem::replace(&mut *self.0.write(), fresh));
+    }
+}
+
+impl Relist for LockedIndexFns {
+    fn empty() -> Self {
+        Self(Locked::empty())
+    }
+    /// [`Locked`]'s relist after calling both index functions on every pod
+    /// (their values kept as larder keeps them, then dropped): the floor of
+    /// a relist into any store that maintains these indexes.
+    fn relist(&self, listed: Vec<(String, Pod)>) {
+        for (_, pod) in &listed {
+            black_box(KubeRsPlusIndexFunctions::values(pod));
+        }
+        self.0.relist(listed);
+    }
+}
+
+/// An empty store and [`RELISTED`] pods to relist into it.
+fn relists<S: Relist>() -> (S, Vec<(String, Pod)>) {
+    let listed = (0..RELISTED)
+        .map(|i| {
+            let p = pod(i, 0);
+            (format!("{}/{}", p.namespace, p.name), p)
+        })
+        .collect();
+    (S::empty(), listed)
+}
+
+#[library_benchmark]
+#[bench::larder(setup = relists::<Indexed>)]
+#[bench::rwlock_hashmap(setup = relists::<Locked>)]
+#[bench::kube_rs_index_fns(setup = relists::<LockedIndexFns>)]
+fn replace<S: Relist>((store, listed): (S, Vec<(String, Pod)>)) -> S {
+    store.relist(listed);
+    store
+}
+
+library_benchmark_group!(name = indexed; benchmarks = get, insert, by_index, watch_event, replace);

@@ -82,7 +82,14 @@ where
     I: IntoIterator,
     I::Item: Into<Arc<str>>,
 {
-    let mut values: Vec<Arc<str>> = values.into_iter().map(Into::into).collect();
+    // Sized from the iterator's lower bound (exact for the common
+    // collections): `collect` would reuse a `Vec<String>`'s buffer, whose
+    // size is no multiple of an `Arc<str>`'s, and the boxing below would
+    // then shrink it with a `realloc`.
+    let values = values.into_iter();
+    let mut collected: Vec<Arc<str>> = Vec::with_capacity(values.size_hint().0);
+    collected.extend(values.map(Into::into));
+    let mut values = collected;
     if values.len() > 1 {
         values.sort_unstable();
         values.dedup();
@@ -139,7 +146,13 @@ impl<V> Schema<V> {
     ///
     /// The first index function that fails, as [`IndexError::IndexFunction`].
     pub(crate) fn compute(&self, value: &V) -> Result<AllValues, IndexError> {
-        self.defs.iter().map(|def| def.compute(value)).collect()
+        // Sized up front: collecting a `Result` iterator cannot see its
+        // length, so it would over-allocate and shrink (a `realloc`).
+        let mut all = Vec::with_capacity(self.defs.len());
+        for def in &self.defs {
+            all.push(def.compute(value)?);
+        }
+        Ok(all.into_boxed_slice())
     }
 }
 
