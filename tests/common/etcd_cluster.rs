@@ -150,6 +150,20 @@ impl EtcdCluster {
             .filter(|&m| self.members[m].is_running() && !self.members[m].is_frozen())
     }
 
+    /// What the waits read, per member, for a failure's message.
+    fn gauges(&self) -> Vec<(bool, bool, Option<u64>, Option<u64>)> {
+        (0..self.members.len())
+            .map(|m| {
+                (
+                    self.members[m].is_running(),
+                    self.members[m].is_frozen(),
+                    self.gauge(m, "etcd_debugging_mvcc_watcher_total"),
+                    self.gauge(m, "etcd_server_is_leader"),
+                )
+            })
+            .collect()
+    }
+
     /// A gauge from a member's `/metrics`.
     fn gauge(&self, member: usize, name: &str) -> Option<u64> {
         let metrics = self.members[member].http_get("/metrics")?;
@@ -167,7 +181,9 @@ impl EtcdCluster {
             }
             assert!(
                 Instant::now() < deadline,
-                "no {what} within {WAIT_LIMIT:?}; member m0's log:\n{}",
+                "no {what} within {WAIT_LIMIT:?}; members (running, frozen, watchers, leader): \
+                 {:?}; member m0's log:\n{}",
+                self.gauges(),
                 self.members[0].log_tail()
             );
             std::thread::sleep(Duration::from_millis(20));
