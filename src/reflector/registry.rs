@@ -10,7 +10,7 @@
 //! handlers).
 //!
 //! A handler added with [`HandlerRegistry::add`] waits in `pending`. The
-//! loop *joins* pending handlers only between two changes (in its poll
+//! loop *joins* pending handlers only between two revisions (in its poll
 //! points, never between a store write and the push of its
 //! notification): it reads the store's content, pushes one synthetic add
 //! per object into the new buffer, then moves the buffer to `active`,
@@ -25,7 +25,7 @@
 //! ([`HandlerRegistry::add_with_resync`]) has its own timer, polled by the
 //! loop at the same poll points: when it fires, the loop pushes one update
 //! per stored object (old and new the same) into that handler's buffer
-//! alone, so its resync too sits between two changes. The reflector-wide
+//! alone, so its resync too sits between two revisions. The reflector-wide
 //! resync ([`ReflectorBuilder::resync`](super::ReflectorBuilder::resync))
 //! goes to the handlers added with [`HandlerRegistry::add`].
 //!
@@ -210,7 +210,7 @@ impl<K: Clone, V> Registry<K, V> {
     }
 
     /// The store's content and the revision it is the source's content at.
-    /// Called between two changes (or once the loop has ended): the loop,
+    /// Called between two revisions (or once the loop has ended): the loop,
     /// the store's only writer, has published the revision of the last
     /// change it wrote and of every bookmark since, so the two agree.
     fn content(&self) -> (Vec<(K, Arc<V>)>, Revision) {
@@ -372,7 +372,7 @@ where
     /// Nothing is delivered until the delivery is polled; dropping the
     /// delivery removes the handler.
     ///
-    /// The handler joins at the loop's next step between two changes (at
+    /// The handler joins at the loop's next step between two revisions (at
     /// once if the reflector has ended: it then gets the final content and
     /// nothing more).
     ///
@@ -390,7 +390,7 @@ where
     /// the reflector's (client-go's `AddEventHandlerWithResyncPeriod`):
     /// every `period` from when it joins, the handler alone gets one
     /// [`on_update`](Handler::on_update) per stored object, old and new the
-    /// same, between two changes. [`Resync::Never`] opts it out of the
+    /// same, between two revisions. [`Resync::Never`] opts it out of the
     /// reflector's resync.
     ///
     /// # Errors

@@ -286,21 +286,41 @@ where
                         continue;
                     }
                 };
+                // An item taken from the stream while the loop was between
+                // two revisions, applied after the joins and resyncs.
+                let mut held = None;
                 loop {
                     let step = poll_fn(|cx| {
-                        // Between two changes: handlers added meanwhile
-                        // join here (registry.rs).
-                        self.registry.0.join_pending();
-                        self.registry.0.poll_resyncs(cx);
                         if self.status.poll_stop(cx) {
                             return Poll::Ready(Step::Stop);
                         }
+                        // The rest of a revision (a transaction's next key)
+                        // is applied at once: handlers join and resyncs run
+                        // only between two revisions, never on half of one.
+                        if held.is_none() {
+                            match Pin::new(&mut stream).poll_next(cx) {
+                                Poll::Ready(Some(Ok(event)))
+                                    if event.revision() == applied.revision =>
+                                {
+                                    return Poll::Ready(Step::Item(Some(Ok(event))));
+                                }
+                                Poll::Ready(item) => held = Some(item),
+                                Poll::Pending => {}
+                            }
+                        }
+                        // Between two revisions: handlers added meanwhile
+                        // join here (registry.rs), and their own resyncs run.
+                        self.registry.0.join_pending();
+                        self.registry.0.poll_resyncs(cx);
                         if let Some(sleep) = resync.as_mut() {
                             if sleep.as_mut().poll(cx).is_ready() {
                                 return Poll::Ready(Step::Resync);
                             }
                         }
-                        Pin::new(&mut stream).poll_next(cx).map(Step::Item)
+                        match held.take() {
+                            Some(item) => Poll::Ready(Step::Item(item)),
+                            None => Poll::Pending,
+                        }
                     })
                     .await;
                     match step {
