@@ -19,8 +19,8 @@ use std::sync::{Arc, Mutex, mpsc};
 use std::time::Duration;
 
 use larder::reflector::{
-    Handler, HandlerRegistry, MemorySource, Reflector, ReflectorBuildError, ReflectorHandle,
-    Resync, Sleep,
+    Handler, HandlerRegistry, Listed, MemorySource, Reflector, ReflectorBuildError,
+    ReflectorHandle, Resync, Revision, Sleep, Source, SourceError, WatchEvent,
 };
 use recorder::{Call, Recorder, Shared};
 use reflecting::{LIMIT, Store, bounded, caught_up, fast, key, sorted, store};
@@ -474,6 +474,121 @@ fn each_added_handler_resyncs_on_its_own_period() {
             delivery.await.unwrap();
         }
     });
+}
+
+/// A source whose first watch delivers one transaction, two keys at
+/// revision 1, both ready at once (as etcd sends a transaction's events in
+/// one response), then nothing.
+struct OneTransaction;
+
+struct Events(std::collections::VecDeque<WatchEvent<String, u32>>);
+
+impl futures_core::Stream for Events {
+    type Item = Result<WatchEvent<String, u32>, SourceError>;
+
+    fn poll_next(
+        mut self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Self::Item>> {
+        match self.0.pop_front() {
+            Some(event) => std::task::Poll::Ready(Some(Ok(event))),
+            None => std::task::Poll::Pending, // woken by nothing: the stop ends the loop
+        }
+    }
+}
+
+impl Source for OneTransaction {
+    type Key = String;
+    type Object = u32;
+    type Watch = Events;
+
+    async fn list(&self) -> Result<Listed<String, u32>, SourceError> {
+        Ok(Listed {
+            items: Vec::new(),
+            revision: 0,
+            invalid: Vec::new(),
+        })
+    }
+
+    async fn watch(&self, from: Revision) -> Result<Events, SourceError> {
+        let put = |key: &str, object| WatchEvent::Put {
+            key: key.to_string(),
+            object,
+            revision: 1,
+        };
+        let events = if from == 0 {
+            vec![put("a", 1), put("b", 2)]
+        } else {
+            Vec::new()
+        };
+        Ok(Events(events.into()))
+    }
+}
+
+/// Records each add and whether its own registration had synced then
+/// (false during the synthetic adds, true for live ones).
+struct SeesSync {
+    registration: std::sync::OnceLock<larder::reflector::HandlerRegistration<String, u32>>,
+    calls: Mutex<Vec<(String, bool)>>,
+}
+
+struct Sees(Arc<SeesSync>);
+
+impl Handler<String, u32> for Sees {
+    fn on_add(&self, key: &String, _: &Arc<u32>) {
+        let synced = self.0.registration.get().is_some_and(|r| r.has_synced());
+        self.0.calls.lock().unwrap().push((key.clone(), synced));
+    }
+}
+
+/// A handler added during the first key of a transaction (by a builder
+/// handler, on the loop's task) joins after the whole transaction: both
+/// keys reach it as synthetic adds, before it has synced (joining between
+/// the two keys would show it half a revision, then the second key live).
+#[test]
+fn a_handler_added_mid_transaction_joins_after_the_whole_revision() {
+    bounded(
+        "a_handler_added_mid_transaction_joins_after_the_whole_revision",
+        async {
+            let joined = Arc::new(SeesSync {
+                registration: std::sync::OnceLock::new(),
+                calls: Mutex::new(Vec::new()),
+            });
+            let slot: Arc<Mutex<Option<HandlerRegistry<String, u32>>>> = Arc::default();
+            let deliveries = Arc::new(Mutex::new(Vec::new()));
+            let reflector = Reflector::builder(OneTransaction, store())
+                .on_add({
+                    let (slot, joined, deliveries) = (
+                        Arc::clone(&slot),
+                        Arc::clone(&joined),
+                        Arc::clone(&deliveries),
+                    );
+                    move |key: &String, _: &Arc<u32>| {
+                        if key == "a" {
+                            let registry = slot.lock().unwrap().clone().unwrap();
+                            let (registration, delivery) = registry.add(Sees(Arc::clone(&joined)));
+                            let _ = joined.registration.set(registration);
+                            deliveries.lock().unwrap().push(tokio::spawn(delivery));
+                        }
+                    }
+                })
+                .build()
+                .unwrap();
+            let handle = reflector.handle();
+            *slot.lock().unwrap() = Some(reflector.handler_registry());
+            let task = tokio::spawn(reflector.run());
+            until(|| joined.registration.get().is_some_and(|r| r.has_synced())).await;
+            let mut calls = joined.calls.lock().unwrap().clone();
+            calls.sort();
+            assert_eq!(calls, [("a".to_string(), false), ("b".to_string(), false)]);
+            handle.stop();
+            task.await.unwrap();
+            let deliveries = std::mem::take(&mut *deliveries.lock().unwrap());
+            for delivery in deliveries {
+                delivery.await.unwrap();
+            }
+        },
+    );
 }
 
 fn futures_block_on<F: std::future::Future>(future: F) -> F::Output {
