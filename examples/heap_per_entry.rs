@@ -27,7 +27,10 @@
 //! Linux only (reads `/proc`); elsewhere it says so and exits.
 
 use std::num::NonZeroUsize;
-use std::process::Command;
+#[path = "heap_common/mod.rs"]
+mod heap_common;
+
+use heap_common::{child_output, key, measured, resident};
 
 /// The caches measured, by the name passed to the child.
 const CACHES: &[&str] = &[
@@ -41,19 +44,6 @@ const CACHES: &[&str] = &[
     "scc::HashCache",
     "Arc<u64> alone",
 ];
-
-/// The process's resident set in bytes.
-fn resident() -> Option<usize> {
-    let statm = std::fs::read_to_string("/proc/self/statm").ok()?;
-    let pages: usize = statm.split_whitespace().nth(1)?.parse().ok()?;
-    Some(pages * 4096)
-}
-
-/// Keys in a scattered order (a bijection of `0..2^64`), so no cache sees
-/// a sequential pattern it could favour.
-fn key(i: u64) -> u64 {
-    i.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ 0x5555
-}
 
 /// Builds the cache named `name` with bound `capacity`, fills it with
 /// `2 * capacity` keys, and returns what it holds (the cache is kept alive
@@ -147,12 +137,8 @@ fn fill(name: &str, capacity: usize) -> (Box<dyn std::any::Any>, usize) {
 
 /// The child: measures one cache and prints `bytes len`.
 fn child(name: &str, capacity: usize) {
-    // Touch the hasher's lazy state before the first reading.
-    let _ = ahash::RandomState::new().hash_one(1_u64);
-    let before = resident().expect("/proc/self/statm");
-    let (cache, len) = fill(name, capacity);
-    let after = resident().expect("/proc/self/statm");
-    println!("{} {}", after.saturating_sub(before), len);
+    let (bytes, (cache, len)) = measured(|| fill(name, capacity));
+    println!("{bytes} {len}");
     drop(cache);
 }
 
@@ -173,7 +159,6 @@ fn main() {
         .filter(|a| a != "--bench")
         .map(|a| a.parse().expect("usage: heap_per_entry [CAPACITY]"))
         .unwrap_or(100_000);
-    let exe = std::env::current_exe().expect("own path");
     println!(
         "resident memory per entry, {capacity} u64 -> u64 entries at most, filled with 2x as many keys"
     );
@@ -181,12 +166,7 @@ fn main() {
     println!("| cache | bytes per entry held | len / capacity |");
     println!("|---|---:|---|");
     for name in CACHES {
-        let output = Command::new(&exe)
-            .args(["--child", name, &capacity.to_string()])
-            .output()
-            .expect("run the child");
-        assert!(output.status.success(), "{name}: child failed: {output:?}");
-        let text = String::from_utf8_lossy(&output.stdout);
+        let text = child_output(name, capacity);
         let mut fields = text.split_whitespace().map(|f| f.parse::<usize>().unwrap());
         let (bytes, len) = (fields.next().unwrap(), fields.next().unwrap());
         let flag = if len > capacity {

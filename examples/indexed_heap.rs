@@ -15,7 +15,10 @@
 //! allocation is counted: the last row is that allocation alone (glibc
 //! hands out 32 bytes for the 24 requested). Linux only.
 
-use std::process::Command;
+#[path = "heap_common/mod.rs"]
+mod heap_common;
+
+use heap_common::{child_output, key, measured, resident};
 
 const ROWS: &[&str] = &[
     "HashMap<u64, u64>",
@@ -25,17 +28,6 @@ const ROWS: &[&str] = &[
     "IndexedStore, 2 indexes (100 and 10K values)",
     "Arc<u64> alone",
 ];
-
-fn resident() -> Option<usize> {
-    let statm = std::fs::read_to_string("/proc/self/statm").ok()?;
-    let pages: usize = statm.split_whitespace().nth(1)?.parse().ok()?;
-    Some(pages * 4096)
-}
-
-/// Keys in a scattered order (a bijection of `0..2^64`).
-fn key(i: u64) -> u64 {
-    i.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ 0x5555
-}
 
 fn store(indexes: usize) -> larder::IndexedStore<u64, u64> {
     let mut builder = larder::IndexedStore::builder();
@@ -92,11 +84,8 @@ fn main() {
     let mut args = std::env::args().skip(1);
     let first = args.next();
     if let (Some("--child"), Some(name), Some(n)) = (first.as_deref(), args.next(), args.next()) {
-        let _ = ahash::RandomState::new().hash_one(1_u64);
-        let before = resident().expect("/proc/self/statm");
-        let map = fill(&name, n.parse().expect("count"));
-        let after = resident().expect("/proc/self/statm");
-        println!("{}", after.saturating_sub(before));
+        let (bytes, map) = measured(|| fill(&name, n.parse().expect("count")));
+        println!("{bytes}");
         drop(map);
         return;
     }
@@ -108,21 +97,12 @@ fn main() {
         .filter(|a| a != "--bench")
         .map(|a| a.parse().expect("usage: indexed_heap [ENTRIES]"))
         .unwrap_or(100_000);
-    let exe = std::env::current_exe().expect("own path");
     println!("resident memory per entry, {n} u64 -> u64 entries");
     println!();
     println!("| map | bytes per entry |");
     println!("|---|---:|");
     for name in ROWS {
-        let output = Command::new(&exe)
-            .args(["--child", name, &n.to_string()])
-            .output()
-            .expect("run the child");
-        assert!(output.status.success(), "{name}: child failed: {output:?}");
-        let bytes: usize = String::from_utf8_lossy(&output.stdout)
-            .trim()
-            .parse()
-            .expect("bytes");
+        let bytes: usize = child_output(name, n).trim().parse().expect("bytes");
         println!("| {name} | {:.1} |", bytes as f64 / n as f64);
     }
 }
