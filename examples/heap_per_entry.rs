@@ -53,11 +53,11 @@ fn fill(name: &str, capacity: usize) -> (Box<dyn std::any::Any>, usize) {
     match name {
         "larder LruCache (Exact)" | "larder LruCache (Clock)" | "larder LruCache (S3Fifo)" => {
             let policy = if name.contains("Clock") {
-                larder::LruPolicy::Clock
+                larder::EvictionPolicy::Clock
             } else if name.contains("S3Fifo") {
-                larder::LruPolicy::S3Fifo
+                larder::EvictionPolicy::S3Fifo
             } else {
-                larder::LruPolicy::Exact
+                larder::EvictionPolicy::Exact
             };
             let cache = larder::LruCache::<u64, u64>::builder()
                 .capacity(capacity)

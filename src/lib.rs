@@ -66,7 +66,7 @@
 //!   missing key once however many threads miss it. Sharded, with one short
 //!   lock per operation, so it scales where one `Mutex<lru::LruCache>` does
 //!   not; each shard evicts by exact LRU (the default), CLOCK, or
-//!   scan-resistant S3-FIFO ([`LruPolicy`] has a table of which for which
+//!   scan-resistant S3-FIFO ([`EvictionPolicy`] has a table of which for which
 //!   workload). For per-entry time-to-live, use [`TypedCache`].
 //!
 //! - [`TypedCache`] when each value is expensive to build and many threads
@@ -352,7 +352,7 @@ mod workqueue;
 
 pub use error::BuildError;
 pub use indexed::{IndexError, IndexedStore, IndexedStoreBuilder, Transaction};
-pub use lru::{AsyncLoadingLruCache, LoadingLruCache, LruCache, LruCacheBuilder, LruPolicy};
+pub use lru::{AsyncLoadingLruCache, EvictionPolicy, LoadingLruCache, LruCache, LruCacheBuilder};
 pub use ordered::{OrderedIndex, OrderedIndexBuilder, OrderedLock, OrderedSnapshot};
 pub use removal::RemovalCause;
 pub use snapshot::{CachedReader, CompareAndSwapError, Guard, Snapshot, Versioned};

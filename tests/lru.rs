@@ -12,7 +12,8 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Barrier, Mutex};
 
 use larder::{
-    BuildError, CacheStats, LoadingLruCache, LruCache, LruCacheBuilder, LruPolicy, RemovalCause,
+    BuildError, CacheStats, EvictionPolicy, LoadingLruCache, LruCache, LruCacheBuilder,
+    RemovalCause,
 };
 use proptest::prelude::*;
 
@@ -26,15 +27,15 @@ fn public_types_are_send_and_sync() {
     assert_send_sync::<LoadingLruCache<String, u32, std::io::Error>>();
     assert_send_sync::<CacheStats>();
     assert_send_sync::<BuildError>();
-    assert_send_sync::<LruPolicy>();
+    assert_send_sync::<EvictionPolicy>();
     assert_send_sync::<LruCache<String, Vec<u8>>>();
 }
 
-fn policy() -> impl Strategy<Value = LruPolicy> {
+fn policy() -> impl Strategy<Value = EvictionPolicy> {
     prop_oneof![
-        Just(LruPolicy::Exact),
-        Just(LruPolicy::Clock),
-        Just(LruPolicy::S3Fifo)
+        Just(EvictionPolicy::Exact),
+        Just(EvictionPolicy::Clock),
+        Just(EvictionPolicy::S3Fifo)
     ]
 }
 
@@ -488,18 +489,18 @@ impl Eq for Touchy {}
 fn panicking_hash_and_eq_leave_the_cache_consistent() {
     static HASH: AtomicBool = AtomicBool::new(false);
     static EQ: AtomicBool = AtomicBool::new(false);
-    panicking_hash_and_eq_under(LruPolicy::Exact, &HASH, &EQ);
+    panicking_hash_and_eq_under(EvictionPolicy::Exact, &HASH, &EQ);
 }
 
 #[test]
 fn panicking_hash_and_eq_leave_a_clock_cache_consistent() {
     static HASH: AtomicBool = AtomicBool::new(false);
     static EQ: AtomicBool = AtomicBool::new(false);
-    panicking_hash_and_eq_under(LruPolicy::Clock, &HASH, &EQ);
+    panicking_hash_and_eq_under(EvictionPolicy::Clock, &HASH, &EQ);
 }
 
 fn panicking_hash_and_eq_under(
-    policy: LruPolicy,
+    policy: EvictionPolicy,
     hash: &'static AtomicBool,
     eq: &'static AtomicBool,
 ) {
@@ -574,7 +575,11 @@ impl Drop for PanicsOnDrop {
 
 #[test]
 fn clear_empties_every_shard_before_a_drop_panics() {
-    for policy in [LruPolicy::Exact, LruPolicy::Clock, LruPolicy::S3Fifo] {
+    for policy in [
+        EvictionPolicy::Exact,
+        EvictionPolicy::Clock,
+        EvictionPolicy::S3Fifo,
+    ] {
         let cache = LruCache::builder()
             .capacity(1024)
             .shards(16)
@@ -604,7 +609,11 @@ fn clear_empties_every_shard_before_a_drop_panics() {
 
 #[test]
 fn get_with_visits_in_place_and_counts_like_get() {
-    for policy in [LruPolicy::Exact, LruPolicy::Clock, LruPolicy::S3Fifo] {
+    for policy in [
+        EvictionPolicy::Exact,
+        EvictionPolicy::Clock,
+        EvictionPolicy::S3Fifo,
+    ] {
         let cache = LruCache::builder()
             .capacity(4)
             .shards(1)
@@ -660,7 +669,11 @@ fn a_panicking_closure_leaves_the_cache_consistent_and_unlocked() {
         }
     }
 
-    for policy in [LruPolicy::Exact, LruPolicy::Clock, LruPolicy::S3Fifo] {
+    for policy in [
+        EvictionPolicy::Exact,
+        EvictionPolicy::Clock,
+        EvictionPolicy::S3Fifo,
+    ] {
         let cache = LruCache::builder()
             .capacity(2)
             .shards(1)
@@ -694,7 +707,7 @@ fn a_panicking_closure_leaves_the_cache_consistent_and_unlocked() {
         });
         cache.check_invariants();
         assert_eq!(cache.len(), 2);
-        if policy == LruPolicy::Exact {
+        if policy == EvictionPolicy::Exact {
             // Both panicking gets still made their entry the most recent,
             // 2 after 1; inserting 3 then evicted 1.
             assert!(!cache.contains_key(&1), "{policy:?}");
@@ -728,7 +741,11 @@ impl Drop for Counted {
 /// cache when it is dropped.
 #[test]
 fn every_value_let_go_is_dropped_once_under_every_policy() {
-    for policy in [LruPolicy::Exact, LruPolicy::Clock, LruPolicy::S3Fifo] {
+    for policy in [
+        EvictionPolicy::Exact,
+        EvictionPolicy::Clock,
+        EvictionPolicy::S3Fifo,
+    ] {
         for listener in [false, true] {
             let drops = Arc::new(AtomicUsize::new(0));
             let heard = Arc::new(AtomicUsize::new(0));
@@ -779,7 +796,11 @@ fn every_value_let_go_is_dropped_once_under_every_policy() {
 /// The accessors report what the builder set.
 #[test]
 fn accessors_report_the_configuration() {
-    for policy in [LruPolicy::Exact, LruPolicy::Clock, LruPolicy::S3Fifo] {
+    for policy in [
+        EvictionPolicy::Exact,
+        EvictionPolicy::Clock,
+        EvictionPolicy::S3Fifo,
+    ] {
         let cache: LruCache<u32, u32> = LruCache::builder()
             .capacity(64)
             .shards(4)
@@ -836,7 +857,11 @@ fn a_listener_gets_the_displaced_value_and_the_caller_a_clone() {
             Marked(self.0 + 100)
         }
     }
-    for policy in [LruPolicy::Exact, LruPolicy::Clock, LruPolicy::S3Fifo] {
+    for policy in [
+        EvictionPolicy::Exact,
+        EvictionPolicy::Clock,
+        EvictionPolicy::S3Fifo,
+    ] {
         let heard = Arc::new(Mutex::new(Vec::new()));
         let log = Arc::clone(&heard);
         let cache = LruCache::builder()

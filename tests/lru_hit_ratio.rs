@@ -3,7 +3,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use larder::{LruCache, LruPolicy};
+use larder::{EvictionPolicy, LruCache};
 use rand::SeedableRng;
 use rand::rngs::StdRng;
 use rand_distr::{Distribution, Zipf};
@@ -76,7 +76,7 @@ fn zipf_trace(requests: usize, seed: u64) -> Vec<u64> {
 /// Runs a Zipf(0.9) trace over 1M keys through a cache of the default
 /// shard count (get, insert on miss) and the exact model; returns both hit
 /// ratios.
-fn zipf_hit_ratios(capacity: usize, requests: usize, policy: LruPolicy) -> (f64, f64) {
+fn zipf_hit_ratios(capacity: usize, requests: usize, policy: EvictionPolicy) -> (f64, f64) {
     let cache = LruCache::builder()
         .capacity(capacity)
         .policy(policy)
@@ -112,7 +112,7 @@ const ZIPF_REQUESTS: usize = if cfg!(debug_assertions) {
 
 #[test]
 fn zipf_hit_ratio_within_one_point_of_global_lru_at_1_percent() {
-    let (cache, exact) = zipf_hit_ratios(10_000, ZIPF_REQUESTS, LruPolicy::Exact);
+    let (cache, exact) = zipf_hit_ratios(10_000, ZIPF_REQUESTS, EvictionPolicy::Exact);
     println!("capacity 1%: sharded {cache:.4} exact {exact:.4}");
     assert!(
         (cache - exact).abs() < 0.01,
@@ -122,7 +122,7 @@ fn zipf_hit_ratio_within_one_point_of_global_lru_at_1_percent() {
 
 #[test]
 fn zipf_hit_ratio_within_one_point_of_global_lru_at_10_percent() {
-    let (cache, exact) = zipf_hit_ratios(100_000, ZIPF_REQUESTS, LruPolicy::Exact);
+    let (cache, exact) = zipf_hit_ratios(100_000, ZIPF_REQUESTS, EvictionPolicy::Exact);
     println!("capacity 10%: sharded {cache:.4} exact {exact:.4}");
     assert!(
         (cache - exact).abs() < 0.01,
@@ -135,7 +135,7 @@ fn zipf_hit_ratio_within_one_point_of_global_lru_at_10_percent() {
 #[test]
 fn clock_hit_ratio_at_most_one_point_below_global_lru() {
     for capacity in [10_000, 100_000] {
-        let (clock, exact) = zipf_hit_ratios(capacity, ZIPF_REQUESTS, LruPolicy::Clock);
+        let (clock, exact) = zipf_hit_ratios(capacity, ZIPF_REQUESTS, EvictionPolicy::Clock);
         println!("capacity {capacity}: clock {clock:.4} exact {exact:.4}");
         assert!(clock > exact - 0.01, "clock {clock:.4} vs exact {exact:.4}");
     }
@@ -154,7 +154,7 @@ fn s3fifo_hit_ratio_above_global_lru() {
         &[10_000, 100_000]
     };
     for &capacity in capacities {
-        let (s3, exact) = zipf_hit_ratios(capacity, ZIPF_REQUESTS, LruPolicy::S3Fifo);
+        let (s3, exact) = zipf_hit_ratios(capacity, ZIPF_REQUESTS, EvictionPolicy::S3Fifo);
         println!("capacity {capacity}: s3fifo {s3:.4} exact {exact:.4}");
         assert!(s3 > exact + 0.01, "s3fifo {s3:.4} vs exact {exact:.4}");
     }

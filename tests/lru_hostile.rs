@@ -24,7 +24,7 @@ use std::convert::Infallible;
 
 use hasher::TestState;
 use hostile::{Key, Trait, Value, sweep};
-use larder::{BuildError, LoadingLruCache, LruCache, LruPolicy, RemovalCause};
+use larder::{BuildError, EvictionPolicy, LoadingLruCache, LruCache, RemovalCause};
 
 const TRAITS: [Trait; 4] = [Trait::Hash, Trait::Eq, Trait::Clone, Trait::Drop];
 const LIMIT: u64 = 20_000;
@@ -52,33 +52,33 @@ fn quiet_planted_panics() {
 
 #[derive(Clone, Copy, Debug)]
 struct Shape {
-    policy: LruPolicy,
+    policy: EvictionPolicy,
     shards: usize,
 }
 
 const SHAPES: [Shape; 6] = [
     Shape {
-        policy: LruPolicy::Exact,
+        policy: EvictionPolicy::Exact,
         shards: 1,
     },
     Shape {
-        policy: LruPolicy::Exact,
+        policy: EvictionPolicy::Exact,
         shards: 4,
     },
     Shape {
-        policy: LruPolicy::Clock,
+        policy: EvictionPolicy::Clock,
         shards: 1,
     },
     Shape {
-        policy: LruPolicy::Clock,
+        policy: EvictionPolicy::Clock,
         shards: 4,
     },
     Shape {
-        policy: LruPolicy::S3Fifo,
+        policy: EvictionPolicy::S3Fifo,
         shards: 1,
     },
     Shape {
-        policy: LruPolicy::S3Fifo,
+        policy: EvictionPolicy::S3Fifo,
         shards: 4,
     },
 ];
@@ -390,7 +390,11 @@ fn every_loader_run_is_counted_even_when_storing_it_panics() {
 
 #[test]
 fn any_capacity_from_one_up_builds() {
-    for policy in [LruPolicy::Exact, LruPolicy::Clock, LruPolicy::S3Fifo] {
+    for policy in [
+        EvictionPolicy::Exact,
+        EvictionPolicy::Clock,
+        EvictionPolicy::S3Fifo,
+    ] {
         for capacity in [1, u32::MAX as usize, usize::MAX / 2, usize::MAX] {
             let cache = LruCache::<u64, u64>::builder()
                 .capacity(capacity)

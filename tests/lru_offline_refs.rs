@@ -6,7 +6,7 @@
 #[path = "../benches/common/offline.rs"]
 mod offline;
 
-use larder::{LruCache, LruPolicy};
+use larder::{EvictionPolicy, LruCache};
 use proptest::prelude::*;
 use rand::{Rng, SeedableRng};
 use rand_distr::{Distribution, Zipf};
@@ -222,7 +222,11 @@ fn opt_bounds_every_policy() {
         let next = offline::next_uses(&trace);
         for capacity in [20, 50, 100, 200, 500, 1_000] {
             let best = offline::opt_hits(&trace, &next, capacity);
-            for policy in [LruPolicy::Exact, LruPolicy::Clock, LruPolicy::S3Fifo] {
+            for policy in [
+                EvictionPolicy::Exact,
+                EvictionPolicy::Clock,
+                EvictionPolicy::S3Fifo,
+            ] {
                 for shards in [None, Some(1)] {
                     let mut builder = LruCache::builder().capacity(capacity).policy(policy);
                     if let Some(shards) = shards {
@@ -250,7 +254,7 @@ fn one_exact_shard_hits_as_the_lru_reference() {
         for capacity in [20, 100, 1_000] {
             let cache = LruCache::builder()
                 .capacity(capacity)
-                .policy(LruPolicy::Exact)
+                .policy(EvictionPolicy::Exact)
                 .shards(1)
                 .build()
                 .unwrap();

@@ -7,22 +7,22 @@ mod watchdog;
 use std::sync::Barrier;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
-use larder::{LruCache, LruPolicy};
+use larder::{EvictionPolicy, LruCache};
 
 // ---------------------------------------------------------------------------
 // stress: 8 threads on 2 cores
 
 #[test]
 fn stress_counts_are_exact_and_the_bound_holds() {
-    stress_counts_under(LruPolicy::Exact);
+    stress_counts_under(EvictionPolicy::Exact);
 }
 
 #[test]
 fn stress_counts_are_exact_and_the_bound_holds_under_clock() {
-    stress_counts_under(LruPolicy::Clock);
+    stress_counts_under(EvictionPolicy::Clock);
 }
 
-fn stress_counts_under(policy: LruPolicy) {
+fn stress_counts_under(policy: EvictionPolicy) {
     let _watchdog = watchdog::arm(watchdog::STRESS_LIMIT);
     const THREADS: usize = 8;
     const OPS: u64 = 20_000;
@@ -109,12 +109,16 @@ fn stress_counts_under(policy: LruPolicy) {
 
 #[test]
 fn stress_racing_loads_run_each_loader_once() {
-    for policy in [LruPolicy::Exact, LruPolicy::Clock, LruPolicy::S3Fifo] {
+    for policy in [
+        EvictionPolicy::Exact,
+        EvictionPolicy::Clock,
+        EvictionPolicy::S3Fifo,
+    ] {
         stress_racing_loads_under(policy);
     }
 }
 
-fn stress_racing_loads_under(policy: LruPolicy) {
+fn stress_racing_loads_under(policy: EvictionPolicy) {
     let _watchdog = watchdog::arm(watchdog::STRESS_LIMIT);
     const THREADS: usize = 8;
     const KEYS: u64 = 64;

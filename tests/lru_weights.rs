@@ -20,7 +20,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
-use larder::{LruCache, LruPolicy, RemovalCause};
+use larder::{EvictionPolicy, LruCache, RemovalCause};
 use proptest::prelude::*;
 
 /// A value carries its weight: `(id, weight)`.
@@ -35,7 +35,7 @@ fn by_weight(_key: &u8, value: &Value) -> u32 {
 fn recorded(
     capacity: usize,
     shards: usize,
-    policy: LruPolicy,
+    policy: EvictionPolicy,
 ) -> (LruCache<u8, Value>, Arc<Mutex<Vec<Event>>>) {
     let events = Arc::new(Mutex::new(Vec::new()));
     let log = Arc::clone(&events);
@@ -140,7 +140,7 @@ proptest! {
         capacity in 1..30usize,
         ops in prop::collection::vec(op(), 1..120),
     ) {
-        let (cache, events) = recorded(capacity, 1, LruPolicy::Exact);
+        let (cache, events) = recorded(capacity, 1, EvictionPolicy::Exact);
         let mut model = Model {
             entries: VecDeque::new(),
             capacity: capacity as u64,
@@ -183,9 +183,9 @@ proptest! {
     #[test]
     fn every_policy_keeps_the_weight_bound(
         policy in prop_oneof![
-            Just(LruPolicy::Exact),
-            Just(LruPolicy::Clock),
-            Just(LruPolicy::S3Fifo),
+            Just(EvictionPolicy::Exact),
+            Just(EvictionPolicy::Clock),
+            Just(EvictionPolicy::S3Fifo),
         ],
         shards in 1..4usize,
         capacity in 4..60usize,
@@ -228,7 +228,11 @@ proptest! {
 
 #[test]
 fn an_entry_heavier_than_its_shard_is_not_stored() {
-    for policy in [LruPolicy::Exact, LruPolicy::Clock, LruPolicy::S3Fifo] {
+    for policy in [
+        EvictionPolicy::Exact,
+        EvictionPolicy::Clock,
+        EvictionPolicy::S3Fifo,
+    ] {
         // Two shards of 5.
         let (cache, events) = recorded(10, 2, policy);
         assert_eq!(cache.insert(1, (1, 6)), None);
@@ -258,7 +262,7 @@ fn an_entry_heavier_than_its_shard_is_not_stored() {
 
 #[test]
 fn a_loaded_value_heavier_than_its_shard_is_returned_not_cached() {
-    let (cache, events) = recorded(10, 2, LruPolicy::Exact);
+    let (cache, events) = recorded(10, 2, EvictionPolicy::Exact);
     assert_eq!(cache.get_or_init(&1, || (7, 6)), (7, 6));
     assert!(!cache.contains_key(&1));
     let stats = cache.stats();
@@ -272,7 +276,11 @@ fn a_loaded_value_heavier_than_its_shard_is_returned_not_cached() {
 
 #[test]
 fn a_heavier_replacement_evicts_others() {
-    for policy in [LruPolicy::Exact, LruPolicy::Clock, LruPolicy::S3Fifo] {
+    for policy in [
+        EvictionPolicy::Exact,
+        EvictionPolicy::Clock,
+        EvictionPolicy::S3Fifo,
+    ] {
         let (cache, events) = recorded(10, 1, policy);
         for k in 0..5 {
             cache.insert(k, (u32::from(k), 2));
@@ -294,7 +302,11 @@ fn a_heavier_replacement_evicts_others() {
 
 #[test]
 fn a_weight_of_zero_counts_as_one() {
-    for policy in [LruPolicy::Exact, LruPolicy::Clock, LruPolicy::S3Fifo] {
+    for policy in [
+        EvictionPolicy::Exact,
+        EvictionPolicy::Clock,
+        EvictionPolicy::S3Fifo,
+    ] {
         let cache = LruCache::builder()
             .capacity(3)
             .shards(1)
@@ -338,7 +350,11 @@ fn a_panicking_weigher_leaves_the_cache_unchanged() {
             }
         }));
     });
-    for policy in [LruPolicy::Exact, LruPolicy::Clock, LruPolicy::S3Fifo] {
+    for policy in [
+        EvictionPolicy::Exact,
+        EvictionPolicy::Clock,
+        EvictionPolicy::S3Fifo,
+    ] {
         let cache = LruCache::builder()
             .capacity(8)
             .shards(1)
@@ -379,7 +395,11 @@ fn a_panicking_weigher_leaves_the_cache_unchanged() {
 #[test]
 fn the_weigher_runs_with_no_lock_held() {
     watchdog::with_timeout(watchdog::STRESS_LIMIT, || {
-        for policy in [LruPolicy::Exact, LruPolicy::Clock, LruPolicy::S3Fifo] {
+        for policy in [
+            EvictionPolicy::Exact,
+            EvictionPolicy::Clock,
+            EvictionPolicy::S3Fifo,
+        ] {
             let slot: Arc<OnceLock<Arc<LruCache<u32, u32>>>> = Arc::new(OnceLock::new());
             let inside = Arc::clone(&slot);
             let reentered = Arc::new(AtomicBool::new(false));
@@ -421,7 +441,11 @@ fn the_weigher_runs_with_no_lock_held() {
 #[test]
 fn threaded_inserts_keep_the_weight_bound() {
     watchdog::with_timeout(watchdog::STRESS_LIMIT, || {
-        for policy in [LruPolicy::Exact, LruPolicy::Clock, LruPolicy::S3Fifo] {
+        for policy in [
+            EvictionPolicy::Exact,
+            EvictionPolicy::Clock,
+            EvictionPolicy::S3Fifo,
+        ] {
             let cache: LruCache<u64, u64> = LruCache::builder()
                 .capacity(400)
                 .shards(4)

@@ -7,8 +7,8 @@ use std::sync::Arc;
 
 use larder::{
     AnyCache, AnyCacheBuilder, AsyncLoadingLruCache, BuildError, CacheStats, CachedReader,
-    CoarseClock, CompareAndSwapError, ExponentialBackoff, GetTimeoutError, Guard, IndexError,
-    IndexedStore, IndexedStoreBuilder, LoadingLruCache, LruCache, LruCacheBuilder, LruPolicy,
+    CoarseClock, CompareAndSwapError, EvictionPolicy, ExponentialBackoff, GetTimeoutError, Guard,
+    IndexError, IndexedStore, IndexedStoreBuilder, LoadingLruCache, LruCache, LruCacheBuilder,
     ManualClock, MaxOf, OrderedIndex, OrderedIndexBuilder, OrderedLock, OrderedSnapshot,
     RateLimiterError, RemovalCause, Snapshot, SystemClock, TokenBucket, Transaction, TryGetError,
     TypedCache, TypedCacheBuilder, Versioned, WorkQueue, WorkQueueBuilder, WorkQueueStats,
@@ -57,7 +57,7 @@ fn every_public_type_is_debug() {
     assert_debug::<GetTimeoutError>();
     assert_debug::<RateLimiterError>();
     assert_debug::<RemovalCause>();
-    assert_debug::<LruPolicy>();
+    assert_debug::<EvictionPolicy>();
     assert_debug::<OrderedLock>();
     assert_debug::<SystemClock>();
     assert_debug::<CoarseClock>();

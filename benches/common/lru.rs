@@ -1,4 +1,4 @@
-//! LRU family: `LruCache` (exact LRU, the default, and `LruPolicy::Clock`;
+//! LRU family: `LruCache` (exact LRU, the default, and `EvictionPolicy::Clock`;
 //! each read through `get` and through `get_with`) against
 //! `Mutex<lru::LruCache>` (one lock, and sharded 16 ways),
 //! `moka::sync::Cache`, `mini_moka::sync::Cache`, `quick_cache::sync::Cache`
@@ -92,9 +92,9 @@ impl<const POLICY: u8, const FORM: u8> Larder<POLICY, FORM> {
 /// CLOCK, 2 S3-FIFO).
 fn larder_cache<V>(capacity: usize, policy: u8) -> larder::LruCache<u64, V> {
     let policy = match policy {
-        0 => larder::LruPolicy::Exact,
-        1 => larder::LruPolicy::Clock,
-        _ => larder::LruPolicy::S3Fifo,
+        0 => larder::EvictionPolicy::Exact,
+        1 => larder::EvictionPolicy::Clock,
+        _ => larder::EvictionPolicy::S3Fifo,
     };
     larder::LruCache::builder()
         .capacity(capacity)

@@ -19,7 +19,7 @@ use std::hint::black_box;
 use std::num::NonZeroUsize;
 
 use gungraun::{library_benchmark, library_benchmark_group};
-use larder::{LruCache, LruPolicy};
+use larder::{EvictionPolicy, LruCache};
 use parking_lot::Mutex;
 
 use crate::inputs::{
@@ -46,9 +46,9 @@ impl<const P: u8> Bounded for Larder<P> {
     fn build(capacity: usize) -> Self {
         // What `default_shards` picks on two cores for 10,000 entries.
         let (policy, shards) = match P {
-            0 => (LruPolicy::Exact, 256),
-            1 => (LruPolicy::Clock, 1024),
-            _ => (LruPolicy::S3Fifo, 128),
+            0 => (EvictionPolicy::Exact, 256),
+            1 => (EvictionPolicy::Clock, 1024),
+            _ => (EvictionPolicy::S3Fifo, 128),
         };
         let cache = LruCache::builder()
             .capacity(capacity)

@@ -29,7 +29,7 @@ pub fn quiet_expected_panics() {
 pub fn lru(
     capacity: usize,
     shards: usize,
-    policy: larder::LruPolicy,
+    policy: larder::EvictionPolicy,
 ) -> larder::LruCache<u32, u32> {
     larder::LruCache::builder()
         .capacity(capacity)

@@ -10,14 +10,14 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use larder::fault::{FlightFault, inject};
-use larder::{LruPolicy, TypedCache};
+use larder::{EvictionPolicy, TypedCache};
 use loom::thread;
 use loom_tests::{INIT_PANIC, quiet_expected_panics};
 use std::sync::Arc;
 
 /// Three threads call `LruCache::get_or_init` on one cold key: every one
 /// returns (none is left waiting), the loader ran once, all got its value.
-fn lru_three_callers_all_return_model(policy: LruPolicy, fault: FlightFault) {
+fn lru_three_callers_all_return_model(policy: EvictionPolicy, fault: FlightFault) {
     let _fault = inject(fault);
     loom::model(move || {
         let cache = Arc::new(loom_tests::lru(2, 1, policy));
@@ -48,24 +48,24 @@ fn lru_three_callers_all_return_model(policy: LruPolicy, fault: FlightFault) {
 
 #[test]
 fn lru_three_callers_all_return() {
-    lru_three_callers_all_return_model(LruPolicy::Exact, FlightFault::None);
+    lru_three_callers_all_return_model(EvictionPolicy::Exact, FlightFault::None);
 }
 
 #[test]
 #[should_panic(expected = "deadlock")]
 fn lru_three_callers_negative_control_notify_one() {
-    lru_three_callers_all_return_model(LruPolicy::Exact, FlightFault::NotifyOne);
+    lru_three_callers_all_return_model(EvictionPolicy::Exact, FlightFault::NotifyOne);
 }
 
 #[test]
 fn lru_clock_three_callers_all_return() {
-    lru_three_callers_all_return_model(LruPolicy::Clock, FlightFault::None);
+    lru_three_callers_all_return_model(EvictionPolicy::Clock, FlightFault::None);
 }
 
 #[test]
 #[should_panic(expected = "deadlock")]
 fn lru_clock_three_callers_negative_control_notify_one() {
-    lru_three_callers_all_return_model(LruPolicy::Clock, FlightFault::NotifyOne);
+    lru_three_callers_all_return_model(EvictionPolicy::Clock, FlightFault::NotifyOne);
 }
 
 /// Three threads call `LruCache::get_or_try_init` on one cold key with a
@@ -74,7 +74,7 @@ fn lru_clock_three_callers_negative_control_notify_one() {
 fn lru_three_callers_share_a_failure_model(fault: FlightFault) {
     let _fault = inject(fault);
     loom::model(move || {
-        let cache = Arc::new(loom_tests::lru(2, 1, LruPolicy::Exact));
+        let cache = Arc::new(loom_tests::lru(2, 1, EvictionPolicy::Exact));
         let call = {
             let cache = Arc::clone(&cache);
             move || {

@@ -6,7 +6,7 @@
 //! policy that runs a deliberately broken protocol and must fail.
 #![cfg(loom)]
 
-use larder::LruPolicy;
+use larder::EvictionPolicy;
 use larder::fault::{FlightFault, LruFault, inject};
 use loom::sync::Arc;
 use loom::sync::atomic::{AtomicUsize, Ordering};
@@ -15,7 +15,7 @@ use loom::thread;
 /// A full one-shard cache of capacity 1; two threads insert new keys while
 /// the main thread reads `len()`: it never exceeds the capacity, and the
 /// counts are exact at the end.
-fn bound_holds_under_concurrent_inserts(policy: LruPolicy, fault: LruFault) {
+fn bound_holds_under_concurrent_inserts(policy: EvictionPolicy, fault: LruFault) {
     let _fault = inject(fault);
     loom::model(move || {
         let cache = Arc::new(loom_tests::lru(1, 1, policy));
@@ -41,31 +41,31 @@ fn bound_holds_under_concurrent_inserts(policy: LruPolicy, fault: LruFault) {
 
 #[test]
 fn lru_bound_holds_under_concurrent_inserts() {
-    bound_holds_under_concurrent_inserts(LruPolicy::Exact, LruFault::None);
+    bound_holds_under_concurrent_inserts(EvictionPolicy::Exact, LruFault::None);
 }
 
 #[test]
 #[should_panic(expected = "bound exceeded")]
 fn lru_bound_negative_control_split_eviction() {
-    bound_holds_under_concurrent_inserts(LruPolicy::Exact, LruFault::SplitEviction);
+    bound_holds_under_concurrent_inserts(EvictionPolicy::Exact, LruFault::SplitEviction);
 }
 
 #[test]
 fn lru_clock_bound_holds_under_concurrent_inserts() {
-    bound_holds_under_concurrent_inserts(LruPolicy::Clock, LruFault::None);
+    bound_holds_under_concurrent_inserts(EvictionPolicy::Clock, LruFault::None);
 }
 
 #[test]
 #[should_panic(expected = "bound exceeded")]
 fn lru_clock_bound_negative_control_split_eviction() {
-    bound_holds_under_concurrent_inserts(LruPolicy::Clock, LruFault::SplitEviction);
+    bound_holds_under_concurrent_inserts(EvictionPolicy::Clock, LruFault::SplitEviction);
 }
 
 /// Two threads each make two gets (one hit, one miss) on one shard while the
 /// main thread inserts: `hits + misses` is exactly the number of gets. One
 /// reader uses `get` (an `Arc` out), the other `get_with` (the value read
 /// under the lock): both hit paths count the same way.
-fn hits_plus_misses_equal_gets(policy: LruPolicy, fault: LruFault) {
+fn hits_plus_misses_equal_gets(policy: EvictionPolicy, fault: LruFault) {
     let _fault = inject(fault);
     loom::model(move || {
         let cache = Arc::new(loom_tests::lru(2, 1, policy));
@@ -102,20 +102,20 @@ fn hits_plus_misses_equal_gets(policy: LruPolicy, fault: LruFault) {
 
 #[test]
 fn lru_hits_plus_misses_equal_gets() {
-    hits_plus_misses_equal_gets(LruPolicy::Exact, LruFault::None);
+    hits_plus_misses_equal_gets(EvictionPolicy::Exact, LruFault::None);
 }
 
 #[test]
 #[should_panic(expected = "hits + misses != gets")]
 fn lru_stats_negative_control_racy_counter() {
-    hits_plus_misses_equal_gets(LruPolicy::Exact, LruFault::RacyStats);
+    hits_plus_misses_equal_gets(EvictionPolicy::Exact, LruFault::RacyStats);
 }
 
 /// Under `Clock` the two readers' lookups share the shard's lock, so their
 /// counts go to per-thread stripes (loom: the shared fallback stripe).
 #[test]
 fn lru_clock_hits_plus_misses_equal_gets() {
-    hits_plus_misses_equal_gets(LruPolicy::Clock, LruFault::None);
+    hits_plus_misses_equal_gets(EvictionPolicy::Clock, LruFault::None);
 }
 
 /// Counting under the shared lock with a load and a store loses a count
@@ -123,7 +123,7 @@ fn lru_clock_hits_plus_misses_equal_gets() {
 #[test]
 #[should_panic(expected = "hits + misses != gets")]
 fn lru_clock_stats_negative_control_racy_counter() {
-    hits_plus_misses_equal_gets(LruPolicy::Clock, LruFault::RacyStats);
+    hits_plus_misses_equal_gets(EvictionPolicy::Clock, LruFault::RacyStats);
 }
 
 /// `Clock`: a full two-entry shard holds 1 and 2, neither used; one thread
@@ -135,7 +135,7 @@ fn lru_clock_stats_negative_control_racy_counter() {
 /// `S3Fifo` has the same property on this shard: 1 and 2 both sit in the
 /// probation queue, 1 the oldest; a hit moves 1 on to the main queue when
 /// the insert looks for a victim, which is then 2.
-fn clock_hit_protects_its_entry(policy: LruPolicy, fault: LruFault, read_in_place: bool) {
+fn clock_hit_protects_its_entry(policy: EvictionPolicy, fault: LruFault, read_in_place: bool) {
     let _fault = inject(fault);
     loom::model(move || {
         let cache = Arc::new(loom_tests::lru(2, 1, policy));
@@ -165,30 +165,30 @@ fn clock_hit_protects_its_entry(policy: LruPolicy, fault: LruFault, read_in_plac
 
 #[test]
 fn lru_clock_hit_protects_its_entry() {
-    clock_hit_protects_its_entry(LruPolicy::Clock, LruFault::None, false);
+    clock_hit_protects_its_entry(EvictionPolicy::Clock, LruFault::None, false);
 }
 
 #[test]
 #[should_panic(expected = "a hit's entry was evicted before an unused one")]
 fn lru_clock_hit_negative_control_late_reference_bit() {
-    clock_hit_protects_its_entry(LruPolicy::Clock, LruFault::LateReferenceBit, false);
+    clock_hit_protects_its_entry(EvictionPolicy::Clock, LruFault::LateReferenceBit, false);
 }
 
 /// The same through `get_with`, which reads the value under the lock.
 #[test]
 fn lru_clock_get_with_hit_protects_its_entry() {
-    clock_hit_protects_its_entry(LruPolicy::Clock, LruFault::None, true);
+    clock_hit_protects_its_entry(EvictionPolicy::Clock, LruFault::None, true);
 }
 
 #[test]
 #[should_panic(expected = "a hit's entry was evicted before an unused one")]
 fn lru_clock_get_with_hit_negative_control_late_reference_bit() {
-    clock_hit_protects_its_entry(LruPolicy::Clock, LruFault::LateReferenceBit, true);
+    clock_hit_protects_its_entry(EvictionPolicy::Clock, LruFault::LateReferenceBit, true);
 }
 
 /// Two threads race `get_or_init` on one missing key: the loader runs once,
 /// both get its value, and the stats count one load and two misses.
-fn get_or_load_runs_the_loader_once(policy: LruPolicy, fault: FlightFault) {
+fn get_or_load_runs_the_loader_once(policy: EvictionPolicy, fault: FlightFault) {
     let _fault = inject(fault);
     loom::model(move || {
         let cache = Arc::new(loom_tests::lru(2, 1, policy));
@@ -217,62 +217,62 @@ fn get_or_load_runs_the_loader_once(policy: LruPolicy, fault: FlightFault) {
 
 #[test]
 fn lru_get_or_load_runs_the_loader_once() {
-    get_or_load_runs_the_loader_once(LruPolicy::Exact, FlightFault::None);
+    get_or_load_runs_the_loader_once(EvictionPolicy::Exact, FlightFault::None);
 }
 
 #[test]
 #[should_panic(expected = "the loader ran 2 times")]
 fn lru_get_or_load_negative_control_skip_flight() {
-    get_or_load_runs_the_loader_once(LruPolicy::Exact, FlightFault::SkipFlight);
+    get_or_load_runs_the_loader_once(EvictionPolicy::Exact, FlightFault::SkipFlight);
 }
 
 #[test]
 fn lru_clock_get_or_load_runs_the_loader_once() {
-    get_or_load_runs_the_loader_once(LruPolicy::Clock, FlightFault::None);
+    get_or_load_runs_the_loader_once(EvictionPolicy::Clock, FlightFault::None);
 }
 
 #[test]
 #[should_panic(expected = "the loader ran 2 times")]
 fn lru_clock_get_or_load_negative_control_skip_flight() {
-    get_or_load_runs_the_loader_once(LruPolicy::Clock, FlightFault::SkipFlight);
+    get_or_load_runs_the_loader_once(EvictionPolicy::Clock, FlightFault::SkipFlight);
 }
 
 // The same models under `S3Fifo`, whose hits also share the shard's lock.
 
 #[test]
 fn lru_s3fifo_bound_holds_under_concurrent_inserts() {
-    bound_holds_under_concurrent_inserts(LruPolicy::S3Fifo, LruFault::None);
+    bound_holds_under_concurrent_inserts(EvictionPolicy::S3Fifo, LruFault::None);
 }
 
 #[test]
 #[should_panic(expected = "bound exceeded")]
 fn lru_s3fifo_bound_negative_control_split_eviction() {
-    bound_holds_under_concurrent_inserts(LruPolicy::S3Fifo, LruFault::SplitEviction);
+    bound_holds_under_concurrent_inserts(EvictionPolicy::S3Fifo, LruFault::SplitEviction);
 }
 
 #[test]
 fn lru_s3fifo_hits_plus_misses_equal_gets() {
-    hits_plus_misses_equal_gets(LruPolicy::S3Fifo, LruFault::None);
+    hits_plus_misses_equal_gets(EvictionPolicy::S3Fifo, LruFault::None);
 }
 
 #[test]
 #[should_panic(expected = "hits + misses != gets")]
 fn lru_s3fifo_stats_negative_control_racy_counter() {
-    hits_plus_misses_equal_gets(LruPolicy::S3Fifo, LruFault::RacyStats);
+    hits_plus_misses_equal_gets(EvictionPolicy::S3Fifo, LruFault::RacyStats);
 }
 
 #[test]
 fn lru_s3fifo_hit_protects_its_entry() {
-    clock_hit_protects_its_entry(LruPolicy::S3Fifo, LruFault::None, false);
+    clock_hit_protects_its_entry(EvictionPolicy::S3Fifo, LruFault::None, false);
 }
 
 #[test]
 #[should_panic(expected = "a hit's entry was evicted before an unused one")]
 fn lru_s3fifo_hit_negative_control_late_use() {
-    clock_hit_protects_its_entry(LruPolicy::S3Fifo, LruFault::LateReferenceBit, false);
+    clock_hit_protects_its_entry(EvictionPolicy::S3Fifo, LruFault::LateReferenceBit, false);
 }
 
 #[test]
 fn lru_s3fifo_get_or_load_runs_the_loader_once() {
-    get_or_load_runs_the_loader_once(LruPolicy::S3Fifo, FlightFault::None);
+    get_or_load_runs_the_loader_once(EvictionPolicy::S3Fifo, FlightFault::None);
 }

@@ -4,7 +4,7 @@
 //! both policies, each with a negative control (`LruFault`) that must fail.
 #![cfg(loom)]
 
-use larder::LruPolicy;
+use larder::EvictionPolicy;
 use larder::fault::{LruFault, inject};
 use loom::sync::Arc;
 use loom::thread;
@@ -14,7 +14,7 @@ use loom::thread;
 /// shard locked at once) in between: its `len` never exceeds its
 /// `capacity`. At the end the cache holds at most 2 entries and every
 /// insert is either present or counted as an eviction.
-fn bound_holds_while_resize_races_insert(policy: LruPolicy, fault: LruFault) {
+fn bound_holds_while_resize_races_insert(policy: EvictionPolicy, fault: LruFault) {
     let _fault = inject(fault);
     loom::model(move || {
         let cache = Arc::new(loom_tests::lru(4, 2, policy));
@@ -62,33 +62,33 @@ fn bound_holds_while_resize_races_insert(policy: LruPolicy, fault: LruFault) {
 
 #[test]
 fn lru_bound_holds_while_resize_races_insert() {
-    bound_holds_while_resize_races_insert(LruPolicy::Exact, LruFault::None);
+    bound_holds_while_resize_races_insert(EvictionPolicy::Exact, LruFault::None);
 }
 
 #[test]
 #[should_panic(expected = "bound exceeded")]
 fn lru_resize_negative_control_capacity_before_shrink() {
-    bound_holds_while_resize_races_insert(LruPolicy::Exact, LruFault::CapacityBeforeShrink);
+    bound_holds_while_resize_races_insert(EvictionPolicy::Exact, LruFault::CapacityBeforeShrink);
 }
 
 #[test]
 fn lru_clock_bound_holds_while_resize_races_insert() {
-    bound_holds_while_resize_races_insert(LruPolicy::Clock, LruFault::None);
+    bound_holds_while_resize_races_insert(EvictionPolicy::Clock, LruFault::None);
 }
 
 #[test]
 #[should_panic(expected = "bound exceeded")]
 fn lru_clock_resize_negative_control_capacity_before_shrink() {
-    bound_holds_while_resize_races_insert(LruPolicy::Clock, LruFault::CapacityBeforeShrink);
+    bound_holds_while_resize_races_insert(EvictionPolicy::Clock, LruFault::CapacityBeforeShrink);
 }
 
 #[test]
 fn lru_s3fifo_bound_holds_while_resize_races_insert() {
-    bound_holds_while_resize_races_insert(LruPolicy::S3Fifo, LruFault::None);
+    bound_holds_while_resize_races_insert(EvictionPolicy::S3Fifo, LruFault::None);
 }
 
 #[test]
 #[should_panic(expected = "bound exceeded")]
 fn lru_s3fifo_resize_negative_control_capacity_before_shrink() {
-    bound_holds_while_resize_races_insert(LruPolicy::S3Fifo, LruFault::CapacityBeforeShrink);
+    bound_holds_while_resize_races_insert(EvictionPolicy::S3Fifo, LruFault::CapacityBeforeShrink);
 }

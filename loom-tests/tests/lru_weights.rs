@@ -8,7 +8,7 @@
 #![cfg(loom)]
 
 use larder::fault::{LruFault, inject};
-use larder::{LruCache, LruPolicy};
+use larder::{EvictionPolicy, LruCache};
 use loom::sync::Arc;
 use loom::thread;
 
@@ -16,7 +16,7 @@ use loom::thread;
 /// insert key 1 (weight 3: evicts 0, or 0 and 2) and key 2 (weight 2)
 /// while the main thread reads the total weight twice, with `stats()` (a
 /// consistent pair with the capacity) and `weighted_size()`.
-fn weight_bound_holds(policy: LruPolicy, fault: LruFault) {
+fn weight_bound_holds(policy: EvictionPolicy, fault: LruFault) {
     let _fault = inject(fault);
     loom::model(move || {
         // The value is the entry's weight.
@@ -63,27 +63,27 @@ fn weight_bound_holds(policy: LruPolicy, fault: LruFault) {
 
 #[test]
 fn lru_weight_bound_holds_under_racing_inserts() {
-    weight_bound_holds(LruPolicy::Exact, LruFault::None);
+    weight_bound_holds(EvictionPolicy::Exact, LruFault::None);
 }
 
 #[test]
 #[should_panic(expected = "weight bound exceeded")]
 fn lru_weight_bound_negative_control_split_eviction() {
-    weight_bound_holds(LruPolicy::Exact, LruFault::SplitEviction);
+    weight_bound_holds(EvictionPolicy::Exact, LruFault::SplitEviction);
 }
 
 #[test]
 fn lru_clock_weight_bound_holds_under_racing_inserts() {
-    weight_bound_holds(LruPolicy::Clock, LruFault::None);
+    weight_bound_holds(EvictionPolicy::Clock, LruFault::None);
 }
 
 #[test]
 fn lru_s3fifo_weight_bound_holds_under_racing_inserts() {
-    weight_bound_holds(LruPolicy::S3Fifo, LruFault::None);
+    weight_bound_holds(EvictionPolicy::S3Fifo, LruFault::None);
 }
 
 #[test]
 #[should_panic(expected = "weight bound exceeded")]
 fn lru_s3fifo_weight_bound_negative_control_split_eviction() {
-    weight_bound_holds(LruPolicy::S3Fifo, LruFault::SplitEviction);
+    weight_bound_holds(EvictionPolicy::S3Fifo, LruFault::SplitEviction);
 }

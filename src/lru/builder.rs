@@ -7,7 +7,7 @@ use std::marker::PhantomData;
 
 use super::cache::ValueListener;
 use super::load::infallible;
-use super::{LoadingLruCache, LruCache, LruPolicy};
+use super::{EvictionPolicy, LoadingLruCache, LruCache};
 use crate::cache::Weigher;
 use crate::error::BuildError;
 use crate::removal::RemovalCause;
@@ -47,13 +47,13 @@ pub(crate) fn validate(capacity: usize, shards: usize) -> Result<(), BuildError>
 /// shrink (0.09 point below one global list at 256 shards for 10K entries,
 /// 0.4 at 1024), so it keeps 32 entries per shard; CLOCK's stays above
 /// exact LRU's down to about 10 entries per shard.
-pub(crate) fn default_shards(capacity: usize, policy: LruPolicy) -> usize {
+pub(crate) fn default_shards(capacity: usize, policy: EvictionPolicy) -> usize {
     let (per_core, min_entries) = match policy {
-        LruPolicy::Exact => (128, 32),
-        LruPolicy::Clock => (512, 8),
+        EvictionPolicy::Exact => (128, 32),
+        EvictionPolicy::Clock => (512, 8),
         // Hits share the lock, as under `Clock`; but the probation queue is
         // 1/48 of a shard, so shards stay large enough to give it room.
-        LruPolicy::S3Fifo => (128, 64),
+        EvictionPolicy::S3Fifo => (128, 64),
     };
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let mut shards = (cores * per_core).next_power_of_two().min(4096);
@@ -92,7 +92,7 @@ pub(crate) fn default_shards(capacity: usize, policy: LruPolicy) -> usize {
 pub struct LruCacheBuilder<K, V, S = ahash::RandomState> {
     capacity: usize,
     shards: Option<usize>,
-    policy: LruPolicy,
+    policy: EvictionPolicy,
     hasher: S,
     listener: Option<ValueListener<K, V>>,
     weigher: Option<Weigher<K, V>>,
@@ -104,7 +104,7 @@ impl<K, V> LruCacheBuilder<K, V> {
         Self {
             capacity: 0,
             shards: None,
-            policy: LruPolicy::Exact,
+            policy: EvictionPolicy::Exact,
             hasher: crate::sync::default_hasher(),
             listener: None,
             weigher: None,
@@ -134,7 +134,7 @@ impl<K, V, S> LruCacheBuilder<K, V, S> {
     ///
     /// The default is 128 per core as a power of two, at most 4096, reduced
     /// so that each shard holds at least 32 entries (under
-    /// [`LruPolicy::Clock`]: 512 per core, at least 8 entries). More shards mean fewer
+    /// [`EvictionPolicy::Clock`]: 512 per core, at least 8 entries). More shards mean fewer
     /// threads meeting on one lock; fewer shards mean an order closer to
     /// one global LRU (`shards(1)` is exactly global LRU). `build` fails if
     /// this is 0 or more than the capacity.
@@ -150,23 +150,23 @@ impl<K, V, S> LruCacheBuilder<K, V, S> {
         self
     }
 
-    /// Sets how each shard picks what to evict: [`LruPolicy::Exact`] (the
+    /// Sets how each shard picks what to evict: [`EvictionPolicy::Exact`] (the
     /// default: exact LRU, a hit takes the shard's exclusive lock),
-    /// [`LruPolicy::Clock`] (second chance, a hit takes its shared lock) or
-    /// [`LruPolicy::S3Fifo`] (scan-resistant, a hit takes its shared lock).
+    /// [`EvictionPolicy::Clock`] (second chance, a hit takes its shared lock) or
+    /// [`EvictionPolicy::S3Fifo`] (scan-resistant, a hit takes its shared lock).
     ///
     /// # Examples
     ///
     /// ```
-    /// use larder::{LruCache, LruPolicy};
+    /// use larder::{LruCache, EvictionPolicy};
     /// let cache = LruCache::<u32, u32>::builder()
     ///     .capacity(64)
-    ///     .policy(LruPolicy::Clock)
+    ///     .policy(EvictionPolicy::Clock)
     ///     .build()
     ///     .unwrap();
-    /// assert_eq!(cache.policy(), LruPolicy::Clock);
+    /// assert_eq!(cache.policy(), EvictionPolicy::Clock);
     /// ```
-    pub fn policy(mut self, policy: LruPolicy) -> Self {
+    pub fn policy(mut self, policy: EvictionPolicy) -> Self {
         self.policy = policy;
         self
     }

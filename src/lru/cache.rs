@@ -5,8 +5,8 @@
 //!
 //! One `parking_lot::RwLock` per shard, padded to its own cache lines; the
 //! shard's entries and its statistics counters live inside it. Writes take it
-//! exclusively; so do lookups under `LruPolicy::Exact` (a hit moves its
-//! entry). Lookups under `LruPolicy::Clock` (a hit sets an atomic bit),
+//! exclusively; so do lookups under `EvictionPolicy::Exact` (a hit moves its
+//! entry). Lookups under `EvictionPolicy::Clock` (a hit sets an atomic bit),
 //! `peek`, `contains_key`, `len`, `to_vec` and `stats` take it shared. An
 //! operation takes exactly one shard lock, except `resize` (the resize
 //! mutex, then each shard in turn, never two shard locks at once), `len`,
@@ -26,7 +26,7 @@ use std::hash::{BuildHasher, Hash};
 
 use super::policy::PolicyShard;
 use super::stats::{Counters, Lookups};
-use super::{Listener, LruCacheBuilder, LruPolicy};
+use super::{EvictionPolicy, Listener, LruCacheBuilder};
 use crate::cache::{MAX_SHARD_CAPACITY, Weigher};
 use crate::flight::FlightGroup;
 use crate::removal::{RemovalCause, notify};
@@ -84,7 +84,7 @@ pub(crate) type PaddedShard<K, V> = CachePadded<RwLock<LockedShard<K, V>>>;
 ///   weight of the entries ([`weighted_size`](Self::weighted_size)) with
 ///   the same guarantee: an insert evicts as many entries as it takes to
 ///   fit, under the same lock.
-/// - **Exact LRU per shard** (the default [`LruPolicy::Exact`]): keys are
+/// - **Exact LRU per shard** (the default [`EvictionPolicy::Exact`]): keys are
 ///   spread over `shards` independent LRU lists by hash, each holding
 ///   `capacity / shards` entries. Within a shard the order is exact and every
 ///   operation is linearizable (one lock). Over the whole cache this
@@ -94,10 +94,10 @@ pub(crate) type PaddedShard<K, V> = CachePadded<RwLock<LockedShard<K, V>>>;
 /// - **Every hit counts**: a [`get`](Self::get) moves its entry to the front
 ///   of its shard's list; nothing is sampled or dropped.
 /// - **Or CLOCK, for hits that never wait for each other**:
-///   [`LruPolicy::Clock`] replaces each shard's list by CLOCK (second
+///   [`EvictionPolicy::Clock`] replaces each shard's list by CLOCK (second
 ///   chance), so a hit only sets a bit under the shard's *shared* lock.
 ///   Operations stay linearizable; the eviction order is CLOCK's, not LRU's
-///   (see [`LruPolicy`] for the trade and its measured hit ratio).
+///   (see [`EvictionPolicy`] for the trade and its measured hit ratio).
 /// - **User code never runs under a lock while a shard changes**: `K: Eq`
 ///   runs in the lookup that starts an operation, on a full 64-bit hash
 ///   match, before the operation's first change; `V: Clone` in the reads
@@ -127,7 +127,7 @@ pub(crate) type PaddedShard<K, V> = CachePadded<RwLock<LockedShard<K, V>>>;
 /// shards. The hit-ratio cost against one global list stays small (0.09
 /// points at 1% of 1M keys with 256 shards). Use fewer
 /// shards (down to 1, exact global LRU) when the order matters more than
-/// scaling. Under [`LruPolicy::Clock`] the default is 512 per core with at
+/// scaling. Under [`EvictionPolicy::Clock`] the default is 512 per core with at
 /// least 8 entries per shard: CLOCK's hit ratio holds up in smaller shards.
 ///
 /// # Examples
@@ -167,7 +167,7 @@ pub(crate) type PaddedShard<K, V> = CachePadded<RwLock<LockedShard<K, V>>>;
 /// ```
 pub struct LruCache<K, V, S = ahash::RandomState> {
     pub(crate) shards: Box<[PaddedShard<K, V>]>,
-    pub(crate) policy: LruPolicy,
+    pub(crate) policy: EvictionPolicy,
     /// Hits and misses of lookups under a shared lock (`Clock`).
     pub(crate) lookups: Lookups,
     pub(crate) hasher: S,
@@ -250,7 +250,7 @@ impl<K, V, S> LruCache<K, V, S> {
     pub(crate) fn from_parts(
         capacity: usize,
         shards: usize,
-        policy: LruPolicy,
+        policy: EvictionPolicy,
         hasher: S,
         listener: Option<ValueListener<K, V>>,
         weigher: Option<Weigher<K, V>>,
@@ -293,15 +293,15 @@ impl<K, V, S> LruCache<K, V, S> {
         self.capacity.load(Ordering::Relaxed)
     }
 
-    /// The eviction policy of every shard (see [`LruPolicy`]).
+    /// The eviction policy of every shard (see [`EvictionPolicy`]).
     ///
     /// # Examples
     ///
     /// ```
     /// let cache = larder::LruCache::<u8, u8>::new(8);
-    /// assert_eq!(cache.policy(), larder::LruPolicy::Exact);
+    /// assert_eq!(cache.policy(), larder::EvictionPolicy::Exact);
     /// ```
-    pub fn policy(&self) -> LruPolicy {
+    pub fn policy(&self) -> EvictionPolicy {
         self.policy
     }
 
@@ -386,7 +386,7 @@ impl<K, V, S> LruCache<K, V, S> {
     /// shard order; no other operation holds two), so `len <= capacity`
     /// holds in the result even while other threads insert and resize, and
     /// the counters are those of one instant; except, under
-    /// [`LruPolicy::Clock`], `hits` and `misses`, which lookups count in
+    /// [`EvictionPolicy::Clock`], `hits` and `misses`, which lookups count in
     /// per-thread stripes outside the lock (each exact once the cache is
     /// quiet). That makes it slower than one operation (one lock per shard);
     /// call it for monitoring, not per request. See [`CacheStats`] for what
@@ -537,7 +537,7 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
 impl<K: Clone, V: Clone, S> LruCache<K, V, S> {
     /// Every entry copied into a `Vec` (O(n); keys and values cloned), each
     /// shard from most to least recently used, shard after shard. With one shard (`shards(1)`) this is the
-    /// exact recency order of the whole cache. Under [`LruPolicy::Clock`],
+    /// exact recency order of the whole cache. Under [`EvictionPolicy::Clock`],
     /// "most recently used" is CLOCK's approximation: each shard's entries
     /// used since the hand last passed them, then the others, each group in
     /// the reverse of the order the hand would reach them.

@@ -5,7 +5,7 @@
 //! One shard's entries and eviction are the engine's (`crate::cache`:
 //! exact LRU, CLOCK, S3-FIFO); this module is the concurrent face.
 //!
-//! - `policy.rs`: [`LruPolicy`], and the engine shard under the policy
+//! - `policy.rs`: [`EvictionPolicy`], and the engine shard under the policy
 //!   chosen at run time.
 //! - `cache.rs`: the concurrent wrapper (one padded reader-writer lock per
 //!   shard); `read.rs`: its lookups (`get`, `get_with`,
@@ -33,7 +33,7 @@ pub use async_loading::AsyncLoadingLruCache;
 pub use builder::LruCacheBuilder;
 pub use cache::LruCache;
 pub use load::LoadingLruCache;
-pub use policy::LruPolicy;
+pub use policy::EvictionPolicy;
 
 pub(crate) use crate::removal::Listener;
 

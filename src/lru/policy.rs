@@ -1,4 +1,4 @@
-//! [`LruPolicy`], and [`PolicyShard`]: one engine shard under the policy
+//! [`EvictionPolicy`], and [`PolicyShard`]: one engine shard under the policy
 //! chosen at run time.
 
 use std::borrow::Borrow;
@@ -42,12 +42,12 @@ use crate::cache::{Clock, Exact, Inserted, S3Fifo, Shard};
 /// # Examples
 ///
 /// ```
-/// use larder::{LruCache, LruPolicy};
+/// use larder::{LruCache, EvictionPolicy};
 ///
 /// let cache = LruCache::builder()
 ///     .capacity(2)
 ///     .shards(1)
-///     .policy(LruPolicy::Clock)
+///     .policy(EvictionPolicy::Clock)
 ///     .build()
 ///     .unwrap();
 /// cache.insert("a", 1);
@@ -58,7 +58,7 @@ use crate::cache::{Clock, Exact, Inserted, S3Fifo, Shard};
 /// ```
 #[non_exhaustive]
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
-pub enum LruPolicy {
+pub enum EvictionPolicy {
     /// Exact LRU within each shard: every hit makes its entry the most
     /// recently used, under the shard's exclusive lock.
     #[default]
@@ -76,11 +76,11 @@ pub enum LruPolicy {
     S3Fifo,
 }
 
-impl LruPolicy {
+impl EvictionPolicy {
     /// Whether a hit takes the shard's shared lock (it writes only an
     /// atomic in the entry) rather than its exclusive one.
     pub(crate) fn shared_hits(self) -> bool {
-        matches!(self, LruPolicy::Clock | LruPolicy::S3Fifo)
+        matches!(self, EvictionPolicy::Clock | EvictionPolicy::S3Fifo)
     }
 }
 
@@ -103,11 +103,11 @@ macro_rules! dispatch {
 }
 
 impl<K, V> PolicyShard<K, V> {
-    pub(crate) fn new(policy: LruPolicy, capacity: usize) -> Self {
+    pub(crate) fn new(policy: EvictionPolicy, capacity: usize) -> Self {
         match policy {
-            LruPolicy::Exact => Self::Exact(Shard::new(capacity)),
-            LruPolicy::Clock => Self::Clock(Shard::new(capacity)),
-            LruPolicy::S3Fifo => Self::S3Fifo(Shard::new(capacity)),
+            EvictionPolicy::Exact => Self::Exact(Shard::new(capacity)),
+            EvictionPolicy::Clock => Self::Clock(Shard::new(capacity)),
+            EvictionPolicy::S3Fifo => Self::S3Fifo(Shard::new(capacity)),
         }
     }
 
@@ -208,7 +208,7 @@ impl<K, V> PolicyShard<K, V> {
     }
 
     /// Calls `f` with each entry, most recently used first (see
-    /// [`LruPolicy`] for what that means under `Clock` and `S3Fifo`).
+    /// [`EvictionPolicy`] for what that means under `Clock` and `S3Fifo`).
     pub(crate) fn for_each(&self, f: impl FnMut(&K, &V)) {
         dispatch!(self, s => s.for_each(f))
     }

@@ -4,11 +4,11 @@
 //!
 //! # What a hit writes
 //!
-//! - `LruPolicy::Exact`: a hit moves its entry to the front of its shard's
+//! - `EvictionPolicy::Exact`: a hit moves its entry to the front of its shard's
 //!   list, so it takes the shard's exclusive lock anyway; its hit is counted
 //!   in the shard's plain counters under that same lock (the lock's cache
 //!   line and the shard's are written already; counting adds no other).
-//! - `LruPolicy::Clock` and `LruPolicy::S3Fifo`: a hit takes the shard's *shared* lock (a write to
+//! - `EvictionPolicy::Clock` and `EvictionPolicy::S3Fifo`: a hit takes the shard's *shared* lock (a write to
 //!   the lock word, the one shared write of the path), sets the entry's
 //!   reference bit only if it is clear (a hot entry's line stays shared
 //!   between the cores that read it), and counts the hit in the calling
@@ -29,7 +29,7 @@ use crate::sync::Ordering;
 
 impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
     /// The value of `key`, made the most recently used of its shard (under
-    /// [`LruPolicy::Clock`](super::LruPolicy::Clock): marked as used). Counts a hit or a miss.
+    /// [`EvictionPolicy::Clock`](super::EvictionPolicy::Clock): marked as used). Counts a hit or a miss.
     ///
     /// Linearizable (one shard lock: exclusive under `Exact`, shared under
     /// `Clock`). Runs `K: Eq` under the lock, `Hash` before it.
@@ -72,11 +72,11 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
 
     /// Calls `f` with the value of `key` and returns what it returns,
     /// without cloning the value; the entry is made the most recently
-    /// used of its shard (under [`LruPolicy::Clock`](super::LruPolicy::Clock): marked as used).
+    /// used of its shard (under [`EvictionPolicy::Clock`](super::EvictionPolicy::Clock): marked as used).
     /// Counts a hit or a miss, like [`get`](Self::get).
     ///
     /// This is the hit path that writes nothing shared under
-    /// [`LruPolicy::Clock`](super::LruPolicy::Clock) beyond the shard's shared lock: no
+    /// [`EvictionPolicy::Clock`](super::EvictionPolicy::Clock) beyond the shard's shared lock: no
     /// reference-count write, the reference bit only if it is clear, the hit
     /// counted in the calling thread's own stripe, whatever `V` is. Under
     /// `Exact` the hit

@@ -3,7 +3,7 @@
 //!
 //! The counters are plain integers inside each shard's state, updated under
 //! the shard's exclusive lock that the operation takes anyway, except the
-//! hits and misses of lookups under a shared lock (`LruPolicy::Clock`),
+//! hits and misses of lookups under a shared lock (`EvictionPolicy::Clock`),
 //! counted in per-thread stripes ([`Lookups`]): counting adds no shared
 //! cache line to any path.
 
@@ -35,8 +35,8 @@ impl Counters {
 }
 
 /// Hits and misses of lookups made under a shard's *shared* lock
-/// ([`LruPolicy::Clock`](super::LruPolicy::Clock) and
-/// [`LruPolicy::S3Fifo`](super::LruPolicy::S3Fifo)), where the shard's
+/// ([`EvictionPolicy::Clock`](super::EvictionPolicy::Clock) and
+/// [`EvictionPolicy::S3Fifo`](super::EvictionPolicy::S3Fifo)), where the shard's
 /// plain counters cannot be written: per-thread padded stripes
 /// ([`StripedCounters`]), so a hit writes only a cache line its own thread
 /// owns; summed on read.

@@ -6,7 +6,7 @@ use std::collections::VecDeque;
 
 use proptest::prelude::*;
 
-use super::{LruCache, LruPolicy};
+use super::{EvictionPolicy, LruCache};
 use crate::cache::{Clock, Exact, Shard};
 
 /// A trivially correct LRU: a deque of (key, value), front = most recent.
@@ -331,12 +331,12 @@ fn shards_split_the_capacity_exactly() {
 
 #[test]
 fn wrapper_keeps_every_shard_consistent() {
-    for policy in [LruPolicy::Exact, LruPolicy::Clock] {
+    for policy in [EvictionPolicy::Exact, EvictionPolicy::Clock] {
         wrapper_keeps_every_shard_consistent_under(policy);
     }
 }
 
-fn wrapper_keeps_every_shard_consistent_under(policy: LruPolicy) {
+fn wrapper_keeps_every_shard_consistent_under(policy: EvictionPolicy) {
     let cache = LruCache::<u32, u32>::builder()
         .capacity(64)
         .shards(4)
@@ -392,18 +392,18 @@ fn shard_choice_spreads_keys() {
 #[test]
 fn default_shards_keep_32_entries_per_shard() {
     use super::builder::default_shards;
-    assert_eq!(default_shards(1, LruPolicy::Exact), 1);
-    assert_eq!(default_shards(100, LruPolicy::Exact), 2);
-    let big = default_shards(1_000_000, LruPolicy::Exact);
+    assert_eq!(default_shards(1, EvictionPolicy::Exact), 1);
+    assert_eq!(default_shards(100, EvictionPolicy::Exact), 2);
+    let big = default_shards(1_000_000, EvictionPolicy::Exact);
     assert!(big.is_power_of_two() && (128..=4096).contains(&big));
 }
 
 #[test]
 fn default_clock_shards_keep_8_entries_per_shard() {
     use super::builder::default_shards;
-    assert_eq!(default_shards(1, LruPolicy::Clock), 1);
-    assert_eq!(default_shards(100, LruPolicy::Clock), 8);
-    let big = default_shards(1_000_000, LruPolicy::Clock);
+    assert_eq!(default_shards(1, EvictionPolicy::Clock), 1);
+    assert_eq!(default_shards(100, EvictionPolicy::Clock), 8);
+    let big = default_shards(1_000_000, EvictionPolicy::Clock);
     assert!(big.is_power_of_two() && (512..=4096).contains(&big));
-    assert!(big >= default_shards(1_000_000, LruPolicy::Exact));
+    assert!(big >= default_shards(1_000_000, EvictionPolicy::Exact));
 }
