@@ -7,10 +7,15 @@
 pub(crate) struct Inserted<K, V> {
     /// The previous value of the same key.
     pub(crate) replaced: Option<V>,
+    /// Whether the replaced value had expired.
+    pub(crate) replaced_expired: bool,
     /// The entries evicted to make room, oldest victim first (at most one
     /// in an unweighted cache); or the new entry itself, if it weighs more
     /// than the whole shard.
     pub(crate) evicted: Evicted<K, V>,
+    /// How many of `evicted`, the first ones, had expired (released by the
+    /// insert's sweep) rather than made room.
+    pub(crate) expired: usize,
     /// The key passed in when the key was already present (the stored key
     /// is kept, as `std::collections::HashMap::insert` does).
     pub(crate) unused_key: Option<K>,
@@ -22,7 +27,9 @@ impl<K, V> Inserted<K, V> {
     pub(crate) fn nothing() -> Self {
         Self {
             replaced: None,
+            replaced_expired: false,
             evicted: Evicted::none(),
+            expired: 0,
             unused_key: None,
         }
     }

@@ -10,6 +10,9 @@
 //!   `s3fifo.rs` (S3-FIFO) with `ghost.rs` (its ghost of evicted hashes):
 //!   the policies, one a file; `list.rs`: the doubly linked list that exact
 //!   LRU and S3-FIFO's queues thread through the entries.
+//! - `expiry.rs`: time to live and time to idle for any policy's shard,
+//!   the side table of entry times kept only when entries can expire, and
+//!   the bounded sweep.
 //! - `displaced.rs`: what an insert hands back to drop unlocked;
 //!   `weigher.rs`: the user's weigher.
 //!
@@ -18,6 +21,7 @@
 mod clock;
 mod displaced;
 mod exact;
+mod expiry;
 mod ghost;
 mod list;
 mod policy;
@@ -30,6 +34,7 @@ pub(crate) use clock::Clock;
 pub(crate) use displaced::Evicted;
 pub(crate) use displaced::Inserted;
 pub(crate) use exact::Exact;
+pub(crate) use expiry::{Expiry, Lookup, SWEEP_BUDGET, nanos};
 pub(crate) use s3fifo::S3Fifo;
 pub(crate) use shard::{MAX_SHARD_CAPACITY, Shard};
 pub(crate) use weigher::{Weigher, weigh};

@@ -33,6 +33,7 @@
 use std::borrow::Borrow;
 
 use super::displaced::{Evicted, Inserted};
+use super::expiry::{Expiry, Lookup, Times};
 use super::policy::Policy;
 use crate::node_index::{Keyed, NodeIndex};
 
@@ -109,6 +110,8 @@ pub(crate) struct Shard<K, V, P: Policy> {
     table: NodeIndex,
     entries: Vec<Entry<K, V, P::Meta>>,
     weights: Weights,
+    /// The entries' creation and access times, only if they can expire.
+    times: Times,
     /// The sum of the entries' weights.
     weight: u64,
     capacity: usize,
@@ -116,13 +119,22 @@ pub(crate) struct Shard<K, V, P: Policy> {
 }
 
 impl<K, V, P: Policy> Shard<K, V, P> {
-    /// An empty shard holding at most `capacity` (>= 1) weight.
+    /// An empty shard holding at most `capacity` (>= 1) weight, whose
+    /// entries never expire.
+    #[cfg(test)]
     pub(crate) fn new(capacity: usize) -> Self {
+        Self::with_expiry(capacity, None)
+    }
+
+    /// An empty shard holding at most `capacity` (>= 1) weight, whose
+    /// entries expire as `expiry` says (never, if `None`).
+    pub(crate) fn with_expiry(capacity: usize, expiry: Option<Expiry>) -> Self {
         debug_assert!((1..=MAX_SHARD_CAPACITY).contains(&capacity));
         Self {
             table: NodeIndex::new(),
             entries: Vec::new(),
             weights: Weights::default(),
+            times: Times::new(expiry),
             weight: 0,
             capacity,
             policy: P::new(capacity),
@@ -161,60 +173,103 @@ impl<K, V, P: Policy> Shard<K, V, P> {
         self.table.find(&self.entries, hash, key)
     }
 
-    /// Whether the key is present (not a use).
-    pub(crate) fn contains<Q>(&self, hash: u64, key: &Q) -> bool
+    /// The slot of the key if its entry is live at `now`.
+    #[inline]
+    fn find_live<Q>(&self, hash: u64, key: &Q, now: u64) -> Lookup<u32>
     where
         K: Borrow<Q>,
         Q: ?Sized + Eq,
     {
-        self.find(hash, key).is_some()
+        match self.find(hash, key) {
+            None => Lookup::Missing,
+            Some(i) if self.times.expired(i, now) => Lookup::Expired,
+            Some(i) => Lookup::Live(i),
+        }
     }
 
-    /// The value of the key, counted as a use, under exclusive access.
-    #[inline]
-    pub(crate) fn get<Q>(&mut self, hash: u64, key: &Q) -> Option<&V>
+    /// Whether the key is present and live at `now` (not a use).
+    pub(crate) fn contains<Q>(&self, hash: u64, key: &Q, now: u64) -> bool
     where
         K: Borrow<Q>,
         Q: ?Sized + Eq,
     {
-        let i = self.find(hash, key)?;
-        self.policy.hit(&mut self.entries, i);
-        Some(&self.entries[i as usize].value)
+        self.peek(hash, key, now).is_some()
     }
 
-    /// The value of the key, counted as a use, under shared access: only
-    /// for a policy whose hits write an atomic ([`Policy::SHARED_HITS`]).
+    /// The value of the key, counted as a use at `now`, under exclusive
+    /// access. An expired entry stays (see [`remove_expired`](Self::remove_expired)).
     #[inline]
-    pub(crate) fn get_shared<Q>(&self, hash: u64, key: &Q) -> Option<&V>
+    pub(crate) fn get<Q>(&mut self, hash: u64, key: &Q, now: u64) -> Lookup<&V>
+    where
+        K: Borrow<Q>,
+        Q: ?Sized + Eq,
+    {
+        match self.find_live(hash, key, now) {
+            Lookup::Live(i) => {
+                self.times.touch(i, now);
+                self.policy.hit(&mut self.entries, i);
+                Lookup::Live(&self.entries[i as usize].value)
+            }
+            Lookup::Expired => Lookup::Expired,
+            Lookup::Missing => Lookup::Missing,
+        }
+    }
+
+    /// The value of the key, counted as a use at `now`, under shared
+    /// access: only for a policy whose hits write an atomic
+    /// ([`Policy::SHARED_HITS`]), or with `hit` false (a use for expiry
+    /// only: the policy is not told).
+    #[inline]
+    pub(crate) fn get_shared<Q>(&self, hash: u64, key: &Q, now: u64, hit: bool) -> Lookup<&V>
     where
         K: Borrow<Q>,
         Q: ?Sized + Eq,
     {
         debug_assert!(
-            P::SHARED_HITS,
+            P::SHARED_HITS || !hit,
             "larder: a shared-access hit on an exact LRU shard"
         );
-        let entry = &self.entries[self.find(hash, key)? as usize];
-        P::hit_shared(&entry.meta);
-        Some(&entry.value)
+        match self.find_live(hash, key, now) {
+            Lookup::Live(i) => {
+                let entry = &self.entries[i as usize];
+                self.times.touch(i, now);
+                if hit {
+                    P::hit_shared(&entry.meta);
+                }
+                Lookup::Live(&entry.value)
+            }
+            Lookup::Expired => Lookup::Expired,
+            Lookup::Missing => Lookup::Missing,
+        }
     }
 
-    /// The value of the key, not counted as a use.
-    pub(crate) fn peek<Q>(&self, hash: u64, key: &Q) -> Option<&V>
+    /// The value of the key if live at `now`, not counted as a use.
+    pub(crate) fn peek<Q>(&self, hash: u64, key: &Q, now: u64) -> Option<&V>
     where
         K: Borrow<Q>,
         Q: ?Sized + Eq,
     {
-        self.find(hash, key)
+        self.find_live(hash, key, now)
+            .live()
             .map(|i| &self.entries[i as usize].value)
     }
 
     /// Inserts or replaces the key's value (of `weight`, at least 1; a
-    /// replacement counts as a use); evicts the policy's victims until it
-    /// fits. A value heavier than the capacity is not stored: it comes back
-    /// in `evicted`, and the key's old entry, if any, is removed.
+    /// replacement counts as a use, and its times start again at `now`);
+    /// evicts the policy's victims until it fits. A value heavier than the
+    /// capacity is not stored: it comes back in `evicted`, and the key's old
+    /// entry, if any, is removed. With expiry, first releases up to
+    /// `sweep` expired entries (the first `expired` of `evicted`).
     #[inline]
-    pub(crate) fn insert(&mut self, hash: u64, key: K, value: V, weight: u32) -> Inserted<K, V>
+    pub(crate) fn insert(
+        &mut self,
+        hash: u64,
+        key: K,
+        value: V,
+        weight: u32,
+        now: u64,
+        sweep: usize,
+    ) -> Inserted<K, V>
     where
         K: Eq,
     {
@@ -223,17 +278,23 @@ impl<K, V, P: Policy> Shard<K, V, P> {
         if let Some(i) = self.find(hash, &key) {
             let old_weight = self.weights.get(i);
             let weight_after = self.weight - u64::from(old_weight) + u64::from(weight);
+            let replaced_expired = self.times.expired(i, now);
             if weight_after <= self.capacity as u64 {
                 let old = std::mem::replace(&mut self.entries[i as usize].value, value);
                 self.weights.set(i, weight, self.entries.len());
+                self.times.reset(i, now);
                 self.weight = weight_after;
                 self.policy
                     .replaced(&mut self.entries, i, old_weight, weight);
-                return Inserted {
+                let mut inserted = Inserted {
                     replaced: Some(old),
+                    replaced_expired,
                     evicted: Evicted::none(),
+                    expired: 0,
                     unused_key: Some(key),
                 };
+                self.sweep_into(now, sweep, &mut inserted);
+                return inserted;
             }
             // Heavier, and the others must make room (or it cannot fit at
             // all): take the old entry out (so it cannot be the victim),
@@ -241,17 +302,88 @@ impl<K, V, P: Policy> Shard<K, V, P> {
             // says a used entry is.
             let admit = self.policy.readmit(&self.entries[i as usize].meta);
             let (stored_key, old) = self.remove_index(i);
-            let mut inserted = self.insert_new(hash, stored_key, value, weight, admit);
+            let mut inserted = Inserted::nothing();
+            self.sweep_into(now, sweep, &mut inserted);
+            self.insert_new(hash, stored_key, value, weight, admit, now, &mut inserted);
             inserted.replaced = Some(old);
+            inserted.replaced_expired = replaced_expired;
             inserted.unused_key = Some(key);
             return inserted;
         }
         let admit = self.policy.admit(hash);
-        self.insert_new(hash, key, value, weight, admit)
+        let mut inserted = Inserted::nothing();
+        self.sweep_into(now, sweep, &mut inserted);
+        self.insert_new(hash, key, value, weight, admit, now, &mut inserted);
+        inserted
     }
 
-    /// Inserts an absent key, evicting the policy's victims until it fits.
+    /// The sweep of an insert: expired entries into `inserted.evicted`.
     #[inline]
+    fn sweep_into(&mut self, now: u64, budget: usize, inserted: &mut Inserted<K, V>) {
+        if self.times.expires() && budget > 0 {
+            self.sweep(now, budget, |entry| {
+                inserted.evicted.push(entry);
+                inserted.expired += 1;
+            });
+        }
+    }
+
+    /// Releases expired entries, looking at no more than `budget` slots
+    /// from where the last sweep stopped; hands each to `out`. Runs no user
+    /// code. A removal moves the last entry into the cursor's slot, where
+    /// it looks next.
+    pub(crate) fn sweep(&mut self, now: u64, budget: usize, mut out: impl FnMut((K, V))) {
+        if !self.times.expires() {
+            return;
+        }
+        // No more looks than entries: one sweep looks at each at most once.
+        for _ in 0..budget.min(self.entries.len()) {
+            if self.entries.is_empty() {
+                return;
+            }
+            let i = self.times.sweep_cursor(self.entries.len());
+            if self.times.expired(i, now) {
+                out(self.remove_index(i));
+            } else {
+                self.times.sweep_past();
+            }
+        }
+    }
+
+    /// Removes every entry expired at `now`, handing each to `out`, and
+    /// gives back the memory they held. Runs no user code.
+    pub(crate) fn purge(&mut self, now: u64, mut out: impl FnMut((K, V))) {
+        if !self.times.expires() {
+            return;
+        }
+        let mut i = 0;
+        while i < self.entries.len() as u32 {
+            if self.times.expired(i, now) {
+                // The last entry moves into `i`: look at it next.
+                out(self.remove_index(i));
+            } else {
+                i += 1;
+            }
+        }
+        self.shrink(self.entries.len());
+    }
+
+    /// Removes the key only if its entry has expired at `now`.
+    pub(crate) fn remove_expired<Q>(&mut self, hash: u64, key: &Q, now: u64) -> Option<(K, V)>
+    where
+        K: Borrow<Q>,
+        Q: ?Sized + Eq,
+    {
+        match self.find_live(hash, key, now) {
+            Lookup::Expired => self.find(hash, key).map(|i| self.remove_index(i)),
+            _ => None,
+        }
+    }
+
+    /// Inserts an absent key, evicting the policy's victims (into
+    /// `inserted`) until it fits.
+    #[inline]
+    #[allow(clippy::too_many_arguments)]
     fn insert_new(
         &mut self,
         hash: u64,
@@ -259,12 +391,13 @@ impl<K, V, P: Policy> Shard<K, V, P> {
         value: V,
         weight: u32,
         admit: P::Admit,
-    ) -> Inserted<K, V> {
-        let mut inserted = Inserted::nothing();
+        now: u64,
+        inserted: &mut Inserted<K, V>,
+    ) {
         let (capacity, weight_64) = (self.capacity as u64, u64::from(weight));
         if weight_64 > capacity {
             inserted.evicted.push((key, value));
-            return inserted;
+            return;
         }
         while self.weight + weight_64 > capacity {
             let v = self.policy.victim(&mut self.entries, &self.weights);
@@ -282,12 +415,13 @@ impl<K, V, P: Policy> Shard<K, V, P> {
             let old_value = std::mem::replace(&mut entry.value, value);
             entry.hash = hash;
             self.weights.set(v, weight, self.entries.len());
+            self.times.reset(v, now);
             self.weight = self.weight - u64::from(victim_weight) + weight_64;
             self.policy
                 .recycle(&mut self.entries, v, victim_weight, weight, admit);
             self.table.insert(&self.entries, v);
             inserted.evicted.push((old_key, old_value));
-            return inserted;
+            return;
         }
         let i = self.entries.len() as u32;
         self.entries.push(Entry {
@@ -297,20 +431,23 @@ impl<K, V, P: Policy> Shard<K, V, P> {
             meta: P::fresh(admit),
         });
         self.weights.push(weight, self.entries.len());
+        self.times.push(now);
         self.weight += weight_64;
         self.policy.link(&mut self.entries, i, weight, admit);
         self.table.insert(&self.entries, i);
-        inserted
     }
 
-    /// Removes the key, returning its entry.
-    pub(crate) fn remove<Q>(&mut self, hash: u64, key: &Q) -> Option<(K, V)>
+    /// Removes the key, returning its entry and whether it had expired at
+    /// `now`.
+    pub(crate) fn remove<Q>(&mut self, hash: u64, key: &Q, now: u64) -> Option<(K, V, bool)>
     where
         K: Borrow<Q>,
         Q: ?Sized + Eq,
     {
         let i = self.find(hash, key)?;
-        Some(self.remove_index(i))
+        let expired = self.times.expired(i, now);
+        let (key, value) = self.remove_index(i);
+        Some((key, value, expired))
     }
 
     /// Removes and returns the entry the policy would evict next.
@@ -338,10 +475,16 @@ impl<K, V, P: Policy> Shard<K, V, P> {
             let v = self.policy.victim(&mut self.entries, &self.weights);
             evicted.push(self.remove_index(v));
         }
-        self.table.shrink(&mut self.entries, self.capacity);
+        self.shrink(self.capacity);
+    }
+
+    /// Gives back the memory of the slots beyond `keep`.
+    fn shrink(&mut self, keep: usize) {
+        self.table.shrink(&mut self.entries, keep);
         if !self.weights.0.is_empty() {
             self.weights.0.shrink_to(self.entries.capacity());
         }
+        self.times.shrink_to(self.entries.capacity());
     }
 
     /// Sets the capacity without evicting (a deliberately broken protocol
@@ -351,22 +494,51 @@ impl<K, V, P: Policy> Shard<K, V, P> {
         self.capacity = capacity;
     }
 
-    /// Empties the shard, returning every entry (in no particular order).
-    pub(crate) fn take_all(&mut self) -> Vec<(K, V)> {
+    /// Empties the shard, returning every entry (in no particular order);
+    /// those expired at `now` go to `expired` instead.
+    pub(crate) fn take_all(&mut self, now: u64, expired: &mut Vec<(K, V)>) -> Vec<(K, V)> {
         self.table.clear();
         self.policy.clear();
         self.weights = Weights::default();
         self.weight = 0;
-        std::mem::take(&mut self.entries)
-            .into_iter()
-            .map(|entry| (entry.key, entry.value))
-            .collect()
+        let entries = std::mem::take(&mut self.entries);
+        if !self.times.expires() {
+            return entries
+                .into_iter()
+                .map(|entry| (entry.key, entry.value))
+                .collect();
+        }
+        let mut live = Vec::with_capacity(entries.len());
+        for (i, entry) in entries.into_iter().enumerate() {
+            if self.times.expired(i as u32, now) {
+                expired.push((entry.key, entry.value));
+            } else {
+                live.push((entry.key, entry.value));
+            }
+        }
+        self.times.clear();
+        live
     }
 
-    /// Calls `f` with each entry in the policy's order of recency. Not a
-    /// use.
-    pub(crate) fn for_each(&self, f: impl FnMut(&K, &V)) {
-        self.policy.for_each(&self.entries, f);
+    /// Calls `f` with each entry live at `now`, in the policy's order of
+    /// recency. Not a use.
+    pub(crate) fn for_each(&self, now: u64, mut f: impl FnMut(&K, &V)) {
+        if !self.times.expires() {
+            return self.policy.for_each(&self.entries, f);
+        }
+        // The policy hands out keys, not slots: a key's slot is its offset
+        // from the first entry's key (addresses only, never dereferenced).
+        let Some(first) = self.entries.first() else {
+            return;
+        };
+        let base = &first.key as *const K as usize;
+        let size = std::mem::size_of::<Entry<K, V, P::Meta>>();
+        self.policy.for_each(&self.entries, |key, value| {
+            let i = (key as *const K as usize - base) / size;
+            if !self.times.expired(i as u32, now) {
+                f(key, value);
+            }
+        });
     }
 
     /// Unlinks and removes slot `i`, moving the last entry into it.
@@ -378,6 +550,7 @@ impl<K, V, P: Policy> Shard<K, V, P> {
         let last = (self.entries.len() - 1) as u32;
         let entry = self.entries.swap_remove(i as usize);
         self.weights.swap_remove(i);
+        self.times.swap_remove(i);
         if i != last {
             // The entry that was last now lives at `i`.
             self.policy.moved(&mut self.entries, last, i);
@@ -419,6 +592,7 @@ impl<K, V, P: Policy> Shard<K, V, P> {
             );
         }
         assert_eq!(weight, self.weight, "entry weights differ from their sum");
+        self.times.check(n);
         self.policy.check(&self.entries, &self.weights);
     }
 }

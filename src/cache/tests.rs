@@ -23,7 +23,7 @@ fn remembered(core: &S3FifoShard<u32, u32>, hash: u64) -> bool {
 
 fn keys(core: &S3FifoShard<u32, u32>) -> Vec<u32> {
     let mut out = Vec::new();
-    core.for_each(|k, _| out.push(*k));
+    core.for_each(0, |k, _| out.push(*k));
     out
 }
 
@@ -32,15 +32,15 @@ fn the_small_queue_share_is_a_share_of_the_weight() {
     // Capacity 64: small's share is a weight of 2.
     let mut core = S3FifoShard::<u32, u32>::new(64);
     for k in 0..32 {
-        core.insert(hash(k), k, k, 2);
-        core.get(hash(k), &k);
+        core.insert(hash(k), k, k, 2, 0, 0);
+        core.get(hash(k), &k, 0).live();
     }
     // All used: they move to main, and main's oldest (0) makes room.
-    let evicted = core.insert(hash(100), 100, 100, 2).evicted.single();
+    let evicted = core.insert(hash(100), 100, 100, 2, 0, 0).evicted.single();
     assert_eq!(evicted, Some((0, 0)));
     // Small holds one entry of weight 2, its whole share (by count it
     // would be under its share of 2 entries): small is served first.
-    let evicted = core.insert(hash(101), 101, 101, 1).evicted.single();
+    let evicted = core.insert(hash(101), 101, 101, 1, 0, 0).evicted.single();
     assert_eq!(evicted, Some((100, 100)));
     assert_eq!(core.weight(), 63);
     core.check_invariants();
@@ -51,17 +51,20 @@ fn new_keys_enter_small_and_used_ones_survive_a_flood() {
     let mut core = S3FifoShard::<u32, u32>::new(10);
     // Hot keys 0..5, each used twice.
     for k in 0..5 {
-        core.insert(hash(k), k, k, 1);
-        core.get(hash(k), &k);
-        core.get(hash(k), &k);
+        core.insert(hash(k), k, k, 1, 0, 0);
+        core.get(hash(k), &k, 0).live();
+        core.get(hash(k), &k, 0).live();
     }
     // A flood of 100 one-hit wonders.
     for k in 100..200 {
-        core.insert(hash(k), k, k, 1);
+        core.insert(hash(k), k, k, 1, 0, 0);
         core.check_invariants();
     }
     for k in 0..5 {
-        assert!(core.contains(hash(k), &k), "hot key {k} flushed by a scan");
+        assert!(
+            core.contains(hash(k), &k, 0),
+            "hot key {k} flushed by a scan"
+        );
     }
     assert_eq!(core.len(), 10);
 }
@@ -72,30 +75,30 @@ fn exact_lru_loses_the_hot_set_to_the_same_flood() {
     // empties an exact LRU of the same capacity.
     let mut core = ExactShard::<u32, u32>::new(10);
     for k in 0..5 {
-        core.insert(hash(k), k, k, 1);
-        core.get(hash(k), &k);
+        core.insert(hash(k), k, k, 1, 0, 0);
+        core.get(hash(k), &k, 0).live();
     }
     for k in 100..200 {
-        core.insert(hash(k), k, k, 1);
+        core.insert(hash(k), k, k, 1, 0, 0);
     }
-    assert!((0..5).all(|k| !core.contains(hash(k), &k)));
+    assert!((0..5).all(|k| !core.contains(hash(k), &k, 0)));
 }
 
 #[test]
 fn a_key_the_ghost_remembers_goes_to_main() {
     let mut core = S3FifoShard::<u32, u32>::new(10);
-    core.insert(hash(1), 1, 1, 1);
+    core.insert(hash(1), 1, 1, 1, 0, 0);
     // Push 1 out of small, unused: its hash goes to the ghost.
     for k in 10..20 {
-        core.insert(hash(k), k, k, 1);
+        core.insert(hash(k), k, k, 1, 0, 0);
     }
-    assert!(!core.contains(hash(1), &1));
-    core.insert(hash(1), 1, 1, 1);
+    assert!(!core.contains(hash(1), &1, 0));
+    core.insert(hash(1), 1, 1, 1, 0, 0);
     // In main now: a further flood of one-hit wonders passes it by.
     for k in 20..40 {
-        core.insert(hash(k), k, k, 1);
+        core.insert(hash(k), k, k, 1, 0, 0);
     }
-    assert!(core.contains(hash(1), &1));
+    assert!(core.contains(hash(1), &1, 0));
     core.check_invariants();
 }
 
@@ -109,7 +112,7 @@ fn evicting(evictions: usize) -> (S3FifoShard<u32, u32>, Vec<u32>) {
         if evicted.len() == evictions {
             break;
         }
-        if let Some((key, _)) = core.insert(hash(k), k, k, 1).evicted.single() {
+        if let Some((key, _)) = core.insert(hash(k), k, k, 1, 0, 0).evicted.single() {
             evicted.push(key);
         }
     }
@@ -140,7 +143,10 @@ fn a_readmitted_key_frees_its_place() {
     // Readmitted: to main, forgotten; its insert evicts one more key from
     // small, which takes the freed place.
     let third = evicted[2];
-    let newest = core.insert(hash(third), third, third, 1).evicted.single();
+    let newest = core
+        .insert(hash(third), third, third, 1, 0, 0)
+        .evicted
+        .single();
     assert!(!remembered(&core, hash(third)));
     let (newest, _) = newest.expect("a full core evicts");
     assert!(remembered(&core, hash(newest)));
@@ -157,10 +163,10 @@ fn a_readmitted_key_frees_its_place() {
 fn the_ghost_is_allocated_at_the_first_eviction() {
     let mut core = S3FifoShard::<u32, u32>::new(3000);
     for k in 0..3000 {
-        core.insert(hash(k), k, k, 1);
+        core.insert(hash(k), k, k, 1, 0, 0);
     }
     assert_eq!(core.policy.ghost.allocated(), 0);
-    core.insert(hash(5000), 5000, 5000, 1);
+    core.insert(hash(5000), 5000, 5000, 1, 0, 0);
     assert_eq!(core.policy.ghost.room(), 2000);
     assert_eq!(core.policy.ghost.allocated(), 2000 * 4);
 }
@@ -173,7 +179,7 @@ fn a_weighted_ghost_counts_keys_not_weight() {
     // keys, 10 buckets of 16 (the unweighted ghost: 666).
     let mut core = S3FifoShard::<u32, u32>::new(1000);
     for k in 0..1000 {
-        core.insert(hash(k), k, k, 4);
+        core.insert(hash(k), k, k, 4, 0, 0);
     }
     assert_eq!(core.len(), 250);
     assert_eq!(core.policy.ghost.room(), 160);
@@ -184,12 +190,12 @@ fn a_weighted_ghost_counts_keys_not_weight() {
 #[test]
 fn take_all_forgets_the_ghost() {
     let mut core = S3FifoShard::<u32, u32>::new(10);
-    core.insert(hash(1), 1, 1, 1);
+    core.insert(hash(1), 1, 1, 1, 0, 0);
     for k in 10..20 {
-        core.insert(hash(k), k, k, 1);
+        core.insert(hash(k), k, k, 1, 0, 0);
     }
     assert!(remembered(&core, hash(1)));
-    assert_eq!(core.take_all().len(), 10);
+    assert_eq!(core.take_all(0, &mut Vec::new()).len(), 10);
     assert!(!remembered(&core, hash(1)));
     assert_eq!(
         (core.policy.ghost.len(), core.policy.ghost.allocated()),
@@ -205,12 +211,12 @@ fn take_all_forgets_the_ghost() {
 fn small_is_served_only_while_it_holds_its_share() {
     let mut core = S3FifoShard::<u32, u32>::new(96);
     for k in 0..96 {
-        core.insert(hash(k), k, k, 1);
-        core.get(hash(k), &k);
+        core.insert(hash(k), k, k, 1, 0, 0);
+        core.get(hash(k), &k, 0).live();
     }
     // Every entry was used: small's tail moves to main until small is
     // below its share of 2, then main's oldest unused entry (0) goes.
-    let evicted = core.insert(hash(100), 100, 100, 1).evicted.single();
+    let evicted = core.insert(hash(100), 100, 100, 1, 0, 0).evicted.single();
     assert_eq!(evicted, Some((0, 0)));
     assert_eq!(
         core.policy.small_len(core.entries()),
@@ -229,28 +235,28 @@ fn keys_sharing_a_fingerprint_are_one_ghost_member() {
     let (a, b) = ((1u64 << 40) | 0x5555, (2u64 << 40) | 0x5555);
     assert!((10..60).all(|k| hash(k) as u32 != 0x5555));
     let mut core = S3FifoShard::<u32, u32>::new(10);
-    core.insert(a, 1, 1, 1);
+    core.insert(a, 1, 1, 1, 0, 0);
     for k in 10..20 {
-        core.insert(hash(k), k, k, 1);
+        core.insert(hash(k), k, k, 1, 0, 0);
     }
     // 1 left small unused; back in, it goes to main and the fingerprint is
     // forgotten.
-    core.insert(a, 1, 1, 1);
+    core.insert(a, 1, 1, 1, 0, 0);
     // 2 shares the fingerprint, forgotten: it enters small.
-    core.insert(b, 2, 2, 1);
+    core.insert(b, 2, 2, 1, 0, 0);
     for k in 12..20 {
-        core.get(hash(k), &k);
+        core.get(hash(k), &k, 0).live();
     }
     // 12..19 move to main, 2 leaves small unused: the member is remembered.
-    let evicted = core.insert(hash(20), 20, 20, 1).evicted.single();
+    let evicted = core.insert(hash(20), 20, 20, 1, 0, 0).evicted.single();
     assert_eq!(evicted, Some((2, 2)));
-    core.insert(b, 2, 2, 1);
+    core.insert(b, 2, 2, 1, 0, 0);
     // In main: a flood of one-hit wonders passes it by.
     for k in 30..60 {
-        core.insert(hash(k), k, k, 1);
+        core.insert(hash(k), k, k, 1, 0, 0);
     }
     assert!(
-        core.contains(b, &2),
+        core.contains(b, &2, 0),
         "2 came back to small: the member was split"
     );
     core.check_invariants();
@@ -264,7 +270,7 @@ fn shrinking_the_capacity_frees_the_ghosts_memory() {
     // gone through (2000 places, 125 buckets).
     let mut core = S3FifoShard::<u32, u32>::new(3000);
     for k in 0..10_000 {
-        core.insert(hash(k), k, k, 1);
+        core.insert(hash(k), k, k, 1, 0, 0);
     }
     assert_eq!(
         (core.policy.ghost.room(), core.policy.ghost.len()),
@@ -285,15 +291,15 @@ fn shrinking_the_capacity_frees_the_ghosts_memory() {
 fn capacity_one_and_shrinking_keep_the_bound() {
     let mut core = S3FifoShard::<u32, u32>::new(1);
     for k in 0..5 {
-        let inserted = core.insert(hash(k), k, k, 1);
+        let inserted = core.insert(hash(k), k, k, 1, 0, 0);
         assert_eq!(inserted.evicted.single().map(|(k, _)| k), k.checked_sub(1));
         core.check_invariants();
     }
     let mut core = S3FifoShard::<u32, u32>::new(50);
     for k in 0..50 {
-        core.insert(hash(k), k, k, 1);
+        core.insert(hash(k), k, k, 1, 0, 0);
         if k % 3 == 0 {
-            core.get(hash(k), &k);
+            core.get(hash(k), &k, 0).live();
         }
     }
     let mut evicted = Vec::new();
@@ -501,15 +507,15 @@ proptest! {
         let mut model = Model::new(capacity);
         for op in ops {
             match op {
-                Op::Get(k) => prop_assert_eq!(core.get(hash(k), &k).copied(), model.get(k)),
-                Op::Peek(k) => prop_assert_eq!(core.peek(hash(k), &k).copied(), model.values.get(&k).copied()),
+                Op::Get(k) => prop_assert_eq!(core.get(hash(k), &k, 0).live().copied(), model.get(k)),
+                Op::Peek(k) => prop_assert_eq!(core.peek(hash(k), &k, 0).copied(), model.values.get(&k).copied()),
                 Op::Insert(k, v) => {
-                    let got = core.insert(hash(k), k, v, 1);
+                    let got = core.insert(hash(k), k, v, 1, 0, 0);
                     let (replaced, evicted) = model.insert(k, v);
                     prop_assert_eq!(got.replaced, replaced);
                     prop_assert_eq!(got.evicted.single(), evicted);
                 }
-                Op::Remove(k) => prop_assert_eq!(core.remove(hash(k), &k).map(|(_, v)| v), model.remove(k)),
+                Op::Remove(k) => prop_assert_eq!(core.remove(hash(k), &k, 0).map(|(k, v, _)| (k, v)).map(|(_, v)| v), model.remove(k)),
                 Op::SetCapacity(c) => {
                     let mut evicted = Vec::new();
                     core.set_capacity(c, &mut evicted);
@@ -534,9 +540,9 @@ fn hit_ratio(trace: &[u32], mut access: impl FnMut(u32) -> bool) -> f64 {
 fn s3fifo_hit_ratio(trace: &[u32], capacity: usize) -> f64 {
     let mut core = S3FifoShard::<u32, u32>::new(capacity);
     hit_ratio(trace, |k| {
-        let hit = core.get(hash(k), &k).is_some();
+        let hit = core.get(hash(k), &k, 0).live().is_some();
         if !hit {
-            core.insert(hash(k), k, k, 1);
+            core.insert(hash(k), k, k, 1, 0, 0);
         }
         hit
     })
@@ -546,9 +552,9 @@ fn s3fifo_hit_ratio(trace: &[u32], capacity: usize) -> f64 {
 fn lru_hit_ratio(trace: &[u32], capacity: usize) -> f64 {
     let mut core = ExactShard::<u32, u32>::new(capacity);
     hit_ratio(trace, |k| {
-        let hit = core.get(hash(k), &k).is_some();
+        let hit = core.get(hash(k), &k, 0).live().is_some();
         if !hit {
-            core.insert(hash(k), k, k, 1);
+            core.insert(hash(k), k, k, 1, 0, 0);
         }
         hit
     })

@@ -4,14 +4,16 @@ use std::convert::Infallible;
 use std::fmt;
 use std::hash::{BuildHasher, Hash};
 use std::marker::PhantomData;
+use std::time::Duration;
 
 use super::cache::ValueListener;
 use super::load::infallible;
 use super::{EvictionPolicy, LoadingLruCache, LruCache};
-use crate::cache::Weigher;
+use crate::cache::{Expiry, Weigher};
 use crate::error::BuildError;
 use crate::removal::RemovalCause;
 use crate::sync::Arc;
+use crate::time::Clock;
 
 /// The most shards a cache may have (the default never exceeds 4096).
 pub(crate) const MAX_SHARDS: usize = 1 << 16;
@@ -96,6 +98,9 @@ pub struct LruCacheBuilder<K, V, S = ahash::RandomState> {
     hasher: S,
     listener: Option<ValueListener<K, V>>,
     weigher: Option<Weigher<K, V>>,
+    time_to_live: Option<Duration>,
+    time_to_idle: Option<Duration>,
+    clock: Option<Arc<dyn Clock>>,
     _types: PhantomData<fn(K, V)>,
 }
 
@@ -108,6 +113,9 @@ impl<K, V> LruCacheBuilder<K, V> {
             hasher: crate::sync::default_hasher(),
             listener: None,
             weigher: None,
+            time_to_live: None,
+            time_to_idle: None,
+            clock: None,
             _types: PhantomData,
         }
     }
@@ -126,6 +134,75 @@ impl<K, V, S> LruCacheBuilder<K, V, S> {
     /// ```
     pub fn capacity(mut self, capacity: usize) -> Self {
         self.capacity = capacity;
+        self
+    }
+
+    /// Expire each entry `ttl` after it was stored (by a load or `insert`),
+    /// however often it is read. An expired entry is never returned; it
+    /// goes to the listener as [`RemovalCause::Expired`] when a lookup
+    /// finds it, a write to its shard sweeps it (each write looks at a few
+    /// entries), or [`purge_expired`](LruCache::purge_expired) runs. Without
+    /// expiry the cache keeps no times and never reads the clock.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let clock = larder::ManualClock::new();
+    /// let cache = larder::LruCache::builder()
+    ///     .capacity(8)
+    ///     .time_to_live(Duration::from_secs(30))
+    ///     .clock(clock.clone())
+    ///     .build()
+    ///     .unwrap();
+    /// cache.insert("a", 1);
+    /// clock.advance(Duration::from_secs(30));
+    /// assert_eq!(cache.get("a"), None);
+    /// ```
+    pub fn time_to_live(mut self, ttl: Duration) -> Self {
+        self.time_to_live = Some(ttl);
+        self
+    }
+
+    /// Expire each entry once it has not been read for `tti`, recorded with
+    /// a resolution of `tti / 64` (a hit writes the entry's access time
+    /// only when it moved by that much): an entry may expire up to
+    /// `tti / 64` early.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let clock = larder::ManualClock::new();
+    /// let cache = larder::LruCache::builder()
+    ///     .capacity(8)
+    ///     .time_to_idle(Duration::from_secs(10))
+    ///     .clock(clock.clone())
+    ///     .build()
+    ///     .unwrap();
+    /// cache.insert("a", 1);
+    /// clock.advance(Duration::from_secs(9));
+    /// assert_eq!(cache.get("a"), Some(1)); // read: idle time starts again
+    /// clock.advance(Duration::from_secs(9));
+    /// assert_eq!(cache.get("a"), Some(1));
+    /// ```
+    pub fn time_to_idle(mut self, tti: Duration) -> Self {
+        self.time_to_idle = Some(tti);
+        self
+    }
+
+    /// The clock expiry reads (default: [`SystemClock`](crate::SystemClock)). Tests pass a
+    /// [`ManualClock`](crate::ManualClock) clone and move it by hand.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let clock = larder::ManualClock::new();
+    /// let cache = larder::LruCache::<u8, u8>::builder().capacity(8).clock(clock.clone()).build();
+    /// assert!(cache.is_ok());
+    /// ```
+    pub fn clock(mut self, clock: impl Clock) -> Self {
+        self.clock = Some(Arc::new(clock));
         self
     }
 
@@ -193,6 +270,9 @@ impl<K, V, S> LruCacheBuilder<K, V, S> {
             hasher,
             listener: self.listener,
             weigher: self.weigher,
+            time_to_live: self.time_to_live,
+            time_to_idle: self.time_to_idle,
+            clock: self.clock,
             _types: PhantomData,
         }
     }
@@ -346,6 +426,12 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCacheBuilder<K, V, S> {
             .shards
             .unwrap_or_else(|| default_shards(self.capacity, self.policy));
         validate(self.capacity, shards)?;
+        if self.time_to_live == Some(Duration::ZERO) {
+            return Err(BuildError::ZeroTimeToLive);
+        }
+        if self.time_to_idle == Some(Duration::ZERO) {
+            return Err(BuildError::ZeroTimeToIdle);
+        }
         Ok(LruCache::from_parts(
             self.capacity,
             shards,
@@ -353,6 +439,8 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCacheBuilder<K, V, S> {
             self.hasher,
             self.listener,
             self.weigher,
+            Expiry::new(self.time_to_live, self.time_to_idle),
+            self.clock,
         ))
     }
 
@@ -421,6 +509,8 @@ impl<K, V, S> fmt::Debug for LruCacheBuilder<K, V, S> {
             .field("policy", &self.policy)
             .field("eviction_listener", &self.listener.is_some())
             .field("weigher", &self.weigher.is_some())
+            .field("time_to_live", &self.time_to_live)
+            .field("time_to_idle", &self.time_to_idle)
             .finish_non_exhaustive()
     }
 }

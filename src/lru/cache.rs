@@ -21,19 +21,21 @@
 //! keys, loaders, the eviction listener and the `Drop` of every removed key
 //! and value run after the lock is released.
 
+use std::borrow::Borrow;
 use std::fmt;
 use std::hash::{BuildHasher, Hash};
 
 use super::policy::PolicyShard;
 use super::stats::{Counters, Lookups};
 use super::{EvictionPolicy, Listener, LruCacheBuilder};
-use crate::cache::{MAX_SHARD_CAPACITY, Weigher};
+use crate::cache::{Expiry, MAX_SHARD_CAPACITY, SWEEP_BUDGET, Weigher, nanos};
 use crate::flight::FlightGroup;
 use crate::removal::{RemovalCause, notify};
 use crate::stats::CacheStats;
 use crate::sync::{
-    AtomicUsize, CachePadded, Mutex, Ordering, RwLock, RwLockReadGuard, RwLockWriteGuard,
+    Arc, AtomicUsize, CachePadded, Mutex, Ordering, RwLock, RwLockReadGuard, RwLockWriteGuard,
 };
+use crate::time::{Clock, SystemClock};
 
 /// The state of one shard: its entries (under the cache's policy) and its
 /// counters.
@@ -181,6 +183,9 @@ pub struct LruCache<K, V, S = ahash::RandomState> {
     /// every entry weighs 1.
     pub(crate) weigher: Option<Weigher<K, V>>,
     pub(crate) flights: FlightGroup<K, V>,
+    /// The clock expiry reads; `None` when entries never expire (then the
+    /// clock is never read and the shards keep no times).
+    pub(crate) clock: Option<Arc<dyn Clock>>,
     /// The racy counter of the loom negative control `LruFault::RacyStats`.
     #[cfg(loom)]
     pub(crate) racy_requests: crate::sync::AtomicU64,
@@ -247,6 +252,7 @@ impl<K, V, S> LruCache<K, V, S> {
     /// ```
     pub const MAX_SHARDS: usize = super::builder::MAX_SHARDS;
 
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn from_parts(
         capacity: usize,
         shards: usize,
@@ -254,12 +260,19 @@ impl<K, V, S> LruCache<K, V, S> {
         hasher: S,
         listener: Option<ValueListener<K, V>>,
         weigher: Option<Weigher<K, V>>,
+        expiry: Option<Expiry>,
+        clock: Option<Arc<dyn Clock>>,
     ) -> Self {
+        let clock = expiry.map(|_| clock.unwrap_or_else(|| Arc::new(SystemClock::new())));
         Self {
             shards: (0..shards)
                 .map(|i| {
                     CachePadded::new(RwLock::new(LockedShard {
-                        entries: PolicyShard::new(policy, shard_capacity(capacity, shards, i)),
+                        entries: PolicyShard::new(
+                            policy,
+                            shard_capacity(capacity, shards, i),
+                            expiry,
+                        ),
                         counters: Counters::default(),
                     }))
                 })
@@ -272,8 +285,18 @@ impl<K, V, S> LruCache<K, V, S> {
             listener,
             weigher,
             flights: FlightGroup::new(),
+            clock,
             #[cfg(loom)]
             racy_requests: crate::sync::AtomicU64::new(0),
+        }
+    }
+
+    /// The clock's time, read only when entries can expire (else 0).
+    #[inline]
+    pub(crate) fn now(&self) -> u64 {
+        match &self.clock {
+            None => 0,
+            Some(clock) => nanos(clock.now()),
         }
     }
 
@@ -463,12 +486,61 @@ impl<K, V, S> LruCache<K, V, S> {
     /// assert!(cache.is_empty());
     /// ```
     pub fn clear(&self) {
+        let now = self.now();
+        let mut expired = Vec::new();
         let removed: Vec<_> = self
             .shards
             .iter()
-            .map(|shard| shard.write().entries.take_all())
+            .map(|shard| shard.write().entries.take_all(now, &mut expired))
             .collect();
-        self.dispose(removed.into_iter().flatten(), RemovalCause::Cleared);
+        // One `notify`, so a panicking listener still hears every entry.
+        notify(
+            self.listener.as_ref().map(|listener| &listener.call),
+            (expired
+                .into_iter()
+                .map(|(k, v)| (k, v, RemovalCause::Expired)))
+            .chain(
+                removed
+                    .into_iter()
+                    .flatten()
+                    .map(|(k, v)| (k, v, RemovalCause::Cleared)),
+            ),
+        );
+    }
+
+    /// Removes every expired entry now, rather than as later writes reach
+    /// them (each write releases a few), and returns how many it removed.
+    /// They go to the listener as [`RemovalCause::Expired`]. Without
+    /// expiry, does nothing.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let clock = larder::ManualClock::new();
+    /// let cache = larder::LruCache::builder()
+    ///     .capacity(8)
+    ///     .time_to_live(Duration::from_secs(1))
+    ///     .clock(clock.clone())
+    ///     .build()
+    ///     .unwrap();
+    /// cache.insert(1, 1);
+    /// clock.advance(Duration::from_secs(1));
+    /// assert_eq!(cache.purge_expired(), 1);
+    /// ```
+    pub fn purge_expired(&self) -> usize {
+        if self.clock.is_none() {
+            return 0;
+        }
+        let now = self.now();
+        let mut removed = 0;
+        for shard in self.shards.iter() {
+            let mut expired = Vec::new();
+            shard.write().entries.purge(now, &mut expired);
+            removed += expired.len();
+            self.dispose(expired, RemovalCause::Expired);
+        }
+        removed
     }
 
     /// Asserts internal invariants (each shard's table, list or ring, and
@@ -511,6 +583,23 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
     #[inline]
     pub(crate) fn hash<Q: ?Sized + Hash>(&self, key: &Q) -> u64 {
         self.hasher.hash_one(key)
+    }
+
+    /// Removes the key's entry if it has expired (found so under a shared
+    /// lock), with a sweep of its shard, and hands them to the listener.
+    #[cold]
+    pub(crate) fn release_expired<Q>(&self, hash: u64, key: &Q, now: u64)
+    where
+        K: Borrow<Q>,
+        Q: ?Sized + Eq,
+    {
+        let mut expired = Vec::new();
+        {
+            let mut shard = self.lock(hash);
+            expired.extend(shard.entries.remove_expired(hash, key, now));
+            shard.entries.sweep(now, SWEEP_BUDGET, &mut expired);
+        }
+        self.dispose(expired, RemovalCause::Expired);
     }
 
     /// The shard of `hash`: bits 24..56 scaled to the shard count, so that a
@@ -563,13 +652,14 @@ impl<K: Clone, V: Clone, S> LruCache<K, V, S> {
     /// assert_eq!(keys, ["a", "b"]);
     /// ```
     pub fn to_vec(&self) -> Vec<(K, V)> {
+        let now = self.now();
         let mut entries = Vec::new();
         for shard in self.shards.iter() {
             let shard = shard.read();
             entries.reserve(shard.entries.len());
             shard
                 .entries
-                .for_each(|key, value| entries.push((key.clone(), value.clone())));
+                .for_each(now, |key, value| entries.push((key.clone(), value.clone())));
         }
         entries
     }

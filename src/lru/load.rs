@@ -168,7 +168,13 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
             owned,
             // Re-check after registering: a flight that ended between our
             // miss and our registration has published its value.
-            || self.lock(hash).entries.get(hash, owned).cloned(),
+            || {
+                self.lock(hash)
+                    .entries
+                    .get(hash, owned, self.now())
+                    .live()
+                    .cloned()
+            },
             || {
                 ran.set(true);
                 let run = LoadRun::start(self, hash);

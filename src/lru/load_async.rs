@@ -192,7 +192,13 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
         // Re-check after registering: a flight that ended between our miss
         // and our registration has published its value.
         let lookup = |cache: &'a Self, key: &Q, hash: u64| {
-            cache.lock(hash).entries.get(hash, key).cloned().ok_or(())
+            cache
+                .lock(hash)
+                .entries
+                .get(hash, key, cache.now())
+                .live()
+                .cloned()
+                .ok_or(())
         };
         let run = move |cache: &'a Self, hash: u64, load: L| async move {
             // Counts this run once, as the loader returns; a panic or a

@@ -3,7 +3,7 @@
 
 use std::borrow::Borrow;
 
-use crate::cache::{Clock, Exact, Inserted, S3Fifo, Shard};
+use crate::cache::{Clock, Exact, Expiry, Inserted, Lookup, S3Fifo, Shard};
 
 /// How each shard of an [`LruCache`](super::LruCache) picks what to evict,
 /// and so which lock a hit takes. Set with
@@ -103,11 +103,11 @@ macro_rules! dispatch {
 }
 
 impl<K, V> PolicyShard<K, V> {
-    pub(crate) fn new(policy: EvictionPolicy, capacity: usize) -> Self {
+    pub(crate) fn new(policy: EvictionPolicy, capacity: usize, expiry: Option<Expiry>) -> Self {
         match policy {
-            EvictionPolicy::Exact => Self::Exact(Shard::new(capacity)),
-            EvictionPolicy::Clock => Self::Clock(Shard::new(capacity)),
-            EvictionPolicy::S3Fifo => Self::S3Fifo(Shard::new(capacity)),
+            EvictionPolicy::Exact => Self::Exact(Shard::with_expiry(capacity, expiry)),
+            EvictionPolicy::Clock => Self::Clock(Shard::with_expiry(capacity, expiry)),
+            EvictionPolicy::S3Fifo => Self::S3Fifo(Shard::with_expiry(capacity, expiry)),
         }
     }
 
@@ -121,28 +121,28 @@ impl<K, V> PolicyShard<K, V> {
         dispatch!(self, s => s.capacity())
     }
 
-    pub(crate) fn contains<Q>(&self, hash: u64, key: &Q) -> bool
+    pub(crate) fn contains<Q>(&self, hash: u64, key: &Q, now: u64) -> bool
     where
         K: Borrow<Q>,
         Q: ?Sized + Eq,
     {
-        dispatch!(self, s => s.contains(hash, key))
+        dispatch!(self, s => s.contains(hash, key, now))
     }
 
     /// A hit under the exclusive lock (any policy).
     #[inline]
-    pub(crate) fn get<Q>(&mut self, hash: u64, key: &Q) -> Option<&V>
+    pub(crate) fn get<Q>(&mut self, hash: u64, key: &Q, now: u64) -> Lookup<&V>
     where
         K: Borrow<Q>,
         Q: ?Sized + Eq,
     {
-        dispatch!(self, s => s.get(hash, key))
+        dispatch!(self, s => s.get(hash, key, now))
     }
 
     /// A hit under the shared lock. Under `Exact` a use needs the exclusive
     /// lock, so the cache never calls this there (it would be a `peek`).
     #[inline]
-    pub(crate) fn get_shared<Q>(&self, hash: u64, key: &Q) -> Option<&V>
+    pub(crate) fn get_shared<Q>(&self, hash: u64, key: &Q, now: u64) -> Lookup<&V>
     where
         K: Borrow<Q>,
         Q: ?Sized + Eq,
@@ -150,29 +150,57 @@ impl<K, V> PolicyShard<K, V> {
         match self {
             Self::Exact(s) => {
                 debug_assert!(false, "larder: a shared-lock hit on an exact LRU shard");
-                s.peek(hash, key)
+                s.get_shared(hash, key, now, false)
             }
-            Self::Clock(s) => s.get_shared(hash, key),
-            Self::S3Fifo(s) => s.get_shared(hash, key),
+            Self::Clock(s) => s.get_shared(hash, key, now, true),
+            Self::S3Fifo(s) => s.get_shared(hash, key, now, true),
         }
     }
 
-    pub(crate) fn peek<Q>(&self, hash: u64, key: &Q) -> Option<&V>
+    pub(crate) fn peek<Q>(&self, hash: u64, key: &Q, now: u64) -> Option<&V>
     where
         K: Borrow<Q>,
         Q: ?Sized + Eq,
     {
-        dispatch!(self, s => s.peek(hash, key))
+        dispatch!(self, s => s.peek(hash, key, now))
     }
 
-    /// Inserts the key's value of `weight` (at least 1), evicting until it
-    /// fits (see [`Inserted`]).
+    /// Inserts the key's value of `weight` (at least 1), first releasing up
+    /// to `sweep` expired entries, evicting until it fits (see
+    /// [`Inserted`]).
     #[inline]
-    pub(crate) fn insert(&mut self, hash: u64, key: K, value: V, weight: u32) -> Inserted<K, V>
+    pub(crate) fn insert(
+        &mut self,
+        hash: u64,
+        key: K,
+        value: V,
+        weight: u32,
+        now: u64,
+        sweep: usize,
+    ) -> Inserted<K, V>
     where
         K: Eq,
     {
-        dispatch!(self, s => s.insert(hash, key, value, weight))
+        dispatch!(self, s => s.insert(hash, key, value, weight, now, sweep))
+    }
+
+    /// Releases up to `budget` expired entries into `out`.
+    pub(crate) fn sweep(&mut self, now: u64, budget: usize, out: &mut Vec<(K, V)>) {
+        dispatch!(self, s => s.sweep(now, budget, |entry| out.push(entry)))
+    }
+
+    /// Releases every expired entry into `out`.
+    pub(crate) fn purge(&mut self, now: u64, out: &mut Vec<(K, V)>) {
+        dispatch!(self, s => s.purge(now, |entry| out.push(entry)))
+    }
+
+    /// Removes the key only if its entry has expired at `now`.
+    pub(crate) fn remove_expired<Q>(&mut self, hash: u64, key: &Q, now: u64) -> Option<(K, V)>
+    where
+        K: Borrow<Q>,
+        Q: ?Sized + Eq,
+    {
+        dispatch!(self, s => s.remove_expired(hash, key, now))
     }
 
     /// The sum of the entries' weights (`len` when unweighted).
@@ -181,12 +209,13 @@ impl<K, V> PolicyShard<K, V> {
         dispatch!(self, s => s.weight())
     }
 
-    pub(crate) fn remove<Q>(&mut self, hash: u64, key: &Q) -> Option<(K, V)>
+    /// Removes the key: its entry, and whether it had expired at `now`.
+    pub(crate) fn remove<Q>(&mut self, hash: u64, key: &Q, now: u64) -> Option<(K, V, bool)>
     where
         K: Borrow<Q>,
         Q: ?Sized + Eq,
     {
-        dispatch!(self, s => s.remove(hash, key))
+        dispatch!(self, s => s.remove(hash, key, now))
     }
 
     pub(crate) fn set_capacity(&mut self, capacity: usize, evicted: &mut Vec<(K, V)>) {
@@ -203,14 +232,17 @@ impl<K, V> PolicyShard<K, V> {
         dispatch!(self, s => s.set_capacity_lazily(capacity))
     }
 
-    pub(crate) fn take_all(&mut self) -> Vec<(K, V)> {
-        dispatch!(self, s => s.take_all())
+    /// Empties the shard: the entries live at `now`, and those expired
+    /// into `expired`.
+    pub(crate) fn take_all(&mut self, now: u64, expired: &mut Vec<(K, V)>) -> Vec<(K, V)> {
+        dispatch!(self, s => s.take_all(now, expired))
     }
 
-    /// Calls `f` with each entry, most recently used first (see
-    /// [`EvictionPolicy`] for what that means under `Clock` and `S3Fifo`).
-    pub(crate) fn for_each(&self, f: impl FnMut(&K, &V)) {
-        dispatch!(self, s => s.for_each(f))
+    /// Calls `f` with each entry live at `now`, most recently used first
+    /// (see [`EvictionPolicy`] for what that means under `Clock` and
+    /// `S3Fifo`).
+    pub(crate) fn for_each(&self, now: u64, f: impl FnMut(&K, &V)) {
+        dispatch!(self, s => s.for_each(now, f))
     }
 
     #[cfg(any(test, feature = "testing"))]

@@ -23,7 +23,9 @@ use std::borrow::Borrow;
 use std::hash::{BuildHasher, Hash};
 
 use super::LruCache;
+use crate::cache::Lookup;
 use crate::fault::broken;
+use crate::removal::RemovalCause;
 #[cfg(loom)]
 use crate::sync::Ordering;
 
@@ -146,11 +148,12 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
         if self.policy.shared_hits() {
             return self.lookup_shared(hash, key, project);
         }
+        let now = self.now();
         let mut guard = self.lock(hash);
         let shard = &mut *guard;
         #[cfg(loom)]
         if broken!(LruFault::RacyStats) {
-            let found = shard.entries.get(hash, key).map(project);
+            let found = shard.entries.get(hash, key, now).live().map(project);
             drop(guard);
             // BROKEN on purpose: a counter read and written back in two
             // steps, outside the lock (lost updates).
@@ -159,14 +162,21 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
             self.racy_requests.store(n + 1, Ordering::SeqCst);
             return found;
         }
-        match shard.entries.get(hash, key) {
-            Some(value) => {
+        match shard.entries.get(hash, key, now) {
+            Lookup::Live(value) => {
                 // Counted before `project` runs, so a panicking projection
                 // leaves the counters matching the lookups made.
                 shard.counters.hits += 1;
                 Some(project(value))
             }
-            None => {
+            Lookup::Expired => {
+                shard.counters.misses += 1;
+                let expired = shard.entries.remove_expired(hash, key, now);
+                drop(guard);
+                self.dispose(expired, RemovalCause::Expired);
+                None
+            }
+            Lookup::Missing => {
                 shard.counters.misses += 1;
                 None
             }
@@ -185,13 +195,23 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
         if broken!(LruFault::LateReferenceBit) {
             // BROKEN on purpose: the lookup and the use are two critical
             // sections, so the hand may pass in between.
-            let found = self.read(hash).entries.peek(hash, key).map(project);
-            let _ = self.read(hash).entries.get_shared(hash, key);
+            let found = self.read(hash).entries.peek(hash, key, 0).map(project);
+            let _ = self.read(hash).entries.get_shared(hash, key, 0);
             self.lookups.record(found.is_some());
             return found;
         }
+        let now = self.now();
         let shard = self.read(hash);
-        let found = shard.entries.get_shared(hash, key);
+        let found = match shard.entries.get_shared(hash, key, now) {
+            Lookup::Live(value) => Some(value),
+            Lookup::Missing => None,
+            Lookup::Expired => {
+                drop(shard);
+                self.lookups.record(false);
+                self.release_expired(hash, key, now);
+                return None;
+            }
+        };
         #[cfg(loom)]
         if broken!(LruFault::RacyStats) {
             // BROKEN on purpose: a counter read and written back in two
@@ -229,7 +249,7 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
         V: Clone,
     {
         let hash = self.hash(key);
-        self.read(hash).entries.peek(hash, key).cloned()
+        self.read(hash).entries.peek(hash, key, self.now()).cloned()
     }
 
     /// Calls `f` with the value of `key` under the shard's shared lock,
@@ -260,7 +280,7 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
         Q: ?Sized + Hash + Eq,
     {
         let hash = self.hash(key);
-        self.read(hash).entries.peek(hash, key).map(f)
+        self.read(hash).entries.peek(hash, key, self.now()).map(f)
     }
 
     /// Whether `key` is present (no recency change, not counted).
@@ -279,6 +299,6 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
         Q: ?Sized + Hash + Eq,
     {
         let hash = self.hash(key);
-        self.read(hash).entries.contains(hash, key)
+        self.read(hash).entries.contains(hash, key, self.now())
     }
 }

@@ -77,13 +77,13 @@ proptest! {
         let mut model = Model { entries: VecDeque::new(), capacity };
         for op in ops {
             match op {
-                Op::Get(k) => prop_assert_eq!(core.get(weak_hash(k), &k).copied(), model.get(k)),
+                Op::Get(k) => prop_assert_eq!(core.get(weak_hash(k), &k, 0).live().copied(), model.get(k)),
                 Op::Peek(k) => {
                     let expected = model.position(k).map(|at| model.entries[at].1);
-                    prop_assert_eq!(core.peek(weak_hash(k), &k).copied(), expected);
+                    prop_assert_eq!(core.peek(weak_hash(k), &k, 0).copied(), expected);
                 }
                 Op::Insert(k, v) => {
-                    let got = core.insert(weak_hash(k), k, v, 1);
+                    let got = core.insert(weak_hash(k), k, v, 1, 0, 0);
                     let (replaced, evicted) = model.insert(k, v);
                     prop_assert_eq!(got.replaced, replaced);
                     prop_assert_eq!(got.evicted.single(), evicted);
@@ -91,7 +91,7 @@ proptest! {
                 }
                 Op::Remove(k) => {
                     let expected = model.position(k).map(|at| model.entries.remove(at).unwrap());
-                    prop_assert_eq!(core.remove(weak_hash(k), &k), expected);
+                    prop_assert_eq!(core.remove(weak_hash(k), &k, 0).map(|(k, v, _)| (k, v)), expected);
                 }
                 Op::PopLru => prop_assert_eq!(core.pop_victim(), model.entries.pop_back()),
                 Op::SetCapacity(c) => {
@@ -105,7 +105,7 @@ proptest! {
                     prop_assert_eq!(evicted, expected);
                 }
                 Op::TakeAll => {
-                    let mut all = core.take_all();
+                    let mut all = core.take_all(0, &mut Vec::new());
                     all.sort_unstable();
                     let mut expected: Vec<_> = model.entries.drain(..).collect();
                     expected.sort_unstable();
@@ -113,7 +113,7 @@ proptest! {
                 }
             }
             core.check_invariants();
-            let order: Vec<_> = { let mut order = Vec::new(); core.for_each(|k, v| order.push((*k, *v))); order };
+            let order: Vec<_> = { let mut order = Vec::new(); core.for_each(0, |k, v| order.push((*k, *v))); order };
             let expected: Vec<_> = model.entries.iter().copied().collect();
             prop_assert_eq!(order, expected);
         }
@@ -196,13 +196,13 @@ proptest! {
         let mut model = ClockModel { ring: Vec::new(), hand: 0, capacity };
         for op in ops {
             match op {
-                Op::Get(k) => prop_assert_eq!(core.get(weak_hash(k), &k).copied(), model.get(k)),
+                Op::Get(k) => prop_assert_eq!(core.get(weak_hash(k), &k, 0).live().copied(), model.get(k)),
                 Op::Peek(k) => {
                     let expected = model.position(k).map(|at| model.ring[at].1);
-                    prop_assert_eq!(core.peek(weak_hash(k), &k).copied(), expected);
+                    prop_assert_eq!(core.peek(weak_hash(k), &k, 0).copied(), expected);
                 }
                 Op::Insert(k, v) => {
-                    let got = core.insert(weak_hash(k), k, v, 1);
+                    let got = core.insert(weak_hash(k), k, v, 1, 0, 0);
                     let (replaced, evicted) = model.insert(k, v);
                     prop_assert_eq!(got.replaced, replaced);
                     prop_assert_eq!(got.evicted.single(), evicted);
@@ -210,7 +210,7 @@ proptest! {
                 }
                 Op::Remove(k) => {
                     let expected = model.position(k).map(|at| model.remove_at(at));
-                    prop_assert_eq!(core.remove(weak_hash(k), &k), expected);
+                    prop_assert_eq!(core.remove(weak_hash(k), &k, 0).map(|(k, v, _)| (k, v)), expected);
                 }
                 Op::PopLru => {
                     // Shrinking by one evicts the
@@ -239,7 +239,7 @@ proptest! {
                     prop_assert_eq!(evicted, expected);
                 }
                 Op::TakeAll => {
-                    let mut all = core.take_all();
+                    let mut all = core.take_all(0, &mut Vec::new());
                     all.sort_unstable();
                     let mut expected: Vec<_> =
                         model.ring.drain(..).map(|(k, v, _)| (k, v)).collect();
@@ -250,7 +250,7 @@ proptest! {
             }
             core.check_invariants();
             let mut order = Vec::new();
-            core.for_each(|k, v| order.push((*k, *v)));
+            core.for_each(0, |k, v| order.push((*k, *v)));
             prop_assert_eq!(order, model.order());
         }
     }
@@ -260,18 +260,27 @@ proptest! {
 fn clock_gives_a_hit_entry_a_second_chance() {
     let mut core = Shard::<u32, u32, Clock>::new(3);
     for k in 0..3 {
-        core.insert(u64::from(k), k, k, 1);
+        core.insert(u64::from(k), k, k, 1, 0, 0);
     }
-    assert_eq!(core.get(1, &1), Some(&1));
+    assert_eq!(core.get(1, &1, 0).live(), Some(&1));
     // The hand passes 0 (unreferenced): evicted first.
-    assert_eq!(core.insert(9, 9, 9, 1).evicted.single(), Some((0, 0)));
+    assert_eq!(core.insert(9, 9, 9, 1, 0, 0).evicted.single(), Some((0, 0)));
     // Then 1 loses its bit and 2 is evicted; 1 survives two insertions.
-    assert_eq!(core.insert(10, 10, 10, 1).evicted.single(), Some((2, 2)));
-    assert!(core.contains(1, &1));
+    assert_eq!(
+        core.insert(10, 10, 10, 1, 0, 0).evicted.single(),
+        Some((2, 2))
+    );
+    assert!(core.contains(1, &1, 0));
     // The hand wraps to 9 (never hit since it entered) before 1...
-    assert_eq!(core.insert(11, 11, 11, 1).evicted.single(), Some((9, 9)));
+    assert_eq!(
+        core.insert(11, 11, 11, 1, 0, 0).evicted.single(),
+        Some((9, 9))
+    );
     // ...and then reaches 1, whose bit it cleared a lap ago.
-    assert_eq!(core.insert(12, 12, 12, 1).evicted.single(), Some((1, 1)));
+    assert_eq!(
+        core.insert(12, 12, 12, 1, 0, 0).evicted.single(),
+        Some((1, 1))
+    );
     core.check_invariants();
 }
 
@@ -279,14 +288,14 @@ fn clock_gives_a_hit_entry_a_second_chance() {
 fn a_full_core_recycles_its_least_recent_node() {
     let mut core = Shard::<u32, u32, Exact>::new(3);
     for k in 0..3 {
-        core.insert(u64::from(k), k, k, 1);
+        core.insert(u64::from(k), k, k, 1, 0, 0);
     }
-    assert_eq!(core.get(0, &0), Some(&0));
-    let inserted = core.insert(9, 9, 9, 1);
+    assert_eq!(core.get(0, &0, 0).live(), Some(&0));
+    let inserted = core.insert(9, 9, 9, 1, 0, 0);
     assert_eq!(inserted.evicted.single(), Some((1, 1)));
     core.check_invariants();
     let mut order = Vec::new();
-    core.for_each(|k, _| order.push(*k));
+    core.for_each(0, |k, _| order.push(*k));
     assert_eq!(order, [9, 0, 2]);
 }
 
@@ -294,16 +303,19 @@ fn a_full_core_recycles_its_least_recent_node() {
 fn removing_the_middle_moves_the_last_node_into_the_hole() {
     let mut core = Shard::<u32, u32, Exact>::new(8);
     for k in 0..5 {
-        core.insert(u64::from(k) * 7, k, k * 10, 1);
+        core.insert(u64::from(k) * 7, k, k * 10, 1, 0, 0);
     }
-    assert_eq!(core.remove(7, &1), Some((1, 10)));
+    assert_eq!(core.remove(7, &1, 0).map(|(k, v, _)| (k, v)), Some((1, 10)));
     core.check_invariants();
-    assert_eq!(core.peek(28, &4), Some(&40));
-    assert_eq!(core.remove(0, &0), Some((0, 0)));
-    assert_eq!(core.remove(28, &4), Some((4, 40)));
+    assert_eq!(core.peek(28, &4, 0), Some(&40));
+    assert_eq!(core.remove(0, &0, 0).map(|(k, v, _)| (k, v)), Some((0, 0)));
+    assert_eq!(
+        core.remove(28, &4, 0).map(|(k, v, _)| (k, v)),
+        Some((4, 40))
+    );
     core.check_invariants();
     let mut order = Vec::new();
-    core.for_each(|k, _| order.push(*k));
+    core.for_each(0, |k, _| order.push(*k));
     assert_eq!(order, [3, 2]);
 }
 

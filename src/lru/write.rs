@@ -16,8 +16,8 @@ use std::hash::{BuildHasher, Hash};
 use super::LruCache;
 #[cfg(loom)]
 use crate::cache::Evicted;
-use crate::cache::Inserted;
 use crate::cache::weigh;
+use crate::cache::{Inserted, SWEEP_BUDGET};
 use crate::error::BuildError;
 use crate::fault::broken;
 use crate::removal::{RemovalCause, notify};
@@ -61,7 +61,12 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
         let hash = self.hash(&key);
         let mut displaced = self.insert_hashed(hash, key, value);
         let Some(listener) = &self.listener else {
-            let replaced = displaced.replaced.take();
+            // An expired old value is the listener's (none here), not the
+            // caller's.
+            let replaced = match displaced.replaced_expired {
+                false => displaced.replaced.take(),
+                true => None,
+            };
             self.finish_insert(displaced);
             return replaced;
         };
@@ -71,6 +76,7 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
         let copy = displaced
             .replaced
             .as_ref()
+            .filter(|_| !displaced.replaced_expired)
             .map(|value| listener.copy(value));
         self.finish_insert(displaced);
         copy.map(|copy| copy.unwrap_or_else(|panic| resume_unwind(panic)))
@@ -86,11 +92,17 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
         if broken!(LruFault::SplitEviction) {
             return self.insert_split(hash, key, value, weight);
         }
+        let now = self.now();
+        let sweep = if self.clock.is_some() {
+            SWEEP_BUDGET
+        } else {
+            0
+        };
         let mut shard = self.lock(hash);
-        let inserted = shard.entries.insert(hash, key, value, weight);
+        let inserted = shard.entries.insert(hash, key, value, weight, now, sweep);
         let counters = &mut shard.counters;
         counters.inserts += 1;
-        counters.evictions += inserted.evicted.len() as u64;
+        counters.evictions += (inserted.evicted.len() - inserted.expired) as u64;
         inserted
     }
 
@@ -104,7 +116,7 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
         shard
             .entries
             .set_capacity_lazily(capacity + weight as usize);
-        let mut inserted = shard.entries.insert(hash, key, value, weight);
+        let mut inserted = shard.entries.insert(hash, key, value, weight, 0, 0);
         shard.entries.set_capacity_lazily(capacity);
         shard.counters.inserts += 1;
         drop(shard);
@@ -126,7 +138,9 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
     pub(crate) fn finish_insert(&self, displaced: Inserted<K, V>) {
         let Inserted {
             replaced,
+            replaced_expired,
             evicted,
+            expired,
             unused_key,
         } = displaced;
         // The common case, no listener and at most one entry evicted: a plain
@@ -147,13 +161,20 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
         // (equal to the stored one, which is kept).
         // One `notify`, so a panicking call still hands over the other.
         let replaced = unused_key.zip(replaced);
-        let removed = (replaced
-            .map(|(k, v)| (k, v, RemovalCause::Replaced))
-            .into_iter())
-        .chain(
-            evicted
-                .into_iter()
-                .map(|(k, v)| (k, v, RemovalCause::Evicted)),
+        let replaced_cause = if replaced_expired {
+            RemovalCause::Expired
+        } else {
+            RemovalCause::Replaced
+        };
+        let removed = (replaced.map(|(k, v)| (k, v, replaced_cause)).into_iter()).chain(
+            evicted.into_iter().enumerate().map(move |(i, (k, v))| {
+                let cause = if i < expired {
+                    RemovalCause::Expired
+                } else {
+                    RemovalCause::Evicted
+                };
+                (k, v, cause)
+            }),
         );
         notify(
             self.listener.as_ref().map(|listener| &listener.call),
@@ -183,8 +204,22 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
         Q: ?Sized + Hash + Eq,
     {
         let hash = self.hash(key);
-        let removed = self.lock(hash).entries.remove(hash, key);
-        let (key, value) = removed?;
+        let now = self.now();
+        let mut swept = Vec::new();
+        let removed = {
+            let mut shard = self.lock(hash);
+            let removed = shard.entries.remove(hash, key, now);
+            if self.clock.is_some() {
+                shard.entries.sweep(now, SWEEP_BUDGET, &mut swept);
+            }
+            removed
+        };
+        self.dispose(swept, RemovalCause::Expired);
+        let (key, value, expired) = removed?;
+        if expired {
+            self.dispose([(key, value)], RemovalCause::Expired);
+            return None;
+        }
         let Some(listener) = &self.listener else {
             return Some(value);
         };
