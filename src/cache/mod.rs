@@ -40,4 +40,6 @@ pub(crate) use shard::{MAX_SHARD_CAPACITY, Shard};
 pub(crate) use weigher::{Weigher, weigh};
 
 #[cfg(all(test, not(loom)))]
+mod expiry_tests;
+#[cfg(all(test, not(loom)))]
 mod tests;
