@@ -174,6 +174,18 @@ impl Times {
         }
     }
 
+    /// Whether slot `i` is live at `now` (expiry on), recording the use if
+    /// so. Out of line: a cache without expiry never calls it.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn use_if_live(&self, i: u32, now: u64) -> bool {
+        if self.expired(i, now) {
+            return false;
+        }
+        self.touch(i, now);
+        true
+    }
+
     /// Slot `i` holds a new entry, stored at `now`.
     #[inline]
     pub(crate) fn reset(&mut self, i: u32, now: u64) {

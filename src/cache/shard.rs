@@ -204,15 +204,14 @@ impl<K, V, P: Policy> Shard<K, V, P> {
         K: Borrow<Q>,
         Q: ?Sized + Eq,
     {
-        match self.find_live(hash, key, now) {
-            Lookup::Live(i) => {
-                self.times.touch(i, now);
-                self.policy.hit(&mut self.entries, i);
-                Lookup::Live(&self.entries[i as usize].value)
-            }
-            Lookup::Expired => Lookup::Expired,
-            Lookup::Missing => Lookup::Missing,
+        let Some(i) = self.find(hash, key) else {
+            return Lookup::Missing;
+        };
+        if self.times.expires() && !self.times.use_if_live(i, now) {
+            return Lookup::Expired;
         }
+        self.policy.hit(&mut self.entries, i);
+        Lookup::Live(&self.entries[i as usize].value)
     }
 
     /// The value of the key, counted as a use at `now`, under shared
@@ -229,18 +228,17 @@ impl<K, V, P: Policy> Shard<K, V, P> {
             P::SHARED_HITS || !hit,
             "larder: a shared-access hit on an exact LRU shard"
         );
-        match self.find_live(hash, key, now) {
-            Lookup::Live(i) => {
-                let entry = &self.entries[i as usize];
-                self.times.touch(i, now);
-                if hit {
-                    P::hit_shared(&entry.meta);
-                }
-                Lookup::Live(&entry.value)
-            }
-            Lookup::Expired => Lookup::Expired,
-            Lookup::Missing => Lookup::Missing,
+        let Some(i) = self.find(hash, key) else {
+            return Lookup::Missing;
+        };
+        if self.times.expires() && !self.times.use_if_live(i, now) {
+            return Lookup::Expired;
         }
+        let entry = &self.entries[i as usize];
+        if hit {
+            P::hit_shared(&entry.meta);
+        }
+        Lookup::Live(&entry.value)
     }
 
     /// The value of the key if live at `now`, not counted as a use.
@@ -321,11 +319,17 @@ impl<K, V, P: Policy> Shard<K, V, P> {
     #[inline]
     fn sweep_into(&mut self, now: u64, budget: usize, inserted: &mut Inserted<K, V>) {
         if self.times.expires() && budget > 0 {
-            self.sweep(now, budget, |entry| {
-                inserted.evicted.push(entry);
-                inserted.expired += 1;
-            });
+            self.sweep_cold(now, budget, inserted);
         }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn sweep_cold(&mut self, now: u64, budget: usize, inserted: &mut Inserted<K, V>) {
+        self.sweep(now, budget, |entry| {
+            inserted.evicted.push(entry);
+            inserted.expired += 1;
+        });
     }
 
     /// Releases expired entries, looking at no more than `budget` slots

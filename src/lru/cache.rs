@@ -588,6 +588,7 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
     /// Removes the key's entry if it has expired (found so under a shared
     /// lock), with a sweep of its shard, and hands them to the listener.
     #[cold]
+    #[inline(never)]
     pub(crate) fn release_expired<Q>(&self, hash: u64, key: &Q, now: u64)
     where
         K: Borrow<Q>,

@@ -25,7 +25,6 @@ use std::hash::{BuildHasher, Hash};
 use super::LruCache;
 use crate::cache::Lookup;
 use crate::fault::broken;
-use crate::removal::RemovalCause;
 #[cfg(loom)]
 use crate::sync::Ordering;
 
@@ -162,21 +161,24 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
             self.racy_requests.store(n + 1, Ordering::SeqCst);
             return found;
         }
-        match shard.entries.get(hash, key, now) {
-            Lookup::Live(value) => {
+        let found = match shard.entries.get(hash, key, now) {
+            Lookup::Live(value) => Some(value),
+            Lookup::Missing => None,
+            Lookup::Expired => {
+                shard.counters.misses += 1;
+                drop(guard);
+                self.release_expired(hash, key, now);
+                return None;
+            }
+        };
+        match found {
+            Some(value) => {
                 // Counted before `project` runs, so a panicking projection
                 // leaves the counters matching the lookups made.
                 shard.counters.hits += 1;
                 Some(project(value))
             }
-            Lookup::Expired => {
-                shard.counters.misses += 1;
-                let expired = shard.entries.remove_expired(hash, key, now);
-                drop(guard);
-                self.dispose(expired, RemovalCause::Expired);
-                None
-            }
-            Lookup::Missing => {
+            None => {
                 shard.counters.misses += 1;
                 None
             }

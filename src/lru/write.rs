@@ -93,13 +93,11 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
             return self.insert_split(hash, key, value, weight);
         }
         let now = self.now();
-        let sweep = if self.clock.is_some() {
-            SWEEP_BUDGET
-        } else {
-            0
-        };
         let mut shard = self.lock(hash);
-        let inserted = shard.entries.insert(hash, key, value, weight, now, sweep);
+        // The sweep runs only in a shard whose entries can expire.
+        let inserted = shard
+            .entries
+            .insert(hash, key, value, weight, now, SWEEP_BUDGET);
         let counters = &mut shard.counters;
         counters.inserts += 1;
         counters.evictions += (inserted.evicted.len() - inserted.expired) as u64;
