@@ -30,28 +30,33 @@ pub fn deadline(axes: &Axes) -> Duration {
     }
 }
 
-/// `insert` and `remove` return the live value they displace; the listener
-/// hears it once, as `Replaced` or `Removed`.
+/// `insert` and `remove` return the live value they displace, with a
+/// listener or without one; the listener hears it once, as `Replaced` or
+/// `Removed`.
 pub fn insert_returns_the_displaced_value<F: Face>(axes: &Axes) {
-    let mut config = axes.config(4);
-    let log = config.listen();
-    let cache = F::build(&config);
-    assert_eq!(cache.insert("a".into(), 1), None);
-    assert_eq!(cache.insert("a".into(), 2), Some(1));
-    assert_eq!(cache.get("a"), Some(2));
-    assert_eq!(cache.get_or_init("a", || 3), 2, "an init over a live value");
-    assert_eq!(cache.remove("a"), Some(2));
-    assert_eq!(cache.remove("a"), None);
-    assert_eq!(cache.insert("a".into(), 4), None);
-    assert_eq!(
-        take(&log),
-        [
-            ("a".to_string(), 1, RemovalCause::Replaced),
-            ("a".to_string(), 2, RemovalCause::Removed),
-        ]
-    );
-    assert_eq!(cache.len(), 1);
-    cache.check_invariants();
+    for listen in [false, true] {
+        let mut config = axes.config(4);
+        let log = listen.then(|| config.listen());
+        let cache = F::build(&config);
+        assert_eq!(cache.insert("a".into(), 1), None);
+        assert_eq!(cache.insert("a".into(), 2), Some(1), "listener {listen}");
+        assert_eq!(cache.get("a"), Some(2));
+        assert_eq!(cache.get_or_init("a", || 3), 2, "an init over a live value");
+        assert_eq!(cache.remove("a"), Some(2), "listener {listen}");
+        assert_eq!(cache.remove("a"), None);
+        assert_eq!(cache.insert("a".into(), 4), None);
+        if let Some(log) = log {
+            assert_eq!(
+                take(&log),
+                [
+                    ("a".to_string(), 1, RemovalCause::Replaced),
+                    ("a".to_string(), 2, RemovalCause::Removed),
+                ]
+            );
+        }
+        assert_eq!(cache.len(), 1);
+        cache.check_invariants();
+    }
 }
 
 /// Each cause is heard with the right count: replaced, evicted (one per
