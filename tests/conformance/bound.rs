@@ -49,7 +49,7 @@ pub fn the_bound_holds_against_the_model<F: Face>(axes: &Axes) {
         let log = config.listen();
         let clock = config.clock.clone();
         let cache = F::build(&config);
-        let mut model = Model::new(&config);
+        let mut model = Model::new::<F>(&config);
         for step in 0..STEPS {
             let key = format!("k{}", rng.below(KEYS));
             let value = rng.below(1000) as u32;

@@ -10,15 +10,15 @@ use std::time::Duration;
 use crate::face::{Axes, Face};
 use crate::watchdog;
 
-const THREADS: usize = 4;
+const THREADS: usize = 8;
 
 /// Threads released together by a barrier ask for the same keys in
 /// different orders: each key's init runs once per round, and every caller
 /// gets that init's value.
 pub fn single_flight_inits_once<F: Face>(axes: &Axes) {
     let _watchdog = watchdog::arm(watchdog::STRESS_LIMIT);
-    const KEYS: u32 = 8;
-    const ROUNDS: u32 = 5;
+    const KEYS: u32 = 16;
+    const ROUNDS: u32 = 8;
     let cache = F::build(&axes.config(KEYS as usize));
     let inits = AtomicUsize::new(0);
     let barrier = Barrier::new(THREADS);
@@ -129,7 +129,8 @@ pub fn a_panicking_init_leaves_the_key_absent<F: Face>(axes: &Axes) {
     }
     cache.check_invariants();
     let stats = cache.stats();
-    assert_eq!((stats.inits, stats.init_failures), (2, 2));
+    let got = (stats.misses, stats.inits, stats.init_failures, stats.len);
+    assert_eq!(got, (2, 2, 2, 4), "{stats:?}");
 
     // A waiter of the panicking init runs its own.
     let started = Barrier::new(2);

@@ -46,6 +46,11 @@ pub struct Model {
     /// `Replaced`, `Removed` and `Cleared` events the current operation must
     /// produce (eviction and expiry are checked against the state instead).
     expected: Vec<Event>,
+    /// The entry the current operation stored: where the face keeps what
+    /// it stores, it may be evicted only if it alone is heavier than the
+    /// capacity.
+    stored: Option<(Key, Value)>,
+    keeps_stored: bool,
 }
 
 /// What one operation released on its own.
@@ -58,7 +63,7 @@ pub struct Settled {
 }
 
 impl Model {
-    pub fn new(config: &Config) -> Self {
+    pub fn new<F: Face>(config: &Config) -> Self {
         Self {
             live: BTreeMap::new(),
             dead: Vec::new(),
@@ -69,6 +74,8 @@ impl Model {
             weighted: config.weigher.is_some(),
             counts: Counts::default(),
             expected: Vec::new(),
+            stored: None,
+            keeps_stored: F::keeps_what_it_stores(config),
         }
     }
 
@@ -128,6 +135,7 @@ impl Model {
             created: now,
             accessed: now,
         };
+        self.stored = Some((key.to_owned(), value));
         let old = self.live.insert(key.to_owned(), held).map(|h| h.value);
         if let Some(old) = old {
             self.expected
@@ -217,6 +225,12 @@ impl Model {
                         Some(value),
                         "{op}: evicted ({key}, {value}), which was not live"
                     );
+                    if self.keeps_stored && self.stored == Some((key.clone(), value)) {
+                        assert!(
+                            self.weight(value) > self.capacity,
+                            "{op}: the entry just stored was evicted"
+                        );
+                    }
                     self.counts.evictions += 1;
                     settled.evicted.push(value);
                 }
@@ -232,6 +246,7 @@ impl Model {
                 _ => others.push((key, value, cause)),
             }
         }
+        self.stored = None;
         let expected = sorted(std::mem::take(&mut self.expected));
         assert_eq!(
             sorted(others),
