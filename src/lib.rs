@@ -321,6 +321,15 @@ pub struct BenchmarksDoctests;
 #[doc = include_str!("../docs/workqueue.md")]
 pub struct WorkQueueGuideDoctests;
 
+// Where things are. One folder per primitive (`indexed/`, `ordered/`,
+// `snapshot/`, `lru/`, `typed/`, `workqueue/`, `reflector/`), each with a
+// map of its files in its module docs; `cache/` is the engine under both
+// caches. Shared by several: `flight/` (single-flight loading, sync and
+// async), `wait.rs` (waiting consumers), `removal.rs` (RemovalCause, the
+// listener), `stats.rs` and `striped.rs` (cache statistics), `time.rs`
+// (Clock), `node_index.rs` (hash to slot table), `error.rs` (BuildError),
+// `sync.rs` (std / parking_lot / loom switch), `fault.rs` (loom-only fault
+// selection for negative controls).
 mod cache;
 mod error;
 #[cfg(loom)]

@@ -1,6 +1,8 @@
 //! Public-API tests of `LruCache`: a proptest against a `VecDeque` LRU
 //! model, API details, panic safety and the closure forms of the hit path
-//! (hit ratios are in `lru_hit_ratio.rs`, stress tests in `lru_stress.rs`).
+//! (hit ratios are in `lru_hit_ratio.rs`, stress tests in `lru_stress.rs`;
+//! what every cache face shares, such as loads, their errors and panics,
+//! the bound and `resize`, in `conformance.rs`).
 
 #[path = "common/watchdog.rs"]
 mod watchdog;
@@ -9,7 +11,7 @@ use std::collections::VecDeque;
 use std::hash::{Hash, Hasher};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Barrier, Mutex};
+use std::sync::{Arc, Mutex};
 
 use larder::{
     BuildError, CacheStats, EvictionPolicy, LoadingLruCache, LruCache, LruCacheBuilder,
@@ -306,25 +308,6 @@ fn new_with_zero_capacity_panics() {
 }
 
 #[test]
-fn resize_grows_and_shrinks_with_counted_evictions() {
-    let cache = LruCache::builder().capacity(8).shards(1).build().unwrap();
-    for i in 0..8 {
-        cache.insert(i, i);
-    }
-    cache.resize(16).unwrap();
-    for i in 8..16 {
-        cache.insert(i, i);
-    }
-    assert_eq!(cache.len(), 16);
-    cache.resize(2).unwrap();
-    let stats = cache.stats();
-    assert_eq!(
-        (stats.len, stats.capacity, stats.evictions),
-        (2, Some(2), 14)
-    );
-}
-
-#[test]
 fn loading_cache_loads_once_and_counts() {
     let calls = Arc::new(AtomicUsize::new(0));
     let counted = Arc::clone(&calls);
@@ -361,64 +344,8 @@ fn reentrant_load_of_the_same_key_panics_instead_of_hanging() {
     assert_eq!(cache.get_or_init(&2, || cache.get_or_init(&3, || 3) + 1), 4);
 }
 
-#[test]
-fn a_load_error_is_shared_by_waiters_and_not_cached() {
-    let _watchdog = watchdog::arm(watchdog::STRESS_LIMIT);
-    let cache = LruCache::<u32, u32>::new(4);
-    let started = Barrier::new(2);
-    let calls = AtomicUsize::new(0);
-    std::thread::scope(|s| {
-        let leader = s.spawn(|| {
-            cache.get_or_try_init(&1, || {
-                calls.fetch_add(1, Ordering::SeqCst);
-                started.wait();
-                std::thread::sleep(std::time::Duration::from_millis(50));
-                Err::<u32, _>(String::from("backend down"))
-            })
-        });
-        started.wait();
-        let waiter = cache.get_or_try_init(&1, || {
-            calls.fetch_add(1, Ordering::SeqCst);
-            Err::<u32, _>(String::from("second call"))
-        });
-        let led = leader.join().unwrap();
-        assert_eq!(led.unwrap_err().as_str(), "backend down");
-        // The waiter either joined the failing flight (same error) or came
-        // after it ended and ran its own loader.
-        let err = waiter.unwrap_err();
-        assert!(err.as_str() == "backend down" || err.as_str() == "second call");
-    });
-    assert!(!cache.contains_key(&1));
-    let stats = cache.stats();
-    assert_eq!(stats.init_failures as usize, calls.load(Ordering::SeqCst));
-    assert_eq!(stats.inits, stats.init_failures);
-    assert_eq!(cache.get_or_init(&1, || 9), 9);
-}
-
 // ---------------------------------------------------------------------------
 // panic safety
-
-#[test]
-fn a_panicking_loader_leaves_the_cache_usable() {
-    let cache = LruCache::<u32, u32>::builder()
-        .capacity(2)
-        .shards(1)
-        .build()
-        .unwrap();
-    cache.insert(1, 1);
-    let outcome = catch_unwind(AssertUnwindSafe(|| {
-        cache.get_or_init(&2, || panic!("loader"))
-    }));
-    assert!(outcome.is_err());
-    let stats = cache.stats();
-    assert_eq!(
-        (stats.misses, stats.init_failures, stats.inits, stats.len),
-        (1, 1, 1, 1)
-    );
-    assert_eq!(cache.get_or_init(&2, || 2), 2);
-    assert_eq!(cache.len(), 2);
-    assert_eq!(cache.get(&1), Some(1));
-}
 
 #[test]
 fn a_panicking_listener_leaves_the_cache_consistent() {

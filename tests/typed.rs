@@ -1,6 +1,8 @@
 //! Public-API tests of `TypedCache` and `AnyCache`: property tests against
-//! std reference models, expiry on a manual clock, panic safety, and
-//! exactly-once init under contention with more threads than cores.
+//! std reference models (unbounded, and TTL with TTI), expiry on a manual
+//! clock, panic safety, and writers racing inits. What every cache face
+//! shares (single-flight init, init errors and panics, the bound, TTL and
+//! TTI deadlines, statistics) is in `conformance.rs`.
 
 #[path = "common/watchdog.rs"]
 mod watchdog;
@@ -225,47 +227,6 @@ proptest! {
         // steps; TTL in whole seconds.
         run_against_model(ops, ttl.map(|s| s * SECOND), tti.map(|s| s * 64 * SECOND / 16));
     }
-
-    #[test]
-    fn max_entries_bounds_and_never_returns_a_wrong_value(
-        ops in prop::collection::vec(op(), 1..120),
-        max in 1usize..6,
-    ) {
-        let cache = TypedCache::<u8, u32>::builder().capacity(max).build().unwrap();
-        let mut model: HashMap<u8, u32> = HashMap::new();
-        for op in ops {
-            match op {
-                Op::Get(k) => {
-                    let got = cache.get(&k);
-                    prop_assert!(got.is_none() || got == model.get(&k).copied(), "{:?}", op);
-                }
-                Op::GetWith(k) => {
-                    let got = cache.get_with(&k, |v| *v);
-                    prop_assert!(got.is_none() || got == model.get(&k).copied(), "{:?}", op);
-                }
-                Op::Insert(k, v) => {
-                    cache.insert(k, v);
-                    model.insert(k, v);
-                }
-                Op::Invalidate(k) => {
-                    cache.remove(&k);
-                    model.remove(&k);
-                }
-                Op::GetOrInit(k, v) => {
-                    let got = cache.get_or_init(&k, || v);
-                    prop_assert!(got == v || Some(got) == model.get(&k).copied(), "{:?}", op);
-                    model.insert(k, got);
-                }
-                Op::InvalidateAll => {
-                    cache.clear();
-                    model.clear();
-                }
-                _ => {}
-            }
-            prop_assert!(cache.len() <= max);
-            cache.check_invariants();
-        }
-    }
 }
 
 // ---------------------------------------------------------------------------
@@ -279,31 +240,6 @@ fn clocked(
 }
 
 const S: Duration = Duration::from_secs(1);
-
-#[test]
-fn time_to_live_expires_however_often_read() {
-    let (cache, clock) = clocked(TypedCache::builder().time_to_live(10 * S));
-    cache.insert("a", 1);
-    for _ in 0..9 {
-        clock.advance(S);
-        assert_eq!(cache.get("a"), Some(1));
-    }
-    clock.advance(S);
-    assert_eq!(cache.get("a"), None);
-    assert!(cache.is_empty(), "the expired entry read was removed");
-}
-
-#[test]
-fn time_to_idle_is_extended_by_reads_not_by_contains_key() {
-    let (cache, clock) = clocked(TypedCache::builder().time_to_idle(64 * S));
-    cache.insert("a", 1);
-    clock.advance(60 * S);
-    assert_eq!(cache.get("a"), Some(1)); // read at 60 s
-    clock.advance(60 * S);
-    assert!(cache.contains_key("a")); // idle 60 s: alive; not a read
-    clock.advance(4 * S);
-    assert!(!cache.contains_key("a")); // idle 64 s since the read at 60 s
-}
 
 #[test]
 fn ttl_and_tti_compose() {
@@ -324,21 +260,6 @@ fn ttl_and_tti_compose() {
     clock.advance(10 * S);
     // 100 s: the time to live ends "read" despite the reads.
     assert!(!cache.contains_key("read"));
-}
-
-#[test]
-fn expired_entry_is_initialized_again_once() {
-    let (cache, clock) = clocked(TypedCache::builder().time_to_live(5 * S));
-    let inits = AtomicUsize::new(0);
-    let init = || inits.fetch_add(1, Ordering::SeqCst) as u32;
-    assert_eq!(cache.get_or_init(&"k", init), 0);
-    assert_eq!(cache.get_or_init(&"k", init), 0);
-    clock.advance(5 * S);
-    assert_eq!(cache.get_or_init(&"k", init), 1);
-    assert_eq!(cache.get_or_init(&"k", init), 1);
-    assert_eq!(inits.load(Ordering::SeqCst), 2);
-    assert_eq!(cache.len(), 1);
-    cache.check_invariants();
 }
 
 #[test]
@@ -376,26 +297,6 @@ fn builder_rejects_zero_settings() {
 
 // ---------------------------------------------------------------------------
 // Panic safety.
-
-#[test]
-fn panicking_init_loses_nothing_else() {
-    let cache: TypedCache<u32, u32> = TypedCache::new();
-    for k in 0..10 {
-        cache.insert(k, k);
-    }
-    let outcome = catch_unwind(AssertUnwindSafe(|| {
-        cache.get_or_init(&100, || panic!("init failed"));
-    }));
-    assert!(outcome.is_err());
-    cache.check_invariants();
-    assert_eq!(cache.len(), 10);
-    for k in 0..10 {
-        assert_eq!(cache.get(&k), Some(k));
-    }
-    assert_eq!(cache.get_or_init(&100, || 7), 7, "the key was not poisoned");
-    let stats = cache.stats();
-    assert_eq!((stats.inits, stats.init_failures), (2, 1));
-}
 
 #[test]
 fn panicking_hasher_key_leaves_the_cache_usable() {
@@ -454,65 +355,7 @@ fn removed_values_are_dropped_with_no_lock_held() {
 }
 
 // ---------------------------------------------------------------------------
-// Exactly once under contention: more threads than cores.
-
-#[test]
-fn exactly_one_init_per_key_every_round() {
-    let _watchdog = watchdog::arm(watchdog::STRESS_LIMIT);
-    const THREADS: usize = 8;
-    const KEYS: u32 = 64;
-    const ROUNDS: u32 = 40;
-    let cache: TypedCache<u32, (u32, u32)> = TypedCache::new();
-    let inits = AtomicUsize::new(0);
-    let round_no = AtomicUsize::new(0);
-    let barrier = Barrier::new(THREADS + 1);
-    thread::scope(|s| {
-        for t in 0..THREADS {
-            let (cache, inits, round_no, barrier) = (&cache, &inits, &round_no, &barrier);
-            s.spawn(move || {
-                for _ in 0..ROUNDS {
-                    barrier.wait();
-                    let round = round_no.load(Ordering::SeqCst) as u32;
-                    // A different order per thread: a rotation, reversed
-                    // for odd threads.
-                    for i in 0..KEYS {
-                        let mut k = (i + t as u32 * 7) % KEYS;
-                        if t % 2 == 1 {
-                            k = KEYS - 1 - k;
-                        }
-                        let value = cache.get_or_init(&k, || {
-                            inits.fetch_add(1, Ordering::SeqCst);
-                            thread::yield_now(); // widen the race window
-                            (round, k)
-                        });
-                        assert_eq!(value, (round, k), "a value from another round or key");
-                    }
-                    barrier.wait();
-                }
-            });
-        }
-        for round in 0..ROUNDS {
-            round_no.store(round as usize, Ordering::SeqCst);
-            barrier.wait();
-            barrier.wait();
-            assert_eq!(
-                inits.swap(0, Ordering::SeqCst),
-                KEYS as usize,
-                "round {round}: not exactly one init per key"
-            );
-            assert_eq!(cache.len(), KEYS as usize);
-            cache.check_invariants();
-            cache.clear();
-        }
-    });
-    let stats = cache.stats();
-    assert_eq!(stats.inits, u64::from(KEYS * ROUNDS));
-    assert_eq!(
-        stats.hits + stats.misses,
-        u64::from(KEYS * ROUNDS) * THREADS as u64
-    );
-    assert!(stats.waits <= stats.misses);
-}
+// Under contention: more threads than cores.
 
 #[test]
 fn mixed_writers_and_inits_keep_invariants() {
@@ -541,41 +384,6 @@ fn mixed_writers_and_inits_keep_invariants() {
     });
     cache.check_invariants();
     assert!(cache.len() <= 20);
-}
-
-#[test]
-fn failing_init_shared_error_one_call_per_burst() {
-    let _watchdog = watchdog::arm(watchdog::STRESS_LIMIT);
-    const THREADS: usize = 8;
-    let cache: TypedCache<u32, u32> = TypedCache::new();
-    let calls = AtomicUsize::new(0);
-    let barrier = Barrier::new(THREADS);
-    let errors = AtomicUsize::new(0);
-    thread::scope(|s| {
-        for _ in 0..THREADS {
-            s.spawn(|| {
-                barrier.wait();
-                let outcome = cache.get_or_try_init(&1, || {
-                    calls.fetch_add(1, Ordering::SeqCst);
-                    thread::sleep(Duration::from_millis(50));
-                    Err::<u32, _>("down")
-                });
-                if let Err(e) = outcome {
-                    assert_eq!(*e, "down");
-                    errors.fetch_add(1, Ordering::SeqCst);
-                }
-            });
-        }
-    });
-    // Every caller failed; the error is never cached, so the calls equal
-    // the inits, and callers that joined a flight shared its error.
-    let stats = cache.stats();
-    assert_eq!(errors.load(Ordering::SeqCst), THREADS);
-    assert_eq!(calls.load(Ordering::SeqCst) as u64, stats.inits);
-    assert_eq!(stats.init_failures, stats.inits);
-    assert_eq!(stats.inits + stats.waits, THREADS as u64);
-    assert!(cache.is_empty());
-    cache.check_invariants();
 }
 
 // ---------------------------------------------------------------------------
@@ -726,19 +534,6 @@ fn get_with_visits_in_place_and_counts_like_get() {
     assert_eq!(cache.get_with("missing", |v| v.len()), None);
     let stats = cache.stats();
     assert_eq!((stats.hits, stats.misses, stats.inits), (3, 2, 1));
-}
-
-#[test]
-fn get_with_is_a_read_for_time_to_idle() {
-    let (cache, clock) = clocked(TypedCache::builder().time_to_idle(64 * S));
-    cache.insert("a", 1);
-    clock.advance(60 * S);
-    assert_eq!(cache.get_with("a", |v| *v), Some(1)); // read at 60 s
-    clock.advance(60 * S);
-    assert_eq!(cache.get("a"), Some(1)); // idle 60 s: alive; read at 120 s
-    clock.advance(64 * S);
-    assert_eq!(cache.get_with("a", |v| *v), None); // idle 64 s: expired
-    assert!(cache.is_empty(), "the expired entry read was removed");
 }
 
 /// A panic in the closure of `get_with` (or in `V::clone` of `get`)

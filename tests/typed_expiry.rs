@@ -1,7 +1,9 @@
 //! Public-API tests of `TypedCache`'s release of expired entries without
-//! `purge_expired`, its removal listener (every cause) and its iteration,
-//! on a manual clock: no sleeps. Keys share one shard where a test needs
-//! a write to land in the shard of an expired entry (`TestState`).
+//! `purge_expired`, its removal listener and its iteration, on a manual
+//! clock: no sleeps. Keys share one shard where a test needs a write to
+//! land in the shard of an expired entry (`TestState`). Deadlines, the
+//! listener's causes and `purge_expired` as every face has them are in
+//! `conformance.rs`.
 
 #[path = "common/hasher.rs"]
 mod hasher;
@@ -134,87 +136,6 @@ fn a_write_releases_a_bounded_number_and_every_expired_entry_goes_eventually() {
 }
 
 #[test]
-fn a_read_that_finds_an_expired_entry_releases_it() {
-    let (cache, clock, log) = one_shard(|b| b.time_to_live(10 * S));
-    cache.insert(1, 10);
-    clock.advance(10 * S);
-    assert_eq!(cache.get(&1), None);
-    assert!(cache.is_empty());
-    assert_eq!(taken(&log), [(1, 10, RemovalCause::Expired)]);
-    assert_eq!(cache.purge_expired(), 0, "nothing left to purge");
-}
-
-#[test]
-fn the_listener_hears_every_cause_once() {
-    let (cache, clock, log) = one_shard(|b| b.capacity(2).time_to_live(100 * S));
-    cache.insert(1, 10);
-    assert_eq!(cache.insert(1, 11), Some(10));
-    assert_eq!(taken(&log), [(1, 10, RemovalCause::Replaced)]);
-    cache.insert(2, 20);
-    cache.insert(3, 30); // over capacity: evicts one of 1, 2
-    let evicted = taken(&log);
-    assert_eq!(evicted.len(), 1);
-    assert_eq!(evicted[0].2, RemovalCause::Evicted);
-    assert!(!cache.contains_key(&evicted[0].0));
-    assert_eq!(cache.remove(&3), Some(30));
-    assert_eq!(taken(&log), [(3, 30, RemovalCause::Removed)]);
-    cache.insert(4, 40);
-    cache.clear();
-    let mut cleared = taken(&log);
-    cleared.sort_unstable_by_key(|&(k, _, _)| k);
-    assert_eq!(cleared.len(), 2);
-    assert!(cleared.iter().all(|&(_, _, c)| c == RemovalCause::Cleared));
-    // An entry that expired is reported as expired, whatever releases it:
-    // here an insert of its own key (which returns no old value) and
-    // `purge_expired`.
-    cache.insert(5, 50);
-    cache.insert(6, 60);
-    clock.advance(100 * S);
-    assert_eq!(cache.insert(5, 51), None);
-    assert_eq!(cache.purge_expired(), 0, "the insert's sweep released 6");
-    let mut expired = taken(&log);
-    expired.sort_unstable_by_key(|&(k, _, _)| k);
-    assert_eq!(
-        expired,
-        [
-            (5, 50, RemovalCause::Expired),
-            (6, 60, RemovalCause::Expired)
-        ]
-    );
-    cache.check_invariants();
-}
-
-#[test]
-fn purge_expired_reports_what_it_releases() {
-    // Spread over the shards: `purge_expired` reaches every one.
-    let clock = ManualClock::new();
-    let log: Log = Arc::default();
-    let seen = Arc::clone(&log);
-    let cache = TypedCache::<u32, u32>::builder()
-        .time_to_live(10 * S)
-        .clock(clock.clone())
-        .eviction_listener(move |k, v: u32, c| seen.lock().unwrap().push((k, v, c)))
-        .build()
-        .unwrap();
-    for k in 0..50 {
-        cache.insert(k, k);
-    }
-    clock.advance(10 * S);
-    let before = taken(&log).len(); // the inserts' sweeps found nothing expired
-    assert_eq!(before, 0);
-    assert_eq!(cache.purge_expired(), 50);
-    assert!(cache.is_empty());
-    let mut expired = taken(&log);
-    expired.sort_unstable_by_key(|&(k, _, _)| k);
-    assert_eq!(
-        expired,
-        (0..50)
-            .map(|k| (k, k, RemovalCause::Expired))
-            .collect::<Vec<_>>()
-    );
-}
-
-#[test]
 fn a_panicking_listener_leaves_the_cache_consistent_and_hears_the_rest() {
     let heard: Log = Arc::default();
     let log = Arc::clone(&heard);
@@ -280,18 +201,6 @@ fn iter_is_a_snapshot_of_the_live_entries_and_not_a_read() {
     };
     cache.clear();
     assert_eq!(snapshot.map(|(k, _)| k).collect::<Vec<_>>(), [3]);
-}
-
-#[test]
-fn without_expiry_nothing_is_swept_and_len_is_exact() {
-    let (cache, clock, log) = one_shard(|b| b);
-    for k in 0..10 {
-        cache.insert(k, k);
-    }
-    clock.advance(1_000_000 * S);
-    cache.insert(10, 10);
-    assert_eq!(cache.len(), 11);
-    assert!(taken(&log).is_empty());
 }
 
 /// A clock that counts its reads.

@@ -21,6 +21,20 @@
 //!   table over the same entries, under one reader-writer lock.
 //!
 //! The default was chosen by measurement: see `design/ordered.md`.
+//!
+//! # Files
+//!
+//! - `partitioned.rs`, with `partitioned/reads.rs` (reads that span
+//!   leaves) and `partitioned/check.rs` (the layout check); `leaf.rs` (one
+//!   sorted leaf); `points.rs` (the point-lookup table): the default engine.
+//! - `sequential.rs` (the single-lock engine) and `lock.rs` (the lock
+//!   chosen per instance, [`OrderedLock`]).
+//! - `range.rs` (ordered reads), `consume.rs` (`retain`, `pop_*`,
+//!   `drain_to`), `wait.rs` (their waiting forms), `view.rs`
+//!   ([`OrderedSnapshot`]), `builder.rs`; this file: the face and point
+//!   operations.
+//! - Test machinery: `torn.rs` and `partitioned/leaf_by_leaf.rs` (the loom
+//!   negative controls' broken reads), `tests.rs`, `wait_tests.rs`.
 
 mod builder;
 mod consume;

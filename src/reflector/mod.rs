@@ -21,6 +21,12 @@
 //! shows the loop, its guarantees, what each fault does, and how to mirror
 //! an etcd prefix.
 
+// Files (one concept each): `source.rs` (the Source trait and its events),
+// `memory.rs` (MemorySource), `run.rs` (the loop: list, watch, apply,
+// resync), `builder.rs`, `handler.rs` (handlers and their delivery),
+// `registry.rs` (handlers added while running, each with its buffer and
+// resync), `status.rs` (what handles share: revision, readiness, stats,
+// stop), `timer.rs` (Timer, backoff), `error.rs`; `etcd/` (EtcdSource).
 mod builder;
 mod error;
 #[cfg(feature = "etcd")]

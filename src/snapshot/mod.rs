@@ -5,6 +5,10 @@
 //! modified with read-copy-update instead of load-then-store.
 //!
 //! The type's docs show the lost update of load-then-store beside `update`.
+//!
+//! Files: this one ([`Snapshot`], its reads, stores and read-copy-update),
+//! `versioned.rs` (a value with its version in one allocation),
+//! `cached.rs` ([`CachedReader`]), `tests.rs`.
 
 mod cached;
 mod versioned;

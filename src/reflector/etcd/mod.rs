@@ -26,6 +26,10 @@
 //! The source runs on etcd-client, which needs a tokio runtime (with its
 //! timer enabled).
 
+// Files: this one (the Source implementation: list pages, revision reads,
+// error mapping), `builder.rs` (connect / builder and settings),
+// `members.rs` (one connection per member, failover order), `watch.rs`
+// (the watch stream and its deadline), `consistent.rs` (consistent reads).
 mod builder;
 mod consistent;
 mod members;

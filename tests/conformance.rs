@@ -1,0 +1,175 @@
+//! One conformance suite for both cache faces, `LruCache` and `TypedCache`:
+//! each case is written once against [`face::Face`] and run for every cell
+//! of the matrix face × policy × weights × expiry that `matrix!` generates
+//! (test names read `case::face::policy::weights_expiry`).
+//!
+//! A cell whose configuration a face does not support yet (its
+//! `Face::supports` says no) is skipped, saying so on stderr;
+//! `supported_cells` pins down which cells run, so a face cannot stop
+//! running a case unnoticed. The face-specific wiring is in
+//! `conformance/face.rs` only (`TODO(wiring)` marks what is missing).
+//!
+//! - `conformance/init.rs`: single-flight init, errors and panics of inits.
+//! - `conformance/writes.rs`: inserts, the listener, statistics, `to_vec`,
+//!   `clear`, borrowed lookups, `resize`.
+//! - `conformance/expiry.rs`: deadlines on the manual clock, `purge_expired`.
+//! - `conformance/bound.rs`: random sequences against `conformance/model.rs`.
+
+#[path = "common/hasher.rs"]
+mod hasher;
+#[path = "common/watchdog.rs"]
+mod watchdog;
+
+#[path = "conformance/bound.rs"]
+mod bound;
+#[path = "conformance/expiry.rs"]
+mod expiry;
+#[path = "conformance/face.rs"]
+mod face;
+#[path = "conformance/init.rs"]
+mod init;
+#[path = "conformance/model.rs"]
+mod model;
+#[path = "conformance/writes.rs"]
+mod writes;
+
+use face::{Axes, Expiry, Face, Lru, Policy, Typed};
+
+/// Every case, by the name its tests carry.
+mod cases {
+    pub use crate::bound::*;
+    pub use crate::expiry::*;
+    pub use crate::init::*;
+    pub use crate::writes::*;
+}
+
+/// Runs `case` on face `F` in one cell, unless `F` does not support it.
+fn run<F: Face>(case: fn(&Axes), policy: Option<Policy>, weighted: bool, expiry: Expiry) {
+    let axes = Axes {
+        policy,
+        weighted,
+        expiry,
+    };
+    if !F::supports(&axes.config(1)) {
+        eprintln!("skipped: {} does not support {axes:?} yet", F::NAME);
+        return;
+    }
+    case(&axes);
+}
+
+/// The policies of the matrix: the face's default, then each one.
+const POLICIES: [Option<Policy>; 4] = [
+    None,
+    Some(Policy::Exact),
+    Some(Policy::Clock),
+    Some(Policy::S3Fifo),
+];
+const EXPIRIES: [Expiry; 3] = [Expiry::Never, Expiry::Ttl, Expiry::Tti];
+
+fn supported<F: Face>() -> Vec<Axes> {
+    let mut cells = Vec::new();
+    for policy in POLICIES {
+        for weighted in [false, true] {
+            for expiry in EXPIRIES {
+                let axes = Axes {
+                    policy,
+                    weighted,
+                    expiry,
+                };
+                if F::supports(&axes.config(1)) {
+                    cells.push(axes);
+                }
+            }
+        }
+    }
+    cells
+}
+
+/// The cells each face runs today; when a face gains a setting (and its
+/// `supports` says so), this list grows with it.
+#[test]
+fn supported_cells() {
+    let describe = |cells: Vec<Axes>| {
+        cells
+            .iter()
+            .map(|a| format!("{:?}/{}/{:?}", a.policy, a.weighted, a.expiry))
+            .collect::<Vec<_>>()
+    };
+    let lru = describe(supported::<Lru>());
+    let typed = describe(supported::<Typed>());
+    // Every policy, with and without weights; no expiry yet.
+    for policy in ["None", "Some(Exact)", "Some(Clock)", "Some(S3Fifo)"] {
+        for weighted in [false, true] {
+            let cell = format!("{policy}/{weighted}/Never");
+            assert!(lru.contains(&cell), "LruCache no longer runs {cell}");
+        }
+    }
+    // Its own policy, no weights; every expiry.
+    for expiry in ["Never", "Ttl", "Tti"] {
+        let cell = format!("None/false/{expiry}");
+        assert!(typed.contains(&cell), "TypedCache no longer runs {cell}");
+    }
+    eprintln!("LruCache runs {lru:?}\nTypedCache runs {typed:?}");
+}
+
+/// One module per case, face and policy; one test per weights × expiry.
+macro_rules! matrix {
+    ($($case:ident),* $(,)?) => {$(
+        mod $case {
+            mod lru {
+                matrix!(@policies $case, crate::face::Lru);
+            }
+            mod typed {
+                matrix!(@policies $case, crate::face::Typed);
+            }
+        }
+    )*};
+    (@policies $case:ident, $face:ty) => {
+        mod default_policy {
+            matrix!(@cells $case, $face, None);
+        }
+        mod exact {
+            matrix!(@cells $case, $face, Some(crate::face::Policy::Exact));
+        }
+        mod clock {
+            matrix!(@cells $case, $face, Some(crate::face::Policy::Clock));
+        }
+        mod s3fifo {
+            matrix!(@cells $case, $face, Some(crate::face::Policy::S3Fifo));
+        }
+    };
+    (@cells $case:ident, $face:ty, $policy:expr) => {
+        matrix!(@cell $case, $face, $policy, unweighted_never, false, Never);
+        matrix!(@cell $case, $face, $policy, unweighted_ttl, false, Ttl);
+        matrix!(@cell $case, $face, $policy, unweighted_tti, false, Tti);
+        matrix!(@cell $case, $face, $policy, weighted_never, true, Never);
+        matrix!(@cell $case, $face, $policy, weighted_ttl, true, Ttl);
+        matrix!(@cell $case, $face, $policy, weighted_tti, true, Tti);
+    };
+    (@cell $case:ident, $face:ty, $policy:expr, $name:ident, $weighted:expr, $expiry:ident) => {
+        #[test]
+        fn $name() {
+            crate::run::<$face>(
+                crate::cases::$case::<$face>,
+                $policy,
+                $weighted,
+                crate::face::Expiry::$expiry,
+            );
+        }
+    };
+}
+
+matrix!(
+    single_flight_inits_once,
+    errors_are_not_cached,
+    a_panicking_init_leaves_the_key_absent,
+    insert_returns_the_displaced_value,
+    the_listener_hears_each_cause,
+    stats_are_exact_for_a_script,
+    to_vec_and_clear,
+    borrowed_lookups,
+    resize_keeps_the_bound,
+    expiry_deadlines,
+    purge_expired_releases_the_expired,
+    the_bound_holds_against_the_model,
+);
