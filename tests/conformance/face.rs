@@ -11,8 +11,8 @@ use larder::{BuildError, CacheStats, LruCache, ManualClock, RemovalCause, TypedC
 use crate::hasher::TestState;
 
 /// The policy axis of the matrix.
-// TODO(wiring): `larder::EvictionPolicy` once `LruPolicy` is renamed.
-pub use larder::LruPolicy as Policy;
+// TODO(wiring): `larder::EvictionPolicy` once `EvictionPolicy` is renamed.
+pub use larder::EvictionPolicy as Policy;
 
 /// The cases' key and value types: `String` keys (every lookup borrows a
 /// `&str`) and `u32` values (a weigher reads the weight from the value).
