@@ -4,10 +4,10 @@
 //!
 //! # Costs
 //!
-//! A shard without expiry keeps no times (its [`Times`] holds an empty
-//! `Vec` and no [`Expiry`]), and its caller never reads the clock: every
-//! check is one test of that `Option`. With expiry, an entry costs 16 bytes
-//! more, beside it (so the entries themselves keep their size).
+//! A shard without expiry (`Shard<_, _, _, false>`) compiles every check
+//! away: it keeps no times and never reads the clock. With expiry, an
+//! entry costs 16 bytes more, beside it (so the entries themselves keep
+//! their size).
 //!
 //! # Idle time
 //!
@@ -152,7 +152,7 @@ impl Times {
     }
 
     /// Whether entries can expire.
-    #[inline]
+    #[cfg(any(test, feature = "testing"))]
     pub(crate) fn expires(&self) -> bool {
         self.expiry.is_some()
     }

@@ -105,8 +105,10 @@ impl Weights {
     }
 }
 
-/// A map whose entries weigh at most `capacity` in all, evicting by `P`.
-pub(crate) struct Shard<K, V, P: Policy> {
+/// A map whose entries weigh at most `capacity` in all, evicting by `P`;
+/// its entries can expire only if `E` (a shard without expiry compiles to
+/// code that never looks at times or the clock).
+pub(crate) struct Shard<K, V, P: Policy, const E: bool = false> {
     table: NodeIndex,
     entries: Vec<Entry<K, V, P::Meta>>,
     weights: Weights,
@@ -118,7 +120,7 @@ pub(crate) struct Shard<K, V, P: Policy> {
     pub(crate) policy: P,
 }
 
-impl<K, V, P: Policy> Shard<K, V, P> {
+impl<K, V, P: Policy, const E: bool> Shard<K, V, P, E> {
     /// An empty shard holding at most `capacity` (>= 1) weight, whose
     /// entries never expire.
     #[cfg(test)]
@@ -127,9 +129,10 @@ impl<K, V, P: Policy> Shard<K, V, P> {
     }
 
     /// An empty shard holding at most `capacity` (>= 1) weight, whose
-    /// entries expire as `expiry` says (never, if `None`).
+    /// entries expire as `expiry` says: `Some` exactly when `E`.
     pub(crate) fn with_expiry(capacity: usize, expiry: Option<Expiry>) -> Self {
         debug_assert!((1..=MAX_SHARD_CAPACITY).contains(&capacity));
+        debug_assert_eq!(expiry.is_some(), E, "larder: expiry and shard type differ");
         Self {
             table: NodeIndex::new(),
             entries: Vec::new(),
@@ -182,7 +185,7 @@ impl<K, V, P: Policy> Shard<K, V, P> {
     {
         match self.find(hash, key) {
             None => Lookup::Missing,
-            Some(i) if self.times.expired(i, now) => Lookup::Expired,
+            Some(i) if E && self.times.expired(i, now) => Lookup::Expired,
             Some(i) => Lookup::Live(i),
         }
     }
@@ -207,7 +210,7 @@ impl<K, V, P: Policy> Shard<K, V, P> {
         let Some(i) = self.find(hash, key) else {
             return Lookup::Missing;
         };
-        if self.times.expires() && !self.times.use_if_live(i, now) {
+        if E && !self.times.use_if_live(i, now) {
             return Lookup::Expired;
         }
         self.policy.hit(&mut self.entries, i);
@@ -231,7 +234,7 @@ impl<K, V, P: Policy> Shard<K, V, P> {
         let Some(i) = self.find(hash, key) else {
             return Lookup::Missing;
         };
-        if self.times.expires() && !self.times.use_if_live(i, now) {
+        if E && !self.times.use_if_live(i, now) {
             return Lookup::Expired;
         }
         let entry = &self.entries[i as usize];
@@ -276,11 +279,13 @@ impl<K, V, P: Policy> Shard<K, V, P> {
         if let Some(i) = self.find(hash, &key) {
             let old_weight = self.weights.get(i);
             let weight_after = self.weight - u64::from(old_weight) + u64::from(weight);
-            let replaced_expired = self.times.expired(i, now);
+            let replaced_expired = E && self.times.expired(i, now);
             if weight_after <= self.capacity as u64 {
                 let old = std::mem::replace(&mut self.entries[i as usize].value, value);
                 self.weights.set(i, weight, self.entries.len());
-                self.times.reset(i, now);
+                if E {
+                    self.times.reset(i, now);
+                }
                 self.weight = weight_after;
                 self.policy
                     .replaced(&mut self.entries, i, old_weight, weight);
@@ -318,7 +323,7 @@ impl<K, V, P: Policy> Shard<K, V, P> {
     /// The sweep of an insert: expired entries into `inserted.evicted`.
     #[inline]
     fn sweep_into(&mut self, now: u64, budget: usize, inserted: &mut Inserted<K, V>) {
-        if self.times.expires() && budget > 0 {
+        if E && budget > 0 {
             self.sweep_cold(now, budget, inserted);
         }
     }
@@ -337,7 +342,7 @@ impl<K, V, P: Policy> Shard<K, V, P> {
     /// code. A removal moves the last entry into the cursor's slot, where
     /// it looks next.
     pub(crate) fn sweep(&mut self, now: u64, budget: usize, mut out: impl FnMut((K, V))) {
-        if !self.times.expires() {
+        if !E {
             return;
         }
         // No more looks than entries: one sweep looks at each at most once.
@@ -357,7 +362,7 @@ impl<K, V, P: Policy> Shard<K, V, P> {
     /// Removes every entry expired at `now`, handing each to `out`, and
     /// gives back the memory they held. Runs no user code.
     pub(crate) fn purge(&mut self, now: u64, mut out: impl FnMut((K, V))) {
-        if !self.times.expires() {
+        if !E {
             return;
         }
         let mut i = 0;
@@ -419,7 +424,9 @@ impl<K, V, P: Policy> Shard<K, V, P> {
             let old_value = std::mem::replace(&mut entry.value, value);
             entry.hash = hash;
             self.weights.set(v, weight, self.entries.len());
-            self.times.reset(v, now);
+            if E {
+                self.times.reset(v, now);
+            }
             self.weight = self.weight - u64::from(victim_weight) + weight_64;
             self.policy
                 .recycle(&mut self.entries, v, victim_weight, weight, admit);
@@ -435,7 +442,9 @@ impl<K, V, P: Policy> Shard<K, V, P> {
             meta: P::fresh(admit),
         });
         self.weights.push(weight, self.entries.len());
-        self.times.push(now);
+        if E {
+            self.times.push(now);
+        }
         self.weight += weight_64;
         self.policy.link(&mut self.entries, i, weight, admit);
         self.table.insert(&self.entries, i);
@@ -449,7 +458,7 @@ impl<K, V, P: Policy> Shard<K, V, P> {
         Q: ?Sized + Eq,
     {
         let i = self.find(hash, key)?;
-        let expired = self.times.expired(i, now);
+        let expired = E && self.times.expired(i, now);
         let (key, value) = self.remove_index(i);
         Some((key, value, expired))
     }
@@ -488,7 +497,9 @@ impl<K, V, P: Policy> Shard<K, V, P> {
         if !self.weights.0.is_empty() {
             self.weights.0.shrink_to(self.entries.capacity());
         }
-        self.times.shrink_to(self.entries.capacity());
+        if E {
+            self.times.shrink_to(self.entries.capacity());
+        }
     }
 
     /// Sets the capacity without evicting (a deliberately broken protocol
@@ -506,7 +517,7 @@ impl<K, V, P: Policy> Shard<K, V, P> {
         self.weights = Weights::default();
         self.weight = 0;
         let entries = std::mem::take(&mut self.entries);
-        if !self.times.expires() {
+        if !E {
             return entries
                 .into_iter()
                 .map(|entry| (entry.key, entry.value))
@@ -527,7 +538,7 @@ impl<K, V, P: Policy> Shard<K, V, P> {
     /// Calls `f` with each entry live at `now`, in the policy's order of
     /// recency. Not a use.
     pub(crate) fn for_each(&self, now: u64, mut f: impl FnMut(&K, &V)) {
-        if !self.times.expires() {
+        if !E {
             return self.policy.for_each(&self.entries, f);
         }
         // The policy hands out keys, not slots: a key's slot is its offset
@@ -554,7 +565,9 @@ impl<K, V, P: Policy> Shard<K, V, P> {
         let last = (self.entries.len() - 1) as u32;
         let entry = self.entries.swap_remove(i as usize);
         self.weights.swap_remove(i);
-        self.times.swap_remove(i);
+        if E {
+            self.times.swap_remove(i);
+        }
         if i != last {
             // The entry that was last now lives at `i`.
             self.policy.moved(&mut self.entries, last, i);

@@ -171,7 +171,7 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
             || {
                 self.lock(hash)
                     .entries
-                    .get(hash, owned, self.now())
+                    .get(hash, owned, || self.now())
                     .live()
                     .cloned()
             },

@@ -195,7 +195,7 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
             cache
                 .lock(hash)
                 .entries
-                .get(hash, key, cache.now())
+                .get(hash, key, || cache.now())
                 .live()
                 .cloned()
                 .ok_or(())

@@ -84,11 +84,15 @@ impl EvictionPolicy {
     }
 }
 
-/// One engine shard under the cache's policy.
+/// One engine shard under the cache's policy, with or without expiry (a
+/// variant of its own, so a cache without expiry runs code that has none).
 pub(crate) enum PolicyShard<K, V> {
     Exact(Shard<K, V, Exact>),
     Clock(Shard<K, V, Clock>),
     S3Fifo(Shard<K, V, S3Fifo>),
+    ExactExpiring(Shard<K, V, Exact, true>),
+    ClockExpiring(Shard<K, V, Clock, true>),
+    S3FifoExpiring(Shard<K, V, S3Fifo, true>),
 }
 
 /// Forwards a call to the shard of whichever policy this is.
@@ -98,17 +102,33 @@ macro_rules! dispatch {
             PolicyShard::Exact($s) => $call,
             PolicyShard::Clock($s) => $call,
             PolicyShard::S3Fifo($s) => $call,
+            PolicyShard::ExactExpiring($s) => $call,
+            PolicyShard::ClockExpiring($s) => $call,
+            PolicyShard::S3FifoExpiring($s) => $call,
         }
     };
 }
 
 impl<K, V> PolicyShard<K, V> {
     pub(crate) fn new(policy: EvictionPolicy, capacity: usize, expiry: Option<Expiry>) -> Self {
-        match policy {
-            EvictionPolicy::Exact => Self::Exact(Shard::with_expiry(capacity, expiry)),
-            EvictionPolicy::Clock => Self::Clock(Shard::with_expiry(capacity, expiry)),
-            EvictionPolicy::S3Fifo => Self::S3Fifo(Shard::with_expiry(capacity, expiry)),
+        let (c, e) = (capacity, expiry);
+        match (policy, expiry.is_some()) {
+            (EvictionPolicy::Exact, false) => Self::Exact(Shard::with_expiry(c, None)),
+            (EvictionPolicy::Clock, false) => Self::Clock(Shard::with_expiry(c, None)),
+            (EvictionPolicy::S3Fifo, false) => Self::S3Fifo(Shard::with_expiry(c, None)),
+            (EvictionPolicy::Exact, true) => Self::ExactExpiring(Shard::with_expiry(c, e)),
+            (EvictionPolicy::Clock, true) => Self::ClockExpiring(Shard::with_expiry(c, e)),
+            (EvictionPolicy::S3Fifo, true) => Self::S3FifoExpiring(Shard::with_expiry(c, e)),
         }
+    }
+
+    /// Whether entries can expire.
+    #[inline(always)]
+    pub(crate) fn expires(&self) -> bool {
+        matches!(
+            self,
+            Self::ExactExpiring(_) | Self::ClockExpiring(_) | Self::S3FifoExpiring(_)
+        )
     }
 
     #[inline]
@@ -129,31 +149,44 @@ impl<K, V> PolicyShard<K, V> {
         dispatch!(self, s => s.contains(hash, key, now))
     }
 
-    /// A hit under the exclusive lock (any policy).
-    #[inline]
-    pub(crate) fn get<Q>(&mut self, hash: u64, key: &Q, now: u64) -> Lookup<&V>
-    where
-        K: Borrow<Q>,
-        Q: ?Sized + Eq,
-    {
-        dispatch!(self, s => s.get(hash, key, now))
-    }
-
-    /// A hit under the shared lock. Under `Exact` a use needs the exclusive
-    /// lock, so the cache never calls this there (it would be a `peek`).
-    #[inline]
-    pub(crate) fn get_shared<Q>(&self, hash: u64, key: &Q, now: u64) -> Lookup<&V>
+    /// A hit under the exclusive lock (any policy). `now` is called only
+    /// when entries can expire.
+    #[inline(always)]
+    pub(crate) fn get<Q>(&mut self, hash: u64, key: &Q, now: impl FnOnce() -> u64) -> Lookup<&V>
     where
         K: Borrow<Q>,
         Q: ?Sized + Eq,
     {
         match self {
-            Self::Exact(s) => {
-                debug_assert!(false, "larder: a shared-lock hit on an exact LRU shard");
-                s.get_shared(hash, key, now, false)
-            }
-            Self::Clock(s) => s.get_shared(hash, key, now, true),
-            Self::S3Fifo(s) => s.get_shared(hash, key, now, true),
+            Self::Exact(s) => s.get(hash, key, 0),
+            Self::Clock(s) => s.get(hash, key, 0),
+            Self::S3Fifo(s) => s.get(hash, key, 0),
+            Self::ExactExpiring(s) => s.get(hash, key, now()),
+            Self::ClockExpiring(s) => s.get(hash, key, now()),
+            Self::S3FifoExpiring(s) => s.get(hash, key, now()),
+        }
+    }
+
+    /// A hit under the shared lock. Under `Exact` a use needs the exclusive
+    /// lock, so the cache never calls this there (it would be a `peek`).
+    /// `now` is called only when entries can expire.
+    #[inline(always)]
+    pub(crate) fn get_shared<Q>(&self, hash: u64, key: &Q, now: impl FnOnce() -> u64) -> Lookup<&V>
+    where
+        K: Borrow<Q>,
+        Q: ?Sized + Eq,
+    {
+        debug_assert!(
+            !matches!(self, Self::Exact(_) | Self::ExactExpiring(_)),
+            "larder: a shared-lock hit on an exact LRU shard"
+        );
+        match self {
+            Self::Exact(s) => s.get_shared(hash, key, 0, false),
+            Self::Clock(s) => s.get_shared(hash, key, 0, true),
+            Self::S3Fifo(s) => s.get_shared(hash, key, 0, true),
+            Self::ExactExpiring(s) => s.get_shared(hash, key, now(), false),
+            Self::ClockExpiring(s) => s.get_shared(hash, key, now(), true),
+            Self::S3FifoExpiring(s) => s.get_shared(hash, key, now(), true),
         }
     }
 
@@ -167,7 +200,7 @@ impl<K, V> PolicyShard<K, V> {
 
     /// Inserts the key's value of `weight` (at least 1), first releasing up
     /// to `sweep` expired entries, evicting until it fits (see
-    /// [`Inserted`]).
+    /// [`Inserted`]). `now` is called only when entries can expire.
     #[inline]
     pub(crate) fn insert(
         &mut self,
@@ -175,13 +208,20 @@ impl<K, V> PolicyShard<K, V> {
         key: K,
         value: V,
         weight: u32,
-        now: u64,
+        now: impl FnOnce() -> u64,
         sweep: usize,
     ) -> Inserted<K, V>
     where
         K: Eq,
     {
-        dispatch!(self, s => s.insert(hash, key, value, weight, now, sweep))
+        match self {
+            Self::Exact(s) => s.insert(hash, key, value, weight, 0, sweep),
+            Self::Clock(s) => s.insert(hash, key, value, weight, 0, sweep),
+            Self::S3Fifo(s) => s.insert(hash, key, value, weight, 0, sweep),
+            Self::ExactExpiring(s) => s.insert(hash, key, value, weight, now(), sweep),
+            Self::ClockExpiring(s) => s.insert(hash, key, value, weight, now(), sweep),
+            Self::S3FifoExpiring(s) => s.insert(hash, key, value, weight, now(), sweep),
+        }
     }
 
     /// Releases up to `budget` expired entries into `out`.

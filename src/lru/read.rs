@@ -23,10 +23,12 @@ use std::borrow::Borrow;
 use std::hash::{BuildHasher, Hash};
 
 use super::LruCache;
+use super::cache::LockedShard;
 use crate::cache::Lookup;
 use crate::fault::broken;
 #[cfg(loom)]
 use crate::sync::Ordering;
+use crate::sync::RwLockWriteGuard;
 
 impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
     /// The value of `key`, made the most recently used of its shard (under
@@ -147,12 +149,14 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
         if self.policy.shared_hits() {
             return self.lookup_shared(hash, key, project);
         }
-        let now = self.now();
         let mut guard = self.lock(hash);
+        if guard.entries.expires() {
+            return self.lookup_expiring(guard, hash, key, project);
+        }
         let shard = &mut *guard;
         #[cfg(loom)]
         if broken!(LruFault::RacyStats) {
-            let found = shard.entries.get(hash, key, now).live().map(project);
+            let found = shard.entries.get(hash, key, || 0).live().map(project);
             drop(guard);
             // BROKEN on purpose: a counter read and written back in two
             // steps, outside the lock (lost updates).
@@ -161,7 +165,39 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
             self.racy_requests.store(n + 1, Ordering::SeqCst);
             return found;
         }
-        let found = match shard.entries.get(hash, key, now) {
+        // No expiry: a lookup finds the entry or nothing.
+        match shard.entries.get(hash, key, || 0).live() {
+            Some(value) => {
+                // Counted before `project` runs, so a panicking projection
+                // leaves the counters matching the lookups made.
+                shard.counters.hits += 1;
+                Some(project(value))
+            }
+            None => {
+                shard.counters.misses += 1;
+                None
+            }
+        }
+    }
+
+    /// [`lookup_with`](Self::lookup_with) in a shard whose entries can
+    /// expire: an expired entry is a miss, and is released (with a sweep
+    /// of its shard) after the lock is.
+    #[inline(never)]
+    fn lookup_expiring<Q, R>(
+        &self,
+        mut guard: RwLockWriteGuard<'_, LockedShard<K, V>>,
+        hash: u64,
+        key: &Q,
+        project: impl FnOnce(&V) -> R,
+    ) -> Option<R>
+    where
+        K: Borrow<Q>,
+        Q: ?Sized + Eq,
+    {
+        let now = self.now();
+        let shard = &mut *guard;
+        let found = match shard.entries.get(hash, key, || now) {
             Lookup::Live(value) => Some(value),
             Lookup::Missing => None,
             Lookup::Expired => {
@@ -173,8 +209,6 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
         };
         match found {
             Some(value) => {
-                // Counted before `project` runs, so a panicking projection
-                // leaves the counters matching the lookups made.
                 shard.counters.hits += 1;
                 Some(project(value))
             }
@@ -198,21 +232,25 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
             // BROKEN on purpose: the lookup and the use are two critical
             // sections, so the hand may pass in between.
             let found = self.read(hash).entries.peek(hash, key, 0).map(project);
-            let _ = self.read(hash).entries.get_shared(hash, key, 0);
+            let _ = self.read(hash).entries.get_shared(hash, key, || 0);
             self.lookups.record(found.is_some());
             return found;
         }
-        let now = self.now();
         let shard = self.read(hash);
-        let found = match shard.entries.get_shared(hash, key, now) {
-            Lookup::Live(value) => Some(value),
-            Lookup::Missing => None,
-            Lookup::Expired => {
-                drop(shard);
-                self.lookups.record(false);
-                self.release_expired(hash, key, now);
-                return None;
+        let found = if shard.entries.expires() {
+            let now = self.now();
+            match shard.entries.get_shared(hash, key, || now) {
+                Lookup::Live(value) => Some(value),
+                Lookup::Missing => None,
+                Lookup::Expired => {
+                    drop(shard);
+                    self.lookups.record(false);
+                    self.release_expired(hash, key, now);
+                    return None;
+                }
             }
+        } else {
+            shard.entries.get_shared(hash, key, || 0).live()
         };
         #[cfg(loom)]
         if broken!(LruFault::RacyStats) {

@@ -92,12 +92,12 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
         if broken!(LruFault::SplitEviction) {
             return self.insert_split(hash, key, value, weight);
         }
-        let now = self.now();
         let mut shard = self.lock(hash);
-        // The sweep runs only in a shard whose entries can expire.
+        // The sweep runs only in a shard whose entries can expire (the
+        // only one that reads the clock).
         let inserted = shard
             .entries
-            .insert(hash, key, value, weight, now, SWEEP_BUDGET);
+            .insert(hash, key, value, weight, || self.now(), SWEEP_BUDGET);
         let counters = &mut shard.counters;
         counters.inserts += 1;
         counters.evictions += (inserted.evicted.len() - inserted.expired) as u64;
@@ -114,7 +114,7 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
         shard
             .entries
             .set_capacity_lazily(capacity + weight as usize);
-        let mut inserted = shard.entries.insert(hash, key, value, weight, 0, 0);
+        let mut inserted = shard.entries.insert(hash, key, value, weight, || 0, 0);
         shard.entries.set_capacity_lazily(capacity);
         shard.counters.inserts += 1;
         drop(shard);
