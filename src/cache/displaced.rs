@@ -63,6 +63,22 @@ impl<K, V> Evicted<K, V> {
         }
     }
 
+    /// Puts a victim at position `at` (at most the length), the later ones
+    /// moving back.
+    pub(crate) fn insert(&mut self, at: usize, entry: (K, V)) {
+        match (at, self.first.take()) {
+            (_, None) => self.first = Some(entry),
+            (0, Some(old)) => {
+                self.first = Some(entry);
+                self.rest.insert(0, old);
+            }
+            (at, Some(old)) => {
+                self.first = Some(old);
+                self.rest.insert(at - 1, entry);
+            }
+        }
+    }
+
     /// How many entries were evicted.
     #[inline]
     pub(crate) fn len(&self) -> usize {

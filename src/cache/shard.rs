@@ -105,6 +105,18 @@ impl Weights {
     }
 }
 
+/// Hands a victim to `inserted`: after the expired ones if it had expired
+/// too (and counted with them), else last.
+#[inline]
+fn push_victim<K, V>(inserted: &mut Inserted<K, V>, entry: (K, V), expired: bool) {
+    if expired {
+        inserted.evicted.insert(inserted.expired, entry);
+        inserted.expired += 1;
+    } else {
+        inserted.evicted.push(entry);
+    }
+}
+
 /// A map whose entries weigh at most `capacity` in all, evicting by `P`;
 /// its entries can expire only if `E` (a shard without expiry compiles to
 /// code that never looks at times or the clock).
@@ -411,10 +423,12 @@ impl<K, V, P: Policy, const E: bool> Shard<K, V, P, E> {
         while self.weight + weight_64 > capacity {
             let v = self.policy.victim(&mut self.entries, &self.weights);
             let victim_weight = self.weights.get(v);
+            // A victim that had expired is released as such.
+            let victim_expired = E && self.times.expired(v, now);
             if self.weight - u64::from(victim_weight) + weight_64 > capacity {
                 // One victim is not enough: remove it, look for the next.
                 let entry = self.remove_index(v);
-                inserted.evicted.push(entry);
+                push_victim(inserted, entry, victim_expired);
                 continue;
             }
             // The last victim: its slot takes the new entry.
@@ -431,7 +445,7 @@ impl<K, V, P: Policy, const E: bool> Shard<K, V, P, E> {
             self.policy
                 .recycle(&mut self.entries, v, victim_weight, weight, admit);
             self.table.insert(&self.entries, v);
-            inserted.evicted.push((old_key, old_value));
+            push_victim(inserted, (old_key, old_value), victim_expired);
             return;
         }
         let i = self.entries.len() as u32;

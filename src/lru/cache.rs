@@ -28,7 +28,7 @@ use std::hash::{BuildHasher, Hash};
 use super::policy::PolicyShard;
 use super::stats::{Counters, Lookups};
 use super::{EvictionPolicy, Listener, LruCacheBuilder};
-use crate::cache::{Expiry, MAX_SHARD_CAPACITY, SWEEP_BUDGET, Weigher, nanos};
+use crate::cache::{Expiry, MAX_SHARD_CAPACITY, Weigher, nanos};
 use crate::flight::FlightGroup;
 use crate::removal::{RemovalCause, notify};
 use crate::stats::CacheStats;
@@ -585,8 +585,9 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
         self.hasher.hash_one(key)
     }
 
-    /// Removes the key's entry if it has expired (found so under a shared
-    /// lock), with a sweep of its shard, and hands them to the listener.
+    /// Removes the key's entry if it has expired (found so by a lookup)
+    /// and hands it to the listener. A read releases only its own key;
+    /// writes sweep.
     #[cold]
     #[inline(never)]
     pub(crate) fn release_expired<Q>(&self, hash: u64, key: &Q, now: u64)
@@ -598,7 +599,6 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
         {
             let mut shard = self.lock(hash);
             expired.extend(shard.entries.remove_expired(hash, key, now));
-            shard.entries.sweep(now, SWEEP_BUDGET, &mut expired);
         }
         self.dispose(expired, RemovalCause::Expired);
     }

@@ -271,15 +271,27 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
             // Relaxed: see `capacity()`; stored before any shard grows.
             self.capacity.store(capacity, Ordering::Relaxed);
         }
+        let now = self.now();
         for (index, shard) in self.shards.iter().enumerate() {
-            let mut evicted = Vec::new();
+            let (mut evicted, mut expired) = (Vec::new(), Vec::new());
             {
                 let mut shard = shard.write();
                 let target = super::cache::shard_capacity(capacity, shards, index);
+                // Expired entries leave as such, before any live one is
+                // evicted to fit the new capacity.
+                if !growing {
+                    shard.entries.purge(now, &mut expired);
+                }
                 shard.entries.set_capacity(target, &mut evicted);
                 shard.counters.evictions += evicted.len() as u64;
             }
-            self.dispose(evicted, RemovalCause::Evicted);
+            // One `notify`, so a panicking listener still hears every entry.
+            notify(
+                self.listener.as_ref().map(|listener| &listener.call),
+                (expired.into_iter())
+                    .map(|(k, v)| (k, v, RemovalCause::Expired))
+                    .chain((evicted.into_iter()).map(|(k, v)| (k, v, RemovalCause::Evicted))),
+            );
         }
         if !growing {
             // Relaxed: see `capacity()`; stored after every shard shrank.

@@ -11,7 +11,6 @@ use larder::{BuildError, CacheStats, LruCache, ManualClock, RemovalCause, TypedC
 use crate::hasher::TestState;
 
 /// The policy axis of the matrix.
-// TODO(wiring): `larder::EvictionPolicy` once `EvictionPolicy` is renamed.
 pub use larder::EvictionPolicy as Policy;
 
 /// The cases' key and value types: `String` keys (every lookup borrows a
@@ -104,10 +103,6 @@ impl Config {
         self.listener = Some(Arc::clone(&log));
         log
     }
-
-    pub fn expires(&self) -> bool {
-        self.time_to_live.is_some() || self.time_to_idle.is_some()
-    }
 }
 
 /// The operations the cases run, with the same meaning on every face.
@@ -162,10 +157,7 @@ impl Face for Lru {
     const NAME: &'static str = "LruCache";
 
     fn supports(config: &Config) -> bool {
-        // TODO(wiring): once `LruCacheBuilder` has `time_to_live`,
-        // `time_to_idle` and `clock`, drop the `!config.expires()` term and
-        // call them in `build` below.
-        config.capacity.is_some() && !config.expires()
+        config.capacity.is_some()
     }
 
     fn build(config: &Config) -> Self {
@@ -183,11 +175,16 @@ impl Face for Lru {
         if let Some(weigher) = config.weigher {
             builder = builder.weigher(weigher);
         }
-        // TODO(wiring): time_to_live / time_to_idle / clock(config.clock.clone()).
+        if let Some(ttl) = config.time_to_live {
+            builder = builder.time_to_live(ttl);
+        }
+        if let Some(tti) = config.time_to_idle {
+            builder = builder.time_to_idle(tti);
+        }
         if let Some(log) = &config.listener {
             builder = builder.eviction_listener(recorder(log));
         }
-        builder.build().unwrap()
+        builder.clock(config.clock.clone()).build().unwrap()
     }
 
     fn keeps_what_it_stores(_config: &Config) -> bool {
@@ -236,8 +233,7 @@ impl Face for Lru {
         Some(LruCache::resize(self, capacity))
     }
     fn purge_expired(&self) -> Option<usize> {
-        // TODO(wiring): `Some(LruCache::purge_expired(self))` once it exists.
-        None
+        Some(LruCache::purge_expired(self))
     }
     fn check_invariants(&self) {
         LruCache::check_invariants(self)
