@@ -122,15 +122,6 @@ impl<K, V> PolicyShard<K, V> {
         }
     }
 
-    /// Whether entries can expire.
-    #[inline(always)]
-    pub(crate) fn expires(&self) -> bool {
-        matches!(
-            self,
-            Self::ExactExpiring(_) | Self::ClockExpiring(_) | Self::S3FifoExpiring(_)
-        )
-    }
-
     #[inline]
     pub(crate) fn len(&self) -> usize {
         dispatch!(self, s => s.len())

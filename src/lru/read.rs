@@ -24,6 +24,7 @@ use std::hash::{BuildHasher, Hash};
 
 use super::LruCache;
 use super::cache::LockedShard;
+use super::policy::PolicyShard;
 use crate::cache::Lookup;
 use crate::fault::broken;
 #[cfg(loom)]
@@ -150,9 +151,6 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
             return self.lookup_shared(hash, key, project);
         }
         let mut guard = self.lock(hash);
-        if guard.entries.expires() {
-            return self.lookup_expiring(guard, hash, key, project);
-        }
         let shard = &mut *guard;
         #[cfg(loom)]
         if broken!(LruFault::RacyStats) {
@@ -165,8 +163,12 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
             self.racy_requests.store(n + 1, Ordering::SeqCst);
             return found;
         }
+        // The exclusive lock is for `Exact`; with expiry, out of line.
+        let PolicyShard::Exact(entries) = &mut shard.entries else {
+            return self.lookup_expiring(guard, hash, key, project);
+        };
         // No expiry: a lookup finds the entry or nothing.
-        match shard.entries.get(hash, key, || 0).live() {
+        match entries.get(hash, key, 0).live() {
             Some(value) => {
                 // Counted before `project` runs, so a panicking projection
                 // leaves the counters matching the lookups made.
@@ -237,20 +239,23 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
             return found;
         }
         let shard = self.read(hash);
-        let found = if shard.entries.expires() {
-            let now = self.now();
-            match shard.entries.get_shared(hash, key, || now) {
-                Lookup::Live(value) => Some(value),
-                Lookup::Missing => None,
-                Lookup::Expired => {
-                    drop(shard);
-                    self.lookups.record(false);
-                    self.release_expired(hash, key, now);
-                    return None;
+        let found = match &shard.entries {
+            // No expiry: a lookup finds the entry or nothing.
+            PolicyShard::Clock(entries) => entries.get_shared(hash, key, 0, true).live(),
+            PolicyShard::S3Fifo(entries) => entries.get_shared(hash, key, 0, true).live(),
+            _ => {
+                let now = self.now();
+                match shard.entries.get_shared(hash, key, || now) {
+                    Lookup::Live(value) => Some(value),
+                    Lookup::Missing => None,
+                    Lookup::Expired => {
+                        drop(shard);
+                        self.lookups.record(false);
+                        self.release_expired(hash, key, now);
+                        return None;
+                    }
                 }
             }
-        } else {
-            shard.entries.get_shared(hash, key, || 0).live()
         };
         #[cfg(loom)]
         if broken!(LruFault::RacyStats) {
