@@ -151,7 +151,7 @@ impl Policy for S3Fifo {
     }
 
     /// A new key goes to main if the ghost remembers it, else to small.
-    #[inline]
+    #[inline(always)]
     fn admit(&mut self, hash: u64) -> (Queue, u8) {
         if self.ghost.take(hash) {
             (Queue::Main, 0)
@@ -222,7 +222,7 @@ impl Policy for S3Fifo {
         self.push_front(entries, i, weight, queue);
     }
 
-    #[inline]
+    #[inline(always)]
     fn recycle<K, V>(
         &mut self,
         entries: &mut [Entry<K, V, Meta>],
@@ -248,7 +248,7 @@ impl Policy for S3Fifo {
         self.push_front(entries, v, weight, queue);
     }
 
-    #[inline]
+    #[inline(always)]
     fn unlink<K, V>(&mut self, entries: &mut [Entry<K, V, Meta>], i: u32, weight: u32) {
         match entries[i as usize].meta.queue {
             Queue::Small => {
@@ -259,7 +259,7 @@ impl Policy for S3Fifo {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn moved<K, V>(&mut self, entries: &mut [Entry<K, V, Meta>], _from: u32, to: u32) {
         match entries[to as usize].meta.queue {
             Queue::Small => self.small.moved(entries, to),
@@ -273,7 +273,7 @@ impl Policy for S3Fifo {
     /// reinserted with one use less while it has uses, else it is the
     /// victim. Small is served first while it holds at least its share (or
     /// main is empty).
-    #[inline]
+    #[inline(always)]
     fn victim<K, V>(&mut self, entries: &mut [Entry<K, V, Meta>], weights: &Weights) -> u32 {
         debug_assert!(!entries.is_empty());
         loop {
