@@ -192,7 +192,9 @@ impl<K, V, S> LruCacheBuilder<K, V, S> {
     }
 
     /// The clock expiry reads (default: [`SystemClock`](crate::SystemClock)). Tests pass a
-    /// [`ManualClock`](crate::ManualClock) clone and move it by hand.
+    /// [`ManualClock`](crate::ManualClock) clone and move it by hand. Lookups
+    /// read it before taking a shard's lock, inserts under it (before
+    /// changing anything): it must not call this cache.
     ///
     /// # Examples
     ///

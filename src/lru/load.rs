@@ -169,9 +169,10 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
             // Re-check after registering: a flight that ended between our
             // miss and our registration has published its value.
             || {
+                let now = self.now();
                 self.lock(hash)
                     .entries
-                    .get(hash, owned, || self.now())
+                    .get(hash, owned, || now)
                     .live()
                     .cloned()
             },

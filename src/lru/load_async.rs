@@ -192,10 +192,11 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
         // Re-check after registering: a flight that ended between our miss
         // and our registration has published its value.
         let lookup = |cache: &'a Self, key: &Q, hash: u64| {
+            let now = cache.now();
             cache
                 .lock(hash)
                 .entries
-                .get(hash, key, || cache.now())
+                .get(hash, key, || now)
                 .live()
                 .cloned()
                 .ok_or(())

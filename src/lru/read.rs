@@ -23,13 +23,11 @@ use std::borrow::Borrow;
 use std::hash::{BuildHasher, Hash};
 
 use super::LruCache;
-use super::cache::LockedShard;
 use super::policy::PolicyShard;
 use crate::cache::Lookup;
 use crate::fault::broken;
 #[cfg(loom)]
 use crate::sync::Ordering;
-use crate::sync::RwLockWriteGuard;
 
 impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
     /// The value of `key`, made the most recently used of its shard (under
@@ -165,7 +163,9 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
         }
         // The exclusive lock is for `Exact`; with expiry, out of line.
         let PolicyShard::Exact(entries) = &mut shard.entries else {
-            return self.lookup_expiring(guard, hash, key, project);
+            // The clock is user code: read with no lock held.
+            drop(guard);
+            return self.lookup_expiring(hash, key, project);
         };
         // No expiry: a lookup finds the entry or nothing.
         match entries.get(hash, key, 0).live() {
@@ -186,18 +186,13 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
     /// expire: an expired entry is a miss, and is released (with a sweep
     /// of its shard) after the lock is.
     #[inline(never)]
-    fn lookup_expiring<Q, R>(
-        &self,
-        mut guard: RwLockWriteGuard<'_, LockedShard<K, V>>,
-        hash: u64,
-        key: &Q,
-        project: impl FnOnce(&V) -> R,
-    ) -> Option<R>
+    fn lookup_expiring<Q, R>(&self, hash: u64, key: &Q, project: impl FnOnce(&V) -> R) -> Option<R>
     where
         K: Borrow<Q>,
         Q: ?Sized + Eq,
     {
         let now = self.now();
+        let mut guard = self.lock(hash);
         let shard = &mut *guard;
         let found = match shard.entries.get(hash, key, || now) {
             Lookup::Live(value) => Some(value),
@@ -244,17 +239,9 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
             PolicyShard::Clock(entries) => entries.get_shared(hash, key, 0, true).live(),
             PolicyShard::S3Fifo(entries) => entries.get_shared(hash, key, 0, true).live(),
             _ => {
-                let now = self.now();
-                match shard.entries.get_shared(hash, key, || now) {
-                    Lookup::Live(value) => Some(value),
-                    Lookup::Missing => None,
-                    Lookup::Expired => {
-                        drop(shard);
-                        self.lookups.record(false);
-                        self.release_expired(hash, key, now);
-                        return None;
-                    }
-                }
+                // The clock is user code: read with no lock held.
+                drop(shard);
+                return self.lookup_shared_expiring(hash, key, project);
             }
         };
         #[cfg(loom)]
@@ -269,6 +256,36 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
         }
         // The calling thread's own stripe: no shared write (see
         // `stats::Lookups`).
+        self.lookups.record(found.is_some());
+        found.map(project)
+    }
+
+    /// [`lookup_shared`](Self::lookup_shared) in a shard whose entries can
+    /// expire: an expired entry is a miss, and is released after the lock
+    /// is.
+    #[inline(never)]
+    fn lookup_shared_expiring<Q, R>(
+        &self,
+        hash: u64,
+        key: &Q,
+        project: impl FnOnce(&V) -> R,
+    ) -> Option<R>
+    where
+        K: Borrow<Q>,
+        Q: ?Sized + Eq,
+    {
+        let now = self.now();
+        let shard = self.read(hash);
+        let found = match shard.entries.get_shared(hash, key, || now) {
+            Lookup::Live(value) => Some(value),
+            Lookup::Missing => None,
+            Lookup::Expired => {
+                drop(shard);
+                self.lookups.record(false);
+                self.release_expired(hash, key, now);
+                return None;
+            }
+        };
         self.lookups.record(found.is_some());
         found.map(project)
     }
@@ -294,7 +311,8 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
         V: Clone,
     {
         let hash = self.hash(key);
-        self.read(hash).entries.peek(hash, key, self.now()).cloned()
+        let now = self.now();
+        self.read(hash).entries.peek(hash, key, now).cloned()
     }
 
     /// Calls `f` with the value of `key` under the shard's shared lock,
@@ -325,7 +343,8 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
         Q: ?Sized + Hash + Eq,
     {
         let hash = self.hash(key);
-        self.read(hash).entries.peek(hash, key, self.now()).map(f)
+        let now = self.now();
+        self.read(hash).entries.peek(hash, key, now).map(f)
     }
 
     /// Whether `key` is present (no recency change, not counted).
@@ -344,6 +363,7 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
         Q: ?Sized + Hash + Eq,
     {
         let hash = self.hash(key);
-        self.read(hash).entries.contains(hash, key, self.now())
+        let now = self.now();
+        self.read(hash).entries.contains(hash, key, now)
     }
 }

@@ -93,8 +93,9 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
             return self.insert_split(hash, key, value, weight);
         }
         let mut shard = self.lock(hash);
-        // The sweep runs only in a shard whose entries can expire (the
-        // only one that reads the clock).
+        // Only a shard whose entries can expire reads the clock (under the
+        // lock, before any change: reading it first would cost every insert
+        // a test) and sweeps.
         let inserted = shard
             .entries
             .insert(hash, key, value, weight, || self.now(), SWEEP_BUDGET);
