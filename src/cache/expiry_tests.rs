@@ -198,3 +198,25 @@ fn without_expiry_nothing_expires_and_no_times_are_kept() {
         shard.check();
     });
 }
+
+#[test]
+fn an_expired_victim_is_released_as_expired_after_the_swept_ones() {
+    let mut shard = Shard::<u32, u32, Exact, true>::with_expiry(3, ttl(10));
+    for (key, at) in [(1, 0), (2, 1), (3, 8)] {
+        shard.insert(hash(key), key, key, 1, at * S, 0);
+    }
+    // At 10 s, 1 has expired: no sweep, and it is the victim.
+    let inserted = shard.insert(hash(4), 4, 4, 1, 10 * S, 0);
+    assert_eq!(inserted.expired, 1);
+    assert_eq!(inserted.evicted.single(), Some((1, 1)));
+    // At 11 s, 2 has expired too (a use at 0 s made it the most recent,
+    // so 3 is the victim): a new entry of weight 2 gets room from the
+    // sweep (2, expired) and from evicting 3 (live), in that order.
+    shard.get(hash(2), &2, 0);
+    let mut inserted = shard.insert(hash(5), 5, 5, 2, 11 * S, 4);
+    assert_eq!(inserted.expired, 1);
+    inserted.evicted.insert(1, (0, 0));
+    let evicted: Vec<_> = inserted.evicted.into_iter().collect();
+    assert_eq!(evicted, [(2, 2), (0, 0), (3, 3)], "Evicted::insert at 1");
+    shard.check_invariants();
+}
