@@ -14,8 +14,8 @@ use std::borrow::Borrow;
 use std::hash::{BuildHasher, Hash};
 
 use super::LruCache;
-use crate::cache::{Evicted, Inserted};
 use crate::cache::weigh;
+use crate::cache::{Evicted, Inserted};
 use crate::error::BuildError;
 use crate::fault::broken;
 use crate::removal::{RemovalCause, notify};
