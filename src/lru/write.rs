@@ -14,10 +14,8 @@ use std::borrow::Borrow;
 use std::hash::{BuildHasher, Hash};
 
 use super::LruCache;
-#[cfg(loom)]
-use crate::cache::Evicted;
-use crate::cache::Inserted;
 use crate::cache::weigh;
+use crate::cache::{Evicted, Inserted};
 use crate::error::BuildError;
 use crate::fault::broken;
 use crate::removal::{RemovalCause, notify};
@@ -123,6 +121,7 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
 
     /// Gives the replaced and the evicted entries to the listener, then drops
     /// them and the unused key. Unlocked.
+    #[inline]
     pub(crate) fn finish_insert(&self, displaced: Inserted<K, V>) {
         let Inserted {
             replaced,
@@ -131,21 +130,24 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
         } = displaced;
         // The common case, no listener and at most one entry evicted: a plain
         // drop (one user `Drop` at most, so a panic in it spares nothing
-        // else), with no iterator chain built around it.
-        let evicted = if self.listener.is_none() && replaced.is_none() && unused_key.is_none() {
+        // else), inlined, with no iterator chain built around it.
+        if self.listener.is_none() && replaced.is_none() && unused_key.is_none() {
             match evicted.at_most_one() {
-                Ok(victim) => {
-                    drop(victim);
-                    return;
-                }
-                Err(evicted) => evicted,
+                Ok(victim) => drop(victim),
+                Err(evicted) => self.notify_displaced(None, None, evicted),
             }
-        } else {
-            evicted
-        };
+            return;
+        }
+        self.notify_displaced(replaced, unused_key, evicted);
+    }
+
+    /// [`finish_insert`](Self::finish_insert) past its common case: every
+    /// displaced entry to the listener (if any) in one `notify`, so a
+    /// panicking call still hands over the others.
+    #[inline(never)]
+    fn notify_displaced(&self, replaced: Option<V>, unused_key: Option<K>, evicted: Evicted<K, V>) {
         // The replaced value goes to the listener under the key passed in
         // (equal to the stored one, which is kept).
-        // One `notify`, so a panicking call still hands over the other.
         let replaced = unused_key.zip(replaced);
         let removed = (replaced
             .map(|(k, v)| (k, v, RemovalCause::Replaced))
