@@ -18,10 +18,18 @@ fn shard_counts_are_powers_of_two_and_bounded() {
     assert_eq!(store(3).unwrap().shard_count(), 4);
     assert_eq!(store(128).unwrap().shard_count(), 128);
     assert!(matches!(store(0), Err(BuildError::ZeroShards)));
+    let error = store(129).unwrap_err();
     assert!(matches!(
-        store(129),
-        Err(BuildError::TooManyShards { shards: 129 })
+        error,
+        BuildError::TooManyShards {
+            shards: 129,
+            max: 128
+        }
     ));
+    assert_eq!(
+        error.to_string(),
+        "the shard count 129 exceeds the most allowed, 128"
+    );
     assert!(
         IndexedStore::<u32, u32>::new()
             .shard_count()
