@@ -15,11 +15,14 @@
 //! - `values: Vec<AllValues>`: slot id -> the object's values for every
 //!   index, kept only while the schema has an index (a store with none pays
 //!   nothing for it).
-//! - `indexes[i]: HashMap<value, HashSet<slot id>>`: one bucket per index
-//!   value, holding the slot ids (`u32`) of the objects that have it.
-//!   Buckets hold ids, not keys or objects, so maintaining them hashes only
-//!   integers (never runs `K`'s `Hash`), an entry costs four bytes, and an
-//!   update that changes no index value does not touch them at all.
+//! - `indexes[i]: HashMap<value, Vec<slot id>>`: one bucket per index
+//!   value, a dense list of the slot ids (`u32`) of the objects that have
+//!   it (`core/bucket.rs`). Buckets hold ids, not keys or objects, so
+//!   maintaining them never runs `K`'s `Hash`, an entry costs four bytes,
+//!   a lookup walks a slice, and an update that changes no index value
+//!   does not touch them at all.
+//! - `positions: Vec<Positions>`: slot id -> where its id sits in each of
+//!   its buckets, so that removal swap-removes in O(1).
 //!
 //! Each slot stores the values its object had for every index when it was
 //! written, so removing or updating an object never calls an index function
@@ -52,7 +55,10 @@ use hashbrown::HashTable;
 
 use super::index_fn::{AllValues, Schema, Values};
 use crate::sync::Arc;
+pub(crate) use bucket::Bucket;
+use bucket::{Buckets, Id, Positions, bucket, unbucket};
 
+mod bucket;
 #[cfg(any(test, feature = "testing"))]
 mod check;
 
@@ -85,14 +91,6 @@ impl Hasher for IdHasher {
 }
 
 type IdBuild = BuildHasherDefault<IdHasher>;
-/// A slot id as the table and buckets hold it (a core never has more than
-/// `u32::MAX` slots: see [`Core::insert_unindexed`]).
-type Id = u32;
-/// One bucket: the slot ids of the objects having one index value.
-pub(crate) type Bucket = hashbrown::HashSet<Id, IdBuild>;
-/// One index: a bucket per value. The keys are the interned values that
-/// slots hold clones of.
-type Buckets = hashbrown::HashMap<Arc<str>, Bucket, ahash::RandomState>;
 
 /// The bucket id of slot `id` (below `u32::MAX`: checked when the slot was
 /// created).
@@ -146,6 +144,9 @@ pub(crate) struct Core<K, V> {
     /// Slot id -> its values for every index; empty while the schema has
     /// no index.
     values: Vec<AllValues>,
+    /// Slot id -> the positions of its id in the buckets of its values;
+    /// kept exactly when `values` is.
+    positions: Vec<Positions>,
     free: Vec<Id>,
     indexes: Vec<Buckets>,
     schema: Arc<Schema<V>>,
@@ -169,6 +170,7 @@ impl<K, V> Core<K, V> {
         core.entries.try_reserve(capacity).ok()?;
         if core.indexed() {
             core.values.try_reserve(capacity).ok()?;
+            core.positions.try_reserve(capacity).ok()?;
         }
         Some(core)
     }
@@ -180,6 +182,7 @@ impl<K, V> Core<K, V> {
             table: HashTable::new(),
             entries: Vec::new(),
             values: Vec::new(),
+            positions: Vec::new(),
             free: Vec::new(),
             indexes: schema
                 .defs
@@ -271,8 +274,8 @@ impl<K, V> Core<K, V> {
         values: AllValues,
     ) -> (Inserted<K, V>, usize) {
         let (mut inserted, id, old) = self.insert_unindexed(hash, found, key, value, values);
-        self.reindex(id, old.as_deref());
-        if let (Inserted::Updated { values, .. }, Some(old)) = (&mut inserted, old) {
+        self.reindex(id, old.as_ref());
+        if let (Inserted::Updated { values, .. }, Some((old, _))) = (&mut inserted, old) {
             // Dropped by the caller, after the lock is released.
             *values = old;
         }
@@ -281,8 +284,8 @@ impl<K, V> Core<K, V> {
 
     /// The object half of `insert_at`: entry and slot values, leaving the
     /// buckets as they were. Returns the slot id and its previous index
-    /// values, for [`reindex`](Self::reindex). Only `insert_at` and the
-    /// loom negative control call it.
+    /// values with their bucket positions, for [`reindex`](Self::reindex).
+    /// Only `insert_at` and the loom negative control call it.
     pub(crate) fn insert_unindexed(
         &mut self,
         hash: u64,
@@ -290,7 +293,7 @@ impl<K, V> Core<K, V> {
         key: K,
         value: Arc<V>,
         values: AllValues,
-    ) -> (Inserted<K, V>, usize, Option<AllValues>) {
+    ) -> (Inserted<K, V>, usize, Option<(AllValues, Positions)>) {
         if let Some(id) = found {
             let entry = self.entries[id]
                 .as_mut()
@@ -306,7 +309,8 @@ impl<K, V> Core<K, V> {
                         std::mem::swap(kept, new);
                     }
                 }
-                std::mem::replace(kept, fresh)
+                let positions = std::mem::take(&mut self.positions[id]);
+                (std::mem::replace(kept, fresh), positions)
             });
             let inserted = Inserted::Updated {
                 previous,
@@ -327,6 +331,7 @@ impl<K, V> Core<K, V> {
             self.entries.reserve(1);
             if indexed {
                 self.values.reserve(1);
+                self.positions.reserve(1);
             }
         }
         let entries = &self.entries;
@@ -345,6 +350,7 @@ impl<K, V> Core<K, V> {
                 self.entries.push(entry);
                 if indexed {
                     self.values.push(values);
+                    self.positions.push(Positions::new());
                 }
                 id
             }
@@ -356,20 +362,28 @@ impl<K, V> Core<K, V> {
     }
 
     /// The index half of `insert_at`: moves slot `id` from the buckets of its
-    /// `old` values (none for a new object) to those of its current values,
-    /// and interns the values it gained (the slot keeps the bucket's own
-    /// `Arc<str>`). An index whose values did not change is skipped without
-    /// touching its buckets. Both lists are sorted, so the rest is one merge.
-    pub(crate) fn reindex(&mut self, id: usize, old: Option<&[Values]>) {
-        let Some(slot) = self.values.get_mut(id) else {
+    /// `old` values (none for a new object), at their `old` positions, to
+    /// those of its current values, and interns the values it gained (the
+    /// slot keeps the bucket's own `Arc<str>`). An index whose values did
+    /// not change keeps its positions without touching its buckets. Both
+    /// lists are sorted, so the rest is one merge.
+    pub(crate) fn reindex(&mut self, id: usize, old: Option<&(AllValues, Positions)>) {
+        if self.values.len() <= id {
             return;
-        };
-        let id = bucket_id(id);
-        for (position, (buckets, new)) in self.indexes.iter_mut().zip(slot.iter_mut()).enumerate() {
-            let old = old
-                .and_then(|old| old.get(position))
-                .map_or(&[][..], |v| &v[..]);
+        }
+        // Out of `values` while it changes: the ids a removal moves are
+        // other slots', whose values the fix-up reads.
+        let mut slot = std::mem::take(&mut self.values[id]);
+        let (old, old_at) = old.map_or((&[][..], &[][..]), |(v, p)| (&v[..], &p[..]));
+        let mut at = Positions::new();
+        let mut offset = 0;
+        let slot_id = bucket_id(id);
+        for (index, (buckets, new)) in self.indexes.iter_mut().zip(slot.iter_mut()).enumerate() {
+            let old = old.get(index).map_or(&[][..], |v| &v[..]);
+            let old_at = &old_at[offset..offset + old.len()];
+            offset += old.len();
             if old == &new[..] {
+                at.extend_from_slice(old_at);
                 continue;
             }
             let (mut i, mut j) = (0, 0);
@@ -380,25 +394,30 @@ impl<K, V> Core<K, V> {
                         if !Arc::ptr_eq(o, n) {
                             *n = Arc::clone(o);
                         }
+                        at.push(old_at[i]);
                         i += 1;
                         j += 1;
                     }
                     (Some(o), Some(n)) if *o < *n => {
-                        unbucket(buckets, o, id);
+                        let values = &self.values;
+                        unbucket(buckets, index, o, old_at[i], values, &mut self.positions);
                         i += 1;
                     }
                     (Some(o), None) => {
-                        unbucket(buckets, o, id);
+                        let values = &self.values;
+                        unbucket(buckets, index, o, old_at[i], values, &mut self.positions);
                         i += 1;
                     }
                     (_, Some(n)) => {
-                        bucket(buckets, n, id);
+                        at.push(bucket(buckets, n, slot_id));
                         j += 1;
                     }
                     (None, None) => unreachable!("loop condition"),
                 }
             }
         }
+        self.values[id] = slot;
+        self.positions[id] = at;
     }
 
     /// Adds or replaces the object under `key` in a core being built by
@@ -415,14 +434,12 @@ impl<K, V> Core<K, V> {
 
     /// Builds every index from the slots' values, after
     /// [`push_unindexed`](Self::push_unindexed) filled a core whose indexes
-    /// are empty. Ids are first gathered per value (appends, and each value
-    /// interned), then each bucket is built at its final size.
+    /// are empty: each value interned, each id appended to its bucket.
     pub(crate) fn index_all(&mut self) {
         for (position, buckets) in self.indexes.iter_mut().enumerate() {
             debug_assert!(buckets.is_empty(), "index_all on a built index");
-            let mut groups: hashbrown::HashMap<Arc<str>, Vec<Id>, ahash::RandomState> =
-                hashbrown::HashMap::with_hasher(self.value_hasher.clone());
-            for (id, slot) in self.values.iter_mut().enumerate() {
+            let slots = self.values.iter_mut().zip(&mut self.positions);
+            for (id, (slot, at)) in slots.enumerate() {
                 if self.entries[id].is_none() {
                     continue;
                 }
@@ -430,24 +447,8 @@ impl<K, V> Core<K, V> {
                     continue;
                 };
                 for value in values.iter_mut() {
-                    match groups.get_key_value_mut(&**value) {
-                        Some((interned, ids)) => {
-                            ids.push(bucket_id(id));
-                            if !Arc::ptr_eq(interned, value) {
-                                *value = Arc::clone(interned);
-                            }
-                        }
-                        None => {
-                            groups.insert(Arc::clone(value), vec![bucket_id(id)]);
-                        }
-                    }
+                    at.push(bucket(buckets, value, bucket_id(id)));
                 }
-            }
-            buckets.reserve(groups.len());
-            for (value, ids) in groups {
-                let mut bucket = Bucket::with_capacity_and_hasher(ids.len(), IdBuild::default());
-                bucket.extend(ids);
-                buckets.insert(value, bucket);
             }
         }
     }
@@ -466,8 +467,8 @@ impl<K, V> Core<K, V> {
     /// [`remove`](Self::remove) given the probe's answer: the slot id of a
     /// key whose hash is `hash`. Runs no user code.
     pub(crate) fn remove_at(&mut self, hash: u64, id: usize) -> Removed<K, V> {
-        let (mut removed, id, values) = self.remove_unindexed(hash, id);
-        self.unindex(id, &values);
+        let (mut removed, (values, at)) = self.remove_unindexed(hash, id);
+        self.unindex(&values, &at);
         // Dropped by the caller, after the lock is released.
         removed.rest.1 = values;
         removed
@@ -479,7 +480,7 @@ impl<K, V> Core<K, V> {
         &mut self,
         hash: u64,
         id: usize,
-    ) -> (Removed<K, V>, usize, AllValues) {
+    ) -> (Removed<K, V>, (AllValues, Positions)) {
         let slot = bucket_id(id);
         match self.table.find_entry(hash, |&other| other == slot) {
             Ok(found) => drop(found.remove()),
@@ -492,18 +493,25 @@ impl<K, V> Core<K, V> {
             .get_mut(id)
             .map(std::mem::take)
             .unwrap_or_default();
+        let at = self
+            .positions
+            .get_mut(id)
+            .map(std::mem::take)
+            .unwrap_or_default();
         let removed = Removed {
             value: entry.value,
             rest: (entry.key, AllValues::default()),
         };
-        (removed, id, values)
+        (removed, (values, at))
     }
 
-    /// Takes slot `id` out of the buckets of `values`.
-    pub(crate) fn unindex(&mut self, id: usize, values: &[Values]) {
-        for (buckets, values) in self.indexes.iter_mut().zip(values) {
-            for value in values.iter() {
-                unbucket(buckets, value, bucket_id(id));
+    /// Takes a removed slot out of the buckets of its `values`, at its
+    /// positions `at`.
+    pub(crate) fn unindex(&mut self, values: &[Values], at: &[u32]) {
+        let mut at = at.iter();
+        for (index, (buckets, values)) in self.indexes.iter_mut().zip(values).enumerate() {
+            for (value, &at) in values.iter().zip(&mut at) {
+                unbucket(buckets, index, value, at, &self.values, &mut self.positions);
             }
         }
     }
@@ -585,7 +593,7 @@ impl<K, V> Core<K, V> {
             [] => {}
             [one] => self.by_index_into(position, one, out),
             many => {
-                let mut found = Bucket::default();
+                let mut found = hashbrown::HashSet::<Id, IdBuild>::default();
                 for value in many {
                     if let Some(bucket) = buckets.get(&**value) {
                         found.extend(bucket.iter().copied());
@@ -684,13 +692,16 @@ impl<K, V> Core<K, V> {
         if self.values.is_empty() {
             self.values
                 .resize_with(self.entries.len(), AllValues::default);
+            self.positions
+                .resize_with(self.entries.len(), Positions::new);
         }
-        for (id, slot) in self.values.iter_mut().enumerate() {
+        let slots = self.values.iter_mut().zip(&mut self.positions);
+        for (id, (slot, at)) in slots.enumerate() {
             let mut all = std::mem::take(slot).into_vec();
             if self.entries[id].is_some() {
                 let (_, mut values) = computed.remove(&id).expect("checked by stale");
                 for value in values.iter_mut() {
-                    bucket(&mut buckets, value, bucket_id(id));
+                    at.push(bucket(&mut buckets, value, bucket_id(id)));
                 }
                 all.push(values);
             }
@@ -716,43 +727,5 @@ impl<K, V> Core<K, V> {
         self.entries[id]
             .as_ref()
             .expect("invariant violated: an index lists a removed object")
-    }
-}
-
-/// Puts slot `id` in the bucket of `value`, creating the bucket if needed,
-/// and interns `value`: afterwards it is the bucket's own key.
-#[inline]
-fn bucket(buckets: &mut Buckets, value: &mut Arc<str>, id: Id) {
-    match buckets.get_key_value_mut(&**value) {
-        Some((interned, bucket)) => {
-            bucket.insert(id);
-            if !Arc::ptr_eq(interned, value) {
-                *value = Arc::clone(interned);
-            }
-        }
-        None => {
-            let mut bucket = Bucket::default();
-            bucket.insert(id);
-            buckets.insert(Arc::clone(value), bucket);
-        }
-    }
-}
-
-/// Takes slot `id` out of the bucket of `value`, dropping the bucket if it
-/// empties and shrinking it if it is mostly empty. The bucket's key dropped
-/// with an empty bucket is never the last reference to it (the slot's
-/// values, returned to the caller, still hold one).
-#[inline]
-fn unbucket(buckets: &mut Buckets, value: &str, id: Id) {
-    if let Some(bucket) = buckets.get_mut(value) {
-        bucket.remove(&id);
-        if bucket.is_empty() {
-            buckets.remove(value);
-        } else if bucket.capacity() > 64 && bucket.len() * 8 < bucket.capacity() {
-            // A bucket that shrank to an eighth of its table gives memory
-            // back; halving at most once per `len` removals keeps this O(1)
-            // amortized.
-            bucket.shrink_to(bucket.len() * 2);
-        }
     }
 }

@@ -150,7 +150,7 @@ where
                     let (inserted, id, old) =
                         core.insert_unindexed(hash, found, key_copy, value, values);
                     drop(core);
-                    self.shards.write(shard).reindex(id, old.as_deref());
+                    self.shards.write(shard).reindex(id, old.as_ref());
                     return Ok(previous_of(inserted));
                 }
                 let inserted = core.insert(hash, key_copy, value, values);
@@ -222,9 +222,9 @@ where
             // section, after the object.
             let mut core = self.shards.write(shard);
             let id = core.find(hash, key)?;
-            let (removed, id, values) = core.remove_unindexed(hash, id);
+            let (removed, (values, at)) = core.remove_unindexed(hash, id);
             drop(core);
-            self.shards.write(shard).unindex(id, &values);
+            self.shards.write(shard).unindex(&values, &at);
             return Some(removed.value);
         }
         let mut core = self.shards.write(shard);
