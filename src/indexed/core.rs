@@ -21,8 +21,9 @@
 //!   maintaining them never runs `K`'s `Hash`, an entry costs four bytes,
 //!   a lookup walks a slice, and an update that changes no index value
 //!   does not touch them at all.
-//! - `positions: Vec<Positions>`: slot id -> where its id sits in each of
-//!   its buckets, so that removal swap-removes in O(1).
+//! - `positions`: slot id -> where its id sits in each of its buckets, so
+//!   that removal swap-removes in O(1) (`core/positions.rs`: one arena,
+//!   4 bytes a value and 8 a slot).
 //!
 //! Each slot stores the values its object had for every index when it was
 //! written, so removing or updating an object never calls an index function
@@ -56,11 +57,13 @@ use hashbrown::HashTable;
 use super::index_fn::{AllValues, Schema, Values};
 use crate::sync::Arc;
 pub(crate) use bucket::Bucket;
-use bucket::{Buckets, Id, Positions, bucket, unbucket};
+use bucket::{Buckets, Id, bucket, unbucket};
+use positions::{Positions, Run};
 
 mod bucket;
 #[cfg(any(test, feature = "testing"))]
 mod check;
+mod positions;
 
 /// A hasher for slot ids: Fibonacci hashing. Slot ids are dense integers
 /// chosen by the store, not by users, so no flooding protection is needed;
@@ -146,7 +149,7 @@ pub(crate) struct Core<K, V> {
     values: Vec<AllValues>,
     /// Slot id -> the positions of its id in the buckets of its values;
     /// kept exactly when `values` is.
-    positions: Vec<Positions>,
+    positions: Positions,
     free: Vec<Id>,
     indexes: Vec<Buckets>,
     schema: Arc<Schema<V>>,
@@ -170,7 +173,7 @@ impl<K, V> Core<K, V> {
         core.entries.try_reserve(capacity).ok()?;
         if core.indexed() {
             core.values.try_reserve(capacity).ok()?;
-            core.positions.try_reserve(capacity).ok()?;
+            core.positions.try_reserve(capacity)?;
         }
         Some(core)
     }
@@ -182,7 +185,7 @@ impl<K, V> Core<K, V> {
             table: HashTable::new(),
             entries: Vec::new(),
             values: Vec::new(),
-            positions: Vec::new(),
+            positions: Positions::default(),
             free: Vec::new(),
             indexes: schema
                 .defs
@@ -274,8 +277,8 @@ impl<K, V> Core<K, V> {
         values: AllValues,
     ) -> (Inserted<K, V>, usize) {
         let (mut inserted, id, old) = self.insert_unindexed(hash, found, key, value, values);
-        self.reindex(id, old.as_ref());
-        if let (Inserted::Updated { values, .. }, Some((old, _))) = (&mut inserted, old) {
+        self.reindex(id, old.as_deref());
+        if let (Inserted::Updated { values, .. }, Some(old)) = (&mut inserted, old) {
             // Dropped by the caller, after the lock is released.
             *values = old;
         }
@@ -284,8 +287,8 @@ impl<K, V> Core<K, V> {
 
     /// The object half of `insert_at`: entry and slot values, leaving the
     /// buckets as they were. Returns the slot id and its previous index
-    /// values with their bucket positions, for [`reindex`](Self::reindex).
-    /// Only `insert_at` and the loom negative control call it.
+    /// values, for [`reindex`](Self::reindex). Only `insert_at` and the
+    /// loom negative control call it.
     pub(crate) fn insert_unindexed(
         &mut self,
         hash: u64,
@@ -293,7 +296,7 @@ impl<K, V> Core<K, V> {
         key: K,
         value: Arc<V>,
         values: AllValues,
-    ) -> (Inserted<K, V>, usize, Option<(AllValues, Positions)>) {
+    ) -> (Inserted<K, V>, usize, Option<AllValues>) {
         if let Some(id) = found {
             let entry = self.entries[id]
                 .as_mut()
@@ -309,8 +312,7 @@ impl<K, V> Core<K, V> {
                         std::mem::swap(kept, new);
                     }
                 }
-                let positions = std::mem::take(&mut self.positions[id]);
-                (std::mem::replace(kept, fresh), positions)
+                std::mem::replace(kept, fresh)
             });
             let inserted = Inserted::Updated {
                 previous,
@@ -350,7 +352,7 @@ impl<K, V> Core<K, V> {
                 self.entries.push(entry);
                 if indexed {
                     self.values.push(values);
-                    self.positions.push(Positions::new());
+                    self.positions.push_slot();
                 }
                 id
             }
@@ -362,20 +364,20 @@ impl<K, V> Core<K, V> {
     }
 
     /// The index half of `insert_at`: moves slot `id` from the buckets of its
-    /// `old` values (none for a new object), at their `old` positions, to
-    /// those of its current values, and interns the values it gained (the
+    /// `old` values (none for a new object) to those of its current values, and interns the values it gained (the
     /// slot keeps the bucket's own `Arc<str>`). An index whose values did
     /// not change keeps its positions without touching its buckets. Both
     /// lists are sorted, so the rest is one merge.
-    pub(crate) fn reindex(&mut self, id: usize, old: Option<&(AllValues, Positions)>) {
+    pub(crate) fn reindex(&mut self, id: usize, old: Option<&[Values]>) {
         if self.values.len() <= id {
             return;
         }
         // Out of `values` while it changes: the ids a removal moves are
         // other slots', whose values the fix-up reads.
         let mut slot = std::mem::take(&mut self.values[id]);
-        let (old, old_at) = old.map_or((&[][..], &[][..]), |(v, p)| (&v[..], &p[..]));
-        let mut at = Positions::new();
+        let old = old.unwrap_or_default();
+        let old_at = Run::from_slice(self.positions.get(id));
+        let mut at = Run::new();
         let mut offset = 0;
         let slot_id = bucket_id(id);
         for (index, (buckets, new)) in self.indexes.iter_mut().zip(slot.iter_mut()).enumerate() {
@@ -417,7 +419,7 @@ impl<K, V> Core<K, V> {
             }
         }
         self.values[id] = slot;
-        self.positions[id] = at;
+        self.positions.set(id, &at);
     }
 
     /// Adds or replaces the object under `key` in a core being built by
@@ -434,20 +436,21 @@ impl<K, V> Core<K, V> {
 
     /// Builds every index from the slots' values, after
     /// [`push_unindexed`](Self::push_unindexed) filled a core whose indexes
-    /// are empty: each value interned, each id appended to its bucket.
+    /// are empty: each value interned, each id appended to its bucket, each
+    /// slot's positions laid out in slot order.
     pub(crate) fn index_all(&mut self) {
-        for (position, buckets) in self.indexes.iter_mut().enumerate() {
-            debug_assert!(buckets.is_empty(), "index_all on a built index");
-            let slots = self.values.iter_mut().zip(&mut self.positions);
-            for (id, (slot, at)) in slots.enumerate() {
-                if self.entries[id].is_none() {
-                    continue;
-                }
-                let Some(values) = slot.get_mut(position) else {
-                    continue;
-                };
+        debug_assert!(
+            self.indexes.iter().all(|buckets| buckets.is_empty()),
+            "index_all on a built index"
+        );
+        for (id, slot) in self.values.iter_mut().enumerate() {
+            if self.entries[id].is_none() {
+                continue;
+            }
+            for (buckets, values) in self.indexes.iter_mut().zip(slot.iter_mut()) {
                 for value in values.iter_mut() {
-                    at.push(bucket(buckets, value, bucket_id(id)));
+                    let at = bucket(buckets, value, bucket_id(id));
+                    self.positions.append(id, at);
                 }
             }
         }
@@ -480,7 +483,7 @@ impl<K, V> Core<K, V> {
         &mut self,
         hash: u64,
         id: usize,
-    ) -> (Removed<K, V>, (AllValues, Positions)) {
+    ) -> (Removed<K, V>, (AllValues, Run)) {
         let slot = bucket_id(id);
         match self.table.find_entry(hash, |&other| other == slot) {
             Ok(found) => drop(found.remove()),
@@ -493,11 +496,11 @@ impl<K, V> Core<K, V> {
             .get_mut(id)
             .map(std::mem::take)
             .unwrap_or_default();
-        let at = self
-            .positions
-            .get_mut(id)
-            .map(std::mem::take)
-            .unwrap_or_default();
+        let at = if id < self.positions.len() {
+            self.positions.take(id)
+        } else {
+            Run::new()
+        };
         let removed = Removed {
             value: entry.value,
             rest: (entry.key, AllValues::default()),
@@ -617,6 +620,13 @@ impl<K, V> Core<K, V> {
             .map_or(0, Bucket::capacity)
     }
 
+    /// The positions arena's length and its live positions (for tests of
+    /// memory release).
+    #[cfg(test)]
+    pub(crate) fn positions_len(&self) -> (usize, usize) {
+        self.positions.lengths()
+    }
+
     /// Every live entry, in slot order.
     fn live(&self) -> impl Iterator<Item = (usize, &Entry<K, V>)> {
         self.entries
@@ -692,17 +702,17 @@ impl<K, V> Core<K, V> {
         if self.values.is_empty() {
             self.values
                 .resize_with(self.entries.len(), AllValues::default);
-            self.positions
-                .resize_with(self.entries.len(), Positions::new);
+            self.positions.resize(self.entries.len());
         }
-        let slots = self.values.iter_mut().zip(&mut self.positions);
-        for (id, (slot, at)) in slots.enumerate() {
+        for (id, slot) in self.values.iter_mut().enumerate() {
             let mut all = std::mem::take(slot).into_vec();
             if self.entries[id].is_some() {
                 let (_, mut values) = computed.remove(&id).expect("checked by stale");
+                let mut at = Run::from_slice(self.positions.get(id));
                 for value in values.iter_mut() {
                     at.push(bucket(&mut buckets, value, bucket_id(id)));
                 }
+                self.positions.set(id, &at);
                 all.push(values);
             }
             *slot = all.into_boxed_slice();

@@ -295,3 +295,33 @@ fn a_bucket_that_shrinks_gives_memory_back() {
         "bucket kept its peak table"
     );
 }
+
+/// Updates that change how many values an object has move its positions'
+/// run; removals swap other ids into the holes. Every id stays found at its
+/// position, and the dead runs are reclaimed: the arena stays within twice
+/// the live positions (plus a constant).
+#[test]
+fn positions_follow_swap_removes_and_dead_runs_are_reclaimed() {
+    let mut core = core();
+    let words = ["a", "ab", "abc", "abcd", "b", "bcd", "dcba", "x"];
+    for key in 0..200u32 {
+        put(&mut core, key, words[key as usize % words.len()]);
+    }
+    core.check(|_| true);
+    for round in 0..20usize {
+        for key in 0..200u32 {
+            let word = words[(key as usize + round * 3) % words.len()];
+            if (key as usize + round) % 7 == 0 {
+                core.remove(h(&key), &key);
+            } else {
+                put(&mut core, key, word);
+            }
+        }
+        core.check(|_| true);
+        let (arena, live) = core.positions_len();
+        assert!(
+            arena <= 2 * live + 64,
+            "round {round}: arena {arena}, live {live}"
+        );
+    }
+}

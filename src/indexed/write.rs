@@ -150,7 +150,7 @@ where
                     let (inserted, id, old) =
                         core.insert_unindexed(hash, found, key_copy, value, values);
                     drop(core);
-                    self.shards.write(shard).reindex(id, old.as_ref());
+                    self.shards.write(shard).reindex(id, old.as_deref());
                     return Ok(previous_of(inserted));
                 }
                 let inserted = core.insert(hash, key_copy, value, values);

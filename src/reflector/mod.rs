@@ -22,6 +22,7 @@
 //! an etcd prefix.
 
 mod builder;
+mod burst;
 mod error;
 #[cfg(feature = "etcd")]
 mod etcd;

@@ -36,6 +36,7 @@ use std::time::Instant;
 use futures_core::Stream;
 
 use super::builder::{Backoff, ReflectorBuilder, Resync};
+use super::burst;
 use super::error::ReflectorError;
 use super::handler::{Handlers, Notification};
 use super::registry::{HandlerRegistry, Registry};
@@ -149,9 +150,30 @@ enum Step<T> {
 
 /// Where the watch has got to: the last applied revision, and the keys
 /// changed at exactly that revision (several changes can share one).
-struct Applying<K> {
+pub(super) struct Applying<K> {
     revision: Revision,
     keys: HashSet<K>,
+}
+
+impl<K: std::hash::Hash + Eq + Clone> Applying<K> {
+    /// Whether the change of `key` at `revision` is new (not below the last
+    /// applied revision, nor at it for a key already changed at it); if so,
+    /// it is now the last applied.
+    pub(super) fn admit(&mut self, revision: Revision, key: &K) -> bool {
+        if revision < self.revision {
+            return false;
+        }
+        if revision == self.revision {
+            if self.keys.contains(key) {
+                return false;
+            }
+        } else {
+            self.keys.clear();
+            self.revision = revision;
+        }
+        self.keys.insert(key.clone());
+        true
+    }
 }
 
 /// What applying one watch event led to.
@@ -328,6 +350,51 @@ where
                         Step::Resync => {
                             self.resync_now(applied.revision);
                             resync = self.resync_sleep();
+                        }
+                        Step::Item(Some(Ok(event))) if burst::is_change(&event) => {
+                            // The changes the stream already holds: one
+                            // store write (see `burst.rs`).
+                            let mut events = vec![event];
+                            let mut after = None;
+                            while events.len() < burst::MAX_EVENTS {
+                                let next =
+                                    poll_fn(|cx| Poll::Ready(Pin::new(&mut stream).poll_next(cx)))
+                                        .await;
+                                match next {
+                                    Poll::Ready(Some(Ok(event))) if burst::is_change(&event) => {
+                                        events.push(event);
+                                    }
+                                    Poll::Ready(item) => {
+                                        after = Some(item);
+                                        break;
+                                    }
+                                    Poll::Pending => break,
+                                }
+                            }
+                            let new = if events.len() == 1 {
+                                let event = events.pop().expect("one event");
+                                matches!(self.apply_event(event, &mut applied), Applied::Yes)
+                            } else {
+                                self.apply_burst(events, &mut applied)
+                            };
+                            if new {
+                                failures = 0;
+                            }
+                            match after {
+                                // The rest of the last revision: at once.
+                                Some(Some(Ok(event))) if event.revision() == applied.revision => {
+                                    match self.apply_event(event, &mut applied) {
+                                        Applied::Yes => failures = 0,
+                                        Applied::Duplicate => {}
+                                        Applied::Relist => {
+                                            drop(stream);
+                                            continue 'list;
+                                        }
+                                    }
+                                }
+                                Some(item) => held = Some(item),
+                                None => {}
+                            }
                         }
                         Step::Item(Some(Ok(event))) => {
                             match self.apply_event(event, &mut applied) {
@@ -555,7 +622,7 @@ where
         }
     }
 
-    fn notify(&self, notification: &Notification<Src::Key, Src::Object>) {
+    pub(super) fn notify(&self, notification: &Notification<Src::Key, Src::Object>) {
         self.deliver(notification, false);
     }
 
@@ -584,7 +651,7 @@ where
         }
     }
 
-    fn report(&self, error: ReflectorError) {
+    pub(super) fn report(&self, error: ReflectorError) {
         if let Some(on_error) = &self.on_error {
             // A panicking error callback must not end the loop either.
             let _ = catch_unwind(AssertUnwindSafe(|| on_error(&error)));

@@ -5,14 +5,12 @@
 //! A bucket is a `Vec<u32>`: a lookup walks it as a slice (no hash-set
 //! groups to scan), an add is a push. Removal swap-removes, so each slot
 //! keeps, for every value it has, the position of its id in that value's
-//! bucket ([`Positions`], in the slot's value order: index by index, each
-//! index's values sorted). The id that a swap-remove moves is another
-//! slot's; the caller finds which of that slot's positions to update from
-//! its interned values (a pointer comparison each).
-
-use smallvec::SmallVec;
+//! bucket ([`Positions`]). The id that a swap-remove moves is another
+//! slot's; which of that slot's positions to update is found from its
+//! interned values (a pointer comparison each).
 
 use super::super::index_fn::AllValues;
+use super::positions::Positions;
 use crate::sync::Arc;
 
 /// A slot id as the table and buckets hold it (a core never has more than
@@ -26,11 +24,6 @@ pub(crate) type Bucket = Vec<Id>;
 /// One index: a bucket per value. The keys are the interned values that
 /// slots hold clones of.
 pub(crate) type Buckets = hashbrown::HashMap<Arc<str>, Bucket, ahash::RandomState>;
-
-/// One slot's positions in its buckets, one per value it has, in the order
-/// of its values (all indexes' values, flattened). Six inline: the values
-/// of a typical object need no allocation.
-pub(crate) type Positions = SmallVec<[u32; 6]>;
 
 /// The bucket position `len` as stored (below `u32::MAX`: a bucket holds
 /// at most one id per slot).
@@ -72,7 +65,7 @@ pub(super) fn unbucket(
     value: &str,
     at: u32,
     values: &[AllValues],
-    positions: &mut [Positions],
+    positions: &mut Positions,
 ) {
     let Some((interned, bucket)) = buckets.get_key_value_mut(value) else {
         panic!("invariant violated: a slot's value has no bucket");
@@ -86,7 +79,7 @@ pub(super) fn unbucket(
             .iter()
             .position(|held| Arc::ptr_eq(held, interned))
             .expect("invariant violated: a bucket lists a slot without its value");
-        positions[moved as usize][offset + nth] = at;
+        positions.set_one(moved as usize, offset + nth, at);
     }
     if bucket.is_empty() {
         buckets.remove(value);

@@ -73,7 +73,11 @@ impl<K, V> Core<K, V> {
                 .values
                 .get(id)
                 .map_or(0, |v| v.iter().map(|v| v.len()).sum());
-            let at = self.positions.get(id).map_or(0, |at| at.len());
+            let at = if id < self.positions.len() {
+                self.positions.get(id).len()
+            } else {
+                0
+            };
             assert_eq!(
                 at, held,
                 "invariant violated: slot {id} has {at} bucket positions for {held} values"
@@ -136,7 +140,7 @@ impl<K, V> Core<K, V> {
                     "invariant violated: values not sorted and unique"
                 );
                 for (nth, value) in values.iter().enumerate() {
-                    let at = self.positions[id][offset + nth] as usize;
+                    let at = self.positions.get(id)[offset + nth] as usize;
                     let listed = buckets
                         .get(value)
                         .is_some_and(|b| b.get(at) == Some(&bucket_id(id)));
