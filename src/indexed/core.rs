@@ -382,7 +382,9 @@ impl<K, V> Core<K, V> {
         let slot_id = bucket_id(id);
         for (index, (buckets, new)) in self.indexes.iter_mut().zip(slot.iter_mut()).enumerate() {
             let old = old.get(index).map_or(&[][..], |v| &v[..]);
-            let old_at = &old_at[offset..offset + old.len()];
+            let Some(old_at) = old_at.get(offset..offset + old.len()) else {
+                panic!("invariant violated: a slot's positions do not match its values");
+            };
             offset += old.len();
             if old == &new[..] {
                 at.extend_from_slice(old_at);
@@ -402,12 +404,28 @@ impl<K, V> Core<K, V> {
                     }
                     (Some(o), Some(n)) if *o < *n => {
                         let values = &self.values;
-                        unbucket(buckets, index, o, old_at[i], values, &mut self.positions);
+                        unbucket(
+                            buckets,
+                            index,
+                            o,
+                            slot_id,
+                            old_at[i],
+                            values,
+                            &mut self.positions,
+                        );
                         i += 1;
                     }
                     (Some(o), None) => {
                         let values = &self.values;
-                        unbucket(buckets, index, o, old_at[i], values, &mut self.positions);
+                        unbucket(
+                            buckets,
+                            index,
+                            o,
+                            slot_id,
+                            old_at[i],
+                            values,
+                            &mut self.positions,
+                        );
                         i += 1;
                     }
                     (_, Some(n)) => {
@@ -471,7 +489,7 @@ impl<K, V> Core<K, V> {
     /// key whose hash is `hash`. Runs no user code.
     pub(crate) fn remove_at(&mut self, hash: u64, id: usize) -> Removed<K, V> {
         let (mut removed, (values, at)) = self.remove_unindexed(hash, id);
-        self.unindex(&values, &at);
+        self.unindex(id, &values, &at);
         // Dropped by the caller, after the lock is released.
         removed.rest.1 = values;
         removed
@@ -508,13 +526,22 @@ impl<K, V> Core<K, V> {
         (removed, (values, at))
     }
 
-    /// Takes a removed slot out of the buckets of its `values`, at its
+    /// Takes removed slot `id` out of the buckets of its `values`, at its
     /// positions `at`.
-    pub(crate) fn unindex(&mut self, values: &[Values], at: &[u32]) {
+    pub(crate) fn unindex(&mut self, id: usize, values: &[Values], at: &[u32]) {
+        let id = bucket_id(id);
         let mut at = at.iter();
         for (index, (buckets, values)) in self.indexes.iter_mut().zip(values).enumerate() {
             for (value, &at) in values.iter().zip(&mut at) {
-                unbucket(buckets, index, value, at, &self.values, &mut self.positions);
+                unbucket(
+                    buckets,
+                    index,
+                    value,
+                    id,
+                    at,
+                    &self.values,
+                    &mut self.positions,
+                );
             }
         }
     }

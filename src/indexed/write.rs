@@ -224,7 +224,7 @@ where
             let id = core.find(hash, key)?;
             let (removed, (values, at)) = core.remove_unindexed(hash, id);
             drop(core);
-            self.shards.write(shard).unindex(&values, &at);
+            self.shards.write(shard).unindex(id, &values, &at);
             return Some(removed.value);
         }
         let mut core = self.shards.write(shard);

@@ -6,9 +6,10 @@
 //! 1. List; replace the store's content with the list atomically (one
 //!    critical section, the list's revision included), and deliver the
 //!    difference between the old and the new content to the handlers.
-//! 2. Watch from the last applied revision; apply each event to the store
-//!    (object, indexes and revision in one critical section), notify the
-//!    handlers, then publish the revision to the handle's waiters.
+//! 2. Watch from the last applied revision; apply the events to the store
+//!    (objects, indexes and revision in one critical section; the events
+//!    the stream already holds together: `burst.rs`), notify the handlers,
+//!    then publish the revision to the handle's waiters.
 //! 3. A connection error or a dropped stream: back off, then watch again
 //!    from the last applied revision (step 2). A too-old revision or a
 //!    progress notification ahead of an event: back off, then list again
@@ -63,11 +64,14 @@ pub(crate) type KeyParser<K> = Box<dyn Fn(&str) -> Option<K> + Send + Sync>;
 ///   object left behind.
 /// - **No half-applied relist.** A relist replaces the store's content in
 ///   one critical section; a reader sees the old content or the new,
-///   never a mix. Each watch event is applied in one critical section too,
-///   its revision with it ([`IndexedStore::get_with_revision`]).
-/// - **Handlers** run with no lock held, after the store holds the change,
-///   one at a time, in the order the changes were applied: in revision
-///   order per key. A relist delivers the difference (an add for a new
+///   never a mix. Watch events are applied in one critical section too,
+///   their revision with them ([`IndexedStore::get_with_revision`]): the
+///   events the stream already holds (up to 256) in one, so a whole-store
+///   read sees none of them or all.
+/// - **Handlers** run with no lock held, after the store holds the change
+///   (and possibly later changes applied in the same write), one at a
+///   time, in the order the changes were applied: in revision order per
+///   key. A relist delivers the difference (an add for a new
 ///   key, an update for a key still there, a delete for a key gone), never
 ///   a second add. A panicking handler is reported and the loop goes on;
 ///   the other handlers still get the notification. See [`Handler`](super::Handler).

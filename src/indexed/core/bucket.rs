@@ -52,7 +52,7 @@ pub(super) fn bucket(buckets: &mut Buckets, value: &mut Arc<str>, id: Id) -> u32
     }
 }
 
-/// Takes the id at position `at` out of the bucket of `value` (index
+/// Takes `id`, at position `at`, out of the bucket of `value` (index
 /// `index`), dropping the bucket if it empties and shrinking it if it is
 /// mostly empty. The id that moves into `at` has its position updated in
 /// `positions`, found through its slot's `values`. The bucket's key dropped
@@ -63,6 +63,7 @@ pub(super) fn unbucket(
     buckets: &mut Buckets,
     index: usize,
     value: &str,
+    id: Id,
     at: u32,
     values: &[AllValues],
     positions: &mut Positions,
@@ -71,11 +72,18 @@ pub(super) fn unbucket(
         panic!("invariant violated: a slot's value has no bucket");
     };
     let at_usize = at as usize;
+    assert!(
+        bucket.get(at_usize) == Some(&id),
+        "invariant violated: a slot's bucket position holds another id"
+    );
     bucket.swap_remove(at_usize);
     if let Some(&moved) = bucket.get(at_usize) {
-        let slot = &values[moved as usize];
-        let offset: usize = slot[..index].iter().map(|values| values.len()).sum();
-        let nth = slot[index]
+        let slot = values.get(moved as usize).map_or(&[][..], |slot| &slot[..]);
+        let (Some(before), Some(held)) = (slot.get(..index), slot.get(index)) else {
+            panic!("invariant violated: a bucket lists a slot without values");
+        };
+        let offset: usize = before.iter().map(|values| values.len()).sum();
+        let nth = held
             .iter()
             .position(|held| Arc::ptr_eq(held, interned))
             .expect("invariant violated: a bucket lists a slot without its value");
