@@ -49,6 +49,7 @@
 //! caller.
 
 use std::borrow::Borrow;
+use std::cmp::Ordering;
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
@@ -276,8 +277,8 @@ impl<K, V> Core<K, V> {
         value: Arc<V>,
         values: AllValues,
     ) -> (Inserted<K, V>, usize) {
-        let (mut inserted, id, old) = self.insert_unindexed(hash, found, key, value, values);
-        self.reindex(id, old.as_deref());
+        let (mut inserted, id, mut old) = self.insert_unindexed(hash, found, key, value, values);
+        self.reindex(id, old.as_deref_mut());
         if let (Inserted::Updated { values, .. }, Some(old)) = (&mut inserted, old) {
             // Dropped by the caller, after the lock is released.
             *values = old;
@@ -302,18 +303,12 @@ impl<K, V> Core<K, V> {
                 .as_mut()
                 .expect("larder: a probed slot id is live");
             let previous = std::mem::replace(&mut entry.value, value);
-            let old = self.values.get_mut(id).map(|kept| {
-                let mut fresh = values;
-                // Where an index's values did not change, the slot keeps its
-                // interned copies and the fresh ones go back with the old
-                // values: `reindex` then finds them equal and skips them.
-                for (kept, new) in kept.iter_mut().zip(fresh.iter_mut()) {
-                    if *kept == *new {
-                        std::mem::swap(kept, new);
-                    }
-                }
-                std::mem::replace(kept, fresh)
-            });
+            // `reindex` diffs the old values against these (and keeps the
+            // interned copies of an index whose values did not change).
+            let old = self
+                .values
+                .get_mut(id)
+                .map(|kept| std::mem::replace(kept, values));
             let inserted = Inserted::Updated {
                 previous,
                 unused: key,
@@ -368,33 +363,53 @@ impl<K, V> Core<K, V> {
     /// slot keeps the bucket's own `Arc<str>`). An index whose values did
     /// not change keeps its positions without touching its buckets. Both
     /// lists are sorted, so the rest is one merge.
-    pub(crate) fn reindex(&mut self, id: usize, old: Option<&[Values]>) {
+    ///
+    /// Where an index's values did not change, the slot keeps the interned
+    /// copies, and the fresh ones go back in `old` (dropped by the caller).
+    pub(crate) fn reindex(&mut self, id: usize, old: Option<&mut [Values]>) {
         if self.values.len() <= id {
             return;
         }
         // Out of `values` while it changes: the ids a removal moves are
         // other slots', whose values the fix-up reads.
         let mut slot = std::mem::take(&mut self.values[id]);
-        let old = old.unwrap_or_default();
+        let mut old = old.map(|old| old.iter_mut());
         let old_at = Run::from_slice(self.positions.get(id));
         let mut at = Run::new();
         let mut offset = 0;
         let slot_id = bucket_id(id);
         for (index, (buckets, new)) in self.indexes.iter_mut().zip(slot.iter_mut()).enumerate() {
-            let old = old.get(index).map_or(&[][..], |v| &v[..]);
+            let (old, unchanged) = match old.as_mut().and_then(Iterator::next) {
+                Some(old) => {
+                    // One comparison per index: an unchanged index keeps
+                    // its interned copies (the fresh ones go back in `old`).
+                    let unchanged = *old == *new;
+                    if unchanged {
+                        std::mem::swap(old, new);
+                    }
+                    (&old[..], unchanged)
+                }
+                None => (&[][..], new.is_empty()),
+            };
             let Some(old_at) = old_at.get(offset..offset + old.len()) else {
                 panic!("invariant violated: a slot's positions do not match its values");
             };
             offset += old.len();
-            if old == &new[..] {
+            if unchanged {
                 at.extend_from_slice(old_at);
                 continue;
             }
             let (mut i, mut j) = (0, 0);
             while i < old.len() || j < new.len() {
-                match (old.get(i), new.get_mut(j)) {
-                    (Some(o), Some(n)) if *o == *n => {
+                let order = match (old.get(i), new.get(j)) {
+                    (Some(o), Some(n)) => o.cmp(n),
+                    (Some(_), None) => Ordering::Less,
+                    (None, _) => Ordering::Greater,
+                };
+                match order {
+                    Ordering::Equal => {
                         // Still listed; keep the interned copy.
+                        let (o, n) = (&old[i], &mut new[j]);
                         if !Arc::ptr_eq(o, n) {
                             *n = Arc::clone(o);
                         }
@@ -402,12 +417,12 @@ impl<K, V> Core<K, V> {
                         i += 1;
                         j += 1;
                     }
-                    (Some(o), Some(n)) if *o < *n => {
+                    Ordering::Less => {
                         let values = &self.values;
                         unbucket(
                             buckets,
                             index,
-                            o,
+                            &old[i],
                             slot_id,
                             old_at[i],
                             values,
@@ -415,24 +430,10 @@ impl<K, V> Core<K, V> {
                         );
                         i += 1;
                     }
-                    (Some(o), None) => {
-                        let values = &self.values;
-                        unbucket(
-                            buckets,
-                            index,
-                            o,
-                            slot_id,
-                            old_at[i],
-                            values,
-                            &mut self.positions,
-                        );
-                        i += 1;
-                    }
-                    (_, Some(n)) => {
-                        at.push(bucket(buckets, n, slot_id));
+                    Ordering::Greater => {
+                        at.push(bucket(buckets, &mut new[j], slot_id));
                         j += 1;
                     }
-                    (None, None) => unreachable!("loop condition"),
                 }
             }
         }

@@ -147,10 +147,10 @@ where
                     // BROKEN on purpose: the index changes in a second
                     // critical section, after the object.
                     let found = core.find(hash, &key);
-                    let (inserted, id, old) =
+                    let (inserted, id, mut old) =
                         core.insert_unindexed(hash, found, key_copy, value, values);
                     drop(core);
-                    self.shards.write(shard).reindex(id, old.as_deref());
+                    self.shards.write(shard).reindex(id, old.as_deref_mut());
                     return Ok(previous_of(inserted));
                 }
                 let inserted = core.insert(hash, key_copy, value, values);
