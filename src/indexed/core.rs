@@ -441,40 +441,6 @@ impl<K, V> Core<K, V> {
         self.positions.set(id, &at);
     }
 
-    /// Adds or replaces the object under `key` in a core being built by
-    /// [`index_all`](Self::index_all)'s caller (`replace`): entry and slot
-    /// only, the buckets are built at the end. What it displaces is dropped
-    /// here: the core is not shared yet, so no lock is held. Runs `K`'s `Eq`.
-    pub(crate) fn push_unindexed(&mut self, hash: u64, key: K, value: Arc<V>, values: AllValues)
-    where
-        K: Eq,
-    {
-        let found = self.find(hash, &key);
-        drop(self.insert_unindexed(hash, found, key, value, values));
-    }
-
-    /// Builds every index from the slots' values, after
-    /// [`push_unindexed`](Self::push_unindexed) filled a core whose indexes
-    /// are empty: each value interned, each id appended to its bucket, each
-    /// slot's positions laid out in slot order.
-    pub(crate) fn index_all(&mut self) {
-        debug_assert!(
-            self.indexes.iter().all(|buckets| buckets.is_empty()),
-            "index_all on a built index"
-        );
-        for (id, slot) in self.values.iter_mut().enumerate() {
-            if self.entries[id].is_none() {
-                continue;
-            }
-            for (buckets, values) in self.indexes.iter_mut().zip(slot.iter_mut()) {
-                for value in values.iter_mut() {
-                    let at = bucket(buckets, value, bucket_id(id));
-                    self.positions.append(id, at);
-                }
-            }
-        }
-    }
-
     /// Removes the object under `key` (hash `hash`) from the table, the
     /// slots and every index. Runs `K`'s `Eq` (the probe) before any change.
     pub(crate) fn remove<Q>(&mut self, hash: u64, key: &Q) -> Option<Removed<K, V>>

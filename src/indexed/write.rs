@@ -472,12 +472,12 @@ where
     for (key, value) in items {
         let values = schema.compute(&value)?;
         let hash = hasher.hash_one(&key);
-        // The store keeps a copy, as every write does.
-        let key_copy = key.clone();
-        cores[shards::shard_of(hash, count - 1)].push_unindexed(hash, key_copy, value, values);
-    }
-    for core in &mut cores {
-        core.index_all();
+        // Indexed as it goes: a value already interned in the shard drops
+        // its fresh copy at once (the allocator reuses that memory for the
+        // next object's). No lock is held (the core is not shared yet), so
+        // what a repeated key displaces drops here, and the key itself is
+        // stored (no copy).
+        drop(cores[shards::shard_of(hash, count - 1)].insert(hash, key, value, values));
     }
     Ok(cores)
 }
