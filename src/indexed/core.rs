@@ -441,6 +441,31 @@ impl<K, V> Core<K, V> {
         self.positions.set(id, &at);
     }
 
+    /// [`insert`](Self::insert) into a core being built (not shared yet,
+    /// so no lock is held and what a repeated key displaces drops here): a
+    /// new key's values go straight into their buckets, its positions onto
+    /// the end of the arena. Runs `K`'s `Eq` (the probe) before any change.
+    pub(crate) fn build_insert(&mut self, hash: u64, key: K, value: Arc<V>, values: AllValues)
+    where
+        K: Eq,
+    {
+        let found = self.find(hash, &key);
+        if found.is_some() {
+            drop(self.insert_at(hash, found, key, value, values));
+            return;
+        }
+        let (_, id, _) = self.insert_unindexed(hash, None, key, value, values);
+        let Some(slot) = self.values.get_mut(id) else {
+            return;
+        };
+        for (buckets, values) in self.indexes.iter_mut().zip(slot.iter_mut()) {
+            for value in values.iter_mut() {
+                let at = bucket(buckets, value, bucket_id(id));
+                self.positions.append(id, at);
+            }
+        }
+    }
+
     /// Removes the object under `key` (hash `hash`) from the table, the
     /// slots and every index. Runs `K`'s `Eq` (the probe) before any change.
     pub(crate) fn remove<Q>(&mut self, hash: u64, key: &Q) -> Option<Removed<K, V>>

@@ -94,6 +94,20 @@ impl Positions {
         self.live += positions.len();
     }
 
+    /// Appends `at` to slot `id`'s run, which must be the arena's last
+    /// or empty: how a core being built lays its runs out in slot order.
+    #[inline]
+    pub(crate) fn append(&mut self, id: usize, at: u32) {
+        let (start, len) = &mut self.runs[id];
+        if *len == 0 {
+            *start = u32::try_from(self.arena.len()).expect("larder: positions fit in u32");
+        }
+        debug_assert_eq!(*start as usize + *len as usize, self.arena.len());
+        self.arena.push(at);
+        *len += 1;
+        self.live += 1;
+    }
+
     /// Marks slot `id`'s run dead; compacts the arena once the dead runs
     /// outweigh the live ones.
     fn release(&mut self, id: usize) {
