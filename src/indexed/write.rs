@@ -252,8 +252,8 @@ where
     ///
     /// # Panics
     ///
-    /// If an index function or `K`'s `Hash`, `Eq` or `Clone` panics (all
-    /// run with no lock held); the store is then unchanged.
+    /// If an index function or `K`'s `Hash` or `Eq` panics (all run with
+    /// no lock held); the store is then unchanged.
     ///
     /// # Examples
     ///
