@@ -53,7 +53,7 @@ use std::cmp::Ordering;
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
-use hashbrown::HashTable;
+use hashbrown::{HashTable, hash_table};
 
 use super::index_fn::{AllValues, Schema, Values};
 use crate::sync::Arc;
@@ -449,15 +449,41 @@ impl<K, V> Core<K, V> {
     where
         K: Eq,
     {
-        let found = self.find(hash, &key);
-        if found.is_some() {
-            drop(self.insert_at(hash, found, key, value, values));
+        let indexed = self.indexed();
+        if !self.free.is_empty() || self.entries.len() >= Id::MAX as usize {
+            // Not a core being built from scratch (or a full one, which
+            // `insert` reports): the general insert.
+            drop(self.insert(hash, key, value, values));
             return;
         }
-        let (_, id, _) = self.insert_unindexed(hash, None, key, value, values);
-        let Some(slot) = self.values.get_mut(id) else {
-            return;
+        // Room first, then one probe that finds the key or its place.
+        self.entries.reserve(1);
+        if indexed {
+            self.values.reserve(1);
+            self.positions.reserve(1);
+        }
+        let entries = &self.entries;
+        let vacant = match self.table.entry(
+            hash,
+            |&id| matches!(&entries[id as usize], Some(entry) if entry.key == key),
+            |&id| stored(entries, id),
+        ) {
+            hash_table::Entry::Occupied(found) => {
+                let found = Some(*found.get() as usize);
+                drop(self.insert_at(hash, found, key, value, values));
+                return;
+            }
+            hash_table::Entry::Vacant(vacant) => vacant,
         };
+        let id = self.entries.len();
+        vacant.insert(bucket_id(id));
+        self.entries.push(Some(Entry { hash, key, value }));
+        if !indexed {
+            return;
+        }
+        self.values.push(values);
+        self.positions.push_slot();
+        let slot = &mut self.values[id];
         for (buckets, values) in self.indexes.iter_mut().zip(slot.iter_mut()) {
             for value in values.iter_mut() {
                 let at = bucket(buckets, value, bucket_id(id));
