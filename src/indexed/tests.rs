@@ -229,6 +229,52 @@ fn replace_with_repeated_keys_keeps_the_last() {
     store.check_invariants();
 }
 
+/// A `replace` whose items' count is not known up front (collected first)
+/// and one whose count is (taken as they come) build the same content and
+/// indexes, repeated keys keeping their last object.
+#[test]
+fn replace_of_known_and_unknown_length_agree() {
+    let items = || {
+        (0..1_000u32)
+            .filter(|k| k % 3 != 0)
+            .map(|k| (k % 400, format!("v{}", k % 7)))
+    };
+    let mut model = std::collections::BTreeMap::new();
+    model.extend(items());
+    let exact: Vec<(u32, String)> = items().collect();
+    let store = || {
+        IndexedStore::builder()
+            .shards(4)
+            .index("v", |s: &String| [s.clone()])
+            .build()
+            .unwrap()
+    };
+    let (unknown, known) = (store(), store());
+    unknown.replace(items()).unwrap();
+    known.replace(exact).unwrap();
+    for store in [&unknown, &known] {
+        store.check_invariants();
+        let mut content: Vec<(u32, String)> = store
+            .to_vec()
+            .into_iter()
+            .map(|(k, v)| (k, (*v).clone()))
+            .collect();
+        content.sort();
+        assert_eq!(content, model.clone().into_iter().collect::<Vec<_>>());
+        for value in 0..7 {
+            let value = format!("v{value}");
+            let mut keys = store.index_keys("v", &value).unwrap();
+            keys.sort_unstable();
+            let want: Vec<u32> = model
+                .iter()
+                .filter(|(_, v)| **v == value)
+                .map(|(k, _)| *k)
+                .collect();
+            assert_eq!(keys, want, "index of {value}");
+        }
+    }
+}
+
 #[test]
 fn debug_and_display_are_informative() {
     let store: IndexedStore<u32, String> = IndexedStore::builder()
