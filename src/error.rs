@@ -52,10 +52,14 @@ pub enum BuildError {
         /// The capacity asked for.
         capacity: usize,
     },
-    /// More shards than [`LruCache::MAX_SHARDS`](crate::LruCache::MAX_SHARDS).
+    /// More shards than the primitive allows
+    /// ([`LruCache::MAX_SHARDS`](crate::LruCache::MAX_SHARDS), or 128 for an
+    /// [`IndexedStore`](crate::IndexedStore)).
     TooManyShards {
         /// The shard count asked for.
         shards: usize,
+        /// The most this primitive allows.
+        max: usize,
     },
     /// `time_to_live(Duration::ZERO)`: every entry would expire at once.
     ZeroTimeToLive,
@@ -84,10 +88,9 @@ impl fmt::Display for BuildError {
                 f,
                 "{shards} shards need a capacity of at least {shards} (got {capacity}): every shard must hold at least one entry"
             ),
-            Self::TooManyShards { shards } => write!(
+            Self::TooManyShards { shards, max } => write!(
                 f,
-                "the shard count {shards} exceeds the most allowed, {}",
-                crate::LruCache::<(), ()>::MAX_SHARDS
+                "the shard count {shards} exceeds the most allowed, {max}"
             ),
             Self::ZeroTimeToLive => {
                 f.write_str("a zero time to live would expire every entry at once")

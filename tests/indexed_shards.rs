@@ -5,7 +5,7 @@
 mod watchdog;
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::thread;
 use std::time::Duration;
 
@@ -18,10 +18,18 @@ fn shard_counts_are_powers_of_two_and_bounded() {
     assert_eq!(store(3).unwrap().shard_count(), 4);
     assert_eq!(store(128).unwrap().shard_count(), 128);
     assert!(matches!(store(0), Err(BuildError::ZeroShards)));
+    let error = store(129).unwrap_err();
     assert!(matches!(
-        store(129),
-        Err(BuildError::TooManyShards { shards: 129 })
+        error,
+        BuildError::TooManyShards {
+            shards: 129,
+            max: 128
+        }
     ));
+    assert_eq!(
+        error.to_string(),
+        "the shard count 129 exceeds the most allowed, 128"
+    );
     assert!(
         IndexedStore::<u32, u32>::new()
             .shard_count()
@@ -126,36 +134,66 @@ fn whole_store_reads_see_transactions_across_shards_whole() {
 /// read holds exactly the keys 1..=r of its revision r, never one more or
 /// one fewer (a read of the content and the revision apart would pair a
 /// content with a revision it does not belong with).
+///
+/// The reads provably overlap the writes, whatever the scheduling: the
+/// writer starts after the reader's first read and keeps writing (at
+/// least `WRITES` revisions) until the reader has read `OVERLAPPING` times
+/// after the first write.
 #[test]
 fn a_whole_store_read_carries_the_revision_of_its_content() {
     let _watchdog = watchdog::arm(Duration::from_secs(60));
     const WRITES: u64 = 20_000;
+    const OVERLAPPING: usize = 20;
     let store = Arc::new(
         IndexedStore::<u64, u64>::builder()
             .shards(4)
             .build()
             .unwrap(),
     );
+    // Reads taken so far, and those that saw a write (revision >= 1).
+    let reads = Arc::new(AtomicUsize::new(0));
+    let overlapping = Arc::new(AtomicUsize::new(0));
+    // The writer's last revision, once it has stopped (0 until then).
+    let last = Arc::new(AtomicU64::new(0));
     let writer = {
-        let store = Arc::clone(&store);
+        let (store, reads, overlapping, last) = (
+            Arc::clone(&store),
+            Arc::clone(&reads),
+            Arc::clone(&overlapping),
+            Arc::clone(&last),
+        );
         thread::spawn(move || {
-            for revision in 1..=WRITES {
+            while reads.load(Ordering::SeqCst) == 0 {
+                thread::yield_now();
+            }
+            let mut revision = 0;
+            while revision < WRITES || overlapping.load(Ordering::SeqCst) < OVERLAPPING {
+                revision += 1;
                 store
                     .insert_at_revision(revision, revision, revision)
                     .unwrap();
             }
+            last.store(revision, Ordering::SeqCst);
         })
     };
-    let mut reads = 0;
     loop {
+        // Read before the read: if the writer had stopped, this read is at
+        // its last revision.
+        let stopped = last.load(Ordering::SeqCst);
         let (objects, revision) = store.to_vec_with_revision();
         assert_eq!(objects.len() as u64, revision, "content and revision apart");
         assert!(objects.iter().all(|(key, _)| *key <= revision));
-        reads += 1;
-        if revision == WRITES {
+        reads.fetch_add(1, Ordering::SeqCst);
+        if revision >= 1 {
+            overlapping.fetch_add(1, Ordering::SeqCst);
+        }
+        if stopped != 0 {
+            assert_eq!(revision, stopped, "a read after the last write");
             break;
         }
     }
     writer.join().unwrap();
-    assert!(reads > 1);
+    // Every read counted here but the last ran while the writer was still
+    // writing (it stops only after seeing them).
+    assert!(overlapping.load(Ordering::SeqCst) > OVERLAPPING);
 }

@@ -451,7 +451,10 @@ fn invalid_builder_arguments_are_errors_not_panics() {
             .shards(usize::MAX)
             .build()
             .unwrap_err(),
-        BuildError::TooManyShards { shards: usize::MAX }
+        BuildError::TooManyShards {
+            shards: usize::MAX,
+            max: 65536
+        }
     ));
     let cache = LruCache::<u8, u8>::new(4);
     assert!(cache.resize(0).is_err());

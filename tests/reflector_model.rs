@@ -19,7 +19,7 @@ mod watchdog;
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
@@ -184,4 +184,61 @@ fn reflector_converges_to_the_source() {
     if let Err(error) = result {
         panic!("{error}");
     }
+}
+
+/// The changes a watch stream already holds are applied as one store
+/// write: each handler notified of one of them finds the store at the last
+/// one's revision, holding all of them (a put the index function rejects
+/// removes its key and is reported).
+#[test]
+fn a_burst_is_applied_as_one_write_before_its_handlers() {
+    let _watchdog = watchdog::arm(watchdog::STRESS_LIMIT);
+    let source = MemorySource::with_timer(instant);
+    let store = Arc::new(
+        IndexedStore::<u8, u32>::builder()
+            .try_index("small", |v: &u32| {
+                if *v < 1000 {
+                    Ok(["yes"])
+                } else {
+                    Err("too big")
+                }
+            })
+            .build()
+            .unwrap(),
+    );
+    type Seen = Vec<(u8, u64, Vec<(u8, u32)>)>;
+    let seen: Arc<Mutex<Seen>> = Arc::default();
+    let (reader, log) = (Arc::clone(&store), Arc::clone(&seen));
+    let reflector = Reflector::builder(source.clone(), Arc::clone(&store))
+        .on_add(move |key, _| {
+            let (content, revision) = reader.to_vec_with_revision();
+            let mut content: Vec<(u8, u32)> = content.into_iter().map(|(k, v)| (k, *v)).collect();
+            content.sort_unstable();
+            log.lock().unwrap().push((*key, revision, content));
+        })
+        .backoff(Backoff::none())
+        .timer(instant)
+        .build()
+        .unwrap();
+    let handle = reflector.handle();
+    let mut run: Loop = Box::pin(reflector.run());
+    poll(&mut run);
+    assert!(handle.has_synced());
+    for key in 0..4u8 {
+        source.put(key, u32::from(key));
+    }
+    source.put(4, 5000);
+    let last = source.put(5, 5);
+    poll(&mut run);
+    let seen = seen.lock().unwrap();
+    let whole = vec![(0, 0), (1, 1), (2, 2), (3, 3), (5, 5)];
+    let keys: Vec<u8> = seen.iter().map(|(key, ..)| *key).collect();
+    assert_eq!(keys, [0, 1, 2, 3, 5], "adds in revision order");
+    for (key, revision, content) in seen.iter() {
+        assert_eq!((*revision, content), (last, &whole), "the add of {key}");
+    }
+    let stats = handle.stats();
+    assert_eq!((stats.events_applied, stats.rejected_objects), (6, 1));
+    assert_eq!(handle.revision(), last);
+    store.check_invariants();
 }

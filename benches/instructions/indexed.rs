@@ -291,6 +291,52 @@ fn watch_event<S: Store>((store, events): (S, Vec<Event>)) -> S {
     store
 }
 
+/// Events per write in the `watch_burst` rows: a burst as a reflector
+/// applies it when its watch stream already holds that many.
+const BURST: usize = 64;
+
+/// larder's store with the informer's two indexes, the fixture's watch
+/// events, and how many to apply per write.
+fn bursts<const PER_WRITE: usize>() -> (Indexed, Vec<Event>, usize) {
+    let (store, events) = events::<Indexed>();
+    (store, events, PER_WRITE)
+}
+
+// The events of `watch_event` applied `BURST` at a time, each burst as one
+// `transaction` (the write a reflector's burst makes: every touched shard
+// locked once; the reflector's `apply_burst` adds the revision store),
+// against one write per event (`larder_one_by_one`: the `watch_event
+// larder` row's writes).
+#[library_benchmark]
+#[bench::larder(setup = bursts::<BURST>)]
+#[bench::larder_one_by_one(setup = bursts::<1>)]
+fn watch_burst((store, events, per_write): (Indexed, Vec<Event>, usize)) -> Indexed {
+    let mut events = events.into_iter().peekable();
+    while events.peek().is_some() {
+        if per_write == 1 {
+            match events.next() {
+                Some(Event::Put(key, pod)) => store.put(key, pod),
+                Some(Event::Delete(key)) => store.delete(&key),
+                None => {}
+            }
+            continue;
+        }
+        store
+            .0
+            .transaction(|tx| {
+                for event in events.by_ref().take(per_write) {
+                    match event {
+                        Event::Put(key, pod) => tx.insert_arc(key, pod)?,
+                        Event::Delete(key) => tx.remove(key.as_str()),
+                    }
+                }
+                Ok::<_, larder::IndexError>(())
+            })
+            .expect("infallible index functions");
+    }
+    store
+}
+
 /// Pods in the relist of the `replace` rows: a hundred per operation, so
 /// that a row's instructions per op are those of a hundred objects.
 const RELISTED: usize = 100 * OPS;
@@ -360,4 +406,4 @@ fn replace<S: Relist>((store, listed): (S, Vec<(String, Pod)>)) -> S {
     store
 }
 
-library_benchmark_group!(name = indexed; benchmarks = get, insert, by_index, watch_event, replace);
+library_benchmark_group!(name = indexed; benchmarks = get, insert, by_index, watch_event, watch_burst, replace);

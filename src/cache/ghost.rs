@@ -1,48 +1,54 @@
 //! S3-FIFO's ghost queue: fingerprints of the hashes of keys recently
-//! evicted from the small queue, in a set-associative table of FIFO
+//! evicted from the small queue, in a set-associative table of ring
 //! buckets.
 //!
 //! # Layout
 //!
-//! The ghost is a flat array of buckets, each one 64-byte line of
-//! [`WAYS`] 32-bit fingerprints ordered newest first, with 0 marking a free
-//! place. A fingerprint (the hash's low 32 bits, independent of the bits
-//! that chose the shard) picks its bucket, and within the bucket the ghost
-//! is an exact FIFO:
+//! The ghost is a flat array of buckets, each one 64-byte line of [`WAYS`]
+//! 32-bit fingerprints, 0 marking a free place, and beside it a byte per
+//! bucket: its write cursor. A fingerprint (the hash's low 32 bits,
+//! independent of the bits that chose the shard) picks its bucket, and
+//! within the bucket the ghost is a ring, an exact FIFO:
 //!
-//! - **remembering** a hash shifts the bucket's places up to the first free
-//!   one (or up to the hash's own place if it is remembered already, or
-//!   over the oldest when the bucket is full) and writes the fingerprint in
-//!   front: one line read and written;
-//! - **taking** a hash (its key is readmitted, to main) clears its place:
-//!   one line read (and written if the hash was there).
+//! - **remembering** a hash writes its fingerprint at the cursor, over the
+//!   bucket's oldest, and moves the cursor on: one place and one byte
+//!   written, no search;
+//! - **taking** a hash (its key is readmitted, to main) tests the line for
+//!   its fingerprint and clears the places holding it: one line read (and
+//!   written if the hash was there). The freed place stays free until the
+//!   cursor comes round to it.
 //!
 //! A ghost of fewer than [`WAYS`] places is one bucket of that many places:
 //! an exact FIFO.
 //!
 //! So the ghost as a whole is a FIFO whose order is kept per bucket: a
-//! fingerprint lives for about as many evictions as the ghost has places,
+//! fingerprint lives for as many evictions into its bucket as the bucket
+//! has places, so for about as many evictions as the ghost has places,
 //! give or take the spread of evictions over buckets (with 16 places a
 //! bucket, about a quarter either way). A queue in a deque with a hash set
 //! of members beside it keeps the order exactly but costs three probes of
 //! scattered memory per eviction (remember, trim the oldest, and test the
-//! incoming key) and 17 bytes or more per place; the buckets cost two lines
-//! and 4 bytes a place, and measured the same hit ratios (`design/lru.md`).
+//! incoming key) and 17 bytes or more per place; the buckets cost a line
+//! read per test, a place and a cursor byte written per eviction, and 4.06
+//! bytes a place, and measured hit ratios within 0.02 point of the
+//! queue's (`design/lru.md`).
 //!
 //! A fingerprint is the low 32 bits of the hash (0 read as 1): two keys
 //! whose hashes share them are one member, so the ghost may send to main a
 //! key it never saw; with 16 places a bucket that is about one lookup in
-//! 270 million.
+//! 270 million. A key remembered twice (a shared fingerprint, or a key that
+//! left small again without passing the ghost) holds two places; taking it
+//! clears both.
 //!
 //! # Size
 //!
 //! The ghost holds about two thirds as many fingerprints as the core holds
-//! entries when it evicts ([`ghost_target`]): its capacity in an unweighted
-//! cache, fewer keys than that in a weighted one. It is sized at the first
-//! eviction, not before (a cache that never fills allocates no ghost), and
-//! rebuilt, keeping what it remembers, when that target moves by more than
-//! an eighth, or when the cache's capacity falls so far that two thirds of
-//! it are more than an eighth below the ghost's size.
+//! entries when it evicts ([`ghost_target`]): its capacity in an
+//! unweighted cache, fewer keys than that in a weighted one. It is sized
+//! at the first eviction, not before (a cache that never fills allocates
+//! no ghost), and rebuilt, keeping what it remembers, when that target
+//! moves by more than an eighth, or when the cache's capacity falls so far
+//! that two thirds of it are more than an eighth below the ghost's size.
 
 /// Fingerprints per bucket: one 64-byte line.
 pub(crate) const WAYS: usize = 16;
@@ -50,7 +56,7 @@ pub(crate) const WAYS: usize = 16;
 /// A free place.
 const FREE: u32 = 0;
 
-/// One line of places, newest first.
+/// One line of places, oldest at the bucket's cursor.
 #[derive(Clone, Copy)]
 #[repr(C, align(64))]
 struct Bucket([u32; WAYS]);
@@ -72,63 +78,48 @@ impl Bucket {
 
     /// Whether any place holds `print`: the cheap first test. The compiler
     /// reduces this fold to four vector compares and one mask extraction
-    /// (16 instructions), where [`matches`](Self::matches) builds its mask
-    /// place by place (about 40); most tests find nothing, so the mask is
-    /// built only once this says there is a place to find. Out of line on
-    /// purpose: inlined into `push` and `take`, the same fold compiled to
-    /// about 30 scalar instructions. Counted with callgrind over the goal
-    /// trace of `design/lru.md`: 10% fewer instructions per operation for the
-    /// whole `S3Fifo` cache.
+    /// (16 instructions), where
+    /// [`matches`](Self::matches) builds its mask lane by lane (about 40);
+    /// most tests find nothing, so the mask is built only once this says
+    /// there is a place to find. Out of line on purpose: inlined, the same
+    /// fold compiled to about 30 scalar instructions.
     #[inline(never)]
     fn holds(&self, print: u32) -> bool {
         self.0.iter().fold(0, |any, &p| any | u32::from(p == print)) != 0
     }
 
-    /// Whether any place holds `print` (bit 0) and whether any is free
-    /// (bit 1), in one pass over the line: the test `push` starts with.
-    /// Out of line for the reason [`holds`](Self::holds) is.
-    #[inline(never)]
-    fn scan(&self, print: u32) -> u32 {
-        self.0.iter().fold(0, |any, &p| {
-            any | u32::from(p == print) | (u32::from(p == FREE) << 1)
-        })
+    /// Writes `print` at place `at`, the oldest of the first `ways`;
+    /// returns the cursor's next place.
+    #[inline]
+    fn push(&mut self, print: u32, at: u8, ways: usize) -> u8 {
+        // The mask keeps the index in bounds without a check; `at` is
+        // below `ways` <= WAYS anyway.
+        self.0[usize::from(at) & (WAYS - 1)] = print;
+        let next = at + 1;
+        if usize::from(next) >= ways { 0 } else { next }
     }
 
-    /// Writes `print` in front among the first `ways` places, shifting the
-    /// newer places up to its old place, or else the first free one, or
-    /// else the oldest (which is forgotten).
+    /// Clears every place holding `print`; whether there was one.
     #[inline]
-    fn push(&mut self, print: u32, ways: usize) {
-        let found = self.scan(print);
-        let at = if found & 1 != 0 {
-            self.matches(print).trailing_zeros() as usize
-        } else {
-            // Places past `ways` are free but unused: look within.
-            let free = if found & 2 != 0 {
-                self.matches(FREE) & ((1u32 << ways) - 1)
-            } else {
-                0
-            };
-            if free == 0 {
-                ways - 1
-            } else {
-                free.trailing_zeros() as usize
-            }
-        };
-        if at == WAYS - 1 {
-            // A full bucket forgetting its oldest, the steady state: one
-            // fixed-size move.
-            self.0.copy_within(0..WAYS - 1, 1);
-        } else {
-            // Shift places 0..at up by one, branch-free over the whole line.
-            let old = self.0;
-            for i in 1..WAYS {
-                if i <= at {
-                    self.0[i] = old[i - 1];
-                }
-            }
+    fn take(&mut self, print: u32) -> bool {
+        if !self.holds(print) {
+            return false;
         }
-        self.0[0] = print;
+        let mut found = self.matches(print);
+        while found != 0 {
+            self.0[found.trailing_zeros() as usize & (WAYS - 1)] = FREE;
+            found &= found - 1;
+        }
+        true
+    }
+
+    /// The remembered fingerprints of the first `ways` places, newest
+    /// first, for a cursor at `at`.
+    fn newest_first(&self, at: u8, ways: usize) -> impl Iterator<Item = u32> + '_ {
+        let at = usize::from(at);
+        (1..=ways)
+            .map(move |back| self.0[(at + ways - back) % ways])
+            .filter(|&p| p != FREE)
     }
 }
 
@@ -182,6 +173,8 @@ pub(crate) fn shape(target: usize) -> (usize, usize) {
 /// The ghost (see the module docs).
 pub(crate) struct Ghost {
     buckets: Vec<Bucket>,
+    /// Each bucket's cursor: the place its next fingerprint goes to.
+    cursors: Vec<u8>,
     /// Places used in each bucket (`WAYS`, or fewer in a one-bucket ghost).
     ways: usize,
     /// The target the ghost was sized for.
@@ -197,20 +190,11 @@ impl Ghost {
     pub(crate) fn new() -> Self {
         Self {
             buckets: Vec::new(),
+            cursors: Vec::new(),
             ways: 0,
             target: 0,
             checked: usize::MAX,
         }
-    }
-
-    /// `print`'s bucket, or `None` in an empty ghost.
-    #[inline]
-    fn bucket(&mut self, print: u32) -> Option<&mut Bucket> {
-        let n = self.buckets.len();
-        if n == 0 {
-            return None;
-        }
-        Some(&mut self.buckets[bucket_of(print, n)])
     }
 
     /// Whether `hash` is remembered; if so, forgets it (its key is being
@@ -218,36 +202,45 @@ impl Ghost {
     #[inline]
     pub(crate) fn take(&mut self, hash: u64) -> bool {
         let print = fingerprint(hash);
-        let Some(bucket) = self.bucket(print) else {
-            return false;
-        };
-        // No mask needed: places beyond `ways` are free, never `print`.
-        if !bucket.holds(print) {
-            return false;
-        }
-        let found = bucket.matches(print);
-        bucket.0[found.trailing_zeros() as usize] = FREE;
-        true
+        let n = self.buckets.len();
+        n != 0 && self.buckets[bucket_of(print, n)].take(print)
     }
 
     /// Remembers `hash`, evicted from a core holding `entries` entries (the
-    /// ghost's size follows that count, see the module docs). A hash
-    /// remembered already is remembered from now on.
+    /// ghost's size follows that count, see the module docs).
     #[inline]
     pub(crate) fn remember(&mut self, hash: u64, entries: usize) {
         if entries != self.checked {
-            let want = ghost_target(entries);
-            // An empty ghost has a target of 0: any want sizes it.
-            if want.abs_diff(self.target) > self.target / 8 {
-                self.resize(want);
-            }
-            self.checked = entries;
+            self.check_size(entries);
         }
         let print = fingerprint(hash);
-        let ways = self.ways;
-        if let Some(bucket) = self.bucket(print) {
-            bucket.push(print, ways);
+        self.file(print);
+    }
+
+    /// Writes `print` at its bucket's cursor (nothing in an empty ghost).
+    #[inline]
+    fn file(&mut self, print: u32) {
+        let n = self.buckets.len();
+        if n == 0 {
+            return;
         }
+        let b = bucket_of(print, n);
+        if let (Some(bucket), Some(cursor)) = (self.buckets.get_mut(b), self.cursors.get_mut(b)) {
+            *cursor = bucket.push(print, *cursor, self.ways);
+        }
+    }
+
+    /// Resizes the ghost if the target of a core holding `entries` moved by
+    /// more than an eighth. Out of line: a full shard evicts at one count,
+    /// so this runs once per change of it.
+    #[inline(never)]
+    fn check_size(&mut self, entries: usize) {
+        let want = ghost_target(entries);
+        // An empty ghost has a target of 0: any want sizes it.
+        if want.abs_diff(self.target) > self.target / 8 {
+            self.resize(want);
+        }
+        self.checked = entries;
     }
 
     /// Caps the ghost at the target of a core holding at most `entries`
@@ -263,30 +256,28 @@ impl Ghost {
     /// Rebuilds the ghost for `target` fingerprints, remembering what it
     /// remembered as far as the new size allows: refiled by age, every old
     /// bucket's oldest first and its newest last (buckets fill at about the
-    /// same rate, so a place's rank from the front stands for its age).
+    /// same rate, so a place's rank from the newest stands for its age).
     fn resize(&mut self, target: usize) {
         let (buckets, ways) = shape(target);
-        let mut old = std::mem::replace(&mut self.buckets, vec![EMPTY_BUCKET; buckets]);
+        let old = std::mem::replace(&mut self.buckets, vec![EMPTY_BUCKET; buckets]);
+        let old_cursors = std::mem::replace(&mut self.cursors, vec![0; buckets]);
         let old_ways = std::mem::replace(&mut self.ways, ways);
         self.target = target;
         self.checked = usize::MAX;
         if buckets == 0 {
             return;
         }
-        // Ranks count remembered fingerprints only: close the free places.
-        for bucket in &mut old {
-            let mut compact = EMPTY_BUCKET;
-            let remembered = bucket.0.iter().filter(|&&p| p != FREE);
-            for (place, &print) in compact.0.iter_mut().zip(remembered) {
-                *place = print;
-            }
-            *bucket = compact;
-        }
+        // Ranks count remembered fingerprints only: newest first, the free
+        // places closed.
+        let ranked: Vec<Vec<u32>> = old
+            .iter()
+            .zip(&old_cursors)
+            .map(|(bucket, &at)| bucket.newest_first(at, old_ways).collect())
+            .collect();
         for rank in (0..old_ways).rev() {
-            for bucket in &old {
-                let print = bucket.0[rank];
-                if print != FREE {
-                    self.buckets[bucket_of(print, buckets)].push(print, ways);
+            for bucket in &ranked {
+                if let Some(&print) = bucket.get(rank) {
+                    self.file(print);
                 }
             }
         }
@@ -315,7 +306,7 @@ impl Ghost {
     /// Bytes allocated.
     #[cfg(test)]
     pub(crate) fn allocated(&self) -> usize {
-        self.buckets.capacity() * std::mem::size_of::<Bucket>()
+        self.buckets.capacity() * std::mem::size_of::<Bucket>() + self.cursors.capacity()
     }
 
     /// Whether `hash` is remembered (looked at, not taken).
@@ -334,13 +325,17 @@ impl Ghost {
             shape(self.target),
             "ghost shaped for another target"
         );
-        for (b, bucket) in self.buckets.iter().enumerate() {
-            let places = &bucket.0[..self.ways];
-            for (i, &p) in places.iter().enumerate() {
-                assert!(
-                    p == FREE || !places[i + 1..].contains(&p),
-                    "ghost: fingerprint {p:#x} twice in one bucket"
-                );
+        assert_eq!(
+            self.cursors.len(),
+            self.buckets.len(),
+            "ghost: a cursor per bucket"
+        );
+        for (b, (bucket, &cursor)) in self.buckets.iter().zip(&self.cursors).enumerate() {
+            assert!(
+                usize::from(cursor) < self.ways,
+                "ghost: cursor {cursor} outside the bucket's places"
+            );
+            for &p in &bucket.0[..self.ways] {
                 assert!(
                     p == FREE || bucket_of(p, self.buckets.len()) == b,
                     "ghost: fingerprint {p:#x} in the wrong bucket"
@@ -360,9 +355,10 @@ impl Ghost {
 mod tests {
     use super::*;
 
-    /// A hash whose fingerprint is `print`, in bits that vary.
-    fn h(print: u32) -> u64 {
-        (u64::from(print) << 32 ^ 0xABCD_0000_0000) | u64::from(print)
+    /// A hash of its own fingerprint (`2p + 1`) for each `p` below 2^31,
+    /// in bits that vary.
+    fn h(p: u32) -> u64 {
+        (u64::from(p) << 32 ^ 0xABCD_0000_0000) | u64::from(p << 1 | 1)
     }
 
     /// A ghost sized for `target` fingerprints (`entries` chosen so).
@@ -400,7 +396,7 @@ mod tests {
     }
 
     #[test]
-    fn a_taken_print_frees_its_place_for_the_next() {
+    fn a_taken_place_stays_free_until_the_cursor_comes_round() {
         let mut ghost = sized(4);
         for p in 1..=4 {
             ghost.remember(h(p), 6);
@@ -408,35 +404,30 @@ mod tests {
         assert!(ghost.take(h(3)));
         assert!(!ghost.take(h(3)), "taken twice");
         assert_eq!(ghost.len(), 3);
+        // The next goes over the oldest, 1, not into 3's place.
         ghost.remember(h(5), 6);
-        assert!([1, 2, 4, 5].iter().all(|&p| ghost.remembers(h(p))));
-        // Full again: the next forgets the oldest, 1.
-        ghost.remember(h(6), 6);
         assert!(!ghost.remembers(h(1)));
-        assert!([2, 4, 5, 6].iter().all(|&p| ghost.remembers(h(p))));
+        assert!([2, 4, 5].iter().all(|&p| ghost.remembers(h(p))));
+        assert_eq!(ghost.len(), 3);
+        // 6 goes over 2, then 7 into 3's free place: 4 stays.
+        ghost.remember(h(6), 6);
+        ghost.remember(h(7), 6);
+        assert!([4, 5, 6, 7].iter().all(|&p| ghost.remembers(h(p))));
+        assert_eq!(ghost.len(), 4);
         ghost.check_invariants();
     }
 
     #[test]
-    fn remembering_again_moves_a_print_to_the_front() {
+    fn a_print_remembered_twice_is_taken_at_once() {
         let mut ghost = sized(3);
-        for p in [1, 2, 3, 1, 4] {
+        for p in [1, 2, 1] {
             ghost.remember(h(p), 5);
         }
-        // 1 was refreshed: 2, the oldest then, is the one forgotten.
-        assert!(!ghost.remembers(h(2)));
-        assert!([1, 3, 4].iter().all(|&p| ghost.remembers(h(p))));
         assert_eq!(ghost.len(), 3);
+        assert!(ghost.take(h(1)));
+        assert!(!ghost.remembers(h(1)), "a second place kept 1");
+        assert_eq!(ghost.len(), 1);
         ghost.check_invariants();
-        // Newest first: 4, 1, 3. With 4 taken, the free place is in front
-        // of 1: remembering 1 again still moves 1, not into the free place.
-        assert!(ghost.take(h(4)));
-        ghost.remember(h(1), 5);
-        assert_eq!(ghost.len(), 2);
-        ghost.check_invariants();
-        ghost.remember(h(5), 5);
-        ghost.remember(h(6), 5);
-        assert!(!ghost.remembers(h(3)), "3 outlived its place");
     }
 
     #[test]
@@ -455,6 +446,7 @@ mod tests {
         assert!(!ghost.take(h(1)));
         ghost.remember(h(1), 3000);
         assert_eq!(ghost.room(), 2000);
+        assert_eq!(ghost.allocated(), 2000 * 4 + 125);
         // 3300 entries want 2200, within an eighth of 2000: kept.
         ghost.remember(h(2), 3300);
         assert_eq!(ghost.room(), 2000);
@@ -504,11 +496,18 @@ mod tests {
             ghost.remember(h(p), 48);
         }
         assert_eq!(ghost.len(), 32, "the ghost never filled");
-        let ranks: Vec<Vec<u32>> = ghost.buckets.iter().map(|b| b.0.to_vec()).collect();
+        let ranks: Vec<Vec<u32>> = ghost
+            .buckets
+            .iter()
+            .zip(&ghost.cursors)
+            .map(|(b, &at)| b.newest_first(at, WAYS).collect())
+            .collect();
         ghost.cap(24);
+        assert_eq!(ghost.room(), 16);
+        // Fingerprint `q` is `h(q >> 1)`'s.
         for bucket in &ranks {
-            assert!(bucket[..8].iter().all(|&q| ghost.remembers(h(q))));
-            assert!(bucket[8..].iter().all(|&q| !ghost.remembers(h(q))));
+            assert!(bucket[..8].iter().all(|&q| ghost.remembers(h(q >> 1))));
+            assert!(bucket[8..].iter().all(|&q| !ghost.remembers(h(q >> 1))));
         }
         ghost.check_invariants();
     }
@@ -528,11 +527,18 @@ mod tests {
 
     /// The checker catches what the ghost must never hold.
     #[test]
-    #[should_panic(expected = "twice in one bucket")]
-    fn the_checker_catches_a_fingerprint_twice() {
+    #[should_panic(expected = "outside the bucket's places")]
+    fn the_checker_catches_a_cursor_beyond_the_places() {
         let mut ghost = sized(4);
-        ghost.remember(h(1), 6);
-        ghost.buckets[0].0[1] = fingerprint(h(1));
+        ghost.cursors[0] = 4;
+        ghost.check_invariants();
+    }
+
+    #[test]
+    #[should_panic(expected = "beyond the bucket's ways")]
+    fn the_checker_catches_a_place_beyond_the_ways() {
+        let mut ghost = sized(4);
+        ghost.buckets[0].0[4] = 7;
         ghost.check_invariants();
     }
 

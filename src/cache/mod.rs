@@ -30,7 +30,6 @@ mod shard;
 mod weigher;
 
 pub(crate) use clock::Clock;
-#[cfg(loom)]
 pub(crate) use displaced::Evicted;
 pub(crate) use displaced::Inserted;
 pub(crate) use exact::Exact;

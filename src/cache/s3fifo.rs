@@ -15,10 +15,10 @@
 //!   2-bit counter).
 //! - **ghost** remembers 32-bit fingerprints of the hashes (not keys or
 //!   values) of recently evicted small-queue keys, about two thirds as
-//!   many as the shard holds entries, in a set-associative table of FIFO
-//!   buckets (`ghost.rs`: one cache line read to test a key, one to
-//!   remember one). A key that comes back while its hash is remembered
-//!   goes straight to main.
+//!   many as the shard holds entries, in a set-associative table of ring
+//!   buckets (`ghost.rs`: one cache line read to test a key; one place and
+//!   the bucket's cursor written to remember one). A key that comes back
+//!   while its hash is remembered goes straight to main.
 //!
 //! A hit only bumps the entry's use counter (0 to 3), an atomic stored only
 //! while below 3, so a lookup needs only shared access and a hot entry's

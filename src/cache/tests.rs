@@ -135,13 +135,14 @@ fn the_ghost_remembers_as_many_evictions_as_it_has_places() {
     core.check_invariants();
 }
 
-/// A key readmitted from the ghost frees its place at once: the next
-/// eviction takes that place and the oldest key stays remembered.
+/// A key readmitted from the ghost is forgotten at once; its place stays
+/// free until the cursor comes round to it, so the next eviction still
+/// goes over the oldest key.
 #[test]
-fn a_readmitted_key_frees_its_place() {
+fn a_readmitted_key_is_forgotten_and_the_ring_goes_on() {
     let (mut core, evicted) = evicting(6);
     // Readmitted: to main, forgotten; its insert evicts one more key from
-    // small, which takes the freed place.
+    // small, which goes over the oldest.
     let third = evicted[2];
     let newest = core
         .insert(hash(third), third, third, 1, 0, 0)
@@ -151,10 +152,15 @@ fn a_readmitted_key_frees_its_place() {
     let (newest, _) = newest.expect("a full core evicts");
     assert!(remembered(&core, hash(newest)));
     assert!(
-        remembered(&core, hash(evicted[0])),
-        "the oldest was forgotten though a place was free"
+        !remembered(&core, hash(evicted[0])),
+        "the oldest outlived its place"
     );
-    assert_eq!(core.policy.ghost.len(), 6);
+    assert!(
+        [1, 3, 4, 5]
+            .iter()
+            .all(|&i| remembered(&core, hash(evicted[i])))
+    );
+    assert_eq!(core.policy.ghost.len(), 5);
     core.check_invariants();
 }
 
@@ -168,7 +174,8 @@ fn the_ghost_is_allocated_at_the_first_eviction() {
     assert_eq!(core.policy.ghost.allocated(), 0);
     core.insert(hash(5000), 5000, 5000, 1, 0, 0);
     assert_eq!(core.policy.ghost.room(), 2000);
-    assert_eq!(core.policy.ghost.allocated(), 2000 * 4);
+    // 125 lines and their cursors.
+    assert_eq!(core.policy.ghost.allocated(), 2000 * 4 + 125);
 }
 
 /// With a weigher the ghost counts keys, not weight: two thirds of the
@@ -283,7 +290,7 @@ fn shrinking_the_capacity_frees_the_ghosts_memory() {
         (core.policy.ghost.room(), core.policy.ghost.len()),
         (16, 16)
     );
-    assert_eq!(core.policy.ghost.allocated(), 64);
+    assert_eq!(core.policy.ghost.allocated(), 64 + 1);
     core.check_invariants();
 }
 
@@ -315,16 +322,16 @@ fn capacity_one_and_shrinking_keep_the_bound() {
 }
 
 /// S3-FIFO as the paper describes it, with plain collections and keys
-/// instead of nodes and hashes; the ghost is a FIFO per bucket (a deque
-/// of keys each), sized and filed as the core's is (`ghost.rs`).
+/// instead of nodes and hashes; the ghost is a ring of keys per bucket
+/// (places and a cursor each), sized and filed as the core's is
+/// (`ghost.rs`).
 struct Model {
     capacity: usize,
     small: VecDeque<u32>,
     main: VecDeque<u32>,
     values: HashMap<u32, u32>,
     freq: HashMap<u32, u8>,
-    ghost: Vec<VecDeque<u32>>,
-    ghost_ways: usize,
+    ghost: Vec<(Vec<Option<u32>>, usize)>,
     ghost_target: usize,
 }
 
@@ -337,7 +344,6 @@ impl Model {
             values: HashMap::new(),
             freq: HashMap::new(),
             ghost: Vec::new(),
-            ghost_ways: 0,
             ghost_target: 0,
         }
     }
@@ -354,35 +360,39 @@ impl Model {
     }
 
     /// The ghost bucket of `key`, if the ghost has any.
-    fn ghost_bucket(&mut self, key: u32) -> Option<&mut VecDeque<u32>> {
+    fn ghost_bucket(&mut self, key: u32) -> Option<&mut (Vec<Option<u32>>, usize)> {
         let n = self.ghost.len();
         (n > 0).then(|| &mut self.ghost[bucket_of(fingerprint(hash(key)), n)])
     }
 
-    /// Files `key` first in its bucket: out of its old place, or else the
-    /// bucket's oldest out if it is full.
+    /// Files `key` at its bucket's cursor, over the oldest, and moves the
+    /// cursor on.
     fn file(&mut self, key: u32) {
-        let ways = self.ghost_ways;
-        let Some(bucket) = self.ghost_bucket(key) else {
+        let Some((places, cursor)) = self.ghost_bucket(key) else {
             return;
         };
-        if let Some(at) = bucket.iter().position(|&k| k == key) {
-            bucket.remove(at);
-        } else if bucket.len() == ways {
-            bucket.pop_back();
-        }
-        bucket.push_front(key);
+        places[*cursor] = Some(key);
+        *cursor = (*cursor + 1) % places.len();
     }
 
     /// Rebuilds the ghost for `target` keys, refiling by rank: every old
     /// bucket's oldest first, its newest last.
     fn resize_ghost(&mut self, target: usize) {
         let (buckets, ways) = shape(target);
-        let old = std::mem::replace(&mut self.ghost, vec![VecDeque::new(); buckets]);
-        (self.ghost_ways, self.ghost_target) = (ways, target);
-        let deepest = old.iter().map(VecDeque::len).max().unwrap_or(0);
+        let old = std::mem::replace(&mut self.ghost, vec![(vec![None; ways], 0); buckets]);
+        self.ghost_target = target;
+        let ranked: Vec<Vec<u32>> = old
+            .iter()
+            .map(|(places, cursor)| {
+                let n = places.len();
+                (1..=n)
+                    .filter_map(|back| places[(cursor + n - back) % n])
+                    .collect()
+            })
+            .collect();
+        let deepest = ranked.iter().map(Vec::len).max().unwrap_or(0);
         for rank in (0..deepest).rev() {
-            for key in old.iter().filter_map(|bucket| bucket.get(rank)) {
+            for key in ranked.iter().filter_map(|bucket| bucket.get(rank)) {
                 self.file(*key);
             }
         }
@@ -396,13 +406,18 @@ impl Model {
         self.file(key);
     }
 
-    /// Whether the ghost remembers `key`; if so, forgets it.
+    /// Whether the ghost remembers `key`; if so, forgets it (every place
+    /// holding it).
     fn take_ghost(&mut self, key: u32) -> bool {
-        let Some(bucket) = self.ghost_bucket(key) else {
+        let Some((places, _)) = self.ghost_bucket(key) else {
             return false;
         };
-        let at = bucket.iter().position(|&k| k == key);
-        at.map(|at| bucket.remove(at)).is_some()
+        let mut found = false;
+        for place in places.iter_mut().filter(|p| **p == Some(key)) {
+            *place = None;
+            found = true;
+        }
+        found
     }
 
     /// Evicts one entry, making S3-FIFO's moves on the way.

@@ -215,7 +215,10 @@ impl<K, V, S> IndexedStoreBuilder<K, V, S> {
             None => shards::default_count(),
             Some(0) => return Err(BuildError::ZeroShards),
             Some(n) if n > shards::MAX_SHARDS => {
-                return Err(BuildError::TooManyShards { shards: n });
+                return Err(BuildError::TooManyShards {
+                    shards: n,
+                    max: shards::MAX_SHARDS,
+                });
             }
             Some(n) => n.next_power_of_two(),
         };

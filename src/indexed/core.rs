@@ -15,11 +15,15 @@
 //! - `values: Vec<AllValues>`: slot id -> the object's values for every
 //!   index, kept only while the schema has an index (a store with none pays
 //!   nothing for it).
-//! - `indexes[i]: HashMap<value, HashSet<slot id>>`: one bucket per index
-//!   value, holding the slot ids (`u32`) of the objects that have it.
-//!   Buckets hold ids, not keys or objects, so maintaining them hashes only
-//!   integers (never runs `K`'s `Hash`), an entry costs four bytes, and an
-//!   update that changes no index value does not touch them at all.
+//! - `indexes[i]: HashMap<value, Vec<slot id>>`: one bucket per index
+//!   value, a dense list of the slot ids (`u32`) of the objects that have
+//!   it (`core/bucket.rs`). Buckets hold ids, not keys or objects, so
+//!   maintaining them never runs `K`'s `Hash`, an entry costs four bytes,
+//!   a lookup walks a slice, and an update that changes no index value
+//!   does not touch them at all.
+//! - `positions`: slot id -> where its id sits in each of its buckets, so
+//!   that removal swap-removes in O(1) (`core/positions.rs`: one arena,
+//!   4 bytes a value and 8 a slot).
 //!
 //! Each slot stores the values its object had for every index when it was
 //! written, so removing or updating an object never calls an index function
@@ -45,16 +49,22 @@
 //! caller.
 
 use std::borrow::Borrow;
+use std::cmp::Ordering;
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
-use hashbrown::HashTable;
+use hashbrown::{HashTable, hash_table};
 
 use super::index_fn::{AllValues, Schema, Values};
 use crate::sync::Arc;
+pub(crate) use bucket::Bucket;
+use bucket::{Buckets, Id, bucket, unbucket};
+use positions::{Positions, Run};
 
+mod bucket;
 #[cfg(any(test, feature = "testing"))]
 mod check;
+mod positions;
 
 /// A hasher for slot ids: Fibonacci hashing. Slot ids are dense integers
 /// chosen by the store, not by users, so no flooding protection is needed;
@@ -85,14 +95,6 @@ impl Hasher for IdHasher {
 }
 
 type IdBuild = BuildHasherDefault<IdHasher>;
-/// A slot id as the table and buckets hold it (a core never has more than
-/// `u32::MAX` slots: see [`Core::insert_unindexed`]).
-type Id = u32;
-/// One bucket: the slot ids of the objects having one index value.
-pub(crate) type Bucket = hashbrown::HashSet<Id, IdBuild>;
-/// One index: a bucket per value. The keys are the interned values that
-/// slots hold clones of.
-type Buckets = hashbrown::HashMap<Arc<str>, Bucket, ahash::RandomState>;
 
 /// The bucket id of slot `id` (below `u32::MAX`: checked when the slot was
 /// created).
@@ -146,6 +148,9 @@ pub(crate) struct Core<K, V> {
     /// Slot id -> its values for every index; empty while the schema has
     /// no index.
     values: Vec<AllValues>,
+    /// Slot id -> the positions of its id in the buckets of its values;
+    /// kept exactly when `values` is.
+    positions: Positions,
     free: Vec<Id>,
     indexes: Vec<Buckets>,
     schema: Arc<Schema<V>>,
@@ -169,6 +174,7 @@ impl<K, V> Core<K, V> {
         core.entries.try_reserve(capacity).ok()?;
         if core.indexed() {
             core.values.try_reserve(capacity).ok()?;
+            core.positions.try_reserve(capacity)?;
         }
         Some(core)
     }
@@ -180,6 +186,7 @@ impl<K, V> Core<K, V> {
             table: HashTable::new(),
             entries: Vec::new(),
             values: Vec::new(),
+            positions: Positions::default(),
             free: Vec::new(),
             indexes: schema
                 .defs
@@ -270,8 +277,8 @@ impl<K, V> Core<K, V> {
         value: Arc<V>,
         values: AllValues,
     ) -> (Inserted<K, V>, usize) {
-        let (mut inserted, id, old) = self.insert_unindexed(hash, found, key, value, values);
-        self.reindex(id, old.as_deref());
+        let (mut inserted, id, mut old) = self.insert_unindexed(hash, found, key, value, values);
+        self.reindex(id, old.as_deref_mut());
         if let (Inserted::Updated { values, .. }, Some(old)) = (&mut inserted, old) {
             // Dropped by the caller, after the lock is released.
             *values = old;
@@ -296,18 +303,12 @@ impl<K, V> Core<K, V> {
                 .as_mut()
                 .expect("larder: a probed slot id is live");
             let previous = std::mem::replace(&mut entry.value, value);
-            let old = self.values.get_mut(id).map(|kept| {
-                let mut fresh = values;
-                // Where an index's values did not change, the slot keeps its
-                // interned copies and the fresh ones go back with the old
-                // values: `reindex` then finds them equal and skips them.
-                for (kept, new) in kept.iter_mut().zip(fresh.iter_mut()) {
-                    if *kept == *new {
-                        std::mem::swap(kept, new);
-                    }
-                }
-                std::mem::replace(kept, fresh)
-            });
+            // `reindex` diffs the old values against these (and keeps the
+            // interned copies of an index whose values did not change).
+            let old = self
+                .values
+                .get_mut(id)
+                .map(|kept| std::mem::replace(kept, values));
             let inserted = Inserted::Updated {
                 previous,
                 unused: key,
@@ -327,6 +328,7 @@ impl<K, V> Core<K, V> {
             self.entries.reserve(1);
             if indexed {
                 self.values.reserve(1);
+                self.positions.reserve(1);
             }
         }
         let entries = &self.entries;
@@ -345,6 +347,7 @@ impl<K, V> Core<K, V> {
                 self.entries.push(entry);
                 if indexed {
                     self.values.push(values);
+                    self.positions.push_slot();
                 }
                 id
             }
@@ -356,98 +359,135 @@ impl<K, V> Core<K, V> {
     }
 
     /// The index half of `insert_at`: moves slot `id` from the buckets of its
-    /// `old` values (none for a new object) to those of its current values,
-    /// and interns the values it gained (the slot keeps the bucket's own
-    /// `Arc<str>`). An index whose values did not change is skipped without
-    /// touching its buckets. Both lists are sorted, so the rest is one merge.
-    pub(crate) fn reindex(&mut self, id: usize, old: Option<&[Values]>) {
-        let Some(slot) = self.values.get_mut(id) else {
+    /// `old` values (none for a new object) to those of its current values, and interns the values it gained (the
+    /// slot keeps the bucket's own `Arc<str>`). An index whose values did
+    /// not change keeps its positions without touching its buckets. Both
+    /// lists are sorted, so the rest is one merge.
+    ///
+    /// Where an index's values did not change, the slot keeps the interned
+    /// copies, and the fresh ones go back in `old` (dropped by the caller).
+    pub(crate) fn reindex(&mut self, id: usize, old: Option<&mut [Values]>) {
+        if self.values.len() <= id {
             return;
-        };
-        let id = bucket_id(id);
-        for (position, (buckets, new)) in self.indexes.iter_mut().zip(slot.iter_mut()).enumerate() {
-            let old = old
-                .and_then(|old| old.get(position))
-                .map_or(&[][..], |v| &v[..]);
-            if old == &new[..] {
+        }
+        // Out of `values` while it changes: the ids a removal moves are
+        // other slots', whose values the fix-up reads.
+        let mut slot = std::mem::take(&mut self.values[id]);
+        let mut old = old.map(|old| old.iter_mut());
+        let old_at = Run::from_slice(self.positions.get(id));
+        let mut at = Run::new();
+        let mut offset = 0;
+        let slot_id = bucket_id(id);
+        for (index, (buckets, new)) in self.indexes.iter_mut().zip(slot.iter_mut()).enumerate() {
+            let (old, unchanged) = match old.as_mut().and_then(Iterator::next) {
+                Some(old) => {
+                    // One comparison per index: an unchanged index keeps
+                    // its interned copies (the fresh ones go back in `old`).
+                    let unchanged = *old == *new;
+                    if unchanged {
+                        std::mem::swap(old, new);
+                    }
+                    (&old[..], unchanged)
+                }
+                None => (&[][..], new.is_empty()),
+            };
+            let Some(old_at) = old_at.get(offset..offset + old.len()) else {
+                panic!("invariant violated: a slot's positions do not match its values");
+            };
+            offset += old.len();
+            if unchanged {
+                at.extend_from_slice(old_at);
                 continue;
             }
             let (mut i, mut j) = (0, 0);
             while i < old.len() || j < new.len() {
-                match (old.get(i), new.get_mut(j)) {
-                    (Some(o), Some(n)) if *o == *n => {
+                let order = match (old.get(i), new.get(j)) {
+                    (Some(o), Some(n)) => o.cmp(n),
+                    (Some(_), None) => Ordering::Less,
+                    (None, _) => Ordering::Greater,
+                };
+                match order {
+                    Ordering::Equal => {
                         // Still listed; keep the interned copy.
+                        let (o, n) = (&old[i], &mut new[j]);
                         if !Arc::ptr_eq(o, n) {
                             *n = Arc::clone(o);
                         }
+                        at.push(old_at[i]);
                         i += 1;
                         j += 1;
                     }
-                    (Some(o), Some(n)) if *o < *n => {
-                        unbucket(buckets, o, id);
+                    Ordering::Less => {
+                        let values = &self.values;
+                        unbucket(
+                            buckets,
+                            index,
+                            &old[i],
+                            slot_id,
+                            old_at[i],
+                            values,
+                            &mut self.positions,
+                        );
                         i += 1;
                     }
-                    (Some(o), None) => {
-                        unbucket(buckets, o, id);
-                        i += 1;
-                    }
-                    (_, Some(n)) => {
-                        bucket(buckets, n, id);
+                    Ordering::Greater => {
+                        at.push(bucket(buckets, &mut new[j], slot_id));
                         j += 1;
                     }
-                    (None, None) => unreachable!("loop condition"),
                 }
             }
         }
+        self.values[id] = slot;
+        self.positions.set(id, &at);
     }
 
-    /// Adds or replaces the object under `key` in a core being built by
-    /// [`index_all`](Self::index_all)'s caller (`replace`): entry and slot
-    /// only, the buckets are built at the end. What it displaces is dropped
-    /// here: the core is not shared yet, so no lock is held. Runs `K`'s `Eq`.
-    pub(crate) fn push_unindexed(&mut self, hash: u64, key: K, value: Arc<V>, values: AllValues)
+    /// [`insert`](Self::insert) into a core being built (not shared yet,
+    /// so no lock is held and what a repeated key displaces drops here): a
+    /// new key's values go straight into their buckets, its positions onto
+    /// the end of the arena. Runs `K`'s `Eq` (the probe) before any change.
+    pub(crate) fn build_insert(&mut self, hash: u64, key: K, value: Arc<V>, values: AllValues)
     where
         K: Eq,
     {
-        let found = self.find(hash, &key);
-        drop(self.insert_unindexed(hash, found, key, value, values));
-    }
-
-    /// Builds every index from the slots' values, after
-    /// [`push_unindexed`](Self::push_unindexed) filled a core whose indexes
-    /// are empty. Ids are first gathered per value (appends, and each value
-    /// interned), then each bucket is built at its final size.
-    pub(crate) fn index_all(&mut self) {
-        for (position, buckets) in self.indexes.iter_mut().enumerate() {
-            debug_assert!(buckets.is_empty(), "index_all on a built index");
-            let mut groups: hashbrown::HashMap<Arc<str>, Vec<Id>, ahash::RandomState> =
-                hashbrown::HashMap::with_hasher(self.value_hasher.clone());
-            for (id, slot) in self.values.iter_mut().enumerate() {
-                if self.entries[id].is_none() {
-                    continue;
-                }
-                let Some(values) = slot.get_mut(position) else {
-                    continue;
-                };
-                for value in values.iter_mut() {
-                    match groups.get_key_value_mut(&**value) {
-                        Some((interned, ids)) => {
-                            ids.push(bucket_id(id));
-                            if !Arc::ptr_eq(interned, value) {
-                                *value = Arc::clone(interned);
-                            }
-                        }
-                        None => {
-                            groups.insert(Arc::clone(value), vec![bucket_id(id)]);
-                        }
-                    }
-                }
+        let indexed = self.indexed();
+        if !self.free.is_empty() || self.entries.len() >= Id::MAX as usize {
+            // Not a core being built from scratch (or a full one, which
+            // `insert` reports): the general insert.
+            drop(self.insert(hash, key, value, values));
+            return;
+        }
+        // Room first, then one probe that finds the key or its place.
+        self.entries.reserve(1);
+        if indexed {
+            self.values.reserve(1);
+            self.positions.reserve(1);
+        }
+        let entries = &self.entries;
+        let vacant = match self.table.entry(
+            hash,
+            |&id| matches!(&entries[id as usize], Some(entry) if entry.key == key),
+            |&id| stored(entries, id),
+        ) {
+            hash_table::Entry::Occupied(found) => {
+                let found = Some(*found.get() as usize);
+                drop(self.insert_at(hash, found, key, value, values));
+                return;
             }
-            buckets.reserve(groups.len());
-            for (value, ids) in groups {
-                let mut bucket = Bucket::with_capacity_and_hasher(ids.len(), IdBuild::default());
-                bucket.extend(ids);
-                buckets.insert(value, bucket);
+            hash_table::Entry::Vacant(vacant) => vacant,
+        };
+        let id = self.entries.len();
+        vacant.insert(bucket_id(id));
+        self.entries.push(Some(Entry { hash, key, value }));
+        if !indexed {
+            return;
+        }
+        self.values.push(values);
+        self.positions.push_slot();
+        let slot = &mut self.values[id];
+        for (buckets, values) in self.indexes.iter_mut().zip(slot.iter_mut()) {
+            for value in values.iter_mut() {
+                let at = bucket(buckets, value, bucket_id(id));
+                self.positions.append(id, at);
             }
         }
     }
@@ -466,8 +506,8 @@ impl<K, V> Core<K, V> {
     /// [`remove`](Self::remove) given the probe's answer: the slot id of a
     /// key whose hash is `hash`. Runs no user code.
     pub(crate) fn remove_at(&mut self, hash: u64, id: usize) -> Removed<K, V> {
-        let (mut removed, id, values) = self.remove_unindexed(hash, id);
-        self.unindex(id, &values);
+        let (mut removed, (values, at)) = self.remove_unindexed(hash, id);
+        self.unindex(id, &values, &at);
         // Dropped by the caller, after the lock is released.
         removed.rest.1 = values;
         removed
@@ -479,7 +519,7 @@ impl<K, V> Core<K, V> {
         &mut self,
         hash: u64,
         id: usize,
-    ) -> (Removed<K, V>, usize, AllValues) {
+    ) -> (Removed<K, V>, (AllValues, Run)) {
         let slot = bucket_id(id);
         match self.table.find_entry(hash, |&other| other == slot) {
             Ok(found) => drop(found.remove()),
@@ -492,18 +532,34 @@ impl<K, V> Core<K, V> {
             .get_mut(id)
             .map(std::mem::take)
             .unwrap_or_default();
+        let at = if id < self.positions.len() {
+            self.positions.take(id)
+        } else {
+            Run::new()
+        };
         let removed = Removed {
             value: entry.value,
             rest: (entry.key, AllValues::default()),
         };
-        (removed, id, values)
+        (removed, (values, at))
     }
 
-    /// Takes slot `id` out of the buckets of `values`.
-    pub(crate) fn unindex(&mut self, id: usize, values: &[Values]) {
-        for (buckets, values) in self.indexes.iter_mut().zip(values) {
-            for value in values.iter() {
-                unbucket(buckets, value, bucket_id(id));
+    /// Takes removed slot `id` out of the buckets of its `values`, at its
+    /// positions `at`.
+    pub(crate) fn unindex(&mut self, id: usize, values: &[Values], at: &[u32]) {
+        let id = bucket_id(id);
+        let mut at = at.iter();
+        for (index, (buckets, values)) in self.indexes.iter_mut().zip(values).enumerate() {
+            for (value, &at) in values.iter().zip(&mut at) {
+                unbucket(
+                    buckets,
+                    index,
+                    value,
+                    id,
+                    at,
+                    &self.values,
+                    &mut self.positions,
+                );
             }
         }
     }
@@ -585,7 +641,7 @@ impl<K, V> Core<K, V> {
             [] => {}
             [one] => self.by_index_into(position, one, out),
             many => {
-                let mut found = Bucket::default();
+                let mut found = hashbrown::HashSet::<Id, IdBuild>::default();
                 for value in many {
                     if let Some(bucket) = buckets.get(&**value) {
                         found.extend(bucket.iter().copied());
@@ -607,6 +663,13 @@ impl<K, V> Core<K, V> {
         self.indexes[position]
             .get(value)
             .map_or(0, Bucket::capacity)
+    }
+
+    /// The positions arena's length and its live positions (for tests of
+    /// memory release).
+    #[cfg(test)]
+    pub(crate) fn positions_len(&self) -> (usize, usize) {
+        self.positions.lengths()
     }
 
     /// Every live entry, in slot order.
@@ -684,14 +747,17 @@ impl<K, V> Core<K, V> {
         if self.values.is_empty() {
             self.values
                 .resize_with(self.entries.len(), AllValues::default);
+            self.positions.resize(self.entries.len());
         }
         for (id, slot) in self.values.iter_mut().enumerate() {
             let mut all = std::mem::take(slot).into_vec();
             if self.entries[id].is_some() {
                 let (_, mut values) = computed.remove(&id).expect("checked by stale");
+                let mut at = Run::from_slice(self.positions.get(id));
                 for value in values.iter_mut() {
-                    bucket(&mut buckets, value, bucket_id(id));
+                    at.push(bucket(&mut buckets, value, bucket_id(id)));
                 }
+                self.positions.set(id, &at);
                 all.push(values);
             }
             *slot = all.into_boxed_slice();
@@ -716,43 +782,5 @@ impl<K, V> Core<K, V> {
         self.entries[id]
             .as_ref()
             .expect("invariant violated: an index lists a removed object")
-    }
-}
-
-/// Puts slot `id` in the bucket of `value`, creating the bucket if needed,
-/// and interns `value`: afterwards it is the bucket's own key.
-#[inline]
-fn bucket(buckets: &mut Buckets, value: &mut Arc<str>, id: Id) {
-    match buckets.get_key_value_mut(&**value) {
-        Some((interned, bucket)) => {
-            bucket.insert(id);
-            if !Arc::ptr_eq(interned, value) {
-                *value = Arc::clone(interned);
-            }
-        }
-        None => {
-            let mut bucket = Bucket::default();
-            bucket.insert(id);
-            buckets.insert(Arc::clone(value), bucket);
-        }
-    }
-}
-
-/// Takes slot `id` out of the bucket of `value`, dropping the bucket if it
-/// empties and shrinking it if it is mostly empty. The bucket's key dropped
-/// with an empty bucket is never the last reference to it (the slot's
-/// values, returned to the caller, still hold one).
-#[inline]
-fn unbucket(buckets: &mut Buckets, value: &str, id: Id) {
-    if let Some(bucket) = buckets.get_mut(value) {
-        bucket.remove(&id);
-        if bucket.is_empty() {
-            buckets.remove(value);
-        } else if bucket.capacity() > 64 && bucket.len() * 8 < bucket.capacity() {
-            // A bucket that shrank to an eighth of its table gives memory
-            // back; halving at most once per `len` removals keeps this O(1)
-            // amortized.
-            bucket.shrink_to(bucket.len() * 2);
-        }
     }
 }

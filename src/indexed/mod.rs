@@ -60,6 +60,8 @@
 //! Design notes and measurements: `design/indexed.md`.
 
 mod builder;
+#[cfg(feature = "reflector")]
+pub(crate) mod burst;
 mod collect;
 mod core;
 mod error;

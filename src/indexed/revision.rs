@@ -242,14 +242,18 @@ where
         items: Vec<(K, Arc<V>)>,
         rejected: &mut Vec<(K, IndexError)>,
     ) -> Vec<Core<K, V>> {
-        let mut cores: Vec<Core<K, V>> =
-            (0..count).map(|_| Core::new(Arc::clone(schema))).collect();
+        let per_shard = items.len() / count + items.len() / count / 8 + 8;
+        let mut cores: Vec<Core<K, V>> = (0..count)
+            .map(|_| {
+                Core::with_capacity(Arc::clone(schema), per_shard)
+                    .unwrap_or_else(|| Core::new(Arc::clone(schema)))
+            })
+            .collect();
         for (key, value) in items {
             match schema.compute(&value) {
                 Ok(values) => {
                     let hash = self.hasher.hash_one(&key);
-                    let key_copy = key.clone();
-                    drop(cores[shard_of(hash, count - 1)].insert(hash, key_copy, value, values));
+                    cores[shard_of(hash, count - 1)].build_insert(hash, key, value, values);
                 }
                 Err(error) => rejected.push((key, error)),
             }

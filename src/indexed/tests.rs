@@ -229,6 +229,52 @@ fn replace_with_repeated_keys_keeps_the_last() {
     store.check_invariants();
 }
 
+/// A `replace` whose items' count is not known up front (collected first)
+/// and one whose count is (taken as they come) build the same content and
+/// indexes, repeated keys keeping their last object.
+#[test]
+fn replace_of_known_and_unknown_length_agree() {
+    let items = || {
+        (0..1_000u32)
+            .filter(|k| k % 3 != 0)
+            .map(|k| (k % 400, format!("v{}", k % 7)))
+    };
+    let mut model = std::collections::BTreeMap::new();
+    model.extend(items());
+    let exact: Vec<(u32, String)> = items().collect();
+    let store = || {
+        IndexedStore::builder()
+            .shards(4)
+            .index("v", |s: &String| [s.clone()])
+            .build()
+            .unwrap()
+    };
+    let (unknown, known) = (store(), store());
+    unknown.replace(items()).unwrap();
+    known.replace(exact).unwrap();
+    for store in [&unknown, &known] {
+        store.check_invariants();
+        let mut content: Vec<(u32, String)> = store
+            .to_vec()
+            .into_iter()
+            .map(|(k, v)| (k, (*v).clone()))
+            .collect();
+        content.sort();
+        assert_eq!(content, model.clone().into_iter().collect::<Vec<_>>());
+        for value in 0..7 {
+            let value = format!("v{value}");
+            let mut keys = store.index_keys("v", &value).unwrap();
+            keys.sort_unstable();
+            let want: Vec<u32> = model
+                .iter()
+                .filter(|(_, v)| **v == value)
+                .map(|(k, _)| *k)
+                .collect();
+            assert_eq!(keys, want, "index of {value}");
+        }
+    }
+}
+
 #[test]
 fn debug_and_display_are_informative() {
     let store: IndexedStore<u32, String> = IndexedStore::builder()
@@ -294,4 +340,34 @@ fn a_bucket_that_shrinks_gives_memory_back() {
         core.bucket_capacity(0, "z") <= 64,
         "bucket kept its peak table"
     );
+}
+
+/// Updates that change how many values an object has move its positions'
+/// run; removals swap other ids into the holes. Every id stays found at its
+/// position, and the dead runs are reclaimed: the arena stays within twice
+/// the live positions (plus a constant).
+#[test]
+fn positions_follow_swap_removes_and_dead_runs_are_reclaimed() {
+    let mut core = core();
+    let words = ["a", "ab", "abc", "abcd", "b", "bcd", "dcba", "x"];
+    for key in 0..200u32 {
+        put(&mut core, key, words[key as usize % words.len()]);
+    }
+    core.check(|_| true);
+    for round in 0..20usize {
+        for key in 0..200u32 {
+            let word = words[(key as usize + round * 3) % words.len()];
+            if (key as usize + round) % 7 == 0 {
+                core.remove(h(&key), &key);
+            } else {
+                put(&mut core, key, word);
+            }
+        }
+        core.check(|_| true);
+        let (arena, live) = core.positions_len();
+        assert!(
+            arena <= 2 * live + 64,
+            "round {round}: arena {arena}, live {live}"
+        );
+    }
 }

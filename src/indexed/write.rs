@@ -147,10 +147,10 @@ where
                     // BROKEN on purpose: the index changes in a second
                     // critical section, after the object.
                     let found = core.find(hash, &key);
-                    let (inserted, id, old) =
+                    let (inserted, id, mut old) =
                         core.insert_unindexed(hash, found, key_copy, value, values);
                     drop(core);
-                    self.shards.write(shard).reindex(id, old.as_deref());
+                    self.shards.write(shard).reindex(id, old.as_deref_mut());
                     return Ok(previous_of(inserted));
                 }
                 let inserted = core.insert(hash, key_copy, value, values);
@@ -222,9 +222,9 @@ where
             // section, after the object.
             let mut core = self.shards.write(shard);
             let id = core.find(hash, key)?;
-            let (removed, id, values) = core.remove_unindexed(hash, id);
+            let (removed, (values, at)) = core.remove_unindexed(hash, id);
             drop(core);
-            self.shards.write(shard).unindex(id, &values);
+            self.shards.write(shard).unindex(id, &values, &at);
             return Some(removed.value);
         }
         let mut core = self.shards.write(shard);
@@ -252,8 +252,8 @@ where
     ///
     /// # Panics
     ///
-    /// If an index function or `K`'s `Hash`, `Eq` or `Clone` panics (all
-    /// run with no lock held); the store is then unchanged.
+    /// If an index function or `K`'s `Hash` or `Eq` panics (all run with
+    /// no lock held); the store is then unchanged.
     ///
     /// # Examples
     ///
@@ -282,7 +282,7 @@ where
         I: IntoIterator<Item = (K, V)>,
     {
         let mut schema = self.schema();
-        let items: Vec<(K, Arc<V>)> = items.into_iter().map(|(k, v)| (k, Arc::new(v))).collect();
+        let items = items.into_iter().map(|(k, v)| (k, Arc::new(v)));
         if broken!(IndexedFault::ReplacePiecewise) {
             // BROKEN on purpose: clear, then one insert per critical section.
             self.clear();
@@ -292,7 +292,15 @@ where
             return Ok(());
         }
         let count = self.shards.count();
-        let mut fresh = build_cores(&schema, &self.hasher, count, items)?;
+        let mut fresh = match items.size_hint() {
+            // Taken as they come when their count is known (the shards are
+            // sized for it), else collected first.
+            (low, Some(high)) if low == high => build_cores(&schema, &self.hasher, count, items)?,
+            _ => {
+                let items: Vec<_> = items.collect();
+                build_cores(&schema, &self.hasher, count, items.into_iter())?
+            }
+        };
         loop {
             match self.swap_in(fresh, &schema, revision) {
                 Ok(old) => {
@@ -302,8 +310,8 @@ where
                 Err((built, current)) => {
                     // An index was added meanwhile: rebuild for the new schema.
                     schema = current;
-                    let items = built.into_iter().flat_map(Core::into_entries).collect();
-                    fresh = build_cores(&schema, &self.hasher, count, items)?;
+                    let items: Vec<_> = built.into_iter().flat_map(Core::into_entries).collect();
+                    fresh = build_cores(&schema, &self.hasher, count, items.into_iter())?;
                 }
             }
         }
@@ -451,18 +459,20 @@ fn previous_of<K, V>(inserted: Inserted<K, V>) -> Option<Arc<V>> {
 }
 
 /// Builds the `count` shards of a whole new content (for `replace`) with no
-/// lock held.
+/// lock held, taking `items` as they come (the shards sized from their
+/// lower bound).
 pub(super) fn build_cores<K, V, S>(
     schema: &Arc<Schema<V>>,
     hasher: &S,
     count: usize,
-    items: Vec<(K, Arc<V>)>,
+    items: impl Iterator<Item = (K, Arc<V>)>,
 ) -> Result<Vec<Core<K, V>>, IndexError>
 where
-    K: Hash + Eq + Clone,
+    K: Hash + Eq,
     S: BuildHasher,
 {
-    let per_shard = items.len() / count + items.len() / count / 8 + 8;
+    let len = items.size_hint().0;
+    let per_shard = len / count + len / count / 8 + 8;
     let mut cores: Vec<Core<K, V>> = (0..count)
         .map(|_| {
             Core::with_capacity(Arc::clone(schema), per_shard)
@@ -472,12 +482,10 @@ where
     for (key, value) in items {
         let values = schema.compute(&value)?;
         let hash = hasher.hash_one(&key);
-        // The store keeps a copy, as every write does.
-        let key_copy = key.clone();
-        cores[shards::shard_of(hash, count - 1)].push_unindexed(hash, key_copy, value, values);
-    }
-    for core in &mut cores {
-        core.index_all();
+        // Indexed as it goes: a value already interned in the shard drops
+        // its fresh copy at once (the allocator reuses that memory for the
+        // next object's). The key itself is stored (no copy: no lock held).
+        cores[shards::shard_of(hash, count - 1)].build_insert(hash, key, value, values);
     }
     Ok(cores)
 }

@@ -27,7 +27,10 @@ pub(crate) fn validate(capacity: usize, shards: usize) -> Result<(), BuildError>
         return Err(BuildError::ZeroShards);
     }
     if shards > MAX_SHARDS {
-        return Err(BuildError::TooManyShards { shards });
+        return Err(BuildError::TooManyShards {
+            shards,
+            max: MAX_SHARDS,
+        });
     }
     if shards > capacity {
         return Err(BuildError::MoreShardsThanCapacity { shards, capacity });

@@ -14,10 +14,8 @@ use std::borrow::Borrow;
 use std::hash::{BuildHasher, Hash};
 
 use super::LruCache;
-#[cfg(loom)]
-use crate::cache::Evicted;
 use crate::cache::weigh;
-use crate::cache::{Inserted, SWEEP_BUDGET};
+use crate::cache::{Evicted, Inserted, SWEEP_BUDGET};
 use crate::error::BuildError;
 use crate::fault::broken;
 use crate::removal::{RemovalCause, notify};
@@ -134,6 +132,7 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
 
     /// Gives the replaced and the evicted entries to the listener, then drops
     /// them and the unused key. Unlocked.
+    #[inline]
     pub(crate) fn finish_insert(&self, displaced: Inserted<K, V>) {
         let Inserted {
             replaced,
@@ -144,21 +143,31 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
         } = displaced;
         // The common case, no listener and at most one entry evicted: a plain
         // drop (one user `Drop` at most, so a panic in it spares nothing
-        // else), with no iterator chain built around it.
-        let evicted = if self.listener.is_none() && replaced.is_none() && unused_key.is_none() {
+        // else), inlined, with no iterator chain built around it.
+        if self.listener.is_none() && replaced.is_none() && unused_key.is_none() {
             match evicted.at_most_one() {
-                Ok(victim) => {
-                    drop(victim);
-                    return;
-                }
-                Err(evicted) => evicted,
+                Ok(victim) => drop(victim),
+                Err(evicted) => self.notify_displaced(None, false, None, evicted, expired),
             }
-        } else {
-            evicted
-        };
+            return;
+        }
+        self.notify_displaced(replaced, replaced_expired, unused_key, evicted, expired);
+    }
+
+    /// [`finish_insert`](Self::finish_insert) past its common case: every
+    /// displaced entry to the listener (if any) in one `notify`, so a
+    /// panicking call still hands over the others.
+    #[inline(never)]
+    fn notify_displaced(
+        &self,
+        replaced: Option<V>,
+        replaced_expired: bool,
+        unused_key: Option<K>,
+        evicted: Evicted<K, V>,
+        expired: usize,
+    ) {
         // The replaced value goes to the listener under the key passed in
         // (equal to the stored one, which is kept).
-        // One `notify`, so a panicking call still hands over the other.
         let replaced = unused_key.zip(replaced);
         let replaced_cause = if replaced_expired {
             RemovalCause::Expired

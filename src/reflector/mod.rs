@@ -28,6 +28,7 @@
 // resync), `status.rs` (what handles share: revision, readiness, stats,
 // stop), `timer.rs` (Timer, backoff), `error.rs`; `etcd/` (EtcdSource).
 mod builder;
+mod burst;
 mod error;
 #[cfg(feature = "etcd")]
 mod etcd;

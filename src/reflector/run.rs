@@ -6,9 +6,10 @@
 //! 1. List; replace the store's content with the list atomically (one
 //!    critical section, the list's revision included), and deliver the
 //!    difference between the old and the new content to the handlers.
-//! 2. Watch from the last applied revision; apply each event to the store
-//!    (object, indexes and revision in one critical section), notify the
-//!    handlers, then publish the revision to the handle's waiters.
+//! 2. Watch from the last applied revision; apply the events to the store
+//!    (objects, indexes and revision in one critical section; the events
+//!    the stream already holds together: `burst.rs`), notify the handlers,
+//!    then publish the revision to the handle's waiters.
 //! 3. A connection error or a dropped stream: back off, then watch again
 //!    from the last applied revision (step 2). A too-old revision or a
 //!    progress notification ahead of an event: back off, then list again
@@ -36,6 +37,7 @@ use std::time::Instant;
 use futures_core::Stream;
 
 use super::builder::{Backoff, ReflectorBuilder, Resync};
+use super::burst;
 use super::error::ReflectorError;
 use super::handler::{Handlers, Notification};
 use super::registry::{HandlerRegistry, Registry};
@@ -62,11 +64,14 @@ pub(crate) type KeyParser<K> = Box<dyn Fn(&str) -> Option<K> + Send + Sync>;
 ///   object left behind.
 /// - **No half-applied relist.** A relist replaces the store's content in
 ///   one critical section; a reader sees the old content or the new,
-///   never a mix. Each watch event is applied in one critical section too,
-///   its revision with it ([`IndexedStore::get_with_revision`]).
-/// - **Handlers** run with no lock held, after the store holds the change,
-///   one at a time, in the order the changes were applied: in revision
-///   order per key. A relist delivers the difference (an add for a new
+///   never a mix. Watch events are applied in one critical section too,
+///   their revision with them ([`IndexedStore::get_with_revision`]): the
+///   events the stream already holds (up to 256) in one, so a whole-store
+///   read sees none of them or all.
+/// - **Handlers** run with no lock held, after the store holds the change
+///   (and possibly later changes applied in the same write), one at a
+///   time, in the order the changes were applied: in revision order per
+///   key. A relist delivers the difference (an add for a new
 ///   key, an update for a key still there, a delete for a key gone), never
 ///   a second add. A panicking handler is reported and the loop goes on;
 ///   the other handlers still get the notification. See [`Handler`](super::Handler).
@@ -149,9 +154,30 @@ enum Step<T> {
 
 /// Where the watch has got to: the last applied revision, and the keys
 /// changed at exactly that revision (several changes can share one).
-struct Applying<K> {
+pub(super) struct Applying<K> {
     revision: Revision,
     keys: HashSet<K>,
+}
+
+impl<K: std::hash::Hash + Eq + Clone> Applying<K> {
+    /// Whether the change of `key` at `revision` is new (not below the last
+    /// applied revision, nor at it for a key already changed at it); if so,
+    /// it is now the last applied.
+    pub(super) fn admit(&mut self, revision: Revision, key: &K) -> bool {
+        if revision < self.revision {
+            return false;
+        }
+        if revision == self.revision {
+            if self.keys.contains(key) {
+                return false;
+            }
+        } else {
+            self.keys.clear();
+            self.revision = revision;
+        }
+        self.keys.insert(key.clone());
+        true
+    }
 }
 
 /// What applying one watch event led to.
@@ -328,6 +354,51 @@ where
                         Step::Resync => {
                             self.resync_now(applied.revision);
                             resync = self.resync_sleep();
+                        }
+                        Step::Item(Some(Ok(event))) if burst::is_change(&event) => {
+                            // The changes the stream already holds: one
+                            // store write (see `burst.rs`).
+                            let mut events = vec![event];
+                            let mut after = None;
+                            while events.len() < burst::MAX_EVENTS {
+                                let next =
+                                    poll_fn(|cx| Poll::Ready(Pin::new(&mut stream).poll_next(cx)))
+                                        .await;
+                                match next {
+                                    Poll::Ready(Some(Ok(event))) if burst::is_change(&event) => {
+                                        events.push(event);
+                                    }
+                                    Poll::Ready(item) => {
+                                        after = Some(item);
+                                        break;
+                                    }
+                                    Poll::Pending => break,
+                                }
+                            }
+                            let new = if events.len() == 1 {
+                                let event = events.pop().expect("one event");
+                                matches!(self.apply_event(event, &mut applied), Applied::Yes)
+                            } else {
+                                self.apply_burst(events, &mut applied)
+                            };
+                            if new {
+                                failures = 0;
+                            }
+                            match after {
+                                // The rest of the last revision: at once.
+                                Some(Some(Ok(event))) if event.revision() == applied.revision => {
+                                    match self.apply_event(event, &mut applied) {
+                                        Applied::Yes => failures = 0,
+                                        Applied::Duplicate => {}
+                                        Applied::Relist => {
+                                            drop(stream);
+                                            continue 'list;
+                                        }
+                                    }
+                                }
+                                Some(item) => held = Some(item),
+                                None => {}
+                            }
                         }
                         Step::Item(Some(Ok(event))) => {
                             match self.apply_event(event, &mut applied) {
@@ -555,7 +626,7 @@ where
         }
     }
 
-    fn notify(&self, notification: &Notification<Src::Key, Src::Object>) {
+    pub(super) fn notify(&self, notification: &Notification<Src::Key, Src::Object>) {
         self.deliver(notification, false);
     }
 
@@ -584,7 +655,7 @@ where
         }
     }
 
-    fn report(&self, error: ReflectorError) {
+    pub(super) fn report(&self, error: ReflectorError) {
         if let Some(on_error) = &self.on_error {
             // A panicking error callback must not end the loop either.
             let _ = catch_unwind(AssertUnwindSafe(|| on_error(&error)));

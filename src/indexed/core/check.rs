@@ -38,6 +38,13 @@ impl<K, V> Core<K, V> {
             self.values.len(),
             self.entries.len()
         );
+        assert_eq!(
+            self.positions.len(),
+            self.values.len(),
+            "invariant violated: bucket positions kept for {} of {} slots",
+            self.positions.len(),
+            self.values.len()
+        );
         for &id in &self.free {
             assert!(
                 self.entries[id as usize].is_none(),
@@ -61,6 +68,21 @@ impl<K, V> Core<K, V> {
             positions,
             "invariant violated: index count"
         );
+        for (id, _) in self.live() {
+            let held: usize = self
+                .values
+                .get(id)
+                .map_or(0, |v| v.iter().map(|v| v.len()).sum());
+            let at = if id < self.positions.len() {
+                self.positions.get(id).len()
+            } else {
+                0
+            };
+            assert_eq!(
+                at, held,
+                "invariant violated: slot {id} has {at} bucket positions for {held} values"
+            );
+        }
         for (position, buckets) in self.indexes.iter().enumerate() {
             let name = &self.schema.defs[position].name;
             let mut entries = 0;
@@ -88,11 +110,23 @@ impl<K, V> Core<K, V> {
                         "invariant violated: slot {id} holds {name}={value} not interned"
                     );
                 }
+                let mut seen = bucket.clone();
+                seen.sort_unstable();
+                seen.dedup();
+                assert_eq!(
+                    seen.len(),
+                    bucket.len(),
+                    "invariant violated: {name}={value} lists a slot twice"
+                );
                 entries += bucket.len();
             }
             let mut expected = 0;
             for (id, _) in self.live() {
                 let slot = &self.values[id];
+                let offset: usize = slot[..position.min(slot.len())]
+                    .iter()
+                    .map(|v| v.len())
+                    .sum();
                 assert_eq!(
                     slot.len(),
                     positions,
@@ -105,14 +139,15 @@ impl<K, V> Core<K, V> {
                     values.windows(2).all(|w| w[0] < w[1]),
                     "invariant violated: values not sorted and unique"
                 );
-                for value in values.iter() {
+                for (nth, value) in values.iter().enumerate() {
+                    let at = self.positions.get(id)[offset + nth] as usize;
                     let listed = buckets
                         .get(value)
-                        .is_some_and(|b| b.contains(&bucket_id(id)));
+                        .is_some_and(|b| b.get(at) == Some(&bucket_id(id)));
                     assert!(
                         listed,
                         "invariant violated: index disagrees with objects: \
-                         an object with {name}={value} is missing from its bucket"
+                         an object with {name}={value} is missing from its bucket at its position"
                     );
                 }
                 expected += values.len();
