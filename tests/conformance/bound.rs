@@ -94,7 +94,7 @@ pub fn the_bound_holds_against_the_model<F: Face>(axes: &Axes) {
                     clock.advance(Duration::from_secs(seconds));
                     model.advance(Duration::from_secs(seconds));
                 }
-                94..97 => purged = cache.purge_expired(),
+                94..97 => purged = Some(cache.purge_expired()),
                 _ => {
                     let capacity = rng.capacity(axes.weighted);
                     if let Some(resized) = cache.resize(capacity) {

@@ -109,8 +109,8 @@ impl Config {
 pub trait Face: Send + Sync + Sized {
     const NAME: &'static str;
 
-    /// Whether `build` can honour every setting of `config` today. A case
-    /// whose configuration is not supported is skipped (and says so).
+    /// Whether `build` can honour every setting of `config` today (`matrix!`
+    /// generates only such cells; `run` fails any other).
     fn supports(config: &Config) -> bool;
 
     /// Builds the face from `config` (which `supports` accepted).
@@ -138,7 +138,7 @@ pub trait Face: Send + Sync + Sized {
     /// `None` if the face cannot be resized.
     fn resize(&self, capacity: usize) -> Option<Result<(), BuildError>>;
     /// `None` if the face has no `purge_expired`.
-    fn purge_expired(&self) -> Option<usize>;
+    fn purge_expired(&self) -> usize;
     fn check_invariants(&self);
 }
 
@@ -232,8 +232,8 @@ impl Face for Lru {
     fn resize(&self, capacity: usize) -> Option<Result<(), BuildError>> {
         Some(LruCache::resize(self, capacity))
     }
-    fn purge_expired(&self) -> Option<usize> {
-        Some(LruCache::purge_expired(self))
+    fn purge_expired(&self) -> usize {
+        LruCache::purge_expired(self)
     }
     fn check_invariants(&self) {
         LruCache::check_invariants(self)
@@ -324,8 +324,8 @@ impl Face for Typed {
         // TODO(wiring): `Some(TypedCache::resize(self, capacity))` if it gains one.
         None
     }
-    fn purge_expired(&self) -> Option<usize> {
-        Some(TypedCache::purge_expired(self))
+    fn purge_expired(&self) -> usize {
+        TypedCache::purge_expired(self)
     }
     fn check_invariants(&self) {
         TypedCache::check_invariants(self)
