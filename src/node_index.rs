@@ -19,23 +19,6 @@ pub(crate) trait Keyed {
     fn key(&self) -> &Self::Key;
 }
 
-/// Implements [`Keyed`] for a core's node type `$node<K, V>`, which has the
-/// fields `hash: u64` and `key: K` (every core's node does).
-macro_rules! keyed_node {
-    ($node:ident) => {
-        impl<K, V> $crate::node_index::Keyed for $node<K, V> {
-            type Key = K;
-            fn hash(&self) -> u64 {
-                self.hash
-            }
-            fn key(&self) -> &K {
-                &self.key
-            }
-        }
-    };
-}
-pub(crate) use keyed_node;
-
 /// Node indices (`u32`) by hash.
 pub(crate) struct NodeIndex(HashTable<u32>);
 

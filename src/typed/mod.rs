@@ -38,7 +38,6 @@
 
 mod any;
 mod builder;
-mod core;
 mod load_async;
 mod raw;
 mod stats;
