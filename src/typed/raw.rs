@@ -224,10 +224,17 @@ where
         Q: Hash + Eq + ?Sized,
     {
         let shard = &self.shards[Self::shard_index(hash)];
-        if self.exclusive_hits {
+        let core = shard.read();
+        // The default (CLOCK, no expiry) first, with no dispatch.
+        let found = if let PolicyShard::Clock(entries) = &core.entries {
+            entries.get_shared(hash, key, 0, true)
+        } else if !self.exclusive_hits {
+            core.entries.get_shared(hash, key, || self.now())
+        } else {
+            drop(core);
             return self.lookup_exclusive(shard, hash, key, project);
-        }
-        match shard.read().entries.get_shared(hash, key, || self.now()) {
+        };
+        match found {
             Lookup::Live(value) => Lookup::Live(project(value)),
             Lookup::Expired => Lookup::Expired,
             Lookup::Missing => Lookup::Missing,
@@ -632,11 +639,13 @@ where
             }
             // Each shard is unbounded: what an insert evicts is what its
             // sweep found expired.
-            tagged(
-                &mut garbage,
-                inserted.evicted.into_iter(),
-                RemovalCause::Expired,
-            );
+            if inserted.evicted.len() > 0 {
+                tagged(
+                    &mut garbage,
+                    inserted.evicted.into_iter(),
+                    RemovalCause::Expired,
+                );
+            }
             self.account(before, core.entries.len());
             if !skip_eviction {
                 self.evict_locked(&mut core, hash, now, &mut garbage);
