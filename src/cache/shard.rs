@@ -448,6 +448,12 @@ impl<K, V, P: Policy, const E: bool> Shard<K, V, P, E> {
             push_victim(inserted, (old_key, old_value), victim_expired);
             return;
         }
+        self.append(hash, key, value, weight, admit, now);
+    }
+
+    /// Appends a new entry, which fits.
+    #[inline(always)]
+    fn append(&mut self, hash: u64, key: K, value: V, weight: u32, admit: P::Admit, now: u64) {
         let i = self.entries.len() as u32;
         self.entries.push(Entry {
             key,
@@ -459,9 +465,51 @@ impl<K, V, P: Policy, const E: bool> Shard<K, V, P, E> {
         if E {
             self.times.push(now);
         }
-        self.weight += weight_64;
+        self.weight += u64::from(weight);
         self.policy.link(&mut self.entries, i, weight, admit);
         self.table.insert(&self.entries, i);
+    }
+
+    /// Inserts or replaces the key's value (of weight 1) in a shard whose
+    /// bound its caller keeps (it never fills: nothing is evicted here).
+    /// With expiry, first releases up to `sweep` expired entries into
+    /// `swept`. Returns, if the key was present, the key passed in, the old
+    /// value and whether it had expired. `K: Eq` runs before any change.
+    #[inline]
+    pub(crate) fn insert_unevicting(
+        &mut self,
+        hash: u64,
+        key: K,
+        value: V,
+        now: u64,
+        sweep: usize,
+        swept: &mut Vec<(K, V)>,
+    ) -> Option<(K, V, bool)>
+    where
+        K: Eq,
+    {
+        debug_assert!(self.weight < self.capacity as u64);
+        if let Some(i) = self.find(hash, &key) {
+            let old_weight = self.weights.get(i);
+            let expired = E && self.times.expired(i, now);
+            let old = std::mem::replace(&mut self.entries[i as usize].value, value);
+            self.weights.set(i, 1, self.entries.len());
+            if E {
+                self.times.reset(i, now);
+            }
+            self.weight = self.weight - u64::from(old_weight) + 1;
+            self.policy.replaced(&mut self.entries, i, old_weight, 1);
+            if E && sweep > 0 {
+                self.sweep(now, sweep, |entry| swept.push(entry));
+            }
+            return Some((key, old, expired));
+        }
+        let admit = self.policy.admit(hash);
+        if E && sweep > 0 {
+            self.sweep(now, sweep, |entry| swept.push(entry));
+        }
+        self.append(hash, key, value, 1, admit, now);
+        None
     }
 
     /// Removes the key, returning its entry and whether it had expired at

@@ -215,6 +215,31 @@ impl<K, V> PolicyShard<K, V> {
         }
     }
 
+    /// See [`Shard::insert_unevicting`]. `now` is called only when entries
+    /// can expire.
+    #[inline]
+    pub(crate) fn insert_unevicting(
+        &mut self,
+        hash: u64,
+        key: K,
+        value: V,
+        now: impl FnOnce() -> u64,
+        sweep: usize,
+        swept: &mut Vec<(K, V)>,
+    ) -> Option<(K, V, bool)>
+    where
+        K: Eq,
+    {
+        match self {
+            Self::Exact(s) => s.insert_unevicting(hash, key, value, 0, 0, swept),
+            Self::Clock(s) => s.insert_unevicting(hash, key, value, 0, 0, swept),
+            Self::S3Fifo(s) => s.insert_unevicting(hash, key, value, 0, 0, swept),
+            Self::ExactExpiring(s) => s.insert_unevicting(hash, key, value, now(), sweep, swept),
+            Self::ClockExpiring(s) => s.insert_unevicting(hash, key, value, now(), sweep, swept),
+            Self::S3FifoExpiring(s) => s.insert_unevicting(hash, key, value, now(), sweep, swept),
+        }
+    }
+
     /// Releases up to `budget` expired entries into `out`.
     pub(crate) fn sweep(&mut self, now: u64, budget: usize, out: &mut Vec<(K, V)>) {
         dispatch!(self, s => s.sweep(now, budget, |entry| out.push(entry)))

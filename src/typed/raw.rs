@@ -263,6 +263,7 @@ where
 
     /// An init's re-check: a live entry's value (the access recorded), or
     /// the shard's write generation it saw.
+    #[inline]
     fn recheck<Q>(&self, hash: u64, key: &Q) -> Result<V, u64>
     where
         K: Borrow<Q>,
@@ -281,11 +282,12 @@ where
                 .ok_or(generation);
         }
         let core = shard.read();
-        core.entries
-            .get_shared(hash, key, || self.now())
-            .live()
-            .cloned()
-            .ok_or(core.generation)
+        let found = if let PolicyShard::Clock(entries) = &core.entries {
+            entries.get_shared(hash, key, 0, true)
+        } else {
+            core.entries.get_shared(hash, key, || self.now())
+        };
+        found.live().cloned().ok_or(core.generation)
     }
 
     /// A read: counts a hit or a miss; removes an expired entry it finds.
@@ -620,7 +622,10 @@ where
             let before = core.entries.len();
             self.stats.record(Event::Insert);
             // `K: Eq` runs here, before any change (the bump included).
-            let inserted = core.entries.insert(hash, key, value, 1, || now, budget);
+            let mut swept = Vec::new();
+            let displaced =
+                core.entries
+                    .insert_unevicting(hash, key, value, || now, budget, &mut swept);
             if user_write {
                 core.bump_generation();
             }
@@ -628,8 +633,8 @@ where
             // equal to the stored one) first, and, if still live, to the
             // caller: `garbage[0]`, handed back by `release_returning`.
             let mut replaced = None;
-            if let (Some(key), Some(old)) = (inserted.unused_key, inserted.replaced) {
-                let cause = if inserted.replaced_expired {
+            if let Some((key, old, expired)) = displaced {
+                let cause = if expired {
                     RemovalCause::Expired
                 } else {
                     replaced = wants_old.then_some(0);
@@ -637,22 +642,17 @@ where
                 };
                 garbage.push((key, old, cause));
             }
-            // Each shard is unbounded: what an insert evicts is what its
-            // sweep found expired.
-            if inserted.evicted.len() > 0 {
-                tagged(
-                    &mut garbage,
-                    inserted.evicted.into_iter(),
-                    RemovalCause::Expired,
-                );
+            if !swept.is_empty() {
+                tagged(&mut garbage, swept, RemovalCause::Expired);
             }
             self.account(before, core.entries.len());
-            if !skip_eviction {
+            let evicts = self.capacity.is_some() && !skip_eviction;
+            if evicts {
                 self.evict_locked(&mut core, hash, now, &mut garbage);
             }
             replaced
         };
-        if !skip_eviction {
+        if self.capacity.is_some() && !skip_eviction {
             self.evict_elsewhere(shard, hash, now, &mut garbage);
         }
         self.release_returning(garbage, replaced)
