@@ -38,6 +38,7 @@
 
 mod any;
 mod builder;
+mod key_shard;
 mod load_async;
 mod raw;
 mod stats;

@@ -45,13 +45,13 @@ use std::cell::Cell;
 use std::fmt;
 use std::hash::{BuildHasher, Hash};
 
+use super::key_shard::{KeyShard, Removed, tagged};
 use super::stats::{Event, Stats};
 use crate::EvictionPolicy;
-use crate::cache::{Expiry, Lookup, MAX_SHARD_CAPACITY, SWEEP_BUDGET, nanos};
+use crate::cache::{Expiry, Lookup, SWEEP_BUDGET, nanos};
 use crate::fault::broken;
 use crate::flight::{Caller, FlightGroup, Looked, Source};
-use crate::lru::PolicyShard;
-use crate::removal::{Listener, Removal, RemovalCause, copy_unlocked, notify};
+use crate::removal::{Listener, RemovalCause, copy_unlocked, notify};
 use crate::stats::CacheStats;
 use crate::sync::{Arc, AtomicUsize, CachePadded, Ordering, ShardedLock};
 use crate::time::Clock;
@@ -59,31 +59,6 @@ use crate::time::Clock;
 /// Number of key shards (a power of two). More shards let more writes
 /// proceed at once; reads never contend whatever the count.
 const SHARDS: usize = 16;
-
-type Removed<K, V> = Removal<K, V>;
-
-/// One key shard: its entries, and the count of user writes to it.
-struct KeyShard<K, V> {
-    entries: PolicyShard<K, V>,
-    /// Bumped by every user write (insert, remove, clear). An init that
-    /// started before a bump does not cache its value.
-    generation: u64,
-}
-
-impl<K, V> KeyShard<K, V> {
-    fn bump_generation(&mut self) {
-        self.generation = self.generation.wrapping_add(1);
-    }
-}
-
-/// Tags removed entries with their cause.
-fn tagged<K, V>(
-    out: &mut Vec<Removed<K, V>>,
-    entries: impl IntoIterator<Item = (K, V)>,
-    cause: RemovalCause,
-) {
-    out.extend(entries.into_iter().map(|(k, v)| (k, v, cause)));
-}
 
 pub(crate) struct Raw<K, V, S> {
     shards: Box<[ShardedLock<KeyShard<K, V>>]>,
@@ -129,20 +104,12 @@ where
         clock: Arc<dyn Clock>,
         hasher: S,
     ) -> Self {
-        let shard = || {
-            // Each shard unbounded: the bound is global (see `store`). The
-            // policy's own structures are sized for a shard's share.
-            let mut entries = PolicyShard::new(policy, MAX_SHARD_CAPACITY, expiry);
-            if let Some(max) = capacity {
-                entries.size_policy(max.div_ceil(SHARDS));
-            }
-            ShardedLock::new(KeyShard {
-                entries,
-                generation: 0,
-            })
-        };
+        // Each shard unbounded: the bound is global (see `store`).
+        let share = capacity.map(|max| max.div_ceil(SHARDS));
         Self {
-            shards: (0..SHARDS).map(|_| shard()).collect(),
+            shards: (0..SHARDS)
+                .map(|_| ShardedLock::new(KeyShard::new(policy, share, expiry)))
+                .collect(),
             hasher,
             flights: FlightGroup::new(),
             policy,
@@ -225,12 +192,7 @@ where
     {
         let shard = &self.shards[Self::shard_index(hash)];
         let core = shard.read();
-        // The default (CLOCK, no expiry) first, with no dispatch.
-        let found = if let PolicyShard::Clock(entries) = &core.entries {
-            entries.get_shared(hash, key, 0, true)
-        } else if !self.exclusive_hits {
-            core.entries.get_shared(hash, key, || self.now())
-        } else {
+        let Some(found) = core.get_shared(hash, key, || self.now()) else {
             drop(core);
             return self.lookup_exclusive(shard, hash, key, project);
         };
@@ -282,12 +244,8 @@ where
                 .ok_or(generation);
         }
         let core = shard.read();
-        let found = if let PolicyShard::Clock(entries) = &core.entries {
-            entries.get_shared(hash, key, 0, true)
-        } else {
-            core.entries.get_shared(hash, key, || self.now())
-        };
-        found.live().cloned().ok_or(core.generation)
+        let found = core.get_shared(hash, key, || self.now());
+        found.and_then(Lookup::live).cloned().ok_or(core.generation)
     }
 
     /// A read: counts a hit or a miss; removes an expired entry it finds.
@@ -672,16 +630,8 @@ where
         };
         while self.len.load(Ordering::SeqCst) > max {
             let before = core.entries.len();
-            match core.entries.evict_one(now, keep) {
-                Some((key, value, expired)) => {
-                    let cause = if expired {
-                        RemovalCause::Expired
-                    } else {
-                        RemovalCause::Evicted
-                    };
-                    garbage.push((key, value, cause));
-                }
-                None => break,
+            if !core.evict_one(keep, now, garbage) {
+                break;
             }
             self.account(before, core.entries.len());
         }
