@@ -1,6 +1,6 @@
-//! [`NodeIndex`]: the hash table from a key's hash to its slot, shared by
-//! the cache engine's shards (`cache/shard.rs`, under every policy) and
-//! `TypedCache`'s (`typed/core.rs`).
+//! [`NodeIndex`]: the hash table from a key's hash to its slot, used by
+//! the cache engine's shards (`cache/shard.rs`, under every policy and
+//! every face: `LruCache`, `TypedCache`, `AnyCache`).
 //!
 //! Each core keeps its entries in one dense `Vec` of nodes (4 bytes of
 //! table per bucket, so the table's power-of-two slack costs little); every node
