@@ -1,6 +1,6 @@
-//! [`NodeIndex`]: the hash table from a key's hash to its slot, shared by
-//! the cache engine's shards (`cache/shard.rs`, under every policy) and
-//! `TypedCache`'s (`typed/core.rs`).
+//! [`NodeIndex`]: the hash table from a key's hash to its slot, used by
+//! the cache engine's shards (`cache/shard.rs`, under every policy and
+//! every face: `LruCache`, `TypedCache`, `AnyCache`).
 //!
 //! Each core keeps its entries in one dense `Vec` of nodes (4 bytes of
 //! table per bucket, so the table's power-of-two slack costs little); every node
@@ -18,23 +18,6 @@ pub(crate) trait Keyed {
     fn hash(&self) -> u64;
     fn key(&self) -> &Self::Key;
 }
-
-/// Implements [`Keyed`] for a core's node type `$node<K, V>`, which has the
-/// fields `hash: u64` and `key: K` (every core's node does).
-macro_rules! keyed_node {
-    ($node:ident) => {
-        impl<K, V> $crate::node_index::Keyed for $node<K, V> {
-            type Key = K;
-            fn hash(&self) -> u64 {
-                self.hash
-            }
-            fn key(&self) -> &K {
-                &self.key
-            }
-        }
-    };
-}
-pub(crate) use keyed_node;
 
 /// Node indices (`u32`) by hash.
 pub(crate) struct NodeIndex(HashTable<u32>);

@@ -103,12 +103,16 @@ fn supported_cells() {
     // LruCache: every policy, with and without weights, under every expiry
     // (`matrix!` generates them all).
     assert_eq!(lru.len(), POLICIES.len() * 2 * EXPIRIES.len(), "{lru:?}");
-    // TypedCache: its own policy, no weights, every expiry; exactly what
+    // TypedCache: every policy, no weights, every expiry; exactly what
     // `matrix!` generates for it (a face that gains a setting must have its
     // cells generated too).
-    let generated: Vec<String> = ["Never", "Ttl", "Tti"]
+    let generated: Vec<String> = ["None", "Some(Exact)", "Some(Clock)", "Some(S3Fifo)"]
         .iter()
-        .map(|expiry| format!("None/false/{expiry}"))
+        .flat_map(|policy| {
+            ["Never", "Ttl", "Tti"]
+                .iter()
+                .map(move |expiry| format!("{policy}/false/{expiry}"))
+        })
         .collect();
     assert_eq!(typed, generated);
 }
@@ -128,14 +132,24 @@ macro_rules! matrix {
                 matrix!(@policies $case, crate::face::Lru);
             }
             mod typed {
-                // TODO(wiring): `@policies` once TypedCache has a policy
-                // choice and weights.
-                mod default_policy {
-                    matrix!(@unweighted $case, crate::face::Typed, None);
-                }
+                matrix!(@policies unweighted $case, crate::face::Typed);
             }
         }
     )*};
+    (@policies unweighted $case:ident, $face:ty) => {
+        mod default_policy {
+            matrix!(@unweighted $case, $face, None);
+        }
+        mod exact {
+            matrix!(@unweighted $case, $face, Some(crate::face::Policy::Exact));
+        }
+        mod clock {
+            matrix!(@unweighted $case, $face, Some(crate::face::Policy::Clock));
+        }
+        mod s3fifo {
+            matrix!(@unweighted $case, $face, Some(crate::face::Policy::S3Fifo));
+        }
+    };
     (@policies $case:ident, $face:ty) => {
         mod default_policy {
             matrix!(@cells $case, $face, None);

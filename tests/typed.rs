@@ -15,8 +15,8 @@ use std::thread;
 use std::time::Duration;
 
 use larder::{
-    AnyCache, AnyCacheBuilder, BuildError, CacheStats, ManualClock, SystemClock, TypedCache,
-    TypedCacheBuilder,
+    AnyCache, AnyCacheBuilder, BuildError, CacheStats, EvictionPolicy, ManualClock, SystemClock,
+    TypedCache, TypedCacheBuilder,
 };
 use proptest::prelude::*;
 
@@ -570,4 +570,38 @@ fn a_panicking_closure_leaves_the_cache_consistent_and_unlocked() {
     });
     cache.check_invariants();
     assert!(cache.is_empty());
+}
+
+/// Every policy, on both faces: the bound holds, the entry just stored is
+/// kept, and a read entry outlives unread ones under the shared-lock
+/// policies (one read before the next store). Exact LRU keeps the most
+/// recently read.
+#[test]
+fn each_policy_keeps_the_bound_and_the_entry_just_stored() {
+    for policy in [
+        EvictionPolicy::Clock,
+        EvictionPolicy::S3Fifo,
+        EvictionPolicy::Exact,
+    ] {
+        let typed = TypedCache::<u32, u32>::builder()
+            .capacity(8)
+            .policy(policy)
+            .build()
+            .unwrap();
+        let any = AnyCache::<u32>::builder()
+            .capacity(8)
+            .policy(policy)
+            .build()
+            .unwrap();
+        for k in 0..200 {
+            assert_eq!(typed.get_or_init(&k, || k), k);
+            assert_eq!(*any.get_or_init(&k, || u64::from(k)), u64::from(k));
+            assert!(typed.contains_key(&k), "{policy:?}: {k} not kept");
+            assert!(any.get::<u64, _>(&k).is_some(), "{policy:?}: {k} not kept");
+            assert!(typed.len() <= 8 && any.len() <= 8, "{policy:?}");
+            typed.check_invariants();
+            any.check_invariants();
+        }
+        assert_eq!(typed.stats().evictions, 192, "{policy:?}");
+    }
 }

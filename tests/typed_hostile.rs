@@ -28,7 +28,9 @@ use std::time::Duration;
 
 use hasher::TestState;
 use hostile::{Key, Trait, Value, sweep};
-use larder::{AnyCache, BuildError, CacheStats, Clock, ManualClock, RemovalCause, TypedCache};
+use larder::{
+    AnyCache, BuildError, CacheStats, Clock, EvictionPolicy, ManualClock, RemovalCause, TypedCache,
+};
 
 const TRAITS: [Trait; 4] = [Trait::Hash, Trait::Eq, Trait::Clone, Trait::Drop];
 /// No operation here makes this many calls of one trait.
@@ -154,6 +156,9 @@ struct Fixture<C> {
     #[allow(dead_code)]
     clock: ManualClock,
     capacity: Option<usize>,
+    /// Whether a new key must be used twice to be kept (S3-FIFO's
+    /// probation evicts keys used once first).
+    proves_keys: bool,
     /// Ids that must still be there with their value after the operation.
     kept: Vec<u64>,
     /// Ids stored before the operation (those not in `kept` may go).
@@ -166,22 +171,26 @@ struct Shape {
     capacity: Option<usize>,
     ttl: bool,
     one_shard: bool,
+    policy: EvictionPolicy,
 }
 
 const UNBOUNDED: Shape = Shape {
     capacity: None,
     ttl: false,
     one_shard: true,
+    policy: EvictionPolicy::Clock,
 };
 const BOUNDED: Shape = Shape {
     capacity: Some(8),
     ttl: false,
     one_shard: true,
+    policy: EvictionPolicy::Clock,
 };
 const BOUNDED_SPREAD: Shape = Shape {
     capacity: Some(8),
     ttl: false,
     one_shard: false,
+    policy: EvictionPolicy::Clock,
 };
 /// One entry over 16 shards: every insert of a new key evicts, mostly from
 /// another shard.
@@ -189,16 +198,30 @@ const BOUNDED_ONE: Shape = Shape {
     capacity: Some(1),
     ttl: false,
     one_shard: false,
+    policy: EvictionPolicy::Clock,
 };
 const EXPIRING: Shape = Shape {
     capacity: None,
     ttl: true,
     one_shard: true,
+    policy: EvictionPolicy::Clock,
 };
 const EXPIRING_BOUNDED: Shape = Shape {
     capacity: Some(16),
     ttl: true,
     one_shard: false,
+    policy: EvictionPolicy::Clock,
+};
+
+/// [`BOUNDED`] under the other policies (a hit under `Exact` takes the
+/// write lock and clones under it).
+const BOUNDED_EXACT: Shape = Shape {
+    policy: EvictionPolicy::Exact,
+    ..BOUNDED
+};
+const BOUNDED_S3FIFO: Shape = Shape {
+    policy: EvictionPolicy::S3Fifo,
+    ..BOUNDED
 };
 
 fn typed(shape: Shape, clock: &ManualClock) -> TypedCache<Key, Value, TestState> {
@@ -207,6 +230,7 @@ fn typed(shape: Shape, clock: &ManualClock) -> TypedCache<Key, Value, TestState>
             one_shard: shape.one_shard,
         })
         .clock(clock.clone())
+        .policy(shape.policy)
         .eviction_listener(listen);
     if let Some(max) = shape.capacity {
         builder = builder.capacity(max);
@@ -222,7 +246,8 @@ fn any(shape: Shape, clock: &ManualClock) -> AnyCache<Key, TestState> {
         .hasher(TestState {
             one_shard: shape.one_shard,
         })
-        .clock(clock.clone());
+        .clock(clock.clone())
+        .policy(shape.policy);
     if let Some(max) = shape.capacity {
         builder = builder.capacity(max);
     }
@@ -259,6 +284,7 @@ fn fill<C: Api>(cache: C, clock: ManualClock, shape: Shape) -> Fixture<C> {
         cache,
         clock,
         capacity: shape.capacity,
+        proves_keys: shape.policy == EvictionPolicy::S3Fifo,
         kept,
         stored: (0..n).collect(),
     }
@@ -326,6 +352,9 @@ fn check<C: Api>(f: &Fixture<C>, touched: &[u64], panicked: bool) {
     let rounds = f.capacity.map_or(3, |max| 2 * max as u64);
     for id in fresh..fresh + rounds {
         assert_eq!(f.cache.get_or_init(id), id);
+        if f.proves_keys {
+            assert_eq!(f.cache.get(id), Some(id));
+        }
         if f.capacity.is_none() {
             assert!(f.cache.contains(id), "a fresh entry {id} was not cached");
         }
@@ -409,6 +438,8 @@ fn sweep_every_operation<C: Api>(make: fn(Shape, &ManualClock) -> C) {
         BOUNDED_ONE,
         EXPIRING,
         EXPIRING_BOUNDED,
+        BOUNDED_EXACT,
+        BOUNDED_S3FIFO,
     ] {
         panics += sweep_all(shape, make, &[500], |f| {
             f.cache.get_or_init(500);

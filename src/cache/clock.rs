@@ -96,6 +96,13 @@ impl Policy for Clock {
         }
     }
 
+    /// The hand moves past `i`: it reaches the entry last.
+    fn spare(&mut self, i: u32) {
+        if self.hand == i as usize {
+            self.hand += 1;
+        }
+    }
+
     #[inline]
     fn moved<K, V>(&mut self, _: &mut [Entry<K, V, AtomicBool>], _from: u32, _to: u32) {}
 

@@ -34,6 +34,7 @@ pub(crate) use displaced::Evicted;
 pub(crate) use displaced::Inserted;
 pub(crate) use exact::Exact;
 pub(crate) use expiry::{Expiry, Lookup, SWEEP_BUDGET, nanos};
+pub(crate) use policy::Policy;
 pub(crate) use s3fifo::S3Fifo;
 pub(crate) use shard::{MAX_SHARD_CAPACITY, Shard};
 pub(crate) use weigher::{Weigher, weigh};

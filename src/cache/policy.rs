@@ -89,6 +89,11 @@ pub(crate) trait Policy: Sized {
     /// shard is not empty.
     fn victim<K, V>(&mut self, entries: &mut [Entry<K, V, Self::Meta>], weights: &Weights) -> u32;
 
+    /// Entry `i` must not be the next victim (the entry a cache just
+    /// stored, moved into a victim's slot): a policy whose next pick is a
+    /// slot moves past it.
+    fn spare(&mut self, _i: u32) {}
+
     /// Every entry is gone.
     fn clear(&mut self);
 

@@ -448,6 +448,12 @@ impl<K, V, P: Policy, const E: bool> Shard<K, V, P, E> {
             push_victim(inserted, (old_key, old_value), victim_expired);
             return;
         }
+        self.append(hash, key, value, weight, admit, now);
+    }
+
+    /// Appends a new entry, which fits.
+    #[inline(always)]
+    fn append(&mut self, hash: u64, key: K, value: V, weight: u32, admit: P::Admit, now: u64) {
         let i = self.entries.len() as u32;
         self.entries.push(Entry {
             key,
@@ -459,9 +465,51 @@ impl<K, V, P: Policy, const E: bool> Shard<K, V, P, E> {
         if E {
             self.times.push(now);
         }
-        self.weight += weight_64;
+        self.weight += u64::from(weight);
         self.policy.link(&mut self.entries, i, weight, admit);
         self.table.insert(&self.entries, i);
+    }
+
+    /// Inserts or replaces the key's value (of weight 1) in a shard whose
+    /// bound its caller keeps (it never fills: nothing is evicted here).
+    /// With expiry, first releases up to `sweep` expired entries into
+    /// `swept`. Returns, if the key was present, the key passed in, the old
+    /// value and whether it had expired. `K: Eq` runs before any change.
+    #[inline]
+    pub(crate) fn insert_unevicting(
+        &mut self,
+        hash: u64,
+        key: K,
+        value: V,
+        now: u64,
+        sweep: usize,
+        swept: &mut Vec<(K, V)>,
+    ) -> Option<(K, V, bool)>
+    where
+        K: Eq,
+    {
+        debug_assert!(self.weight < self.capacity as u64);
+        if let Some(i) = self.find(hash, &key) {
+            let old_weight = self.weights.get(i);
+            let expired = E && self.times.expired(i, now);
+            let old = std::mem::replace(&mut self.entries[i as usize].value, value);
+            self.weights.set(i, 1, self.entries.len());
+            if E {
+                self.times.reset(i, now);
+            }
+            self.weight = self.weight - u64::from(old_weight) + 1;
+            self.policy.replaced(&mut self.entries, i, old_weight, 1);
+            if E && sweep > 0 {
+                self.sweep(now, sweep, |entry| swept.push(entry));
+            }
+            return Some((key, old, expired));
+        }
+        let admit = self.policy.admit(hash);
+        if E && sweep > 0 {
+            self.sweep(now, sweep, |entry| swept.push(entry));
+        }
+        self.append(hash, key, value, 1, admit, now);
+        None
     }
 
     /// Removes the key, returning its entry and whether it had expired at
@@ -475,6 +523,42 @@ impl<K, V, P: Policy, const E: bool> Shard<K, V, P, E> {
         let expired = E && self.times.expired(i, now);
         let (key, value) = self.remove_index(i);
         Some((key, value, expired))
+    }
+
+    /// Evicts the entry the policy picks next, whether it had expired at
+    /// `now` or not, never one whose hash is `keep` (the entry just stored:
+    /// it gets a hit, a second chance, and the policy picks again). `None`
+    /// if no other entry is left. Runs no user code.
+    pub(crate) fn evict_one(&mut self, now: u64, keep: u64) -> Option<(K, V, bool)> {
+        // A hit makes the kept entry's policy pass over it: a few picks
+        // at most (CLOCK: once; S3-FIFO: once to main, then its uses).
+        for _ in 0..8 {
+            if self.entries.is_empty() {
+                return None;
+            }
+            let v = self.policy.victim(&mut self.entries, &self.weights);
+            if self.entries[v as usize].hash == keep {
+                if self.entries.len() == 1 {
+                    return None;
+                }
+                self.policy.hit(&mut self.entries, v);
+                continue;
+            }
+            let expired = E && self.times.expired(v, now);
+            let (key, value) = self.remove_index(v);
+            if self.entries.get(v as usize).is_some_and(|e| e.hash == keep) {
+                // The kept entry moved into the victim's slot.
+                self.policy.spare(v);
+            }
+            return Some((key, value, expired));
+        }
+        None
+    }
+
+    /// Each entry's stored hash (for invariant checks).
+    #[cfg(any(test, feature = "testing"))]
+    pub(crate) fn hashes(&self) -> impl Iterator<Item = u64> + '_ {
+        self.entries.iter().map(|entry| entry.hash)
     }
 
     /// Removes and returns the entry the policy would evict next.

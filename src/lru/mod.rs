@@ -34,6 +34,7 @@ pub use builder::LruCacheBuilder;
 pub use cache::LruCache;
 pub use load::LoadingLruCache;
 pub use policy::EvictionPolicy;
+pub(crate) use policy::PolicyShard;
 
 pub(crate) use crate::removal::Listener;
 

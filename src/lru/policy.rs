@@ -3,7 +3,7 @@
 
 use std::borrow::Borrow;
 
-use crate::cache::{Clock, Exact, Expiry, Inserted, Lookup, S3Fifo, Shard};
+use crate::cache::{Clock, Exact, Expiry, Inserted, Lookup, Policy, S3Fifo, Shard};
 
 /// How each shard of an [`LruCache`](super::LruCache) picks what to evict,
 /// and so which lock a hit takes. Set with
@@ -215,6 +215,31 @@ impl<K, V> PolicyShard<K, V> {
         }
     }
 
+    /// See [`Shard::insert_unevicting`]. `now` is called only when entries
+    /// can expire.
+    #[inline]
+    pub(crate) fn insert_unevicting(
+        &mut self,
+        hash: u64,
+        key: K,
+        value: V,
+        now: impl FnOnce() -> u64,
+        sweep: usize,
+        swept: &mut Vec<(K, V)>,
+    ) -> Option<(K, V, bool)>
+    where
+        K: Eq,
+    {
+        match self {
+            Self::Exact(s) => s.insert_unevicting(hash, key, value, 0, 0, swept),
+            Self::Clock(s) => s.insert_unevicting(hash, key, value, 0, 0, swept),
+            Self::S3Fifo(s) => s.insert_unevicting(hash, key, value, 0, 0, swept),
+            Self::ExactExpiring(s) => s.insert_unevicting(hash, key, value, now(), sweep, swept),
+            Self::ClockExpiring(s) => s.insert_unevicting(hash, key, value, now(), sweep, swept),
+            Self::S3FifoExpiring(s) => s.insert_unevicting(hash, key, value, now(), sweep, swept),
+        }
+    }
+
     /// Releases up to `budget` expired entries into `out`.
     pub(crate) fn sweep(&mut self, now: u64, budget: usize, out: &mut Vec<(K, V)>) {
         dispatch!(self, s => s.sweep(now, budget, |entry| out.push(entry)))
@@ -247,6 +272,23 @@ impl<K, V> PolicyShard<K, V> {
         Q: ?Sized + Eq,
     {
         dispatch!(self, s => s.remove(hash, key, now))
+    }
+
+    /// Evicts the policy's next victim other than an entry of hash `keep`
+    /// (see [`Shard::evict_one`]).
+    pub(crate) fn evict_one(&mut self, now: u64, keep: u64) -> Option<(K, V, bool)> {
+        dispatch!(self, s => s.evict_one(now, keep))
+    }
+
+    /// Sizes the policy's own structures (S3-FIFO's queues and ghost) for
+    /// `capacity` entries, leaving the shard's bound as it is.
+    pub(crate) fn size_policy(&mut self, capacity: usize) {
+        dispatch!(self, s => s.policy.resized(capacity))
+    }
+
+    #[cfg(any(test, feature = "testing"))]
+    pub(crate) fn hashes(&self) -> Vec<u64> {
+        dispatch!(self, s => s.hashes().collect())
     }
 
     pub(crate) fn set_capacity(&mut self, capacity: usize, evicted: &mut Vec<(K, V)>) {

@@ -8,8 +8,9 @@ use std::time::Duration;
 
 use super::TypedCache;
 use super::any::{AnyCache, TypedKey};
-use super::core::Policy;
 use super::raw::Raw;
+use crate::EvictionPolicy;
+use crate::cache::Expiry;
 use crate::error::BuildError;
 use crate::removal::{Listener, RemovalCause};
 use crate::sync::Arc;
@@ -21,6 +22,7 @@ struct Settings<S> {
     time_to_live: Option<Duration>,
     time_to_idle: Option<Duration>,
     capacity: Option<usize>,
+    policy: EvictionPolicy,
     clock: Option<Arc<dyn Clock>>,
     hasher: S,
 }
@@ -31,6 +33,7 @@ impl<S> Settings<S> {
             time_to_live: None,
             time_to_idle: None,
             capacity: None,
+            policy: EvictionPolicy::Clock,
             clock: None,
             hasher,
         }
@@ -41,6 +44,7 @@ impl<S> Settings<S> {
             time_to_live: self.time_to_live,
             time_to_idle: self.time_to_idle,
             capacity: self.capacity,
+            policy: self.policy,
             clock: self.clock,
             hasher,
         }
@@ -61,11 +65,17 @@ impl<S> Settings<S> {
         if self.capacity == Some(0) {
             return Err(BuildError::ZeroCapacity);
         }
-        let policy = Policy::new(self.time_to_live, self.time_to_idle, self.capacity);
+        let expiry = Expiry::new(self.time_to_live, self.time_to_idle);
         let clock = self
             .clock
             .unwrap_or_else(|| Arc::new(SystemClock::new()) as Arc<dyn Clock>);
-        Ok(Raw::new(policy, clock, self.hasher))
+        Ok(Raw::new(
+            self.policy,
+            expiry,
+            self.capacity,
+            clock,
+            self.hasher,
+        ))
     }
 }
 
@@ -75,6 +85,7 @@ impl<S> fmt::Debug for Settings<S> {
             .field("time_to_live", &self.time_to_live)
             .field("time_to_idle", &self.time_to_idle)
             .field("capacity", &self.capacity)
+            .field("policy", &self.policy)
             .field("clock", &self.clock)
             .finish_non_exhaustive()
     }
@@ -164,20 +175,29 @@ macro_rules! setters {
 
             /// Keep at most `max` entries: storing one more evicts one. The
             /// victim comes from the stored key's shard (one of 16) when it
-            /// has another entry, else from the next shards: the first entry
-            /// the shard's CLOCK hand finds expired or not read since the
-            /// hand last passed it (a read entry gets a second chance; a new
-            /// entry is placed where the hand reaches it last). The bound
-            /// holds whenever no insert is in progress.
-            /// Approximate LRU per shard, as quick_cache and moka are
-            /// approximate; unlike quick_cache, the budget is global, not
-            /// split per shard.
+            /// has another entry, else from the next shards, chosen by the
+            /// [`policy`](Self::policy) (never the entry just stored). The
+            /// bound holds whenever no insert is in progress; it is global,
+            /// not split per shard.
             ///
             /// # Examples
             ///
             #[doc = concat!("```\nlet builder = ", $example, "\n    .capacity(10_000);\n# let _ = builder.build().unwrap();\n```")]
             pub fn capacity(mut self, max: usize) -> Self {
                 self.settings.capacity = Some(max);
+                self
+            }
+
+            /// How a bounded cache picks what to evict (default:
+            /// [`EvictionPolicy::Clock`], whose hits, like `S3Fifo`'s, take
+            /// only the shard's read lock; under `Exact` every hit takes
+            /// its write lock). See [`EvictionPolicy`] for which to pick.
+            ///
+            /// # Examples
+            ///
+            #[doc = concat!("```\nlet builder = ", $example, "\n    .policy(larder::EvictionPolicy::S3Fifo);\n# let _ = builder.build().unwrap();\n```")]
+            pub fn policy(mut self, policy: EvictionPolicy) -> Self {
+                self.settings.policy = policy;
                 self
             }
 

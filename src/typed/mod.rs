@@ -38,7 +38,7 @@
 
 mod any;
 mod builder;
-mod core;
+mod key_shard;
 mod load_async;
 mod raw;
 mod stats;
@@ -89,7 +89,8 @@ use raw::Raw;
 ///   change; besides it, only a hit's `V::clone` (or
 ///   [`get_with`](TypedCache::get_with)'s closure instead) and
 ///   [`to_vec`](TypedCache::to_vec)'s `K::clone` and `V::clone` run under a
-///   shard's *read* lock. An `insert` or `remove` that hands the
+///   shard's *read* lock (a hit's under its write lock with
+///   [`EvictionPolicy::Exact`](crate::EvictionPolicy::Exact)). An `insert` or `remove` that hands the
 ///   removed value to the listener clones the caller's copy after
 ///   unlocking. Every entry stores its hash, so growing, rehashing, evicting
 ///   and expiring run no user code at all. Removed, replaced, expired and
@@ -370,9 +371,10 @@ where
     /// a hit as a read, as [`get`](TypedCache::get) does; never waits for an
     /// init in progress.
     ///
-    /// The hit path that writes nothing shared: the shard's read lock
-    /// writes only the calling thread's slice of the lock, the CLOCK bit and
-    /// the idle time are stored only when they would change, and the hit is
+    /// The hit path that writes nothing shared (under the default policy
+    /// and `S3Fifo`; `Exact` takes the shard's write lock): the shard's read
+    /// lock writes only the calling thread's slice of the lock, the policy's
+    /// bit and the idle time are stored only when they would change, and the hit is
     /// counted in the calling thread's own stripe of the statistics. `get`
     /// adds the clone: for an `Arc<T>` value, one write every reader of the
     /// key shares (its reference count).

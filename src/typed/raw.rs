@@ -1,7 +1,7 @@
 //! The concurrent wrapper shared by [`TypedCache`](super::TypedCache) and
-//! [`AnyCache`](super::AnyCache): key shards of [`Core`] behind sharded
-//! reader-writer locks, single-flight init through [`FlightGroup`], the
-//! policy, the clock and the statistics.
+//! [`AnyCache`](super::AnyCache): key shards (engine shards, see
+//! [`crate::cache`]) behind sharded reader-writer locks, single-flight init
+//! through [`FlightGroup`], the global bound, the clock and the statistics.
 //!
 //! # Locks
 //!
@@ -15,7 +15,7 @@
 //!   (the flight protocol calls our `lookup` and `publish` with none of its
 //!   locks held).
 //! - No user code runs under a shard lock except `K: Eq`, in a lookup by
-//!   key and before that operation's first change (see `core.rs`). The
+//!   key and before that operation's first change (see `cache/shard.rs`). The
 //!   key's `Hash` and the clock run before the lock is taken; `K: Clone`
 //!   and `V: Clone` (an init's key and value, to store them) before it
 //!   too; inits run with no lock held; and removed, replaced, expired and
@@ -23,13 +23,21 @@
 //!   unlocking. Reads are the exception: a hit clones the value out
 //!   (`V: Clone`) under the shard's *read* lock, and `to_vec` the key and
 //!   value (see `entries`); a read lock leaves the shard consistent
-//!   whatever they do.
+//!   whatever they do. Under `EvictionPolicy::Exact` a hit takes the write
+//!   lock instead, and clones after the hit is recorded (the shard is
+//!   consistent then too).
+//!
+//! # Capacity
+//!
+//! The bound is global: each shard may hold any number of entries, and a
+//! store evicts (from its own shard, then the next ones) while the total
+//! is over `capacity`, never the entry it just stored.
 //!
 //! # Expiry
 //!
 //! Every write to a shard (insert, an init's publish, remove) and every
-//! read that finds an expired entry also runs [`Core::sweep`] under the
-//! write lock it holds: at most [`SWEEP_BUDGET`] queue entries looked at,
+//! read that finds an expired entry also runs the shard's sweep under the
+//! write lock it holds: at most [`SWEEP_BUDGET`] entries looked at,
 //! the expired ones released. Nobody has to call `purge_expired`.
 
 use std::borrow::Borrow;
@@ -37,8 +45,10 @@ use std::cell::Cell;
 use std::fmt;
 use std::hash::{BuildHasher, Hash};
 
-use super::core::{Core, Policy, Removed};
+use super::key_shard::{KeyShard, Removed, tagged};
 use super::stats::{Event, Stats};
+use crate::EvictionPolicy;
+use crate::cache::{Expiry, Lookup, SWEEP_BUDGET, nanos};
 use crate::fault::broken;
 use crate::flight::{Caller, FlightGroup, Looked, Source};
 use crate::removal::{Listener, RemovalCause, copy_unlocked, notify};
@@ -50,22 +60,15 @@ use crate::time::Clock;
 /// proceed at once; reads never contend whatever the count.
 const SHARDS: usize = 16;
 
-/// How many queue entries a write looks at to release expired ones: the
-/// bound on the expiry work one operation pays (see `Core::sweep`).
-pub(crate) const SWEEP_BUDGET: usize = 4;
-
-/// What a read-locked lookup found.
-pub(crate) enum Lookup<R> {
-    Live(R),
-    Expired,
-    Missing,
-}
-
 pub(crate) struct Raw<K, V, S> {
-    shards: Box<[ShardedLock<Core<K, V>>]>,
+    shards: Box<[ShardedLock<KeyShard<K, V>>]>,
     hasher: S,
     flights: FlightGroup<K, V>,
-    policy: Policy,
+    policy: EvictionPolicy,
+    /// Whether a hit takes the shard's write lock (exact LRU).
+    exclusive_hits: bool,
+    expiry: Option<Expiry>,
+    capacity: Option<usize>,
     clock: Arc<dyn Clock>,
     /// Entries stored, over all shards (including expired ones not yet
     /// removed). Updated under the shard lock of each change.
@@ -88,24 +91,31 @@ impl Drop for FailureGuard<'_> {
     }
 }
 
-fn nanos(d: std::time::Duration) -> u64 {
-    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
-}
-
 impl<K, V, S> Raw<K, V, S>
 where
     K: Hash + Eq + Clone,
     V: Clone,
     S: BuildHasher + Clone,
 {
-    pub(crate) fn new(policy: Policy, clock: Arc<dyn Clock>, hasher: S) -> Self {
+    pub(crate) fn new(
+        policy: EvictionPolicy,
+        expiry: Option<Expiry>,
+        capacity: Option<usize>,
+        clock: Arc<dyn Clock>,
+        hasher: S,
+    ) -> Self {
+        // Each shard unbounded: the bound is global (see `store`).
+        let share = capacity.map(|max| max.div_ceil(SHARDS));
         Self {
             shards: (0..SHARDS)
-                .map(|_| ShardedLock::new(Core::new(policy.expires())))
+                .map(|_| ShardedLock::new(KeyShard::new(policy, share, expiry)))
                 .collect(),
             hasher,
             flights: FlightGroup::new(),
             policy,
+            exclusive_hits: !policy.shared_hits(),
+            expiry,
+            capacity,
             clock,
             len: CachePadded::new(AtomicUsize::new(0)),
             stats: Stats::new(),
@@ -164,39 +174,78 @@ where
     /// The clock's time, read only when entries can expire.
     #[inline]
     fn now(&self) -> u64 {
-        if self.policy.expires() {
+        if self.expiry.is_some() {
             nanos(self.clock.now())
         } else {
             0
         }
     }
 
-    /// Looks `key` up under its shard's read lock; on a live entry records
-    /// the access (if `touch`) and returns `project(value)`.
+    /// Looks `key` up and records the access: under its shard's read lock
+    /// (the write lock under exact LRU); on a live entry returns
+    /// `project(value)`.
     #[inline]
-    fn lookup<Q, R>(
+    fn lookup<Q, R>(&self, hash: u64, key: &Q, project: impl FnOnce(&V) -> R) -> Lookup<R>
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ?Sized,
+    {
+        let shard = &self.shards[Self::shard_index(hash)];
+        let core = shard.read();
+        let Some(found) = core.get_shared(hash, key, || self.now()) else {
+            drop(core);
+            return self.lookup_exclusive(shard, hash, key, project);
+        };
+        match found {
+            Lookup::Live(value) => Lookup::Live(project(value)),
+            Lookup::Expired => Lookup::Expired,
+            Lookup::Missing => Lookup::Missing,
+        }
+    }
+
+    /// [`lookup`](Self::lookup) under the write lock (exact LRU).
+    #[inline(never)]
+    fn lookup_exclusive<Q, R>(
         &self,
+        shard: &ShardedLock<KeyShard<K, V>>,
         hash: u64,
         key: &Q,
-        now: u64,
-        touch: bool,
         project: impl FnOnce(&V) -> R,
     ) -> Lookup<R>
     where
         K: Borrow<Q>,
         Q: Hash + Eq + ?Sized,
     {
-        let core = self.shards[Self::shard_index(hash)].read();
-        match core.get(hash, key) {
-            None => Lookup::Missing,
-            Some(slot) if self.policy.is_expired(&slot, now) => Lookup::Expired,
-            Some(slot) => {
-                if touch {
-                    self.policy.touch(&slot, now);
-                }
-                Lookup::Live(project(slot.value))
-            }
+        match shard.write().entries.get(hash, key, || self.now()) {
+            Lookup::Live(value) => Lookup::Live(project(value)),
+            Lookup::Expired => Lookup::Expired,
+            Lookup::Missing => Lookup::Missing,
         }
+    }
+
+    /// An init's re-check: a live entry's value (the access recorded), or
+    /// the shard's write generation it saw.
+    #[inline]
+    fn recheck<Q>(&self, hash: u64, key: &Q) -> Result<V, u64>
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ?Sized,
+    {
+        let shard = &self.shards[Self::shard_index(hash)];
+        // `V::clone` (user code) under the lock, as in `get`.
+        if self.exclusive_hits {
+            let mut core = shard.write();
+            let generation = core.generation;
+            return core
+                .entries
+                .get(hash, key, || self.now())
+                .live()
+                .cloned()
+                .ok_or(generation);
+        }
+        let core = shard.read();
+        let found = core.get_shared(hash, key, || self.now());
+        found.and_then(Lookup::live).cloned().ok_or(core.generation)
     }
 
     /// A read: counts a hit or a miss; removes an expired entry it finds.
@@ -207,25 +256,28 @@ where
         Q: Hash + Eq + ?Sized,
     {
         let hash = self.hasher.hash_one(key);
-        let now = self.now();
         // The hit is counted before `project` runs (user code, for
         // `get_with`), so a panicking projection still counts it.
         let project = |value: &V| {
             self.stats.record(Event::Hit);
             project(value)
         };
-        match self.lookup(hash, key, now, true, project) {
+        match self.lookup(hash, key, project) {
             Lookup::Live(found) => Some(found),
             Lookup::Expired => {
                 self.stats.record(Event::Miss);
                 let shard = Self::shard_index(hash);
+                let now = self.now();
                 let removed = self.write(shard, |core| {
                     // `K: Eq` runs in `remove_expired`, before any change.
-                    let mut removed: Vec<_> = core
-                        .remove_expired(hash, key, &self.policy, now)
+                    let mut expired: Vec<_> = core
+                        .entries
+                        .remove_expired(hash, key, now)
                         .into_iter()
                         .collect();
-                    core.sweep(&self.policy, now, SWEEP_BUDGET, &mut removed);
+                    core.entries.sweep(now, SWEEP_BUDGET, &mut expired);
+                    let mut removed = Vec::new();
+                    tagged(&mut removed, expired, RemovalCause::Expired);
                     removed
                 });
                 self.release(removed);
@@ -245,10 +297,8 @@ where
         Q: Hash + Eq + ?Sized,
     {
         let hash = self.hasher.hash_one(key);
-        matches!(
-            self.lookup(hash, key, self.now(), false, |_| ()),
-            Lookup::Live(())
-        )
+        let core = self.shards[Self::shard_index(hash)].read();
+        core.entries.contains(hash, key, self.now())
     }
 
     /// The hit path of `get_or_init`; the miss path is out of line.
@@ -284,22 +334,16 @@ where
         F: FnOnce() -> Result<V, E>,
         P: Fn(&V) -> R,
     {
-        let shard = Self::shard_index(hash);
         // The shard's write generation as the leader's re-check saw it: an
         // insert or invalidation after that point wins over this init.
         let generation = Cell::new(None);
         let ran = Cell::new(false);
-        let lookup = || {
-            let now = self.now();
-            let core = self.shards[shard].read();
-            generation.set(Some(core.generation()));
-            let slot = core.get(hash, &key)?;
-            if self.policy.is_expired(&slot, now) {
-                return None;
+        let lookup = || match self.recheck(hash, &key) {
+            Ok(value) => Some(value),
+            Err(seen) => {
+                generation.set(Some(seen));
+                None
             }
-            self.policy.touch(&slot, now);
-            // `V::clone` (user code) under the read lock, as in `get`.
-            Some(slot.value.clone())
         };
         let load = || {
             ran.set(true);
@@ -403,18 +447,7 @@ where
         // whatever the size of the init's future.
         // The re-check returns, on a miss, the shard's write generation it
         // saw: an insert or invalidation after that point wins over the init.
-        let lookup = |raw: &'a Self, key: &Q, hash: u64| {
-            let now = raw.now();
-            let core = raw.shards[Self::shard_index(hash)].read();
-            let generation = core.generation();
-            match core.get(hash, key) {
-                Some(slot) if !raw.policy.is_expired(&slot, now) => {
-                    raw.policy.touch(&slot, now);
-                    Ok(slot.value.clone())
-                }
-                _ => Err(generation),
-            }
-        };
+        let lookup = |raw: &'a Self, key: &Q, hash: u64| raw.recheck(hash, key);
         let load = move |raw: &'a Self, _hash: u64, init: F| async move {
             raw.stats.record(Event::Init);
             // Counts a failure if the init errs, panics or is cancelled.
@@ -469,7 +502,7 @@ where
             self.stats.record(Event::Hit);
             project(value)
         };
-        if let Lookup::Live(found) = self.lookup(hash, key, self.now(), true, project) {
+        if let Lookup::Live(found) = self.lookup(hash, key, project) {
             return Some(found);
         }
         self.stats.record(Event::Miss);
@@ -477,11 +510,11 @@ where
     }
 
     /// Runs `f` under shard `shard`'s write lock, keeping `len` in step.
-    fn write<T>(&self, shard: usize, f: impl FnOnce(&mut Core<K, V>) -> T) -> T {
+    fn write<T>(&self, shard: usize, f: impl FnOnce(&mut KeyShard<K, V>) -> T) -> T {
         let mut core = self.shards[shard].write();
-        let before = core.len();
+        let before = core.entries.len();
         let out = f(&mut core);
-        self.account(before, core.len());
+        self.account(before, core.entries.len());
         out
     }
 
@@ -520,12 +553,11 @@ where
         // total, read before the shard lock.
         let skip_eviction = broken!(TypedFault::EvictionCheckedBeforeLock)
             && self
-                .policy
                 .capacity
                 .is_some_and(|max| self.len.load(Ordering::SeqCst) < max);
         let replaced = {
             let mut core = self.shards[shard].write();
-            let raced = expect_generation.is_some_and(|seen| seen != core.generation());
+            let raced = expect_generation.is_some_and(|seen| seen != core.generation);
             // BROKEN on purpose (loom negative control): the init's value
             // overwrites writes that landed while it ran.
             let raced = raced && !broken!(TypedFault::InitIgnoresWrites);
@@ -540,75 +572,76 @@ where
             let user_write = user_write && !broken!(TypedFault::InsertKeepsGeneration);
             // BROKEN on purpose (loom negative control): no sweep.
             let sweep = !broken!(TypedFault::WriteSkipsSweep);
-            let budget = if sweep && self.policy.expires() {
+            let budget = if sweep && self.expiry.is_some() {
                 SWEEP_BUDGET
             } else {
                 0
             };
-            let before = core.len();
+            let before = core.entries.len();
             self.stats.record(Event::Insert);
-            let displaced = core.insert(
-                hash,
-                key,
-                value,
-                &self.policy,
-                now,
-                user_write,
-                budget,
-                &mut garbage,
-            );
+            // `K: Eq` runs here, before any change (the bump included).
+            let mut swept = Vec::new();
+            let displaced =
+                core.entries
+                    .insert_unevicting(hash, key, value, || now, budget, &mut swept);
+            if user_write {
+                core.bump_generation();
+            }
             // The old value goes to the listener (under the key passed in,
             // equal to the stored one) first, and, if still live, to the
             // caller: `garbage[0]`, handed back by `release_returning`.
             let mut replaced = None;
-            if let (Some(key), Some((old, expired))) = (displaced.unused_key, displaced.old) {
+            if let Some((key, old, expired)) = displaced {
                 let cause = if expired {
                     RemovalCause::Expired
                 } else {
                     replaced = wants_old.then_some(0);
                     RemovalCause::Replaced
                 };
-                garbage.insert(0, (key, old, cause));
+                garbage.push((key, old, cause));
             }
-            self.account(before, core.len());
-            if !skip_eviction {
-                self.evict_locked(&mut core, 1, now, &mut garbage);
+            if !swept.is_empty() {
+                tagged(&mut garbage, swept, RemovalCause::Expired);
+            }
+            self.account(before, core.entries.len());
+            let evicts = self.capacity.is_some() && !skip_eviction;
+            if evicts {
+                self.evict_locked(&mut core, hash, now, &mut garbage);
             }
             replaced
         };
-        if !skip_eviction {
-            self.evict_elsewhere(shard, now, &mut garbage);
+        if self.capacity.is_some() && !skip_eviction {
+            self.evict_elsewhere(shard, hash, now, &mut garbage);
         }
         self.release_returning(garbage, replaced)
     }
 
-    /// Evicts from the locked shard while the cache is over `capacity`
-    /// and the shard holds more than `keep` entries.
+    /// Evicts from the locked shard while the cache is over `capacity`,
+    /// never the entry of hash `keep` (the one just stored).
     fn evict_locked(
         &self,
-        core: &mut Core<K, V>,
-        keep: usize,
+        core: &mut KeyShard<K, V>,
+        keep: u64,
         now: u64,
         garbage: &mut Vec<Removed<K, V>>,
     ) {
-        let Some(max) = self.policy.capacity else {
+        let Some(max) = self.capacity else {
             return;
         };
-        while self.len.load(Ordering::SeqCst) > max && core.len() > keep {
-            let before = core.len();
-            match core.evict_one(&self.policy, now) {
-                Some(removed) => garbage.push(removed),
-                None => break,
+        while self.len.load(Ordering::SeqCst) > max {
+            let before = core.entries.len();
+            if !core.evict_one(keep, now, garbage) {
+                break;
             }
-            self.account(before, core.len());
+            self.account(before, core.entries.len());
         }
     }
 
     /// Evicts from the other shards, one lock at a time, while the cache is
     /// still over `capacity` (the stored entry's own shard had nothing
     /// else to give).
-    fn evict_elsewhere(&self, start: usize, now: u64, garbage: &mut Vec<Removed<K, V>>) {
-        let Some(max) = self.policy.capacity else {
+    fn evict_elsewhere(&self, start: usize, keep: u64, now: u64, garbage: &mut Vec<Removed<K, V>>) {
+        let Some(max) = self.capacity else {
             return;
         };
         for step in 1..SHARDS {
@@ -616,7 +649,7 @@ where
                 return;
             }
             let mut core = self.shards[(start + step) % SHARDS].write();
-            self.evict_locked(&mut core, 0, now, garbage);
+            self.evict_locked(&mut core, keep, now, garbage);
         }
     }
 
@@ -636,10 +669,12 @@ where
         let removed = self.write(Self::shard_index(hash), |core| {
             // `K: Eq` runs in `remove`, before any change (the generation
             // bump included).
-            let removed = core.remove(hash, key, &self.policy, now);
+            let removed = core.entries.remove(hash, key, now);
             core.bump_generation();
-            if self.policy.expires() {
-                core.sweep(&self.policy, now, SWEEP_BUDGET, &mut garbage);
+            if self.expiry.is_some() {
+                let mut expired = Vec::new();
+                core.entries.sweep(now, SWEEP_BUDGET, &mut expired);
+                tagged(&mut garbage, expired, RemovalCause::Expired);
             }
             removed
         });
@@ -669,23 +704,26 @@ where
                 if bump {
                     core.bump_generation();
                 }
-                core.take_all(&self.policy, now, &mut old);
+                let mut expired = Vec::new();
+                let live = core.entries.take_all(now, &mut expired);
+                tagged(&mut old, live, RemovalCause::Cleared);
+                tagged(&mut old, expired, RemovalCause::Expired);
             });
         }
         self.release(old);
     }
 
     pub(crate) fn purge_expired(&self) -> usize {
-        if !self.policy.expires() {
+        if self.expiry.is_none() {
             return 0;
         }
         let now = self.now();
-        let mut garbage = Vec::new();
+        let mut expired = Vec::new();
         for shard in 0..SHARDS {
-            self.write(shard, |core| {
-                core.purge_all(&self.policy, now, &mut garbage)
-            });
+            self.write(shard, |core| core.entries.purge(now, &mut expired));
         }
+        let mut garbage = Vec::new();
+        tagged(&mut garbage, expired, RemovalCause::Expired);
         let removed = garbage.len();
         self.release(garbage);
         removed
@@ -703,8 +741,8 @@ where
         let mut entries = Vec::new();
         for shard in self.shards.iter() {
             let core = shard.read();
-            entries.reserve(core.len());
-            core.for_each_live(&self.policy, now, |key, value| {
+            entries.reserve(core.entries.len());
+            core.entries.for_each(now, |key, value| {
                 entries.push((key.clone(), value.clone()));
             });
         }
@@ -714,7 +752,7 @@ where
     pub(crate) fn stats(&self) -> CacheStats {
         let mut stats = self.stats.snapshot();
         stats.len = self.len();
-        stats.capacity = self.policy.capacity;
+        stats.capacity = self.capacity;
         stats
     }
 
@@ -730,16 +768,16 @@ where
         let mut total = 0;
         for (index, shard) in self.shards.iter().enumerate() {
             let core = shard.read();
-            core.check_invariants();
+            core.entries.check_invariants();
             // By stored hash: no user code (a key whose `Hash` changed after
             // insertion is still a consistent entry, found by its old hash).
-            for hash in core.hashes() {
+            for hash in core.entries.hashes() {
                 assert_eq!(Self::shard_index(hash), index, "entry in the wrong shard");
             }
-            total += core.len();
+            total += core.entries.len();
         }
         assert_eq!(total, self.len(), "len out of step with the shards");
-        if let Some(max) = self.policy.capacity {
+        if let Some(max) = self.capacity {
             assert!(total <= max, "{total} entries over capacity {max}");
         }
         assert_eq!(self.in_flight(), 0, "an init is still registered");
@@ -751,6 +789,8 @@ impl<K, V, S> fmt::Debug for Raw<K, V, S> {
         f.debug_struct("Raw")
             .field("len", &self.len.load(Ordering::SeqCst))
             .field("policy", &self.policy)
+            .field("expiry", &self.expiry)
+            .field("capacity", &self.capacity)
             .field("clock", &self.clock)
             .field("stats", &self.stats)
             .field("in_flight", &self.flights.in_flight())

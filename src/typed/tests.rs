@@ -1,103 +1,136 @@
-use super::core::{Core, Policy};
 use super::*;
-use crate::RemovalCause;
+use crate::cache::{Clock, Expiry, Shard};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Barrier, mpsc};
 use std::thread;
 use std::time::Duration;
 
-fn core(policy: &Policy) -> Core<u32, u32> {
-    Core::new(policy.expires())
+// The engine shard as `raw.rs` runs it: CLOCK, unbounded (the bound is
+// global), evicting through `evict_one`.
+
+type Plain = Shard<u32, u32, Clock>;
+type Expiring = Shard<u32, u32, Clock, true>;
+
+fn expiring(ttl: Option<u64>, tti: Option<u64>) -> Expiring {
+    let expiry = Expiry::new(ttl.map(Duration::from_nanos), tti.map(Duration::from_nanos));
+    Shard::with_expiry(crate::cache::MAX_SHARD_CAPACITY, expiry)
 }
 
-/// A key's hash (any fixed function will do for the core alone).
+/// A key's hash (any fixed function will do for the shard alone).
 fn h(key: u32) -> u64 {
     u64::from(key).wrapping_mul(0x9E37_79B9_7F4A_7C15)
 }
 
-/// Stores `key -> value` at `now` as an init would (no user write, no
-/// sweep).
-fn put(core: &mut Core<u32, u32>, policy: &Policy, key: u32, value: u32, now: u64) {
-    core.insert(h(key), key, value, policy, now, false, 0, &mut Vec::new());
+/// No entry has this hash: `evict_one` may pick any.
+const NONE_KEPT: u64 = u64::MAX;
+
+/// Stores `key -> value` at `now` as an init would (no sweep).
+fn put<const E: bool>(core: &mut Shard<u32, u32, Clock, E>, key: u32, value: u32, now: u64) {
+    core.insert(h(key), key, value, 1, now, 0);
 }
 
-fn evicted(removed: Option<(u32, u32, RemovalCause)>) -> Option<u32> {
+/// A read of `key` at `now` under the shared lock.
+fn touch<const E: bool>(core: &Shard<u32, u32, Clock, E>, key: u32, now: u64) {
+    assert!(core.get_shared(h(key), &key, now, true).live().is_some());
+}
+
+fn evicted(removed: Option<(u32, u32, bool)>) -> Option<u32> {
     removed.map(|(_, value, _)| value)
+}
+
+fn unbounded() -> Plain {
+    Shard::with_expiry(crate::cache::MAX_SHARD_CAPACITY, None)
 }
 
 #[test]
 fn core_clock_gives_read_entries_a_second_chance() {
-    let policy = Policy::new(None, None, Some(3));
-    let mut core = core(&policy);
+    let mut core = unbounded();
     for k in 0..3 {
-        put(&mut core, &policy, k, k, 0);
+        put(&mut core, k, k, 0);
     }
     // Inserted entries start unreferenced: the hand evicts the oldest.
-    assert_eq!(evicted(core.evict_one(&policy, 0)), Some(0));
-    // Read 1: it survives the next sweep, 2 goes.
-    policy.touch(&core.get(h(1), &1).unwrap(), 0);
-    assert_eq!(evicted(core.evict_one(&policy, 0)), Some(2));
-    assert_eq!(evicted(core.evict_one(&policy, 0)), Some(1));
-    assert_eq!(evicted(core.evict_one(&policy, 0)), None);
+    assert_eq!(evicted(core.evict_one(0, NONE_KEPT)), Some(0));
+    // Read 1: it survives the next pick, 2 goes.
+    touch(&core, 1, 0);
+    assert_eq!(evicted(core.evict_one(0, NONE_KEPT)), Some(2));
+    assert_eq!(evicted(core.evict_one(0, NONE_KEPT)), Some(1));
+    assert_eq!(evicted(core.evict_one(0, NONE_KEPT)), None);
     core.check_invariants();
 }
 
 #[test]
 fn core_clock_passes_over_a_referenced_entry() {
-    let policy = Policy::new(None, None, Some(3));
-    let mut core = core(&policy);
+    let mut core = unbounded();
     for k in 0..3 {
-        put(&mut core, &policy, k, k, 0);
+        put(&mut core, k, k, 0);
     }
     // 0 was read: the hand clears its bit and takes 1 instead.
-    policy.touch(&core.get(h(0), &0).unwrap(), 0);
-    assert_eq!(evicted(core.evict_one(&policy, 0)), Some(1));
-    assert_eq!(evicted(core.evict_one(&policy, 0)), Some(2));
-    assert_eq!(evicted(core.evict_one(&policy, 0)), Some(0));
+    touch(&core, 0, 0);
+    assert_eq!(evicted(core.evict_one(0, NONE_KEPT)), Some(1));
     core.check_invariants();
 }
 
 #[test]
-fn core_puts_a_new_entry_where_the_hand_reaches_it_last() {
-    let policy = Policy::new(None, None, Some(4));
-    let mut core = core(&policy);
+fn core_never_evicts_the_entry_just_stored() {
+    let mut core = unbounded();
     for k in 0..4 {
-        put(&mut core, &policy, k, k, 0);
+        put(&mut core, k, k, 0);
     }
-    for k in [0, 1] {
-        policy.touch(&core.get(h(k), &k).unwrap(), 0);
+    for k in 0..4 {
+        touch(&core, k, 0);
     }
-    // The hand clears 0 and 1 and stops at 2, in the middle of the nodes.
-    assert_eq!(evicted(core.evict_one(&policy, 0)), Some(2));
-    policy.touch(&core.get(h(3), &3).unwrap(), 0);
-    put(&mut core, &policy, 4, 4, 0);
-    // The hand passes 3 (read) and wraps to 0, whose bit it cleared: the
-    // new entry, unreferenced too, is not the next victim.
-    assert_eq!(evicted(core.evict_one(&policy, 0)), Some(0));
-    assert!(core.get(h(4), &4).is_some());
+    // Every old entry read, the new one not: it would be the hand's first
+    // unreferenced entry, but it is kept.
+    put(&mut core, 4, 4, 0);
+    for _ in 0..4 {
+        let victim = evicted(core.evict_one(0, h(4)));
+        assert!(matches!(victim, Some(v) if v < 4), "{victim:?}");
+        core.check_invariants();
+    }
+    // Only the kept entry is left: nothing to evict.
+    assert_eq!(evicted(core.evict_one(0, h(4))), None);
+    assert_eq!(core.len(), 1);
+}
+
+#[test]
+fn core_a_kept_entry_moved_under_the_hand_is_not_the_next_victim() {
+    let mut core = unbounded();
+    for k in 0..3 {
+        put(&mut core, k, k, 0);
+        touch(&core, k, 0);
+    }
+    // The hand clears 0..3 and takes 0; the new entry 3 (last) moves into
+    // 0's slot, under the hand, and the hand moves past it.
+    put(&mut core, 3, 3, 0);
+    assert_eq!(evicted(core.evict_one(0, h(3))), Some(0));
+    put(&mut core, 4, 4, 0);
+    assert_eq!(evicted(core.evict_one(0, h(4))), Some(1));
+    assert!(core.peek(h(3), &3, 0).is_some());
     core.check_invariants();
 }
 
 #[test]
 fn core_evicts_expired_before_referenced() {
-    let policy = Policy::new(Some(Duration::from_nanos(10)), None, Some(10));
-    let mut core = core(&policy);
-    put(&mut core, &policy, 1, 1, 0);
-    put(&mut core, &policy, 2, 2, 5);
-    policy.touch(&core.get(h(1), &1).unwrap(), 12);
-    // At 12 ns, 1 is expired (stored at 0) even though it was just read.
-    assert_eq!(evicted(core.evict_one(&policy, 12)), Some(1));
+    let mut core = expiring(Some(10), None);
+    put(&mut core, 1, 1, 0);
+    put(&mut core, 2, 2, 5);
+    // At 12 ns, 1 is expired (stored at 0): a read finds it so, and it is
+    // released as expired.
+    assert!(core.get_shared(h(1), &1, 12, true).live().is_none());
+    assert_eq!(core.evict_one(12, NONE_KEPT), Some((1, 1, true)));
     core.check_invariants();
 }
 
 #[test]
 fn core_stays_consistent_under_churn() {
-    let policy = Policy::new(None, None, Some(1_000));
-    let mut core = core(&policy);
+    let mut core = unbounded();
     for round in 0..1_000 {
-        put(&mut core, &policy, round % 4, round, 0);
+        put(&mut core, round % 4, round, 0);
         if round % 3 == 0 {
-            core.remove(h(round % 4), &(round % 4), &policy, 0);
+            core.remove(h(round % 4), &(round % 4), 0);
+        }
+        if round % 5 == 0 {
+            core.evict_one(0, h(round % 4));
         }
         core.check_invariants();
     }
@@ -105,18 +138,16 @@ fn core_stays_consistent_under_churn() {
 
 #[test]
 fn core_sweep_looks_at_no_more_than_its_budget_and_purge_releases_all() {
-    let policy = Policy::new(Some(Duration::from_nanos(100)), None, None);
-    let mut core = core(&policy);
+    let mut core = expiring(Some(100), None);
     for k in 0..10 {
-        put(&mut core, &policy, k, k, u64::from(k) * 10);
+        put(&mut core, k, k, u64::from(k) * 10);
     }
     let mut out = Vec::new();
     // At 150 ns, keys 0..=5 (stored at 0..=50) are expired; key 0 is where
-    // the cursor starts, then the last node (key 9, live) moves there.
-    core.sweep(&policy, 150, 2, &mut out);
-    assert_eq!(out.len(), 1);
-    assert_eq!(out[0].0, 0);
-    core.purge_all(&policy, 150, &mut out);
+    // the cursor starts, then the last entry (key 9, live) moves there.
+    core.sweep(150, 2, |entry| out.push(entry));
+    assert_eq!(out, vec![(0, 0)]);
+    core.purge(150, |entry| out.push(entry));
     assert_eq!(out.len(), 6);
     assert_eq!(core.len(), 4);
     core.check_invariants();
@@ -124,44 +155,40 @@ fn core_sweep_looks_at_no_more_than_its_budget_and_purge_releases_all() {
 
 #[test]
 fn core_sweep_cursor_reaches_expired_entries_behind_live_ones() {
-    let policy = Policy::new(None, Some(Duration::from_nanos(6_400)), None);
-    let mut core = core(&policy);
+    let mut core = expiring(None, Some(6_400));
     for k in 0..16 {
-        put(&mut core, &policy, k, k, 0);
+        put(&mut core, k, k, 0);
     }
     // The even keys are read at 5000: alive at 8000; the odd ones idle.
     for k in (0..16).step_by(2) {
-        policy.touch(&core.get(h(k), &k).unwrap(), 5_000);
+        touch(&core, k, 5_000);
     }
     let mut out = Vec::new();
     // The cursor walks on from sweep to sweep, four entries at a time: in
     // two laps' worth of sweeps every idle entry is released, none other.
     for _ in 0..8 {
         let before = out.len();
-        core.sweep(&policy, 8_000, 4, &mut out);
+        core.sweep(8_000, 4, |entry| out.push(entry));
         assert!(out.len() - before <= 4);
         core.check_invariants();
     }
     assert_eq!(core.len(), 8);
     assert_eq!(out.len(), 8);
-    assert!(
-        out.iter()
-            .all(|(k, _, cause)| k % 2 == 1 && *cause == RemovalCause::Expired)
-    );
+    assert!(out.iter().all(|(k, _)| k % 2 == 1));
 }
 
 #[test]
 fn idle_time_is_recorded_only_when_it_moved_a_step() {
-    let policy = Policy::new(None, Some(Duration::from_nanos(6_400)), None);
-    let mut core = core(&policy);
-    put(&mut core, &policy, 1, 1, 0);
-    // Resolution is 6400 / 64 = 100 ns: a touch at 50 records nothing...
-    policy.touch(&core.get(h(1), &1).unwrap(), 50);
-    assert!(policy.is_expired(&core.get(h(1), &1).unwrap(), 6_400));
-    // ...a touch at 100 does.
-    policy.touch(&core.get(h(1), &1).unwrap(), 100);
-    assert!(!policy.is_expired(&core.get(h(1), &1).unwrap(), 6_400));
-    assert!(policy.is_expired(&core.get(h(1), &1).unwrap(), 6_500));
+    let mut core = expiring(None, Some(6_400));
+    put(&mut core, 1, 1, 0);
+    let live = |core: &Expiring, now| core.peek(h(1), &1, now).is_some();
+    // Resolution is 6400 / 64 = 100 ns: a read at 50 records nothing...
+    touch(&core, 1, 50);
+    assert!(!live(&core, 6_400));
+    // ...a read at 100 does.
+    touch(&core, 1, 100);
+    assert!(live(&core, 6_400));
+    assert!(!live(&core, 6_500));
 }
 
 /// Runs `get_or_init(1, || 10)` on another thread, calls `during` while that

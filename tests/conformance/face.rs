@@ -249,9 +249,8 @@ impl Face for Typed {
     const NAME: &'static str = "TypedCache";
 
     fn supports(config: &Config) -> bool {
-        // TODO(wiring): once `TypedCacheBuilder` has `policy` and `weigher`,
-        // drop the two terms below and call them in `build`.
-        config.policy.is_none() && config.weigher.is_none()
+        // Every policy; no weigher (TypedCacheBuilder has none).
+        config.weigher.is_none()
     }
 
     fn build(config: &Config) -> Self {
@@ -262,7 +261,9 @@ impl Face for Typed {
         if let Some(capacity) = config.capacity {
             builder = builder.capacity(capacity);
         }
-        // TODO(wiring): policy(config.policy) / weigher(config.weigher).
+        if let Some(policy) = config.policy {
+            builder = builder.policy(policy);
+        }
         if let Some(ttl) = config.time_to_live {
             builder = builder.time_to_live(ttl);
         }
@@ -276,11 +277,8 @@ impl Face for Typed {
     }
 
     fn keeps_what_it_stores(_config: &Config) -> bool {
-        // No: the new entry goes where the CLOCK hand reaches it last, but
-        // when every other entry of its shard was read since the hand last
-        // passed, the hand clears them all and then takes the new entry.
-        // TODO(wiring): decide per policy once `policy` is wired.
-        false
+        // Every policy: eviction never takes the entry just stored.
+        true
     }
 
     fn get(&self, key: &str) -> Option<Value> {
