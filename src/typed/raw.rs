@@ -45,15 +45,16 @@ use std::cell::Cell;
 use std::fmt;
 use std::hash::{BuildHasher, Hash};
 
+use super::bound::Bound;
 use super::key_shard::{KeyShard, Removed, tagged};
 use super::stats::{Event, Stats};
 use crate::EvictionPolicy;
-use crate::cache::{Expiry, Lookup, SWEEP_BUDGET, nanos};
+use crate::cache::{Expiry, Lookup, SWEEP_BUDGET, Weigher, nanos};
 use crate::fault::broken;
 use crate::flight::{Caller, FlightGroup, Looked, Source};
 use crate::removal::{Listener, RemovalCause, copy_unlocked, notify};
 use crate::stats::CacheStats;
-use crate::sync::{Arc, AtomicUsize, CachePadded, Ordering, ShardedLock};
+use crate::sync::{Arc, ShardedLock};
 use crate::time::Clock;
 
 /// Number of key shards (a power of two). More shards let more writes
@@ -68,11 +69,9 @@ pub(crate) struct Raw<K, V, S> {
     /// Whether a hit takes the shard's write lock (exact LRU).
     exclusive_hits: bool,
     expiry: Option<Expiry>,
-    capacity: Option<usize>,
     clock: Arc<dyn Clock>,
-    /// Entries stored, over all shards (including expired ones not yet
-    /// removed). Updated under the shard lock of each change.
-    len: CachePadded<AtomicUsize>,
+    /// The capacity, the weigher, and the totals over all shards.
+    bound: Bound<K, V>,
     stats: Stats,
     listener: Option<Listener<K, V>>,
 }
@@ -101,11 +100,13 @@ where
         policy: EvictionPolicy,
         expiry: Option<Expiry>,
         capacity: Option<usize>,
+        weigher: Option<Weigher<K, V>>,
         clock: Arc<dyn Clock>,
         hasher: S,
     ) -> Self {
         // Each shard unbounded: the bound is global (see `store`).
-        let share = capacity.map(|max| max.div_ceil(SHARDS));
+        let bound = Bound::new(capacity, weigher);
+        let share = bound.capacity().map(|max| max.div_ceil(SHARDS));
         Self {
             shards: (0..SHARDS)
                 .map(|_| ShardedLock::new(KeyShard::new(policy, share, expiry)))
@@ -115,9 +116,8 @@ where
             policy,
             exclusive_hits: !policy.shared_hits(),
             expiry,
-            capacity,
             clock,
-            len: CachePadded::new(AtomicUsize::new(0)),
+            bound,
             stats: Stats::new(),
             listener: None,
         }
@@ -509,34 +509,26 @@ where
         None
     }
 
-    /// Runs `f` under shard `shard`'s write lock, keeping `len` in step.
+    /// Runs `f` under shard `shard`'s write lock, keeping the totals in
+    /// step.
     fn write<T>(&self, shard: usize, f: impl FnOnce(&mut KeyShard<K, V>) -> T) -> T {
         let mut core = self.shards[shard].write();
-        let before = core.entries.len();
+        let before = self.bound.size(&core);
         let out = f(&mut core);
-        self.account(before, core.entries.len());
+        self.bound.account(before, self.bound.size(&core));
         out
-    }
-
-    /// Applies a shard's size change to `len` (called under that shard's
-    /// write lock).
-    fn account(&self, before: usize, after: usize) {
-        // SeqCst (here and on every `len` access): inserters in different
-        // shards decide evictions from this total; one order over all its
-        // updates and reads keeps them from both acting on a stale total.
-        if after > before {
-            self.len.fetch_add(after - before, Ordering::SeqCst);
-        } else if before > after {
-            self.len.fetch_sub(before - after, Ordering::SeqCst);
-        }
     }
 
     /// Stores `value` (from an init if `expect_generation` is `Some`, else
     /// from `insert`), then enforces `capacity`. Returns the live value it
     /// replaced if `user_write` (an init's publish has no use for it). Every
     /// removed key and value is dropped after the locks are released. The
-    /// only user code under the lock is `K: Eq` in the core's insert, before
-    /// its first change.
+    /// weigher runs first, with no lock held; the only user code under the
+    /// lock is `K: Eq` in the core's insert, before its first change.
+    ///
+    /// A value heavier than the whole capacity is not stored: the key's old
+    /// entry is removed (as `Replaced`, or `Expired`) and the new one goes
+    /// to the listener as `Evicted`.
     fn store(
         &self,
         hash: u64,
@@ -545,6 +537,7 @@ where
         expect_generation: Option<u64>,
         user_write: bool,
     ) -> Option<V> {
+        let weight = self.bound.weigh(&key, &value);
         let shard = Self::shard_index(hash);
         let now = self.now();
         let wants_old = user_write;
@@ -552,9 +545,10 @@ where
         // BROKEN on purpose (loom negative control): check-then-act on the
         // total, read before the shard lock.
         let skip_eviction = broken!(TypedFault::EvictionCheckedBeforeLock)
-            && self
-                .capacity
-                .is_some_and(|max| self.len.load(Ordering::SeqCst) < max);
+            && self.bound.capacity().is_some_and(|max| {
+                let held = self.bound.weight().unwrap_or(self.bound.len());
+                held + weight.unwrap_or(0) as usize <= max
+            });
         let replaced = {
             let mut core = self.shards[shard].write();
             let raced = expect_generation.is_some_and(|seen| seen != core.generation);
@@ -577,13 +571,29 @@ where
             } else {
                 0
             };
-            let before = core.entries.len();
+            let before = self.bound.size(&core);
             self.stats.record(Event::Insert);
             // `K: Eq` runs here, before any change (the bump included).
             let mut swept = Vec::new();
-            let displaced =
-                core.entries
-                    .insert_unevicting(hash, key, value, || now, budget, &mut swept);
+            let (displaced, rejected) = match weight {
+                Some(weight) => {
+                    let displaced = core.entries.insert_unevicting(
+                        hash,
+                        key,
+                        value,
+                        weight,
+                        || now,
+                        budget,
+                        &mut swept,
+                    );
+                    (displaced, None)
+                }
+                None => {
+                    let old = core.entries.remove(hash, &key, now);
+                    core.entries.sweep(now, budget, &mut swept);
+                    (old, Some((key, value, RemovalCause::Evicted)))
+                }
+            };
             if user_write {
                 core.bump_generation();
             }
@@ -600,57 +610,21 @@ where
                 };
                 garbage.push((key, old, cause));
             }
+            garbage.extend(rejected);
             if !swept.is_empty() {
                 tagged(&mut garbage, swept, RemovalCause::Expired);
             }
-            self.account(before, core.entries.len());
-            let evicts = self.capacity.is_some() && !skip_eviction;
-            if evicts {
-                self.evict_locked(&mut core, hash, now, &mut garbage);
+            self.bound.account(before, self.bound.size(&core));
+            if !skip_eviction {
+                self.bound.evict_locked(&mut core, hash, now, &mut garbage);
             }
             replaced
         };
-        if self.capacity.is_some() && !skip_eviction {
-            self.evict_elsewhere(shard, hash, now, &mut garbage);
+        if self.bound.bounded() && !skip_eviction {
+            self.bound
+                .evict_elsewhere(&self.shards, shard, hash, now, &mut garbage);
         }
         self.release_returning(garbage, replaced)
-    }
-
-    /// Evicts from the locked shard while the cache is over `capacity`,
-    /// never the entry of hash `keep` (the one just stored).
-    fn evict_locked(
-        &self,
-        core: &mut KeyShard<K, V>,
-        keep: u64,
-        now: u64,
-        garbage: &mut Vec<Removed<K, V>>,
-    ) {
-        let Some(max) = self.capacity else {
-            return;
-        };
-        while self.len.load(Ordering::SeqCst) > max {
-            let before = core.entries.len();
-            if !core.evict_one(keep, now, garbage) {
-                break;
-            }
-            self.account(before, core.entries.len());
-        }
-    }
-
-    /// Evicts from the other shards, one lock at a time, while the cache is
-    /// still over `capacity` (the stored entry's own shard had nothing
-    /// else to give).
-    fn evict_elsewhere(&self, start: usize, keep: u64, now: u64, garbage: &mut Vec<Removed<K, V>>) {
-        let Some(max) = self.capacity else {
-            return;
-        };
-        for step in 1..SHARDS {
-            if self.len.load(Ordering::SeqCst) <= max {
-                return;
-            }
-            let mut core = self.shards[(start + step) % SHARDS].write();
-            self.evict_locked(&mut core, keep, now, garbage);
-        }
     }
 
     pub(crate) fn insert(&self, key: K, value: V) -> Option<V> {
@@ -730,7 +704,12 @@ where
     }
 
     pub(crate) fn len(&self) -> usize {
-        self.len.load(Ordering::SeqCst)
+        self.bound.len()
+    }
+
+    /// The total weight with a weigher, else `None`.
+    pub(crate) fn weight(&self) -> Option<usize> {
+        self.bound.weight()
     }
 
     /// A copy of the live entries: each shard under its read lock in turn,
@@ -752,7 +731,8 @@ where
     pub(crate) fn stats(&self) -> CacheStats {
         let mut stats = self.stats.snapshot();
         stats.len = self.len();
-        stats.capacity = self.capacity;
+        stats.capacity = self.bound.capacity();
+        stats.weighted_size = self.bound.weight();
         stats
     }
 
@@ -765,7 +745,7 @@ where
     /// Asserts the cache's invariants; call when no other thread uses it.
     #[cfg(any(test, feature = "testing"))]
     pub(crate) fn check_invariants(&self) {
-        let mut total = 0;
+        let (mut total, mut weight) = (0, 0);
         for (index, shard) in self.shards.iter().enumerate() {
             let core = shard.read();
             core.entries.check_invariants();
@@ -775,11 +755,9 @@ where
                 assert_eq!(Self::shard_index(hash), index, "entry in the wrong shard");
             }
             total += core.entries.len();
+            weight += core.entries.weight();
         }
-        assert_eq!(total, self.len(), "len out of step with the shards");
-        if let Some(max) = self.capacity {
-            assert!(total <= max, "{total} entries over capacity {max}");
-        }
+        self.bound.check(total, weight);
         assert_eq!(self.in_flight(), 0, "an init is still registered");
     }
 }
@@ -787,10 +765,11 @@ where
 impl<K, V, S> fmt::Debug for Raw<K, V, S> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Raw")
-            .field("len", &self.len.load(Ordering::SeqCst))
+            .field("len", &self.bound.len())
+            .field("weight", &self.bound.weight())
             .field("policy", &self.policy)
             .field("expiry", &self.expiry)
-            .field("capacity", &self.capacity)
+            .field("capacity", &self.bound.capacity())
             .field("clock", &self.clock)
             .field("stats", &self.stats)
             .field("in_flight", &self.flights.in_flight())
