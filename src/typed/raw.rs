@@ -537,7 +537,9 @@ where
         expect_generation: Option<u64>,
         user_write: bool,
     ) -> Option<V> {
-        let weight = self.bound.weigh(&key, &value);
+        let Some(weight) = self.bound.weigh(&key, &value) else {
+            return self.store_rejected(hash, key, value, expect_generation, user_write);
+        };
         let shard = Self::shard_index(hash);
         let now = self.now();
         let wants_old = user_write;
@@ -547,7 +549,7 @@ where
         let skip_eviction = broken!(TypedFault::EvictionCheckedBeforeLock)
             && self.bound.capacity().is_some_and(|max| {
                 let held = self.bound.weight().unwrap_or(self.bound.len());
-                held + weight.unwrap_or(0) as usize <= max
+                held + weight as usize <= max
             });
         let replaced = {
             let mut core = self.shards[shard].write();
@@ -575,25 +577,15 @@ where
             self.stats.record(Event::Insert);
             // `K: Eq` runs here, before any change (the bump included).
             let mut swept = Vec::new();
-            let (displaced, rejected) = match weight {
-                Some(weight) => {
-                    let displaced = core.entries.insert_unevicting(
-                        hash,
-                        key,
-                        value,
-                        weight,
-                        || now,
-                        budget,
-                        &mut swept,
-                    );
-                    (displaced, None)
-                }
-                None => {
-                    let old = core.entries.remove(hash, &key, now);
-                    core.entries.sweep(now, budget, &mut swept);
-                    (old, Some((key, value, RemovalCause::Evicted)))
-                }
-            };
+            let displaced = core.entries.insert_unevicting(
+                hash,
+                key,
+                value,
+                weight,
+                || now,
+                budget,
+                &mut swept,
+            );
             if user_write {
                 core.bump_generation();
             }
@@ -610,12 +602,11 @@ where
                 };
                 garbage.push((key, old, cause));
             }
-            garbage.extend(rejected);
             if !swept.is_empty() {
                 tagged(&mut garbage, swept, RemovalCause::Expired);
             }
             self.bound.account(before, self.bound.size(&core));
-            if !skip_eviction {
+            if self.bound.bounded() && !skip_eviction {
                 self.bound.evict_locked(&mut core, hash, now, &mut garbage);
             }
             replaced
@@ -625,6 +616,35 @@ where
                 .evict_elsewhere(&self.shards, shard, hash, now, &mut garbage);
         }
         self.release_returning(garbage, replaced)
+    }
+
+    /// [`store`](Self::store) of a value heavier than the capacity: not
+    /// stored; the key's old entry is removed, the new one released as
+    /// `Evicted` (unless a user write raced the init, as in `store`).
+    #[cold]
+    #[inline(never)]
+    fn store_rejected(
+        &self,
+        hash: u64,
+        key: K,
+        value: V,
+        expect: Option<u64>,
+        user: bool,
+    ) -> Option<V> {
+        let now = self.now();
+        let budget = SWEEP_BUDGET * usize::from(self.expiry.is_some());
+        let mut garbage = Vec::new();
+        let live = self.write(Self::shard_index(hash), |core| {
+            if expect.is_some_and(|seen| seen != core.generation) {
+                return None;
+            }
+            self.stats.record(Event::Insert);
+            Some(core.reject(hash, &key, now, budget, user, &mut garbage))
+        });
+        // Dropped here, unlocked, if the init lost to a user write.
+        live?;
+        garbage.push((key, value, RemovalCause::Evicted));
+        self.release_returning(garbage, (live == Some(true) && user).then_some(0))
     }
 
     pub(crate) fn insert(&self, key: K, value: V) -> Option<V> {
