@@ -20,6 +20,8 @@ use hasher::TestState;
 use larder::{EvictionPolicy, ManualClock, RemovalCause, TypedCache};
 
 type Cache = TypedCache<u64, u64, TestState>;
+/// A named operation on the cache.
+type Op<'a> = (&'a str, &'a dyn Fn(&Cache));
 
 thread_local! {
     /// The weigher's calls so far on this thread.
@@ -180,7 +182,7 @@ fn a_panicking_weigher_changes_nothing() {
             quiet(info);
         }
     }));
-    let ops: [(&str, &dyn Fn(&Cache)); 7] = [
+    let ops: [Op<'_>; 7] = [
         ("insert new", &|c| {
             c.insert(600, value(600, 3));
         }),
