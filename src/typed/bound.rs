@@ -9,7 +9,9 @@
 //! updates and reads keeps them from both acting on a stale total.
 //!
 //! Without a weigher the bound counts entries: no weight is read and the
-//! weight total is never written.
+//! weight total is never written. The store path picks its variant once
+//! (`W`, "weighted", of the methods below), as the engine's shards pick
+//! theirs by type, so an unweighted store runs no weight code at all.
 
 use super::key_shard::{KeyShard, Removed};
 use crate::cache::{MAX_SHARD_CAPACITY, Weigher};
@@ -62,12 +64,18 @@ impl<K, V> Bound<K, V> {
         self.capacity
     }
 
+    /// Whether a weigher is set (the `W` of the methods below).
+    #[inline]
+    pub(crate) fn weighted(&self) -> bool {
+        self.weigher.is_some()
+    }
+
     /// The weight an entry counts for (the weigher's, 0 raised to 1; 1
     /// without one), or `None` if it alone is heavier than the capacity.
     /// User code: call with no lock held.
-    #[inline]
-    pub(crate) fn weigh(&self, key: &K, value: &V) -> Option<u32> {
-        let Some(weigher) = &self.weigher else {
+    #[inline(always)]
+    pub(crate) fn weigh<const W: bool>(&self, key: &K, value: &V) -> Option<u32> {
+        let Some(weigher) = self.weigher.as_ref().filter(|_| W) else {
             return Some(1);
         };
         let weight = weigher(key, value).max(1);
@@ -80,12 +88,18 @@ impl<K, V> Bound<K, V> {
     /// A shard's size, read under its lock.
     #[inline]
     pub(crate) fn size(&self, shard: &KeyShard<K, V>) -> Size {
+        match self.weighted() {
+            true => self.size_as::<true>(shard),
+            false => self.size_as::<false>(shard),
+        }
+    }
+
+    /// [`size`](Self::size), weighted or not (`W`: a weigher is set).
+    #[inline(always)]
+    pub(crate) fn size_as<const W: bool>(&self, shard: &KeyShard<K, V>) -> Size {
         Size {
             len: shard.entries.len(),
-            weight: match self.weigher {
-                Some(_) => shard.entries.weight(),
-                None => 0,
-            },
+            weight: if W { shard.entries.weight() } else { 0 },
         }
     }
 
@@ -93,6 +107,15 @@ impl<K, V> Bound<K, V> {
     /// write lock).
     #[inline]
     pub(crate) fn account(&self, before: Size, after: Size) {
+        match self.weighted() {
+            true => self.account_as::<true>(before, after),
+            false => self.account_as::<false>(before, after),
+        }
+    }
+
+    /// [`account`](Self::account), weighted or not (`W`: a weigher is set).
+    #[inline(always)]
+    pub(crate) fn account_as<const W: bool>(&self, before: Size, after: Size) {
         let totals = &*self.totals;
         if after.len > before.len {
             totals
@@ -102,6 +125,9 @@ impl<K, V> Bound<K, V> {
             totals
                 .len
                 .fetch_sub(before.len - after.len, Ordering::SeqCst);
+        }
+        if !W {
+            return;
         }
         if after.weight > before.weight {
             let grew = after.weight - before.weight;

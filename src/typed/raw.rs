@@ -47,7 +47,7 @@ use std::hash::{BuildHasher, Hash};
 
 use super::bound::Bound;
 use super::key_shard::{KeyShard, Removed, tagged};
-use super::stats::{Event, Stats};
+use super::stats::{Event, FailureGuard, Stats};
 use crate::EvictionPolicy;
 use crate::cache::{Expiry, Lookup, SWEEP_BUDGET, Weigher, nanos};
 use crate::fault::broken;
@@ -74,20 +74,6 @@ pub(crate) struct Raw<K, V, S> {
     bound: Bound<K, V>,
     stats: Stats,
     listener: Option<Listener<K, V>>,
-}
-
-/// Counts an init failure unless disarmed (so a panicking init counts too).
-struct FailureGuard<'a> {
-    stats: &'a Stats,
-    armed: bool,
-}
-
-impl Drop for FailureGuard<'_> {
-    fn drop(&mut self) {
-        if self.armed {
-            self.stats.record(Event::InitFailure);
-        }
-    }
 }
 
 impl<K, V, S> Raw<K, V, S>
@@ -133,6 +119,7 @@ where
 
     /// Hands removed entries to the listener, then drops them. Call with no
     /// lock held.
+    #[inline]
     fn release(&self, removed: Vec<Removed<K, V>>) {
         for (_, _, cause) in &removed {
             if *cause == RemovalCause::Evicted {
@@ -529,7 +516,17 @@ where
     /// A value heavier than the whole capacity is not stored: the key's old
     /// entry is removed (as `Replaced`, or `Expired`) and the new one goes
     /// to the listener as `Evicted`.
-    fn store(
+    fn store(&self, hash: u64, key: K, value: V, expect: Option<u64>, user: bool) -> Option<V> {
+        // One copy of the store per "weighted", as the engine's shards.
+        match self.bound.weighted() {
+            true => self.store_as::<true>(hash, key, value, expect, user),
+            false => self.store_as::<false>(hash, key, value, expect, user),
+        }
+    }
+
+    /// [`store`](Self::store), weighted or not (`W`: a weigher is set).
+    #[inline(always)]
+    fn store_as<const W: bool>(
         &self,
         hash: u64,
         key: K,
@@ -537,7 +534,7 @@ where
         expect_generation: Option<u64>,
         user_write: bool,
     ) -> Option<V> {
-        let Some(weight) = self.bound.weigh(&key, &value) else {
+        let Some(weight) = self.bound.weigh::<W>(&key, &value) else {
             return self.store_rejected(hash, key, value, expect_generation, user_write);
         };
         let shard = Self::shard_index(hash);
@@ -573,7 +570,7 @@ where
             } else {
                 0
             };
-            let before = self.bound.size(&core);
+            let before = self.bound.size_as::<W>(&core);
             self.stats.record(Event::Insert);
             // `K: Eq` runs here, before any change (the bump included).
             let mut swept = Vec::new();
@@ -605,7 +602,8 @@ where
             if !swept.is_empty() {
                 tagged(&mut garbage, swept, RemovalCause::Expired);
             }
-            self.bound.account(before, self.bound.size(&core));
+            self.bound
+                .account_as::<W>(before, self.bound.size_as::<W>(&core));
             if self.bound.bounded() && !skip_eviction {
                 self.bound.evict_locked(&mut core, hash, now, &mut garbage);
             }
