@@ -475,7 +475,7 @@ impl<K, V, P: Policy, const E: bool> Shard<K, V, P, E> {
     /// With expiry, first releases up to `sweep` expired entries into
     /// `swept`. Returns, if the key was present, the key passed in, the old
     /// value and whether it had expired. `K: Eq` runs before any change.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn insert_unevicting(
         &mut self,
         hash: u64,

@@ -217,7 +217,7 @@ impl<K, V> PolicyShard<K, V> {
 
     /// See [`Shard::insert_unevicting`]. `now` is called only when entries
     /// can expire.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn insert_unevicting(
         &mut self,
         hash: u64,

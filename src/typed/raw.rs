@@ -29,9 +29,9 @@
 //!
 //! # Capacity
 //!
-//! The bound is global: each shard may hold any number of entries, and a
-//! store evicts (from its own shard, then the next ones) while the total
-//! is over `capacity`, never the entry it just stored.
+//! The bound is global ([`Bound`]: entries, or with a weigher their total
+//! weight): a store evicts (from its own shard, then the next ones) while
+//! the total is over `capacity`, never the entry it just stored.
 //!
 //! # Expiry
 //!
@@ -119,7 +119,7 @@ where
 
     /// Hands removed entries to the listener, then drops them. Call with no
     /// lock held.
-    #[inline]
+    #[inline(always)]
     fn release(&self, removed: Vec<Removed<K, V>>) {
         for (_, _, cause) in &removed {
             if *cause == RemovalCause::Evicted {
@@ -135,6 +135,7 @@ where
     /// `removed[at]` to the caller: the value itself when there is no
     /// listener, else a clone made here, with no lock held (a panicking
     /// clone still lets every removed entry reach the listener first).
+    #[inline(always)]
     fn release_returning(&self, mut removed: Vec<Removed<K, V>>, at: Option<usize>) -> Option<V> {
         let Some(at) = at else {
             self.release(removed);
@@ -510,21 +511,23 @@ where
     /// from `insert`), then enforces `capacity`. Returns the live value it
     /// replaced if `user_write` (an init's publish has no use for it). Every
     /// removed key and value is dropped after the locks are released. The
-    /// weigher runs first, with no lock held; the only user code under the
-    /// lock is `K: Eq` in the core's insert, before its first change.
-    ///
-    /// A value heavier than the whole capacity is not stored: the key's old
-    /// entry is removed (as `Replaced`, or `Expired`) and the new one goes
-    /// to the listener as `Evicted`.
+    /// weigher runs first, unlocked; the only user code under the lock is
+    /// `K: Eq` in the core's insert, before its first change. A value
+    /// heavier than the capacity is not stored (`store_rejected`).
     fn store(&self, hash: u64, key: K, value: V, expect: Option<u64>, user: bool) -> Option<V> {
-        // One copy of the store per "weighted", as the engine's shards.
+        // The unweighted store inline, with no weight code; the weighted
+        // one its own copy (`W`), as the engine's shards by type.
         match self.bound.weighted() {
-            true => self.store_as::<true>(hash, key, value, expect, user),
             false => self.store_as::<false>(hash, key, value, expect, user),
+            true => self.store_weighted(hash, key, value, expect, user),
         }
     }
 
-    /// [`store`](Self::store), weighted or not (`W`: a weigher is set).
+    #[inline(never)]
+    fn store_weighted(&self, h: u64, k: K, v: V, e: Option<u64>, u: bool) -> Option<V> {
+        self.store_as::<true>(h, k, v, e, u)
+    }
+
     #[inline(always)]
     fn store_as<const W: bool>(
         &self,
