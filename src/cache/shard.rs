@@ -470,17 +470,18 @@ impl<K, V, P: Policy, const E: bool> Shard<K, V, P, E> {
         self.table.insert(&self.entries, i);
     }
 
-    /// Inserts or replaces the key's value (of weight 1) in a shard whose
-    /// bound its caller keeps (it never fills: nothing is evicted here).
+    /// Inserts or replaces the key's value (of `weight`, at least 1) in a
+    /// shard whose bound its caller keeps (nothing is evicted here).
     /// With expiry, first releases up to `sweep` expired entries into
     /// `swept`. Returns, if the key was present, the key passed in, the old
     /// value and whether it had expired. `K: Eq` runs before any change.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn insert_unevicting(
         &mut self,
         hash: u64,
         key: K,
         value: V,
+        weight: u32,
         now: u64,
         sweep: usize,
         swept: &mut Vec<(K, V)>,
@@ -488,17 +489,18 @@ impl<K, V, P: Policy, const E: bool> Shard<K, V, P, E> {
     where
         K: Eq,
     {
-        debug_assert!(self.weight < self.capacity as u64);
+        debug_assert!(weight >= 1 && self.entries.len() < self.capacity);
         if let Some(i) = self.find(hash, &key) {
             let old_weight = self.weights.get(i);
             let expired = E && self.times.expired(i, now);
             let old = std::mem::replace(&mut self.entries[i as usize].value, value);
-            self.weights.set(i, 1, self.entries.len());
+            self.weights.set(i, weight, self.entries.len());
             if E {
                 self.times.reset(i, now);
             }
-            self.weight = self.weight - u64::from(old_weight) + 1;
-            self.policy.replaced(&mut self.entries, i, old_weight, 1);
+            self.weight = self.weight - u64::from(old_weight) + u64::from(weight);
+            self.policy
+                .replaced(&mut self.entries, i, old_weight, weight);
             if E && sweep > 0 {
                 self.sweep(now, sweep, |entry| swept.push(entry));
             }
@@ -508,7 +510,7 @@ impl<K, V, P: Policy, const E: bool> Shard<K, V, P, E> {
         if E && sweep > 0 {
             self.sweep(now, sweep, |entry| swept.push(entry));
         }
-        self.append(hash, key, value, 1, admit, now);
+        self.append(hash, key, value, weight, admit, now);
         None
     }
 

@@ -217,12 +217,13 @@ impl<K, V> PolicyShard<K, V> {
 
     /// See [`Shard::insert_unevicting`]. `now` is called only when entries
     /// can expire.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn insert_unevicting(
         &mut self,
         hash: u64,
         key: K,
         value: V,
+        weight: u32,
         now: impl FnOnce() -> u64,
         sweep: usize,
         swept: &mut Vec<(K, V)>,
@@ -231,12 +232,18 @@ impl<K, V> PolicyShard<K, V> {
         K: Eq,
     {
         match self {
-            Self::Exact(s) => s.insert_unevicting(hash, key, value, 0, 0, swept),
-            Self::Clock(s) => s.insert_unevicting(hash, key, value, 0, 0, swept),
-            Self::S3Fifo(s) => s.insert_unevicting(hash, key, value, 0, 0, swept),
-            Self::ExactExpiring(s) => s.insert_unevicting(hash, key, value, now(), sweep, swept),
-            Self::ClockExpiring(s) => s.insert_unevicting(hash, key, value, now(), sweep, swept),
-            Self::S3FifoExpiring(s) => s.insert_unevicting(hash, key, value, now(), sweep, swept),
+            Self::Exact(s) => s.insert_unevicting(hash, key, value, weight, 0, 0, swept),
+            Self::Clock(s) => s.insert_unevicting(hash, key, value, weight, 0, 0, swept),
+            Self::S3Fifo(s) => s.insert_unevicting(hash, key, value, weight, 0, 0, swept),
+            Self::ExactExpiring(s) => {
+                s.insert_unevicting(hash, key, value, weight, now(), sweep, swept)
+            }
+            Self::ClockExpiring(s) => {
+                s.insert_unevicting(hash, key, value, weight, now(), sweep, swept)
+            }
+            Self::S3FifoExpiring(s) => {
+                s.insert_unevicting(hash, key, value, weight, now(), sweep, swept)
+            }
         }
     }
 
