@@ -199,7 +199,7 @@ impl Ghost {
 
     /// Whether `hash` is remembered; if so, forgets it (its key is being
     /// readmitted, to main). One line read.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn take(&mut self, hash: u64) -> bool {
         let print = fingerprint(hash);
         let n = self.buckets.len();
