@@ -1,7 +1,8 @@
 //! loom models of `IndexedStore`: every interleaving of a few threads, with
-//! the real store code over loom's stand-in for crossbeam's `ShardedLock`
-//! (one loom `RwLock`). Each model has a negative control that runs a
-//! deliberately broken protocol and must fail.
+//! the real store code; each shard's striped lock is two loom `RwLock`s,
+//! a thread reading through the one its loom thread number picks. Each
+//! model has a negative control that runs a deliberately broken protocol
+//! and must fail.
 #![cfg(loom)]
 
 use larder::IndexedStore;
@@ -304,4 +305,39 @@ fn indexed_cut_across_shards() {
 #[should_panic(expected = "invariant violated")]
 fn indexed_cut_negative_control_shard_by_shard() {
     cut_across_shards(IndexedFault::CutShardByShard);
+}
+
+/// A reader on the second read stripe of a shard's lock (the spawned
+/// thread; the main thread reads through the first) while the main thread
+/// updates its key: the reader sees the object before or after the update,
+/// whole. A writer that holds only stripe 0 leaves the reader's stripe
+/// empty while it writes.
+fn reader_on_another_stripe(fault: IndexedFault) {
+    let _fault = inject(fault);
+    loom::model(move || {
+        let store = Arc::new(colored());
+        store.insert("a", "red").unwrap();
+        let reader = {
+            let store = Arc::clone(&store);
+            thread::spawn(move || {
+                let seen = *store.get("a").expect("a is never removed");
+                assert!(seen == "red" || seen == "blue", "torn read: {seen}");
+            })
+        };
+        store.insert("a", "blue").unwrap();
+        assert_eq!(*store.get("a").unwrap(), "blue");
+        reader.join().unwrap();
+        assert_eq!(store.index_keys("color", "blue").unwrap(), ["a"]);
+    });
+}
+
+#[test]
+fn indexed_reader_on_another_stripe() {
+    reader_on_another_stripe(IndexedFault::None);
+}
+
+#[test]
+#[should_panic(expected = "a read stripe without its value")]
+fn indexed_stripe_negative_control_writer_one_stripe() {
+    reader_on_another_stripe(IndexedFault::WriterOneStripe);
 }

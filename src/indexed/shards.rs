@@ -1,24 +1,26 @@
 //! The key-sharded state of an [`IndexedStore`](super::IndexedStore): one
-//! reader-writer lock per shard, each over a [`Core`] holding the objects
-//! whose keys hash to it and its part of every index.
+//! striped reader-writer lock per shard (`striped_lock.rs`: a read locks
+//! only the calling thread's stripe, a write every stripe), each over a
+//! [`Core`] holding the objects whose keys hash to it and its part of every
+//! index.
 //!
 //! # Lock protocol
 //!
 //! - A point operation (`get`, `insert`, `remove`) locks the one shard its
 //!   key hashes to.
 //! - A whole-store read (`len`, `keys`, `values`, `by_index`, the visits,
-//!   ...) read-locks every shard, in index order, and holds them all until
-//!   it has read every shard: the result is one consistent cut, taken at
-//!   the instant the last shard was locked.
+//!   ...) read-locks every shard (its thread's stripe of each), in index
+//!   order, and holds them all until it has read every shard: the result
+//!   is one consistent cut, taken at the instant the last shard was locked.
 //! - A write to several shards (`transaction`) write-locks the shards it
 //!   touches in index order; one to all of them (`replace`, `clear`,
 //!   `add_index`) write-locks every shard in index order.
 //!
-//! Every multi-shard acquisition goes in ascending index order, so no two
-//! of them wait on each other in a cycle.
+//! Every acquisition goes in ascending (shard, stripe) order, so no two of
+//! them wait on each other in a cycle.
 
 use super::core::Core;
-use crate::sync::{CachePadded, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use crate::striped_lock::{StripedReadGuard, StripedRwLock, StripedWriteGuard};
 
 /// The most shards a store has: the shard is taken from seven bits of the
 /// key's hash (bits 50 to 56), which the tables' own probing does not use.
@@ -40,8 +42,9 @@ pub(crate) fn default_count() -> usize {
     }
 }
 
-/// One shard: its lock, cache-padded so that shards do not share a line.
-type Shard<K, V> = CachePadded<RwLock<Core<K, V>>>;
+/// One shard: its lock (whose stripes are cache-padded; the lock itself
+/// is a pointer that only construction writes).
+type Shard<K, V> = StripedRwLock<Core<K, V>>;
 
 /// The shards, in index order.
 pub(crate) struct Shards<K, V> {
@@ -61,10 +64,7 @@ impl<K, V> Shards<K, V> {
             "larder: a shard count must be a power of two up to {MAX_SHARDS}"
         );
         Self {
-            locks: cores
-                .into_iter()
-                .map(|core| CachePadded::new(RwLock::new(core)))
-                .collect(),
+            locks: cores.into_iter().map(StripedRwLock::new).collect(),
             mask: count - 1,
         }
     }
@@ -81,15 +81,15 @@ impl<K, V> Shards<K, V> {
         shard_of(hash, self.mask)
     }
 
-    /// Read-locks shard `shard`.
+    /// Read-locks shard `shard` (the calling thread's stripe of it).
     #[inline]
-    pub(crate) fn read(&self, shard: usize) -> RwLockReadGuard<'_, Core<K, V>> {
+    pub(crate) fn read(&self, shard: usize) -> StripedReadGuard<'_, Core<K, V>> {
         self.locks[shard].read()
     }
 
-    /// Write-locks shard `shard`.
+    /// Write-locks shard `shard` (every stripe of it).
     #[inline]
-    pub(crate) fn write(&self, shard: usize) -> RwLockWriteGuard<'_, Core<K, V>> {
+    pub(crate) fn write(&self, shard: usize) -> StripedWriteGuard<'_, Core<K, V>> {
         self.locks[shard].write()
     }
 
@@ -100,7 +100,7 @@ impl<K, V> Shards<K, V> {
     }
 
     /// Write-locks every shard, in order.
-    pub(crate) fn write_all(&self) -> Vec<RwLockWriteGuard<'_, Core<K, V>>> {
+    pub(crate) fn write_all(&self) -> Vec<StripedWriteGuard<'_, Core<K, V>>> {
         self.locks.iter().map(|lock| lock.write()).collect()
     }
 
@@ -108,7 +108,7 @@ impl<K, V> Shards<K, V> {
     pub(crate) fn write_some(
         &self,
         mask: &ShardSet,
-    ) -> Vec<(usize, RwLockWriteGuard<'_, Core<K, V>>)> {
+    ) -> Vec<(usize, StripedWriteGuard<'_, Core<K, V>>)> {
         mask.iter()
             .map(|shard| (shard, self.locks[shard].write()))
             .collect()
@@ -116,7 +116,7 @@ impl<K, V> Shards<K, V> {
 }
 
 /// Every shard read-locked, in order (one read guard per shard).
-pub(crate) struct Cut<'a, K, V>(Vec<RwLockReadGuard<'a, Core<K, V>>>);
+pub(crate) struct Cut<'a, K, V>(Vec<StripedReadGuard<'a, Core<K, V>>>);
 
 impl<K, V> Cut<'_, K, V> {
     /// Every shard's core, in shard order.
