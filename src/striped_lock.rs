@@ -27,6 +27,7 @@
 //! (a reader waits behind a waiting writer), so a thread must not
 //! read-lock a lock it already holds.
 
+use std::mem::ManuallyDrop;
 use std::ops::{Deref, DerefMut};
 
 use crate::fault::broken;
@@ -92,9 +93,10 @@ impl<T> StripedRwLock<T> {
         self.read_on(lock_stripe())
     }
 
-    /// Read-locks stripe `thread` mod the stripe count.
+    /// Read-locks stripe `thread` mod the stripe count (a whole-store read
+    /// asks [`lock_stripe`] once and locks that stripe of every lock).
     #[inline]
-    fn read_on(&self, thread: usize) -> StripedReadGuard<'_, T> {
+    pub(crate) fn read_on(&self, thread: usize) -> StripedReadGuard<'_, T> {
         StripedReadGuard(self.stripes[thread & self.mask].read())
     }
 
@@ -103,7 +105,8 @@ impl<T> StripedRwLock<T> {
     pub(crate) fn write(&self) -> StripedWriteGuard<'_, T> {
         let mut guard = StripedWriteGuard {
             first: self.stripes[0].write(),
-            rest: [const { None }; MAX_STRIPES - 1],
+            rest: ManuallyDrop::new([const { None }; MAX_STRIPES - 1]),
+            held: 0,
             #[cfg(loom)]
             lock: self,
         };
@@ -120,6 +123,7 @@ impl<T> StripedRwLock<T> {
             let mut stripe = stripe.write();
             stripe.take();
             *held = Some(stripe);
+            guard.held += 1;
         }
         guard
     }
@@ -142,8 +146,12 @@ impl<T> Deref for StripedReadGuard<'_, T> {
 /// only `Arc` of the value (in stripe 0).
 pub(crate) struct StripedWriteGuard<'a, T> {
     first: RwLockWriteGuard<'a, Slot<T>>,
-    /// Stripes 1 to `R - 1`, emptied; `None` past them.
-    rest: [Option<RwLockWriteGuard<'a, Slot<T>>>; MAX_STRIPES - 1],
+    /// Stripes 1 to `R - 1`, emptied, then `None`s. Dropped by hand, only
+    /// the first [`held`](Self::held), so that a write does not pay for
+    /// dropping the `None`s.
+    rest: ManuallyDrop<[Option<RwLockWriteGuard<'a, Slot<T>>>; MAX_STRIPES - 1]>,
+    /// How many of `rest` are stripes.
+    held: usize,
     /// The lock, for the broken variant's second critical section.
     #[cfg(loom)]
     lock: &'a StripedRwLock<T>,
@@ -172,14 +180,19 @@ impl<T> DerefMut for StripedWriteGuard<'_, T> {
 }
 
 impl<T> Drop for StripedWriteGuard<'_, T> {
-    /// Fills the emptied stripes again, before any is unlocked (the fields
-    /// drop after this).
+    /// Fills the emptied stripes again, then unlocks them; stripe 0 is
+    /// unlocked last (its field drops after this).
+    #[inline]
     fn drop(&mut self) {
-        let Some(value) = self.first.as_ref() else {
-            return;
-        };
-        for stripe in self.rest.iter_mut().flatten() {
-            **stripe = Some(Arc::clone(value));
+        let count = self.held;
+        let held = &mut self.rest[..count];
+        if let Some(value) = self.first.as_ref() {
+            for stripe in held.iter_mut().flatten() {
+                **stripe = Some(Arc::clone(value));
+            }
+        }
+        for stripe in held {
+            drop(stripe.take());
         }
         #[cfg(loom)]
         if broken!(IndexedFault::WriterOneStripe) {

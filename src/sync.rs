@@ -88,10 +88,25 @@ mod imp {
     }
 
     /// The read stripe of a [`StripedRwLock`](crate::striped_lock) the
-    /// calling thread takes (mod the stripe count): its [`thread_stripe`].
+    /// calling thread takes (mod the stripe count): its [`thread_stripe`],
+    /// cached in a constant-initialized thread-local with no destructor
+    /// (one load on the read path). A cached number outlives the thread's
+    /// hold on it while its locals are destroyed and may then be shared
+    /// with a new thread: contention, never a wrong result.
     #[inline]
     pub(crate) fn lock_stripe() -> usize {
-        thread_stripe()
+        thread_local! {
+            static CACHED: std::cell::Cell<usize> = const { std::cell::Cell::new(usize::MAX) };
+        }
+        CACHED.with(|cached| {
+            let number = cached.get();
+            if number != usize::MAX {
+                return number;
+            }
+            let number = thread_stripe();
+            cached.set(number);
+            number
+        })
     }
 
     /// A read-mostly reader-writer lock whose read path writes only a

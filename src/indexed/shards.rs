@@ -21,6 +21,7 @@
 
 use super::core::Core;
 use crate::striped_lock::{StripedReadGuard, StripedRwLock, StripedWriteGuard};
+use crate::sync::lock_stripe;
 
 /// The most shards a store has: the shard is taken from seven bits of the
 /// key's hash (bits 50 to 56), which the tables' own probing does not use.
@@ -96,7 +97,8 @@ impl<K, V> Shards<K, V> {
     /// Read-locks every shard, in order, and holds them all: one
     /// consistent cut.
     pub(crate) fn read_all(&self) -> Cut<'_, K, V> {
-        Cut(self.locks.iter().map(|lock| lock.read()).collect())
+        let stripe = lock_stripe();
+        Cut(self.locks.iter().map(|lock| lock.read_on(stripe)).collect())
     }
 
     /// Write-locks every shard, in order.
