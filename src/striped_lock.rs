@@ -190,15 +190,15 @@ impl<T> Drop for StripedWriteGuard<'_, T> {
             for stripe in held.iter_mut().flatten() {
                 **stripe = Some(Arc::clone(value));
             }
+            #[cfg(loom)]
+            if broken!(IndexedFault::WriterOneStripe) {
+                for stripe in &self.lock.stripes[1..] {
+                    *stripe.write() = Some(Arc::clone(value));
+                }
+            }
         }
         for stripe in held {
             drop(stripe.take());
-        }
-        #[cfg(loom)]
-        if broken!(IndexedFault::WriterOneStripe) {
-            for stripe in &self.lock.stripes[1..] {
-                *stripe.write() = Some(Arc::clone(value));
-            }
         }
     }
 }
