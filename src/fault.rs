@@ -215,6 +215,9 @@ mod catalogue {
         /// A write does not sweep its shard: an expired entry stays (and is
         /// counted in `len`) until a read finds it or `purge_expired` runs.
         WriteSkipsSweep,
+        /// With a weigher: an eviction leaves its victim's weight in the
+        /// total (the cache then counts weight it no longer holds).
+        EvictionKeepsWeight,
     }
 
     /// A broken `LruCache` protocol (its loads: [`FlightFault`]).

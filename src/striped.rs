@@ -17,7 +17,8 @@ const STRIPES: usize = 32;
 
 /// `N` event counters, counted per thread and summed on read.
 pub(crate) struct StripedCounters<const N: usize> {
-    stripes: Box<[CachePadded<[AtomicU64; N]>]>,
+    /// A fixed count, so the hot path's stripe pick has no bounds check.
+    stripes: Box<[CachePadded<[AtomicU64; N]>; STRIPES + 1]>,
     /// The sums at the last reset. Stripes only grow, and a reset subtracts
     /// instead of storing 0, which an owner's load-and-store could undo.
     base: Mutex<[u64; N]>,
@@ -26,9 +27,14 @@ pub(crate) struct StripedCounters<const N: usize> {
 impl<const N: usize> StripedCounters<N> {
     pub(crate) fn new() -> Self {
         Self {
-            stripes: (0..=STRIPES)
+            stripes: match (0..=STRIPES)
                 .map(|_| CachePadded::new(std::array::from_fn(|_| AtomicU64::new(0))))
-                .collect(),
+                .collect::<Box<[_]>>()
+                .try_into()
+            {
+                Ok(stripes) => stripes,
+                Err(_) => unreachable!("larder: STRIPES + 1 stripes made"),
+            },
             base: Mutex::new([0; N]),
         }
     }
@@ -36,7 +42,7 @@ impl<const N: usize> StripedCounters<N> {
     /// Adds 1 to counter `counter` (< `N`) in the calling thread's stripe.
     #[inline]
     pub(crate) fn record(&self, counter: usize) {
-        sync::count_striped(&self.stripes, |stripe| &stripe[counter]);
+        sync::count_striped(&self.stripes[..], |stripe| &stripe[counter]);
     }
 
     fn sums(&self) -> [u64; N] {

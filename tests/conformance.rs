@@ -3,13 +3,12 @@
 //! of the matrix face × policy × weights × expiry that `matrix!` generates
 //! (test names read `case::face::policy::weights_expiry`).
 //!
-//! Only the cells a face supports are generated: `TypedCache` has no
-//! policy choice or weights yet, so its cells are its default policy,
-//! unweighted, under each expiry. A generated cell whose configuration the
-//! face refuses (`Face::supports`) fails; `supported_cells` pins down what
-//! each face supports, so a face cannot stop running a case unnoticed. The
-//! face-specific wiring is in `conformance/face.rs` only (`TODO(wiring)`
-//! marks what is missing).
+//! Both faces support every cell (resize aside: `TypedCache` has none, so
+//! that case runs on `LruCache` only). A generated cell whose configuration
+//! the face refuses (`Face::supports`) fails; `supported_cells` pins down
+//! what each face supports, so a face cannot stop running a case
+//! unnoticed. The face-specific wiring is in `conformance/face.rs` only
+//! (`TODO(wiring)` marks what is missing).
 //!
 //! - `conformance/init.rs`: single-flight init, errors and panics of inits.
 //! - `conformance/writes.rs`: inserts, the listener, statistics, `to_vec`,
@@ -98,23 +97,21 @@ fn supported_cells() {
             .map(|a| format!("{:?}/{}/{:?}", a.policy, a.weighted, a.expiry))
             .collect::<Vec<_>>()
     };
-    let lru = describe(supported::<Lru>());
-    let typed = describe(supported::<Typed>());
-    // LruCache: every policy, with and without weights, under every expiry
-    // (`matrix!` generates them all).
-    assert_eq!(lru.len(), POLICIES.len() * 2 * EXPIRIES.len(), "{lru:?}");
-    // TypedCache: every policy, no weights, every expiry; exactly what
-    // `matrix!` generates for it (a face that gains a setting must have its
-    // cells generated too).
+    // Both faces: every policy, with and without weights, under every
+    // expiry: exactly what `matrix!` generates.
     let generated: Vec<String> = ["None", "Some(Exact)", "Some(Clock)", "Some(S3Fifo)"]
         .iter()
         .flat_map(|policy| {
-            ["Never", "Ttl", "Tti"]
-                .iter()
-                .map(move |expiry| format!("{policy}/false/{expiry}"))
+            ["false", "true"].iter().flat_map(move |weighted| {
+                ["Never", "Ttl", "Tti"]
+                    .iter()
+                    .map(move |expiry| format!("{policy}/{weighted}/{expiry}"))
+            })
         })
         .collect();
-    assert_eq!(typed, generated);
+    assert_eq!(generated.len(), POLICIES.len() * 2 * EXPIRIES.len());
+    assert_eq!(describe(supported::<Lru>()), generated);
+    assert_eq!(describe(supported::<Typed>()), generated);
 }
 
 /// One module per case, face and policy; one test per weights × expiry.
@@ -132,24 +129,10 @@ macro_rules! matrix {
                 matrix!(@policies $case, crate::face::Lru);
             }
             mod typed {
-                matrix!(@policies unweighted $case, crate::face::Typed);
+                matrix!(@policies $case, crate::face::Typed);
             }
         }
     )*};
-    (@policies unweighted $case:ident, $face:ty) => {
-        mod default_policy {
-            matrix!(@unweighted $case, $face, None);
-        }
-        mod exact {
-            matrix!(@unweighted $case, $face, Some(crate::face::Policy::Exact));
-        }
-        mod clock {
-            matrix!(@unweighted $case, $face, Some(crate::face::Policy::Clock));
-        }
-        mod s3fifo {
-            matrix!(@unweighted $case, $face, Some(crate::face::Policy::S3Fifo));
-        }
-    };
     (@policies $case:ident, $face:ty) => {
         mod default_policy {
             matrix!(@cells $case, $face, None);

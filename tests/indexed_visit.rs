@@ -11,7 +11,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::ops::ControlFlow;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -383,8 +383,8 @@ fn visits_see_a_consistent_cut_while_writers_move_objects() {
 
 /// A key that knows its store: the copies `Clone` makes write to that store
 /// when they are dropped (a write waits for every read lock, so a copy
-/// dropped under the store's read lock would hang), and the `Clone` of key
-/// `PANICKY` panics.
+/// dropped under the store's read lock would hang), and the `Clone` of a
+/// stored copy of key `PANICKY` panics.
 #[derive(Debug)]
 struct Loyal {
     id: u32,
@@ -392,7 +392,8 @@ struct Loyal {
     copy: bool,
 }
 
-const PANICKY: u32 = 7;
+/// The key whose stored copy panics when cloned (none until a test sets it).
+static PANICKY: AtomicU32 = AtomicU32::new(u32::MAX);
 
 /// Copies of `Loyal` keys dropped so far.
 static COPIES_DROPPED: AtomicUsize = AtomicUsize::new(0);
@@ -414,8 +415,9 @@ impl Eq for Loyal {}
 impl Clone for Loyal {
     fn clone(&self) -> Self {
         assert!(
-            !(self.copy && self.id == PANICKY),
-            "Clone of key {PANICKY} panics"
+            !(self.copy && self.id == PANICKY.load(Ordering::Relaxed)),
+            "Clone of key {} panics",
+            self.id
         );
         Self {
             id: self.id,
@@ -462,14 +464,27 @@ fn keys_cloned_before_a_panicking_clone_are_dropped_after_the_lock_is_released()
         };
         store.insert(key, id).unwrap();
     }
+    // The second key in the bucket's order panics, so one key is cloned
+    // before it whatever the hasher's seed (the order holds while nothing
+    // is written).
+    let order: Vec<u32> = store
+        .by_index_entries("all", "all")
+        .unwrap()
+        .iter()
+        .map(|(key, _)| key.id)
+        .collect();
+    PANICKY.store(order[1], Ordering::Relaxed);
     let dropped = COPIES_DROPPED.load(Ordering::Relaxed);
     let panicked = catch_unwind(AssertUnwindSafe(|| {
         store.by_index_entries("all", "all").unwrap();
     }));
-    assert!(panicked.is_err(), "no Clone of key {PANICKY} was reached");
-    // Some keys were cloned before the panic (the bucket's order is the
-    // same every run), and their copies were dropped, each writing to the
-    // store: the lock was released first.
+    assert!(
+        panicked.is_err(),
+        "no Clone of key {} was reached",
+        order[1]
+    );
+    // The key before it was cloned, and its copy was dropped, writing to
+    // the store: the lock was released first.
     assert!(
         COPIES_DROPPED.load(Ordering::Relaxed) > dropped,
         "no key was cloned before the panic: the test proves nothing"

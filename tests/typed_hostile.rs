@@ -1,7 +1,8 @@
 //! Panic sweeps over `TypedCache` and `AnyCache`: every write operation is
 //! run with a panic planted at each call of the key's and value's `Hash`,
 //! `Eq`, `Clone` and `Drop` in turn (see `common/hostile.rs`), on unbounded,
-//! bounded (`capacity`, so inserts evict) and expiring caches, and on a
+//! bounded (`capacity`, so inserts evict), weighted and expiring caches, and
+//! on a
 //! table churned into tombstones (so it is rehashed in place). After every
 //! run, caught panic or not: the invariants hold (`check_invariants`: `len`
 //! in step with the shards, within `capacity`, every entry in its shard
@@ -172,6 +173,8 @@ struct Shape {
     ttl: bool,
     one_shard: bool,
     policy: EvictionPolicy,
+    /// With a weigher (`TypedCache` only): ids divisible by 3 weigh 2.
+    weighted: bool,
 }
 
 const UNBOUNDED: Shape = Shape {
@@ -179,18 +182,21 @@ const UNBOUNDED: Shape = Shape {
     ttl: false,
     one_shard: true,
     policy: EvictionPolicy::Clock,
+    weighted: false,
 };
 const BOUNDED: Shape = Shape {
     capacity: Some(8),
     ttl: false,
     one_shard: true,
     policy: EvictionPolicy::Clock,
+    weighted: false,
 };
 const BOUNDED_SPREAD: Shape = Shape {
     capacity: Some(8),
     ttl: false,
     one_shard: false,
     policy: EvictionPolicy::Clock,
+    weighted: false,
 };
 /// One entry over 16 shards: every insert of a new key evicts, mostly from
 /// another shard.
@@ -199,18 +205,21 @@ const BOUNDED_ONE: Shape = Shape {
     ttl: false,
     one_shard: false,
     policy: EvictionPolicy::Clock,
+    weighted: false,
 };
 const EXPIRING: Shape = Shape {
     capacity: None,
     ttl: true,
     one_shard: true,
     policy: EvictionPolicy::Clock,
+    weighted: false,
 };
 const EXPIRING_BOUNDED: Shape = Shape {
     capacity: Some(16),
     ttl: true,
     one_shard: false,
     policy: EvictionPolicy::Clock,
+    weighted: false,
 };
 
 /// [`BOUNDED`] under the other policies (a hit under `Exact` takes the
@@ -223,6 +232,17 @@ const BOUNDED_S3FIFO: Shape = Shape {
     policy: EvictionPolicy::S3Fifo,
     ..BOUNDED
 };
+/// [`BOUNDED_SPREAD`] with a weigher: the bound is a total weight (checked
+/// by `check_invariants`), and user code runs in the weigher too.
+const WEIGHTED: Shape = Shape {
+    weighted: true,
+    ..BOUNDED_SPREAD
+};
+
+/// The weigher of [`WEIGHTED`] (user code that reads the value only).
+fn weigh(_key: &Key, value: &Value) -> u32 {
+    if value.id % 3 == 0 { 2 } else { 0 }
+}
 
 fn typed(shape: Shape, clock: &ManualClock) -> TypedCache<Key, Value, TestState> {
     let mut builder = TypedCache::<Key, Value>::builder()
@@ -237,6 +257,9 @@ fn typed(shape: Shape, clock: &ManualClock) -> TypedCache<Key, Value, TestState>
     }
     if shape.ttl {
         builder = builder.time_to_live(Duration::from_secs(10));
+    }
+    if shape.weighted {
+        builder = builder.weigher(weigh);
     }
     builder.build().unwrap()
 }
@@ -279,14 +302,16 @@ fn fill<C: Api>(cache: C, clock: ManualClock, shape: Shape) -> Fixture<C> {
     if shape.capacity.is_some() {
         kept.clear();
     }
-    REMOVED.with(|log| log.borrow_mut().clear());
+    // A weighted fill evicts: what left is not stored.
+    let left = REMOVED.with(|log| std::mem::take(&mut *log.borrow_mut()));
+    let stored = (0..n).filter(|id| !left.iter().any(|(r, _)| r == id));
     Fixture {
         cache,
         clock,
         capacity: shape.capacity,
         proves_keys: shape.policy == EvictionPolicy::S3Fifo,
         kept,
-        stored: (0..n).collect(),
+        stored: stored.collect(),
     }
 }
 
@@ -440,6 +465,7 @@ fn sweep_every_operation<C: Api>(make: fn(Shape, &ManualClock) -> C) {
         EXPIRING_BOUNDED,
         BOUNDED_EXACT,
         BOUNDED_S3FIFO,
+        WEIGHTED,
     ] {
         panics += sweep_all(shape, make, &[500], |f| {
             f.cache.get_or_init(500);

@@ -85,22 +85,23 @@ fn shard_of(cache: &TypedCache<u32, u32>, key: u32) -> u64 {
     (cache.hasher().hash_one(key) >> 40) & 15
 }
 
-/// A cache of `capacity(1)`; two threads insert keys that live in
-/// different shards, so neither insert finds the other's entry in its own
-/// shard: once both are done the cache holds at most one entry and `len()`
-/// agrees with the entries `get` finds. (Both may be gone: two inserts that
-/// each evict from the other's shard at once can both see the total at 2.
-/// The bound promises at most `capacity`, not that the last insert
-/// stays.)
-fn bound_holds_across_shards(fault: TypedFault) {
+/// A cache of `capacity(1)` (or, `weighted`, of total weight 3 with
+/// entries of weight 2); two threads insert keys that live in different
+/// shards, so neither insert finds the other's entry in its own shard: once
+/// both are done the cache holds at most one entry, its total (`len()`, or
+/// `weighted_size()`) within the capacity, and the total agrees with the
+/// entries `get` finds. (Both may be gone: two inserts that each evict from
+/// the other's shard at once can both see the total over the bound. The
+/// bound promises at most `capacity`, not that the last insert stays.)
+fn bound_holds_across_shards(weighted: bool, fault: TypedFault) {
     let _fault = inject(fault);
     loom::model(move || {
-        let cache = Arc::new(
-            TypedCache::<u32, u32>::builder()
-                .capacity(1)
-                .build()
-                .unwrap(),
-        );
+        let builder = TypedCache::<u32, u32>::builder();
+        let (builder, weight) = match weighted {
+            true => (builder.capacity(3).weigher(|_: &u32, _: &u32| 2), 2),
+            false => (builder.capacity(1), 1),
+        };
+        let cache = Arc::new(builder.build().unwrap());
         let first = 1;
         let second = (2..)
             .find(|&key| shard_of(&cache, key) != shard_of(&cache, first))
@@ -113,26 +114,50 @@ fn bound_holds_across_shards(fault: TypedFault) {
         };
         cache.insert(first, first);
         other.join().unwrap();
-        let len = cache.len();
-        assert!(len <= 1, "bound exceeded: len {len} over capacity 1");
+        let (len, total) = (cache.len(), cache.weighted_size());
+        let capacity = cache.stats().capacity.unwrap();
+        assert!(len <= 1, "bound exceeded: len {len}");
+        assert!(total <= capacity, "bound exceeded: {total} over {capacity}");
         let present = [first, second]
             .iter()
             .filter(|&&key| cache.get(&key).is_some())
             .count();
         assert_eq!(present, len, "len disagrees with the entries");
+        assert_eq!(
+            present * weight,
+            total,
+            "the total disagrees with the entries"
+        );
         cache.check_invariants();
     });
 }
 
 #[test]
 fn typed_bound_holds_across_shards() {
-    bound_holds_across_shards(TypedFault::None);
+    bound_holds_across_shards(false, TypedFault::None);
 }
 
 #[test]
 #[should_panic(expected = "bound exceeded")]
 fn typed_bound_negative_control_check_before_lock() {
-    bound_holds_across_shards(TypedFault::EvictionCheckedBeforeLock);
+    bound_holds_across_shards(false, TypedFault::EvictionCheckedBeforeLock);
+}
+
+#[test]
+fn typed_weight_bound_holds_across_shards() {
+    bound_holds_across_shards(true, TypedFault::None);
+}
+
+#[test]
+#[should_panic(expected = "bound exceeded")]
+fn typed_weight_bound_negative_control_check_before_lock() {
+    bound_holds_across_shards(true, TypedFault::EvictionCheckedBeforeLock);
+}
+
+#[test]
+#[should_panic(expected = "bound exceeded")]
+fn typed_weight_bound_negative_control_eviction_keeps_weight() {
+    bound_holds_across_shards(true, TypedFault::EvictionKeepsWeight);
 }
 
 /// An expired entry and two writes to its shard at once: an init of

@@ -99,18 +99,27 @@ impl Bucket {
         if usize::from(next) >= ways { 0 } else { next }
     }
 
-    /// Clears every place holding `print`; whether there was one.
-    #[inline]
+    /// Clears every place holding `print`; whether there was one. Inline
+    /// down to the [`holds`](Self::holds) call: most tests find nothing.
+    #[inline(always)]
     fn take(&mut self, print: u32) -> bool {
         if !self.holds(print) {
             return false;
         }
+        self.clear(print);
+        true
+    }
+
+    /// Clears every place holding `print` (there is one). Out of line: a
+    /// rare branch of the insert it is part of.
+    #[cold]
+    #[inline(never)]
+    fn clear(&mut self, print: u32) {
         let mut found = self.matches(print);
         while found != 0 {
             self.0[found.trailing_zeros() as usize & (WAYS - 1)] = FREE;
             found &= found - 1;
         }
-        true
     }
 
     /// The remembered fingerprints of the first `ways` places, newest
@@ -199,7 +208,7 @@ impl Ghost {
 
     /// Whether `hash` is remembered; if so, forgets it (its key is being
     /// readmitted, to main). One line read.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn take(&mut self, hash: u64) -> bool {
         let print = fingerprint(hash);
         let n = self.buckets.len();

@@ -32,7 +32,7 @@
 
 use std::borrow::Borrow;
 
-use super::displaced::{Evicted, Inserted};
+use super::displaced::Inserted;
 use super::expiry::{Expiry, Lookup, Times};
 use super::policy::Policy;
 use crate::node_index::{Keyed, NodeIndex};
@@ -273,7 +273,7 @@ impl<K, V, P: Policy, const E: bool> Shard<K, V, P, E> {
     /// capacity is not stored: it comes back in `evicted`, and the key's old
     /// entry, if any, is removed. With expiry, first releases up to
     /// `sweep` expired entries (the first `expired` of `evicted`).
-    #[inline]
+    #[cfg(test)]
     pub(crate) fn insert(
         &mut self,
         hash: u64,
@@ -284,6 +284,28 @@ impl<K, V, P: Policy, const E: bool> Shard<K, V, P, E> {
         sweep: usize,
     ) -> Inserted<K, V>
     where
+        K: Eq,
+    {
+        let mut inserted = Inserted::nothing();
+        self.insert_into(hash, key, value, weight, now, sweep, &mut inserted);
+        inserted
+    }
+
+    /// [`insert`](Self::insert) into `inserted` (which holds nothing yet):
+    /// the caller's own, so what the insert displaced is not copied up
+    /// through the calls.
+    #[inline]
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn insert_into(
+        &mut self,
+        hash: u64,
+        key: K,
+        value: V,
+        weight: u32,
+        now: u64,
+        sweep: usize,
+        inserted: &mut Inserted<K, V>,
+    ) where
         K: Eq,
     {
         debug_assert!(weight >= 1);
@@ -301,15 +323,11 @@ impl<K, V, P: Policy, const E: bool> Shard<K, V, P, E> {
                 self.weight = weight_after;
                 self.policy
                     .replaced(&mut self.entries, i, old_weight, weight);
-                let mut inserted = Inserted {
-                    replaced: Some(old),
-                    replaced_expired,
-                    evicted: Evicted::none(),
-                    expired: 0,
-                    unused_key: Some(key),
-                };
-                self.sweep_into(now, sweep, &mut inserted);
-                return inserted;
+                inserted.replaced = Some(old);
+                inserted.replaced_expired = replaced_expired;
+                inserted.unused_key = Some(key);
+                self.sweep_into(now, sweep, inserted);
+                return;
             }
             // Heavier, and the others must make room (or it cannot fit at
             // all): take the old entry out (so it cannot be the victim),
@@ -317,19 +335,16 @@ impl<K, V, P: Policy, const E: bool> Shard<K, V, P, E> {
             // says a used entry is.
             let admit = self.policy.readmit(&self.entries[i as usize].meta);
             let (stored_key, old) = self.remove_index(i);
-            let mut inserted = Inserted::nothing();
-            self.sweep_into(now, sweep, &mut inserted);
-            self.insert_new(hash, stored_key, value, weight, admit, now, &mut inserted);
+            self.sweep_into(now, sweep, inserted);
+            self.insert_new(hash, stored_key, value, weight, admit, now, inserted);
             inserted.replaced = Some(old);
             inserted.replaced_expired = replaced_expired;
             inserted.unused_key = Some(key);
-            return inserted;
+            return;
         }
         let admit = self.policy.admit(hash);
-        let mut inserted = Inserted::nothing();
-        self.sweep_into(now, sweep, &mut inserted);
-        self.insert_new(hash, key, value, weight, admit, now, &mut inserted);
-        inserted
+        self.sweep_into(now, sweep, inserted);
+        self.insert_new(hash, key, value, weight, admit, now, inserted);
     }
 
     /// The sweep of an insert: expired entries into `inserted.evicted`.
@@ -470,17 +485,18 @@ impl<K, V, P: Policy, const E: bool> Shard<K, V, P, E> {
         self.table.insert(&self.entries, i);
     }
 
-    /// Inserts or replaces the key's value (of weight 1) in a shard whose
-    /// bound its caller keeps (it never fills: nothing is evicted here).
+    /// Inserts or replaces the key's value (of `weight`, at least 1) in a
+    /// shard whose bound its caller keeps (nothing is evicted here).
     /// With expiry, first releases up to `sweep` expired entries into
     /// `swept`. Returns, if the key was present, the key passed in, the old
     /// value and whether it had expired. `K: Eq` runs before any change.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn insert_unevicting(
         &mut self,
         hash: u64,
         key: K,
         value: V,
+        weight: u32,
         now: u64,
         sweep: usize,
         swept: &mut Vec<(K, V)>,
@@ -488,17 +504,18 @@ impl<K, V, P: Policy, const E: bool> Shard<K, V, P, E> {
     where
         K: Eq,
     {
-        debug_assert!(self.weight < self.capacity as u64);
+        debug_assert!(weight >= 1 && self.entries.len() < self.capacity);
         if let Some(i) = self.find(hash, &key) {
             let old_weight = self.weights.get(i);
             let expired = E && self.times.expired(i, now);
             let old = std::mem::replace(&mut self.entries[i as usize].value, value);
-            self.weights.set(i, 1, self.entries.len());
+            self.weights.set(i, weight, self.entries.len());
             if E {
                 self.times.reset(i, now);
             }
-            self.weight = self.weight - u64::from(old_weight) + 1;
-            self.policy.replaced(&mut self.entries, i, old_weight, 1);
+            self.weight = self.weight - u64::from(old_weight) + u64::from(weight);
+            self.policy
+                .replaced(&mut self.entries, i, old_weight, weight);
             if E && sweep > 0 {
                 self.sweep(now, sweep, |entry| swept.push(entry));
             }
@@ -508,7 +525,7 @@ impl<K, V, P: Policy, const E: bool> Shard<K, V, P, E> {
         if E && sweep > 0 {
             self.sweep(now, sweep, |entry| swept.push(entry));
         }
-        self.append(hash, key, value, 1, admit, now);
+        self.append(hash, key, value, weight, admit, now);
         None
     }
 

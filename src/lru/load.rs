@@ -15,6 +15,7 @@ use std::fmt;
 use std::hash::{BuildHasher, Hash};
 
 use super::LruCache;
+use crate::cache::Inserted;
 use crate::sync::Arc;
 
 /// One loader run's place in the statistics: counted exactly once in
@@ -161,7 +162,9 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
         F: FnOnce() -> Result<V, E>,
         E: Send + Sync + 'static,
     {
-        let mut displaced = None;
+        // What the store displaces, written in place (nothing if the load
+        // stored nothing).
+        let mut displaced = Inserted::nothing();
         let ran = std::cell::Cell::new(false);
         let outcome = self.flights.load(
             hash,
@@ -187,15 +190,13 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
                 // `K: Clone` and `V: Clone` run here, before the shard lock
                 // is taken.
                 let key = owned.clone();
-                displaced = Some(self.insert_hashed(hash, key, value.clone()));
+                self.insert_hashed_into(hash, key, value.clone(), &mut displaced);
             },
         );
         if !ran.get() {
             self.count_wait(hash);
         }
-        if let Some(displaced) = displaced {
-            self.finish_insert(displaced);
-        }
+        self.finish_insert(displaced);
         outcome.map(|(value, _source)| value)
     }
 

@@ -189,11 +189,13 @@ impl<K, V> PolicyShard<K, V> {
         dispatch!(self, s => s.peek(hash, key, now))
     }
 
-    /// Inserts the key's value of `weight` (at least 1), first releasing up
-    /// to `sweep` expired entries, evicting until it fits (see
-    /// [`Inserted`]). `now` is called only when entries can expire.
+    /// Inserts the key's value of `weight` (at least 1) into `inserted`
+    /// (which holds nothing yet), first releasing up to `sweep` expired
+    /// entries, evicting until it fits (see [`Inserted`]). `now` is called
+    /// only when entries can expire.
     #[inline]
-    pub(crate) fn insert(
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn insert_into(
         &mut self,
         hash: u64,
         key: K,
@@ -201,28 +203,30 @@ impl<K, V> PolicyShard<K, V> {
         weight: u32,
         now: impl FnOnce() -> u64,
         sweep: usize,
-    ) -> Inserted<K, V>
-    where
+        inserted: &mut Inserted<K, V>,
+    ) where
         K: Eq,
     {
+        let out = inserted;
         match self {
-            Self::Exact(s) => s.insert(hash, key, value, weight, 0, sweep),
-            Self::Clock(s) => s.insert(hash, key, value, weight, 0, sweep),
-            Self::S3Fifo(s) => s.insert(hash, key, value, weight, 0, sweep),
-            Self::ExactExpiring(s) => s.insert(hash, key, value, weight, now(), sweep),
-            Self::ClockExpiring(s) => s.insert(hash, key, value, weight, now(), sweep),
-            Self::S3FifoExpiring(s) => s.insert(hash, key, value, weight, now(), sweep),
+            Self::Exact(s) => s.insert_into(hash, key, value, weight, 0, sweep, out),
+            Self::Clock(s) => s.insert_into(hash, key, value, weight, 0, sweep, out),
+            Self::S3Fifo(s) => s.insert_into(hash, key, value, weight, 0, sweep, out),
+            Self::ExactExpiring(s) => s.insert_into(hash, key, value, weight, now(), sweep, out),
+            Self::ClockExpiring(s) => s.insert_into(hash, key, value, weight, now(), sweep, out),
+            Self::S3FifoExpiring(s) => s.insert_into(hash, key, value, weight, now(), sweep, out),
         }
     }
 
     /// See [`Shard::insert_unevicting`]. `now` is called only when entries
     /// can expire.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn insert_unevicting(
         &mut self,
         hash: u64,
         key: K,
         value: V,
+        weight: u32,
         now: impl FnOnce() -> u64,
         sweep: usize,
         swept: &mut Vec<(K, V)>,
@@ -231,12 +235,18 @@ impl<K, V> PolicyShard<K, V> {
         K: Eq,
     {
         match self {
-            Self::Exact(s) => s.insert_unevicting(hash, key, value, 0, 0, swept),
-            Self::Clock(s) => s.insert_unevicting(hash, key, value, 0, 0, swept),
-            Self::S3Fifo(s) => s.insert_unevicting(hash, key, value, 0, 0, swept),
-            Self::ExactExpiring(s) => s.insert_unevicting(hash, key, value, now(), sweep, swept),
-            Self::ClockExpiring(s) => s.insert_unevicting(hash, key, value, now(), sweep, swept),
-            Self::S3FifoExpiring(s) => s.insert_unevicting(hash, key, value, now(), sweep, swept),
+            Self::Exact(s) => s.insert_unevicting(hash, key, value, weight, 0, 0, swept),
+            Self::Clock(s) => s.insert_unevicting(hash, key, value, weight, 0, 0, swept),
+            Self::S3Fifo(s) => s.insert_unevicting(hash, key, value, weight, 0, 0, swept),
+            Self::ExactExpiring(s) => {
+                s.insert_unevicting(hash, key, value, weight, now(), sweep, swept)
+            }
+            Self::ClockExpiring(s) => {
+                s.insert_unevicting(hash, key, value, weight, now(), sweep, swept)
+            }
+            Self::S3FifoExpiring(s) => {
+                s.insert_unevicting(hash, key, value, weight, now(), sweep, swept)
+            }
         }
     }
 

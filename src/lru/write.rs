@@ -57,7 +57,8 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
     /// ```
     pub fn insert(&self, key: K, value: V) -> Option<V> {
         let hash = self.hash(&key);
-        let mut displaced = self.insert_hashed(hash, key, value);
+        let mut displaced = Inserted::nothing();
+        self.insert_hashed_into(hash, key, value, &mut displaced);
         let Some(listener) = &self.listener else {
             // An expired old value is the listener's (none here), not the
             // caller's.
@@ -85,22 +86,43 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
     /// it; returns what was displaced, to be disposed of with
     /// [`Self::finish_insert`] unlocked.
     pub(crate) fn insert_hashed(&self, hash: u64, key: K, value: V) -> Inserted<K, V> {
+        let mut inserted = Inserted::nothing();
+        self.insert_hashed_into(hash, key, value, &mut inserted);
+        inserted
+    }
+
+    /// [`insert_hashed`](Self::insert_hashed) into the caller's `inserted`
+    /// (which holds nothing yet), so what was displaced is not copied up
+    /// through the calls.
+    pub(crate) fn insert_hashed_into(
+        &self,
+        hash: u64,
+        key: K,
+        value: V,
+        inserted: &mut Inserted<K, V>,
+    ) {
         let weight = weigh(self.weigher.as_ref(), &key, &value);
         #[cfg(loom)]
         if broken!(LruFault::SplitEviction) {
-            return self.insert_split(hash, key, value, weight);
+            *inserted = self.insert_split(hash, key, value, weight);
+            return;
         }
         let mut shard = self.lock(hash);
         // Only a shard whose entries can expire reads the clock (under the
         // lock, before any change: reading it first would cost every insert
         // a test) and sweeps.
-        let inserted = shard
-            .entries
-            .insert(hash, key, value, weight, || self.now(), SWEEP_BUDGET);
+        shard.entries.insert_into(
+            hash,
+            key,
+            value,
+            weight,
+            || self.now(),
+            SWEEP_BUDGET,
+            inserted,
+        );
         let counters = &mut shard.counters;
         counters.inserts += 1;
         counters.evictions += (inserted.evicted.len() - inserted.expired) as u64;
-        inserted
     }
 
     /// BROKEN on purpose (loom negative control): stores the new entry over
@@ -113,7 +135,8 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
         shard
             .entries
             .set_capacity_lazily(capacity + weight as usize);
-        let mut inserted = shard.entries.insert(hash, key, value, weight, || 0, 0);
+        let mut inserted = Inserted::nothing();
+        (shard.entries).insert_into(hash, key, value, weight, || 0, 0, &mut inserted);
         shard.entries.set_capacity_lazily(capacity);
         shard.counters.inserts += 1;
         drop(shard);

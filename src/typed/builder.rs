@@ -10,7 +10,7 @@ use super::TypedCache;
 use super::any::{AnyCache, TypedKey};
 use super::raw::Raw;
 use crate::EvictionPolicy;
-use crate::cache::Expiry;
+use crate::cache::{Expiry, Weigher};
 use crate::error::BuildError;
 use crate::removal::{Listener, RemovalCause};
 use crate::sync::Arc;
@@ -50,7 +50,7 @@ impl<S> Settings<S> {
         }
     }
 
-    fn build<K, V>(self) -> Result<Raw<K, V, S>, BuildError>
+    fn build<K, V>(self, weigher: Option<Weigher<K, V>>) -> Result<Raw<K, V, S>, BuildError>
     where
         K: Hash + Eq + Clone,
         V: Clone,
@@ -73,6 +73,7 @@ impl<S> Settings<S> {
             self.policy,
             expiry,
             self.capacity,
+            weigher,
             clock,
             self.hasher,
         ))
@@ -118,11 +119,15 @@ impl<S> fmt::Debug for Settings<S> {
 pub struct TypedCacheBuilder<K, V, S = ahash::RandomState> {
     settings: Settings<S>,
     listener: Option<Listener<K, V>>,
+    weigher: Option<Weigher<K, V>>,
     types: PhantomData<fn() -> (K, V)>,
 }
 
 /// Builds an [`AnyCache`]; from [`AnyCache::builder`]. Same settings as
-/// [`TypedCacheBuilder`]; `capacity` counts the entries of every type.
+/// [`TypedCacheBuilder`] but the listener and the weigher; `capacity` counts
+/// the entries of every type. (A weigher would need one function per
+/// erased value type, each checked against the type at every store: bound
+/// such a cache by entries, or weigh in a `TypedCache` per type.)
 ///
 /// # Examples
 ///
@@ -141,6 +146,8 @@ pub struct AnyCacheBuilder<K, S = ahash::RandomState> {
     settings: Settings<S>,
     /// No listener: values of many types have no one `V` to hand over.
     listener: (),
+    /// No weigher (see the type's documentation).
+    weigher: (),
     types: PhantomData<fn() -> K>,
 }
 
@@ -223,6 +230,7 @@ macro_rules! setters {
                 $builder {
                     settings: self.settings.with_hasher(hasher),
                     listener: self.listener,
+                    weigher: self.weigher,
                     types: PhantomData,
                 }
             }
@@ -246,6 +254,7 @@ impl<K, V> TypedCacheBuilder<K, V> {
         Self {
             settings: Settings::new(crate::sync::default_hasher()),
             listener: None,
+            weigher: None,
             types: PhantomData,
         }
     }
@@ -307,6 +316,63 @@ impl<K, V, S> TypedCacheBuilder<K, V, S> {
         self.listener = Some(Arc::new(listener));
         self
     }
+
+    /// Sets a weigher: the bound becomes the total weight of the entries
+    /// instead of their number. `capacity` is then that total weight (say,
+    /// bytes), global over the shards as the entry count is without a
+    /// weigher; it is held to `u32::MAX - 1` (about 4 GiB of bytes).
+    ///
+    /// The weigher is called once per stored value (by `insert`, and each
+    /// init that stores its value), with no lock held, before the shard is
+    /// touched; the weight is kept with the entry. Without a weigher every
+    /// entry weighs 1.
+    ///
+    /// - **Bound**: the total weight
+    ///   ([`weighted_size`](TypedCache::weighted_size)) is at most
+    ///   `capacity` whenever no insert is in progress. A store evicts, never
+    ///   the entry just stored, until the total fits; replacing a value with
+    ///   a heavier one may evict others.
+    /// - **A weight of 0 counts as 1**: every entry takes room, so the entry
+    ///   count stays at most `capacity` too.
+    /// - **An entry heavier than `capacity`** is not stored: the key's old
+    ///   value, if any, is removed (as [`RemovalCause::Replaced`], and
+    ///   returned by `insert`), and the new entry goes to the listener as
+    ///   [`RemovalCause::Evicted`] and counts as an eviction. An init whose
+    ///   value is rejected this way still returns it to its callers.
+    ///
+    /// # Panics
+    ///
+    /// A panicking weigher makes that `insert` (or the init storing its
+    /// value) panic before anything changed: the cache is as it was (the
+    /// init's callers get the panic, as from a panicking init).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use larder::TypedCache;
+    ///
+    /// // At most 10 bytes of values.
+    /// let cache = TypedCache::builder()
+    ///     .capacity(10)
+    ///     .weigher(|_key: &&str, value: &String| value.len() as u32)
+    ///     .build()?;
+    /// cache.insert("a", "1234".to_string());
+    /// cache.insert("b", "1234".to_string());
+    /// assert_eq!((cache.len(), cache.weighted_size()), (2, 8));
+    /// cache.insert("c", "123456".to_string()); // 14 > 10: evicts "a" or "b"
+    /// assert_eq!((cache.len(), cache.weighted_size()), (2, 10));
+    /// cache.insert("c", "12345678901".to_string()); // 11 > 10: not stored
+    /// assert!(!cache.contains_key("c"));
+    /// assert_eq!((cache.len(), cache.weighted_size()), (1, 4));
+    /// # Ok::<(), larder::BuildError>(())
+    /// ```
+    pub fn weigher<F>(mut self, weigher: F) -> Self
+    where
+        F: Fn(&K, &V) -> u32 + Send + Sync + 'static,
+    {
+        self.weigher = Some(Arc::new(weigher));
+        self
+    }
 }
 
 impl<K, V, S> TypedCacheBuilder<K, V, S>
@@ -329,7 +395,7 @@ where
     /// assert!(cache.is_empty());
     /// ```
     pub fn build(self) -> Result<TypedCache<K, V, S>, BuildError> {
-        let mut raw = self.settings.build()?;
+        let mut raw = self.settings.build(self.weigher)?;
         raw.set_listener(self.listener);
         Ok(TypedCache::from_raw(raw))
     }
@@ -340,6 +406,7 @@ impl<K> AnyCacheBuilder<K> {
         Self {
             settings: Settings::new(crate::sync::default_hasher()),
             listener: (),
+            weigher: (),
             types: PhantomData,
         }
     }
@@ -364,6 +431,8 @@ where
     /// assert!(matches!(err, larder::BuildError::ZeroCapacity));
     /// ```
     pub fn build(self) -> Result<AnyCache<K, S>, BuildError> {
-        Ok(AnyCache::from_raw(self.settings.build::<TypedKey<K>, _>()?))
+        Ok(AnyCache::from_raw(
+            self.settings.build::<TypedKey<K>, _>(None)?,
+        ))
     }
 }

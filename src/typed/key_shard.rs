@@ -75,6 +75,42 @@ impl<K, V> KeyShard<K, V> {
         }
     }
 
+    /// The locked half of storing a value heavier than the capacity (not
+    /// stored): removes the key's entry (`K: Eq` runs first, before any
+    /// change) into `garbage` (`Replaced`, or `Expired`), bumps the
+    /// generation for a user write, sweeps up to `budget` expired entries.
+    /// Returns whether the removed entry was live.
+    pub(crate) fn reject(
+        &mut self,
+        hash: u64,
+        key: &K,
+        now: u64,
+        budget: usize,
+        user_write: bool,
+        garbage: &mut Vec<Removed<K, V>>,
+    ) -> bool
+    where
+        K: Eq,
+    {
+        let old = self.entries.remove(hash, key, now);
+        if user_write {
+            self.bump_generation();
+        }
+        let live = matches!(old, Some((_, _, false)));
+        if let Some((key, value, expired)) = old {
+            let cause = if expired {
+                RemovalCause::Expired
+            } else {
+                RemovalCause::Replaced
+            };
+            garbage.push((key, value, cause));
+        }
+        let mut swept = Vec::new();
+        self.entries.sweep(now, budget, &mut swept);
+        tagged(garbage, swept, RemovalCause::Expired);
+        live
+    }
+
     /// Evicts the policy's next victim other than the entry of hash `keep`
     /// into `garbage` (as `Expired` if it had, else `Evicted`); `false` if
     /// there was none.

@@ -37,6 +37,7 @@
 //! runs two.
 
 mod any;
+mod bound;
 mod builder;
 mod key_shard;
 mod load_async;
@@ -83,7 +84,7 @@ use raw::Raw;
 ///   waiters runs its own `f`, and nothing is poisoned (unlike `LazyLock`).
 /// - **User code, and where it runs.** The key's `Hash` and the clock run
 ///   before any lock is taken; the key's `Clone` (an init's key, to store
-///   it) before the shard lock too; `f` with no lock held. Under a shard
+///   it) and the weigher before the shard lock too; `f` with no lock held. Under a shard
 ///   lock the only user code is the key's `Eq`, on a full 64-bit hash
 ///   match, in the lookup that starts an operation and before its first
 ///   change; besides it, only a hit's `V::clone` (or
@@ -553,6 +554,28 @@ where
     /// ```
     pub fn len(&self) -> usize {
         self.raw.len()
+    }
+
+    /// The total weight of the entries: with a
+    /// [`weigher`](TypedCacheBuilder::weigher), the sum of their weights (a
+    /// weight of 0 counting as 1, expired entries not yet released
+    /// included); without one, the same as [`len`](TypedCache::len). Exact
+    /// when no write is in progress, as `len` is.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let cache = larder::TypedCache::builder()
+    ///     .capacity(10)
+    ///     .weigher(|_key: &u8, value: &String| value.len() as u32)
+    ///     .build()
+    ///     .unwrap();
+    /// cache.insert(1, "four".to_string());
+    /// cache.insert(2, "three".to_string());
+    /// assert_eq!((cache.len(), cache.weighted_size()), (2, 9));
+    /// ```
+    pub fn weighted_size(&self) -> usize {
+        self.raw.weight().unwrap_or_else(|| self.raw.len())
     }
 
     /// Whether [`len`](TypedCache::len) is zero.

@@ -29,9 +29,9 @@
 //!
 //! # Capacity
 //!
-//! The bound is global: each shard may hold any number of entries, and a
-//! store evicts (from its own shard, then the next ones) while the total
-//! is over `capacity`, never the entry it just stored.
+//! The bound is global ([`Bound`]: entries, or with a weigher their total
+//! weight): a store evicts (from its own shard, then the next ones) while
+//! the total is over `capacity`, never the entry it just stored.
 //!
 //! # Expiry
 //!
@@ -45,15 +45,16 @@ use std::cell::Cell;
 use std::fmt;
 use std::hash::{BuildHasher, Hash};
 
+use super::bound::Bound;
 use super::key_shard::{KeyShard, Removed, tagged};
-use super::stats::{Event, Stats};
+use super::stats::{Event, FailureGuard, Stats};
 use crate::EvictionPolicy;
-use crate::cache::{Expiry, Lookup, SWEEP_BUDGET, nanos};
+use crate::cache::{Expiry, Lookup, SWEEP_BUDGET, Weigher, nanos};
 use crate::fault::broken;
 use crate::flight::{Caller, FlightGroup, Looked, Source};
 use crate::removal::{Listener, RemovalCause, copy_unlocked, notify};
 use crate::stats::CacheStats;
-use crate::sync::{Arc, AtomicUsize, CachePadded, Ordering, ShardedLock};
+use crate::sync::{Arc, ShardedLock};
 use crate::time::Clock;
 
 /// Number of key shards (a power of two). More shards let more writes
@@ -68,27 +69,11 @@ pub(crate) struct Raw<K, V, S> {
     /// Whether a hit takes the shard's write lock (exact LRU).
     exclusive_hits: bool,
     expiry: Option<Expiry>,
-    capacity: Option<usize>,
     clock: Arc<dyn Clock>,
-    /// Entries stored, over all shards (including expired ones not yet
-    /// removed). Updated under the shard lock of each change.
-    len: CachePadded<AtomicUsize>,
+    /// The capacity, the weigher, and the totals over all shards.
+    bound: Bound<K, V>,
     stats: Stats,
     listener: Option<Listener<K, V>>,
-}
-
-/// Counts an init failure unless disarmed (so a panicking init counts too).
-struct FailureGuard<'a> {
-    stats: &'a Stats,
-    armed: bool,
-}
-
-impl Drop for FailureGuard<'_> {
-    fn drop(&mut self) {
-        if self.armed {
-            self.stats.record(Event::InitFailure);
-        }
-    }
 }
 
 impl<K, V, S> Raw<K, V, S>
@@ -101,11 +86,13 @@ where
         policy: EvictionPolicy,
         expiry: Option<Expiry>,
         capacity: Option<usize>,
+        weigher: Option<Weigher<K, V>>,
         clock: Arc<dyn Clock>,
         hasher: S,
     ) -> Self {
         // Each shard unbounded: the bound is global (see `store`).
-        let share = capacity.map(|max| max.div_ceil(SHARDS));
+        let bound = Bound::new(capacity, weigher);
+        let share = bound.capacity().map(|max| max.div_ceil(SHARDS));
         Self {
             shards: (0..SHARDS)
                 .map(|_| ShardedLock::new(KeyShard::new(policy, share, expiry)))
@@ -115,9 +102,8 @@ where
             policy,
             exclusive_hits: !policy.shared_hits(),
             expiry,
-            capacity,
             clock,
-            len: CachePadded::new(AtomicUsize::new(0)),
+            bound,
             stats: Stats::new(),
             listener: None,
         }
@@ -133,6 +119,7 @@ where
 
     /// Hands removed entries to the listener, then drops them. Call with no
     /// lock held.
+    #[inline(always)]
     fn release(&self, removed: Vec<Removed<K, V>>) {
         for (_, _, cause) in &removed {
             if *cause == RemovalCause::Evicted {
@@ -148,6 +135,7 @@ where
     /// `removed[at]` to the caller: the value itself when there is no
     /// listener, else a clone made here, with no lock held (a panicking
     /// clone still lets every removed entry reach the listener first).
+    #[inline(always)]
     fn release_returning(&self, mut removed: Vec<Removed<K, V>>, at: Option<usize>) -> Option<V> {
         let Some(at) = at else {
             self.release(removed);
@@ -509,35 +497,39 @@ where
         None
     }
 
-    /// Runs `f` under shard `shard`'s write lock, keeping `len` in step.
+    /// Runs `f` under shard `shard`'s write lock, keeping the totals in
+    /// step.
     fn write<T>(&self, shard: usize, f: impl FnOnce(&mut KeyShard<K, V>) -> T) -> T {
         let mut core = self.shards[shard].write();
-        let before = core.entries.len();
+        let before = self.bound.size(&core);
         let out = f(&mut core);
-        self.account(before, core.entries.len());
+        self.bound.account(before, self.bound.size(&core));
         out
-    }
-
-    /// Applies a shard's size change to `len` (called under that shard's
-    /// write lock).
-    fn account(&self, before: usize, after: usize) {
-        // SeqCst (here and on every `len` access): inserters in different
-        // shards decide evictions from this total; one order over all its
-        // updates and reads keeps them from both acting on a stale total.
-        if after > before {
-            self.len.fetch_add(after - before, Ordering::SeqCst);
-        } else if before > after {
-            self.len.fetch_sub(before - after, Ordering::SeqCst);
-        }
     }
 
     /// Stores `value` (from an init if `expect_generation` is `Some`, else
     /// from `insert`), then enforces `capacity`. Returns the live value it
     /// replaced if `user_write` (an init's publish has no use for it). Every
     /// removed key and value is dropped after the locks are released. The
-    /// only user code under the lock is `K: Eq` in the core's insert, before
-    /// its first change.
-    fn store(
+    /// weigher runs first, unlocked; the only user code under the lock is
+    /// `K: Eq` in the core's insert, before its first change. A value
+    /// heavier than the capacity is not stored (`store_rejected`).
+    fn store(&self, hash: u64, key: K, value: V, expect: Option<u64>, user: bool) -> Option<V> {
+        // The unweighted store inline, with no weight code; the weighted
+        // one its own copy (`W`), as the engine's shards by type.
+        match self.bound.weighted() {
+            false => self.store_as::<false>(hash, key, value, expect, user),
+            true => self.store_weighted(hash, key, value, expect, user),
+        }
+    }
+
+    #[inline(never)]
+    fn store_weighted(&self, h: u64, k: K, v: V, e: Option<u64>, u: bool) -> Option<V> {
+        self.store_as::<true>(h, k, v, e, u)
+    }
+
+    #[inline(always)]
+    fn store_as<const W: bool>(
         &self,
         hash: u64,
         key: K,
@@ -545,6 +537,9 @@ where
         expect_generation: Option<u64>,
         user_write: bool,
     ) -> Option<V> {
+        let Some(weight) = self.bound.weigh::<W>(&key, &value) else {
+            return self.store_rejected(hash, key, value, expect_generation, user_write);
+        };
         let shard = Self::shard_index(hash);
         let now = self.now();
         let wants_old = user_write;
@@ -552,9 +547,10 @@ where
         // BROKEN on purpose (loom negative control): check-then-act on the
         // total, read before the shard lock.
         let skip_eviction = broken!(TypedFault::EvictionCheckedBeforeLock)
-            && self
-                .capacity
-                .is_some_and(|max| self.len.load(Ordering::SeqCst) < max);
+            && self.bound.capacity().is_some_and(|max| {
+                let held = self.bound.weight().unwrap_or(self.bound.len());
+                held + weight as usize <= max
+            });
         let replaced = {
             let mut core = self.shards[shard].write();
             let raced = expect_generation.is_some_and(|seen| seen != core.generation);
@@ -577,13 +573,19 @@ where
             } else {
                 0
             };
-            let before = core.entries.len();
+            let before = self.bound.size_as::<W>(&core);
             self.stats.record(Event::Insert);
             // `K: Eq` runs here, before any change (the bump included).
             let mut swept = Vec::new();
-            let displaced =
-                core.entries
-                    .insert_unevicting(hash, key, value, || now, budget, &mut swept);
+            let displaced = core.entries.insert_unevicting(
+                hash,
+                key,
+                value,
+                weight,
+                || now,
+                budget,
+                &mut swept,
+            );
             if user_write {
                 core.bump_generation();
             }
@@ -603,54 +605,47 @@ where
             if !swept.is_empty() {
                 tagged(&mut garbage, swept, RemovalCause::Expired);
             }
-            self.account(before, core.entries.len());
-            let evicts = self.capacity.is_some() && !skip_eviction;
-            if evicts {
-                self.evict_locked(&mut core, hash, now, &mut garbage);
+            self.bound
+                .account_as::<W>(before, self.bound.size_as::<W>(&core));
+            if self.bound.bounded() && !skip_eviction {
+                self.bound.evict_locked(&mut core, hash, now, &mut garbage);
             }
             replaced
         };
-        if self.capacity.is_some() && !skip_eviction {
-            self.evict_elsewhere(shard, hash, now, &mut garbage);
+        if self.bound.bounded() && !skip_eviction {
+            self.bound
+                .evict_elsewhere(&self.shards, shard, hash, now, &mut garbage);
         }
         self.release_returning(garbage, replaced)
     }
 
-    /// Evicts from the locked shard while the cache is over `capacity`,
-    /// never the entry of hash `keep` (the one just stored).
-    fn evict_locked(
+    /// [`store`](Self::store) of a value heavier than the capacity: not
+    /// stored; the key's old entry is removed, the new one released as
+    /// `Evicted` (unless a user write raced the init, as in `store`).
+    #[cold]
+    #[inline(never)]
+    fn store_rejected(
         &self,
-        core: &mut KeyShard<K, V>,
-        keep: u64,
-        now: u64,
-        garbage: &mut Vec<Removed<K, V>>,
-    ) {
-        let Some(max) = self.capacity else {
-            return;
-        };
-        while self.len.load(Ordering::SeqCst) > max {
-            let before = core.entries.len();
-            if !core.evict_one(keep, now, garbage) {
-                break;
+        hash: u64,
+        key: K,
+        value: V,
+        expect: Option<u64>,
+        user: bool,
+    ) -> Option<V> {
+        let now = self.now();
+        let budget = SWEEP_BUDGET * usize::from(self.expiry.is_some());
+        let mut garbage = Vec::new();
+        let live = self.write(Self::shard_index(hash), |core| {
+            if expect.is_some_and(|seen| seen != core.generation) {
+                return None;
             }
-            self.account(before, core.entries.len());
-        }
-    }
-
-    /// Evicts from the other shards, one lock at a time, while the cache is
-    /// still over `capacity` (the stored entry's own shard had nothing
-    /// else to give).
-    fn evict_elsewhere(&self, start: usize, keep: u64, now: u64, garbage: &mut Vec<Removed<K, V>>) {
-        let Some(max) = self.capacity else {
-            return;
-        };
-        for step in 1..SHARDS {
-            if self.len.load(Ordering::SeqCst) <= max {
-                return;
-            }
-            let mut core = self.shards[(start + step) % SHARDS].write();
-            self.evict_locked(&mut core, keep, now, garbage);
-        }
+            self.stats.record(Event::Insert);
+            Some(core.reject(hash, &key, now, budget, user, &mut garbage))
+        });
+        // Dropped here, unlocked, if the init lost to a user write.
+        live?;
+        garbage.push((key, value, RemovalCause::Evicted));
+        self.release_returning(garbage, (live == Some(true) && user).then_some(0))
     }
 
     pub(crate) fn insert(&self, key: K, value: V) -> Option<V> {
@@ -730,7 +725,12 @@ where
     }
 
     pub(crate) fn len(&self) -> usize {
-        self.len.load(Ordering::SeqCst)
+        self.bound.len()
+    }
+
+    /// The total weight with a weigher, else `None`.
+    pub(crate) fn weight(&self) -> Option<usize> {
+        self.bound.weight()
     }
 
     /// A copy of the live entries: each shard under its read lock in turn,
@@ -752,7 +752,8 @@ where
     pub(crate) fn stats(&self) -> CacheStats {
         let mut stats = self.stats.snapshot();
         stats.len = self.len();
-        stats.capacity = self.capacity;
+        stats.capacity = self.bound.capacity();
+        stats.weighted_size = self.bound.weight();
         stats
     }
 
@@ -765,7 +766,7 @@ where
     /// Asserts the cache's invariants; call when no other thread uses it.
     #[cfg(any(test, feature = "testing"))]
     pub(crate) fn check_invariants(&self) {
-        let mut total = 0;
+        let (mut total, mut weight) = (0, 0);
         for (index, shard) in self.shards.iter().enumerate() {
             let core = shard.read();
             core.entries.check_invariants();
@@ -775,11 +776,9 @@ where
                 assert_eq!(Self::shard_index(hash), index, "entry in the wrong shard");
             }
             total += core.entries.len();
+            weight += core.entries.weight();
         }
-        assert_eq!(total, self.len(), "len out of step with the shards");
-        if let Some(max) = self.capacity {
-            assert!(total <= max, "{total} entries over capacity {max}");
-        }
+        self.bound.check(total, weight);
         assert_eq!(self.in_flight(), 0, "an init is still registered");
     }
 }
@@ -787,10 +786,11 @@ where
 impl<K, V, S> fmt::Debug for Raw<K, V, S> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Raw")
-            .field("len", &self.len.load(Ordering::SeqCst))
+            .field("len", &self.bound.len())
+            .field("weight", &self.bound.weight())
             .field("policy", &self.policy)
             .field("expiry", &self.expiry)
-            .field("capacity", &self.capacity)
+            .field("capacity", &self.bound.capacity())
             .field("clock", &self.clock)
             .field("stats", &self.stats)
             .field("in_flight", &self.flights.in_flight())

@@ -248,9 +248,9 @@ pub type Typed = TypedCache<Key, Value, TestState>;
 impl Face for Typed {
     const NAME: &'static str = "TypedCache";
 
-    fn supports(config: &Config) -> bool {
-        // Every policy; no weigher (TypedCacheBuilder has none).
-        config.weigher.is_none()
+    fn supports(_config: &Config) -> bool {
+        // Every policy, weigher and expiry; bounded or not.
+        true
     }
 
     fn build(config: &Config) -> Self {
@@ -263,6 +263,9 @@ impl Face for Typed {
         }
         if let Some(policy) = config.policy {
             builder = builder.policy(policy);
+        }
+        if let Some(weigher) = config.weigher {
+            builder = builder.weigher(weigher);
         }
         if let Some(ttl) = config.time_to_live {
             builder = builder.time_to_live(ttl);

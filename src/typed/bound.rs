@@ -1,0 +1,233 @@
+//! [`Bound`]: the global bound of a [`TypedCache`](super::TypedCache) or
+//! [`AnyCache`](super::AnyCache): the entry count over all key shards and,
+//! with a weigher, their total weight; eviction across shards to keep the
+//! total within `capacity`.
+//!
+//! Each shard's change reaches the totals under that shard's write lock
+//! ([`Bound::account`]). Every access is `SeqCst`: inserters in different
+//! shards decide evictions from the total, and one order over all its
+//! updates and reads keeps them from both acting on a stale total.
+//!
+//! Without a weigher the bound counts entries: no weight is read and the
+//! weight total is never written. The store path picks its variant once
+//! (`W`, "weighted", of the methods below), as the engine's shards pick
+//! theirs by type, so an unweighted store runs no weight code at all.
+
+use super::key_shard::{KeyShard, Removed};
+use crate::cache::{MAX_SHARD_CAPACITY, Weigher};
+use crate::fault::broken;
+use crate::sync::{AtomicU64, AtomicUsize, CachePadded, Ordering, ShardedLock};
+
+/// The totals over all shards, on one cache line (written together).
+struct Totals {
+    /// Entries stored (including expired ones not yet removed).
+    len: AtomicUsize,
+    /// The sum of their weights; kept only with a weigher.
+    weight: AtomicU64,
+}
+
+/// A shard's size as the bound counts it.
+#[derive(Clone, Copy)]
+pub(crate) struct Size {
+    len: usize,
+    /// 0 without a weigher.
+    weight: u64,
+}
+
+pub(crate) struct Bound<K, V> {
+    /// The most entries, or with a weigher the most total weight.
+    capacity: Option<usize>,
+    weigher: Option<Weigher<K, V>>,
+    totals: CachePadded<Totals>,
+}
+
+impl<K, V> Bound<K, V> {
+    /// A bound of `capacity` (a total weight with a weigher, held to
+    /// [`MAX_SHARD_CAPACITY`]: every shard may come to hold it all).
+    pub(crate) fn new(capacity: Option<usize>, weigher: Option<Weigher<K, V>>) -> Self {
+        let capacity = match weigher {
+            Some(_) => capacity.map(|max| max.min(MAX_SHARD_CAPACITY)),
+            None => capacity,
+        };
+        Self {
+            capacity,
+            weigher,
+            totals: CachePadded::new(Totals {
+                len: AtomicUsize::new(0),
+                weight: AtomicU64::new(0),
+            }),
+        }
+    }
+
+    #[inline]
+    pub(crate) fn capacity(&self) -> Option<usize> {
+        self.capacity
+    }
+
+    /// Whether a weigher is set (the `W` of the methods below).
+    #[inline]
+    pub(crate) fn weighted(&self) -> bool {
+        self.weigher.is_some()
+    }
+
+    /// The weight an entry counts for (the weigher's, 0 raised to 1; 1
+    /// without one), or `None` if it alone is heavier than the capacity.
+    /// User code: call with no lock held.
+    #[inline(always)]
+    pub(crate) fn weigh<const W: bool>(&self, key: &K, value: &V) -> Option<u32> {
+        let Some(weigher) = self.weigher.as_ref().filter(|_| W) else {
+            return Some(1);
+        };
+        let weight = weigher(key, value).max(1);
+        match self.capacity {
+            Some(max) if weight as usize > max => None,
+            _ => Some(weight),
+        }
+    }
+
+    /// A shard's size, read under its lock.
+    #[inline]
+    pub(crate) fn size(&self, shard: &KeyShard<K, V>) -> Size {
+        match self.weighted() {
+            true => self.size_as::<true>(shard),
+            false => self.size_as::<false>(shard),
+        }
+    }
+
+    /// [`size`](Self::size), weighted or not (`W`: a weigher is set).
+    #[inline(always)]
+    pub(crate) fn size_as<const W: bool>(&self, shard: &KeyShard<K, V>) -> Size {
+        Size {
+            len: shard.entries.len(),
+            weight: if W { shard.entries.weight() } else { 0 },
+        }
+    }
+
+    /// Applies a shard's change of size to the totals (under that shard's
+    /// write lock).
+    #[inline]
+    pub(crate) fn account(&self, before: Size, after: Size) {
+        match self.weighted() {
+            true => self.account_as::<true>(before, after),
+            false => self.account_as::<false>(before, after),
+        }
+    }
+
+    /// [`account`](Self::account), weighted or not (`W`: a weigher is set).
+    #[inline(always)]
+    pub(crate) fn account_as<const W: bool>(&self, before: Size, after: Size) {
+        let totals = &*self.totals;
+        if after.len > before.len {
+            totals
+                .len
+                .fetch_add(after.len - before.len, Ordering::SeqCst);
+        } else if before.len > after.len {
+            totals
+                .len
+                .fetch_sub(before.len - after.len, Ordering::SeqCst);
+        }
+        if !W {
+            return;
+        }
+        if after.weight > before.weight {
+            let grew = after.weight - before.weight;
+            totals.weight.fetch_add(grew, Ordering::SeqCst);
+        } else if before.weight > after.weight {
+            let fell = before.weight - after.weight;
+            totals.weight.fetch_sub(fell, Ordering::SeqCst);
+        }
+    }
+
+    /// Whether the totals are over `max`.
+    #[inline]
+    fn over(&self, max: usize) -> bool {
+        match self.weigher {
+            Some(_) => self.totals.weight.load(Ordering::SeqCst) > max as u64,
+            None => self.totals.len.load(Ordering::SeqCst) > max,
+        }
+    }
+
+    /// Whether the cache can be over its bound (is bounded).
+    #[inline]
+    pub(crate) fn bounded(&self) -> bool {
+        self.capacity.is_some()
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.totals.len.load(Ordering::SeqCst)
+    }
+
+    /// The total weight with a weigher, else `None`.
+    pub(crate) fn weight(&self) -> Option<usize> {
+        let weight = self.totals.weight.load(Ordering::SeqCst);
+        self.weigher.as_ref().map(|_| weight as usize)
+    }
+
+    /// Evicts from the locked shard while the cache is over `capacity`,
+    /// never the entry of hash `keep` (the one just stored).
+    pub(crate) fn evict_locked(
+        &self,
+        core: &mut KeyShard<K, V>,
+        keep: u64,
+        now: u64,
+        garbage: &mut Vec<Removed<K, V>>,
+    ) {
+        let Some(max) = self.capacity else {
+            return;
+        };
+        while self.over(max) {
+            let before = self.size(core);
+            if !core.evict_one(keep, now, garbage) {
+                break;
+            }
+            let mut after = self.size(core);
+            // BROKEN on purpose (loom negative control): the victim's
+            // weight stays in the total.
+            if broken!(TypedFault::EvictionKeepsWeight) {
+                after.weight = before.weight;
+            }
+            self.account(before, after);
+        }
+    }
+
+    /// Evicts from the shards after `start`, one lock at a time, while the
+    /// cache is still over `capacity` (the stored entry's own shard had
+    /// nothing else to give).
+    pub(crate) fn evict_elsewhere(
+        &self,
+        shards: &[ShardedLock<KeyShard<K, V>>],
+        start: usize,
+        keep: u64,
+        now: u64,
+        garbage: &mut Vec<Removed<K, V>>,
+    ) {
+        let Some(max) = self.capacity else {
+            return;
+        };
+        for step in 1..shards.len() {
+            if !self.over(max) {
+                return;
+            }
+            let mut core = shards[(start + step) % shards.len()].write();
+            self.evict_locked(&mut core, keep, now, garbage);
+        }
+    }
+
+    /// Asserts that the totals are the shards' sums, within the bound.
+    #[cfg(any(test, feature = "testing"))]
+    pub(crate) fn check(&self, len: usize, weight: u64) {
+        assert_eq!(len, self.len(), "len out of step with the shards");
+        if self.weigher.is_some() {
+            let total = self.totals.weight.load(Ordering::SeqCst);
+            assert_eq!(weight, total, "weight out of step with the shards");
+        }
+        if let Some(max) = self.capacity {
+            let held = if self.weigher.is_some() {
+                weight
+            } else {
+                len as u64
+            };
+            assert!(held <= max as u64, "{held} over capacity {max}");
+        }
+    }
+}
