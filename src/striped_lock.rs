@@ -6,7 +6,7 @@
 //! each), `R` a power of two from [`stripe_count`], each holding an `Arc`
 //! of the one value:
 //!
-//! - a reader read-locks one stripe, number [`lock_stripe`] mod `R`
+//! - a reader read-locks one stripe, number [`lock_stripe`](crate::sync::lock_stripe) mod `R`
 //!   (threads past `R` share stripes with lower ones: contention, never a
 //!   wrong result), and reads the value through that stripe's `Arc`
 //!   without touching its count;
@@ -31,7 +31,7 @@ use std::mem::ManuallyDrop;
 use std::ops::{Deref, DerefMut};
 
 use crate::fault::broken;
-use crate::sync::{Arc, CachePadded, RwLock, RwLockReadGuard, RwLockWriteGuard, lock_stripe};
+use crate::sync::{Arc, CachePadded, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 /// The most read stripes a lock has.
 pub(crate) const MAX_STRIPES: usize = 8;
@@ -87,14 +87,9 @@ impl<T> StripedRwLock<T> {
         }
     }
 
-    /// Read-locks the calling thread's stripe.
-    #[inline]
-    pub(crate) fn read(&self) -> StripedReadGuard<'_, T> {
-        self.read_on(lock_stripe())
-    }
-
-    /// Read-locks stripe `thread` mod the stripe count (a whole-store read
-    /// asks [`lock_stripe`] once and locks that stripe of every lock).
+    /// Read-locks stripe `thread` mod the stripe count: the calling
+    /// thread's is [`lock_stripe`](crate::sync::lock_stripe) (a whole-store
+    /// read asks it once and locks that stripe of every lock).
     #[inline]
     pub(crate) fn read_on(&self, thread: usize) -> StripedReadGuard<'_, T> {
         StripedReadGuard(self.stripes[thread & self.mask].read())
@@ -181,8 +176,10 @@ impl<T> DerefMut for StripedWriteGuard<'_, T> {
 
 impl<T> Drop for StripedWriteGuard<'_, T> {
     /// Fills the emptied stripes again, then unlocks them; stripe 0 is
-    /// unlocked last (its field drops after this).
-    #[inline]
+    /// unlocked last (its field drops after this). Out of line, so that a
+    /// caller choosing between this lock and a plain one keeps its plain
+    /// path small.
+    #[inline(never)]
     fn drop(&mut self) {
         let count = self.held;
         let held = &mut self.rest[..count];

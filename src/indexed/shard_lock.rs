@@ -13,7 +13,7 @@
 use std::ops::{Deref, DerefMut};
 
 use crate::striped_lock::{StripedReadGuard, StripedRwLock, StripedWriteGuard};
-use crate::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
+use crate::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard, lock_stripe};
 
 /// One shard's lock, plain or striped. A shard holds it cache-padded, so
 /// the plain lock's word shares its line with the mode tag (read by every
@@ -38,7 +38,7 @@ impl<T> ShardLock<T> {
     pub(crate) fn read(&self) -> ShardReadGuard<'_, T> {
         match self {
             Self::Plain(lock) => ShardReadGuard::Plain(lock.read()),
-            Self::Striped(lock) => ShardReadGuard::Striped(lock.read()),
+            Self::Striped(lock) => read_striped(lock, lock_stripe()),
         }
     }
 
@@ -48,7 +48,7 @@ impl<T> ShardLock<T> {
     pub(crate) fn read_on(&self, stripe: usize) -> ShardReadGuard<'_, T> {
         match self {
             Self::Plain(lock) => ShardReadGuard::Plain(lock.read()),
-            Self::Striped(lock) => ShardReadGuard::Striped(lock.read_on(stripe)),
+            Self::Striped(lock) => read_striped(lock, stripe),
         }
     }
 
@@ -57,9 +57,22 @@ impl<T> ShardLock<T> {
     pub(crate) fn write(&self) -> ShardWriteGuard<'_, T> {
         match self {
             Self::Plain(lock) => ShardWriteGuard::Plain(lock.write()),
-            Self::Striped(lock) => ShardWriteGuard::Striped(lock.write()),
+            Self::Striped(lock) => write_striped(lock),
         }
     }
+}
+
+// The striped paths out of line, so that the plain one (the default) stays
+// close to a lone `RwLock`'s.
+
+#[inline(never)]
+fn read_striped<T>(lock: &StripedRwLock<T>, stripe: usize) -> ShardReadGuard<'_, T> {
+    ShardReadGuard::Striped(lock.read_on(stripe))
+}
+
+#[inline(never)]
+fn write_striped<T>(lock: &StripedRwLock<T>) -> ShardWriteGuard<'_, T> {
+    ShardWriteGuard::Striped(lock.write())
 }
 
 /// Shared guard of a [`ShardLock`].
