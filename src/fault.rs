@@ -325,5 +325,8 @@ mod catalogue {
         /// (`to_vec`, `by_index_entries`, `index_keys`, `matching`) read-lock
         /// the shards one at a time, releasing each before taking the next.
         CutShardByShard,
+        /// A shard's writer write-locks only read stripe 0 of its striped
+        /// lock, not every stripe.
+        WriterOneStripe,
     }
 }

@@ -349,6 +349,7 @@ mod removal;
 mod snapshot;
 mod stats;
 mod striped;
+mod striped_lock;
 mod sync;
 mod time;
 mod typed;

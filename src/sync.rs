@@ -11,6 +11,7 @@
 //! |---|---|---|
 //! | `parking_lot::{Mutex, RwLock, Condvar}` | wrappers over `loom::sync` | parking_lot's own lock implementation, fairness |
 //! | `crossbeam_utils::sync::ShardedLock` | wrapper over `loom::sync::RwLock` | the per-shard lock words |
+//! | `thread_stripe` (a reader's stripe of a `StripedRwLock`) | the loom thread number | the thread-number hand-over |
 //! | `arc_swap::ArcSwap` ([`AtomicArc`]) | `loom::sync::RwLock<Arc<T>>` | arc-swap's debt lists and hazard protocol |
 //! | `std::sync::atomic::*` | `loom::sync::atomic::*` | nothing: loom explores these (SeqCst is modelled as AcqRel) |
 //! | `Condvar::wait_until` (a deadline) | loom's `Condvar::wait` | timeouts: loom has no clock, so a timed wait ends only when notified |
@@ -84,6 +85,28 @@ mod imp {
             );
         }
         NUMBER.try_with(|number| number.0).unwrap_or(usize::MAX)
+    }
+
+    /// The read stripe of a [`StripedRwLock`](crate::striped_lock) the
+    /// calling thread takes (mod the stripe count): its [`thread_stripe`],
+    /// cached in a constant-initialized thread-local with no destructor
+    /// (one load on the read path). A cached number outlives the thread's
+    /// hold on it while its locals are destroyed and may then be shared
+    /// with a new thread: contention, never a wrong result.
+    #[inline]
+    pub(crate) fn lock_stripe() -> usize {
+        thread_local! {
+            static CACHED: std::cell::Cell<usize> = const { std::cell::Cell::new(usize::MAX) };
+        }
+        CACHED.with(|cached| {
+            let number = cached.get();
+            if number != usize::MAX {
+                return number;
+            }
+            let number = thread_stripe();
+            cached.set(number);
+            number
+        })
     }
 
     /// A read-mostly reader-writer lock whose read path writes only a
@@ -202,6 +225,18 @@ mod imp {
     /// fully atomic fallback path.
     pub(crate) fn thread_stripe() -> usize {
         usize::MAX
+    }
+
+    /// The read stripe of a striped lock the calling loom thread takes:
+    /// its loom thread number (the model's thread 0, then 1, 2, ... in
+    /// spawn order), so that a model's threads read through different
+    /// stripes and a writer that misses one is caught.
+    pub(crate) fn lock_stripe() -> usize {
+        let id = format!("{:?}", loom::thread::current().id());
+        id.trim_start_matches("ThreadId(")
+            .trim_end_matches(')')
+            .parse()
+            .expect("loom's ThreadId prints as ThreadId(n)")
     }
 
     /// loom has no `CachePadded`; padding is irrelevant to a model.

@@ -73,10 +73,16 @@ fn object(k: u64) -> u64 {
 /// inserted and removed again, on a table grown to 56 keys first: the
 /// removals and the churn leave tombstones (see [`REHASH_IN_PLACE`]).
 fn churned(live: u64, churn: u64) -> (Store, Model) {
+    churned_in(false, live, churn)
+}
+
+/// [`churned`], with striped shard locks when `read_mostly`.
+fn churned_in(read_mostly: bool, live: u64, churn: u64) -> (Store, Model) {
     let store: Store = IndexedStore::builder()
         .index("parity", parity)
         .index("tens", tens)
         .hasher(fixed())
+        .read_mostly(read_mostly)
         .build()
         .unwrap();
     for k in 0..56 {
@@ -329,19 +335,24 @@ fn a_transaction_is_applied_whole_or_not_at_all() {
     for (live, churn) in [(20, 0), REHASH_IN_PLACE[0], REHASH_IN_PLACE[1]] {
         sweep_all(|| churned(live, churn), ops, after);
     }
+    // On striped shard locks, once.
+    sweep_all(|| churned_in(true, 20, 0), ops, after);
 }
 
 #[test]
 fn replace_clear_and_add_index_lose_nothing() {
-    sweep_all(
-        || churned(20, 30),
-        |store| {
-            store
-                .replace((40..70).map(|k| (Key::new(k), Value::new(object(k)))))
-                .unwrap();
-        },
-        |_| (40..70).map(|k| (k, object(k))).collect(),
-    );
+    // On plain, then on striped shard locks.
+    for read_mostly in [false, true] {
+        sweep_all(
+            || churned_in(read_mostly, 20, 30),
+            |store| {
+                store
+                    .replace((40..70).map(|k| (Key::new(k), Value::new(object(k)))))
+                    .unwrap();
+            },
+            |_| (40..70).map(|k| (k, object(k))).collect(),
+        );
+    }
     sweep_all(|| churned(20, 30), Store::clear, |_| Model::new());
     // `add_index` changes no content; a third index must appear whole or
     // not at all.

@@ -1,5 +1,6 @@
 //! The key-sharded state of `IndexedStore`: shard counts, keys spread over
-//! every shard, and reads and transactions across shards racing writers.
+//! every shard, and reads and transactions across shards racing writers,
+//! each on plain and on striped (`read_mostly`) shard locks.
 
 #[path = "common/watchdog.rs"]
 mod watchdog;
@@ -37,11 +38,21 @@ fn shard_counts_are_powers_of_two_and_bounded() {
     );
 }
 
+/// Both shard-lock modes.
+const MODES: [bool; 2] = [false, true];
+
 #[test]
 fn keys_spread_over_every_shard_and_stay_in_theirs() {
+    for read_mostly in MODES {
+        keys_spread_over_every_shard(read_mostly);
+    }
+}
+
+fn keys_spread_over_every_shard(read_mostly: bool) {
     let store = IndexedStore::<u32, u32>::builder()
         .index("parity", |n: &u32| [(n % 2).to_string()])
         .shards(8)
+        .read_mostly(read_mostly)
         .build()
         .unwrap();
     let mut used = [0usize; 8];
@@ -70,11 +81,18 @@ fn keys_spread_over_every_shard_and_stay_in_theirs() {
 #[test]
 fn whole_store_reads_see_transactions_across_shards_whole() {
     let _watchdog = watchdog::arm(Duration::from_secs(60));
+    for read_mostly in MODES {
+        transactions_across_shards_whole(read_mostly);
+    }
+}
+
+fn transactions_across_shards_whole(read_mostly: bool) {
     const OBJECTS: u32 = 16;
     let store = Arc::new(
         IndexedStore::<u32, &'static str>::builder()
             .index("color", |color: &&'static str| [*color])
             .shards(4)
+            .read_mostly(read_mostly)
             .build()
             .unwrap(),
     );
@@ -142,11 +160,18 @@ fn whole_store_reads_see_transactions_across_shards_whole() {
 #[test]
 fn a_whole_store_read_carries_the_revision_of_its_content() {
     let _watchdog = watchdog::arm(Duration::from_secs(60));
+    for read_mostly in MODES {
+        read_carries_its_revision(read_mostly);
+    }
+}
+
+fn read_carries_its_revision(read_mostly: bool) {
     const WRITES: u64 = 20_000;
     const OVERLAPPING: usize = 20;
     let store = Arc::new(
         IndexedStore::<u64, u64>::builder()
             .shards(4)
+            .read_mostly(read_mostly)
             .build()
             .unwrap(),
     );
@@ -196,4 +221,57 @@ fn a_whole_store_read_carries_the_revision_of_its_content() {
     // Every read counted here but the last ran while the writer was still
     // writing (it stops only after seeing them).
     assert!(overlapping.load(Ordering::SeqCst) > OVERLAPPING);
+}
+
+/// Readers on every read stripe of a read-mostly store (more reader
+/// threads than stripes) take point reads while a writer updates the same
+/// keys: every read finds its key, whole (`(key, version)` with the key it
+/// was stored under). A writer that left a stripe unlocked, or emptied it
+/// outside its critical section, would fail these reads or the write.
+#[test]
+fn point_reads_on_every_stripe_see_writes_whole() {
+    let _watchdog = watchdog::arm(Duration::from_secs(60));
+    const KEYS: u64 = 64;
+    const READS: usize = 20_000;
+    let store = Arc::new(
+        IndexedStore::<u64, (u64, u64)>::builder()
+            .shards(2)
+            .read_mostly(true)
+            .build()
+            .unwrap(),
+    );
+    for key in 0..KEYS {
+        store.insert(key, (key, 0)).unwrap();
+    }
+    let stop = Arc::new(AtomicBool::new(false));
+    let writer = {
+        let (store, stop) = (Arc::clone(&store), Arc::clone(&stop));
+        thread::spawn(move || {
+            let mut version = 0;
+            while !stop.load(Ordering::Relaxed) {
+                version += 1;
+                store
+                    .insert(version % KEYS, (version % KEYS, version))
+                    .unwrap();
+            }
+        })
+    };
+    let readers: Vec<_> = (0..4)
+        .map(|_| {
+            let store = Arc::clone(&store);
+            thread::spawn(move || {
+                for read in 0..READS as u64 {
+                    let key = read % KEYS;
+                    let (stored, _) = *store.get(&key).expect("no key is ever removed");
+                    assert_eq!(stored, key);
+                }
+            })
+        })
+        .collect();
+    for reader in readers {
+        reader.join().unwrap();
+    }
+    stop.store(true, Ordering::Relaxed);
+    writer.join().unwrap();
+    store.check_invariants();
 }

@@ -1,7 +1,9 @@
 //! loom models of `IndexedStore`: every interleaving of a few threads, with
-//! the real store code over loom's stand-in for crossbeam's `ShardedLock`
-//! (one loom `RwLock`). Each model has a negative control that runs a
-//! deliberately broken protocol and must fail.
+//! the real store code; each shard's lock is one loom `RwLock`, or, in a
+//! read-mostly store, two (stripes), a thread reading through the one its
+//! loom thread number picks. Each
+//! model has a negative control that runs a deliberately broken protocol
+//! and must fail.
 #![cfg(loom)]
 
 use larder::IndexedStore;
@@ -248,8 +250,9 @@ fn keys_on_two_shards(store: &Store) -> (&'static str, &'static str) {
 /// key and color it had at one instant, never twice (both shards after
 /// the move's halves), never zero times, never under the wrong color. The
 /// negative control reads the shards one at a time, releasing each before
-/// the next, and the model finds the transaction run in between.
-fn cut_across_shards(fault: IndexedFault) {
+/// the next, and the model finds the transaction run in between. Run on
+/// plain and on striped (`read_mostly`) shard locks.
+fn cut_across_shards(fault: IndexedFault, read_mostly: bool) {
     let _fault = inject(fault);
     loom::model(move || {
         let store: Arc<Store> = Arc::new(
@@ -257,6 +260,7 @@ fn cut_across_shards(fault: IndexedFault) {
                 .index("color", |color: &&'static str| [*color])
                 .index("all", |_: &&'static str| ["all"])
                 .shards(2)
+                .read_mostly(read_mostly)
                 .build()
                 .unwrap(),
         );
@@ -297,11 +301,64 @@ fn cut_across_shards(fault: IndexedFault) {
 
 #[test]
 fn indexed_cut_across_shards() {
-    cut_across_shards(IndexedFault::None);
+    cut_across_shards(IndexedFault::None, false);
+}
+
+#[test]
+fn indexed_cut_across_shards_read_mostly() {
+    cut_across_shards(IndexedFault::None, true);
 }
 
 #[test]
 #[should_panic(expected = "invariant violated")]
 fn indexed_cut_negative_control_shard_by_shard() {
-    cut_across_shards(IndexedFault::CutShardByShard);
+    cut_across_shards(IndexedFault::CutShardByShard, false);
+}
+
+#[test]
+#[should_panic(expected = "invariant violated")]
+fn indexed_cut_negative_control_shard_by_shard_read_mostly() {
+    cut_across_shards(IndexedFault::CutShardByShard, true);
+}
+
+/// In a read-mostly store, a reader on the second read stripe of a
+/// shard's lock (the spawned thread; the main thread reads through the
+/// first) while the main thread
+/// updates its key: the reader sees the object before or after the update,
+/// whole. A writer that holds only stripe 0 leaves the reader's stripe
+/// empty while it writes.
+fn reader_on_another_stripe(fault: IndexedFault) {
+    let _fault = inject(fault);
+    loom::model(move || {
+        let store: Arc<Store> = Arc::new(
+            IndexedStore::builder()
+                .index("color", |color: &&'static str| [*color])
+                .read_mostly(true)
+                .build()
+                .unwrap(),
+        );
+        store.insert("a", "red").unwrap();
+        let reader = {
+            let store = Arc::clone(&store);
+            thread::spawn(move || {
+                let seen = *store.get("a").expect("a is never removed");
+                assert!(seen == "red" || seen == "blue", "torn read: {seen}");
+            })
+        };
+        store.insert("a", "blue").unwrap();
+        assert_eq!(*store.get("a").unwrap(), "blue");
+        reader.join().unwrap();
+        assert_eq!(store.index_keys("color", "blue").unwrap(), ["a"]);
+    });
+}
+
+#[test]
+fn indexed_reader_on_another_stripe() {
+    reader_on_another_stripe(IndexedFault::None);
+}
+
+#[test]
+#[should_panic(expected = "a read stripe without its value")]
+fn indexed_stripe_negative_control_writer_one_stripe() {
+    reader_on_another_stripe(IndexedFault::WriterOneStripe);
 }

@@ -68,6 +68,7 @@ mod error;
 mod index_fn;
 mod lookup;
 mod revision;
+mod shard_lock;
 mod shards;
 mod store;
 mod transaction;

@@ -1,5 +1,7 @@
 //! The key-sharded state of an [`IndexedStore`](super::IndexedStore): one
-//! reader-writer lock per shard, each over a [`Core`] holding the objects
+//! reader-writer lock per shard ([`ShardLock`]: plain, or striped in a
+//! read-mostly store, where a read locks only the calling thread's stripe
+//! and a write every stripe), each over a [`Core`] holding the objects
 //! whose keys hash to it and its part of every index.
 //!
 //! # Lock protocol
@@ -7,18 +9,19 @@
 //! - A point operation (`get`, `insert`, `remove`) locks the one shard its
 //!   key hashes to.
 //! - A whole-store read (`len`, `keys`, `values`, `by_index`, the visits,
-//!   ...) read-locks every shard, in index order, and holds them all until
-//!   it has read every shard: the result is one consistent cut, taken at
-//!   the instant the last shard was locked.
+//!   ...) read-locks every shard (striped: its thread's stripe of each), in index
+//!   order, and holds them all until it has read every shard: the result
+//!   is one consistent cut, taken at the instant the last shard was locked.
 //! - A write to several shards (`transaction`) write-locks the shards it
 //!   touches in index order; one to all of them (`replace`, `clear`,
 //!   `add_index`) write-locks every shard in index order.
 //!
-//! Every multi-shard acquisition goes in ascending index order, so no two
-//! of them wait on each other in a cycle.
+//! Every acquisition goes in ascending (shard, stripe) order, so no two of
+//! them wait on each other in a cycle.
 
 use super::core::Core;
-use crate::sync::{CachePadded, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use super::shard_lock::{ShardLock, ShardReadGuard, ShardWriteGuard};
+use crate::sync::{CachePadded, lock_stripe};
 
 /// The most shards a store has: the shard is taken from seven bits of the
 /// key's hash (bits 50 to 56), which the tables' own probing does not use.
@@ -40,8 +43,9 @@ pub(crate) fn default_count() -> usize {
     }
 }
 
-/// One shard: its lock, cache-padded so that shards do not share a line.
-type Shard<K, V> = CachePadded<RwLock<Core<K, V>>>;
+/// One shard: its lock, cache-padded so that shards do not share a line
+/// (a striped lock's stripes are padded on their own).
+type Shard<K, V> = CachePadded<ShardLock<Core<K, V>>>;
 
 /// The shards, in index order.
 pub(crate) struct Shards<K, V> {
@@ -53,8 +57,8 @@ pub(crate) struct Shards<K, V> {
 impl<K, V> Shards<K, V> {
     /// Shards over `cores`, whose count is a power of two no larger than
     /// [`MAX_SHARDS`], and which each hold only keys [`of`](Self::of)
-    /// their position.
-    pub(crate) fn new(cores: Vec<Core<K, V>>) -> Self {
+    /// their position; striped locks when `read_mostly`.
+    pub(crate) fn new(cores: Vec<Core<K, V>>, read_mostly: bool) -> Self {
         let count = cores.len();
         assert!(
             count.is_power_of_two() && count <= MAX_SHARDS,
@@ -63,7 +67,7 @@ impl<K, V> Shards<K, V> {
         Self {
             locks: cores
                 .into_iter()
-                .map(|core| CachePadded::new(RwLock::new(core)))
+                .map(|core| CachePadded::new(ShardLock::new(core, read_mostly)))
                 .collect(),
             mask: count - 1,
         }
@@ -81,26 +85,28 @@ impl<K, V> Shards<K, V> {
         shard_of(hash, self.mask)
     }
 
-    /// Read-locks shard `shard`.
+    /// Read-locks shard `shard` (striped: the calling thread's stripe).
     #[inline]
-    pub(crate) fn read(&self, shard: usize) -> RwLockReadGuard<'_, Core<K, V>> {
+    pub(crate) fn read(&self, shard: usize) -> ShardReadGuard<'_, Core<K, V>> {
         self.locks[shard].read()
     }
 
-    /// Write-locks shard `shard`.
+    /// Write-locks shard `shard` (striped: every stripe).
     #[inline]
-    pub(crate) fn write(&self, shard: usize) -> RwLockWriteGuard<'_, Core<K, V>> {
+    pub(crate) fn write(&self, shard: usize) -> ShardWriteGuard<'_, Core<K, V>> {
         self.locks[shard].write()
     }
 
     /// Read-locks every shard, in order, and holds them all: one
     /// consistent cut.
     pub(crate) fn read_all(&self) -> Cut<'_, K, V> {
-        Cut(self.locks.iter().map(|lock| lock.read()).collect())
+        let striped = matches!(*self.locks[0], ShardLock::Striped(_));
+        let stripe = if striped { lock_stripe() } else { 0 };
+        Cut(self.locks.iter().map(|lock| lock.read_on(stripe)).collect())
     }
 
     /// Write-locks every shard, in order.
-    pub(crate) fn write_all(&self) -> Vec<RwLockWriteGuard<'_, Core<K, V>>> {
+    pub(crate) fn write_all(&self) -> Vec<ShardWriteGuard<'_, Core<K, V>>> {
         self.locks.iter().map(|lock| lock.write()).collect()
     }
 
@@ -108,7 +114,7 @@ impl<K, V> Shards<K, V> {
     pub(crate) fn write_some(
         &self,
         mask: &ShardSet,
-    ) -> Vec<(usize, RwLockWriteGuard<'_, Core<K, V>>)> {
+    ) -> Vec<(usize, ShardWriteGuard<'_, Core<K, V>>)> {
         mask.iter()
             .map(|shard| (shard, self.locks[shard].write()))
             .collect()
@@ -116,7 +122,7 @@ impl<K, V> Shards<K, V> {
 }
 
 /// Every shard read-locked, in order (one read guard per shard).
-pub(crate) struct Cut<'a, K, V>(Vec<RwLockReadGuard<'a, Core<K, V>>>);
+pub(crate) struct Cut<'a, K, V>(Vec<ShardReadGuard<'a, Core<K, V>>>);
 
 impl<K, V> Cut<'_, K, V> {
     /// Every shard's core, in shard order.

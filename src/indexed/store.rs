@@ -184,7 +184,7 @@ where
         let cores = (0..shards::default_count())
             .map(|_| Core::new(Arc::clone(&schema)))
             .collect();
-        Self::from_parts(cores, crate::sync::default_hasher())
+        Self::from_parts(cores, crate::sync::default_hasher(), false)
     }
 
     /// A builder to register index functions, an initial capacity and a hasher.
@@ -220,14 +220,14 @@ where
     S: BuildHasher,
 {
     /// A store over `cores` (a power of two of them, all empty, all with
-    /// the same schema).
-    pub(crate) fn from_parts(cores: Vec<Core<K, V>>, hasher: S) -> Self {
+    /// the same schema), with striped shard locks when `read_mostly`.
+    pub(crate) fn from_parts(cores: Vec<Core<K, V>>, hasher: S, read_mostly: bool) -> Self {
         let indexed = cores
             .first()
             .is_some_and(|core| !core.schema().defs.is_empty());
         Self {
             indexed: AtomicBool::new(indexed),
-            shards: Shards::new(cores),
+            shards: Shards::new(cores, read_mostly),
             revision: AtomicU64::new(0),
             hasher,
         }

@@ -1,6 +1,7 @@
 //! The store as a plain concurrent map: `u64 -> u64`, no index, 64K
 //! scrambled keys drawn uniformly, under the mixes of get / insert / remove
-//! 98/1/1, 90/5/5, 50/25/25 and 10/45/45, against
+//! 98/1/1, 90/5/5, 50/25/25 and 10/45/45, plain and
+//! [`read_mostly`](larder::IndexedStoreBuilder::read_mostly), against
 //! `parking_lot::Mutex<HashMap>`, `DashMap` and `scc::HashMap` (all with
 //! ahash). Every map starts with every key present; an insert writes a key
 //! whether or not it is there, a remove takes it out, so about half the
@@ -44,6 +45,33 @@ impl U64Map for IndexedStore<u64, u64> {
     #[inline]
     fn remove(&self, key: u64) {
         drop(IndexedStore::remove(self, &key));
+    }
+}
+
+/// The store built `read_mostly` (striped shard locks).
+pub struct ReadMostly(IndexedStore<u64, u64>);
+
+impl U64Map for ReadMostly {
+    const NAME: &'static str = "larder IndexedStore (no index, read_mostly)";
+    fn empty() -> Self {
+        Self(
+            IndexedStore::builder()
+                .read_mostly(true)
+                .build()
+                .expect("no capacity to reserve"),
+        )
+    }
+    #[inline]
+    fn get(&self, key: u64) -> Option<u64> {
+        U64Map::get(&self.0, key)
+    }
+    #[inline]
+    fn insert(&self, key: u64, value: u64) {
+        U64Map::insert(&self.0, key, value);
+    }
+    #[inline]
+    fn remove(&self, key: u64) {
+        U64Map::remove(&self.0, key);
     }
 }
 
@@ -211,6 +239,7 @@ pub fn workloads(size: Size) -> Vec<Workload> {
     };
     let keys = Arc::new(scrambled_keys(n));
     let larder = shared::<IndexedStore<u64, u64>>(&keys);
+    let read_mostly = shared::<ReadMostly>(&keys);
     let mutex = shared::<Mutex<HashMap<u64, u64, ahash::RandomState>>>(&keys);
     let dash = shared::<DashMap<u64, u64, ahash::RandomState>>(&keys);
     let scc = shared::<scc::HashMap<u64, u64, ahash::RandomState>>(&keys);
@@ -221,6 +250,7 @@ pub fn workloads(size: Size) -> Vec<Workload> {
             name: format!("u64 map {name} {label}"),
             contenders: vec![
                 contender(&larder, mix),
+                contender(&read_mostly, mix),
                 contender(&mutex, mix),
                 contender(&dash, mix),
                 contender(&scc, mix),
