@@ -62,10 +62,10 @@ impl<T> ShardLock<T> {
     }
 }
 
-// The striped paths out of line, so that the plain one (the default) stays
+// The striped write out of line, so that the plain one (the default) stays
 // close to a lone `RwLock`'s.
 
-#[inline(never)]
+#[inline]
 fn read_striped<T>(lock: &StripedRwLock<T>, stripe: usize) -> ShardReadGuard<'_, T> {
     ShardReadGuard::Striped(lock.read_on(stripe))
 }
