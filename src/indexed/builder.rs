@@ -171,9 +171,9 @@ impl<K, V, S> IndexedStoreBuilder<K, V, S> {
     /// shard.
     ///
     /// Measured (showdown, 64K `u64` keys, no index, Mops/s, two threads
-    /// on a 2-vCPU Intel Xeon guest, 2026-12-02, commits 1dd6d2f and
-    /// 6403a4c): 98% reads 16.8 plain, 31.4 read-mostly; 10% reads 7.47
-    /// plain, 4.86 read-mostly; one thread, 10% reads: 16.0 and 12.2.
+    /// on a 2-vCPU Intel Xeon guest, 2026-12-02, commit 8a7d2f6): 98%
+    /// reads 17.7 plain, 32.3 read-mostly; 90% reads 14.3 and 15.9; 10%
+    /// reads 7.03 and 5.09; one thread, 10% reads: 15.2 and 11.0.
     ///
     /// # Examples
     ///
