@@ -15,53 +15,59 @@ use std::fmt;
 use std::hash::{BuildHasher, Hash};
 
 use super::LruCache;
-use crate::cache::Inserted;
+use crate::cache::{Inserted, LoadFace};
+use crate::flight::FlightGroup;
 use crate::sync::Arc;
 
-/// One loader run's place in the statistics: counted exactly once in
-/// `inits`, and in `init_failures` too if the loader failed (an error, or a
-/// panic: the count is made as the panic unwinds). Counted as soon as the
-/// loader ends, before the value is stored, so a panic while storing it
-/// (`K: Clone`, `K: Eq`) cannot lose the run: `inits` is always the number
-/// of loader runs.
-pub(crate) struct LoadRun<'a, K: Hash + Eq, V, S: BuildHasher> {
-    cache: &'a LruCache<K, V, S>,
-    hash: u64,
-    counted: bool,
-}
+/// The face's side of the load glue (`crate::cache::load`): the re-check
+/// under the shard's write lock, the counters under it too, and the store
+/// through `insert`'s own path, its displaced entries released by
+/// `finish_insert`.
+impl<K: Hash + Eq, V: Clone, S: BuildHasher> LoadFace<K, V> for LruCache<K, V, S> {
+    type Seen = ();
+    type Displaced = Inserted<K, V>;
 
-impl<'a, K: Hash + Eq, V, S: BuildHasher> LoadRun<'a, K, V, S> {
-    /// Starts counting a loader run for the key of `hash`: call right
-    /// before the loader.
-    pub(crate) fn start(cache: &'a LruCache<K, V, S>, hash: u64) -> Self {
-        Self {
-            cache,
-            hash,
-            counted: false,
-        }
+    fn flights(&self) -> &FlightGroup<K, V> {
+        &self.flights
     }
 
-    /// Counts the run's outcome (with no lock held on entry).
-    pub(crate) fn finish<T, E>(mut self, result: &Result<T, E>) {
-        self.counted = true;
-        self.count(result.is_ok());
+    fn recheck<Q>(&self, hash: u64, key: &Q) -> Result<V, ()>
+    where
+        K: Borrow<Q>,
+        Q: ?Sized + Hash + Eq,
+    {
+        let now = self.now();
+        let mut shard = self.lock(hash);
+        shard
+            .entries
+            .get(hash, key, || now)
+            .live()
+            .cloned()
+            .ok_or(())
     }
 
-    fn count(&self, loaded: bool) {
-        let mut shard = self.cache.lock(self.hash);
-        shard.counters.inits += 1;
-        if !loaded {
-            shard.counters.init_failures += 1;
-        }
+    fn count_run(&self, hash: u64) {
+        self.lock(hash).counters.inits += 1;
     }
-}
 
-impl<K: Hash + Eq, V, S: BuildHasher> Drop for LoadRun<'_, K, V, S> {
-    fn drop(&mut self) {
-        if !self.counted {
-            // The loader panicked (no lock is held while it runs).
-            self.count(false);
-        }
+    fn count_failure(&self, hash: u64) {
+        self.lock(hash).counters.init_failures += 1;
+    }
+
+    fn count_wait(&self, hash: u64) {
+        self.lock(hash).counters.waits += 1;
+    }
+
+    fn nothing() -> Inserted<K, V> {
+        Inserted::nothing()
+    }
+
+    fn publish(&self, hash: u64, key: K, value: V, _: Option<()>, out: &mut Inserted<K, V>) {
+        self.insert_hashed_into(hash, key, value, out);
+    }
+
+    fn release(&self, displaced: Inserted<K, V>) {
+        self.finish_insert(displaced);
     }
 }
 
@@ -82,8 +88,8 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
     /// this cache for the same key on the same thread (it would wait for
     /// itself forever), and if the eviction listener panics. If the key's
     /// `Hash`, `Eq` or `Clone` panics, the cache keeps every other entry,
-    /// and a loader run is still counted (in `inits`, and `init_failures` if it failed,
-    /// as soon as the loader returns or unwinds).
+    /// and a loader run is still counted (in `inits` as it starts, and in
+    /// `init_failures` if it failed, as soon as it returns or unwinds).
     ///
     /// # Deadlocks
     ///
@@ -150,61 +156,7 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
             return Ok(value);
         }
         // A miss: the owned key is built now (user `ToOwned`, no lock held).
-        self.load_missed(hash, &key.to_owned(), load)
-    }
-
-    /// The miss path of [`get_or_try_init`](Self::get_or_try_init), after
-    /// the lookup of `key` (hashed to `hash`) missed and counted its miss.
-    pub(crate) fn load_missed<E, F>(&self, hash: u64, owned: &K, load: F) -> Result<V, Arc<E>>
-    where
-        K: Clone,
-        V: Clone,
-        F: FnOnce() -> Result<V, E>,
-        E: Send + Sync + 'static,
-    {
-        // What the store displaces, written in place (nothing if the load
-        // stored nothing).
-        let mut displaced = Inserted::nothing();
-        let ran = std::cell::Cell::new(false);
-        let outcome = self.flights.load(
-            hash,
-            owned,
-            // Re-check after registering: a flight that ended between our
-            // miss and our registration has published its value.
-            || {
-                let now = self.now();
-                self.lock(hash)
-                    .entries
-                    .get(hash, owned, || now)
-                    .live()
-                    .cloned()
-            },
-            || {
-                ran.set(true);
-                let run = LoadRun::start(self, hash);
-                let result = load();
-                run.finish(&result);
-                result
-            },
-            |value| {
-                // `K: Clone` and `V: Clone` run here, before the shard lock
-                // is taken.
-                let key = owned.clone();
-                self.insert_hashed_into(hash, key, value.clone(), &mut displaced);
-            },
-        );
-        if !ran.get() {
-            self.count_wait(hash);
-        }
-        self.finish_insert(displaced);
-        outcome.map(|(value, _source)| value)
-    }
-
-    /// Counts a loading call that missed and did not run its loader (it
-    /// waited for another caller's load, or found its value on the
-    /// re-check). On the miss path only, under the shard lock, as loads are.
-    pub(crate) fn count_wait(&self, hash: u64) {
-        self.lock(hash).counters.waits += 1;
+        crate::cache::load(self, hash, &key.to_owned(), load)
     }
 }
 
@@ -392,8 +344,7 @@ impl<K: Hash + Eq + Clone, V: Clone, E, S: BuildHasher> LoadingLruCache<K, V, E,
             return Ok(value);
         }
         let owned = key.to_owned();
-        self.cache
-            .load_missed(hash, &owned, || (self.loader)(&owned))
+        crate::cache::load(&self.cache, hash, &owned, || (self.loader)(&owned))
     }
 }
 

@@ -9,8 +9,7 @@ use std::future::Future;
 use std::hash::{BuildHasher, Hash};
 
 use super::LruCache;
-use super::load::LoadRun;
-use crate::flight::{Caller, Looked, Source};
+use crate::flight::Looked;
 use crate::sync::Arc;
 
 impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
@@ -162,82 +161,9 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
         if let Some(value) = self.lookup(hash, key) {
             return Looked::Hit(Some(finish(Ok(value))));
         }
-        Looked::Miss(self.miss_async(hash, key, load, lift, finish))
-    }
-
-    /// The miss half of [`load_async_with`](Self::load_async_with): the
-    /// flight protocol's future. Out of line and `#[cold]`, so that the hit
-    /// half, forced inline, stays a lookup and a ready future in the
-    /// caller's own code (see `TypedCache`'s `miss_async`).
-    #[cold]
-    fn miss_async<'a, Q, E, L, Fut, O>(
-        &'a self,
-        hash: u64,
-        key: &Q,
-        load: L,
-        lift: impl Fn(Fut::Output) -> Result<V, E> + Copy,
-        finish: impl Fn(Result<V, Arc<E>>) -> O + Copy,
-    ) -> impl Future<Output = O> + Unpin
-    where
-        K: Borrow<Q>,
-        Q: ?Sized + Hash + Eq + ToOwned<Owned = K>,
-        V: Clone,
-        E: Send + Sync + 'static,
-        L: FnOnce() -> Fut,
-        Fut: Future,
-    {
-        // The closures capture only `lift` and `finish` (zero-sized for both
-        // callers): the cache, the key and the hash come in as arguments, so
-        // the future holds them once.
-        // Re-check after registering: a flight that ended between our miss
-        // and our registration has published its value.
-        let lookup = |cache: &'a Self, key: &Q, hash: u64| {
-            let now = cache.now();
-            cache
-                .lock(hash)
-                .entries
-                .get(hash, key, || now)
-                .live()
-                .cloned()
-                .ok_or(())
-        };
-        let run = move |cache: &'a Self, hash: u64, load: L| async move {
-            // Counts this run once, as the loader returns; a panic or a
-            // drop mid-load (cancellation) counts a failure.
-            let run = LoadRun::start(cache, hash);
-            let result = lift(load().await);
-            run.finish(&result);
-            result
-        };
-        let publish = |cache: &'a Self, key: &Q, hash: u64, value: &V, ()| {
-            // `Q::to_owned` and `V::clone` run here, before the shard lock
-            // is taken.
-            cache.insert_hashed(hash, key.to_owned(), value.clone())
-        };
-        let done = move |cache: &'a Self, hash: u64, outcome, source, displaced: Option<_>| {
-            // One load or one wait per miss of a loading call.
-            if source != Source::Loaded {
-                cache.count_wait(hash);
-            }
-            // The eviction listener (user code) runs after the flight has
-            // ended and with no lock held.
-            if let Some(displaced) = displaced {
-                cache.finish_insert(displaced);
-            }
-            finish(outcome)
-        };
-        self.flights.load_async(
-            key,
-            Caller {
-                cx: self,
-                hash,
-                init: load,
-                make_key: |key: &Q| key.to_owned(),
-                lookup,
-                load: run,
-                publish,
-                done,
-            },
-        )
+        let make_key = |key: &Q| key.to_owned();
+        Looked::Miss(crate::cache::load_async(
+            self, hash, key, load, make_key, lift, finish,
+        ))
     }
 }

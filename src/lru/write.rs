@@ -83,17 +83,9 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
 
     /// Weighs the entry (user code, no lock held; a panic there leaves the
     /// cache unchanged), then inserts it under the shard lock and counts
-    /// it; returns what was displaced, to be disposed of with
-    /// [`Self::finish_insert`] unlocked.
-    pub(crate) fn insert_hashed(&self, hash: u64, key: K, value: V) -> Inserted<K, V> {
-        let mut inserted = Inserted::nothing();
-        self.insert_hashed_into(hash, key, value, &mut inserted);
-        inserted
-    }
-
-    /// [`insert_hashed`](Self::insert_hashed) into the caller's `inserted`
-    /// (which holds nothing yet), so what was displaced is not copied up
-    /// through the calls.
+    /// it; what was displaced goes into the caller's `inserted` (which holds
+    /// nothing yet, and is not copied up through the calls), to be disposed
+    /// of with [`Self::finish_insert`] unlocked.
     pub(crate) fn insert_hashed_into(
         &self,
         hash: u64,

@@ -41,17 +41,16 @@
 //! the expired ones released. Nobody has to call `purge_expired`.
 
 use std::borrow::Borrow;
-use std::cell::Cell;
 use std::fmt;
 use std::hash::{BuildHasher, Hash};
 
 use super::bound::Bound;
 use super::key_shard::{KeyShard, Removed, tagged};
-use super::stats::{Event, FailureGuard, Stats};
+use super::stats::{Event, Stats};
 use crate::EvictionPolicy;
-use crate::cache::{Expiry, Lookup, SWEEP_BUDGET, Weigher, nanos};
+use crate::cache::{Expiry, LoadFace, Lookup, SWEEP_BUDGET, Weigher, nanos};
 use crate::fault::broken;
-use crate::flight::{Caller, FlightGroup, Looked, Source};
+use crate::flight::{FlightGroup, Looked};
 use crate::removal::{Listener, RemovalCause, copy_unlocked, notify};
 use crate::stats::CacheStats;
 use crate::sync::{Arc, ShardedLock};
@@ -322,42 +321,7 @@ where
         F: FnOnce() -> Result<V, E>,
         P: Fn(&V) -> R,
     {
-        // The shard's write generation as the leader's re-check saw it: an
-        // insert or invalidation after that point wins over this init.
-        let generation = Cell::new(None);
-        let ran = Cell::new(false);
-        let lookup = || match self.recheck(hash, &key) {
-            Ok(value) => Some(value),
-            Err(seen) => {
-                generation.set(Some(seen));
-                None
-            }
-        };
-        let load = || {
-            ran.set(true);
-            self.stats.record(Event::Init);
-            let mut failure = FailureGuard {
-                stats: &self.stats,
-                armed: true,
-            };
-            let result = init();
-            failure.armed = result.is_err();
-            result
-        };
-        let publish = |value: &V| {
-            // `K: Clone` and `V: Clone` run here, before `store` takes the
-            // shard lock.
-            let stored = self.store(hash, key.clone(), value.clone(), generation.get(), false);
-            drop(stored);
-        };
-        let outcome = self.flights.load(hash, &key, lookup, load, publish);
-        // Not the init's runner: waited for another caller's init, or found
-        // the value on the re-check. Either way one `waits`, so every miss
-        // of a loading call is one init or one wait.
-        if !ran.get() {
-            self.stats.record(Event::Wait);
-        }
-        outcome.map(|(value, _source)| project(&value))
+        crate::cache::load(self, hash, &key, init).map(|value| project(&value))
     }
 
     /// The async `get_or_try_init`, the one future every async form of
@@ -425,56 +389,8 @@ where
         Fut: std::future::Future,
         P: Fn(&V) -> R + Copy,
     {
-        // The closures capture only `project`, `make_key`, `lift` and
-        // `finish` (zero-sized for every caller in the crate but `AnyCache`'s
-        // `make_key`): the cache, the key and the hash come in as arguments,
-        // so the future holds them once. The caller's future holds the
-        // user's init *closure*, not its future: the init future is made
-        // (and `lift` maps its output) inside the leader's box only, so a
-        // hit's future, and a waiter's, stay as small as the closure
-        // whatever the size of the init's future.
-        // The re-check returns, on a miss, the shard's write generation it
-        // saw: an insert or invalidation after that point wins over the init.
-        let lookup = |raw: &'a Self, key: &Q, hash: u64| raw.recheck(hash, key);
-        let load = move |raw: &'a Self, _hash: u64, init: F| async move {
-            raw.stats.record(Event::Init);
-            // Counts a failure if the init errs, panics or is cancelled.
-            let mut failure = FailureGuard {
-                stats: &raw.stats,
-                armed: true,
-            };
-            let result = lift(init().await);
-            failure.armed = result.is_err();
-            result
-        };
-        let publish = move |raw: &'a Self, key: &Q, hash: u64, value: &V, generation: u64| {
-            // `make_key` (user `ToOwned`) and `V: Clone` run here, before
-            // `store` takes the shard lock.
-            let stored = raw.store(hash, make_key(key), value.clone(), Some(generation), false);
-            drop(stored);
-        };
-        let done = move |raw: &'a Self, _hash, outcome: Result<V, Arc<E>>, source, _published| {
-            // As in `init_slow`: one init or one wait per miss (a caller
-            // that did not run its init waited, or found the value on the
-            // leader's re-check).
-            if source != Source::Loaded {
-                raw.stats.record(Event::Wait);
-            }
-            finish(outcome.map(|value| project(&value)))
-        };
-        self.flights.load_async(
-            key,
-            Caller {
-                cx: self,
-                hash,
-                init,
-                make_key,
-                lookup,
-                load,
-                publish,
-                done,
-            },
-        )
+        let finish = move |outcome: Result<V, Arc<E>>| finish(outcome.map(|value| project(&value)));
+        crate::cache::load_async(self, hash, key, init, make_key, lift, finish)
     }
 
     /// The hit path of the async forms: a live entry's projection (counted
@@ -781,6 +697,52 @@ where
         self.bound.check(total, weight);
         assert_eq!(self.in_flight(), 0, "an init is still registered");
     }
+}
+
+/// The typed faces' side of the load glue (`crate::cache::load`): the
+/// re-check hands the shard's write generation it saw to the store, so an
+/// insert or invalidation after that point wins over the init; the store
+/// releases what it displaced itself.
+impl<K, V, S> LoadFace<K, V> for Raw<K, V, S>
+where
+    K: Hash + Eq + Clone,
+    V: Clone,
+    S: BuildHasher + Clone,
+{
+    type Seen = u64;
+    type Displaced = ();
+
+    fn flights(&self) -> &FlightGroup<K, V> {
+        &self.flights
+    }
+
+    fn recheck<Q>(&self, hash: u64, key: &Q) -> Result<V, u64>
+    where
+        K: Borrow<Q>,
+        Q: ?Sized + Hash + Eq,
+    {
+        Raw::recheck(self, hash, key)
+    }
+
+    fn count_run(&self, _hash: u64) {
+        self.stats.record(Event::Init);
+    }
+
+    fn count_failure(&self, _hash: u64) {
+        self.stats.record(Event::InitFailure);
+    }
+
+    fn count_wait(&self, _hash: u64) {
+        self.stats.record(Event::Wait);
+    }
+
+    fn nothing() {}
+
+    fn publish(&self, hash: u64, key: K, value: V, seen: Option<u64>, (): &mut ()) {
+        drop(self.store(hash, key, value, seen, false));
+    }
+
+    fn release(&self, (): ()) {}
 }
 
 impl<K, V, S> fmt::Debug for Raw<K, V, S> {

@@ -61,17 +61,3 @@ impl fmt::Debug for Stats {
         fmt::Debug::fmt(&self.snapshot(), f)
     }
 }
-
-/// Counts an init failure unless disarmed (so a panicking init counts too).
-pub(crate) struct FailureGuard<'a> {
-    pub(crate) stats: &'a Stats,
-    pub(crate) armed: bool,
-}
-
-impl Drop for FailureGuard<'_> {
-    fn drop(&mut self) {
-        if self.armed {
-            self.stats.record(Event::InitFailure);
-        }
-    }
-}
