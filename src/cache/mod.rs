@@ -13,6 +13,8 @@
 //! - `expiry.rs`: time to live and time to idle for any policy's shard,
 //!   the side table of entry times kept only when entries can expire, and
 //!   the bounded sweep.
+//! - `load.rs`: load on miss for both concurrent faces (`LruCache`,
+//!   `TypedCache`) over `crate::flight`; `stats.rs`: their counters.
 //! - `displaced.rs`: what an insert hands back to drop unlocked;
 //!   `weigher.rs`: the user's weigher.
 //!
@@ -28,6 +30,7 @@ mod load;
 mod policy;
 mod s3fifo;
 mod shard;
+mod stats;
 mod weigher;
 
 pub(crate) use clock::Clock;
@@ -39,6 +42,7 @@ pub(crate) use load::{LoadFace, load, load_async};
 pub(crate) use policy::Policy;
 pub(crate) use s3fifo::S3Fifo;
 pub(crate) use shard::{MAX_SHARD_CAPACITY, Shard};
+pub(crate) use stats::{Counters, Event, Striped};
 pub(crate) use weigher::{Weigher, weigh};
 
 #[cfg(all(test, not(loom)))]

@@ -27,8 +27,8 @@ use std::fmt;
 use std::hash::{BuildHasher, Hash};
 
 use super::policy::PolicyShard;
-use super::stats::{Counters, Lookups};
 use super::{EvictionPolicy, Listener, LruCacheBuilder};
+use crate::cache::{Counters, Striped};
 use crate::cache::{Expiry, MAX_SHARD_CAPACITY, Weigher, nanos};
 use crate::flight::FlightGroup;
 use crate::removal::{RemovalCause, notify};
@@ -172,7 +172,7 @@ pub struct LruCache<K, V, S = ahash::RandomState> {
     pub(crate) shards: Box<[PaddedShard<K, V>]>,
     pub(crate) policy: EvictionPolicy,
     /// Hits and misses of lookups under a shared lock (`Clock`).
-    pub(crate) lookups: Lookups,
+    pub(crate) lookups: Striped,
     pub(crate) hasher: S,
     /// The sum of the shard capacities, or more while a resize is between
     /// shards (see `resize`).
@@ -279,7 +279,7 @@ impl<K, V, S> LruCache<K, V, S> {
                 })
                 .collect(),
             policy,
-            lookups: Lookups::new(),
+            lookups: Striped::new(),
             hasher,
             capacity: AtomicUsize::new(capacity),
             resize_lock: Mutex::new(()),
@@ -436,9 +436,7 @@ impl<K, V, S> LruCache<K, V, S> {
             weight += shard.entries.weight() as usize;
         }
         stats.weighted_size = self.weigher.is_some().then_some(weight);
-        let (hits, misses) = self.lookups.totals();
-        stats.hits += hits;
-        stats.misses += misses;
+        self.lookups.totals().add_to(&mut stats);
         // Read while every shard is locked: see `capacity()` and `resize`.
         stats.capacity = Some(self.capacity());
         drop(guards);

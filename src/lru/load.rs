@@ -15,7 +15,7 @@ use std::fmt;
 use std::hash::{BuildHasher, Hash};
 
 use super::LruCache;
-use crate::cache::{Inserted, LoadFace};
+use crate::cache::{Event, Inserted, LoadFace};
 use crate::flight::FlightGroup;
 use crate::sync::Arc;
 
@@ -47,15 +47,15 @@ impl<K: Hash + Eq, V: Clone, S: BuildHasher> LoadFace<K, V> for LruCache<K, V, S
     }
 
     fn count_run(&self, hash: u64) {
-        self.lock(hash).counters.inits += 1;
+        self.lock(hash).counters.record(Event::Init);
     }
 
     fn count_failure(&self, hash: u64) {
-        self.lock(hash).counters.init_failures += 1;
+        self.lock(hash).counters.record(Event::InitFailure);
     }
 
     fn count_wait(&self, hash: u64) {
-        self.lock(hash).counters.waits += 1;
+        self.lock(hash).counters.record(Event::Wait);
     }
 
     fn nothing() -> Inserted<K, V> {

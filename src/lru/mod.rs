@@ -10,12 +10,13 @@
 //! - `cache.rs`: the concurrent wrapper (one padded reader-writer lock per
 //!   shard); `read.rs`: its lookups (`get`, `get_with`,
 //!   `peek`, `peek_with`) and what a hit writes.
-//! - `load.rs`: load on miss through `crate::flight`, and [`LoadingLruCache`].
+//! - `load.rs`: load on miss (the face's side of `crate::cache::load`),
+//!   and [`LoadingLruCache`].
 //! - `load_async.rs`, `async_loading.rs`: async load on miss, and
 //!   [`AsyncLoadingLruCache`].
 //! - `write.rs`: `insert`, `remove`, `resize`.
-//! - `builder.rs`, `stats.rs`: configuration and the shard counters of
-//!   `cache_info()` (the crate's `CacheStats`).
+//! - `builder.rs`: configuration. The counters of `stats()` are
+//!   `crate::cache`'s (`stats.rs`), shared with `TypedCache`.
 //!
 //! Design notes and the measurements behind them: `design/lru.md`.
 
@@ -26,7 +27,6 @@ mod load;
 mod load_async;
 mod policy;
 mod read;
-mod stats;
 mod write;
 
 pub use async_loading::AsyncLoadingLruCache;

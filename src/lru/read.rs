@@ -12,7 +12,7 @@
 //!   the lock word, the one shared write of the path), sets the entry's
 //!   reference bit only if it is clear (a hot entry's line stays shared
 //!   between the cores that read it), and counts the hit in the calling
-//!   thread's own padded stripe (`stats::Lookups`), which no other thread
+//!   thread's own padded stripe (`cache::Striped`), which no other thread
 //!   writes.
 //! - The value is stored in the entry itself: `get` clones it out under the
 //!   lock (for `V = Arc<T>` that clone is a reference-count write every
@@ -24,7 +24,7 @@ use std::hash::{BuildHasher, Hash};
 
 use super::LruCache;
 use super::policy::PolicyShard;
-use crate::cache::Lookup;
+use crate::cache::{Event, Lookup};
 use crate::fault::broken;
 #[cfg(loom)]
 use crate::sync::Ordering;
@@ -172,11 +172,11 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
             Some(value) => {
                 // Counted before `project` runs, so a panicking projection
                 // leaves the counters matching the lookups made.
-                shard.counters.hits += 1;
+                shard.counters.record(Event::Hit);
                 Some(project(value))
             }
             None => {
-                shard.counters.misses += 1;
+                shard.counters.record(Event::Miss);
                 None
             }
         }
@@ -198,7 +198,7 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
             Lookup::Live(value) => Some(value),
             Lookup::Missing => None,
             Lookup::Expired => {
-                shard.counters.misses += 1;
+                shard.counters.record(Event::Miss);
                 drop(guard);
                 self.release_expired(hash, key, now);
                 return None;
@@ -206,11 +206,11 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
         };
         match found {
             Some(value) => {
-                shard.counters.hits += 1;
+                shard.counters.record(Event::Hit);
                 Some(project(value))
             }
             None => {
-                shard.counters.misses += 1;
+                shard.counters.record(Event::Miss);
                 None
             }
         }
@@ -230,7 +230,7 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
             // sections, so the hand may pass in between.
             let found = self.read(hash).entries.peek(hash, key, 0).map(project);
             let _ = self.read(hash).entries.get_shared(hash, key, || 0);
-            self.lookups.record(found.is_some());
+            self.lookups.record(Event::lookup(found.is_some()));
             return found;
         }
         let shard = self.read(hash);
@@ -255,8 +255,8 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
             return found.map(project);
         }
         // The calling thread's own stripe: no shared write (see
-        // `stats::Lookups`).
-        self.lookups.record(found.is_some());
+        // `cache::Striped`).
+        self.lookups.record(Event::lookup(found.is_some()));
         found.map(project)
     }
 
@@ -281,12 +281,12 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
             Lookup::Missing => None,
             Lookup::Expired => {
                 drop(shard);
-                self.lookups.record(false);
+                self.lookups.record(Event::Miss);
                 self.release_expired(hash, key, now);
                 return None;
             }
         };
-        self.lookups.record(found.is_some());
+        self.lookups.record(Event::lookup(found.is_some()));
         found.map(project)
     }
 

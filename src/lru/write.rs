@@ -15,7 +15,7 @@ use std::hash::{BuildHasher, Hash};
 
 use super::LruCache;
 use crate::cache::weigh;
-use crate::cache::{Evicted, Inserted, SWEEP_BUDGET};
+use crate::cache::{Event, Evicted, Inserted, SWEEP_BUDGET};
 use crate::error::BuildError;
 use crate::fault::broken;
 use crate::removal::{RemovalCause, notify};
@@ -113,8 +113,11 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
             inserted,
         );
         let counters = &mut shard.counters;
-        counters.inserts += 1;
-        counters.evictions += (inserted.evicted.len() - inserted.expired) as u64;
+        counters.record(Event::Insert);
+        counters.add(
+            Event::Eviction,
+            (inserted.evicted.len() - inserted.expired) as u64,
+        );
     }
 
     /// BROKEN on purpose (loom negative control): stores the new entry over
@@ -130,14 +133,14 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
         let mut inserted = Inserted::nothing();
         (shard.entries).insert_into(hash, key, value, weight, || 0, 0, &mut inserted);
         shard.entries.set_capacity_lazily(capacity);
-        shard.counters.inserts += 1;
+        shard.counters.record(Event::Insert);
         drop(shard);
         let mut evicted: Vec<_> = std::mem::replace(&mut inserted.evicted, Evicted::none())
             .into_iter()
             .collect();
         let mut shard = self.lock(hash);
         shard.entries.evict_overflow(&mut evicted);
-        shard.counters.evictions += evicted.len() as u64;
+        shard.counters.add(Event::Eviction, evicted.len() as u64);
         drop(shard);
         for entry in evicted {
             inserted.evicted.push(entry);
@@ -308,7 +311,7 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
                     shard.entries.purge(now, &mut expired);
                 }
                 shard.entries.set_capacity(target, &mut evicted);
-                shard.counters.evictions += evicted.len() as u64;
+                shard.counters.add(Event::Eviction, evicted.len() as u64);
             }
             // One `notify`, so a panicking listener still hears every entry.
             notify(

@@ -42,7 +42,6 @@ mod builder;
 mod key_shard;
 mod load_async;
 mod raw;
-mod stats;
 
 pub use any::AnyCache;
 pub use builder::{AnyCacheBuilder, TypedCacheBuilder};

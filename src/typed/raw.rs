@@ -46,9 +46,8 @@ use std::hash::{BuildHasher, Hash};
 
 use super::bound::Bound;
 use super::key_shard::{KeyShard, Removed, tagged};
-use super::stats::{Event, Stats};
 use crate::EvictionPolicy;
-use crate::cache::{Expiry, LoadFace, Lookup, SWEEP_BUDGET, Weigher, nanos};
+use crate::cache::{Event, Expiry, LoadFace, Lookup, SWEEP_BUDGET, Striped, Weigher, nanos};
 use crate::fault::broken;
 use crate::flight::{FlightGroup, Looked};
 use crate::removal::{Listener, RemovalCause, copy_unlocked, notify};
@@ -71,7 +70,7 @@ pub(crate) struct Raw<K, V, S> {
     clock: Arc<dyn Clock>,
     /// The capacity, the weigher, and the totals over all shards.
     bound: Bound<K, V>,
-    stats: Stats,
+    stats: Striped,
     listener: Option<Listener<K, V>>,
 }
 
@@ -103,7 +102,7 @@ where
             expiry,
             clock,
             bound,
-            stats: Stats::new(),
+            stats: Striped::new(),
             listener: None,
         }
     }
@@ -666,7 +665,8 @@ where
     }
 
     pub(crate) fn stats(&self) -> CacheStats {
-        let mut stats = self.stats.snapshot();
+        let mut stats = CacheStats::default();
+        self.stats.totals().add_to(&mut stats);
         stats.len = self.len();
         stats.capacity = self.bound.capacity();
         stats.weighted_size = self.bound.weight();
