@@ -27,6 +27,7 @@ use std::future::Future;
 use std::hash::Hash;
 use std::marker::PhantomData;
 
+use super::Event;
 use crate::flight::{Caller, FlightGroup, Source};
 use crate::sync::Arc;
 
@@ -49,15 +50,9 @@ pub(crate) trait LoadFace<K, V> {
         K: Borrow<Q>,
         Q: ?Sized + Hash + Eq;
 
-    /// Counts one loader run, as it starts.
-    fn count_run(&self, hash: u64);
-
-    /// Counts one loader run that failed (erred, panicked or was
-    /// cancelled), as it ends.
-    fn count_failure(&self, hash: u64);
-
-    /// Counts one loading call that missed and did not run its loader.
-    fn count_wait(&self, hash: u64);
+    /// Counts `event` (`Init`, `InitFailure` or `Wait`) for the key of
+    /// `hash`, with no lock held on entry.
+    fn count(&self, hash: u64, event: Event);
 
     /// Nothing displaced.
     fn nothing() -> Self::Displaced;
@@ -85,37 +80,36 @@ pub(crate) trait LoadFace<K, V> {
 struct Run<'a, C: LoadFace<K, V>, K, V> {
     face: &'a C,
     hash: u64,
-    counted: bool,
+    failed: bool,
     types: PhantomData<fn(K, V)>,
 }
 
 impl<'a, C: LoadFace<K, V>, K, V> Run<'a, C, K, V> {
     /// Counts a loader run for the key of `hash`: call right before the
-    /// loader.
+    /// loader, and hand its result to [`finish`](Self::finish).
     fn start(face: &'a C, hash: u64) -> Self {
-        face.count_run(hash);
+        face.count(hash, Event::Init);
+        let types = PhantomData;
         Self {
             face,
             hash,
-            counted: false,
-            types: PhantomData,
+            failed: true,
+            types,
         }
     }
 
-    /// Counts the run's failure, if it failed (with no lock held on entry).
-    fn finish<T, E>(mut self, result: &Result<T, E>) {
-        self.counted = true;
-        if result.is_err() {
-            self.face.count_failure(self.hash);
-        }
+    /// Counts the run's failure, if it failed (on drop, no lock held).
+    fn finish<T, E>(mut self, result: Result<T, E>) -> Result<T, E> {
+        self.failed = result.is_err();
+        result
     }
 }
 
 impl<C: LoadFace<K, V>, K, V> Drop for Run<'_, C, K, V> {
     fn drop(&mut self) {
-        if !self.counted {
-            // The loader panicked, or its future was dropped mid-load.
-            self.face.count_failure(self.hash);
+        // An error, a panic, or a future dropped mid-load.
+        if self.failed {
+            self.face.count(self.hash, Event::InitFailure);
         }
     }
 }
@@ -143,10 +137,7 @@ where
         || face.recheck(hash, key).map_err(|s| seen.set(Some(s))).ok(),
         || {
             ran.set(true);
-            let run = Run::start(face, hash);
-            let result = load();
-            run.finish(&result);
-            result
+            Run::start(face, hash).finish(load())
         },
         // `K: Clone` and `V: Clone` run here, before any shard lock.
         |value| face.publish(hash, key.clone(), value.clone(), seen.get(), &mut displaced),
@@ -155,7 +146,7 @@ where
     // the value on the re-check. Either way one `waits`, so every miss of a
     // loading call is one init or one wait.
     if !ran.get() {
-        face.count_wait(hash);
+        face.count(hash, Event::Wait);
     }
     face.release(displaced);
     outcome.map(|(value, _source)| value)
@@ -199,9 +190,7 @@ where
         // Counts this run once, as the loader returns; a panic or a drop
         // mid-load (cancellation) counts a failure.
         let run = Run::start(face, hash);
-        let result = lift(init().await);
-        run.finish(&result);
-        result
+        run.finish(lift(init().await))
     };
     let publish = move |face: &'a C, key: &Q, hash: u64, value: &V, seen| {
         // `make_key` (user `ToOwned`) and `V: Clone` run here, before the
@@ -219,7 +208,7 @@ where
     let done = move |face: &'a C, hash, outcome, source, displaced: Option<_>| {
         // One load or one wait per miss of a loading call.
         if source != Source::Loaded {
-            face.count_wait(hash);
+            face.count(hash, Event::Wait);
         }
         // The listener (user code) runs after the flight has ended and with
         // no lock held.

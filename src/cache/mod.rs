@@ -20,6 +20,7 @@
 //!
 //! Design notes and measurements: `design/lru.md`.
 
+mod builder;
 mod clock;
 mod displaced;
 mod exact;
@@ -33,6 +34,7 @@ mod shard;
 mod stats;
 mod weigher;
 
+pub(crate) use builder::Settings;
 pub(crate) use clock::Clock;
 pub(crate) use displaced::Evicted;
 pub(crate) use displaced::Inserted;

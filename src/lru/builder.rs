@@ -3,13 +3,12 @@
 use std::convert::Infallible;
 use std::fmt;
 use std::hash::{BuildHasher, Hash};
-use std::marker::PhantomData;
 use std::time::Duration;
 
 use super::cache::ValueListener;
 use super::load::infallible;
 use super::{EvictionPolicy, LoadingLruCache, LruCache};
-use crate::cache::{Expiry, Weigher};
+use crate::cache::{Settings, Weigher};
 use crate::error::BuildError;
 use crate::removal::RemovalCause;
 use crate::sync::Arc;
@@ -95,31 +94,14 @@ pub(crate) fn default_shards(capacity: usize, policy: EvictionPolicy) -> usize {
 /// assert_eq!(*evicted.lock().unwrap(), [("a", 1, RemovalCause::Evicted)]);
 /// ```
 pub struct LruCacheBuilder<K, V, S = ahash::RandomState> {
-    capacity: usize,
-    shards: Option<usize>,
-    policy: EvictionPolicy,
-    hasher: S,
-    listener: Option<ValueListener<K, V>>,
-    weigher: Option<Weigher<K, V>>,
-    time_to_live: Option<Duration>,
-    time_to_idle: Option<Duration>,
-    clock: Option<Arc<dyn Clock>>,
-    _types: PhantomData<fn(K, V)>,
+    settings: Settings<Option<ValueListener<K, V>>, Option<Weigher<K, V>>, S>,
 }
 
 impl<K, V> LruCacheBuilder<K, V> {
     pub(crate) fn new() -> Self {
+        let hasher = crate::sync::default_hasher();
         Self {
-            capacity: 0,
-            shards: None,
-            policy: EvictionPolicy::Exact,
-            hasher: crate::sync::default_hasher(),
-            listener: None,
-            weigher: None,
-            time_to_live: None,
-            time_to_idle: None,
-            clock: None,
-            _types: PhantomData,
+            settings: Settings::new(EvictionPolicy::Exact, hasher, None, None),
         }
     }
 }
@@ -136,7 +118,7 @@ impl<K, V, S> LruCacheBuilder<K, V, S> {
     /// assert_eq!(cache.capacity(), 1024);
     /// ```
     pub fn capacity(mut self, capacity: usize) -> Self {
-        self.capacity = capacity;
+        self.settings.capacity = Some(capacity);
         self
     }
 
@@ -150,8 +132,7 @@ impl<K, V, S> LruCacheBuilder<K, V, S> {
     /// # Examples
     ///
     /// ```
-    /// use std::time::Duration;
-    /// let clock = larder::ManualClock::new();
+    ///     /// let clock = larder::ManualClock::new();
     /// let cache = larder::LruCache::builder()
     ///     .capacity(8)
     ///     .time_to_live(Duration::from_secs(30))
@@ -163,7 +144,7 @@ impl<K, V, S> LruCacheBuilder<K, V, S> {
     /// assert_eq!(cache.get("a"), None);
     /// ```
     pub fn time_to_live(mut self, ttl: Duration) -> Self {
-        self.time_to_live = Some(ttl);
+        self.settings.time_to_live = Some(ttl);
         self
     }
 
@@ -175,8 +156,7 @@ impl<K, V, S> LruCacheBuilder<K, V, S> {
     /// # Examples
     ///
     /// ```
-    /// use std::time::Duration;
-    /// let clock = larder::ManualClock::new();
+    ///     /// let clock = larder::ManualClock::new();
     /// let cache = larder::LruCache::builder()
     ///     .capacity(8)
     ///     .time_to_idle(Duration::from_secs(10))
@@ -190,7 +170,7 @@ impl<K, V, S> LruCacheBuilder<K, V, S> {
     /// assert_eq!(cache.get("a"), Some(1));
     /// ```
     pub fn time_to_idle(mut self, tti: Duration) -> Self {
-        self.time_to_idle = Some(tti);
+        self.settings.time_to_idle = Some(tti);
         self
     }
 
@@ -207,7 +187,7 @@ impl<K, V, S> LruCacheBuilder<K, V, S> {
     /// assert!(cache.is_ok());
     /// ```
     pub fn clock(mut self, clock: impl Clock) -> Self {
-        self.clock = Some(Arc::new(clock));
+        self.settings.clock = Some(Arc::new(clock));
         self
     }
 
@@ -228,7 +208,7 @@ impl<K, V, S> LruCacheBuilder<K, V, S> {
     /// assert_eq!(cache.shard_count(), 16);
     /// ```
     pub fn shards(mut self, shards: usize) -> Self {
-        self.shards = Some(shards);
+        self.settings.shards = Some(shards);
         self
     }
 
@@ -249,7 +229,7 @@ impl<K, V, S> LruCacheBuilder<K, V, S> {
     /// assert_eq!(cache.policy(), EvictionPolicy::Clock);
     /// ```
     pub fn policy(mut self, policy: EvictionPolicy) -> Self {
-        self.policy = policy;
+        self.settings.policy = policy;
         self
     }
 
@@ -269,16 +249,7 @@ impl<K, V, S> LruCacheBuilder<K, V, S> {
     /// ```
     pub fn hasher<S2>(self, hasher: S2) -> LruCacheBuilder<K, V, S2> {
         LruCacheBuilder {
-            capacity: self.capacity,
-            shards: self.shards,
-            policy: self.policy,
-            hasher,
-            listener: self.listener,
-            weigher: self.weigher,
-            time_to_live: self.time_to_live,
-            time_to_idle: self.time_to_idle,
-            clock: self.clock,
-            _types: PhantomData,
+            settings: self.settings.with_hasher(hasher),
         }
     }
 
@@ -331,7 +302,7 @@ impl<K, V, S> LruCacheBuilder<K, V, S> {
         F: Fn(K, V, RemovalCause) + Send + Sync + 'static,
         V: Clone,
     {
-        self.listener = Some(ValueListener {
+        self.settings.listener = Some(ValueListener {
             call: Arc::new(listener),
             clone: V::clone,
         });
@@ -398,7 +369,7 @@ impl<K, V, S> LruCacheBuilder<K, V, S> {
     where
         F: Fn(&K, &V) -> u32 + Send + Sync + 'static,
     {
-        self.weigher = Some(Arc::new(weigher));
+        self.settings.weigher = Some(Arc::new(weigher));
         self
     }
 }
@@ -427,25 +398,16 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCacheBuilder<K, V, S> {
     /// ));
     /// ```
     pub fn build(self) -> Result<LruCache<K, V, S>, BuildError> {
-        let shards = self
-            .shards
-            .unwrap_or_else(|| default_shards(self.capacity, self.policy));
-        validate(self.capacity, shards)?;
-        if self.time_to_live == Some(Duration::ZERO) {
-            return Err(BuildError::ZeroTimeToLive);
-        }
-        if self.time_to_idle == Some(Duration::ZERO) {
-            return Err(BuildError::ZeroTimeToIdle);
-        }
+        let capacity = self.settings.capacity.unwrap_or(0);
+        let shards = (self.settings.shards)
+            .unwrap_or_else(|| default_shards(capacity, self.settings.policy));
+        validate(capacity, shards)?;
+        let expiry = self.settings.expiry()?;
         Ok(LruCache::from_parts(
-            self.capacity,
+            self.settings,
+            capacity,
             shards,
-            self.policy,
-            self.hasher,
-            self.listener,
-            self.weigher,
-            Expiry::new(self.time_to_live, self.time_to_idle),
-            self.clock,
+            expiry,
         ))
     }
 
@@ -509,13 +471,9 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCacheBuilder<K, V, S> {
 impl<K, V, S> fmt::Debug for LruCacheBuilder<K, V, S> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("LruCacheBuilder")
-            .field("capacity", &self.capacity)
-            .field("shards", &self.shards)
-            .field("policy", &self.policy)
-            .field("eviction_listener", &self.listener.is_some())
-            .field("weigher", &self.weigher.is_some())
-            .field("time_to_live", &self.time_to_live)
-            .field("time_to_idle", &self.time_to_idle)
-            .finish_non_exhaustive()
+            .field("settings", &self.settings)
+            .field("eviction_listener", &self.settings.listener.is_some())
+            .field("weigher", &self.settings.weigher.is_some())
+            .finish()
     }
 }

@@ -29,7 +29,7 @@ use std::hash::{BuildHasher, Hash};
 use super::policy::PolicyShard;
 use super::{EvictionPolicy, Listener, LruCacheBuilder};
 use crate::cache::{Counters, Striped};
-use crate::cache::{Expiry, MAX_SHARD_CAPACITY, Weigher, nanos};
+use crate::cache::{Expiry, MAX_SHARD_CAPACITY, Settings, Weigher, nanos};
 use crate::flight::FlightGroup;
 use crate::removal::{RemovalCause, notify};
 use crate::stats::CacheStats;
@@ -255,15 +255,19 @@ impl<K, V, S> LruCache<K, V, S> {
 
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn from_parts(
+        settings: Settings<Option<ValueListener<K, V>>, Option<Weigher<K, V>>, S>,
         capacity: usize,
         shards: usize,
-        policy: EvictionPolicy,
-        hasher: S,
-        listener: Option<ValueListener<K, V>>,
-        weigher: Option<Weigher<K, V>>,
         expiry: Option<Expiry>,
-        clock: Option<Arc<dyn Clock>>,
     ) -> Self {
+        let Settings {
+            policy,
+            hasher,
+            listener,
+            weigher,
+            clock,
+            ..
+        } = settings;
         let clock = expiry.map(|_| clock.unwrap_or_else(|| Arc::new(SystemClock::new())));
         Self {
             shards: (0..shards)

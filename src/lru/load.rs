@@ -46,16 +46,8 @@ impl<K: Hash + Eq, V: Clone, S: BuildHasher> LoadFace<K, V> for LruCache<K, V, S
             .ok_or(())
     }
 
-    fn count_run(&self, hash: u64) {
-        self.lock(hash).counters.record(Event::Init);
-    }
-
-    fn count_failure(&self, hash: u64) {
-        self.lock(hash).counters.record(Event::InitFailure);
-    }
-
-    fn count_wait(&self, hash: u64) {
-        self.lock(hash).counters.record(Event::Wait);
+    fn count(&self, hash: u64, event: Event) {
+        self.lock(hash).counters.record(event);
     }
 
     fn nothing() -> Inserted<K, V> {

@@ -10,86 +10,34 @@ use super::TypedCache;
 use super::any::{AnyCache, TypedKey};
 use super::raw::Raw;
 use crate::EvictionPolicy;
-use crate::cache::{Expiry, Weigher};
+use crate::cache::{Settings, Weigher};
 use crate::error::BuildError;
 use crate::removal::{Listener, RemovalCause};
-use crate::sync::Arc;
-use crate::time::{Clock, SystemClock};
+use crate::sync::{Arc, default_hasher};
+use crate::time::Clock;
 
-/// The settings both builders share.
-#[derive(Clone)]
-struct Settings<S> {
-    time_to_live: Option<Duration>,
-    time_to_idle: Option<Duration>,
-    capacity: Option<usize>,
-    policy: EvictionPolicy,
-    clock: Option<Arc<dyn Clock>>,
-    hasher: S,
-}
-
-impl<S> Settings<S> {
-    fn new(hasher: S) -> Self {
-        Self {
-            time_to_live: None,
-            time_to_idle: None,
-            capacity: None,
-            policy: EvictionPolicy::Clock,
-            clock: None,
-            hasher,
-        }
-    }
-
-    fn with_hasher<S2>(self, hasher: S2) -> Settings<S2> {
-        Settings {
-            time_to_live: self.time_to_live,
-            time_to_idle: self.time_to_idle,
-            capacity: self.capacity,
-            policy: self.policy,
-            clock: self.clock,
-            hasher,
-        }
-    }
-
-    fn build<K, V>(self, weigher: Option<Weigher<K, V>>) -> Result<Raw<K, V, S>, BuildError>
-    where
-        K: Hash + Eq + Clone,
-        V: Clone,
-        S: BuildHasher + Clone,
-    {
-        if self.time_to_live == Some(Duration::ZERO) {
-            return Err(BuildError::ZeroTimeToLive);
-        }
-        if self.time_to_idle == Some(Duration::ZERO) {
-            return Err(BuildError::ZeroTimeToIdle);
-        }
-        if self.capacity == Some(0) {
-            return Err(BuildError::ZeroCapacity);
-        }
-        let expiry = Expiry::new(self.time_to_live, self.time_to_idle);
-        let clock = self
-            .clock
-            .unwrap_or_else(|| Arc::new(SystemClock::new()) as Arc<dyn Clock>);
-        Ok(Raw::new(
-            self.policy,
-            expiry,
-            self.capacity,
-            weigher,
-            clock,
-            self.hasher,
-        ))
-    }
-}
-
-impl<S> fmt::Debug for Settings<S> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Settings")
-            .field("time_to_live", &self.time_to_live)
-            .field("time_to_idle", &self.time_to_idle)
-            .field("capacity", &self.capacity)
-            .field("policy", &self.policy)
-            .field("clock", &self.clock)
-            .finish_non_exhaustive()
-    }
+/// Validates `settings` (see [`Settings::expiry`]) and builds the cache
+/// both typed faces wrap.
+fn build_raw<K, V, L, W, S>(
+    mut settings: Settings<L, W, S>,
+    weigher: Option<Weigher<K, V>>,
+) -> Result<Raw<K, V, S>, BuildError>
+where
+    K: Hash + Eq + Clone,
+    V: Clone,
+    S: BuildHasher + Clone,
+{
+    let expiry = settings.expiry()?;
+    let clock = settings.clock_or_system();
+    let (policy, capacity) = (settings.policy, settings.capacity);
+    Ok(Raw::new(
+        policy,
+        expiry,
+        capacity,
+        weigher,
+        clock,
+        settings.hasher,
+    ))
 }
 
 /// Builds a [`TypedCache`]; from [`TypedCache::builder`].
@@ -117,9 +65,7 @@ impl<S> fmt::Debug for Settings<S> {
 /// assert_eq!(cache.get("a"), None);
 /// ```
 pub struct TypedCacheBuilder<K, V, S = ahash::RandomState> {
-    settings: Settings<S>,
-    listener: Option<Listener<K, V>>,
-    weigher: Option<Weigher<K, V>>,
+    settings: Settings<Option<Listener<K, V>>, Option<Weigher<K, V>>, S>,
     types: PhantomData<fn() -> (K, V)>,
 }
 
@@ -143,11 +89,9 @@ pub struct TypedCacheBuilder<K, V, S = ahash::RandomState> {
 /// assert_eq!(*cache.get_or_init("port", || 8080_u16), 8080);
 /// ```
 pub struct AnyCacheBuilder<K, S = ahash::RandomState> {
-    settings: Settings<S>,
-    /// No listener: values of many types have no one `V` to hand over.
-    listener: (),
-    /// No weigher (see the type's documentation).
-    weigher: (),
+    /// No listener (values of many types have no one `V` to hand over),
+    /// no weigher (see the type's documentation).
+    settings: Settings<(), (), S>,
     types: PhantomData<fn() -> K>,
 }
 
@@ -229,8 +173,6 @@ macro_rules! setters {
             pub fn hasher<S2>(self, hasher: S2) -> $builder<$($param,)* S2> {
                 $builder {
                     settings: self.settings.with_hasher(hasher),
-                    listener: self.listener,
-                    weigher: self.weigher,
                     types: PhantomData,
                 }
             }
@@ -252,9 +194,7 @@ setters!(AnyCacheBuilder<K>, "larder::AnyCache::<String>::builder()");
 impl<K, V> TypedCacheBuilder<K, V> {
     pub(crate) fn new() -> Self {
         Self {
-            settings: Settings::new(crate::sync::default_hasher()),
-            listener: None,
-            weigher: None,
+            settings: Settings::new(EvictionPolicy::Clock, default_hasher(), None, None),
             types: PhantomData,
         }
     }
@@ -313,7 +253,7 @@ impl<K, V, S> TypedCacheBuilder<K, V, S> {
     where
         F: Fn(K, V, RemovalCause) + Send + Sync + 'static,
     {
-        self.listener = Some(Arc::new(listener));
+        self.settings.listener = Some(Arc::new(listener));
         self
     }
 
@@ -370,7 +310,7 @@ impl<K, V, S> TypedCacheBuilder<K, V, S> {
     where
         F: Fn(&K, &V) -> u32 + Send + Sync + 'static,
     {
-        self.weigher = Some(Arc::new(weigher));
+        self.settings.weigher = Some(Arc::new(weigher));
         self
     }
 }
@@ -395,8 +335,11 @@ where
     /// assert!(cache.is_empty());
     /// ```
     pub fn build(self) -> Result<TypedCache<K, V, S>, BuildError> {
-        let mut raw = self.settings.build(self.weigher)?;
-        raw.set_listener(self.listener);
+        let mut settings = self.settings;
+        let listener = settings.listener.take();
+        let weigher = settings.weigher.take();
+        let mut raw = build_raw(settings, weigher)?;
+        raw.set_listener(listener);
         Ok(TypedCache::from_raw(raw))
     }
 }
@@ -404,9 +347,7 @@ where
 impl<K> AnyCacheBuilder<K> {
     pub(crate) fn new() -> Self {
         Self {
-            settings: Settings::new(crate::sync::default_hasher()),
-            listener: (),
-            weigher: (),
+            settings: Settings::new(EvictionPolicy::Clock, default_hasher(), (), ()),
             types: PhantomData,
         }
     }
@@ -431,8 +372,9 @@ where
     /// assert!(matches!(err, larder::BuildError::ZeroCapacity));
     /// ```
     pub fn build(self) -> Result<AnyCache<K, S>, BuildError> {
-        Ok(AnyCache::from_raw(
-            self.settings.build::<TypedKey<K>, _>(None)?,
-        ))
+        Ok(AnyCache::from_raw(build_raw::<TypedKey<K>, _, _, _, _>(
+            self.settings,
+            None,
+        )?))
     }
 }

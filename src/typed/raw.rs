@@ -724,16 +724,8 @@ where
         Raw::recheck(self, hash, key)
     }
 
-    fn count_run(&self, _hash: u64) {
-        self.stats.record(Event::Init);
-    }
-
-    fn count_failure(&self, _hash: u64) {
-        self.stats.record(Event::InitFailure);
-    }
-
-    fn count_wait(&self, _hash: u64) {
-        self.stats.record(Event::Wait);
+    fn count(&self, _hash: u64, event: Event) {
+        self.stats.record(event);
     }
 
     fn nothing() {}
