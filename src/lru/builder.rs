@@ -5,10 +5,10 @@ use std::fmt;
 use std::hash::{BuildHasher, Hash};
 use std::time::Duration;
 
-use super::cache::ValueListener;
+use super::cache::{LruSettings, ValueListener};
 use super::load::infallible;
 use super::{EvictionPolicy, LoadingLruCache, LruCache};
-use crate::cache::{Settings, Weigher};
+use crate::cache::Settings;
 use crate::error::BuildError;
 use crate::removal::RemovalCause;
 use crate::sync::Arc;
@@ -94,7 +94,7 @@ pub(crate) fn default_shards(capacity: usize, policy: EvictionPolicy) -> usize {
 /// assert_eq!(*evicted.lock().unwrap(), [("a", 1, RemovalCause::Evicted)]);
 /// ```
 pub struct LruCacheBuilder<K, V, S = ahash::RandomState> {
-    settings: Settings<Option<ValueListener<K, V>>, Option<Weigher<K, V>>, S>,
+    settings: LruSettings<K, V, S>,
 }
 
 impl<K, V> LruCacheBuilder<K, V> {

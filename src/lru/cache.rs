@@ -63,6 +63,10 @@ impl<K, V> ValueListener<K, V> {
     }
 }
 
+/// The options an [`LruCacheBuilder`] holds.
+pub(crate) type LruSettings<K, V, S> =
+    Settings<Option<ValueListener<K, V>>, Option<Weigher<K, V>>, S>;
+
 /// A shard behind its lock, on cache lines of its own.
 pub(crate) type PaddedShard<K, V> = CachePadded<RwLock<LockedShard<K, V>>>;
 
@@ -255,7 +259,7 @@ impl<K, V, S> LruCache<K, V, S> {
 
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn from_parts(
-        settings: Settings<Option<ValueListener<K, V>>, Option<Weigher<K, V>>, S>,
+        settings: LruSettings<K, V, S>,
         capacity: usize,
         shards: usize,
         expiry: Option<Expiry>,

@@ -11,6 +11,9 @@ use super::any::{AnyCache, TypedKey};
 use super::raw::Raw;
 use crate::EvictionPolicy;
 use crate::cache::{Settings, Weigher};
+
+/// A typed builder's weigher, if any.
+type Weighs<K, V> = Option<Weigher<K, V>>;
 use crate::error::BuildError;
 use crate::removal::{Listener, RemovalCause};
 use crate::sync::{Arc, default_hasher};
@@ -65,7 +68,7 @@ where
 /// assert_eq!(cache.get("a"), None);
 /// ```
 pub struct TypedCacheBuilder<K, V, S = ahash::RandomState> {
-    settings: Settings<Option<Listener<K, V>>, Option<Weigher<K, V>>, S>,
+    settings: Settings<Option<Listener<K, V>>, Weighs<K, V>, S>,
     types: PhantomData<fn() -> (K, V)>,
 }
 
@@ -152,7 +155,7 @@ macro_rules! setters {
                 self
             }
 
-            /// The clock expiry reads (default: [`SystemClock`]). Tests pass
+            /// The clock expiry reads (default: [`SystemClock`](crate::SystemClock)). Tests pass
             /// a [`ManualClock`](crate::ManualClock) clone and move it by
             /// hand.
             ///

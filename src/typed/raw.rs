@@ -370,8 +370,8 @@ where
     /// caller's own code.
     #[cold]
     #[allow(clippy::too_many_arguments)]
-    pub(crate) fn miss_async<'a, Q, E, F, Fut, R, P, O>(
-        &'a self,
+    pub(crate) fn miss_async<Q, E, F, Fut, R, P, O>(
+        &self,
         hash: u64,
         key: &Q,
         make_key: impl Fn(&Q) -> K + Copy,
