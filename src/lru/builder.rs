@@ -132,7 +132,8 @@ impl<K, V, S> LruCacheBuilder<K, V, S> {
     /// # Examples
     ///
     /// ```
-    ///     /// let clock = larder::ManualClock::new();
+    /// use std::time::Duration;
+    /// let clock = larder::ManualClock::new();
     /// let cache = larder::LruCache::builder()
     ///     .capacity(8)
     ///     .time_to_live(Duration::from_secs(30))
@@ -156,7 +157,8 @@ impl<K, V, S> LruCacheBuilder<K, V, S> {
     /// # Examples
     ///
     /// ```
-    ///     /// let clock = larder::ManualClock::new();
+    /// use std::time::Duration;
+    /// let clock = larder::ManualClock::new();
     /// let cache = larder::LruCache::builder()
     ///     .capacity(8)
     ///     .time_to_idle(Duration::from_secs(10))
