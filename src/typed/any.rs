@@ -384,17 +384,11 @@ where
                 return finish(Ok(value));
             }
             let view = (key, TypeId::of::<V>());
-            self.raw
-                .miss_async(
-                    hash,
-                    &view as &(dyn KeyView<Q> + Sync),
-                    move |_| Self::typed::<V>(key.to_owned()),
-                    init,
-                    lift,
-                    downcast::<V>,
-                    finish,
-                )
-                .await
+            let view = &view as &(dyn KeyView<Q> + Sync);
+            let make_key = move |_: &_| Self::typed::<V>(key.to_owned());
+            let finish =
+                move |outcome: Result<Erased, Arc<E>>| finish(outcome.map(|v| downcast::<V>(&v)));
+            crate::cache::load_async(&self.raw, hash, view, init, make_key, lift, finish).await
         }
     }
 

@@ -209,31 +209,6 @@ where
         }
     }
 
-    /// An init's re-check: a live entry's value (the access recorded), or
-    /// the shard's write generation it saw.
-    #[inline]
-    fn recheck<Q>(&self, hash: u64, key: &Q) -> Result<V, u64>
-    where
-        K: Borrow<Q>,
-        Q: Hash + Eq + ?Sized,
-    {
-        let shard = &self.shards[Self::shard_index(hash)];
-        // `V::clone` (user code) under the lock, as in `get`.
-        if self.exclusive_hits {
-            let mut core = shard.write();
-            let generation = core.generation;
-            return core
-                .entries
-                .get(hash, key, || self.now())
-                .live()
-                .cloned()
-                .ok_or(generation);
-        }
-        let core = shard.read();
-        let found = core.get_shared(hash, key, || self.now());
-        found.and_then(Lookup::live).cloned().ok_or(core.generation)
-    }
-
     /// A read: counts a hit or a miss; removes an expired entry it finds.
     #[inline]
     pub(crate) fn get<Q, R>(&self, key: &Q, project: impl FnOnce(&V) -> R) -> Option<R>
@@ -361,35 +336,11 @@ where
         if let Some(found) = self.hit(hash, key, project) {
             return Looked::Hit(Some(finish(Ok(found))));
         }
-        Looked::Miss(self.miss_async(hash, key, make_key, init, lift, project, finish))
-    }
-
-    /// The miss half of [`get_or_try_init_async`](Self::get_or_try_init_async):
-    /// the flight protocol's future. Out of line and `#[cold]`, so that the
-    /// hit half, forced inline, stays a lookup and a ready future in the
-    /// caller's own code.
-    #[cold]
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) fn miss_async<Q, E, F, Fut, R, P, O>(
-        &self,
-        hash: u64,
-        key: &Q,
-        make_key: impl Fn(&Q) -> K + Copy,
-        init: F,
-        lift: impl Fn(Fut::Output) -> Result<V, E> + Copy,
-        project: P,
-        finish: impl Fn(Result<R, Arc<E>>) -> O + Copy,
-    ) -> impl std::future::Future<Output = O> + Unpin
-    where
-        K: Borrow<Q>,
-        Q: Hash + Eq + ?Sized,
-        E: Send + Sync + 'static,
-        F: FnOnce() -> Fut,
-        Fut: std::future::Future,
-        P: Fn(&V) -> R + Copy,
-    {
+        // The miss half: `#[cold]`, out of line (see `cache::load_async`).
         let finish = move |outcome: Result<V, Arc<E>>| finish(outcome.map(|value| project(&value)));
-        crate::cache::load_async(self, hash, key, init, make_key, lift, finish)
+        Looked::Miss(crate::cache::load_async(
+            self, hash, key, init, make_key, lift, finish,
+        ))
     }
 
     /// The hit path of the async forms: a live entry's projection (counted
@@ -716,12 +667,29 @@ where
         &self.flights
     }
 
+    /// An init's re-check: a live entry's value (the access recorded), or
+    /// the shard's write generation it saw.
+    #[inline]
     fn recheck<Q>(&self, hash: u64, key: &Q) -> Result<V, u64>
     where
         K: Borrow<Q>,
         Q: ?Sized + Hash + Eq,
     {
-        Raw::recheck(self, hash, key)
+        let shard = &self.shards[Self::shard_index(hash)];
+        // `V::clone` (user code) under the lock, as in `get`.
+        if self.exclusive_hits {
+            let mut core = shard.write();
+            let generation = core.generation;
+            return core
+                .entries
+                .get(hash, key, || self.now())
+                .live()
+                .cloned()
+                .ok_or(generation);
+        }
+        let core = shard.read();
+        let found = core.get_shared(hash, key, || self.now());
+        found.and_then(Lookup::live).cloned().ok_or(core.generation)
     }
 
     fn count(&self, _hash: u64, event: Event) {
