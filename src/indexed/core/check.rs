@@ -86,7 +86,7 @@ impl<K, V> Core<K, V> {
         for (position, buckets) in self.indexes.iter().enumerate() {
             let name = &self.schema.defs[position].name;
             let mut entries = 0;
-            for (value, bucket) in buckets {
+            for (value, bucket) in buckets.iter() {
                 assert!(
                     !bucket.is_empty(),
                     "invariant violated: empty bucket {name}={value} kept"
