@@ -110,7 +110,7 @@ use crate::sync::{Arc, AtomicBool, AtomicU64};
 ///
 /// # Performance
 ///
-/// The state is split into shards by key hash (two per core by default,
+/// The state is split into shards by key hash (four per core by default,
 /// [`IndexedStoreBuilder::shards`]), each a reader-writer lock over its
 /// objects and its part of every index. A point read or write (`get`,
 /// `insert`, `remove`) locks the one shard of its key, so writes to
