@@ -688,7 +688,7 @@ impl<K, V> Core<K, V> {
             many => {
                 let mut found = hashbrown::HashSet::<Id, IdBuild>::default();
                 for value in many {
-                    if let Some(bucket) = buckets.get(&**value) {
+                    if let Some(bucket) = buckets.get(value) {
                         found.extend(bucket.iter().copied());
                     }
                 }

@@ -109,7 +109,7 @@ fn position(len: usize) -> u32 {
 /// id's position in the bucket.
 #[inline]
 pub(super) fn bucket(buckets: &mut Buckets, value: &mut Arc<str>, id: Id) -> u32 {
-    match buckets.get_key_value_mut(&**value) {
+    match buckets.get_key_value_mut(value) {
         Some((interned, bucket)) => {
             bucket.push(id);
             if !Arc::ptr_eq(interned, value) {
