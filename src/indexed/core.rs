@@ -52,7 +52,6 @@
 use std::borrow::Borrow;
 use std::cmp::Ordering;
 use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
 
 use hashbrown::{HashTable, hash_table};
 
@@ -60,42 +59,16 @@ use super::index_fn::{AllValues, Schema, Values, discard};
 use crate::sync::Arc;
 pub(crate) use bucket::Bucket;
 use bucket::{Buckets, Id, bucket, unbucket};
+use id_hasher::IdBuild;
+#[cfg(test)]
+pub(crate) use id_hasher::IdHasher;
 use positions::{Positions, Run};
 
 mod bucket;
 #[cfg(any(test, feature = "testing"))]
 mod check;
+mod id_hasher;
 mod positions;
-
-/// A hasher for slot ids: Fibonacci hashing. Slot ids are dense integers
-/// chosen by the store, not by users, so no flooding protection is needed;
-/// the multiplication spreads consecutive ids over the table's low bits and
-/// mixes the high bits hashbrown uses as tags.
-#[derive(Default, Clone, Copy)]
-pub(crate) struct IdHasher(u64);
-
-impl Hasher for IdHasher {
-    #[inline]
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    #[inline]
-    fn write(&mut self, bytes: &[u8]) {
-        for &byte in bytes {
-            self.0 = (self.0.rotate_left(8) ^ u64::from(byte)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        }
-    }
-    #[inline]
-    fn write_usize(&mut self, n: usize) {
-        self.0 = (n as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    }
-    #[inline]
-    fn write_u32(&mut self, n: u32) {
-        self.0 = u64::from(n).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    }
-}
-
-type IdBuild = BuildHasherDefault<IdHasher>;
 
 /// The bucket id of slot `id` (below `u32::MAX`: checked when the slot was
 /// created).
@@ -628,14 +601,6 @@ impl<K, V> Core<K, V> {
     #[inline]
     pub(crate) fn bucket(&self, position: usize, hash: u64, value: &str) -> Option<&Bucket> {
         self.indexes[position].get_hashed(hash, value)
-    }
-
-    /// The objects whose values for index `position` include `value`.
-    #[cfg(test)]
-    pub(crate) fn by_index(&self, position: usize, value: &str) -> Vec<Arc<V>> {
-        let mut out = Vec::new();
-        self.by_index_into(position, value, &mut out);
-        out
     }
 
     /// The `(key, object)` pairs of [`by_index`](Self::by_index_into),
