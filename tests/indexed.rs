@@ -430,6 +430,59 @@ fn panicking_key_hash_leaves_the_store_unchanged_and_usable() {
     store.check_invariants();
 }
 
+/// A key whose `Eq` panics when either side is a bomb, and whose `Drop`
+/// reads the store it points to: a deadlock if that runs under the lock.
+#[derive(Clone, Debug)]
+struct EqBomb {
+    id: u32,
+    bomb: bool,
+    store: std::sync::Weak<IndexedStore<EqBomb, u32>>,
+}
+
+impl Hash for EqBomb {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.id.hash(state);
+    }
+}
+
+impl PartialEq for EqBomb {
+    fn eq(&self, other: &Self) -> bool {
+        assert!(!self.bomb && !other.bomb, "Eq panics");
+        self.id == other.id
+    }
+}
+
+impl Eq for EqBomb {}
+
+impl Drop for EqBomb {
+    fn drop(&mut self) {
+        if let Some(store) = self.store.upgrade() {
+            assert_eq!(store.len(), 1);
+        }
+    }
+}
+
+#[test]
+fn an_insert_whose_key_eq_panics_drops_the_key_after_the_lock_is_released() {
+    let _watchdog = watchdog::arm(Duration::from_secs(30));
+    let key = |bomb| EqBomb {
+        id: 1,
+        bomb,
+        store: std::sync::Weak::new(),
+    };
+    let store = Arc::new(IndexedStore::<EqBomb, u32>::new());
+    store.insert(key(false), 1).unwrap();
+    let bomb = EqBomb {
+        store: Arc::downgrade(&store),
+        ..key(true)
+    };
+    // The probe meets the stored key with the same hash: `Eq` panics, and
+    // the key, still the caller's, drops (reading the store) unlocked.
+    assert!(catch_unwind(AssertUnwindSafe(|| store.insert(bomb, 2))).is_err());
+    assert_eq!(store.get(&key(false)).as_deref(), Some(&1));
+    store.check_invariants();
+}
+
 static DROP_PANICS: AtomicBool = AtomicBool::new(false);
 
 /// A value whose `Drop` panics while `DROP_PANICS` is set.

@@ -454,15 +454,15 @@ fn keys_cloned_before_a_panicking_clone_are_dropped_after_the_lock_is_released()
             .build()
             .unwrap(),
     );
-    // The stored keys are copies (the store clones each key once, with no
-    // lock held); only the copies of `PANICKY` panic when cloned again.
+    // The stored keys are copies (cloned here: the store keeps the key it
+    // is given); only the copies of `PANICKY` panic when cloned again.
     for id in 0..20 {
         let key = Loyal {
             id,
             store: Arc::downgrade(&store),
             copy: false,
         };
-        store.insert(key, id).unwrap();
+        store.insert(key.clone(), id).unwrap();
     }
     // The second key in the bucket's order panics, so one key is cloned
     // before it whatever the hasher's seed (the order holds while nothing

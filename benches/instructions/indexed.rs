@@ -20,7 +20,7 @@ use parking_lot::RwLock;
 
 use crate::common::indexed::events::{Event, KubeRsPlusIndexFunctions, WatchFixture};
 use crate::common::indexed::{Pod, labels_of, namespace_of, pod};
-use crate::inputs::{OPS, hasher, rng};
+use crate::inputs::{OPS, drawn, hasher, rng, scattered};
 
 /// Objects in every store.
 const PODS: usize = 10_000;
@@ -37,14 +37,15 @@ trait Store: Sized {
 }
 
 /// larder's store, with the informer's two indexes (a namespace and a
-/// label index) when `INDEXED`, with none otherwise.
-struct Larder<const INDEXED: bool>(larder::IndexedStore<String, Pod, ahash::RandomState>);
+/// label index) when `INDEXED`, with none otherwise, in `SHARDS` shards.
+struct Larder<const INDEXED: bool, const SHARDS: usize = 4>(
+    larder::IndexedStore<String, Pod, ahash::RandomState>,
+);
 
-/// The shard count of the larder rows: what the default gives a 2-core
-/// machine.
-const SHARDS: usize = 4;
-
-/// larder's store with the informer's two indexes.
+/// larder's store with the informer's two indexes, in 4 shards (a fixed
+/// count, so that the counts are the same on every machine; the
+/// `larder_N_shards` rows of `by_index` show what each shard adds: the
+/// default is 8 on a 2-core machine, 32 on 8 cores).
 type Indexed = Larder<true>;
 
 /// larder's store with no index.
@@ -61,7 +62,7 @@ struct LockedIndexFns(Locked);
 /// A `DashMap`.
 struct Dash(DashMap<String, Arc<Pod>, ahash::RandomState>);
 
-impl<const INDEXED: bool> Store for Larder<INDEXED> {
+impl<const INDEXED: bool, const SHARDS: usize> Store for Larder<INDEXED, SHARDS> {
     fn build(listed: &[(String, Arc<Pod>)]) -> Self {
         // A fixed shard count (the default follows the machine's cores), so
         // that the counts are the same on every machine.
@@ -252,6 +253,9 @@ fn namespaces<S: Store>() -> (S, Vec<String>) {
 
 #[library_benchmark]
 #[bench::larder(setup = namespaces::<Indexed>)]
+#[bench::larder_8_shards(setup = namespaces::<Larder<true, 8>>)]
+#[bench::larder_16_shards(setup = namespaces::<Larder<true, 16>>)]
+#[bench::larder_32_shards(setup = namespaces::<Larder<true, 32>>)]
 #[bench::rwlock_hashmap_scan(setup = namespaces::<Locked>)]
 #[bench::dashmap_scan(setup = namespaces::<Dash>)]
 fn by_index<S: Store>((store, namespaces): (S, Vec<String>)) -> S {
@@ -406,4 +410,105 @@ fn replace<S: Relist>((store, listed): (S, Vec<(String, Pod)>)) -> S {
     store
 }
 
-library_benchmark_group!(name = indexed; benchmarks = get, insert, by_index, watch_event, watch_burst, replace);
+/// `u64` keys and objects in the `u64_*` rows: a store with no index used
+/// as a plain map (the showdown's `u64 map` mixes), and its peers.
+trait U64Map {
+    fn filled(keys: &[u64]) -> Self;
+    fn insert(&self, key: u64, value: u64);
+    fn remove(&self, key: u64);
+}
+
+/// Keys in the maps of the `u64_*` rows; the writes draw from twice as
+/// many, so half of them find their key.
+const U64_KEYS: usize = 10_000;
+
+impl U64Map for larder::IndexedStore<u64, u64, ahash::RandomState> {
+    fn filled(keys: &[u64]) -> Self {
+        let store = larder::IndexedStore::builder()
+            .shards(4)
+            .hasher(hasher())
+            .build()
+            .expect("no index");
+        for &key in keys {
+            drop(store.insert(key, key).expect("no index"));
+        }
+        store
+    }
+    #[inline]
+    fn insert(&self, key: u64, value: u64) {
+        black_box(larder::IndexedStore::insert(self, key, value).expect("no index"));
+    }
+    #[inline]
+    fn remove(&self, key: u64) {
+        black_box(larder::IndexedStore::remove(self, &key));
+    }
+}
+
+impl U64Map for parking_lot::Mutex<HashMap<u64, u64, ahash::RandomState>> {
+    fn filled(keys: &[u64]) -> Self {
+        let mut map = HashMap::with_hasher(hasher());
+        map.extend(keys.iter().map(|&key| (key, key)));
+        Self::new(map)
+    }
+    #[inline]
+    fn insert(&self, key: u64, value: u64) {
+        black_box(self.lock().insert(key, value));
+    }
+    #[inline]
+    fn remove(&self, key: u64) {
+        black_box(self.lock().remove(&key));
+    }
+}
+
+impl U64Map for DashMap<u64, u64, ahash::RandomState> {
+    fn filled(keys: &[u64]) -> Self {
+        let map = DashMap::with_hasher(hasher());
+        for &key in keys {
+            map.insert(key, key);
+        }
+        map
+    }
+    #[inline]
+    fn insert(&self, key: u64, value: u64) {
+        black_box(DashMap::insert(self, key, value));
+    }
+    #[inline]
+    fn remove(&self, key: u64) {
+        black_box(DashMap::remove(self, &key));
+    }
+}
+
+type U64Larder = larder::IndexedStore<u64, u64, ahash::RandomState>;
+type U64Mutex = parking_lot::Mutex<HashMap<u64, u64, ahash::RandomState>>;
+type U64Dash = DashMap<u64, u64, ahash::RandomState>;
+
+/// A map holding [`U64_KEYS`] keys and [`OPS`] keys drawn from twice as
+/// many (half of them stored).
+fn u64_writes<M: U64Map>() -> (M, Vec<u64>) {
+    let map = M::filled(&scattered(U64_KEYS, 4));
+    (map, drawn(&scattered(2 * U64_KEYS, 5), 6))
+}
+
+#[library_benchmark]
+#[bench::larder_no_index(setup = u64_writes::<U64Larder>)]
+#[bench::mutex_hashmap(setup = u64_writes::<U64Mutex>)]
+#[bench::dashmap(setup = u64_writes::<U64Dash>)]
+fn u64_insert<M: U64Map>((map, keys): (M, Vec<u64>)) -> M {
+    for key in keys {
+        map.insert(key, key);
+    }
+    map
+}
+
+#[library_benchmark]
+#[bench::larder_no_index(setup = u64_writes::<U64Larder>)]
+#[bench::mutex_hashmap(setup = u64_writes::<U64Mutex>)]
+#[bench::dashmap(setup = u64_writes::<U64Dash>)]
+fn u64_remove<M: U64Map>((map, keys): (M, Vec<u64>)) -> M {
+    for key in keys {
+        map.remove(key);
+    }
+    map
+}
+
+library_benchmark_group!(name = indexed; benchmarks = get, insert, by_index, watch_event, watch_burst, replace, u64_insert, u64_remove);

@@ -15,9 +15,10 @@
 //! - `values: Vec<AllValues>`: slot id -> the object's values for every
 //!   index, kept only while the schema has an index (a store with none pays
 //!   nothing for it).
-//! - `indexes[i]: HashMap<value, Vec<slot id>>`: one bucket per index
+//! - `indexes[i]: HashTable<(value, Vec<slot id>)>`: one bucket per index
 //!   value, a dense list of the slot ids (`u32`) of the objects that have
-//!   it (`core/bucket.rs`). Buckets hold ids, not keys or objects, so
+//!   it (`core/bucket.rs`). Every shard hashes values with the schema's
+//!   hasher, so a whole-store lookup hashes its value once. Buckets hold ids, not keys or objects, so
 //!   maintaining them never runs `K`'s `Hash`, an entry costs four bytes,
 //!   a lookup walks a slice, and an update that changes no index value
 //!   does not touch them at all.
@@ -51,50 +52,23 @@
 use std::borrow::Borrow;
 use std::cmp::Ordering;
 use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
 
 use hashbrown::{HashTable, hash_table};
 
-use super::index_fn::{AllValues, Schema, Values};
+use super::index_fn::{AllValues, Schema, Values, discard};
 use crate::sync::Arc;
 pub(crate) use bucket::Bucket;
 use bucket::{Buckets, Id, bucket, unbucket};
+use id_hasher::IdBuild;
+#[cfg(test)]
+pub(crate) use id_hasher::IdHasher;
 use positions::{Positions, Run};
 
 mod bucket;
 #[cfg(any(test, feature = "testing"))]
 mod check;
+mod id_hasher;
 mod positions;
-
-/// A hasher for slot ids: Fibonacci hashing. Slot ids are dense integers
-/// chosen by the store, not by users, so no flooding protection is needed;
-/// the multiplication spreads consecutive ids over the table's low bits and
-/// mixes the high bits hashbrown uses as tags.
-#[derive(Default, Clone, Copy)]
-pub(crate) struct IdHasher(u64);
-
-impl Hasher for IdHasher {
-    #[inline]
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    #[inline]
-    fn write(&mut self, bytes: &[u8]) {
-        for &byte in bytes {
-            self.0 = (self.0.rotate_left(8) ^ u64::from(byte)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        }
-    }
-    #[inline]
-    fn write_usize(&mut self, n: usize) {
-        self.0 = (n as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    }
-    #[inline]
-    fn write_u32(&mut self, n: u32) {
-        self.0 = u64::from(n).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    }
-}
-
-type IdBuild = BuildHasherDefault<IdHasher>;
 
 /// The bucket id of slot `id` (below `u32::MAX`: checked when the slot was
 /// created).
@@ -141,6 +115,18 @@ pub(crate) struct Removed<K, V> {
     pub(crate) rest: (K, AllValues),
 }
 
+impl<K, V> Removed<K, V> {
+    /// The removed object; the key and the index values drop here (call
+    /// it with no lock held).
+    #[inline]
+    pub(crate) fn into_value(self) -> Arc<V> {
+        let (key, values) = self.rest;
+        drop(key);
+        discard(values);
+        self.value
+    }
+}
+
 /// Objects plus indexes, kept exactly consistent by every `&mut self` method.
 pub(crate) struct Core<K, V> {
     table: HashTable<Id>,
@@ -154,7 +140,6 @@ pub(crate) struct Core<K, V> {
     free: Vec<Id>,
     indexes: Vec<Buckets>,
     schema: Arc<Schema<V>>,
-    value_hasher: ahash::RandomState,
 }
 
 impl<K, V> Core<K, V> {
@@ -181,7 +166,6 @@ impl<K, V> Core<K, V> {
 
     /// An empty core.
     pub(crate) fn new(schema: Arc<Schema<V>>) -> Self {
-        let value_hasher = crate::sync::default_hasher();
         Self {
             table: HashTable::new(),
             entries: Vec::new(),
@@ -191,10 +175,9 @@ impl<K, V> Core<K, V> {
             indexes: schema
                 .defs
                 .iter()
-                .map(|_| Buckets::with_hasher(value_hasher.clone()))
+                .map(|_| Buckets::with_hasher(schema.value_hasher.clone()))
                 .collect(),
             schema,
-            value_hasher,
         }
     }
 
@@ -269,6 +252,7 @@ impl<K, V> Core<K, V> {
     /// [`insert`](Self::insert) given the probe's answer: `found` is the
     /// slot id of `key` (or `None` if absent), as [`find`](Self::find) gave
     /// it with no change since. Runs no user code. Returns the slot id.
+    #[inline]
     pub(crate) fn insert_at(
         &mut self,
         hash: u64,
@@ -278,7 +262,9 @@ impl<K, V> Core<K, V> {
         values: AllValues,
     ) -> (Inserted<K, V>, usize) {
         let (mut inserted, id, mut old) = self.insert_unindexed(hash, found, key, value, values);
-        self.reindex(id, old.as_deref_mut());
+        if id < self.values.len() {
+            self.reindex(id, old.as_deref_mut());
+        }
         if let (Inserted::Updated { values, .. }, Some(old)) = (&mut inserted, old) {
             // Dropped by the caller, after the lock is released.
             *values = old;
@@ -290,6 +276,7 @@ impl<K, V> Core<K, V> {
     /// buckets as they were. Returns the slot id and its previous index
     /// values, for [`reindex`](Self::reindex). Only `insert_at` and the
     /// loom negative control call it.
+    #[inline]
     pub(crate) fn insert_unindexed(
         &mut self,
         hash: u64,
@@ -305,10 +292,13 @@ impl<K, V> Core<K, V> {
             let previous = std::mem::replace(&mut entry.value, value);
             // `reindex` diffs the old values against these (and keeps the
             // interned copies of an index whose values did not change).
-            let old = self
-                .values
-                .get_mut(id)
-                .map(|kept| std::mem::replace(kept, values));
+            let old = match self.values.get_mut(id) {
+                Some(kept) => Some(std::mem::replace(kept, values)),
+                None => {
+                    discard(values);
+                    None
+                }
+            };
             let inserted = Inserted::Updated {
                 previous,
                 unused: key,
@@ -337,21 +327,23 @@ impl<K, V> Core<K, V> {
         let id = match self.free.pop() {
             Some(id) => {
                 self.entries[id as usize] = entry;
-                if indexed {
-                    self.values[id as usize] = values;
-                }
                 id
             }
             None => {
                 let id = bucket_id(self.entries.len());
                 self.entries.push(entry);
-                if indexed {
-                    self.values.push(values);
-                    self.positions.push_slot();
-                }
                 id
             }
         };
+        if !indexed {
+            discard(values);
+        } else if let Some(slot) = self.values.get_mut(id as usize) {
+            // A reused slot id (its values were taken at its removal).
+            *slot = values;
+        } else {
+            self.values.push(values);
+            self.positions.push_slot();
+        }
         let entries = &self.entries;
         self.table
             .insert_unique(hash, id, |&id| stored(entries, id));
@@ -494,13 +486,29 @@ impl<K, V> Core<K, V> {
 
     /// Removes the object under `key` (hash `hash`) from the table, the
     /// slots and every index. Runs `K`'s `Eq` (the probe) before any change.
+    #[inline]
     pub(crate) fn remove<Q>(&mut self, hash: u64, key: &Q) -> Option<Removed<K, V>>
     where
         K: Borrow<Q>,
         Q: ?Sized + Eq,
     {
-        let id = self.find(hash, key)?;
-        Some(self.remove_at(hash, id))
+        // One probe, by key, that also unmaps the slot: `K`'s `Eq` runs
+        // before the first change.
+        let entries = &self.entries;
+        let found = self
+            .table
+            .find_entry(hash, |&id| match &entries[id as usize] {
+                Some(entry) => entry.key.borrow() == key,
+                None => false,
+            })
+            .ok()?;
+        let id = found.remove().0 as usize;
+        let (mut removed, (values, at)) = self.take_slot(id);
+        if !values.is_empty() {
+            self.unindex(id, &values, &at);
+        }
+        removed.rest.1 = values;
+        Some(removed)
     }
 
     /// [`remove`](Self::remove) given the probe's answer: the slot id of a
@@ -525,8 +533,16 @@ impl<K, V> Core<K, V> {
             Ok(found) => drop(found.remove()),
             Err(_) => panic!("larder: a probed slot id is mapped"),
         }
+        self.take_slot(id)
+    }
+
+    /// The rest of a removal once slot `id` is out of the table: empties
+    /// the slot and hands back what it held, its index values and their
+    /// bucket positions (for [`unindex`](Self::unindex)).
+    #[inline]
+    fn take_slot(&mut self, id: usize) -> (Removed<K, V>, (AllValues, Run)) {
         let entry = self.entries[id].take().expect("a mapped slot id is live");
-        self.free.push(slot);
+        self.free.push(bucket_id(id));
         let values = self
             .values
             .get_mut(id)
@@ -579,18 +595,12 @@ impl<K, V> Core<K, V> {
         out.extend(bucket.iter().map(|&id| &self.entry(id as usize).value));
     }
 
-    /// The bucket of `value` in index `position`, if any object has it.
+    /// The bucket of `value` in index `position`, if any object has it;
+    /// `hash` is the value's [`Schema::hash_value`], computed once for
+    /// every shard.
     #[inline]
-    pub(crate) fn bucket(&self, position: usize, value: &str) -> Option<&Bucket> {
-        self.indexes[position].get(value)
-    }
-
-    /// The objects whose values for index `position` include `value`.
-    #[cfg(test)]
-    pub(crate) fn by_index(&self, position: usize, value: &str) -> Vec<Arc<V>> {
-        let mut out = Vec::new();
-        self.by_index_into(position, value, &mut out);
-        out
+    pub(crate) fn bucket(&self, position: usize, hash: u64, value: &str) -> Option<&Bucket> {
+        self.indexes[position].get_hashed(hash, value)
     }
 
     /// The `(key, object)` pairs of [`by_index`](Self::by_index_into),
@@ -599,10 +609,10 @@ impl<K, V> Core<K, V> {
     pub(crate) fn bucket_entries(
         &self,
         position: usize,
+        hash: u64,
         value: &str,
     ) -> impl Iterator<Item = (&K, &Arc<V>)> {
-        self.indexes[position]
-            .get(value)
+        self.bucket(position, hash, value)
             .into_iter()
             .flat_map(move |bucket| {
                 bucket.iter().map(move |&id| {
@@ -614,11 +624,11 @@ impl<K, V> Core<K, V> {
 
     /// Pushes onto `out` the keys of [`by_index`](Self::by_index_into),
     /// unsorted.
-    pub(crate) fn index_keys_into(&self, position: usize, value: &str, out: &mut Vec<K>)
+    pub(crate) fn index_keys_into(&self, position: usize, hash: u64, value: &str, out: &mut Vec<K>)
     where
         K: Clone,
     {
-        if let Some(bucket) = self.indexes[position].get(value) {
+        if let Some(bucket) = self.bucket(position, hash, value) {
             out.extend(bucket.iter().map(|&id| self.entry(id as usize).key.clone()));
         }
     }
@@ -643,7 +653,7 @@ impl<K, V> Core<K, V> {
             many => {
                 let mut found = hashbrown::HashSet::<Id, IdBuild>::default();
                 for value in many {
-                    if let Some(bucket) = buckets.get(&**value) {
+                    if let Some(bucket) = buckets.get(value) {
                         found.extend(bucket.iter().copied());
                     }
                 }
@@ -653,8 +663,8 @@ impl<K, V> Core<K, V> {
     }
 
     /// The number of objects that have `value` for index `position`.
-    pub(crate) fn index_len(&self, position: usize, value: &str) -> usize {
-        self.indexes[position].get(value).map_or(0, Bucket::len)
+    pub(crate) fn index_len(&self, position: usize, hash: u64, value: &str) -> usize {
+        self.bucket(position, hash, value).map_or(0, Bucket::len)
     }
 
     /// The table capacity of one bucket (for tests of memory release).
@@ -743,7 +753,7 @@ impl<K, V> Core<K, V> {
         schema: Arc<Schema<V>>,
         computed: &mut HashMap<usize, (Arc<V>, Values)>,
     ) {
-        let mut buckets = Buckets::with_hasher(self.value_hasher.clone());
+        let mut buckets = Buckets::with_hasher(schema.value_hasher.clone());
         if self.values.is_empty() {
             self.values
                 .resize_with(self.entries.len(), AllValues::default);

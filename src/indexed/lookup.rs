@@ -61,11 +61,14 @@ where
     /// ```
     pub fn by_index(&self, name: &str, value: &str) -> Result<Vec<Arc<V>>, IndexError> {
         let cores = self.shards.read_all();
-        let position = cores.first().schema().position(name)?;
+        let schema = cores.first().schema();
+        let position = schema.position(name)?;
+        // Hashed once: every shard hashes values alike.
+        let hash = schema.hash_value(value);
         let mut buckets = [None; MAX_SHARDS];
         let mut len = 0;
         for (found, core) in buckets.iter_mut().zip(cores.iter()) {
-            *found = core.bucket(position, value);
+            *found = core.bucket(position, hash, value);
             len += found.map_or(0, |bucket| bucket.len());
         }
         // Two passes (see `Core::bucket_objects`): pointers, then clones.
@@ -109,9 +112,11 @@ where
         // Declared before the guards: a panicking `K::clone` drops the
         // guards first, then the keys cloned so far, with no lock held.
         let mut keys = Vec::new();
+        let mut hash = None;
         self.cut(|core| {
             let position = core.schema().position(name)?;
-            core.index_keys_into(position, value, &mut keys);
+            let hash = *hash.get_or_insert_with(|| core.schema().hash_value(value));
+            core.index_keys_into(position, hash, value, &mut keys);
             Ok(())
         })?;
         keys.sort_unstable();
@@ -139,10 +144,12 @@ where
     /// ```
     pub fn index_len(&self, name: &str, value: &str) -> Result<usize, IndexError> {
         let cores = self.shards.read_all();
-        let position = cores.first().schema().position(name)?;
+        let schema = cores.first().schema();
+        let position = schema.position(name)?;
+        let hash = schema.hash_value(value);
         Ok(cores
             .iter()
-            .map(|core| core.index_len(position, value))
+            .map(|core| core.index_len(position, hash, value))
             .sum())
     }
 

@@ -76,7 +76,7 @@ use crate::sync::{Arc, AtomicBool, AtomicU64};
 /// |---|---|
 /// | `K`'s `Hash` (and `S`'s hashing) | once per key per operation, with no lock held, before anything changes; never again: the table keeps each key's hash and grows and rehashes from it |
 /// | `K`'s `Eq` | under the lock, in the probe that finds a key: in a write, before its first change |
-/// | `K::clone` | writes: with no lock held, before anything changes; reads that return keys ([`keys`](IndexedStore::keys), [`to_vec`](IndexedStore::to_vec), [`index_keys`](IndexedStore::index_keys), [`by_index_entries`](IndexedStore::by_index_entries)): under the read lock, changing nothing |
+/// | `K::clone` | [`transaction`](IndexedStore::transaction)'s recorded inserts and removes: with no lock held, before anything changes (`insert` and `remove` never clone a key); reads that return keys ([`keys`](IndexedStore::keys), [`to_vec`](IndexedStore::to_vec), [`index_keys`](IndexedStore::index_keys), [`by_index_entries`](IndexedStore::by_index_entries)): under the read lock, changing nothing |
 /// | `K`'s `Ord` | [`index_keys`](IndexedStore::index_keys)' sort, with no lock held |
 /// | index functions | with no lock held, before anything changes |
 /// | the closure of [`for_each_by_index`](IndexedStore::for_each_by_index) and [`try_for_each_by_index`](IndexedStore::try_for_each_by_index) | under the read lock, changing nothing |
@@ -110,7 +110,7 @@ use crate::sync::{Arc, AtomicBool, AtomicU64};
 ///
 /// # Performance
 ///
-/// The state is split into shards by key hash (two per core by default,
+/// The state is split into shards by key hash (four per core by default,
 /// [`IndexedStoreBuilder::shards`]), each a reader-writer lock over its
 /// objects and its part of every index. A point read or write (`get`,
 /// `insert`, `remove`) locks the one shard of its key, so writes to
@@ -180,7 +180,7 @@ where
     /// assert_eq!(*store.get("a").unwrap(), 1);
     /// ```
     pub fn new() -> Self {
-        let schema = Arc::new(Schema { defs: Vec::new() });
+        let schema = Arc::new(Schema::new(Vec::new()).expect("no index, no clash"));
         let cores = (0..shards::default_count())
             .map(|_| Core::new(Arc::clone(&schema)))
             .collect();

@@ -76,11 +76,13 @@ where
         // is dropped first and the keys already cloned after it: their
         // `Drop` runs with no lock held.
         let mut entries = Vec::new();
+        let mut hash = None;
         self.cut(|core| {
             let position = core.schema().position(name)?;
-            entries.reserve(core.index_len(position, value));
+            let hash = *hash.get_or_insert_with(|| core.schema().hash_value(value));
+            entries.reserve(core.index_len(position, hash, value));
             entries.extend(
-                core.bucket_entries(position, value)
+                core.bucket_entries(position, hash, value)
                     .map(|(key, object)| (key.clone(), Arc::clone(object))),
             );
             Ok(())
@@ -217,9 +219,11 @@ where
             return self.visit_two_locks(name, value, f);
         }
         let cores = self.shards.read_all();
-        let position = cores.first().schema().position(name)?;
+        let schema = cores.first().schema();
+        let position = schema.position(name)?;
+        let hash = schema.hash_value(value);
         Ok(cores.iter().try_for_each(|core| {
-            core.bucket_entries(position, value)
+            core.bucket_entries(position, hash, value)
                 .try_for_each(|(key, object)| f(key, object))
         }))
     }
@@ -238,10 +242,12 @@ where
     {
         let keys = {
             let cores = self.shards.read_all();
-            let position = cores.first().schema().position(name)?;
+            let schema = cores.first().schema();
+            let position = schema.position(name)?;
+            let hash = schema.hash_value(value);
             let mut keys = Vec::new();
             for core in cores.iter() {
-                core.index_keys_into(position, value, &mut keys);
+                core.index_keys_into(position, hash, value, &mut keys);
             }
             keys
         };

@@ -24,9 +24,9 @@
 use std::borrow::Borrow;
 use std::hash::{BuildHasher, Hash};
 
-use super::core::{Core, Inserted};
+use super::core::{Core, Inserted, Removed};
 use super::error::IndexError;
-use super::index_fn::{AllValues, Schema};
+use super::index_fn::{AllValues, Schema, discard};
 use super::shards::{self, ShardSet};
 use super::store::IndexedStore;
 use super::transaction::{self, Transaction};
@@ -63,7 +63,7 @@ where
     ///
     /// # Panics
     ///
-    /// If an index function or `K`'s `Hash`, `Eq` or `Clone` panics; the
+    /// If an index function or `K`'s `Hash` or `Eq` panics; the
     /// store is then unchanged. If the `Drop` of the replaced object
     /// panics, the insert has been applied.
     ///
@@ -93,7 +93,7 @@ where
     ///
     /// # Panics
     ///
-    /// If an index function or `K`'s `Hash`, `Eq` or `Clone` panics; the
+    /// If an index function or `K`'s `Hash` or `Eq` panics; the
     /// store is then unchanged. If the `Drop` of the replaced object
     /// panics, the insert has been applied.
     ///
@@ -119,11 +119,8 @@ where
         value: Arc<V>,
         revision: Option<u64>,
     ) -> Result<Option<Arc<V>>, IndexError> {
-        // User code first, with no lock held: `Hash`, `Clone` (the store
-        // keeps the copy; `key` is dropped after the lock is released), the
-        // index functions.
+        // User code first, with no lock held: `Hash`, the index functions.
         let hash = self.hasher.hash_one(&key);
-        let key_copy = key.clone();
         let shard = self.shards.of(hash);
         // `None`: computed for a schema without indexes (no values).
         let mut schema: Option<Arc<Schema<V>>> = None;
@@ -148,12 +145,17 @@ where
                     // critical section, after the object.
                     let found = core.find(hash, &key);
                     let (inserted, id, mut old) =
-                        core.insert_unindexed(hash, found, key_copy, value, values);
+                        core.insert_unindexed(hash, found, key, value, values);
                     drop(core);
                     self.shards.write(shard).reindex(id, old.as_deref_mut());
                     return Ok(previous_of(inserted));
                 }
-                let inserted = core.insert(hash, key_copy, value, values);
+                // `K`'s `Eq` (the probe) while the key is still ours: if it
+                // panics, the unwinding releases the lock before it drops
+                // the key. Past the probe the core runs no user code, and a
+                // key it does not keep comes back to drop after unlocking.
+                let found = core.find(hash, &key);
+                let (inserted, _) = core.insert_at(hash, found, key, value, values);
                 if broken!(IndexedFault::RevisionOutsideLock) {
                     // BROKEN on purpose: the revision changes after the
                     // object's critical section.
@@ -167,7 +169,6 @@ where
                     self.revision.store(revision, Ordering::SeqCst);
                 }
                 drop(core);
-                drop(key);
                 return Ok(previous_of(inserted));
             }
             let current = Arc::clone(core.schema());
@@ -233,7 +234,7 @@ where
             self.revision.store(revision, Ordering::SeqCst);
         }
         drop(core);
-        removed.map(|removed| removed.value)
+        removed.map(Removed::into_value)
     }
 
     /// Replaces the whole content with `items` and rebuilds every index,
@@ -442,8 +443,9 @@ where
     }
 }
 
-/// The object an insert replaced; the unused key copies drop here, after
-/// the lock is released.
+/// The object an insert replaced; the unused key and index values drop
+/// here, after the lock is released.
+#[inline]
 fn previous_of<K, V>(inserted: Inserted<K, V>) -> Option<Arc<V>> {
     match inserted {
         Inserted::New => None,
@@ -452,7 +454,8 @@ fn previous_of<K, V>(inserted: Inserted<K, V>) -> Option<Arc<V>> {
             unused,
             values,
         } => {
-            drop((unused, values));
+            drop(unused);
+            discard(values);
             Some(previous)
         }
     }

@@ -9,6 +9,8 @@
 //! slot's; which of that slot's positions to update is found from its
 //! interned values (a pointer comparison each).
 
+use hashbrown::HashTable;
+
 use super::super::index_fn::AllValues;
 use super::positions::Positions;
 use crate::sync::Arc;
@@ -21,9 +23,79 @@ pub(crate) type Id = u32;
 /// particular order, each once.
 pub(crate) type Bucket = Vec<Id>;
 
-/// One index: a bucket per value. The keys are the interned values that
-/// slots hold clones of.
-pub(crate) type Buckets = hashbrown::HashMap<Arc<str>, Bucket, ahash::RandomState>;
+/// One index: a bucket per value, keyed by the interned value that slots
+/// hold clones of. Every shard of a store hashes values with the same
+/// hasher (the schema's), so a whole-store lookup hashes its value once
+/// and probes each shard with that hash ([`get_hashed`](Self::get_hashed)).
+pub(crate) struct Buckets {
+    table: HashTable<(Arc<str>, Bucket)>,
+    hasher: ahash::RandomState,
+}
+
+impl Buckets {
+    /// No bucket; values hashed with `hasher`.
+    pub(crate) fn with_hasher(hasher: ahash::RandomState) -> Self {
+        Self {
+            table: HashTable::new(),
+            hasher,
+        }
+    }
+
+    /// The bucket of `value`, if any object has it.
+    #[inline]
+    pub(crate) fn get(&self, value: &str) -> Option<&Bucket> {
+        self.get_hashed(self.hasher.hash_one(value), value)
+    }
+
+    /// The bucket of `value`, whose hash (by this index's hasher) is `hash`.
+    #[inline]
+    pub(crate) fn get_hashed(&self, hash: u64, value: &str) -> Option<&Bucket> {
+        self.table
+            .find(hash, |(key, _)| **key == *value)
+            .map(|(_, bucket)| bucket)
+    }
+
+    /// The interned value and the bucket of `value`, mutable.
+    #[inline]
+    fn get_key_value_mut(&mut self, value: &str) -> Option<(&Arc<str>, &mut Bucket)> {
+        let hash = self.hasher.hash_one(value);
+        self.table
+            .find_mut(hash, |(key, _)| **key == *value)
+            .map(|(key, bucket)| (&*key, bucket))
+    }
+
+    /// Every value some object has, with its bucket.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = (&Arc<str>, &Bucket)> {
+        self.table.iter().map(|(key, bucket)| (key, bucket))
+    }
+
+    /// Every value some object has.
+    pub(crate) fn keys(&self) -> impl Iterator<Item = &Arc<str>> {
+        self.table.iter().map(|(key, _)| key)
+    }
+
+    /// A new bucket holding `id` alone, for `value`, which has none.
+    fn insert_new(&mut self, value: Arc<str>, id: Id) {
+        let hasher = &self.hasher;
+        let hash = hasher.hash_one(&*value);
+        self.table
+            .insert_unique(hash, (value, vec![id]), |(key, _)| hasher.hash_one(&**key));
+    }
+
+    /// Drops the bucket of `value`.
+    fn remove(&mut self, value: &str) {
+        let hash = self.hasher.hash_one(value);
+        if let Ok(found) = self.table.find_entry(hash, |(key, _)| **key == *value) {
+            drop(found.remove());
+        }
+    }
+}
+
+impl std::fmt::Debug for Buckets {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_map().entries(self.iter()).finish()
+    }
+}
 
 /// The bucket position `len` as stored (below `u32::MAX`: a bucket holds
 /// at most one id per slot).
@@ -37,7 +109,7 @@ fn position(len: usize) -> u32 {
 /// id's position in the bucket.
 #[inline]
 pub(super) fn bucket(buckets: &mut Buckets, value: &mut Arc<str>, id: Id) -> u32 {
-    match buckets.get_key_value_mut(&**value) {
+    match buckets.get_key_value_mut(value) {
         Some((interned, bucket)) => {
             bucket.push(id);
             if !Arc::ptr_eq(interned, value) {
@@ -46,7 +118,7 @@ pub(super) fn bucket(buckets: &mut Buckets, value: &mut Arc<str>, id: Id) -> u32
             position(bucket.len() - 1)
         }
         None => {
-            buckets.insert(Arc::clone(value), vec![id]);
+            buckets.insert_new(Arc::clone(value), id);
             0
         }
     }

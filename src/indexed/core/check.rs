@@ -6,6 +6,14 @@ use crate::indexed::index_fn::Values;
 use crate::sync::Arc;
 
 impl<K, V> Core<K, V> {
+    /// The objects whose values for index `position` include `value`.
+    #[cfg(test)]
+    pub(crate) fn by_index(&self, position: usize, value: &str) -> Vec<Arc<V>> {
+        let mut out = Vec::new();
+        self.by_index_into(position, value, &mut out);
+        out
+    }
+
     /// Checks every structural invariant; panics with a message starting
     /// "invariant violated" on the first one broken. `owns(hash)` says
     /// whether a key with that hash belongs in this shard. Returns each
@@ -86,7 +94,7 @@ impl<K, V> Core<K, V> {
         for (position, buckets) in self.indexes.iter().enumerate() {
             let name = &self.schema.defs[position].name;
             let mut entries = 0;
-            for (value, bucket) in buckets {
+            for (value, bucket) in buckets.iter() {
                 assert!(
                     !bucket.is_empty(),
                     "invariant violated: empty bucket {name}={value} kept"
