@@ -253,7 +253,7 @@ impl Waiters {
                         }
                         // Timed out or not, the loop retries once more and
                         // then looks at the clock.
-                        let _ = self.ready.wait_until(&mut list, deadline);
+                        self.ready.wait_until(&mut list, deadline);
                     }
                 }
             }
