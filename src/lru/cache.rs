@@ -28,8 +28,7 @@ use std::hash::{BuildHasher, Hash};
 
 use super::policy::PolicyShard;
 use super::{EvictionPolicy, Listener, LruCacheBuilder};
-use crate::cache::{Counters, Striped};
-use crate::cache::{Expiry, MAX_SHARD_CAPACITY, Settings, Weigher, nanos};
+use crate::cache::{Counters, Expiry, MAX_SHARD_CAPACITY, Settings, Striped, Weigher, nanos};
 use crate::flight::FlightGroup;
 use crate::removal::{RemovalCause, notify};
 use crate::stats::CacheStats;
@@ -257,7 +256,6 @@ impl<K, V, S> LruCache<K, V, S> {
     /// ```
     pub const MAX_SHARDS: usize = super::builder::MAX_SHARDS;
 
-    #[allow(clippy::too_many_arguments)]
     pub(crate) fn from_parts(
         settings: LruSettings<K, V, S>,
         capacity: usize,

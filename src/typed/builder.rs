@@ -11,13 +11,13 @@ use super::any::{AnyCache, TypedKey};
 use super::raw::Raw;
 use crate::EvictionPolicy;
 use crate::cache::{Settings, Weigher};
-
-/// A typed builder's weigher, if any.
-type Weighs<K, V> = Option<Weigher<K, V>>;
 use crate::error::BuildError;
 use crate::removal::{Listener, RemovalCause};
 use crate::sync::{Arc, default_hasher};
 use crate::time::Clock;
+
+/// A typed builder's weigher, if any.
+type Weighs<K, V> = Option<Weigher<K, V>>;
 
 /// Validates `settings` (see [`Settings::expiry`]) and builds the cache
 /// both typed faces wrap.
