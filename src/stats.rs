@@ -28,10 +28,10 @@ use std::fmt;
 ///   miss and their turn.
 /// - `len`: entries held (for `TypedCache` and `AnyCache`, expired entries
 ///   not yet released included).
-/// - `capacity`: the bound on entries (with `LruCache`'s weigher, on total
-///   weight); `None` for a cache built without one.
-/// - `weighted_size`: with `LruCache`'s weigher, the total weight held, at
-///   most `capacity`; `None` without one.
+/// - `capacity`: the bound on entries (with a weigher, on total weight);
+///   `None` for a cache built without one.
+/// - `weighted_size`: with a weigher (`LruCache`, `TypedCache`), the total
+///   weight held, at most `capacity`; `None` without one.
 ///
 /// Every call of a loading method that misses counts exactly one init or
 /// one wait, so once the cache is quiet:
@@ -90,10 +90,11 @@ pub struct CacheStats {
     pub waits: u64,
     /// Entries held.
     pub len: usize,
-    /// The most entries the cache holds (with `LruCache`'s weigher, the most
+    /// The most entries the cache holds (with a weigher, the most
     /// total weight); `None` when it was built without a bound.
     pub capacity: Option<usize>,
-    /// With [`LruCacheBuilder::weigher`](crate::LruCacheBuilder::weigher):
+    /// With [`LruCacheBuilder::weigher`](crate::LruCacheBuilder::weigher) or
+    /// [`TypedCacheBuilder::weigher`](crate::TypedCacheBuilder::weigher):
     /// the total weight of the entries held (each at least 1), at most
     /// `capacity`. `None` without a weigher (every entry weighs 1: the total
     /// is `len`).
