@@ -9,6 +9,8 @@
 mod etcd_mirror;
 #[path = "common/etcd.rs"]
 mod etcd_server;
+#[path = "common/scripted.rs"]
+mod scripted;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -18,6 +20,7 @@ use etcd_client::Client;
 use etcd_mirror::{consistent_read_trials, fast_backoff, source, start};
 use etcd_server::{EtcdServer, bounded, connect};
 use larder::reflector::{Backoff, Listed, Reflector, Revision, Source, SourceError, WatchEvent};
+use scripted::Scripted;
 
 /// Far above a test's usual running time (under a minute), below
 /// nextest's 180 s kill in CI, so a hang fails here with the test's name.
@@ -423,27 +426,10 @@ struct Reordering {
     watches: Arc<AtomicU64>,
 }
 
-/// Queued items, then nothing (pending) forever.
-struct Scripted(std::collections::VecDeque<Result<WatchEvent<String, u64>, SourceError>>);
-
-impl futures_core::Stream for Scripted {
-    type Item = Result<WatchEvent<String, u64>, SourceError>;
-
-    fn poll_next(
-        mut self: std::pin::Pin<&mut Self>,
-        _: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<Option<Self::Item>> {
-        match self.0.pop_front() {
-            Some(item) => std::task::Poll::Ready(Some(item)),
-            None => std::task::Poll::Pending,
-        }
-    }
-}
-
 impl Source for Reordering {
     type Key = String;
     type Object = u64;
-    type Watch = Scripted;
+    type Watch = Scripted<String, u64>;
 
     async fn list(&self) -> Result<Listed<String, u64>, SourceError> {
         Ok(Listed {
@@ -453,7 +439,7 @@ impl Source for Reordering {
         })
     }
 
-    async fn watch(&self, _from: Revision) -> Result<Scripted, SourceError> {
+    async fn watch(&self, _from: Revision) -> Result<Scripted<String, u64>, SourceError> {
         let mut items = std::collections::VecDeque::new();
         if self.watches.fetch_add(1, Ordering::SeqCst) == 0 {
             items.push_back(Ok(WatchEvent::Bookmark { revision: 5 }));

@@ -8,9 +8,12 @@
 
 #[path = "common/reflecting.rs"]
 mod reflecting;
+#[path = "common/scripted.rs"]
+mod scripted;
 #[path = "common/watchdog.rs"]
 mod watchdog;
 
+use std::collections::VecDeque;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
@@ -18,10 +21,13 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use futures_core::Stream;
-use larder::reflector::{Listed, MemorySource, Reflector, Revision, Sleep, Source, SourceError};
+use larder::reflector::{
+    Listed, MemorySource, Reflector, Revision, Sleep, Source, SourceError, WatchEvent,
+};
 use reflecting::{
     bounded, caught_up, fast, key, relist_over, small_values_store, sorted, start, store,
 };
+use scripted::Scripted;
 
 /// Polls `done` every millisecond until it holds (the test's bound ends a
 /// wait that never does).
@@ -181,4 +187,112 @@ fn each_failure_waits_the_backoff_on_the_timer() {
         handle.stop();
         task.await.unwrap();
     });
+}
+
+/// A source whose bookmarks can come early, as etcd's before 3.4.25 and
+/// 3.5.8: listed at 3, its first watch sends a bookmark at 5 and breaks
+/// before the change at 4 (`b` put) that the bookmark claimed; a watch
+/// from before 4 delivers it; a list after it holds it.
+#[derive(Clone, Default)]
+struct EarlyBookmark {
+    /// What the source says of its bookmarks.
+    trusted: bool,
+    /// The revision each watch started after, in order.
+    watched_from: Arc<Mutex<Vec<Revision>>>,
+    lists: Arc<Mutex<u32>>,
+}
+
+impl Source for EarlyBookmark {
+    type Key = String;
+    type Object = u32;
+    type Watch = Scripted<String, u32>;
+
+    async fn list(&self) -> Result<Listed<String, u32>, SourceError> {
+        let mut lists = self.lists.lock().unwrap();
+        *lists += 1;
+        let (items, revision) = if *lists == 1 {
+            (vec![(key(0), 0)], 3)
+        } else {
+            (vec![(key(0), 0), (key(1), 1)], 5)
+        };
+        Ok(Listed {
+            items,
+            revision,
+            invalid: Vec::new(),
+        })
+    }
+
+    async fn watch(&self, from: Revision) -> Result<Scripted<String, u32>, SourceError> {
+        let mut watched_from = self.watched_from.lock().unwrap();
+        let mut items = VecDeque::new();
+        if watched_from.is_empty() {
+            items.push_back(Ok(WatchEvent::Bookmark { revision: 5 }));
+            items.push_back(Err(SourceError::connection("the member went away")));
+        } else if from < 4 {
+            items.push_back(Ok(WatchEvent::Put {
+                key: key(1),
+                object: 1,
+                revision: 4,
+            }));
+        }
+        watched_from.push(from);
+        Ok(Scripted(items))
+    }
+
+    fn bookmarks_cover_every_change(&self) -> bool {
+        self.trusted
+    }
+}
+
+#[test]
+fn a_change_an_early_bookmark_skipped_arrives_on_the_resumed_watch_and_relists() {
+    bounded(
+        "a_change_an_early_bookmark_skipped_arrives_on_the_resumed_watch_and_relists",
+        async {
+            let source = EarlyBookmark::default();
+            let store = store();
+            let (handle, task) = start(source.clone(), &store);
+            until(|| store.contains_key(&key(1))).await;
+            until(|| source.watched_from.lock().unwrap().len() == 3).await;
+            // Resumed after the list's 3, not the bookmark's 5; the change at
+            // 4 proves the bookmark early: a relist, counted, then a watch
+            // from the relist's 5.
+            assert_eq!(*source.watched_from.lock().unwrap(), [3, 3, 5]);
+            let stats = handle.stats();
+            assert_eq!(
+                (stats.lists, stats.relists, stats.progress_ahead_of_events),
+                (2, 1, 1),
+                "{stats:?}"
+            );
+            assert_eq!(sorted(&store), [(key(0), 0), (key(1), 1)]);
+            assert_eq!(handle.revision(), 5);
+            handle.stop();
+            task.await.unwrap();
+        },
+    );
+}
+
+#[test]
+fn a_source_that_vouches_for_its_bookmarks_is_resumed_after_the_last_one() {
+    bounded(
+        "a_source_that_vouches_for_its_bookmarks_is_resumed_after_the_last_one",
+        async {
+            let source = EarlyBookmark {
+                trusted: true,
+                ..EarlyBookmark::default()
+            };
+            let store = store();
+            let (handle, task) = start(source.clone(), &store);
+            until(|| source.watched_from.lock().unwrap().len() == 2).await;
+            // Trusted, the bookmark at 5 is where the second watch starts:
+            // the change at 4 it skipped never comes (what the default
+            // promises a source will not do).
+            assert_eq!(*source.watched_from.lock().unwrap(), [3, 5]);
+            assert_eq!(handle.revision(), 5);
+            assert_eq!(sorted(&store), [(key(0), 0)]);
+            assert_eq!(handle.stats().progress_ahead_of_events, 0);
+            handle.stop();
+            task.await.unwrap();
+        },
+    );
 }

@@ -152,14 +152,56 @@ enum Step<T> {
     Item(Option<T>),
 }
 
-/// Where the watch has got to: the last applied revision, and the keys
-/// changed at exactly that revision (several changes can share one).
+/// Where the watch has got to: the last applied revision, the keys
+/// changed at exactly that revision (several changes can share one), and
+/// the last revision that was a list or a change (not a bookmark).
 pub(super) struct Applying<K> {
     revision: Revision,
     keys: HashSet<K>,
+    changed: Revision,
 }
 
 impl<K: std::hash::Hash + Eq + Clone> Applying<K> {
+    fn listed(revision: Revision) -> Self {
+        Applying {
+            revision,
+            keys: HashSet::new(),
+            changed: revision,
+        }
+    }
+
+    /// The revision a new watch starts after: the last applied one, or the
+    /// last change where a bookmark is no proof that nothing came before it
+    /// ([`Source::bookmarks_cover_every_change`]).
+    fn resume_after(&self, bookmarks_cover_every_change: bool) -> Revision {
+        if bookmarks_cover_every_change {
+            self.revision
+        } else {
+            self.changed
+        }
+    }
+
+    /// `item`, or the error it proves: a change at or below a bookmark
+    /// already applied, that is a change the bookmark claimed was sent.
+    fn vet<V>(
+        &self,
+        item: Option<Result<WatchEvent<K, V>, SourceError>>,
+    ) -> Option<Result<WatchEvent<K, V>, SourceError>> {
+        match item {
+            Some(Ok(event))
+                if !matches!(event, WatchEvent::Bookmark { .. })
+                    && event.revision() > self.changed
+                    && event.revision() <= self.revision =>
+            {
+                Some(Err(SourceError::ProgressAheadOfEvent {
+                    bookmarked: self.revision,
+                    event: event.revision(),
+                }))
+            }
+            item => item,
+        }
+    }
+
     /// Whether the change of `key` at `revision` is new (not below the last
     /// applied revision, nor at it for a key already changed at it); if so,
     /// it is now the last applied.
@@ -175,6 +217,7 @@ impl<K: std::hash::Hash + Eq + Clone> Applying<K> {
             self.keys.clear();
             self.revision = revision;
         }
+        self.changed = revision;
         self.keys.insert(key.clone());
         true
     }
@@ -286,17 +329,15 @@ where
                 }
             };
             failures = 0;
-            let mut applied = Applying {
-                revision: self.apply_list(listed),
-                keys: HashSet::new(),
-            };
+            let mut applied = Applying::listed(self.apply_list(listed));
             let mut first_watch = true;
             loop {
                 if !first_watch {
                     self.status.update(|inner| inner.stats.watch_restarts += 1);
                 }
                 first_watch = false;
-                let mut stream = match self.or_stop(self.source.watch(applied.revision)).await {
+                let from = applied.resume_after(self.source.bookmarks_cover_every_change());
+                let mut stream = match self.or_stop(self.source.watch(from)).await {
                     None => return,
                     Some(Ok(stream)) => stream,
                     Some(Err(error)) => {
@@ -324,7 +365,10 @@ where
                         // is applied at once: handlers join and resyncs run
                         // only between two revisions, never on half of one.
                         if held.is_none() {
-                            match Pin::new(&mut stream).poll_next(cx) {
+                            match Pin::new(&mut stream)
+                                .poll_next(cx)
+                                .map(|item| applied.vet(item))
+                            {
                                 Poll::Ready(Some(Ok(event)))
                                     if event.revision() == applied.revision =>
                                 {
@@ -363,7 +407,8 @@ where
                             while events.len() < burst::MAX_EVENTS {
                                 let next =
                                     poll_fn(|cx| Poll::Ready(Pin::new(&mut stream).poll_next(cx)))
-                                        .await;
+                                        .await
+                                        .map(|item| applied.vet(item));
                                 match next {
                                     Poll::Ready(Some(Ok(event))) if burst::is_change(&event) => {
                                         events.push(event);
@@ -589,6 +634,9 @@ where
             }
         };
         applied.revision = revision;
+        if counted {
+            applied.changed = revision;
+        }
         if let Some(notification) = notification {
             self.notify(&notification);
         }

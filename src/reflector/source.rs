@@ -202,4 +202,20 @@ pub trait Source: Send + Sync + 'static {
         &self,
         from: Revision,
     ) -> impl Future<Output = Result<Self::Watch, SourceError>> + Send;
+
+    /// Whether a [`WatchEvent::Bookmark`] at revision `r` proves that every
+    /// change up to `r` has been sent. The default says yes.
+    ///
+    /// A source that says no (etcd before 3.4.25 and 3.5.8 can send a
+    /// progress notification ahead of events) has a broken watch resumed
+    /// after the last change the reflector applied, not after its last
+    /// bookmark: a change that an early bookmark skipped is then delivered
+    /// by the new watch, and the reflector relists, counting it in
+    /// [`ReflectorStats::progress_ahead_of_events`](super::ReflectorStats::progress_ahead_of_events).
+    /// The cost: a watch that breaks on a prefix quiet for longer than the
+    /// source keeps its history resumes from a compacted revision and
+    /// relists.
+    fn bookmarks_cover_every_change(&self) -> bool {
+        true
+    }
 }
