@@ -346,6 +346,7 @@ mod ordered;
 #[cfg_attr(docsrs, doc(cfg(feature = "reflector")))]
 pub mod reflector;
 mod removal;
+mod shard_index;
 mod snapshot;
 mod stats;
 mod striped;

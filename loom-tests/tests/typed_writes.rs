@@ -79,10 +79,15 @@ fn typed_invalidate_all_negative_control_keeps_generation() {
     );
 }
 
-/// The shard of `key` in a `TypedCache` (16 shards picked by hash bits
-/// 40..44; the loom build's hasher has a fixed seed).
+/// The shard of `key` in a `TypedCache` (16 shards; the crate's mapping
+/// in src/shard_index.rs; the loom build's hasher has a fixed seed).
 fn shard_of(cache: &TypedCache<u32, u32>, key: u32) -> u64 {
-    (cache.hasher().hash_one(key) >> 40) & 15
+    let mixed = cache
+        .hasher()
+        .hash_one(key)
+        .wrapping_mul(0xD1B5_4A32_D192_ED03)
+        >> 32;
+    (mixed * 16) >> 32
 }
 
 /// A cache of `capacity(1)` (or, `weighted`, of total weight 3 with

@@ -568,4 +568,16 @@ mod tests {
         assert_eq!(bucket.matches(7), 1 << 3 | 1 << 15);
         assert_eq!(bucket.matches(FREE), 0xFFFF & !(1 << 3 | 1 << 15));
     }
+
+    #[test]
+    fn an_identity_hash_s_keys_of_one_shard_use_every_ghost_bucket() {
+        // A fingerprint is the hash's low 32 bits: under an identity hash,
+        // the keys of one shard (`shard_index.rs`) must still reach every
+        // bucket.
+        let mut buckets = std::collections::HashSet::new();
+        for key in (0..200_000u64).filter(|&key| crate::shard_index::shard_index(key, 16) == 5) {
+            buckets.insert(bucket_of(key as u32, 1_024));
+        }
+        assert_eq!(buckets.len(), 1_024);
+    }
 }

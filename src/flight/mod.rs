@@ -109,11 +109,9 @@ struct Entry<K, V> {
 
 type Shard<K, V> = CachePadded<Mutex<HashTable<Entry<K, V>>>>;
 
-/// The shard of a hash. Takes bits the tables' own bucket index (the low
-/// bits) and tag (the top seven) do not use, so the entries of one shard
-/// still spread over its table.
+/// The shard of a hash (`shard_index.rs`).
 fn shard_of(hash: u64) -> usize {
-    (hash >> 32) as usize & (SHARDS - 1)
+    crate::shard_index::shard_index(hash, SHARDS)
 }
 
 /// What [`FlightGroup::enter`] made of a caller.

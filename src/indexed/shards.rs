@@ -23,8 +23,8 @@ use super::core::Core;
 use super::shard_lock::{ShardLock, ShardReadGuard, ShardWriteGuard};
 use crate::sync::{CachePadded, lock_stripe};
 
-/// The most shards a store has: the shard is taken from seven bits of the
-/// key's hash (bits 50 to 56), which the tables' own probing does not use.
+/// The most shards a store has (a transaction's set of shards is two
+/// words; the shard of a key is `shard_index.rs`'s mapping).
 pub(crate) const MAX_SHARDS: usize = 128;
 
 /// The shard count a store gets unless its builder says otherwise: four
@@ -141,7 +141,7 @@ impl<K, V> Cut<'_, K, V> {
 /// The shard of a key whose hash is `hash`, among `mask + 1` shards.
 #[inline]
 pub(crate) fn shard_of(hash: u64, mask: usize) -> usize {
-    (hash >> 50) as usize & mask
+    crate::shard_index::shard_index(hash, mask + 1)
 }
 
 /// A set of shard positions (at most [`MAX_SHARDS`]).

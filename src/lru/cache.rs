@@ -608,14 +608,10 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
         self.dispose(expired, RemovalCause::Expired);
     }
 
-    /// The shard of `hash`: bits 24..56 scaled to the shard count, so that a
-    /// shard's keys still differ in the low bits (the table's bucket index)
-    /// and the top 7 bits (hashbrown's tag).
+    /// The shard of `hash` (`shard_index.rs`).
     #[inline]
     pub(crate) fn shard(&self, hash: u64) -> &RwLock<LockedShard<K, V>> {
-        let bits = (hash >> 24) as u32 as u64;
-        let index = (bits * self.shards.len() as u64) >> 32;
-        &self.shards[index as usize]
+        &self.shards[crate::shard_index::shard_index(hash, self.shards.len())]
     }
 
     #[inline]

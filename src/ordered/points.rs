@@ -42,10 +42,10 @@ pub(crate) struct Points<K, V> {
     shards: Box<[Shard<K, V>]>,
 }
 
-/// The shard of a hash: bits the table's own bucket choice uses least.
+/// The shard of a hash (`shard_index.rs`).
 #[inline]
 fn shard_of(hash: u64) -> usize {
-    (hash >> 32) as usize & (SHARDS - 1)
+    crate::shard_index::shard_index(hash, SHARDS)
 }
 
 impl<K, V> Points<K, V> {

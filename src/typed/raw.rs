@@ -57,7 +57,7 @@ use crate::time::Clock;
 
 /// Number of key shards (a power of two). More shards let more writes
 /// proceed at once; reads never contend whatever the count.
-const SHARDS: usize = 16;
+pub(super) const SHARDS: usize = 16;
 
 pub(crate) struct Raw<K, V, S> {
     shards: Box<[ShardedLock<KeyShard<K, V>>]>,
@@ -152,9 +152,7 @@ where
 
     #[inline]
     fn shard_index(hash: u64) -> usize {
-        // Bits the map's own buckets do not depend on (hashbrown uses the
-        // low bits and the top seven).
-        (hash >> 40) as usize & (SHARDS - 1)
+        crate::shard_index::shard_index(hash, SHARDS)
     }
 
     /// The clock's time, read only when entries can expire.
@@ -613,6 +611,15 @@ where
             });
         }
         entries
+    }
+
+    /// How many entries each shard holds, in shard order.
+    #[cfg(test)]
+    pub(crate) fn shard_lens(&self) -> Vec<usize> {
+        self.shards
+            .iter()
+            .map(|shard| shard.read().entries.len())
+            .collect()
     }
 
     pub(crate) fn stats(&self) -> CacheStats {

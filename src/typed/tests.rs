@@ -359,7 +359,7 @@ fn debug_shows_len_and_stats() {
 }
 
 /// A hasher whose hash of a `u64` key is the key itself, so a test can
-/// choose the shard of each key (`Raw::shard_index` takes bits 40..44).
+/// choose the shard of each key (`shard_index.rs`).
 #[derive(Clone, Default)]
 struct KeyIsHash;
 
@@ -395,7 +395,12 @@ fn a_read_of_one_shard_does_not_block_a_write_to_another() {
         .hasher(KeyIsHash)
         .build()
         .unwrap();
-    let shards = [0, 1 << 40, 7 << 40, 15 << 40];
+    let in_shard = |shard: usize| {
+        (0u64..)
+            .find(|&key| crate::shard_index::shard_index(key, super::raw::SHARDS) == shard)
+            .unwrap()
+    };
+    let shards = [in_shard(0), in_shard(1), in_shard(7), in_shard(15)];
     for key in shards {
         cache.insert(key, key);
     }
@@ -445,5 +450,27 @@ fn an_init_in_progress_is_counted_in_flight() {
     assert!(during.1.contains("in_flight: 1"), "{}", during.1);
     assert!(during.2, "check_invariants missed the init in progress");
     assert_eq!(cache.raw.in_flight(), 0);
+    cache.check_invariants();
+}
+
+/// Small integer keys under an identity hash (their top bits zero) spread
+/// over every shard (`shard_index.rs`): taking shards from fixed hash bits
+/// put them all in one.
+#[test]
+fn small_integer_keys_under_an_identity_hash_use_every_shard() {
+    let cache = TypedCache::<u64, u64>::builder()
+        .capacity(8_192)
+        .hasher(KeyIsHash)
+        .build()
+        .unwrap();
+    for key in 0..4_096 {
+        cache.insert(key, key);
+    }
+    let lens = cache.raw.shard_lens();
+    let even = 4_096 / lens.len();
+    assert!(
+        lens.iter().all(|&n| n > even / 2 && n < even * 2),
+        "{lens:?}"
+    );
     cache.check_invariants();
 }
