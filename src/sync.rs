@@ -227,16 +227,21 @@ mod imp {
         usize::MAX
     }
 
-    /// The read stripe of a striped lock the calling loom thread takes:
-    /// its loom thread number (the model's thread 0, then 1, 2, ... in
-    /// spawn order), so that a model's threads read through different
-    /// stripes and a writer that misses one is caught.
+    /// The read stripe of a striped lock the calling loom thread takes: a
+    /// number per loom thread (0, 1, 2, ... in the order the model's
+    /// threads first ask; both statics start afresh with each execution),
+    /// so that a model's threads read through different stripes and a
+    /// writer that misses one is caught. The counter is a std atomic: the
+    /// numbering is bookkeeping, not an operation for loom to permute.
     pub(crate) fn lock_stripe() -> usize {
-        let id = format!("{:?}", loom::thread::current().id());
-        id.trim_start_matches("ThreadId(")
-            .trim_end_matches(')')
-            .parse()
-            .expect("loom's ThreadId prints as ThreadId(n)")
+        loom::lazy_static! {
+            static ref NEXT: std::sync::atomic::AtomicUsize =
+                std::sync::atomic::AtomicUsize::new(0);
+        }
+        loom::thread_local! {
+            static STRIPE: usize = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+        STRIPE.with(|stripe| *stripe)
     }
 
     /// loom has no `CachePadded`; padding is irrelevant to a model.
