@@ -215,6 +215,17 @@ pub trait Source: Send + Sync + 'static {
     /// The cost: a watch that breaks on a prefix quiet for longer than the
     /// source keeps its history resumes from a compacted revision and
     /// relists.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use larder::reflector::{MemorySource, Source};
+    ///
+    /// // A `MemorySource` sends a bookmark only once every change before
+    /// // it is queued; an `EtcdSource` answers `false`.
+    /// let source = MemorySource::<String, u32>::new();
+    /// assert!(source.bookmarks_cover_every_change());
+    /// ```
     fn bookmarks_cover_every_change(&self) -> bool {
         true
     }
