@@ -142,6 +142,64 @@ pub(crate) struct Core<K, V> {
     schema: Arc<Schema<V>>,
 }
 
+/// The slot vectors of a [`Core`], borrowed apart from its table, so that
+/// a new object's slot is made ready while the table holds its bucket.
+struct Slots<'a, K, V> {
+    entries: &'a mut Vec<Option<Entry<K, V>>>,
+    values: &'a mut Vec<AllValues>,
+    positions: &'a mut Positions,
+    free: &'a mut Vec<Id>,
+    indexed: bool,
+}
+
+impl<K, V> Slots<'_, K, V> {
+    /// The slot id a new object takes: a free one, or the next, with room
+    /// reserved for it. Panics (a full shard, the allocator) only before
+    /// it changes anything.
+    #[inline]
+    fn room(&mut self) -> Id {
+        if let Some(id) = self.free.pop() {
+            return id;
+        }
+        assert!(
+            self.entries.len() < Id::MAX as usize,
+            "larder: an IndexedStore shard holds at most {} objects",
+            Id::MAX
+        );
+        self.entries.reserve(1);
+        if self.indexed {
+            self.values.reserve(1);
+            self.positions.reserve(1);
+        }
+        bucket_id(self.entries.len())
+    }
+
+    /// Stores a new object in slot `id`, fresh from [`room`](Self::room);
+    /// runs no user code and cannot fail. Returns whether the slot keeps
+    /// index values (then the caller indexes it).
+    #[inline]
+    fn fill(&mut self, id: Id, entry: Entry<K, V>, values: AllValues) -> bool {
+        let slot = id as usize;
+        match self.entries.get_mut(slot) {
+            Some(free) => *free = Some(entry),
+            None => self.entries.push(Some(entry)),
+        }
+        if !self.indexed {
+            discard(values);
+            return false;
+        }
+        match self.values.get_mut(slot) {
+            // A reused slot id (its values were taken at its removal).
+            Some(kept) => *kept = values,
+            None => {
+                self.values.push(values);
+                self.positions.push_slot();
+            }
+        }
+        true
+    }
+}
+
 impl<K, V> Core<K, V> {
     /// An empty core with room for `capacity` objects, or `None` if that
     /// much room cannot be had (the capacity overflows, or the allocator
@@ -185,6 +243,20 @@ impl<K, V> Core<K, V> {
     #[inline]
     fn indexed(&self) -> bool {
         !self.schema.defs.is_empty()
+    }
+
+    /// The table, and the slot vectors apart from it.
+    #[inline]
+    fn split(&mut self) -> (&mut HashTable<Id>, Slots<'_, K, V>) {
+        let indexed = self.indexed();
+        let slots = Slots {
+            entries: &mut self.entries,
+            values: &mut self.values,
+            positions: &mut self.positions,
+            free: &mut self.free,
+            indexed,
+        };
+        (&mut self.table, slots)
     }
 
     pub(crate) fn schema(&self) -> &Arc<Schema<V>> {
@@ -272,6 +344,47 @@ impl<K, V> Core<K, V> {
         (inserted, id)
     }
 
+    /// [`insert`](Self::insert) in one pass over the table: the probe that
+    /// finds the key also finds the bucket a new key takes. `key` stays the
+    /// caller's (`Some`) until the probe is over: if `K`'s `Eq` panics, the
+    /// key drops in the caller's frame, after its lock guard. Past the
+    /// probe this runs no user code.
+    pub(crate) fn upsert(
+        &mut self,
+        hash: u64,
+        key: &mut Option<K>,
+        value: Arc<V>,
+        values: AllValues,
+    ) -> Inserted<K, V>
+    where
+        K: Eq,
+    {
+        let probe = key.as_ref().expect("larder: an upsert is given its key");
+        let (table, mut slots) = self.split();
+        let entries = &*slots.entries;
+        let vacant = match table.entry(
+            hash,
+            |&id| matches!(&entries[id as usize], Some(entry) if entry.key == *probe),
+            |&id| stored(entries, id),
+        ) {
+            hash_table::Entry::Occupied(found) => {
+                let id = *found.get() as usize;
+                let key = key.take().expect("larder: an upsert is given its key");
+                return self.insert_at(hash, Some(id), key, value, values).0;
+            }
+            hash_table::Entry::Vacant(vacant) => vacant,
+        };
+        // Room first (the table has its bucket already), so that nothing
+        // below can fail half way.
+        let id = slots.room();
+        vacant.insert(id);
+        let key = key.take().expect("larder: an upsert is given its key");
+        if slots.fill(id, Entry { hash, key, value }, values) {
+            self.reindex(id as usize, None);
+        }
+        Inserted::New
+    }
+
     /// The object half of `insert_at`: entry and slot values, leaving the
     /// buckets as they were. Returns the slot id and its previous index
     /// values, for [`reindex`](Self::reindex). Only `insert_at` and the
@@ -308,45 +421,13 @@ impl<K, V> Core<K, V> {
         }
         // Room first (growing rehashes from the stored hashes: no user
         // code), so that nothing below can fail half way.
-        let indexed = self.indexed();
-        if self.free.is_empty() {
-            assert!(
-                self.entries.len() < Id::MAX as usize,
-                "larder: an IndexedStore shard holds at most {} objects",
-                Id::MAX
-            );
-            self.entries.reserve(1);
-            if indexed {
-                self.values.reserve(1);
-                self.positions.reserve(1);
-            }
-        }
-        let entries = &self.entries;
-        self.table.reserve(1, |&id| stored(entries, id));
-        let entry = Some(Entry { hash, key, value });
-        let id = match self.free.pop() {
-            Some(id) => {
-                self.entries[id as usize] = entry;
-                id
-            }
-            None => {
-                let id = bucket_id(self.entries.len());
-                self.entries.push(entry);
-                id
-            }
-        };
-        if !indexed {
-            discard(values);
-        } else if let Some(slot) = self.values.get_mut(id as usize) {
-            // A reused slot id (its values were taken at its removal).
-            *slot = values;
-        } else {
-            self.values.push(values);
-            self.positions.push_slot();
-        }
-        let entries = &self.entries;
-        self.table
-            .insert_unique(hash, id, |&id| stored(entries, id));
+        let (table, mut slots) = self.split();
+        let entries = &*slots.entries;
+        table.reserve(1, |&id| stored(entries, id));
+        let id = slots.room();
+        slots.fill(id, Entry { hash, key, value }, values);
+        let entries = &*slots.entries;
+        table.insert_unique(hash, id, |&id| stored(entries, id));
         (Inserted::New, id as usize, None)
     }
 

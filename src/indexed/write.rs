@@ -122,6 +122,9 @@ where
         // User code first, with no lock held: `Hash`, the index functions.
         let hash = self.hasher.hash_one(&key);
         let shard = self.shards.of(hash);
+        // Ours until the core's probe is over (declared before the guard,
+        // so a key the probe did not take drops after the unlock).
+        let mut key = Some(key);
         // `None`: computed for a schema without indexes (no values).
         let mut schema: Option<Arc<Schema<V>>> = None;
         let mut values = AllValues::default();
@@ -143,7 +146,8 @@ where
                 if broken!(IndexedFault::IndexOutsideLock) {
                     // BROKEN on purpose: the index changes in a second
                     // critical section, after the object.
-                    let found = core.find(hash, &key);
+                    let found = core.find(hash, key.as_ref().expect("larder: the key is ours"));
+                    let key = key.take().expect("larder: the key is ours");
                     let (inserted, id, mut old) =
                         core.insert_unindexed(hash, found, key, value, values);
                     drop(core);
@@ -154,8 +158,7 @@ where
                 // panics, the unwinding releases the lock before it drops
                 // the key. Past the probe the core runs no user code, and a
                 // key it does not keep comes back to drop after unlocking.
-                let found = core.find(hash, &key);
-                let (inserted, _) = core.insert_at(hash, found, key, value, values);
+                let inserted = core.upsert(hash, &mut key, value, values);
                 if broken!(IndexedFault::RevisionOutsideLock) {
                     // BROKEN on purpose: the revision changes after the
                     // object's critical section.
