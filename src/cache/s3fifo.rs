@@ -119,6 +119,76 @@ impl S3Fifo {
     }
 }
 
+impl S3Fifo {
+    /// Every move S3-FIFO makes on the way to a victim: small's tail moves
+    /// to main if it was used while in small (and is not the victim), else
+    /// it is the victim and its hash goes to the ghost; main's tail is
+    /// reinserted with one use less while it has uses, else it is the
+    /// victim. Small is served first while it holds at least its share (or
+    /// main has no candidate).
+    ///
+    /// An entry whose hash is `keep` is never the victim, and passing over
+    /// it changes nothing but its place: from its queue's tail it goes to
+    /// the head, uses and queue unchanged, and a queue that holds nothing
+    /// else is not served. `None` when no other entry is left.
+    #[inline(always)]
+    fn pick<K, V>(
+        &mut self,
+        entries: &mut [Entry<K, V, Meta>],
+        weights: &Weights,
+        keep: Option<u64>,
+    ) -> Option<u32> {
+        let kept = |entries: &[Entry<K, V, Meta>], i: u32| {
+            keep.is_some_and(|hash| entries[i as usize].hash == hash)
+        };
+        loop {
+            let small = !self.small.is_empty()
+                && !(self.small.head == self.small.tail && kept(entries, self.small.tail));
+            let main = !self.main.is_empty()
+                && !(self.main.head == self.main.tail && kept(entries, self.main.tail));
+            if small && (self.small_weight >= self.small_share || !main) {
+                let t = self.small.tail;
+                if kept(entries, t) {
+                    self.small.tail_to_head(entries);
+                    continue;
+                }
+                let entry = &entries[t as usize];
+                // Relaxed, here and below: under the exclusive lock.
+                if entry.meta.freq.load(Ordering::Relaxed) > 0 {
+                    // Proved itself: to main, its uses spent on the move.
+                    entry.meta.freq.store(0, Ordering::Relaxed);
+                    let weight = weights.get(t);
+                    self.small.unlink(entries, t);
+                    self.small_weight -= u64::from(weight);
+                    self.push_front(entries, t, weight, Queue::Main);
+                    continue;
+                }
+                // The entries held, not counting the weight: the ghost
+                // remembers keys (see `ghost.rs`).
+                let held = entries.len().min(self.capacity);
+                self.ghost.remember(entry.hash, held);
+                return Some(t);
+            }
+            if !main {
+                return None;
+            }
+            let t = self.main.tail;
+            if kept(entries, t) {
+                self.main.tail_to_head(entries);
+                continue;
+            }
+            let freq = &entries[t as usize].meta.freq;
+            let uses = freq.load(Ordering::Relaxed);
+            if uses > 0 {
+                freq.store(uses - 1, Ordering::Relaxed);
+                self.main.tail_to_head(entries);
+                continue;
+            }
+            return Some(t);
+        }
+    }
+}
+
 #[cfg(test)]
 impl S3Fifo {
     /// Entries in the small queue.
@@ -267,48 +337,27 @@ impl Policy for S3Fifo {
         }
     }
 
-    /// Every move S3-FIFO makes on the way to a victim: small's tail moves
-    /// to main if it was used while in small (and is not the victim), else
-    /// it is the victim and its hash goes to the ghost; main's tail is
-    /// reinserted with one use less while it has uses, else it is the
-    /// victim. Small is served first while it holds at least its share (or
-    /// main is empty).
+    /// The next victim, after every move S3-FIFO makes on the way (see
+    /// `pick`).
     #[inline(always)]
     fn victim<K, V>(&mut self, entries: &mut [Entry<K, V, Meta>], weights: &Weights) -> u32 {
         debug_assert!(!entries.is_empty());
-        loop {
-            if !self.small.is_empty()
-                && (self.small_weight >= self.small_share || self.main.is_empty())
-            {
-                let t = self.small.tail;
-                let entry = &entries[t as usize];
-                // Relaxed, here and below: under the exclusive lock.
-                if entry.meta.freq.load(Ordering::Relaxed) > 0 {
-                    // Proved itself: to main, its uses spent on the move.
-                    entry.meta.freq.store(0, Ordering::Relaxed);
-                    let weight = weights.get(t);
-                    self.small.unlink(entries, t);
-                    self.small_weight -= u64::from(weight);
-                    self.push_front(entries, t, weight, Queue::Main);
-                    continue;
-                }
-                // The entries held, not counting the weight: the ghost
-                // remembers keys (see `ghost.rs`).
-                let held = entries.len().min(self.capacity);
-                self.ghost.remember(entry.hash, held);
-                return t;
-            }
-            let t = self.main.tail;
-            debug_assert!(t != u32::MAX, "larder: S3-FIFO found both queues empty");
-            let freq = &entries[t as usize].meta.freq;
-            let uses = freq.load(Ordering::Relaxed);
-            if uses > 0 {
-                freq.store(uses - 1, Ordering::Relaxed);
-                self.main.tail_to_head(entries);
-                continue;
-            }
-            return t;
+        match self.pick(entries, weights, None) {
+            Some(v) => v,
+            None => unreachable!("larder: S3-FIFO found both queues empty"),
         }
+    }
+
+    /// [`victim`](Policy::victim) passing over the kept entry without a
+    /// use: a new key stays on probation in small (the default's hit would
+    /// send it to main at its first pass).
+    fn victim_sparing<K, V>(
+        &mut self,
+        entries: &mut [Entry<K, V, Meta>],
+        weights: &Weights,
+        keep: u64,
+    ) -> Option<u32> {
+        self.pick(entries, weights, Some(keep))
     }
 
     /// Forgets the queues and everything the ghost remembers.

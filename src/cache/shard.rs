@@ -547,29 +547,17 @@ impl<K, V, P: Policy, const E: bool> Shard<K, V, P, E> {
     /// it gets a hit, a second chance, and the policy picks again). `None`
     /// if no other entry is left. Runs no user code.
     pub(crate) fn evict_one(&mut self, now: u64, keep: u64) -> Option<(K, V, bool)> {
-        // A hit makes the kept entry's policy pass over it: a few picks
-        // at most (CLOCK: once; S3-FIFO: once to main, then its uses).
-        for _ in 0..8 {
-            if self.entries.is_empty() {
-                return None;
-            }
-            let v = self.policy.victim(&mut self.entries, &self.weights);
-            if self.entries[v as usize].hash == keep {
-                if self.entries.len() == 1 {
-                    return None;
-                }
-                self.policy.hit(&mut self.entries, v);
-                continue;
-            }
-            let expired = E && self.times.expired(v, now);
-            let (key, value) = self.remove_index(v);
-            if self.entries.get(v as usize).is_some_and(|e| e.hash == keep) {
-                // The kept entry moved into the victim's slot.
-                self.policy.spare(v);
-            }
-            return Some((key, value, expired));
+        if self.entries.is_empty() {
+            return None;
         }
-        None
+        let v = (self.policy).victim_sparing(&mut self.entries, &self.weights, keep)?;
+        let expired = E && self.times.expired(v, now);
+        let (key, value) = self.remove_index(v);
+        if self.entries.get(v as usize).is_some_and(|e| e.hash == keep) {
+            // The kept entry moved into the victim's slot.
+            self.policy.spare(v);
+        }
+        Some((key, value, expired))
     }
 
     /// Each entry's stored hash (for invariant checks).

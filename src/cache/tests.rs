@@ -668,3 +668,56 @@ fn entries_of_8_byte_keys_and_values_keep_their_size() {
     assert_eq!(std::mem::size_of::<Entry<u64, u64, AtomicBool>>(), 32);
     assert_eq!(std::mem::size_of::<Entry<u64, u64, Meta>>(), 40);
 }
+
+/// `evict_one` passes over the entry just stored without a use: a new key
+/// stays in small (it is not sent to main, nor its hash to the ghost), and
+/// a kept entry at a queue's tail goes to the head while another is taken.
+#[test]
+fn evict_one_passes_over_the_kept_entry_without_a_use() {
+    let mut core = S3FifoShard::<u32, u32>::new(100);
+    for k in 0..3 {
+        core.insert(hash(k), k, k, 1, 0, 0);
+        core.get(hash(k), &k, 0).live();
+    }
+    core.insert(hash(50), 50, 50, 1, 0, 0);
+    // The used keys go to main on the way; main's oldest is the victim.
+    assert_eq!(core.evict_one(0, hash(50)), Some((0, 0, false)));
+    assert_eq!(
+        core.policy.small_len(core.entries()),
+        1,
+        "50 stays in small"
+    );
+    assert!(!remembered(&core, hash(50)));
+    assert_eq!(core.evict_one(0, hash(50)), Some((1, 1, false)));
+    assert_eq!(core.evict_one(0, hash(50)), Some((2, 2, false)));
+    assert_eq!(
+        core.evict_one(0, hash(50)),
+        None,
+        "only the kept entry left"
+    );
+    assert!(core.contains(hash(50), &50, 0));
+    core.check_invariants();
+
+    // The kept entry at small's tail, another unused one ahead of it.
+    let mut core = S3FifoShard::<u32, u32>::new(100);
+    core.insert(hash(1), 1, 1, 1, 0, 0);
+    core.insert(hash(2), 2, 2, 1, 0, 0);
+    assert_eq!(core.evict_one(0, hash(1)), Some((2, 2, false)));
+    core.check_invariants();
+
+    // The kept entry at main's tail, unused, another one ahead of it.
+    let mut core = S3FifoShard::<u32, u32>::new(100);
+    for k in [1, 2] {
+        core.insert(hash(k), k, k, 1, 0, 0);
+        core.get(hash(k), &k, 0).live();
+    }
+    core.insert(hash(4), 4, 4, 1, 0, 0);
+    // 1 and 2 move to main, their uses spent; 1 leaves.
+    assert_eq!(core.evict_one(0, hash(99)), Some((1, 1, false)));
+    core.insert(hash(3), 3, 3, 1, 0, 0);
+    core.get(hash(4), &4, 0).live();
+    // 4 moves to main ahead of 2 (unused, kept): 2 is passed over.
+    assert_eq!(core.evict_one(0, hash(2)), Some((4, 4, false)));
+    assert!(core.contains(hash(2), &2, 0));
+    core.check_invariants();
+}
