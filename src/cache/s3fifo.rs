@@ -141,11 +141,13 @@ impl S3Fifo {
         let kept = |entries: &[Entry<K, V, Meta>], i: u32| {
             keep.is_some_and(|hash| entries[i as usize].hash == hash)
         };
+        // A queue holding an entry other than the kept one.
+        let serves = |list: List, entries: &[Entry<K, V, Meta>]| {
+            !list.is_empty() && (list.head != list.tail || !kept(entries, list.tail))
+        };
         loop {
-            let small = !self.small.is_empty()
-                && !(self.small.head == self.small.tail && kept(entries, self.small.tail));
-            let main = !self.main.is_empty()
-                && !(self.main.head == self.main.tail && kept(entries, self.main.tail));
+            let small = serves(self.small, entries);
+            let main = serves(self.main, entries);
             if small && (self.small_weight >= self.small_share || !main) {
                 let t = self.small.tail;
                 if kept(entries, t) {
