@@ -89,7 +89,7 @@ where
         hasher: S,
     ) -> Self {
         // Each shard unbounded: the bound is global (see `store`).
-        let bound = Bound::new(capacity, weigher);
+        let bound = Bound::new(capacity, weigher, SHARDS);
         let share = bound.capacity().map(|max| max.div_ceil(SHARDS));
         Self {
             shards: (0..SHARDS)
@@ -472,7 +472,7 @@ where
             self.bound
                 .account_as::<W>(before, self.bound.size_as::<W>(&core));
             if self.bound.bounded() && !skip_eviction {
-                self.bound.evict_locked(&mut core, hash, now, &mut garbage);
+                (self.bound).evict_locked(&mut core, hash, now, &mut garbage, true);
             }
             replaced
         };
