@@ -128,11 +128,12 @@ macro_rules! setters {
             }
 
             /// Keep at most `max` entries: storing one more evicts one. The
-            /// victim comes from the stored key's shard (one of 16) when it
-            /// has another entry, else from the next shards, chosen by the
-            /// [`policy`](Self::policy) (never the entry just stored). The
-            /// bound holds whenever no insert is in progress; it is global,
-            /// not split per shard.
+            /// victim comes from the stored key's shard (one of 16) while
+            /// that shard holds more than its share (`max / 16`), else from
+            /// a shard that does, chosen by the [`policy`](Self::policy)
+            /// (never the entry just stored): the shards stay level, so
+            /// each holds its keys about as long. The bound holds whenever
+            /// no insert is in progress; it is global, not split per shard.
             ///
             /// # Examples
             ///

@@ -30,8 +30,10 @@
 //! # Capacity
 //!
 //! The bound is global ([`Bound`]: entries, or with a weigher their total
-//! weight): a store evicts (from its own shard, then the next ones) while
-//! the total is over `capacity`, never the entry it just stored.
+//! weight): a store evicts while the total is over `capacity`, never the
+//! entry it just stored, from its own shard while that holds more than its
+//! share (`capacity / 16`), then from the shards over theirs, one lock at
+//! a time, so that the shards stay level.
 //!
 //! # Expiry
 //!
