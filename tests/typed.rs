@@ -605,3 +605,57 @@ fn each_policy_keeps_the_bound_and_the_entry_just_stored() {
         assert_eq!(typed.stats().evictions, 192, "{policy:?}");
     }
 }
+
+/// A bounded cache gets one shard per 64 entries, between 1 and 16; an
+/// unbounded one 16; `shards(n)` sets any count from 1 (more than the
+/// capacity too: the bound is global), and 0 or too many fail the build.
+#[test]
+fn shard_counts_follow_the_capacity_unless_set() {
+    let typed = |capacity: Option<usize>, shards: Option<usize>| {
+        let mut builder = TypedCache::<u32, u32>::builder();
+        if let Some(capacity) = capacity {
+            builder = builder.capacity(capacity);
+        }
+        if let Some(shards) = shards {
+            builder = builder.shards(shards);
+        }
+        builder.build().map(|cache| cache.shard_count())
+    };
+    assert_eq!(typed(None, None).unwrap(), 16);
+    assert_eq!(typed(Some(16), None).unwrap(), 1);
+    assert_eq!(typed(Some(256), None).unwrap(), 4);
+    assert_eq!(typed(Some(1_000), None).unwrap(), 15);
+    assert_eq!(typed(Some(100_000), None).unwrap(), 16);
+    assert_eq!(typed(Some(1), Some(16)).unwrap(), 16);
+    assert_eq!(typed(None, Some(3)).unwrap(), 3);
+    assert!(matches!(typed(None, Some(0)), Err(BuildError::ZeroShards)));
+    assert!(matches!(
+        typed(None, Some((1 << 16) + 1)),
+        Err(BuildError::TooManyShards { .. })
+    ));
+    let any = AnyCache::<u32>::builder().capacity(128).build().unwrap();
+    assert_eq!(any.shard_count(), 2);
+    let any = AnyCache::<u32>::builder().shards(5).build().unwrap();
+    assert_eq!(any.shard_count(), 5);
+    assert!(matches!(
+        AnyCache::<u32>::builder().shards(0).build(),
+        Err(BuildError::ZeroShards)
+    ));
+}
+
+/// A cache of one entry over 16 shards holds at most one entry, and the
+/// last key stored, whichever shard it lands in.
+#[test]
+fn one_entry_over_many_shards_keeps_the_last_key() {
+    let cache = TypedCache::<u32, u32>::builder()
+        .capacity(1)
+        .shards(16)
+        .build()
+        .unwrap();
+    for key in 0..200 {
+        cache.insert(key, key);
+        assert_eq!(cache.len(), 1);
+        assert_eq!(cache.get(&key), Some(key));
+    }
+    cache.check_invariants();
+}

@@ -251,6 +251,9 @@ fn typed(shape: Shape, clock: &ManualClock) -> TypedCache<Key, Value, TestState>
         })
         .clock(clock.clone())
         .policy(shape.policy)
+        // 16 shards whatever the capacity (a small bounded cache gets
+        // fewer by default): evictions cross shards.
+        .shards(16)
         .eviction_listener(listen);
     if let Some(max) = shape.capacity {
         builder = builder.capacity(max);
@@ -270,7 +273,8 @@ fn any(shape: Shape, clock: &ManualClock) -> AnyCache<Key, TestState> {
             one_shard: shape.one_shard,
         })
         .clock(clock.clone())
-        .policy(shape.policy);
+        .policy(shape.policy)
+        .shards(16);
     if let Some(max) = shape.capacity {
         builder = builder.capacity(max);
     }

@@ -75,6 +75,9 @@ fn build(shape: Shape) -> (Cache, ManualClock) {
         })
         .clock(clock.clone())
         .policy(shape.policy)
+        // 16 shards (a cache this small gets one by default): spread keys
+        // evict across shards.
+        .shards(16)
         .capacity(CAPACITY)
         .weigher(weigh)
         .eviction_listener(|key, value, cause| {

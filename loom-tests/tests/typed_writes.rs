@@ -79,19 +79,19 @@ fn typed_invalidate_all_negative_control_keeps_generation() {
     );
 }
 
-/// The shard of `key` in a `TypedCache` (16 shards; the crate's mapping
-/// in src/shard_index.rs; the loom build's hasher has a fixed seed).
+/// The shard of `key` in a `TypedCache` (the crate's mapping in
+/// src/shard_index.rs; the loom build's hasher has a fixed seed).
 fn shard_of(cache: &TypedCache<u32, u32>, key: u32) -> u64 {
     let mixed = cache
         .hasher()
         .hash_one(key)
         .wrapping_mul(0xD1B5_4A32_D192_ED03)
         >> 32;
-    (mixed * 16) >> 32
+    (mixed * cache.shard_count() as u64) >> 32
 }
 
 /// A cache of `capacity(1)` (or, `weighted`, of total weight 3 with
-/// entries of weight 2); two threads insert keys that live in different
+/// entries of weight 2) over two shards; two threads insert keys that live in different
 /// shards, so neither insert finds the other's entry in its own shard: once
 /// both are done the cache holds at most one entry, its total (`len()`, or
 /// `weighted_size()`) within the capacity, and the total agrees with the
@@ -101,7 +101,8 @@ fn shard_of(cache: &TypedCache<u32, u32>, key: u32) -> u64 {
 fn bound_holds_across_shards(weighted: bool, fault: TypedFault) {
     let _fault = inject(fault);
     loom::model(move || {
-        let builder = TypedCache::<u32, u32>::builder();
+        // Two shards (a bounded cache this small gets one by default).
+        let builder = TypedCache::<u32, u32>::builder().shards(2);
         let (builder, weight) = match weighted {
             true => (builder.capacity(3).weigher(|_: &u32, _: &u32| 2), 2),
             false => (builder.capacity(1), 1),

@@ -11,6 +11,10 @@ use crate::error::BuildError;
 use crate::sync::Arc;
 use crate::time::{Clock, SystemClock};
 
+/// The most shards a cache may have (`LruCache`'s default never exceeds
+/// 4096, `TypedCache`'s 16).
+pub(crate) const MAX_SHARDS: usize = 1 << 16;
+
 /// A builder's options: the listener `L` and weigher `W` are the face's own
 /// types (`()` where the face has none).
 #[derive(Clone)]

@@ -8,14 +8,11 @@ use std::time::Duration;
 use super::cache::{LruSettings, ValueListener};
 use super::load::infallible;
 use super::{EvictionPolicy, LoadingLruCache, LruCache};
-use crate::cache::Settings;
+use crate::cache::{MAX_SHARDS, Settings};
 use crate::error::BuildError;
 use crate::removal::RemovalCause;
 use crate::sync::Arc;
 use crate::time::Clock;
-
-/// The most shards a cache may have (the default never exceeds 4096).
-pub(crate) const MAX_SHARDS: usize = 1 << 16;
 
 /// Checks a capacity against a shard count.
 pub(crate) fn validate(capacity: usize, shards: usize) -> Result<(), BuildError> {

@@ -254,7 +254,7 @@ impl<K, V, S> LruCache<K, V, S> {
     /// let too_many = LruCache::<u8, u8>::MAX_SHARDS + 1;
     /// assert!(LruCache::<u8, u8>::builder().capacity(usize::MAX).shards(too_many).build().is_err());
     /// ```
-    pub const MAX_SHARDS: usize = super::builder::MAX_SHARDS;
+    pub const MAX_SHARDS: usize = crate::cache::MAX_SHARDS;
 
     pub(crate) fn from_parts(
         settings: LruSettings<K, V, S>,

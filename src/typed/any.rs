@@ -596,6 +596,18 @@ where
         self.raw.purge_expired()
     }
 
+    /// The number of key shards (see the builder's `shards`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let cache: larder::AnyCache<u8> = larder::AnyCache::builder().capacity(64).build().unwrap();
+    /// assert_eq!(cache.shard_count(), 1);
+    /// ```
+    pub fn shard_count(&self) -> usize {
+        self.raw.shard_count()
+    }
+
     /// Entries stored, over all value types (see
     /// [`TypedCache::len`](crate::TypedCache::len)).
     ///

@@ -8,9 +8,9 @@ use std::time::Duration;
 
 use super::TypedCache;
 use super::any::{AnyCache, TypedKey};
-use super::raw::Raw;
+use super::raw::{Raw, default_shards};
 use crate::EvictionPolicy;
-use crate::cache::{Settings, Weigher};
+use crate::cache::{MAX_SHARDS, Settings, Weigher};
 use crate::error::BuildError;
 use crate::removal::{Listener, RemovalCause};
 use crate::sync::{Arc, default_hasher};
@@ -33,6 +33,18 @@ where
     let expiry = settings.expiry()?;
     let clock = settings.clock_or_system();
     let (policy, capacity) = (settings.policy, settings.capacity);
+    let shards = match settings.shards {
+        None => default_shards(capacity),
+        Some(0) => return Err(BuildError::ZeroShards),
+        Some(shards) if shards > MAX_SHARDS => {
+            return Err(BuildError::TooManyShards {
+                shards,
+                max: MAX_SHARDS,
+            });
+        }
+        // More shards than entries is allowed: the bound is global.
+        Some(shards) => shards,
+    };
     Ok(Raw::new(
         policy,
         expiry,
@@ -40,6 +52,7 @@ where
         weigher,
         clock,
         settings.hasher,
+        shards,
     ))
 }
 
@@ -128,8 +141,9 @@ macro_rules! setters {
             }
 
             /// Keep at most `max` entries: storing one more evicts one. The
-            /// victim comes from the stored key's shard (one of 16) while
-            /// that shard holds more than its share (`max / 16`), else from
+            /// victim comes from the stored key's shard while that shard
+            /// holds more than its share (`max / shards`, see
+            /// [`shards`](Self::shards)), else from
             /// a shard that does, chosen by the [`policy`](Self::policy)
             /// (never the entry just stored): the shards stay level, so
             /// each holds its keys about as long. The bound holds whenever
@@ -140,6 +154,23 @@ macro_rules! setters {
             #[doc = concat!("```\nlet builder = ", $example, "\n    .capacity(10_000);\n# let _ = builder.build().unwrap();\n```")]
             pub fn capacity(mut self, max: usize) -> Self {
                 self.settings.capacity = Some(max);
+                self
+            }
+
+            /// Sets the number of key shards (default: one per 64 entries
+            /// of `capacity`, between 1 and 16; 16 for an unbounded cache).
+            /// Reads never contend, whatever the count; more shards let
+            /// more writes (inits, inserts, removals) proceed at once, and
+            /// fewer make eviction choose from more entries (each shard's
+            /// policy orders its own). The bound stays global, so a count
+            /// above the capacity is allowed. `build` fails if this is 0
+            /// or more than 65,536.
+            ///
+            /// # Examples
+            ///
+            #[doc = concat!("```\nlet cache = ", $example, "\n    .shards(4)\n    .build()\n    .unwrap();\nassert_eq!(cache.shard_count(), 4);\n```")]
+            pub fn shards(mut self, shards: usize) -> Self {
+                self.settings.shards = Some(shards);
                 self
             }
 

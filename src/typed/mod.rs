@@ -539,6 +539,19 @@ where
         self.raw.purge_expired()
     }
 
+    /// The number of key shards (see the builder's `shards`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let cache: larder::TypedCache<u8, u8> = larder::TypedCache::builder().capacity(256).build().unwrap();
+    /// assert_eq!(cache.shard_count(), 4); // one per 64 entries
+    /// assert_eq!(larder::TypedCache::<u8, u8>::new().shard_count(), 16);
+    /// ```
+    pub fn shard_count(&self) -> usize {
+        self.raw.shard_count()
+    }
+
     /// The number of entries stored, including expired ones not yet
     /// released (see [`purge_expired`](TypedCache::purge_expired) for when
     /// they are). Exact when no write is in progress; otherwise somewhere

@@ -255,8 +255,13 @@ impl Face for Typed {
 
     fn build(config: &Config) -> Self {
         assert!(Self::supports(config));
+        // 16 shards whatever the capacity (a small bounded cache gets fewer
+        // by default), with keys spread over them: the cases' keys live in
+        // different shards, and a write or an expired read sweeps only its
+        // own.
         let mut builder = TypedCache::<Key, Value>::builder()
             .hasher(TestState::spread())
+            .shards(16)
             .clock(config.clock.clone());
         if let Some(capacity) = config.capacity {
             builder = builder.capacity(capacity);
