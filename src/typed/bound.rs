@@ -186,14 +186,15 @@ impl<K, V> Bound<K, V> {
     /// `down_to_share`, only while the shard holds more than its share of
     /// the capacity.
     ///
-    /// The share keeps the shards level. Evicting only from the writer's
-    /// own shard, whatever it held, let each shard's size wander: a victim
-    /// heavier than the room needed, a removal or an expiry in one shard,
-    /// leave slack that the next insert in any shard takes, so sizes walked
-    /// apart with nothing pulling them back (16 shards of a 2,000-weight
-    /// cache held 2 to 163 entries, where about 63 each are level), and a
-    /// small shard's keys were evicted young: a Zipf 0.9 trace's hit ratio
-    /// fell from 34.1% (one exact LRU over the whole capacity) to 29.7%.
+    /// The share keeps the shards level. Evicting from the writer's own
+    /// shard whatever it holds would let each shard's size wander: a
+    /// victim heavier than the room needed, a removal or an expiry in one
+    /// shard leave slack that the next insert in any shard takes, so sizes
+    /// walk apart with nothing pulling them back (16 shards of a
+    /// 2,000-weight cache come to hold 2 to 163 entries, where about 63
+    /// each are level), and a small shard evicts its keys young (a Zipf
+    /// 0.9 trace: 29.7% hits against 34.1% for one exact LRU over the
+    /// whole capacity).
     pub(crate) fn evict_locked(
         &self,
         core: &mut KeyShard<K, V>,
