@@ -231,35 +231,17 @@ fn typed_cache_s3fifo_hit_ratio_matches_lru_cache_at_small_capacities() {
 fn typed_and_lru_hit_ratios(weighted: bool, removes: bool) -> (f64, f64) {
     let weigh = |key: &u64, (): &()| (key % 3) as u32 + 1;
     let capacity = if weighted { 2_000 } else { 1_000 };
-    let (typed, lru) = if weighted {
-        (
-            TypedCache::builder()
-                .capacity(capacity)
-                .policy(EvictionPolicy::Exact)
-                .weigher(weigh)
-                .build()
-                .unwrap(),
-            LruCache::builder()
-                .capacity(capacity)
-                .policy(EvictionPolicy::Exact)
-                .weigher(weigh)
-                .build()
-                .unwrap(),
-        )
-    } else {
-        (
-            TypedCache::builder()
-                .capacity(capacity)
-                .policy(EvictionPolicy::Exact)
-                .build()
-                .unwrap(),
-            LruCache::builder()
-                .capacity(capacity)
-                .policy(EvictionPolicy::Exact)
-                .build()
-                .unwrap(),
-        )
-    };
+    let mut typed = TypedCache::builder()
+        .capacity(capacity)
+        .policy(EvictionPolicy::Exact);
+    let mut lru = LruCache::builder()
+        .capacity(capacity)
+        .policy(EvictionPolicy::Exact);
+    if weighted {
+        typed = typed.weigher(weigh);
+        lru = lru.weigher(weigh);
+    }
+    let (typed, lru) = (typed.build().unwrap(), lru.build().unwrap());
     let requests = 300_000;
     let trace = zipf_trace(requests, 11);
     let (mut typed_hits, mut lru_hits) = (0u64, 0u64);

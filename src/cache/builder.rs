@@ -15,6 +15,18 @@ use crate::time::{Clock, SystemClock};
 /// 4096, `TypedCache`'s 16).
 pub(crate) const MAX_SHARDS: usize = 1 << 16;
 
+/// Checks a shard count asked for: at least 1, at most [`MAX_SHARDS`].
+pub(crate) fn check_shards(shards: usize) -> Result<usize, BuildError> {
+    match shards {
+        0 => Err(BuildError::ZeroShards),
+        shards if shards > MAX_SHARDS => Err(BuildError::TooManyShards {
+            shards,
+            max: MAX_SHARDS,
+        }),
+        shards => Ok(shards),
+    }
+}
+
 /// A builder's options: the listener `L` and weigher `W` are the face's own
 /// types (`()` where the face has none).
 #[derive(Clone)]

@@ -34,7 +34,7 @@ mod shard;
 mod stats;
 mod weigher;
 
-pub(crate) use builder::{MAX_SHARDS, Settings};
+pub(crate) use builder::{MAX_SHARDS, Settings, check_shards};
 pub(crate) use clock::Clock;
 pub(crate) use displaced::Evicted;
 pub(crate) use displaced::Inserted;

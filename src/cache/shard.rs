@@ -544,8 +544,8 @@ impl<K, V, P: Policy, const E: bool> Shard<K, V, P, E> {
 
     /// Evicts the entry the policy picks next, whether it had expired at
     /// `now` or not, never one whose hash is `keep` (the entry just stored:
-    /// it gets a hit, a second chance, and the policy picks again). `None`
-    /// if no other entry is left. Runs no user code.
+    /// the policy passes over it, see `Policy::victim_sparing`). `None` if
+    /// no other entry is left. Runs no user code.
     pub(crate) fn evict_one(&mut self, now: u64, keep: u64) -> Option<(K, V, bool)> {
         if self.entries.is_empty() {
             return None;

@@ -8,7 +8,7 @@ use std::time::Duration;
 use super::cache::{LruSettings, ValueListener};
 use super::load::infallible;
 use super::{EvictionPolicy, LoadingLruCache, LruCache};
-use crate::cache::{MAX_SHARDS, Settings};
+use crate::cache::{Settings, check_shards};
 use crate::error::BuildError;
 use crate::removal::RemovalCause;
 use crate::sync::Arc;
@@ -19,15 +19,7 @@ pub(crate) fn validate(capacity: usize, shards: usize) -> Result<(), BuildError>
     if capacity == 0 {
         return Err(BuildError::ZeroCapacity);
     }
-    if shards == 0 {
-        return Err(BuildError::ZeroShards);
-    }
-    if shards > MAX_SHARDS {
-        return Err(BuildError::TooManyShards {
-            shards,
-            max: MAX_SHARDS,
-        });
-    }
+    check_shards(shards)?;
     if shards > capacity {
         return Err(BuildError::MoreShardsThanCapacity { shards, capacity });
     }

@@ -72,6 +72,11 @@ impl<K, V> Bound<K, V> {
         self.capacity
     }
 
+    /// Each shard's share of the capacity, `None` when unbounded.
+    pub(crate) fn share(&self) -> Option<usize> {
+        self.capacity.map(|_| self.share as usize)
+    }
+
     /// Whether a weigher is set (the `W` of the methods below).
     #[inline]
     pub(crate) fn weighted(&self) -> bool {

@@ -10,7 +10,7 @@ use super::TypedCache;
 use super::any::{AnyCache, TypedKey};
 use super::raw::{Raw, default_shards};
 use crate::EvictionPolicy;
-use crate::cache::{MAX_SHARDS, Settings, Weigher};
+use crate::cache::{Settings, Weigher, check_shards};
 use crate::error::BuildError;
 use crate::removal::{Listener, RemovalCause};
 use crate::sync::{Arc, default_hasher};
@@ -33,17 +33,10 @@ where
     let expiry = settings.expiry()?;
     let clock = settings.clock_or_system();
     let (policy, capacity) = (settings.policy, settings.capacity);
+    // More shards than entries is allowed: the bound is global.
     let shards = match settings.shards {
         None => default_shards(capacity),
-        Some(0) => return Err(BuildError::ZeroShards),
-        Some(shards) if shards > MAX_SHARDS => {
-            return Err(BuildError::TooManyShards {
-                shards,
-                max: MAX_SHARDS,
-            });
-        }
-        // More shards than entries is allowed: the bound is global.
-        Some(shards) => shards,
+        Some(shards) => check_shards(shards)?,
     };
     Ok(Raw::new(
         policy,

@@ -103,7 +103,7 @@ where
     ) -> Self {
         // Each shard unbounded: the bound is global (see `store`).
         let bound = Bound::new(capacity, weigher, shards);
-        let share = bound.capacity().map(|max| max.div_ceil(shards));
+        let share = bound.share();
         Self {
             shards: (0..shards)
                 .map(|_| ShardedLock::new(KeyShard::new(policy, share, expiry)))
