@@ -78,12 +78,18 @@ fn etcd_binary() -> PathBuf {
     );
 }
 
-/// A loopback port nobody listens on right now.
-pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|listener| listener.local_addr())
-        .map(|address| address.port())
-        .expect("bind a loopback port")
+/// `n` distinct loopback ports nobody listens on right now: every listener
+/// is held until all are bound, so the kernel cannot hand out one port
+/// twice (binding and dropping one at a time, two members of a cluster
+/// once got the same peer port).
+pub fn free_ports(n: usize) -> Vec<u16> {
+    let listeners: Vec<TcpListener> = (0..n)
+        .map(|_| TcpListener::bind("127.0.0.1:0").expect("bind a loopback port"))
+        .collect();
+    listeners
+        .iter()
+        .map(|listener| listener.local_addr().expect("a bound address").port())
+        .collect()
 }
 
 impl EtcdServer {
@@ -94,10 +100,11 @@ impl EtcdServer {
 
     /// [`start`](Self::start) with options.
     pub fn start_with(options: EtcdOptions) -> Self {
+        let ports = free_ports(2);
         let mut server = Self::unstarted(
             "larder-test".to_owned(),
-            free_port(),
-            free_port(),
+            ports[0],
+            ports[1],
             None,
             Some(options.progress_interval),
         );

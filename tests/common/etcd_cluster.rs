@@ -11,7 +11,7 @@
 
 use std::time::{Duration, Instant};
 
-use super::etcd_server::{EtcdServer, free_port};
+use super::etcd_server::{EtcdServer, free_ports};
 
 /// How long a member may take to become healthy, a leader to be elected or
 /// a watch to appear.
@@ -27,7 +27,10 @@ impl EtcdCluster {
     /// Starts a fresh three-member cluster and waits until every member is
     /// healthy (a leader is elected).
     pub fn start() -> Self {
-        let ports: Vec<(u16, u16)> = (0..3).map(|_| (free_port(), free_port())).collect();
+        let ports: Vec<(u16, u16)> = free_ports(6)
+            .chunks(2)
+            .map(|pair| (pair[0], pair[1]))
+            .collect();
         let initial_cluster = ports
             .iter()
             .enumerate()
