@@ -26,6 +26,10 @@
 //!   that removal swap-removes in O(1) (`core/positions.rs`: one arena,
 //!   4 bytes a value and 8 a slot).
 //!
+//! A new object's slot comes from `core/slots.rs`; the reads that gather
+//! objects, keys and buckets for whole-store and by-index lookups are in
+//! `core/reads.rs`; the invariant checker in `core/check.rs`.
+//!
 //! Each slot stores the values its object had for every index when it was
 //! written, so removing or updating an object never calls an index function
 //! again (client-go re-runs the function on the old object). Those values
@@ -57,18 +61,19 @@ use hashbrown::{HashTable, hash_table};
 
 use super::index_fn::{AllValues, Schema, Values, discard};
 use crate::sync::Arc;
-pub(crate) use bucket::Bucket;
 use bucket::{Buckets, Id, bucket, unbucket};
-use id_hasher::IdBuild;
 #[cfg(test)]
 pub(crate) use id_hasher::IdHasher;
 use positions::{Positions, Run};
+use slots::Slots;
 
 mod bucket;
 #[cfg(any(test, feature = "testing"))]
 mod check;
 mod id_hasher;
 mod positions;
+mod reads;
+mod slots;
 
 /// The bucket id of slot `id` (below `u32::MAX`: checked when the slot was
 /// created).
@@ -140,64 +145,6 @@ pub(crate) struct Core<K, V> {
     free: Vec<Id>,
     indexes: Vec<Buckets>,
     schema: Arc<Schema<V>>,
-}
-
-/// The slot vectors of a [`Core`], borrowed apart from its table, so that
-/// a new object's slot is made ready while the table holds its bucket.
-struct Slots<'a, K, V> {
-    entries: &'a mut Vec<Option<Entry<K, V>>>,
-    values: &'a mut Vec<AllValues>,
-    positions: &'a mut Positions,
-    free: &'a mut Vec<Id>,
-    indexed: bool,
-}
-
-impl<K, V> Slots<'_, K, V> {
-    /// The slot id a new object takes: a free one, or the next, with room
-    /// reserved for it. Panics (a full shard, the allocator) only before
-    /// it changes anything.
-    #[inline]
-    fn room(&mut self) -> Id {
-        if let Some(id) = self.free.pop() {
-            return id;
-        }
-        assert!(
-            self.entries.len() < Id::MAX as usize,
-            "larder: an IndexedStore shard holds at most {} objects",
-            Id::MAX
-        );
-        self.entries.reserve(1);
-        if self.indexed {
-            self.values.reserve(1);
-            self.positions.reserve(1);
-        }
-        bucket_id(self.entries.len())
-    }
-
-    /// Stores a new object in slot `id`, fresh from [`room`](Self::room);
-    /// runs no user code and cannot fail. Returns whether the slot keeps
-    /// index values (then the caller indexes it).
-    #[inline]
-    fn fill(&mut self, id: Id, entry: Entry<K, V>, values: AllValues) -> bool {
-        let slot = id as usize;
-        match self.entries.get_mut(slot) {
-            Some(free) => *free = Some(entry),
-            None => self.entries.push(Some(entry)),
-        }
-        if !self.indexed {
-            discard(values);
-            return false;
-        }
-        match self.values.get_mut(slot) {
-            // A reused slot id (its values were taken at its removal).
-            Some(kept) => *kept = values,
-            None => {
-                self.values.push(values);
-                self.positions.push_slot();
-            }
-        }
-        true
-    }
 }
 
 impl<K, V> Core<K, V> {
@@ -661,144 +608,12 @@ impl<K, V> Core<K, V> {
         }
     }
 
-    /// Pushes onto `out` the objects whose values for index `position`
-    /// include `value`.
-    pub(crate) fn by_index_into(&self, position: usize, value: &str, out: &mut Vec<Arc<V>>) {
-        if let Some(bucket) = self.indexes[position].get(value) {
-            self.clone_objects(bucket.iter().copied(), out);
-        }
-    }
-
-    /// Pushes onto `out` the objects of slots `ids`, borrowed: `by_index`
-    /// gathers every shard's objects this way (loading each pointer, so
-    /// those cache misses overlap), then clones them all at once.
-    pub(crate) fn bucket_objects<'a>(&'a self, bucket: &Bucket, out: &mut Vec<&'a Arc<V>>) {
-        out.extend(bucket.iter().map(|&id| &self.entry(id as usize).value));
-    }
-
-    /// The bucket of `value` in index `position`, if any object has it;
-    /// `hash` is the value's [`Schema::hash_value`], computed once for
-    /// every shard.
-    #[inline]
-    pub(crate) fn bucket(&self, position: usize, hash: u64, value: &str) -> Option<&Bucket> {
-        self.indexes[position].get_hashed(hash, value)
-    }
-
-    /// The `(key, object)` pairs of [`by_index`](Self::by_index_into),
-    /// borrowed from the core, in bucket order: the visits walk them under
-    /// the read lock without cloning anything.
-    pub(crate) fn bucket_entries(
-        &self,
-        position: usize,
-        hash: u64,
-        value: &str,
-    ) -> impl Iterator<Item = (&K, &Arc<V>)> {
-        self.bucket(position, hash, value)
-            .into_iter()
-            .flat_map(move |bucket| {
-                bucket.iter().map(move |&id| {
-                    let entry = self.entry(id as usize);
-                    (&entry.key, &entry.value)
-                })
-            })
-    }
-
-    /// Pushes onto `out` the keys of [`by_index`](Self::by_index_into),
-    /// unsorted.
-    pub(crate) fn index_keys_into(&self, position: usize, hash: u64, value: &str, out: &mut Vec<K>)
-    where
-        K: Clone,
-    {
-        if let Some(bucket) = self.bucket(position, hash, value) {
-            out.extend(bucket.iter().map(|&id| self.entry(id as usize).key.clone()));
-        }
-    }
-
-    /// Every value of index `position` that at least one object has.
-    pub(crate) fn index_values(&self, position: usize) -> impl Iterator<Item = &Arc<str>> {
-        self.indexes[position].keys()
-    }
-
-    /// Pushes onto `out` the objects having any of `values` for index
-    /// `position`, each once.
-    pub(crate) fn matching_into(
-        &self,
-        position: usize,
-        values: &[Arc<str>],
-        out: &mut Vec<Arc<V>>,
-    ) {
-        let buckets = &self.indexes[position];
-        match values {
-            [] => {}
-            [one] => self.by_index_into(position, one, out),
-            many => {
-                let mut found = hashbrown::HashSet::<Id, IdBuild>::default();
-                for value in many {
-                    if let Some(bucket) = buckets.get(value) {
-                        found.extend(bucket.iter().copied());
-                    }
-                }
-                self.clone_objects(found.into_iter(), out);
-            }
-        }
-    }
-
-    /// The number of objects that have `value` for index `position`.
-    pub(crate) fn index_len(&self, position: usize, hash: u64, value: &str) -> usize {
-        self.bucket(position, hash, value).map_or(0, Bucket::len)
-    }
-
-    /// The table capacity of one bucket (for tests of memory release).
-    #[cfg(test)]
-    pub(crate) fn bucket_capacity(&self, position: usize, value: &str) -> usize {
-        self.indexes[position]
-            .get(value)
-            .map_or(0, Bucket::capacity)
-    }
-
-    /// The positions arena's length and its live positions (for tests of
-    /// memory release).
-    #[cfg(test)]
-    pub(crate) fn positions_len(&self) -> (usize, usize) {
-        self.positions.lengths()
-    }
-
     /// Every live entry, in slot order.
     fn live(&self) -> impl Iterator<Item = (usize, &Entry<K, V>)> {
         self.entries
             .iter()
             .enumerate()
             .filter_map(|(id, entry)| entry.as_ref().map(|entry| (id, entry)))
-    }
-
-    pub(crate) fn keys_into(&self, out: &mut Vec<K>)
-    where
-        K: Clone,
-    {
-        out.extend(self.live().map(|(_, entry)| entry.key.clone()));
-    }
-
-    pub(crate) fn values_into(&self, out: &mut Vec<Arc<V>>) {
-        out.extend(self.live().map(|(_, entry)| Arc::clone(&entry.value)));
-    }
-
-    pub(crate) fn entries_into(&self, out: &mut Vec<(K, Arc<V>)>)
-    where
-        K: Clone,
-    {
-        out.extend(
-            self.live()
-                .map(|(_, entry)| (entry.key.clone(), Arc::clone(&entry.value))),
-        );
-    }
-
-    /// Every `(key, object)` pair, moved out of a core nobody else holds
-    /// (one a `replace` swapped out, or is rebuilding).
-    pub(crate) fn into_entries(self) -> impl Iterator<Item = (K, Arc<V>)> {
-        self.entries
-            .into_iter()
-            .flatten()
-            .map(|entry| (entry.key, entry.value))
     }
 
     /// Every live object with its slot id, for `add_index` to compute the
@@ -855,16 +670,6 @@ impl<K, V> Core<K, V> {
         }
         self.indexes.push(buckets);
         self.schema = schema;
-    }
-
-    /// Clones the objects of slots `ids` onto `out`, in two passes: the
-    /// first only loads each object's pointer, so those cache misses
-    /// overlap; the second increments the reference counts (a locked
-    /// instruction each, which would otherwise wait for every load before
-    /// it).
-    fn clone_objects(&self, ids: impl ExactSizeIterator<Item = Id>, out: &mut Vec<Arc<V>>) {
-        let objects: Vec<&Arc<V>> = ids.map(|id| &self.entry(id as usize).value).collect();
-        out.extend(objects.into_iter().cloned());
     }
 
     /// The live entry in slot `id`, which the table or an index lists.

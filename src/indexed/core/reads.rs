@@ -1,0 +1,153 @@
+//! The core's whole-shard and by-index reads: what `by_index`, `matching`,
+//! `index_keys`, `keys`, `values` and `to_vec` gather from one shard, under
+//! its read lock (the clones of objects are reference counts; no user code
+//! runs but `K`'s `Clone` where keys are copied out).
+
+use super::Core;
+use super::bucket::{Bucket, Id};
+use super::id_hasher::IdBuild;
+use crate::sync::Arc;
+
+impl<K, V> Core<K, V> {
+    /// Pushes onto `out` the objects whose values for index `position`
+    /// include `value`.
+    pub(crate) fn by_index_into(&self, position: usize, value: &str, out: &mut Vec<Arc<V>>) {
+        if let Some(bucket) = self.indexes[position].get(value) {
+            self.clone_objects(bucket.iter().copied(), out);
+        }
+    }
+
+    /// Pushes onto `out` the objects of slots `ids`, borrowed: `by_index`
+    /// gathers every shard's objects this way (loading each pointer, so
+    /// those cache misses overlap), then clones them all at once.
+    pub(crate) fn bucket_objects<'a>(&'a self, bucket: &Bucket, out: &mut Vec<&'a Arc<V>>) {
+        out.extend(bucket.iter().map(|&id| &self.entry(id as usize).value));
+    }
+
+    /// The bucket of `value` in index `position`, if any object has it;
+    /// `hash` is the value's [`Schema::hash_value`], computed once for
+    /// every shard.
+    #[inline]
+    pub(crate) fn bucket(&self, position: usize, hash: u64, value: &str) -> Option<&Bucket> {
+        self.indexes[position].get_hashed(hash, value)
+    }
+
+    /// The `(key, object)` pairs of [`by_index`](Self::by_index_into),
+    /// borrowed from the core, in bucket order: the visits walk them under
+    /// the read lock without cloning anything.
+    pub(crate) fn bucket_entries(
+        &self,
+        position: usize,
+        hash: u64,
+        value: &str,
+    ) -> impl Iterator<Item = (&K, &Arc<V>)> {
+        self.bucket(position, hash, value)
+            .into_iter()
+            .flat_map(move |bucket| {
+                bucket.iter().map(move |&id| {
+                    let entry = self.entry(id as usize);
+                    (&entry.key, &entry.value)
+                })
+            })
+    }
+
+    /// Pushes onto `out` the keys of [`by_index`](Self::by_index_into),
+    /// unsorted.
+    pub(crate) fn index_keys_into(&self, position: usize, hash: u64, value: &str, out: &mut Vec<K>)
+    where
+        K: Clone,
+    {
+        if let Some(bucket) = self.bucket(position, hash, value) {
+            out.extend(bucket.iter().map(|&id| self.entry(id as usize).key.clone()));
+        }
+    }
+
+    /// Every value of index `position` that at least one object has.
+    pub(crate) fn index_values(&self, position: usize) -> impl Iterator<Item = &Arc<str>> {
+        self.indexes[position].keys()
+    }
+
+    /// Pushes onto `out` the objects having any of `values` for index
+    /// `position`, each once.
+    pub(crate) fn matching_into(
+        &self,
+        position: usize,
+        values: &[Arc<str>],
+        out: &mut Vec<Arc<V>>,
+    ) {
+        let buckets = &self.indexes[position];
+        match values {
+            [] => {}
+            [one] => self.by_index_into(position, one, out),
+            many => {
+                let mut found = hashbrown::HashSet::<Id, IdBuild>::default();
+                for value in many {
+                    if let Some(bucket) = buckets.get(value) {
+                        found.extend(bucket.iter().copied());
+                    }
+                }
+                self.clone_objects(found.into_iter(), out);
+            }
+        }
+    }
+
+    /// The number of objects that have `value` for index `position`.
+    pub(crate) fn index_len(&self, position: usize, hash: u64, value: &str) -> usize {
+        self.bucket(position, hash, value).map_or(0, Bucket::len)
+    }
+
+    /// The table capacity of one bucket (for tests of memory release).
+    #[cfg(test)]
+    pub(crate) fn bucket_capacity(&self, position: usize, value: &str) -> usize {
+        self.indexes[position]
+            .get(value)
+            .map_or(0, Bucket::capacity)
+    }
+
+    /// The positions arena's length and its live positions (for tests of
+    /// memory release).
+    #[cfg(test)]
+    pub(crate) fn positions_len(&self) -> (usize, usize) {
+        self.positions.lengths()
+    }
+
+    pub(crate) fn keys_into(&self, out: &mut Vec<K>)
+    where
+        K: Clone,
+    {
+        out.extend(self.live().map(|(_, entry)| entry.key.clone()));
+    }
+
+    pub(crate) fn values_into(&self, out: &mut Vec<Arc<V>>) {
+        out.extend(self.live().map(|(_, entry)| Arc::clone(&entry.value)));
+    }
+
+    pub(crate) fn entries_into(&self, out: &mut Vec<(K, Arc<V>)>)
+    where
+        K: Clone,
+    {
+        out.extend(
+            self.live()
+                .map(|(_, entry)| (entry.key.clone(), Arc::clone(&entry.value))),
+        );
+    }
+
+    /// Every `(key, object)` pair, moved out of a core nobody else holds
+    /// (one a `replace` swapped out, or is rebuilding).
+    pub(crate) fn into_entries(self) -> impl Iterator<Item = (K, Arc<V>)> {
+        self.entries
+            .into_iter()
+            .flatten()
+            .map(|entry| (entry.key, entry.value))
+    }
+
+    /// Clones the objects of slots `ids` onto `out`, in two passes: the
+    /// first only loads each object's pointer, so those cache misses
+    /// overlap; the second increments the reference counts (a locked
+    /// instruction each, which would otherwise wait for every load before
+    /// it).
+    fn clone_objects(&self, ids: impl ExactSizeIterator<Item = Id>, out: &mut Vec<Arc<V>>) {
+        let objects: Vec<&Arc<V>> = ids.map(|id| &self.entry(id as usize).value).collect();
+        out.extend(objects.into_iter().cloned());
+    }
+}
