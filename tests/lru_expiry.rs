@@ -1,7 +1,7 @@
 //! Public-API tests of `LruCache`'s expiry (time to live, time to idle)
 //! under every policy, on a manual clock: no sleeps. An expired entry is
 //! never returned, and reaches the listener as `Expired` once: when a
-//! lookup finds it, a write sweeps it, `purge_expired`, `clear`, or an
+//! lookup finds it, a write or an expired read sweeps it, `purge_expired`, `clear`, or an
 //! insert replaces it.
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -94,6 +94,42 @@ fn reads_keep_an_idle_entry_alive() {
         clock.advance(10 * S);
         assert_eq!(cache.get(&1), None);
         cache.check_invariants();
+    }
+}
+
+/// A read that finds its key expired releases it and sweeps its shard as a
+/// write does (a few entries looked at), under every policy and through
+/// each read form: the other expired entries go without a write.
+#[test]
+fn a_read_that_finds_an_expired_entry_sweeps_its_shard() {
+    for policy in POLICIES {
+        for read in 0..3 {
+            let (cache, clock, log) = cache(policy, 64, |b| b.time_to_live(10 * S));
+            for k in 0..8 {
+                cache.insert(k, k);
+            }
+            clock.advance(10 * S);
+            match read {
+                0 => assert_eq!(cache.get(&0), None),
+                1 => assert_eq!(cache.get_with(&0, |v| *v), None),
+                _ => assert_eq!(cache.get_or_init(&0, || 100), 100),
+            }
+            let released = taken(&log);
+            assert!(
+                released.contains(&(0, 0, RemovalCause::Expired)),
+                "{policy:?}, read {read}: {released:?}"
+            );
+            assert!(
+                released.len() > 1,
+                "{policy:?}, read {read}: the read swept nothing else: {released:?}"
+            );
+            assert!(
+                released
+                    .iter()
+                    .all(|&(_, _, cause)| cause == RemovalCause::Expired)
+            );
+            cache.check_invariants();
+        }
     }
 }
 

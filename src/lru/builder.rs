@@ -114,8 +114,8 @@ impl<K, V, S> LruCacheBuilder<K, V, S> {
     /// Expire each entry `ttl` after it was stored (by a load or `insert`),
     /// however often it is read. An expired entry is never returned; it
     /// goes to the listener as [`RemovalCause::Expired`] when a lookup
-    /// finds it, a write to its shard sweeps it (each write looks at a few
-    /// entries), or [`purge_expired`](LruCache::purge_expired) runs. Without
+    /// finds it, a write to its shard or a read that finds another expired
+    /// entry sweeps it (each looks at a few entries), or [`purge_expired`](LruCache::purge_expired) runs. Without
     /// expiry the cache keeps no times and never reads the clock.
     ///
     /// # Examples

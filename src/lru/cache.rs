@@ -28,7 +28,9 @@ use std::hash::{BuildHasher, Hash};
 
 use super::policy::PolicyShard;
 use super::{EvictionPolicy, Listener, LruCacheBuilder};
-use crate::cache::{Counters, Expiry, MAX_SHARD_CAPACITY, Settings, Striped, Weigher, nanos};
+use crate::cache::{
+    Counters, Expiry, MAX_SHARD_CAPACITY, SWEEP_BUDGET, Settings, Striped, Weigher, nanos,
+};
 use crate::flight::FlightGroup;
 use crate::removal::{RemovalCause, notify};
 use crate::stats::CacheStats;
@@ -590,9 +592,10 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
         self.hasher.hash_one(key)
     }
 
-    /// Removes the key's entry if it has expired (found so by a lookup)
-    /// and hands it to the listener. A read releases only its own key;
-    /// writes sweep.
+    /// Removes the key's entry if it has expired (found so by a lookup),
+    /// and sweeps its shard as a write does (up to [`SWEEP_BUDGET`]
+    /// entries looked at), under the write lock the removal takes anyway;
+    /// hands what expired to the listener after unlocking.
     #[cold]
     #[inline(never)]
     pub(crate) fn release_expired<Q>(&self, hash: u64, key: &Q, now: u64)
@@ -604,6 +607,7 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
         {
             let mut shard = self.lock(hash);
             expired.extend(shard.entries.remove_expired(hash, key, now));
+            shard.entries.sweep(now, SWEEP_BUDGET, &mut expired);
         }
         self.dispose(expired, RemovalCause::Expired);
     }

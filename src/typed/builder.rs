@@ -182,7 +182,9 @@ macro_rules! setters {
 
             /// The clock expiry reads (default: [`SystemClock`](crate::SystemClock)). Tests pass
             /// a [`ManualClock`](crate::ManualClock) clone and move it by
-            /// hand.
+            /// hand. Writes read it before taking a shard's lock, lookups under
+            /// it (before changing anything), and only when entries can
+            /// expire: it must not call this cache.
             ///
             /// # Examples
             ///

@@ -119,7 +119,7 @@ use raw::Raw;
 /// write to a shard (an insert, an init's value being stored, an
 /// invalidation) sweeps it, looking at no more than four entries (so no
 /// write pays for the whole shard), and a read that finds an expired entry
-/// releases it. [`purge_expired`](TypedCache::purge_expired) releases them
+/// releases it and sweeps its shard as a write does. [`purge_expired`](TypedCache::purge_expired) releases them
 /// all at once. The builder's
 /// [`eviction_listener`](TypedCacheBuilder::eviction_listener) hears each
 /// entry that leaves, with its [`RemovalCause`](crate::RemovalCause).
