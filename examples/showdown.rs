@@ -253,7 +253,8 @@ fn main() {
     let started = Instant::now();
 
     eprintln!("checking that the machine is idle...");
-    let idle_ratio = common::idle_check();
+    let host = common::host_check();
+    let idle_ratio = host.idle_ratio;
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let idle_warning = if cores < 2 {
         None
@@ -371,9 +372,9 @@ fn main() {
     bar.finish_and_clear();
 
     let elapsed = started.elapsed();
-    let mut markdown = render_markdown(&results, &options, idle_ratio, &idle_warning, elapsed);
+    let mut markdown = render_markdown(&results, &options, &host, &idle_warning, elapsed);
     markdown.push_str(&hit_ratio::markdown(&studies));
-    let mut report = render_json(&results, &options, idle_ratio, &idle_warning, elapsed);
+    let mut report = render_json(&results, &options, &host, &idle_warning, elapsed);
     report["hit_ratio"] = hit_ratio::json(&studies);
 
     std::fs::create_dir_all(&options.out).expect("create the output folder");
@@ -427,7 +428,7 @@ fn machine_line() -> String {
 fn render_markdown(
     results: &[Measured],
     options: &Options,
-    idle_ratio: f64,
+    host: &common::HostCheck,
     idle_warning: &Option<String>,
     elapsed: Duration,
 ) -> String {
@@ -443,11 +444,15 @@ fn render_markdown(
     let _ = writeln!(
         out,
         "Machine: {}. Mode: {}, each cell the median of {} interleaved round{}. Idle check: 2 \
-         threads did {idle_ratio:.2}x one. Timer slack: {}. Total {:.1} s.\n",
+         threads did {:.2}x one. Host speed before the run: one thread spun {:.0} M additions/s, \
+         a dependent random read over 64 MiB took {:.0} ns. Timer slack: {}. Total {:.1} s.\n",
         machine_line(),
         if options.quick { "quick" } else { "full" },
         options.rounds,
         if options.rounds == 1 { "" } else { "s" },
+        host.idle_ratio,
+        host.spin_mops,
+        host.random_read_ns,
         if options.tight_slack {
             "1 ns (a 1 ms init sleeps close to 1 ms)"
         } else {
@@ -555,7 +560,7 @@ fn format_extra(value: f64) -> String {
 fn render_json(
     results: &[Measured],
     options: &Options,
-    idle_ratio: f64,
+    host: &common::HostCheck,
     idle_warning: &Option<String>,
     elapsed: Duration,
 ) -> serde_json::Value {
@@ -563,7 +568,9 @@ fn render_json(
         "machine": machine_line(),
         "mode": if options.quick { "quick" } else { "full" },
         "rounds": options.rounds,
-        "idle_ratio": idle_ratio,
+        "idle_ratio": host.idle_ratio,
+        "spin_mops": host.spin_mops,
+        "random_read_ns": host.random_read_ns,
         "idle_warning": idle_warning,
         "seconds": elapsed.as_secs_f64(),
         "workloads": results.iter().map(|m| json!({

@@ -30,8 +30,8 @@ cd "$(dirname "$0")/.."
 # targets" (space-separated within each part).
 selection() {
   case "${1%/}" in
-    src/typed/raw.rs | src/typed/core.rs)
-      echo "typed:: flight:: | typed typed_hostile typed_expiry cache_stats async_flight |
+    src/typed | src/typed/*)
+      echo "typed:: flight:: cache:: | typed typed_hostile typed_hostile_weigher typed_expiry conformance lru_hit_ratio cache_stats async_flight |
         typed typed_writes flight_async flight_waiters" ;;
     src/flight | src/flight/*)
       echo "flight:: typed:: lru:: | async_flight typed typed_hostile cache_stats lru_hostile lru |
@@ -44,7 +44,9 @@ selection() {
     src/lru/load.rs | src/lru/load_async.rs)
       echo "lru:: flight:: | async_flight cache_stats lru lru_hostile | flight_async flight_waiters lru" ;;
     src/cache | src/cache/*)
-      echo "cache:: lru:: | lru lru_hostile lru_weights lru_stress lru_hit_ratio lru_offline_refs cache_stats | lru lru_resize lru_weights" ;;
+      # The engine under both faces: each face's tests and models.
+      echo "cache:: lru:: typed:: | lru lru_hostile lru_weights lru_expiry lru_stress lru_hit_ratio lru_offline_refs conformance typed typed_expiry typed_hostile_weigher cache_stats |
+        lru lru_resize lru_weights typed typed_writes" ;;
     src/indexed/core.rs)
       echo "indexed:: | indexed indexed_hostile | indexed indexed_revision" ;;
     src/snapshot | src/snapshot/*)
@@ -68,7 +70,7 @@ selection() {
 
 files=("$@")
 if [[ ${#files[@]} -eq 0 ]]; then
-  files=(src/typed/raw.rs src/typed/core.rs src/flight/ src/sync.rs src/lru/cache.rs src/lru/write.rs
+  files=(src/typed/ src/flight/ src/sync.rs src/lru/cache.rs src/lru/write.rs
     src/cache/ src/indexed/core.rs src/snapshot/
     src/ordered/partitioned.rs src/ordered/wait.rs src/wait.rs src/workqueue/)
 fi

@@ -149,9 +149,65 @@ pub fn throughput(contender: &dyn Contender, threads: usize, budget: Duration) -
     }
 }
 
-/// Reports whether the machine looks idle: two spinning threads should get
-/// close to twice the work of one. Returns the measured ratio.
-pub fn idle_check() -> f64 {
+/// What the machine looked like before a run: whether it is idle, and
+/// how fast its core and its memory were, so two runs' figures can be told
+/// apart by their host as well as by their code.
+#[derive(Debug, Clone, Copy)]
+pub struct HostCheck {
+    /// Two spinning threads' work over one's: close to 2 on an idle
+    /// two-core machine.
+    pub idle_ratio: f64,
+    /// One spinning thread's rate, million additions a second: a slowed
+    /// core shows here even when both are slowed alike (the ratio then
+    /// still reads 2).
+    pub spin_mops: f64,
+    /// One dependent random read over 64 MiB (a pointer chase, mostly
+    /// cache and TLB misses), nanoseconds: a host whose memory is shared
+    /// with a busy neighbour shows here, where spinning in registers does
+    /// not.
+    pub random_read_ns: f64,
+}
+
+/// Measures the [`HostCheck`]: the idle check, then the memory probe.
+pub fn host_check() -> HostCheck {
+    let (idle_ratio, spin_mops) = idle_check();
+    HostCheck {
+        idle_ratio,
+        spin_mops,
+        random_read_ns: random_read_ns(),
+    }
+}
+
+/// Nanoseconds per step of a pointer chase through one random cycle over
+/// 16M `u32`s (64 MiB), the best of three runs of 2M steps.
+fn random_read_ns() -> f64 {
+    const SLOTS: usize = 1 << 24;
+    const STEPS: u32 = 1 << 21;
+    // Sattolo's shuffle: one cycle through every slot, so the chase never
+    // settles into a short loop that caches would hold.
+    let mut next: Vec<u32> = (0..SLOTS as u32).collect();
+    let mut rng = Rng::new(0x5eed);
+    for i in (1..SLOTS).rev() {
+        let j = (rng.next_u64() % i as u64) as usize;
+        next.swap(i, j);
+    }
+    (0..3)
+        .map(|_| {
+            let started = Instant::now();
+            let mut at = 0u32;
+            for _ in 0..STEPS {
+                at = next[at as usize];
+            }
+            std::hint::black_box(at);
+            started.elapsed().as_nanos() as f64 / f64::from(STEPS)
+        })
+        .fold(f64::INFINITY, f64::min)
+}
+
+/// Whether the machine looks idle: two spinning threads should get close
+/// to twice the work of one. Returns that ratio and one thread's rate
+/// (million additions a second).
+fn idle_check() -> (f64, f64) {
     fn spin(threads: usize) -> f64 {
         let stop = AtomicBool::new(false);
         let counts: Vec<u64> = thread::scope(|s| {
@@ -177,7 +233,8 @@ pub fn idle_check() -> f64 {
     // Best of three for each, so one descheduled window does not decide.
     let one = (0..3).map(|_| spin(1)).fold(0.0, f64::max);
     let two = (0..3).map(|_| spin(2)).fold(0.0, f64::max);
-    two / one
+    // `spin` counts additions over a 100 ms window.
+    (two / one, one * 1000.0 / 100.0 / 1e6)
 }
 
 /// A small fast PRNG (xorshift64*) for per-thread op streams.
