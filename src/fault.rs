@@ -240,6 +240,11 @@ mod catalogue {
         /// `resize` stores a smaller capacity before the shards shrink: until
         /// they have, `stats()` reports more entries than capacity.
         CapacityBeforeShrink,
+        /// A read that found its entry expired removes the key under the
+        /// write lock it takes next without checking again that the entry
+        /// there is the expired one: a value stored in between is released
+        /// as expired.
+        ReleaseUnchecked,
     }
 
     /// A broken `OrderedIndex` protocol (its waiting forms: [`WaitFault`]).
