@@ -28,10 +28,7 @@ use std::hash::{BuildHasher, Hash};
 
 use super::policy::PolicyShard;
 use super::{EvictionPolicy, Listener, LruCacheBuilder};
-use crate::cache::{
-    Counters, Expiry, MAX_SHARD_CAPACITY, SWEEP_BUDGET, Settings, Striped, Weigher, nanos,
-};
-use crate::fault::broken;
+use crate::cache::{Counters, Expiry, MAX_SHARD_CAPACITY, Settings, Striped, Weigher, nanos};
 use crate::flight::FlightGroup;
 use crate::removal::{RemovalCause, notify};
 use crate::stats::CacheStats;
@@ -605,18 +602,9 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
         Q: ?Sized + Eq,
     {
         let mut expired = Vec::new();
-        {
-            let mut shard = self.lock(hash);
-            if broken!(LruFault::ReleaseUnchecked) {
-                // BROKEN on purpose (loom negative control): whatever the
-                // key holds now goes, fresh or not.
-                let taken = shard.entries.remove(hash, key, now);
-                expired.extend(taken.map(|(key, value, _)| (key, value)));
-            } else {
-                expired.extend(shard.entries.remove_expired(hash, key, now));
-            }
-            shard.entries.sweep(now, SWEEP_BUDGET, &mut expired);
-        }
+        self.lock(hash)
+            .entries
+            .release_expired(hash, key, now, &mut expired);
         self.dispose(expired, RemovalCause::Expired);
     }
 

@@ -3,7 +3,8 @@
 
 use std::borrow::Borrow;
 
-use crate::cache::{Clock, Exact, Expiry, Inserted, Lookup, Policy, S3Fifo, Shard};
+use crate::cache::{Clock, Exact, Expiry, Inserted, Lookup, Policy, S3Fifo, SWEEP_BUDGET, Shard};
+use crate::fault::broken;
 
 /// How each shard of an [`LruCache`](super::LruCache) picks what to evict,
 /// and so which lock a hit takes. Set with
@@ -260,13 +261,25 @@ impl<K, V> PolicyShard<K, V> {
         dispatch!(self, s => s.purge(now, |entry| out.push(entry)))
     }
 
-    /// Removes the key only if its entry has expired at `now`.
-    pub(crate) fn remove_expired<Q>(&mut self, hash: u64, key: &Q, now: u64) -> Option<(K, V)>
+    /// What a read that found the key's entry expired (under a lock it has
+    /// since dropped) does under the write lock, on both faces: removes the
+    /// key only if its entry is (still) expired at `now` (`K: Eq` runs
+    /// first, before any change), then sweeps the shard as a write does;
+    /// what expired goes into `out`.
+    pub(crate) fn release_expired<Q>(&mut self, hash: u64, key: &Q, now: u64, out: &mut Vec<(K, V)>)
     where
         K: Borrow<Q>,
         Q: ?Sized + Eq,
     {
-        dispatch!(self, s => s.remove_expired(hash, key, now))
+        if broken!(LruFault::ReleaseUnchecked) {
+            // BROKEN on purpose (loom negative control): whatever the key
+            // holds now goes, fresh or not.
+            let taken = self.remove(hash, key, now);
+            out.extend(taken.map(|(key, value, _)| (key, value)));
+        } else {
+            out.extend(dispatch!(self, s => s.remove_expired(hash, key, now)));
+        }
+        self.sweep(now, SWEEP_BUDGET, out);
     }
 
     /// The sum of the entries' weights (`len` when unweighted).

@@ -247,13 +247,8 @@ where
                 let shard = self.shard_index(hash);
                 let now = self.now();
                 let removed = self.write(shard, |core| {
-                    // `K: Eq` runs in `remove_expired`, before any change.
-                    let mut expired: Vec<_> = core
-                        .entries
-                        .remove_expired(hash, key, now)
-                        .into_iter()
-                        .collect();
-                    core.entries.sweep(now, SWEEP_BUDGET, &mut expired);
+                    let mut expired = Vec::new();
+                    core.entries.release_expired(hash, key, now, &mut expired);
                     let mut removed = Vec::new();
                     tagged(&mut removed, expired, RemovalCause::Expired);
                     removed
