@@ -288,6 +288,38 @@ proptest! {
             compare(&store, &model);
         }
     }
+
+    /// A store with no index takes its own paths (no index values or
+    /// positions kept, a removal that frees the slot alone): inserts,
+    /// removals and replacements against a `HashMap`, its invariants
+    /// (every empty slot on the free list) checked after each.
+    #[test]
+    fn a_store_without_indexes_behaves_like_a_hashmap(
+        ops in proptest::collection::vec((0u8..8, 0u8..12, any::<u16>()), 1..60)
+    ) {
+        let store: IndexedStore<u8, u16> = IndexedStore::builder().shards(2).build().unwrap();
+        let mut model = HashMap::new();
+        for (kind, key, value) in ops {
+            match kind {
+                0..=3 => prop_assert_eq!(
+                    store.insert(key, value).unwrap().map(|v| *v),
+                    model.insert(key, value)
+                ),
+                4..=6 => prop_assert_eq!(store.remove(&key).map(|v| *v), model.remove(&key)),
+                _ => {
+                    model.retain(|&k, _| k % 3 != key % 3);
+                    store.replace(model.iter().map(|(&k, &v)| (k, v))).unwrap();
+                }
+            }
+            store.check_invariants();
+            let mut stored: Vec<(u8, u16)> =
+                store.to_vec().into_iter().map(|(k, v)| (k, *v)).collect();
+            stored.sort_unstable();
+            let mut expected: Vec<(u8, u16)> = model.iter().map(|(&k, &v)| (k, v)).collect();
+            expected.sort_unstable();
+            prop_assert_eq!(stored, expected);
+        }
+    }
 }
 
 // ---------------------------------------------------------------------------

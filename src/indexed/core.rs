@@ -531,6 +531,17 @@ impl<K, V> Core<K, V> {
             })
             .ok()?;
         let id = found.remove().0 as usize;
+        if self.values.is_empty() {
+            // No index (a core keeps index values only while its schema
+            // has one): the slot alone, with no values or positions to
+            // take and move.
+            let entry = self.entries[id].take().expect("a mapped slot id is live");
+            self.free.push(bucket_id(id));
+            return Some(Removed {
+                value: entry.value,
+                rest: (entry.key, AllValues::default()),
+            });
+        }
         let (mut removed, (values, at)) = self.take_slot(id);
         if !values.is_empty() {
             self.unindex(id, &values, &at);
