@@ -224,6 +224,12 @@ impl Times {
         self.stamps.shrink_to(capacity);
     }
 
+    /// Slots the stamps have room for (for tests of memory release).
+    #[cfg(test)]
+    pub(crate) fn room(&self) -> usize {
+        self.stamps.capacity()
+    }
+
     /// The next slot for the sweep to look at, of `len` (not 0).
     #[inline]
     pub(crate) fn sweep_cursor(&mut self, len: usize) -> u32 {

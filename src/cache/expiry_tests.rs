@@ -220,3 +220,17 @@ fn an_expired_victim_is_released_as_expired_after_the_swept_ones() {
     assert_eq!(evicted, [(2, 2), (0, 0), (3, 3)], "Evicted::insert at 1");
     shard.check_invariants();
 }
+
+/// A shard that shrinks gives back the room of its entries' times too.
+#[test]
+fn shrinking_gives_back_the_times_room() {
+    let mut times = super::expiry::Times::new(ttl(10));
+    for _ in 0..1_000 {
+        times.push(0);
+    }
+    for i in (0..990).rev() {
+        times.swap_remove(i);
+    }
+    times.shrink_to(10);
+    assert!(times.room() < 100, "room for {} times kept", times.room());
+}
