@@ -535,12 +535,7 @@ impl<K, V> Core<K, V> {
             // No index (a core keeps index values only while its schema
             // has one): the slot alone, with no values or positions to
             // take and move.
-            let entry = self.entries[id].take().expect("a mapped slot id is live");
-            self.free.push(bucket_id(id));
-            return Some(Removed {
-                value: entry.value,
-                rest: (entry.key, AllValues::default()),
-            });
+            return Some(self.vacate(id));
         }
         let (mut removed, (values, at)) = self.take_slot(id);
         if !values.is_empty() {
@@ -580,8 +575,7 @@ impl<K, V> Core<K, V> {
     /// bucket positions (for [`unindex`](Self::unindex)).
     #[inline]
     fn take_slot(&mut self, id: usize) -> (Removed<K, V>, (AllValues, Run)) {
-        let entry = self.entries[id].take().expect("a mapped slot id is live");
-        self.free.push(bucket_id(id));
+        let removed = self.vacate(id);
         let values = self
             .values
             .get_mut(id)
@@ -592,11 +586,19 @@ impl<K, V> Core<K, V> {
         } else {
             Run::new()
         };
-        let removed = Removed {
+        (removed, (values, at))
+    }
+
+    /// Empties slot `id` (out of the table already) onto the free list and
+    /// hands back its key and object.
+    #[inline]
+    fn vacate(&mut self, id: usize) -> Removed<K, V> {
+        let entry = self.entries[id].take().expect("a mapped slot id is live");
+        self.free.push(bucket_id(id));
+        Removed {
             value: entry.value,
             rest: (entry.key, AllValues::default()),
-        };
-        (removed, (values, at))
+        }
     }
 
     /// Takes removed slot `id` out of the buckets of its `values`, at its
