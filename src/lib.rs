@@ -352,6 +352,7 @@ mod stats;
 mod striped;
 mod striped_lock;
 mod sync;
+mod table_room;
 mod time;
 mod typed;
 mod wait;

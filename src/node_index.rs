@@ -12,6 +12,8 @@ use std::borrow::Borrow;
 
 use hashbrown::HashTable;
 
+use crate::table_room::Room;
+
 /// A node that knows its key and its key's full hash.
 pub(crate) trait Keyed {
     type Key;
@@ -19,12 +21,20 @@ pub(crate) trait Keyed {
     fn key(&self) -> &Self::Key;
 }
 
-/// Node indices (`u32`) by hash.
-pub(crate) struct NodeIndex(HashTable<u32>);
+/// Node indices (`u32`) by hash. The table grows by its [`Room`]'s
+/// rule, not hashbrown's (`table_room.rs`): a full shard that keeps
+/// evicting and inserting keeps its table's size.
+pub(crate) struct NodeIndex {
+    table: HashTable<u32>,
+    room: Room,
+}
 
 impl NodeIndex {
     pub(crate) fn new() -> Self {
-        Self(HashTable::new())
+        Self {
+            table: HashTable::new(),
+            room: Room::default(),
+        }
     }
 
     /// The index of the node holding `key`: calls `K: Eq` only on a full
@@ -36,7 +46,7 @@ impl NodeIndex {
         N::Key: Borrow<Q>,
         Q: ?Sized + Eq,
     {
-        self.0
+        self.table
             .find(hash, |&i| {
                 let node = &nodes[i as usize];
                 node.hash() == hash && node.key().borrow() == key
@@ -49,13 +59,15 @@ impl NodeIndex {
     /// callers are few).
     #[inline(always)]
     pub(crate) fn insert<N: Keyed>(&mut self, nodes: &[N], i: u32) {
-        self.0
+        self.room
+            .make(&mut self.table, |&j| nodes[j as usize].hash());
+        self.table
             .insert_unique(nodes[i as usize].hash(), i, |&j| nodes[j as usize].hash());
     }
 
     /// Removes node `i`, which must be in the table.
     pub(crate) fn remove<N: Keyed>(&mut self, nodes: &[N], i: u32) {
-        match self.0.find_entry(nodes[i as usize].hash(), |&j| j == i) {
+        match self.table.find_entry(nodes[i as usize].hash(), |&j| j == i) {
             Ok(entry) => {
                 entry.remove();
             }
@@ -65,7 +77,7 @@ impl NodeIndex {
 
     /// Records that the node of hash `hash` moved from index `from` to `to`.
     pub(crate) fn moved(&mut self, hash: u64, from: u32, to: u32) {
-        match self.0.find_mut(hash, |&j| j == from) {
+        match self.table.find_mut(hash, |&j| j == from) {
             Some(slot) => *slot = to,
             None => unreachable!("larder: node {from} missing from its table"),
         }
@@ -76,22 +88,29 @@ impl NodeIndex {
     pub(crate) fn shrink<N: Keyed>(&mut self, nodes: &mut Vec<N>, capacity: usize) {
         if nodes.capacity() > capacity.max(4).saturating_mul(2) {
             nodes.shrink_to(capacity);
-            self.0.shrink_to(capacity, |&i| nodes[i as usize].hash());
+            let hash = |&j: &u32| nodes[j as usize].hash();
+            self.room.rebuild(&mut self.table, capacity, hash);
         }
     }
 
     pub(crate) fn clear(&mut self) {
-        self.0 = HashTable::new();
+        *self = Self::new();
+    }
+
+    /// Bytes the table has allocated (tests of memory).
+    #[cfg(test)]
+    pub(crate) fn allocated(&self) -> usize {
+        self.table.allocation_size()
     }
 
     #[cfg(any(test, feature = "testing"))]
     pub(crate) fn len(&self) -> usize {
-        self.0.len()
+        self.table.len()
     }
 
     /// Whether the table leads from `hash` to node `i`.
     #[cfg(any(test, feature = "testing"))]
     pub(crate) fn locates(&self, hash: u64, i: u32) -> bool {
-        self.0.find(hash, |&j| j == i).is_some()
+        self.table.find(hash, |&j| j == i).is_some()
     }
 }

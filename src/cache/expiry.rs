@@ -202,6 +202,13 @@ impl Times {
         }
     }
 
+    /// Room for `more` entries beyond those held.
+    pub(crate) fn reserve_exact(&mut self, more: usize) {
+        if self.expiry.is_some() {
+            self.stamps.reserve_exact(more);
+        }
+    }
+
     /// Slot `i` was removed, the last moving into it.
     #[inline]
     pub(crate) fn swap_remove(&mut self, i: u32) {

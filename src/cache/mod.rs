@@ -41,7 +41,6 @@ pub(crate) use displaced::Inserted;
 pub(crate) use exact::Exact;
 pub(crate) use expiry::{Expiry, Lookup, SWEEP_BUDGET, nanos};
 pub(crate) use load::{LoadFace, load, load_async};
-pub(crate) use policy::Policy;
 pub(crate) use s3fifo::S3Fifo;
 pub(crate) use shard::{MAX_SHARD_CAPACITY, Shard};
 pub(crate) use stats::{Counters, Event, Striped};
@@ -49,5 +48,7 @@ pub(crate) use weigher::{Weigher, weigh};
 
 #[cfg(all(test, not(loom)))]
 mod expiry_tests;
+#[cfg(all(test, not(loom)))]
+mod room_tests;
 #[cfg(all(test, not(loom)))]
 mod tests;

@@ -129,6 +129,10 @@ pub(crate) struct Shard<K, V, P: Policy, const E: bool = false> {
     /// The sum of the entries' weights.
     weight: u64,
     capacity: usize,
+    /// The entries the slab grows to before it doubles past them (see
+    /// [`grow`](Self::grow)): the capacity, or the share a wrapper sized
+    /// the shard for ([`size_for`](Self::size_for)).
+    expected: usize,
     pub(crate) policy: P,
 }
 
@@ -152,6 +156,7 @@ impl<K, V, P: Policy, const E: bool> Shard<K, V, P, E> {
             times: Times::new(expiry),
             weight: 0,
             capacity,
+            expected: capacity,
             policy: P::new(capacity),
         }
     }
@@ -170,6 +175,20 @@ impl<K, V, P: Policy, const E: bool> Shard<K, V, P, E> {
     #[cfg(any(test, loom))]
     pub(crate) fn capacity(&self) -> usize {
         self.capacity
+    }
+
+    /// Slots the slab, the weights and the times have room for (tests of
+    /// memory).
+    #[cfg(test)]
+    pub(crate) fn room(&self) -> (usize, usize, usize) {
+        let weights = self.weights.0.capacity();
+        (self.entries.capacity(), weights, self.times.room())
+    }
+
+    /// Bytes the slot table has allocated (tests of memory).
+    #[cfg(test)]
+    pub(crate) fn table_bytes(&self) -> usize {
+        self.table.allocated()
     }
 
     /// The entries, in slot order.
@@ -470,6 +489,9 @@ impl<K, V, P: Policy, const E: bool> Shard<K, V, P, E> {
     #[inline(always)]
     fn append(&mut self, hash: u64, key: K, value: V, weight: u32, admit: P::Admit, now: u64) {
         let i = self.entries.len() as u32;
+        if self.entries.len() == self.entries.capacity() {
+            self.grow();
+        }
         self.entries.push(Entry {
             key,
             value,
@@ -483,6 +505,41 @@ impl<K, V, P: Policy, const E: bool> Shard<K, V, P, E> {
         self.weight += u64::from(weight);
         self.policy.link(&mut self.entries, i, weight, admit);
         self.table.insert(&self.entries, i);
+    }
+
+    /// Room for one more entry, made when the slab is full. The slab
+    /// doubles, as a `Vec` does, but stops at the entries the shard is
+    /// [`expected`](Self::size_for) to hold before it doubles past them,
+    /// and never grows past the capacity (each entry weighs at least 1): a
+    /// full shard's slab is its size, not up to twice it. The side tables
+    /// (weights, times) get the same room.
+    #[cold]
+    #[inline(never)]
+    fn grow(&mut self) {
+        let len = self.entries.len();
+        let doubled = len.saturating_mul(2).max(4);
+        let limit = if len < self.expected {
+            self.expected
+        } else {
+            self.capacity
+        };
+        let more = doubled.min(limit).max(len + 1) - len;
+        self.entries.reserve_exact(more);
+        if !self.weights.0.is_empty() {
+            self.weights.0.reserve_exact(more);
+        }
+        if E {
+            self.times.reserve_exact(more);
+        }
+    }
+
+    /// Sizes the slab's growth and the policy's own structures (S3-FIFO's
+    /// queues and ghost) for `entries`, leaving the bound as it is: a
+    /// wrapper that keeps the bound itself (`TypedCache`'s shards) says
+    /// what share of it this shard holds.
+    pub(crate) fn size_for(&mut self, entries: usize) {
+        self.expected = entries.clamp(1, self.capacity);
+        self.policy.resized(entries);
     }
 
     /// Inserts or replaces the key's value (of `weight`, at least 1) in a
@@ -581,6 +638,7 @@ impl<K, V, P: Policy, const E: bool> Shard<K, V, P, E> {
     pub(crate) fn set_capacity(&mut self, capacity: usize, evicted: &mut Vec<(K, V)>) {
         debug_assert!((1..=MAX_SHARD_CAPACITY).contains(&capacity));
         self.capacity = capacity;
+        self.expected = capacity;
         self.policy.resized(capacity);
         self.evict_overflow(evicted);
     }

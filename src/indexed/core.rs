@@ -59,6 +59,8 @@ use std::collections::HashMap;
 
 use hashbrown::{HashTable, hash_table};
 
+use crate::table_room::Room;
+
 use super::index_fn::{AllValues, Schema, Values, discard};
 use crate::sync::Arc;
 use bucket::{Buckets, Id, bucket, unbucket};
@@ -135,6 +137,9 @@ impl<K, V> Removed<K, V> {
 /// Objects plus indexes, kept exactly consistent by every `&mut self` method.
 pub(crate) struct Core<K, V> {
     table: HashTable<Id>,
+    /// When `table` grows (`table_room.rs`): a shard whose objects are
+    /// replaced by others keeps its table's size.
+    room: Room,
     entries: Vec<Option<Entry<K, V>>>,
     /// Slot id -> its values for every index; empty while the schema has
     /// no index.
@@ -161,6 +166,7 @@ impl<K, V> Core<K, V> {
                 unreachable!("an empty table rehashes nothing")
             })
             .ok()?;
+        core.room = Room::of(&core.table);
         core.entries.try_reserve(capacity).ok()?;
         if core.indexed() {
             core.values.try_reserve(capacity).ok()?;
@@ -173,6 +179,7 @@ impl<K, V> Core<K, V> {
     pub(crate) fn new(schema: Arc<Schema<V>>) -> Self {
         Self {
             table: HashTable::new(),
+            room: Room::default(),
             entries: Vec::new(),
             values: Vec::new(),
             positions: Positions::default(),
@@ -190,6 +197,15 @@ impl<K, V> Core<K, V> {
     #[inline]
     fn indexed(&self) -> bool {
         !self.schema.defs.is_empty()
+    }
+
+    /// Room in the table for one more key, before a write probes it (the
+    /// probe of `HashTable::entry` reserves it otherwise, by hashbrown's
+    /// rule): rebuilds from the stored hashes, no user code.
+    #[inline(always)]
+    fn make_room(&mut self) {
+        let entries = &self.entries;
+        self.room.make(&mut self.table, |&id| stored(entries, id));
     }
 
     /// The table, and the slot vectors apart from it.
@@ -213,6 +229,12 @@ impl<K, V> Core<K, V> {
     #[inline]
     pub(crate) fn len(&self) -> usize {
         self.table.len()
+    }
+
+    /// Bytes the key table has allocated (tests of memory).
+    #[cfg(test)]
+    pub(crate) fn table_bytes(&self) -> usize {
+        self.table.allocation_size()
     }
 
     /// The object stored under `key`, whose hash is `hash`. Runs `K`'s `Eq`.
@@ -307,6 +329,7 @@ impl<K, V> Core<K, V> {
         K: Eq,
     {
         let probe = key.as_ref().expect("larder: an upsert is given its key");
+        self.make_room();
         let (table, mut slots) = self.split();
         let entries = &*slots.entries;
         let vacant = match table.entry(
@@ -368,9 +391,8 @@ impl<K, V> Core<K, V> {
         }
         // Room first (growing rehashes from the stored hashes: no user
         // code), so that nothing below can fail half way.
+        self.make_room();
         let (table, mut slots) = self.split();
-        let entries = &*slots.entries;
-        table.reserve(1, |&id| stored(entries, id));
         let id = slots.room();
         slots.fill(id, Entry { hash, key, value }, values);
         let entries = &*slots.entries;
@@ -477,6 +499,7 @@ impl<K, V> Core<K, V> {
             return;
         }
         // Room first, then one probe that finds the key or its place.
+        self.make_room();
         self.entries.reserve(1);
         if indexed {
             self.values.reserve(1);

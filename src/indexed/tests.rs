@@ -376,3 +376,31 @@ fn positions_follow_swap_removes_and_dead_runs_are_reclaimed() {
         );
     }
 }
+
+#[test]
+fn a_core_whose_objects_are_replaced_by_others_keeps_its_table_size() {
+    // 1,000 keys fill 2,048 buckets to 49%, past the 7/16 where hashbrown
+    // doubles a table whose room deleted buckets used up. Each step removes
+    // the oldest key and adds a new one (through `insert` and `upsert` in
+    // turn), 60 times the store's size: the table is rebuilt at its size,
+    // never doubled.
+    let mut core: Core<u32, String> = Core::new(Arc::new(Schema::new(vec![]).unwrap()));
+    let n = 1_000;
+    let value = || Arc::new(String::new());
+    for key in 0..n {
+        core.insert(h(&key), key, value(), Default::default());
+    }
+    let full = core.table_bytes();
+    for key in n..61 * n {
+        assert!(core.remove(h(&(key - n)), &(key - n)).is_some());
+        if key % 2 == 0 {
+            core.insert(h(&key), key, value(), Default::default());
+        } else {
+            let mut owned = Some(key);
+            core.upsert(h(&key), &mut owned, value(), Default::default());
+        }
+    }
+    core.check(|_| true);
+    assert_eq!(core.len(), n as usize);
+    assert_eq!(core.table_bytes(), full, "the key table grew under churn");
+}

@@ -3,7 +3,7 @@
 
 use std::borrow::Borrow;
 
-use crate::cache::{Clock, Exact, Expiry, Inserted, Lookup, Policy, S3Fifo, SWEEP_BUDGET, Shard};
+use crate::cache::{Clock, Exact, Expiry, Inserted, Lookup, S3Fifo, SWEEP_BUDGET, Shard};
 use crate::fault::broken;
 
 /// How each shard of an [`LruCache`](super::LruCache) picks what to evict,
@@ -303,10 +303,9 @@ impl<K, V> PolicyShard<K, V> {
         dispatch!(self, s => s.evict_one(now, keep))
     }
 
-    /// Sizes the policy's own structures (S3-FIFO's queues and ghost) for
-    /// `capacity` entries, leaving the shard's bound as it is.
-    pub(crate) fn size_policy(&mut self, capacity: usize) {
-        dispatch!(self, s => s.policy.resized(capacity))
+    /// See [`Shard::size_for`](crate::cache::Shard::size_for).
+    pub(crate) fn size_for(&mut self, entries: usize) {
+        dispatch!(self, s => s.size_for(entries))
     }
 
     #[cfg(any(test, feature = "testing"))]

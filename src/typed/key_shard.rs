@@ -33,8 +33,9 @@ pub(crate) struct KeyShard<K, V> {
 }
 
 impl<K, V> KeyShard<K, V> {
-    /// An empty shard; its policy's own structures (S3-FIFO's queues and
-    /// ghost) sized for `share` entries, if the cache is bounded.
+    /// An empty shard; its slab's growth and its policy's own structures
+    /// (S3-FIFO's queues and ghost) sized for `share` entries, if the
+    /// cache is bounded.
     pub(crate) fn new(
         policy: EvictionPolicy,
         share: Option<usize>,
@@ -42,7 +43,7 @@ impl<K, V> KeyShard<K, V> {
     ) -> Self {
         let mut entries = PolicyShard::new(policy, MAX_SHARD_CAPACITY, expiry);
         if let Some(share) = share {
-            entries.size_policy(share);
+            entries.size_for(share);
         }
         Self {
             entries,
