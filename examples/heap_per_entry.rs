@@ -1,11 +1,13 @@
 //! Memory per entry at capacity: each cache of at most N `u64 -> u64`
 //! entries (1M for the figures in `docs/lru.md`, 100K by default) is filled
-//! with 2N distinct keys (so it is full and has evicted
-//! as many as it holds), then its resident memory is read.
+//! with F times N distinct keys (F = 2 by default: so it is full and has
+//! evicted as many as it holds; 20 for the figures in the docs: a cache
+//! that has churned long enough to show growth that churn alone causes),
+//! then its resident memory is read.
 //!
 //! ```text
-//! cargo run --release --example heap_per_entry -- 1000000   # 1M entries
-//! cargo run --release --example heap_per_entry              # 100K (quick)
+//! cargo run --release --example heap_per_entry -- 1000000 20  # 1M entries, 20M keys
+//! cargo run --release --example heap_per_entry                # 100K, 200K keys (quick)
 //! ```
 //!
 //! Each cache is measured in a fresh child process (this program run with
@@ -46,10 +48,10 @@ const CACHES: &[&str] = &[
 ];
 
 /// Builds the cache named `name` with bound `capacity`, fills it with
-/// `2 * capacity` keys, and returns what it holds (the cache is kept alive
-/// by the caller while memory is read, then dropped).
-fn fill(name: &str, capacity: usize) -> (Box<dyn std::any::Any>, usize) {
-    let n = 2 * capacity as u64;
+/// `times * capacity` keys, and returns what it holds (the cache is kept
+/// alive by the caller while memory is read, then dropped).
+fn fill(name: &str, capacity: usize, times: usize) -> (Box<dyn std::any::Any>, usize) {
+    let n = (times * capacity) as u64;
     match name {
         "larder LruCache (Exact)" | "larder LruCache (Clock)" | "larder LruCache (S3Fifo)" => {
             let policy = if name.contains("Clock") {
@@ -136,37 +138,43 @@ fn fill(name: &str, capacity: usize) -> (Box<dyn std::any::Any>, usize) {
 }
 
 /// The child: measures one cache and prints `bytes len`.
-fn child(name: &str, capacity: usize) {
-    let (bytes, (cache, len)) = measured(|| fill(name, capacity));
+fn child(name: &str, capacity: usize, times: usize) {
+    let (bytes, (cache, len)) = measured(|| fill(name, capacity, times));
     println!("{bytes} {len}");
     drop(cache);
 }
 
 fn main() {
-    let mut args = std::env::args().skip(1);
-    let first = args.next();
-    if let (Some("--child"), Some(name), Some(capacity)) =
-        (first.as_deref(), args.next(), args.next())
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if let [flag, name, capacity, times] = &args[..]
+        && flag == "--child"
     {
-        child(&name, capacity.parse().expect("capacity"));
+        child(
+            name,
+            capacity.parse().expect("capacity"),
+            times.parse().expect("fill"),
+        );
         return;
     }
     if resident().is_none() {
         println!("heap_per_entry: needs Linux's /proc/self/statm; nothing measured");
         return;
     }
-    let capacity: usize = first
-        .filter(|a| a != "--bench")
-        .map(|a| a.parse().expect("usage: heap_per_entry [CAPACITY]"))
-        .unwrap_or(100_000);
+    const USAGE: &str = "usage: heap_per_entry [CAPACITY [FILL]]";
+    let mut numbers = args
+        .iter()
+        .filter(|a| *a != "--bench")
+        .map(|a| a.parse::<usize>().expect(USAGE));
+    let capacity = numbers.next().unwrap_or(100_000);
+    let times = numbers.next().unwrap_or(2).max(1);
     println!(
-        "resident memory per entry, {capacity} u64 -> u64 entries at most, filled with 2x as many keys"
+        "resident memory per entry, {capacity} u64 -> u64 entries at most, filled with {times}x as many keys"
     );
     println!();
     println!("| cache | bytes per entry held | len / capacity |");
     println!("|---|---:|---|");
     for name in CACHES {
-        let text = child_output(name, capacity);
+        let text = child_output(name, &[capacity, times]);
         let mut fields = text.split_whitespace().map(|f| f.parse::<usize>().unwrap());
         let (bytes, len) = (fields.next().unwrap(), fields.next().unwrap());
         let flag = if len > capacity {

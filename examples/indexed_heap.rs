@@ -102,7 +102,7 @@ fn main() {
     println!("| map | bytes per entry |");
     println!("|---|---:|");
     for name in ROWS {
-        let bytes: usize = child_output(name, n).trim().parse().expect("bytes");
+        let bytes: usize = child_output(name, &[n]).trim().parse().expect("bytes");
         println!("| {name} | {:.1} |", bytes as f64 / n as f64);
     }
 }

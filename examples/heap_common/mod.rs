@@ -27,11 +27,13 @@ pub fn measured<T>(fill: impl FnOnce() -> T) -> (usize, T) {
     (after.saturating_sub(before), built)
 }
 
-/// Runs this example again as `--child NAME ARG` and returns what it printed.
-pub fn child_output(name: &str, arg: usize) -> String {
+/// Runs this example again as `--child NAME ARGS...` and returns what it
+/// printed.
+pub fn child_output(name: &str, args: &[usize]) -> String {
     let exe = std::env::current_exe().expect("own path");
     let output = Command::new(&exe)
-        .args(["--child", name, &arg.to_string()])
+        .args(["--child", name])
+        .args(args.iter().map(usize::to_string))
         .output()
         .expect("run the child");
     assert!(output.status.success(), "{name}: child failed: {output:?}");
