@@ -129,7 +129,7 @@ fn mixed(key: u32) -> u64 {
 /// when first full and at the end.
 fn table_bytes_under_churn<P: Policy>(capacity: usize, rounds: usize) -> (usize, usize) {
     let mut shard = Shard::<u32, u32, P>::new(capacity);
-    let mut insert = |shard: &mut Shard<u32, u32, P>, k: u32| {
+    let insert = |shard: &mut Shard<u32, u32, P>, k: u32| {
         let mut inserted = super::Inserted::nothing();
         shard.insert_into(mixed(k), k, k, 1, 0, 0, &mut inserted);
     };
