@@ -1,15 +1,20 @@
 //! Memory per entry of an `IndexedStore` of `u64 -> u64` (1M entries for
 //! the figures in `docs/indexed.md`, 100K by default), with no index and
-//! with one and two indexes, beside `HashMap` and `DashMap`.
+//! with one and two indexes, beside `HashMap` and `DashMap`; optionally
+//! after its objects have been replaced by others R times over (R = 20 for
+//! the second figure in the docs: a store of steady size whose keys come
+//! and go).
 //!
 //! ```text
-//! cargo run --release --example indexed_heap -- 1000000
+//! cargo run --release --example indexed_heap -- 1000000      # filled
+//! cargo run --release --example indexed_heap -- 1000000 20   # then 20M replaced
 //! ```
 //!
 //! Each row is measured in a fresh child process (this program run with
 //! the row's name) as the growth of the resident set (`/proc/self/statm`)
 //! from just before the map is built to just after `N` scattered keys were
-//! inserted one by one, divided by `N`: what the map costs the process,
+//! inserted one by one (and, with R, each of `R * N` more inserted after
+//! the oldest key was removed), divided by `N`: what the map costs the process,
 //! allocator overhead included (a counting allocator needs `unsafe`, which
 //! the crate forbids). The store holds each object as an `Arc<u64>`, whose
 //! allocation is counted: the last row is that allocation alone (glibc
@@ -40,18 +45,27 @@ fn store(indexes: usize) -> larder::IndexedStore<u64, u64> {
     builder.build().expect("distinct index names")
 }
 
-fn fill(name: &str, n: u64) -> Box<dyn std::any::Any> {
+/// Builds the map named `name` with `n` keys, then replaces the oldest
+/// key by a new one `replaced * n` times.
+fn fill(name: &str, n: u64, replaced: u64) -> Box<dyn std::any::Any> {
+    let last = n + replaced * n;
     match name {
         "HashMap<u64, u64>" => {
             let mut map = std::collections::HashMap::with_hasher(ahash::RandomState::new());
-            for i in 0..n {
+            for i in 0..last {
+                if i >= n {
+                    map.remove(&key(i - n));
+                }
                 map.insert(key(i), i);
             }
             Box::new(map)
         }
         "DashMap<u64, u64>" => {
             let map = dashmap::DashMap::with_hasher(ahash::RandomState::new());
-            for i in 0..n {
+            for i in 0..last {
+                if i >= n {
+                    map.remove(&key(i - n));
+                }
                 map.insert(key(i), i);
             }
             Box::new(map)
@@ -71,7 +85,10 @@ fn fill(name: &str, n: u64) -> Box<dyn std::any::Any> {
                 0
             };
             let store = store(indexes);
-            for i in 0..n {
+            for i in 0..last {
+                if i >= n {
+                    store.remove(&key(i - n));
+                }
                 store.insert(key(i), i).expect("infallible index functions");
             }
             assert_eq!(store.len() as u64, n);
@@ -81,10 +98,13 @@ fn fill(name: &str, n: u64) -> Box<dyn std::any::Any> {
 }
 
 fn main() {
-    let mut args = std::env::args().skip(1);
-    let first = args.next();
-    if let (Some("--child"), Some(name), Some(n)) = (first.as_deref(), args.next(), args.next()) {
-        let (bytes, map) = measured(|| fill(&name, n.parse().expect("count")));
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if let [flag, name, n, replaced] = &args[..]
+        && flag == "--child"
+    {
+        let n = n.parse().expect("count");
+        let replaced = replaced.parse().expect("replaced");
+        let (bytes, map) = measured(|| fill(name, n, replaced));
         println!("{bytes}");
         drop(map);
         return;
@@ -93,16 +113,24 @@ fn main() {
         println!("indexed_heap: needs Linux's /proc/self/statm; nothing measured");
         return;
     }
-    let n: usize = first
-        .filter(|a| a != "--bench")
-        .map(|a| a.parse().expect("usage: indexed_heap [ENTRIES]"))
-        .unwrap_or(100_000);
-    println!("resident memory per entry, {n} u64 -> u64 entries");
+    const USAGE: &str = "usage: indexed_heap [ENTRIES [REPLACED]]";
+    let mut numbers = args
+        .iter()
+        .filter(|a| *a != "--bench")
+        .map(|a| a.parse::<usize>().expect(USAGE));
+    let n = numbers.next().unwrap_or(100_000);
+    let replaced = numbers.next().unwrap_or(0);
+    println!(
+        "resident memory per entry, {n} u64 -> u64 entries, then replaced by others {replaced} times over"
+    );
     println!();
     println!("| map | bytes per entry |");
     println!("|---|---:|");
     for name in ROWS {
-        let bytes: usize = child_output(name, &[n]).trim().parse().expect("bytes");
+        let bytes: usize = child_output(name, &[n, replaced])
+            .trim()
+            .parse()
+            .expect("bytes");
         println!("| {name} | {:.1} |", bytes as f64 / n as f64);
     }
 }
