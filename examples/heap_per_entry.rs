@@ -32,7 +32,7 @@ use std::num::NonZeroUsize;
 #[path = "heap_common/mod.rs"]
 mod heap_common;
 
-use heap_common::{child_output, key, measured, resident};
+use heap_common::{arguments, child_output, key, measured, resident};
 
 /// The caches measured, by the name passed to the child.
 const CACHES: &[&str] = &[
@@ -145,28 +145,17 @@ fn child(name: &str, capacity: usize, times: usize) {
 }
 
 fn main() {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    if let [flag, name, capacity, times] = &args[..]
-        && flag == "--child"
-    {
-        child(
-            name,
-            capacity.parse().expect("capacity"),
-            times.parse().expect("fill"),
-        );
+    let usage = "usage: heap_per_entry [CAPACITY [FILL]]";
+    let (child_name, [capacity, times]) = arguments(usage, [100_000, 2]);
+    if let Some(name) = child_name {
+        child(&name, capacity, times);
         return;
     }
     if resident().is_none() {
         println!("heap_per_entry: needs Linux's /proc/self/statm; nothing measured");
         return;
     }
-    const USAGE: &str = "usage: heap_per_entry [CAPACITY [FILL]]";
-    let mut numbers = args
-        .iter()
-        .filter(|a| *a != "--bench")
-        .map(|a| a.parse::<usize>().expect(USAGE));
-    let capacity = numbers.next().unwrap_or(100_000);
-    let times = numbers.next().unwrap_or(2).max(1);
+    let times = times.max(1);
     println!(
         "resident memory per entry, {capacity} u64 -> u64 entries at most, filled with {times}x as many keys"
     );

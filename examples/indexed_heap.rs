@@ -23,7 +23,7 @@
 #[path = "heap_common/mod.rs"]
 mod heap_common;
 
-use heap_common::{child_output, key, measured, resident};
+use heap_common::{arguments, child_output, key, measured, resident};
 
 const ROWS: &[&str] = &[
     "HashMap<u64, u64>",
@@ -98,13 +98,10 @@ fn fill(name: &str, n: u64, replaced: u64) -> Box<dyn std::any::Any> {
 }
 
 fn main() {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    if let [flag, name, n, replaced] = &args[..]
-        && flag == "--child"
-    {
-        let n = n.parse().expect("count");
-        let replaced = replaced.parse().expect("replaced");
-        let (bytes, map) = measured(|| fill(name, n, replaced));
+    let usage = "usage: indexed_heap [ENTRIES [REPLACED]]";
+    let (child_name, [n, replaced]) = arguments(usage, [100_000, 0]);
+    if let Some(name) = child_name {
+        let (bytes, map) = measured(|| fill(&name, n as u64, replaced as u64));
         println!("{bytes}");
         drop(map);
         return;
@@ -113,13 +110,6 @@ fn main() {
         println!("indexed_heap: needs Linux's /proc/self/statm; nothing measured");
         return;
     }
-    const USAGE: &str = "usage: indexed_heap [ENTRIES [REPLACED]]";
-    let mut numbers = args
-        .iter()
-        .filter(|a| *a != "--bench")
-        .map(|a| a.parse::<usize>().expect(USAGE));
-    let n = numbers.next().unwrap_or(100_000);
-    let replaced = numbers.next().unwrap_or(0);
     println!(
         "resident memory per entry, {n} u64 -> u64 entries, then replaced by others {replaced} times over"
     );

@@ -39,3 +39,19 @@ pub fn child_output(name: &str, args: &[usize]) -> String {
     assert!(output.status.success(), "{name}: child failed: {output:?}");
     String::from_utf8_lossy(&output.stdout).into_owned()
 }
+
+/// This example's two numbers: as a child (`--child NAME A B`), the row's
+/// name and both; else `None` and the ones given, each defaulting as
+/// `defaults` says (`--bench`, which cargo passes, ignored).
+pub fn arguments(usage: &str, defaults: [usize; 2]) -> (Option<String>, [usize; 2]) {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let number = |a: &String| a.parse::<usize>().expect(usage);
+    if let [flag, name, a, b] = &args[..]
+        && flag == "--child"
+    {
+        return (Some(name.clone()), [number(a), number(b)]);
+    }
+    let mut given = args.iter().filter(|a| *a != "--bench").map(number);
+    let [a, b] = defaults;
+    (None, [given.next().unwrap_or(a), given.next().unwrap_or(b)])
+}
