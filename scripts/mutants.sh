@@ -49,6 +49,9 @@ selection() {
         lru lru_resize lru_weights typed typed_writes" ;;
     src/indexed/core.rs)
       echo "indexed:: | indexed indexed_hostile | indexed indexed_revision" ;;
+    src/table_room.rs | src/node_index.rs)
+      # The tables of the cache engine's shards and of IndexedStore's.
+      echo "table_room:: cache:: indexed:: | conformance indexed | " ;;
     src/snapshot | src/snapshot/*)
       echo "snapshot:: | snapshot misuse | snapshot misuse" ;;
     src/ordered/partitioned.rs)
@@ -71,7 +74,7 @@ selection() {
 files=("$@")
 if [[ ${#files[@]} -eq 0 ]]; then
   files=(src/typed/ src/flight/ src/sync.rs src/lru/cache.rs src/lru/write.rs
-    src/cache/ src/indexed/core.rs src/snapshot/
+    src/cache/ src/table_room.rs src/node_index.rs src/indexed/core.rs src/snapshot/
     src/ordered/partitioned.rs src/ordered/wait.rs src/wait.rs src/workqueue/)
 fi
 

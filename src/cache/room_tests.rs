@@ -163,3 +163,29 @@ fn a_full_shard_table_keeps_its_size_under_churn() {
         }
     }
 }
+
+#[test]
+fn a_shard_resized_down_gives_back_its_room() {
+    let mut shard = Shard::<u32, u32, Exact>::new(4_096);
+    for k in 0..4_096 {
+        let mut inserted = super::Inserted::nothing();
+        shard.insert_into(mixed(k), k, k, 1, 0, 0, &mut inserted);
+    }
+    let table_full = shard.table_bytes();
+    let mut evicted = Vec::new();
+    shard.set_capacity(16, &mut evicted);
+    assert_eq!(evicted.len(), 4_080);
+    let (slab, _, _) = shard.room();
+    assert!(slab <= 32, "room for {slab} kept at capacity 16");
+    let table = shard.table_bytes();
+    assert!(
+        table * 64 <= table_full,
+        "{table} table bytes kept of {table_full}"
+    );
+    for k in 5_000..5_100 {
+        let mut inserted = super::Inserted::nothing();
+        shard.insert_into(mixed(k), k, k, 1, 0, 0, &mut inserted);
+    }
+    shard.check_invariants();
+    assert_eq!(shard.len(), 16);
+}
