@@ -13,9 +13,9 @@
 //!
 //! With a [`Room`] beside it, the table is rebuilt at its size, deleted
 //! buckets dropped, while it is under two thirds full, and doubled only
-//! past that. A rebuild moves every item once; it comes when deleted buckets
-//! have used up the room, a third of the buckets' worth at least, so it
-//! costs a few moves per removal at most. Rebuilds hash items with the
+//! past that. A rebuild moves every item once and leaves room for half the
+//! items at least; the next comes only once deleted buckets have used that
+//! room up, so it costs a few moves per removal at most. Rebuilds hash items with the
 //! caller's function, which reads stored hashes: no user code.
 
 use hashbrown::HashTable;
@@ -47,7 +47,7 @@ impl Room {
 
     /// The room is gone: rebuilt at the same size while under two thirds
     /// full (deleted buckets took the room), else at twice the size. Either
-    /// way the fresh table has room for a third of its items at least.
+    /// way the fresh table has room for half its items at least.
     #[cold]
     #[inline(never)]
     fn make_cold<T>(&mut self, table: &mut HashTable<T>, hash: impl Fn(&T) -> u64) {
@@ -81,10 +81,13 @@ impl Room {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn mixed(key: u64) -> u64 {
+    /// A hash as random as a real hasher's (splitmix64's finalizer): buckets
+    /// fill in clusters, as they do under ahash, where a plain multiply's
+    /// evenly spread low bits leave no bucket deleted.
+    pub(crate) fn mixed(key: u64) -> u64 {
         let mut z = key.wrapping_add(0x9E37_79B9_7F4A_7C15);
         z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
         z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);

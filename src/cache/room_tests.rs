@@ -28,8 +28,7 @@ fn filled<P: Policy, const E: bool>(
     let expiry = if E { ttl() } else { None };
     let mut shard = Shard::<u32, u32, P, E>::with_expiry(capacity, expiry);
     for k in 0..2 * capacity as u32 {
-        let mut inserted = super::Inserted::nothing();
-        shard.insert_into(hash(k), k, k, weight(k), 0, 0, &mut inserted);
+        shard.insert(hash(k), k, k, weight(k), 0, 0);
         let (slab, weights, times) = shard.room();
         assert!(
             slab <= capacity,
@@ -105,23 +104,17 @@ fn a_shard_sized_for_a_share_stops_there_then_doubles() {
     let mut shard = Shard::<u32, u32, Exact>::new(MAX_SHARD_CAPACITY);
     shard.size_for(37);
     for k in 0..37 {
-        let mut inserted = super::Inserted::nothing();
-        shard.insert_into(hash(k), k, k, 1, 0, 0, &mut inserted);
+        shard.insert(hash(k), k, k, 1, 0, 0);
     }
     assert_eq!(shard.room().0, 37);
-    let mut inserted = super::Inserted::nothing();
-    shard.insert_into(hash(37), 37, 37, 1, 0, 0, &mut inserted);
+    shard.insert(hash(37), 37, 37, 1, 0, 0);
     assert_eq!(shard.room().0, 74);
 }
 
-/// A hash as random as a real hasher's (splitmix64's finalizer): buckets
-/// fill in clusters, as they do under ahash, which a plain multiply's
-/// evenly spread low bits would not show.
+/// A hash that clusters buckets as a real hasher's does (see
+/// `table_room::tests::mixed`).
 fn mixed(key: u32) -> u64 {
-    let mut z = u64::from(key).wrapping_add(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
+    crate::table_room::tests::mixed(u64::from(key))
 }
 
 /// Fills a shard of `capacity` under `P`, then inserts `rounds` times its
@@ -129,16 +122,12 @@ fn mixed(key: u32) -> u64 {
 /// when first full and at the end.
 fn table_bytes_under_churn<P: Policy>(capacity: usize, rounds: usize) -> (usize, usize) {
     let mut shard = Shard::<u32, u32, P>::new(capacity);
-    let insert = |shard: &mut Shard<u32, u32, P>, k: u32| {
-        let mut inserted = super::Inserted::nothing();
-        shard.insert_into(mixed(k), k, k, 1, 0, 0, &mut inserted);
-    };
     for k in 0..capacity as u32 {
-        insert(&mut shard, k);
+        shard.insert(mixed(k), k, k, 1, 0, 0);
     }
     let full = shard.table_bytes();
     for k in capacity as u32..((rounds + 1) * capacity) as u32 {
-        insert(&mut shard, k);
+        shard.insert(mixed(k), k, k, 1, 0, 0);
     }
     shard.check_invariants();
     (full, shard.table_bytes())
@@ -168,8 +157,7 @@ fn a_full_shard_table_keeps_its_size_under_churn() {
 fn a_shard_resized_down_gives_back_its_room() {
     let mut shard = Shard::<u32, u32, Exact>::new(4_096);
     for k in 0..4_096 {
-        let mut inserted = super::Inserted::nothing();
-        shard.insert_into(mixed(k), k, k, 1, 0, 0, &mut inserted);
+        shard.insert(mixed(k), k, k, 1, 0, 0);
     }
     let table_full = shard.table_bytes();
     let mut evicted = Vec::new();
@@ -183,8 +171,7 @@ fn a_shard_resized_down_gives_back_its_room() {
         "{table} table bytes kept of {table_full}"
     );
     for k in 5_000..5_100 {
-        let mut inserted = super::Inserted::nothing();
-        shard.insert_into(mixed(k), k, k, 1, 0, 0, &mut inserted);
+        shard.insert(mixed(k), k, k, 1, 0, 0);
     }
     shard.check_invariants();
     assert_eq!(shard.len(), 16);
