@@ -14,7 +14,9 @@
 //!   `K`'s `Hash`.
 //! - `values: Vec<AllValues>`: slot id -> the object's values for every
 //!   index, kept only while the schema has an index (a store with none pays
-//!   nothing for it).
+//!   nothing for it): one boxed slice a slot, holding an index's one value
+//!   inline and only a multi-valued index's values in a list of their own
+//!   (`values.rs`).
 //! - `indexes[i]: HashTable<(value, Vec<slot id>)>`: one bucket per index
 //!   value, a dense list of the slot ids (`u32`) of the objects that have
 //!   it (`core/bucket.rs`). Every shard hashes values with the schema's

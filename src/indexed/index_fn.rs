@@ -9,10 +9,8 @@ use std::error::Error;
 use std::fmt;
 
 use super::error::IndexError;
+pub(crate) use super::values::Values;
 use crate::sync::Arc;
-
-/// The values one object has for one index: sorted, without duplicates.
-pub(crate) type Values = Box<[Arc<str>]>;
 
 /// The values one object has for every index of a schema, by position.
 pub(crate) type AllValues = Box<[Values]>;
@@ -96,19 +94,25 @@ where
     I: IntoIterator,
     I::Item: Into<Arc<str>>,
 {
-    // Sized from the iterator's lower bound (exact for the common
-    // collections): `collect` would reuse a `Vec<String>`'s buffer, whose
-    // size is no multiple of an `Arc<str>`'s, and the boxing below would
-    // then shrink it with a `realloc`.
-    let values = values.into_iter();
-    let mut collected: Vec<Arc<str>> = Vec::with_capacity(values.size_hint().0);
+    // One value (the common case) is held with no list; a list is sized
+    // from the iterator's lower bound (exact for the common collections):
+    // `collect` would reuse a `Vec<String>`'s buffer, whose size is no
+    // multiple of an `Arc<str>`'s, and the boxing would then shrink it with
+    // a `realloc`.
+    let mut values = values.into_iter();
+    let Some(first) = values.next() else {
+        return Values::default();
+    };
+    let Some(second) = values.next() else {
+        return Values::One(first.into());
+    };
+    let mut collected: Vec<Arc<str>> = Vec::with_capacity(values.size_hint().0 + 2);
+    collected.push(first.into());
+    collected.push(second.into());
     collected.extend(values.map(Into::into));
-    let mut values = collected;
-    if values.len() > 1 {
-        values.sort_unstable();
-        values.dedup();
-    }
-    values.into_boxed_slice()
+    collected.sort_unstable();
+    collected.dedup();
+    Values::from_sorted(collected)
 }
 
 /// The indexes of a store, in the order they were added.

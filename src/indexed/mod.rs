@@ -72,6 +72,7 @@ mod shard_lock;
 mod shards;
 mod store;
 mod transaction;
+mod values;
 mod visit;
 mod write;
 

@@ -147,6 +147,10 @@ impl<K, V> Core<K, V> {
                     values.windows(2).all(|w| w[0] < w[1]),
                     "invariant violated: values not sorted and unique"
                 );
+                assert!(
+                    !matches!(values, Values::List(list) if list.len() == 1),
+                    "invariant violated: slot {id} keeps its one {name} value in a list"
+                );
                 for (nth, value) in values.iter().enumerate() {
                     let at = self.positions.get(id)[offset + nth] as usize;
                     let listed = buckets
