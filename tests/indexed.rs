@@ -515,6 +515,36 @@ fn an_insert_whose_key_eq_panics_drops_the_key_after_the_lock_is_released() {
     store.check_invariants();
 }
 
+#[test]
+fn a_transaction_whose_key_eq_panics_drops_its_writes_after_the_locks_are_released() {
+    let _watchdog = watchdog::arm(Duration::from_secs(30));
+    let key = |id, bomb| EqBomb {
+        id,
+        bomb,
+        store: std::sync::Weak::new(),
+    };
+    let store = Arc::new(IndexedStore::<EqBomb, u32>::new());
+    store.insert(key(1, false), 1).unwrap();
+    let bomb = EqBomb {
+        store: Arc::downgrade(&store),
+        ..key(1, true)
+    };
+    // The probe under the locks meets the stored key: `Eq` panics before
+    // any change, and the recorded writes, still the caller's, drop (the
+    // bomb reading the store) unlocked.
+    let result = catch_unwind(AssertUnwindSafe(|| {
+        store.transaction(|tx| -> Result<(), IndexError> {
+            tx.insert(key(2, false), 2)?;
+            tx.insert(bomb, 3)?;
+            Ok(())
+        })
+    }));
+    assert!(result.is_err());
+    assert_eq!(store.len(), 1);
+    assert_eq!(store.get(&key(1, false)).as_deref(), Some(&1));
+    store.check_invariants();
+}
+
 static DROP_PANICS: AtomicBool = AtomicBool::new(false);
 
 /// A value whose `Drop` panics while `DROP_PANICS` is set.

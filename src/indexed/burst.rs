@@ -13,12 +13,11 @@
 
 use std::hash::{BuildHasher, Hash};
 
-use super::core::{Inserted, Removed};
+use super::core::Inserted;
 use super::error::IndexError;
 use super::index_fn::{AllValues, Schema};
-use super::shards::ShardSet;
 use super::store::IndexedStore;
-use super::transaction::{self, Garbage, Op};
+use super::transaction::{self, Garbage, Op, Spare};
 use crate::sync::{Arc, Ordering};
 
 /// One change of a burst.
@@ -38,6 +37,14 @@ pub(crate) struct Outcome<K, V> {
     pub(crate) rejected: Option<IndexError>,
 }
 
+/// What a change keeps beside its operation until its outcome is known: a
+/// put's copy of its key (the store may keep the one it brought), and an
+/// index function's error that turned the put into a remove.
+struct Pending<K> {
+    key: Option<K>,
+    rejected: Option<IndexError>,
+}
+
 impl<K, V, S> IndexedStore<K, V, S>
 where
     K: Hash + Eq + Clone,
@@ -53,101 +60,106 @@ where
         revision: u64,
     ) -> Vec<Outcome<K, V>> {
         let mut schema = self.schema();
-        let mut rejected: Vec<Option<IndexError>> = changes.iter().map(|_| None).collect();
-        let mut ops: Vec<Op<K, V>> = changes
-            .into_iter()
-            .map(|change| match change {
-                Change::Put(key, value) => Op::Insert {
-                    key_copy: key.clone(),
-                    key,
-                    value,
-                    values: AllValues::default(),
-                },
-                Change::Delete(key) => Op::Remove { key },
-            })
-            .collect();
-        ops = compute(&schema, ops, &mut rejected);
-        let plan = transaction::plan(&ops, &self.hasher, |hash| self.shards.of(hash));
-        let mut touched = ShardSet::default();
-        for &shard in plan.shards() {
-            touched.insert(shard);
+        let Spare {
+            mut ops,
+            steps,
+            mut garbage,
+        } = self.take_spare();
+        ops.reserve_exact(changes.len());
+        let mut pending = Vec::with_capacity(changes.len());
+        for change in changes {
+            let (op, key) = match change {
+                Change::Put(key, value) => {
+                    let copy = key.clone();
+                    let op = Op::Insert {
+                        key,
+                        value,
+                        values: AllValues::default(),
+                    };
+                    (op, Some(copy))
+                }
+                Change::Delete(key) => (Op::Remove { key }, None),
+            };
+            ops.push(op);
+            pending.push(Pending {
+                key,
+                rejected: None,
+            });
         }
-        let garbage = loop {
-            let mut cores = self.shards.write_some(&touched);
-            let Some((_, first)) = cores.first() else {
+        compute(&schema, &mut ops, &mut pending);
+        let mut plan = transaction::plan(&ops, steps, &self.hasher, |hash| self.shards.of(hash));
+        loop {
+            // Declared after `ops`: if a probe panics, the locks go first.
+            let mut cores = self.shards.write_some(plan.touched());
+            let Some(first) = cores.first() else {
                 self.revision.store(revision, Ordering::SeqCst);
                 return Vec::new();
             };
             if Arc::ptr_eq(first.schema(), &schema) {
-                let garbage = transaction::apply(&mut cores, &plan, ops);
+                transaction::apply(&mut cores, &mut plan, &mut ops, &mut garbage);
                 self.revision.store(revision, Ordering::SeqCst);
                 drop(cores);
-                break garbage;
+                break;
             }
             // An index was added meanwhile: recompute, no lock held.
             schema = Arc::clone(first.schema());
             drop(cores);
-            ops = compute(&schema, ops, &mut rejected);
-        };
-        outcomes(garbage, rejected)
+            compute(&schema, &mut ops, &mut pending);
+        }
+        let outcomes = outcomes(garbage.drain(..), pending);
+        self.keep_spare(Spare {
+            ops,
+            steps: plan.into_steps(),
+            garbage,
+        });
+        outcomes
     }
 }
 
 /// Computes every put's index values for `schema`; a put an index function
-/// rejects becomes a remove of its key, its error kept in `rejected`.
+/// rejects becomes a remove of its key, its error kept in `pending`.
 /// Runs user code: call with no lock held.
-fn compute<K, V>(
-    schema: &Schema<V>,
-    ops: Vec<Op<K, V>>,
-    rejected: &mut [Option<IndexError>],
-) -> Vec<Op<K, V>> {
-    ops.into_iter()
-        .zip(rejected)
-        .map(|(op, rejected)| match op {
-            Op::Insert {
-                key,
-                key_copy,
-                value,
-                ..
-            } => match schema.compute(&value) {
-                Ok(values) => Op::Insert {
-                    key,
-                    key_copy,
-                    value,
-                    values,
-                },
-                Err(error) => {
-                    *rejected = Some(error);
-                    Op::Remove { key }
-                }
-            },
-            remove @ Op::Remove { .. } => remove,
-        })
-        .collect()
+fn compute<K, V>(schema: &Schema<V>, ops: &mut [Op<K, V>], pending: &mut [Pending<K>]) {
+    for (op, pending) in ops.iter_mut().zip(pending) {
+        let Op::Insert { value, values, .. } = op else {
+            continue;
+        };
+        match schema.compute(value) {
+            Ok(computed) => *values = computed,
+            Err(error) => {
+                pending.rejected = Some(error);
+                // The remove takes the put's copy of the key (its outcome
+                // gets the key back from the remove); the put drops here.
+                let key = pending
+                    .key
+                    .take()
+                    .expect("larder: a put keeps a copy of its key");
+                drop(std::mem::replace(op, Op::Remove { key }));
+            }
+        }
+    }
 }
 
-/// Each change's outcome from what [`transaction::apply`] handed back (a
-/// replaced or removed entry, then the key, per change). Drops the rest:
-/// call with no lock held.
+/// Each change's outcome from what [`transaction::apply`] handed back (one
+/// item per change). Drops the rest: call with no lock held.
 fn outcomes<K, V>(
-    garbage: Vec<Garbage<K, V>>,
-    rejected: Vec<Option<IndexError>>,
+    garbage: impl Iterator<Item = Garbage<K, V>>,
+    pending: Vec<Pending<K>>,
 ) -> Vec<Outcome<K, V>> {
-    let mut garbage = garbage.into_iter();
-    rejected
-        .into_iter()
-        .map(|rejected| {
-            let previous = match garbage.next() {
-                Some(Garbage::Inserted(Inserted::Updated { previous, .. })) => Some(previous),
-                Some(Garbage::Removed(Some(Removed { value, .. }))) => Some(value),
-                Some(Garbage::Inserted(Inserted::New) | Garbage::Removed(None)) => None,
-                Some(Garbage::Key(_)) | None => unreachable!("an entry, then a key, per change"),
-            };
-            let Some(Garbage::Key(key)) = garbage.next() else {
-                unreachable!("an entry, then a key, per change")
+    garbage
+        .zip(pending)
+        .map(|(garbage, Pending { key, rejected })| {
+            let (brought, previous) = match garbage {
+                Garbage::Inserted(Inserted::New) => (None, None),
+                Garbage::Inserted(Inserted::Updated {
+                    previous, unused, ..
+                }) => (Some(unused), Some(previous)),
+                Garbage::Removed(key, removed) => (Some(key), removed.map(|r| r.value)),
             };
             Outcome {
-                key,
+                key: key
+                    .or(brought)
+                    .expect("larder: a put keeps a copy of its key"),
                 previous,
                 rejected,
             }

@@ -112,14 +112,12 @@ impl<K, V> Shards<K, V> {
         self.locks.iter().map(|lock| lock.write()).collect()
     }
 
-    /// Write-locks the shards of `mask` (bit `i`: shard `i`), in order.
-    pub(crate) fn write_some(
-        &self,
-        mask: &ShardSet,
-    ) -> Vec<(usize, ShardWriteGuard<'_, Core<K, V>>)> {
-        mask.iter()
-            .map(|shard| (shard, self.locks[shard].write()))
-            .collect()
+    /// Write-locks the shards of `mask` (bit `i`: shard `i`), in order,
+    /// and returns their guards in that order.
+    pub(crate) fn write_some(&self, mask: &ShardSet) -> Vec<ShardWriteGuard<'_, Core<K, V>>> {
+        let mut guards = Vec::with_capacity(mask.len());
+        guards.extend(mask.iter().map(|shard| self.locks[shard].write()));
+        guards
     }
 }
 
@@ -153,8 +151,54 @@ impl ShardSet {
         self.0[shard / 64] |= 1 << (shard % 64);
     }
 
+    /// How many members there are.
+    pub(crate) fn len(&self) -> usize {
+        self.0.iter().map(|word| word.count_ones() as usize).sum()
+    }
+
+    /// Each member's position among the members (ascending), by shard
+    /// (`0` for a shard that is not one).
+    pub(crate) fn positions(&self) -> [u8; MAX_SHARDS] {
+        let mut positions = [0; MAX_SHARDS];
+        for (position, shard) in self.iter().enumerate() {
+            positions[shard] = position as u8;
+        }
+        positions
+    }
+
     /// The members, in ascending order.
     pub(crate) fn iter(&self) -> impl Iterator<Item = usize> + '_ {
-        (0..MAX_SHARDS).filter(|&shard| self.0[shard / 64] & (1 << (shard % 64)) != 0)
+        self.0.iter().enumerate().flat_map(|(word, &bits)| {
+            let mut bits = bits;
+            std::iter::from_fn(move || {
+                let bit = bits.trailing_zeros() as usize;
+                (bits != 0).then(|| {
+                    bits &= bits - 1;
+                    word * 64 + bit
+                })
+            })
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{MAX_SHARDS, ShardSet};
+
+    #[test]
+    fn a_shard_set_lists_counts_and_positions_its_members() {
+        let members = [0, 1, 5, 63, 64, 70, MAX_SHARDS - 1];
+        let mut set = ShardSet::default();
+        for shard in members {
+            set.insert(shard);
+        }
+        assert_eq!(set.iter().collect::<Vec<_>>(), members);
+        let positions = set.positions();
+        for (position, shard) in members.into_iter().enumerate() {
+            assert_eq!(usize::from(positions[shard]), position);
+        }
+        assert_eq!(set.len(), members.len());
+        assert_eq!(ShardSet::default().iter().count(), 0);
+        assert_eq!(ShardSet::default().len(), 0);
     }
 }

@@ -11,8 +11,9 @@ use super::builder::IndexedStoreBuilder;
 use super::core::Core;
 use super::index_fn::Schema;
 use super::shards::{self, Shards};
+use super::transaction::Spare;
 use crate::fault::broken;
-use crate::sync::{Arc, AtomicBool, AtomicU64};
+use crate::sync::{Arc, AtomicBool, AtomicU64, Mutex};
 
 /// A keyed store of immutable objects (`Arc<V>`) with named secondary
 /// indexes that always agree with the objects: client-go's
@@ -162,6 +163,9 @@ pub struct IndexedStore<K, V, S = ahash::RandomState> {
     pub(super) indexed: AtomicBool,
     /// Hashes keys, with no lock held; the core stores each key's hash.
     pub(super) hasher: S,
+    /// The buffers of the last transaction or burst, empty, for the next
+    /// to reuse (`transaction.rs`).
+    pub(super) spare: Mutex<Spare<K, V>>,
 }
 
 impl<K, V> IndexedStore<K, V>
@@ -230,6 +234,7 @@ where
             shards: Shards::new(cores, read_mostly),
             revision: AtomicU64::new(0),
             hasher,
+            spare: Mutex::new(Spare::default()),
         }
     }
 

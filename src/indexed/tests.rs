@@ -219,6 +219,85 @@ fn transaction_applies_in_order_and_is_all_or_nothing() {
     store.check_invariants();
 }
 
+/// A transaction (and a burst) lets go of everything it replaced or
+/// removed and of every key it brought but did not store, and a later one
+/// (reusing the first one's buffers) does the same.
+#[test]
+fn a_transaction_and_a_burst_let_go_of_what_they_displace() {
+    let key = |name: &str| Arc::new(name.to_string());
+    let store: IndexedStore<Arc<String>, u32> = IndexedStore::builder()
+        .index("n", |n: &u32| [n.to_string()])
+        .build()
+        .unwrap();
+    let (stored_a, stored_b) = (key("a"), key("b"));
+    let (old_a, old_b) = (Arc::new(1), Arc::new(2));
+    store
+        .insert_arc(Arc::clone(&stored_a), Arc::clone(&old_a))
+        .unwrap();
+    store
+        .insert_arc(Arc::clone(&stored_b), Arc::clone(&old_b))
+        .unwrap();
+    for round in 0..2u32 {
+        let (brought_a, brought_c) = (key("a"), key("c"));
+        let new_a = Arc::new(10 + round);
+        store
+            .transaction(|tx| -> Result<(), IndexError> {
+                tx.insert_arc(Arc::clone(&brought_a), Arc::clone(&new_a))?;
+                tx.remove(&stored_b);
+                tx.insert(Arc::clone(&brought_c), 3)?;
+                tx.remove(&brought_c);
+                Ok(())
+            })
+            .unwrap();
+        // Only the test holds these now: the store kept its own key "a",
+        // dropped "b" and the short-lived "c", and every replaced object.
+        for held in [&stored_b, &brought_a, &brought_c] {
+            assert_eq!(Arc::strong_count(held), 1);
+        }
+        assert_eq!(
+            (Arc::strong_count(&old_a), Arc::strong_count(&old_b)),
+            (1, 1)
+        );
+        assert_eq!(Arc::strong_count(&stored_a), 2);
+        assert_eq!(Arc::strong_count(&new_a), 2);
+        assert_eq!(store.keys(), [key("a")]);
+        store
+            .insert_arc(Arc::clone(&stored_b), Arc::clone(&old_b))
+            .unwrap();
+        store.check_invariants();
+    }
+    #[cfg(feature = "reflector")]
+    {
+        use super::burst::{Change, Outcome};
+        let brought_b = key("b");
+        let outcomes = store.apply_burst(
+            vec![
+                Change::Put(Arc::clone(&brought_b), Arc::new(20)),
+                Change::Delete(key("a")),
+                Change::Put(key("d"), Arc::new(4)),
+            ],
+            7,
+        );
+        let seen: Vec<(String, Option<u32>)> = outcomes
+            .into_iter()
+            .map(|Outcome { key, previous, .. }| ((*key).clone(), previous.map(|v| *v)))
+            .collect();
+        assert_eq!(
+            seen,
+            [
+                ("b".into(), Some(2)),
+                ("a".into(), Some(11)),
+                ("d".into(), None)
+            ]
+        );
+        assert_eq!(Arc::strong_count(&brought_b), 1);
+        assert_eq!(Arc::strong_count(&stored_a), 1);
+        assert_eq!(Arc::strong_count(&old_b), 1);
+        assert_eq!(store.revision(), 7);
+        store.check_invariants();
+    }
+}
+
 #[test]
 fn replace_with_repeated_keys_keeps_the_last() {
     let store: IndexedStore<u32, String> = IndexedStore::builder()

@@ -11,14 +11,14 @@ use hashbrown::HashTable;
 use super::core::{Core, Inserted, Removed};
 use super::error::IndexError;
 use super::index_fn::{AllValues, Schema};
+use super::shards::ShardSet;
+use super::store::IndexedStore;
 use crate::sync::Arc;
 
 /// One recorded write, with its index values computed.
 pub(crate) enum Op<K, V> {
     Insert {
         key: K,
-        /// The copy the store keeps (`key` is dropped after the commit).
-        key_copy: K,
         value: Arc<V>,
         values: AllValues,
     },
@@ -27,11 +27,24 @@ pub(crate) enum Op<K, V> {
     },
 }
 
-/// What applying the operations replaced or removed; dropped after unlock.
+impl<K, V> Op<K, V> {
+    /// The key the write brought.
+    #[inline]
+    fn key(&self) -> &K {
+        let (Op::Insert { key, .. } | Op::Remove { key }) = self;
+        key
+    }
+}
+
+/// What applying one operation handed back, to be dropped after unlock.
 pub(crate) enum Garbage<K, V> {
+    /// An insert's: [`Inserted::Updated`] holds the object it replaced, the
+    /// key it brought (the store keeps its own) and the replaced index
+    /// values; [`Inserted::New`] holds nothing (the key is stored).
     Inserted(Inserted<K, V>),
-    Removed(Option<Removed<K, V>>),
-    Key(K),
+    /// A remove's: the key it brought, and what it took out if the key was
+    /// there.
+    Removed(K, Option<Removed<K, V>>),
 }
 
 /// The writes of one [`IndexedStore::transaction`](super::IndexedStore::transaction),
@@ -65,11 +78,9 @@ pub struct Transaction<K, V> {
 }
 
 impl<K: Clone, V> Transaction<K, V> {
-    pub(crate) fn new(schema: Arc<Schema<V>>) -> Self {
-        Self {
-            schema,
-            ops: Vec::new(),
-        }
+    /// A transaction recording into `ops` (empty: a spare buffer).
+    pub(crate) fn new(schema: Arc<Schema<V>>, ops: Vec<Op<K, V>>) -> Self {
+        Self { schema, ops }
     }
 
     pub(crate) fn into_parts(self) -> (Arc<Schema<V>>, Vec<Op<K, V>>) {
@@ -131,13 +142,7 @@ impl<K: Clone, V> Transaction<K, V> {
     /// ```
     pub fn insert_arc(&mut self, key: K, value: Arc<V>) -> Result<(), IndexError> {
         let values = self.schema.compute(&value)?;
-        let key_copy = key.clone();
-        self.ops.push(Op::Insert {
-            key,
-            key_copy,
-            value,
-            values,
-        });
+        self.ops.push(Op::Insert { key, value, values });
         Ok(())
     }
 
@@ -237,113 +242,225 @@ pub(crate) fn recompute<K, V>(schema: &Schema<V>, ops: &mut [Op<K, V>]) -> Resul
     Ok(())
 }
 
+/// Buffers of more than this many items are not kept as spares: a store
+/// keeps at most this many operations' worth of them.
+const SPARE_UP_TO: usize = 256;
+
+/// The buffers of a write of many keys (a transaction or a burst), kept
+/// empty by the store between two of them so that the next reuses their
+/// allocations instead of asking the allocator for as many again.
+pub(crate) struct Spare<K, V> {
+    pub(crate) ops: Vec<Op<K, V>>,
+    pub(crate) steps: Vec<Step>,
+    pub(crate) garbage: Vec<Garbage<K, V>>,
+}
+
+impl<K, V> Default for Spare<K, V> {
+    fn default() -> Self {
+        Self {
+            ops: Vec::new(),
+            steps: Vec::new(),
+            garbage: Vec::new(),
+        }
+    }
+}
+
+impl<K, V, S> IndexedStore<K, V, S> {
+    /// The spare buffers, or new ones if another write holds them.
+    pub(crate) fn take_spare(&self) -> Spare<K, V> {
+        self.spare
+            .try_lock()
+            .map(|mut spare| std::mem::take(&mut *spare))
+            .unwrap_or_default()
+    }
+
+    /// Keeps `spare`'s buffers, emptied, for the next write of many keys,
+    /// unless one is too big to keep. Call with no lock held: what is left
+    /// in them drops here.
+    pub(crate) fn keep_spare(&self, spare: Spare<K, V>) {
+        let Spare {
+            mut ops,
+            mut steps,
+            mut garbage,
+        } = spare;
+        ops.clear();
+        garbage.clear();
+        steps.clear();
+        if [ops.capacity(), steps.capacity(), garbage.capacity()]
+            .iter()
+            .any(|&capacity| capacity > SPARE_UP_TO)
+        {
+            return;
+        }
+        if let Some(mut slot) = self.spare.try_lock() {
+            *slot = Spare {
+                ops,
+                steps,
+                garbage,
+            };
+        }
+    }
+}
+
+/// Transactions of up to this many writes group equal keys by a scan of
+/// the earlier ones behind a filter of [`FILTER_BITS`] bits of their
+/// hashes (no allocation); larger ones through a table (O(n) expected).
+const SCAN_UP_TO: usize = 256;
+
+/// The scan's filter: a sixteenth full at most, so that few keys scan.
+const FILTER_BITS: usize = 4096;
+
+/// Where one recorded write goes.
+#[derive(Clone, Copy)]
+pub(crate) struct Step {
+    /// The key's hash.
+    hash: u64,
+    /// The position of the first recorded write with an equal key (the
+    /// write's own if none).
+    first: usize,
+    /// The position of the key's shard among the shards the transaction
+    /// locks (ascending).
+    core: usize,
+    /// For the first write of each key: the key's slot id in its shard,
+    /// once probed, as the writes before the current one left it.
+    found: Option<usize>,
+}
+
 /// What a transaction's keys are, worked out with no lock held: each
-/// recorded key's hash and shard, and for each write the position of the
-/// first recorded write with an equal key (its own position if none).
+/// recorded write's [`Step`], and the set of shards they touch.
 pub(crate) struct Plan {
-    hashes: Vec<u64>,
-    shards: Vec<usize>,
-    first: Vec<usize>,
+    steps: Vec<Step>,
+    touched: ShardSet,
 }
 
 impl Plan {
-    /// The shard of each recorded write, in order.
-    pub(crate) fn shards(&self) -> &[usize] {
-        &self.shards
+    /// The shards the recorded writes touch.
+    pub(crate) fn touched(&self) -> &ShardSet {
+        &self.touched
+    }
+
+    /// The steps' buffer, to keep as a spare.
+    pub(crate) fn into_steps(self) -> Vec<Step> {
+        self.steps
     }
 }
 
 /// Hashes every recorded key and groups equal keys: all of the
-/// transaction's calls of `K`'s `Hash`, and its `Eq` among its own keys.
-/// Runs user code: call with no lock held.
-pub(crate) fn plan<K, V, S>(ops: &[Op<K, V>], hasher: &S, shard_of: impl Fn(u64) -> usize) -> Plan
+/// transaction's calls of `K`'s `Hash`, and its `Eq` among its own keys
+/// (only between keys of equal hashes). Runs user code: call with no lock
+/// held.
+pub(crate) fn plan<K, V, S>(
+    ops: &[Op<K, V>],
+    mut steps: Vec<Step>,
+    hasher: &S,
+    shard_of: impl Fn(u64) -> usize,
+) -> Plan
 where
     K: Hash + Eq,
     S: BuildHasher,
 {
-    let keys: Vec<&K> = ops
-        .iter()
-        .map(|op| {
-            let (Op::Insert { key, .. } | Op::Remove { key }) = op;
-            key
-        })
-        .collect();
-    let hashes: Vec<u64> = keys.iter().map(|key| hasher.hash_one(key)).collect();
-    let mut seen: HashTable<usize> = HashTable::with_capacity(keys.len());
-    let mut first = Vec::with_capacity(keys.len());
-    for (i, key) in keys.iter().enumerate() {
-        let hash = hashes[i];
-        match seen.find(hash, |&j| hashes[j] == hash && keys[j] == *key) {
-            Some(&j) => first.push(j),
-            None => {
-                seen.insert_unique(hash, i, |&j| hashes[j]);
-                first.push(i);
+    steps.clear();
+    steps.reserve_exact(ops.len());
+    let mut touched = ShardSet::default();
+    for (i, op) in ops.iter().enumerate() {
+        let hash = hasher.hash_one(op.key());
+        let shard = shard_of(hash);
+        touched.insert(shard);
+        // `core` holds the shard until the set of shards is complete.
+        steps.push(Step {
+            hash,
+            first: i,
+            core: shard,
+            found: None,
+        });
+    }
+    if ops.len() <= SCAN_UP_TO {
+        // A key whose hash's filter bit is clear has no equal before it;
+        // only the others scan the earlier first writes.
+        let mut filter = [0u64; FILTER_BITS / 64];
+        for i in 0..steps.len() {
+            let hash = steps[i].hash;
+            let bit = hash as usize % FILTER_BITS;
+            let (word, mask) = (bit / 64, 1 << (bit % 64));
+            if filter[word] & mask == 0 {
+                filter[word] |= mask;
+                continue;
+            }
+            let key = ops[i].key();
+            let equal = (0..i).find(|&j| {
+                let step = &steps[j];
+                step.first == j && step.hash == hash && ops[j].key() == key
+            });
+            if let Some(j) = equal {
+                steps[i].first = j;
+            }
+        }
+    } else {
+        let mut seen: HashTable<usize> = HashTable::with_capacity(ops.len());
+        for i in 0..steps.len() {
+            let (hash, key) = (steps[i].hash, ops[i].key());
+            let steps_now = &steps;
+            match seen.find(hash, |&j| steps_now[j].hash == hash && ops[j].key() == key) {
+                Some(&j) => steps[i].first = j,
+                None => {
+                    seen.insert_unique(hash, i, |&j| steps_now[j].hash);
+                }
             }
         }
     }
-    let shards = hashes.iter().map(|&hash| shard_of(hash)).collect();
-    Plan {
-        hashes,
-        shards,
-        first,
+    let positions = touched.positions();
+    for step in &mut steps {
+        step.core = usize::from(positions[step.core]);
     }
+    Plan { steps, touched }
 }
 
-/// Applies `ops` in order to `cores` (the write-locked shards the
-/// operations touch, by shard position, in ascending order), whose schema
-/// they were computed for; `plan` is [`plan`]'s answer for them.
+/// Applies `ops` in order to `cores` (the write-locked shards of
+/// [`Plan::touched`], by shard position, in ascending order), whose schema
+/// they were computed for; `plan` is [`plan`]'s answer for them. Pushes
+/// one [`Garbage`] per operation, in order, on `garbage` (empty), and
+/// leaves `ops` empty.
 ///
 /// All of the transaction's user code under the locks comes first: one
-/// probe (`K`'s `Eq`) per distinct key, before anything is modified. The
-/// writes then run on slot ids alone, so a panic in `Eq`, at any call,
+/// probe (`K`'s `Eq`) per distinct key, before anything is modified, while
+/// `ops` is still the caller's (so a panic drops them after the unlock).
+/// The writes then run on slot ids alone, so a panic in `Eq`, at any call,
 /// leaves every shard as it was: a transaction is applied whole or not at
 /// all.
 pub(crate) fn apply<K, V, C>(
-    cores: &mut [(usize, C)],
-    plan: &Plan,
-    ops: Vec<Op<K, V>>,
-) -> Vec<Garbage<K, V>>
-where
+    cores: &mut [C],
+    plan: &mut Plan,
+    ops: &mut Vec<Op<K, V>>,
+    garbage: &mut Vec<Garbage<K, V>>,
+) where
     K: Eq,
     C: DerefMut<Target = Core<K, V>>,
 {
-    let position = |shard: usize| {
-        cores
-            .binary_search_by_key(&shard, |(at, _)| *at)
-            .expect("larder: a transaction's shards are locked")
-    };
-    let at_of: Vec<usize> = plan.shards.iter().map(|&shard| position(shard)).collect();
+    let steps = &mut plan.steps;
     // The probes: where each distinct key is now (user `Eq`).
-    let mut at: Vec<Option<usize>> = vec![None; ops.len()];
-    for (i, op) in ops.iter().enumerate() {
-        if plan.first[i] == i {
-            let (Op::Insert { key, .. } | Op::Remove { key }) = op;
-            at[i] = cores[at_of[i]].1.find(plan.hashes[i], key);
+    for (i, (op, step)) in ops.iter().zip(steps.iter_mut()).enumerate() {
+        if step.first == i {
+            step.found = cores[step.core].find(step.hash, op.key());
         }
     }
     // No user code from here on.
-    let mut garbage = Vec::with_capacity(ops.len());
-    for (i, op) in ops.into_iter().enumerate() {
-        let (hash, group) = (plan.hashes[i], plan.first[i]);
-        let core = &mut *cores[at_of[i]].1;
-        match op {
-            Op::Insert {
-                key,
-                key_copy,
-                value,
-                values,
-            } => {
-                let (inserted, id) = core.insert_at(hash, at[group], key_copy, value, values);
-                at[group] = Some(id);
-                garbage.push(Garbage::Inserted(inserted));
-                garbage.push(Garbage::Key(key));
+    garbage.reserve_exact(ops.len());
+    for (i, op) in ops.drain(..).enumerate() {
+        let Step {
+            hash, first, core, ..
+        } = steps[i];
+        let core = &mut *cores[core];
+        let found = &mut steps[first].found;
+        garbage.push(match op {
+            Op::Insert { key, value, values } => {
+                let (inserted, id) = core.insert_at(hash, *found, key, value, values);
+                *found = Some(id);
+                Garbage::Inserted(inserted)
             }
             Op::Remove { key } => {
-                let removed = at[group].take().map(|id| core.remove_at(hash, id));
-                garbage.push(Garbage::Removed(removed));
-                garbage.push(Garbage::Key(key));
+                let removed = found.take().map(|id| core.remove_at(hash, id));
+                Garbage::Removed(key, removed)
             }
-        }
+        });
     }
-    garbage
 }

@@ -27,9 +27,9 @@ use std::hash::{BuildHasher, Hash};
 use super::core::{Core, Inserted, Removed};
 use super::error::IndexError;
 use super::index_fn::{AllValues, Schema, discard};
-use super::shards::{self, ShardSet};
+use super::shards;
 use super::store::IndexedStore;
-use super::transaction::{self, Transaction};
+use super::transaction::{self, Spare, Transaction};
 use crate::fault::broken;
 use crate::sync::{Arc, Ordering};
 
@@ -419,27 +419,38 @@ where
         F: FnOnce(&mut Transaction<K, V>) -> Result<R, E>,
         E: From<IndexError>,
     {
-        let mut tx = Transaction::new(self.schema());
+        let Spare {
+            ops,
+            steps,
+            mut garbage,
+        } = self.take_spare();
+        let mut tx = Transaction::new(self.schema(), ops);
         let result = f(&mut tx)?;
         let (mut schema, mut ops) = tx.into_parts();
-        // `K`'s `Hash` and `Eq` among the recorded keys, with no lock held.
-        let plan = transaction::plan(&ops, &self.hasher, |hash| self.shards.of(hash));
-        let mut touched = ShardSet::default();
-        for &shard in plan.shards() {
-            touched.insert(shard);
-        }
         if ops.is_empty() {
+            self.keep_spare(Spare {
+                ops,
+                steps,
+                garbage,
+            });
             return Ok(result);
         }
+        // `K`'s `Hash` and `Eq` among the recorded keys, with no lock held.
+        let mut plan = transaction::plan(&ops, steps, &self.hasher, |hash| self.shards.of(hash));
         loop {
-            let mut cores = self.shards.write_some(&touched);
-            if Arc::ptr_eq(cores[0].1.schema(), &schema) {
-                let garbage = transaction::apply(&mut cores, &plan, ops);
+            // Declared after `ops`: if a probe panics, the locks go first.
+            let mut cores = self.shards.write_some(plan.touched());
+            if Arc::ptr_eq(cores[0].schema(), &schema) {
+                transaction::apply(&mut cores, &mut plan, &mut ops, &mut garbage);
                 drop(cores);
-                drop(garbage);
+                self.keep_spare(Spare {
+                    ops,
+                    steps: plan.into_steps(),
+                    garbage,
+                });
                 return Ok(result);
             }
-            schema = Arc::clone(cores[0].1.schema());
+            schema = Arc::clone(cores[0].schema());
             drop(cores);
             transaction::recompute(&schema, &mut ops)?;
         }
