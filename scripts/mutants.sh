@@ -49,6 +49,9 @@ selection() {
         lru lru_resize lru_weights typed typed_writes" ;;
     src/indexed/core.rs)
       echo "indexed:: | indexed indexed_hostile | indexed indexed_revision" ;;
+    src/indexed/values.rs | src/indexed/index_fn.rs)
+      # How an object's index values are computed and held.
+      echo "indexed:: | indexed indexed_hostile | indexed" ;;
     src/table_room.rs | src/node_index.rs)
       # The tables of the cache engine's shards and of IndexedStore's.
       echo "table_room:: cache:: indexed:: | conformance indexed | " ;;
