@@ -49,6 +49,9 @@ selection() {
         lru lru_resize lru_weights typed typed_writes" ;;
     src/indexed/core.rs)
       echo "indexed:: | indexed indexed_hostile | indexed indexed_revision" ;;
+    src/indexed/transaction.rs | src/indexed/burst.rs)
+      # Transactions and the reflector's bursts: many writes, one lock a shard.
+      echo "indexed:: | indexed indexed_hostile indexed_shards | indexed indexed_revision" ;;
     src/indexed/values.rs | src/indexed/index_fn.rs)
       # How an object's index values are computed and held.
       echo "indexed:: | indexed indexed_hostile | indexed" ;;
