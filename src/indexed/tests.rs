@@ -187,6 +187,31 @@ fn writes_recompute_after_an_index_is_added_concurrently() {
 }
 
 #[test]
+fn a_transaction_recomputes_its_values_after_an_index_is_added_before_its_commit() {
+    // The closure runs with no lock held, so an index may be added between
+    // a write's recording (its values computed for the old schema) and the
+    // commit: the commit must recompute them for the new one.
+    let store: IndexedStore<u32, String> = IndexedStore::builder()
+        .index("len", |s: &String| [s.len().to_string()])
+        .build()
+        .unwrap();
+    store.insert(1, "a".into()).unwrap();
+    store
+        .transaction(|tx| -> Result<(), IndexError> {
+            tx.insert(2, "bb".to_string())?;
+            tx.insert(1, "ccc".to_string())?;
+            store.add_index("first", |s: &String| [s[..1].to_string()])?;
+            Ok(())
+        })
+        .unwrap();
+    store.check_invariants();
+    assert_eq!(store.index_keys("first", "b").unwrap(), [2]);
+    assert_eq!(store.index_keys("first", "c").unwrap(), [1]);
+    assert!(store.index_keys("first", "a").unwrap().is_empty());
+    assert_eq!(store.index_keys("len", "3").unwrap(), [1]);
+}
+
+#[test]
 fn transaction_applies_in_order_and_is_all_or_nothing() {
     let store: IndexedStore<u32, String> = IndexedStore::builder()
         .try_index("num", |s: &String| {
