@@ -198,8 +198,11 @@ fn a_transaction_recomputes_its_values_after_an_index_is_added_before_its_commit
     store.insert(1, "a".into()).unwrap();
     store
         .transaction(|tx| -> Result<(), IndexError> {
+            assert!(tx.is_empty());
             tx.insert(2, "bb".to_string())?;
             tx.insert(1, "ccc".to_string())?;
+            assert_eq!((tx.len(), tx.is_empty()), (2, false));
+            assert!(format!("{tx:?}").starts_with("Transaction"));
             store.add_index("first", |s: &String| [s[..1].to_string()])?;
             Ok(())
         })
