@@ -214,6 +214,17 @@ fn a_transaction_recomputes_its_values_after_an_index_is_added_before_its_commit
     assert_eq!(store.index_keys("len", "3").unwrap(), [1]);
 }
 
+/// A store's objects, by key.
+fn content(store: &IndexedStore<u32, String>) -> Vec<(u32, String)> {
+    let mut content: Vec<(u32, String)> = store
+        .to_vec()
+        .into_iter()
+        .map(|(k, v)| (k, (*v).clone()))
+        .collect();
+    content.sort();
+    content
+}
+
 #[test]
 fn a_transaction_groups_equal_keys_among_many_distinct_ones() {
     // Small transactions find a key's earlier writes by a scan behind a
@@ -246,12 +257,7 @@ fn a_transaction_groups_equal_keys_among_many_distinct_ones() {
             })
             .unwrap();
         store.check_invariants();
-        let mut held: Vec<(u32, String)> = store
-            .to_vec()
-            .into_iter()
-            .map(|(k, v)| (k, (*v).clone()))
-            .collect();
-        held.sort();
+        let held = content(&store);
         let mut expected: Vec<(u32, String)> = model.into_iter().collect();
         expected.sort();
         assert_eq!(held, expected, "{distinct} distinct keys");
@@ -410,13 +416,10 @@ fn replace_of_known_and_unknown_length_agree() {
     known.replace(exact).unwrap();
     for store in [&unknown, &known] {
         store.check_invariants();
-        let mut content: Vec<(u32, String)> = store
-            .to_vec()
-            .into_iter()
-            .map(|(k, v)| (k, (*v).clone()))
-            .collect();
-        content.sort();
-        assert_eq!(content, model.clone().into_iter().collect::<Vec<_>>());
+        assert_eq!(
+            content(store),
+            model.clone().into_iter().collect::<Vec<_>>()
+        );
         for value in 0..7 {
             let value = format!("v{value}");
             let mut keys = store.index_keys("v", &value).unwrap();
