@@ -100,7 +100,7 @@ async fn lag(
     })
     .await?
     .build()?;
-    let store = Arc::new(IndexedStore::<String, u64>::new());
+    let store = Arc::new(IndexedStore::<String, Arc<u64>>::new());
     let record = {
         let seen = Arc::clone(&seen);
         move |value: u64| {
@@ -228,7 +228,7 @@ async fn scale(
     .await?
     .page_size(page_size)
     .build()?;
-    let store = Arc::new(IndexedStore::<String, Vec<u8>>::new());
+    let store = Arc::new(IndexedStore::<String, Arc<Vec<u8>>>::new());
     let reflector = Reflector::builder(source, Arc::clone(&store)).build()?;
     let handle = reflector.handle();
     let task = tokio::spawn(reflector.run());

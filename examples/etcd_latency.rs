@@ -57,7 +57,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             .map_err(|e| e.to_string())
     })
     .build()?;
-    let store = Arc::new(IndexedStore::<String, u64>::new());
+    let store = Arc::new(IndexedStore::<String, Arc<u64>>::new());
     // When each sequence number became visible: the handlers run right
     // after the store applied the change.
     let visible: Arc<Mutex<HashMap<u64, Instant>>> = Arc::default();

@@ -45,7 +45,7 @@ fn decode(bytes: &[u8]) -> Result<Pod, String> {
     })
 }
 
-fn lookups(store: &IndexedStore<String, Pod>) -> String {
+fn lookups(store: &IndexedStore<String, Arc<Pod>>) -> String {
     let mut parts = Vec::new();
     for (index, values) in [("namespace", ["shop", "billing"]), ("app", ["web", "db"])] {
         for value in values {
@@ -85,9 +85,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let source = EtcdSource::builder(client.clone(), PREFIX, decode).build()?;
 
     let store = Arc::new(
-        IndexedStore::<String, Pod>::builder()
-            .index("namespace", |pod: &Pod| [pod.namespace.clone()])
-            .index("app", |pod: &Pod| [pod.app.clone()])
+        IndexedStore::<String, Arc<Pod>>::builder()
+            .index("namespace", |pod: &Arc<Pod>| [pod.namespace.clone()])
+            .index("app", |pod: &Arc<Pod>| [pod.app.clone()])
             .build()?,
     );
     let (on_add, on_update, on_delete) = (store.clone(), store.clone(), store.clone());

@@ -16,8 +16,10 @@
 //! inserted one by one (and, with R, each of `R * N` more inserted after
 //! the oldest key was removed), divided by `N`: what the map costs the process,
 //! allocator overhead included (a counting allocator needs `unsafe`, which
-//! the crate forbids). The store holds each object as an `Arc<u64>`, whose
-//! allocation is counted: the last row is that allocation alone (glibc
+//! the crate forbids). The store holds each `u64` as given, with no
+//! allocation of its own; the last row is what an `Arc<u64>` per object
+//! would add (an `IndexedStore<u64, Arc<u64>>`, or the store before it held
+//! objects inline): the allocation and the 8-byte pointer to it (glibc
 //! hands out 32 bytes for the 24 requested). Linux only.
 
 #[path = "heap_common/mod.rs"]
@@ -71,8 +73,8 @@ fn fill(name: &str, n: u64, replaced: u64) -> Box<dyn std::any::Any> {
             Box::new(map)
         }
         "Arc<u64> alone" => {
-            // What the store's `Arc` per object costs the process, with the
-            // 8-byte pointer to it.
+            // What an `Arc` per object would cost the process (an
+            // `IndexedStore<u64, Arc<u64>>`), with the 8-byte pointer to it.
             let values: Vec<std::sync::Arc<u64>> = (0..n).map(std::sync::Arc::new).collect();
             Box::new(values)
         }

@@ -48,10 +48,10 @@ async fn main() {
         source.put(key, pod);
     }
 
-    let pods: Arc<IndexedStore<String, Pod>> = Arc::new(
+    let pods: Arc<IndexedStore<String, Arc<Pod>>> = Arc::new(
         IndexedStore::builder()
-            .index("namespace", |pod: &Pod| [pod.namespace.clone()])
-            .index("label", |pod: &Pod| {
+            .index("namespace", |pod: &Arc<Pod>| [pod.namespace.clone()])
+            .index("label", |pod: &Arc<Pod>| {
                 pod.labels
                     .iter()
                     .map(|(k, v)| format!("{k}={v}"))

@@ -10,17 +10,19 @@
 //! the index, computed at insert time, now lies.
 //!
 //! `IndexedStore` keeps objects and indexes in one state updated in one
-//! critical section, and hands out `Arc<Pod>`: `&Pod` only, so changing a
-//! pod means inserting a new one, which re-indexes it. The one way left to
-//! break the index is to store a `V` with interior mutability (a `Mutex`
-//! inside) that the index function reads: the example shows that too.
+//! critical section, and hands out clones of what it holds: a plain `Pod`
+//! handed out is the caller's own copy, and a stored `Arc<Pod>` derefs to
+//! `&Pod` only, so changing a pod means inserting a new one, which
+//! re-indexes it. The one way left to break the index is to store a shared
+//! handle with interior mutability (`Arc<Mutex<Pod>>`) that the index
+//! function reads: the example shows that too.
 //!
 //! Run with `cargo run --example misuse_03_torn_views`.
 
 #[path = "misuse_common/mod.rs"]
 mod common;
 
-use std::sync::{Mutex, mpsc};
+use std::sync::{Arc, Mutex, mpsc};
 use std::thread;
 
 use dashmap::{DashMap, DashSet};
@@ -55,8 +57,8 @@ pub struct Outcome {
     pub fixed_reads: usize,
     /// IndexedStore: of those, results holding a pod of another namespace.
     pub fixed_torn_reads: usize,
-    /// Interior mutability (`IndexedStore<_, Mutex<Pod>>`, mutated through
-    /// the handle): pods the index lists under a namespace they left.
+    /// Interior mutability (`IndexedStore<_, Arc<Mutex<Pod>>>`, mutated
+    /// through the handle): pods the index lists under a namespace they left.
     pub broken_mutated_stale: usize,
     /// `Arc<Pod>` replaced with `insert`: stale index entries.
     pub fixed_replaced_stale: usize,
@@ -121,7 +123,7 @@ fn broken_two_maps() -> (usize, usize) {
     })
 }
 
-fn pod_store<V: 'static>(
+fn pod_store<V: Clone + 'static>(
     namespace_of: impl Fn(&V) -> String + Send + Sync + 'static,
 ) -> IndexedStore<String, V> {
     IndexedStore::builder()
@@ -163,11 +165,12 @@ fn fixed_store(moves: usize) -> (usize, usize) {
     })
 }
 
-/// BROKEN: a `Mutex` inside the stored value, mutated through the handle.
+/// BROKEN: a shared `Mutex` as the stored value, mutated through the
+/// handle the store hands out (a clone of the same `Arc`).
 fn broken_interior_mutation() -> usize {
-    let store = pod_store(|p: &Mutex<Pod>| p.lock().expect("not poisoned").namespace.clone());
+    let store = pod_store(|p: &Arc<Mutex<Pod>>| p.lock().expect("not poisoned").namespace.clone());
     store
-        .insert("web-1".into(), Mutex::new(pod("staging")))
+        .insert("web-1".into(), Arc::new(Mutex::new(pod("staging"))))
         .expect("indexed");
     let handle = store.get("web-1").expect("present");
     handle.lock().expect("not poisoned").namespace = "prod".into(); // behind the index's back
@@ -181,9 +184,9 @@ fn broken_interior_mutation() -> usize {
 
 /// LARDER: `Arc<Pod>` is read-only; a change is a new pod, re-indexed.
 fn fixed_replace() -> usize {
-    let store = pod_store(|p: &Pod| p.namespace.clone());
+    let store = pod_store(|p: &Arc<Pod>| p.namespace.clone());
     store
-        .insert("web-1".into(), pod("staging"))
+        .insert("web-1".into(), Arc::new(pod("staging")))
         .expect("indexed");
     let current = store.get("web-1").expect("present");
     // `current.namespace = "prod".into();` does not compile: `Arc<Pod>`
@@ -192,7 +195,9 @@ fn fixed_replace() -> usize {
         namespace: "prod".into(),
         ..Pod::clone(&current)
     };
-    store.insert("web-1".into(), moved).expect("indexed");
+    store
+        .insert("web-1".into(), Arc::new(moved))
+        .expect("indexed");
     store
         .by_index("namespace", "staging")
         .expect("known index")
@@ -231,7 +236,7 @@ fn main() {
         outcome.fixed_torn_reads, outcome.fixed_reads
     ));
     common::broken(format!(
-        "Mutex<Pod> in the store, namespace changed through the handle: index lists {} pod under a namespace it left",
+        "Arc<Mutex<Pod>> in the store, namespace changed through the handle: index lists {} pod under a namespace it left",
         outcome.broken_mutated_stale
     ));
     common::fixed(format!(

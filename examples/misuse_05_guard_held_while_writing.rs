@@ -42,7 +42,7 @@ pub struct Outcome {
     pub fixed_guard_version: u64,
     /// larder: the version after the writes.
     pub fixed_final_version: u64,
-    /// larder `IndexedStore`: with the `Arc` from `get` alive, `insert` of
+    /// larder `IndexedStore`: with the value from `get` alive, `insert` of
     /// the same key and `remove` of it both completed, and the held value
     /// is still the old one.
     pub fixed_store_writes_completed: bool,
@@ -101,17 +101,15 @@ fn fixed(writes: usize) -> (usize, u64, u64) {
     (completed, guard_version, table.version())
 }
 
-/// LARDER: an `IndexedStore` hands out `Arc<V>`, not a guard: writing to
-/// the same key while holding it just works.
+/// LARDER: an `IndexedStore` hands out a clone of the value, not a guard:
+/// writing to the same key while holding it just works.
 fn fixed_store() -> bool {
     let visits: IndexedStore<&str, u64> = IndexedStore::new();
     visits.insert("visits", 1).expect("no index to fail");
-    let held = visits.get("visits").expect("present"); // an Arc: no lock held
-    let replaced = visits
-        .insert("visits", *held + 1)
-        .expect("no index to fail");
+    let held = visits.get("visits").expect("present"); // a copy: no lock held
+    let replaced = visits.insert("visits", held + 1).expect("no index to fail");
     let removed = visits.remove("visits");
-    *held == 1 && replaced.as_deref() == Some(&1) && removed.as_deref() == Some(&2)
+    held == 1 && replaced == Some(1) && removed == Some(2)
 }
 
 /// Runs every variant.
@@ -148,10 +146,8 @@ fn main() {
         outcome.fixed_writes_completed, outcome.fixed_guard_version, outcome.fixed_final_version
     ));
     common::fixed(format!(
-        "IndexedStore, Arc from get(\"visits\") alive: insert and remove of \"visits\" completed = {}",
+        "IndexedStore, value from get(\"visits\") alive: insert and remove of \"visits\" completed = {}",
         outcome.fixed_store_writes_completed
     ));
-    common::note(
-        "larder's maps return an owned value (Arc<V>, or a clone from LruCache), never a guard",
-    );
+    common::note("larder's maps return an owned value (a clone of V, or an Arc<V>), never a guard");
 }

@@ -333,5 +333,8 @@ mod catalogue {
         /// A shard's writer write-locks only read stripe 0 of its striped
         /// lock, not every stripe.
         WriterOneStripe,
+        /// `add_index` installs the values it computed from its clones
+        /// without dropping those of the slots written since it cloned them.
+        AddIndexIgnoresWrites,
     }
 }

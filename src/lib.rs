@@ -142,7 +142,7 @@
 //!
 //! | concept | name | `Snapshot` | `IndexedStore` | `OrderedIndex` | `LruCache` | `TypedCache` | `AnyCache` | `WorkQueue` |
 //! |---|---|---|---|---|---|---|---|---|
-//! | copy a value out | `get(&Q)` | `load`, `load_full` | `Option<Arc<V>>` | `Option<Arc<V>>` | `Option<V>` | `Option<V>` | `Option<Arc<V>>` | — |
+//! | copy a value out | `get(&Q)` | `load`, `load_full` | `Option<V>` | `Option<Arc<V>>` | `Option<V>` | `Option<V>` | `Option<Arc<V>>` | — |
 //! | read a value in place | `get_with(&Q, f)` | `load` (a guard) | ✓ | ✓ | ✓ (`peek_with`: no recency) | ✓ | ✓ | — |
 //! | is a key present | `contains_key(&Q)` | — | ✓ | ✓ | ✓ | ✓ | ✓ | — |
 //! | store a value | `insert(K, V)` | `store` | ✓ | ✓ | ✓ | ✓ | ✓ | `add` |
@@ -167,13 +167,12 @@
 //!
 //! - **`get` returns a clone of what the primitive stores.** A store whose
 //!   values are shared by more than one structure keeps them as `Arc<V>`
-//!   and hands out the `Arc`: [`IndexedStore`] (its indexes and
-//!   transactions point at the same objects), [`OrderedIndex`] (its
-//!   snapshots share them) and [`AnyCache`] (its values are type-erased
-//!   behind an `Arc`). The two caches keep `V` as given and hand out
+//!   and hands out the `Arc`: [`OrderedIndex`] (its snapshots share them)
+//!   and [`AnyCache`] (its values are type-erased behind an `Arc`).
+//!   [`IndexedStore`] and the two caches keep `V` as given and hand out
 //!   `V::clone()`, as moka and quick_cache do: store small values as they
 //!   are and large, shared or non-`Clone` ones as `Arc<T>`, whose clone is
-//!   a reference-count increment. One rule, so the return type never
+//!   a reference-count increment (a reflector's store holds `Arc<V>`). One rule, so the return type never
 //!   surprises: what you put in is what you get back.
 //! - **`get_with` reads in place.** An `Arc`'s clone writes its reference
 //!   count, one cache line every reader of a hot key shares; `get_with`

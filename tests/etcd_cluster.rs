@@ -228,7 +228,7 @@ async fn probe(
     client: Client,
     source: EtcdSource<u64>,
     harness_handle: larder::reflector::ReflectorHandle,
-    store: Arc<larder::IndexedStore<String, u64>>,
+    store: Arc<larder::IndexedStore<String, Arc<u64>>>,
     writers: (Arc<AtomicBool>, Arc<AtomicBool>, Arc<AtomicU64>),
     probes: Arc<Probes>,
 ) {

@@ -1,12 +1,14 @@
-//! Panic sweeps of `IndexedStore`: every write operation run with a panic
+//! Panic sweeps of `IndexedStore`: every write operation, and the reads
+//! that clone keys and objects out under the read lock, run with a panic
 //! planted at each call it makes of the key's `Hash`, `Eq` and `Clone`, of
-//! `Drop` (keys and objects) and of the index functions, on stores whose
-//! table is full of tombstones (so an insert may grow or rehash it). After
-//! every caught panic the store must pass `check_invariants`, hold exactly
-//! the content it had before the operation or the content the operation
-//! makes (every write is atomic), and its indexes must agree with a
-//! recomputation from the objects. Also: keys whose `Hash` changes after
-//! insertion, and capacities that cannot be reserved.
+//! the object's `Clone`, of `Drop` (keys and objects) and of the index
+//! functions, on stores whose table is full of tombstones (so an insert
+//! may grow or rehash it). After every caught panic the store must pass
+//! `check_invariants`, hold exactly the content it had before the
+//! operation or the content the operation makes (every write is atomic; a
+//! read changes nothing), and its indexes must agree with a recomputation
+//! from the objects. Also: keys whose `Hash` changes after insertion, and
+//! capacities that cannot be reserved.
 
 #[path = "common/hostile.rs"]
 mod hostile;
@@ -374,10 +376,37 @@ fn replace_clear_and_add_index_lose_nothing() {
     );
 }
 
+/// `reads`, then a write to every shard of the store whether `reads`
+/// panicked or not, then `reads`' panic if it had one. Each write waits
+/// for its shard's read locks: one that a panicking read left held hangs
+/// it (a test using this arms the watchdog, which fails it then). `sample`
+/// is a store built as the swept ones are (same shards, same fixed seeds).
+fn then_write_every_shard(sample: &Store, reads: impl Fn(&Store)) -> impl Fn(&Store) {
+    // A key absent from the setups on each shard.
+    let absent: Vec<u64> = (0..sample.shard_count())
+        .map(|shard| {
+            (9_000..)
+                .find(|&id| sample.shard_of(&Key::new(id)) == shard)
+                .expect("some key falls on every shard")
+        })
+        .collect();
+    move |store: &Store| {
+        assert_eq!(store.shard_count(), absent.len());
+        let outcome = catch_unwind(AssertUnwindSafe(|| reads(store)));
+        for &id in &absent {
+            store.remove(&Key::new(id));
+        }
+        if let Err(payload) = outcome {
+            std::panic::resume_unwind(payload);
+        }
+    }
+}
+
 /// The by-index reads and visits change nothing whichever user call panics
-/// (`K::clone` in `by_index_entries`, `Drop` of the keys it cloned, a visit
-/// closure), and release the lock: the op ends with a write, and the check
-/// with another, each of which would wait forever on a read lock left held
+/// (`K::clone` and `V::clone` in `by_index_entries`, run under the read
+/// lock, `Drop` of the keys and objects it cloned, a visit closure), and
+/// release the lock: the op ends with a write to every shard, made even
+/// when a read panicked, which would wait forever on a read lock left held
 /// (the watchdog fails the test then).
 #[test]
 fn by_index_reads_and_visits_change_nothing() {
@@ -410,10 +439,12 @@ fn by_index_reads_and_visits_change_nothing() {
                 assert_eq!(object(k), v);
             }
         }
-        // A write: it waits for every read lock, so a leaked one hangs it.
-        store.remove(&Key::new(9_999));
     };
-    let planted = sweep_all(|| churned(20, 30), read_all, Model::clone);
+    let planted = sweep_all(
+        || churned(20, 30),
+        then_write_every_shard(&churned(0, 0).0, read_all),
+        Model::clone,
+    );
     assert!(
         planted > 0,
         "the reads made no user call to plant a panic at"
@@ -433,6 +464,53 @@ fn by_index_reads_and_visits_change_nothing() {
         assert!(outcome.is_err());
         store.remove(&Key::new(9_999));
         check(&store, &before, &before, false);
+    }
+}
+
+/// The reads that clone objects out (`get`, `values`, `to_vec`, `by_index`,
+/// `matching` and the revisioned reads) run `V::clone` (and `K::clone`)
+/// under the read lock: whichever call panics, or a `Drop` of what they
+/// cloned, the store is unchanged and the lock released (the op ends with
+/// a write to every shard, made even when a read panicked, which would
+/// wait forever on a read lock left held: the watchdog fails the test
+/// then). On plain and on striped shard locks.
+#[test]
+fn reads_that_clone_objects_change_nothing_and_release_the_lock() {
+    let _watchdog = watchdog::arm(watchdog::STRESS_LIMIT);
+    let read_all = |store: &Store| {
+        let key = Key::new(3);
+        let got = store.get(&key).map(|v| v.id);
+        assert_eq!(got, Some(object(3)));
+        let (with_revision, _) = store.get_with_revision(&key);
+        assert_eq!(with_revision.map(|v| v.id), got);
+        assert_eq!(store.values().len(), 20);
+        assert_eq!(store.to_vec().len(), 20);
+        assert_eq!(store.to_vec_with_revision().0.len(), 20);
+        let listed = store.by_index("parity", "1").unwrap();
+        assert!(!listed.is_empty());
+        let matched = store.matching("parity", &Value::new(1)).unwrap();
+        assert_eq!(matched.len(), listed.len());
+    };
+    for read_mostly in [false, true] {
+        // The clones the reads make, counted: the sweep below makes each
+        // of them a panic site once.
+        let (store, _) = churned_in(read_mostly, 20, 30);
+        let counting = hostile::arm(Trait::Clone, u64::MAX);
+        read_all(&store);
+        let clones = hostile::calls(Trait::Clone);
+        drop(counting);
+        // `values`, `to_vec` and `to_vec_with_revision` clone the 20
+        // objects each, and the two `to_vec`s the 20 keys too.
+        assert!(clones >= 100, "the reads made {clones} clones");
+        let planted = sweep_all(
+            || churned_in(read_mostly, 20, 30),
+            then_write_every_shard(&store, read_all),
+            Model::clone,
+        );
+        assert!(
+            planted > clones,
+            "{planted} panics planted, {clones} clones"
+        );
     }
 }
 
@@ -483,7 +561,7 @@ fn keys_whose_hash_changes_do_not_corrupt_the_store() {
     // Back to the first hash: the first 40 keys are found again (with
     // their second value where the second insert met the first entry).
     for k in 0..40 {
-        let found = store.get(&Fickle(k)).map(|v| *v);
+        let found = store.get(&Fickle(k));
         assert!(
             found == Some(k) || found == Some(k + 1000),
             "{k}: {found:?}"

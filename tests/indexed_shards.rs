@@ -126,7 +126,7 @@ fn transactions_across_shards_whole(read_mostly: bool) {
         let listed = store.to_vec();
         assert_eq!(listed.len(), OBJECTS as usize, "{listed:?}");
         for (key, color) in &listed {
-            assert_eq!(**color, if *key >= 1000 { "blue" } else { "red" });
+            assert_eq!(*color, if *key >= 1000 { "blue" } else { "red" });
         }
         let red = store.by_index("color", "red").unwrap().len();
         let blue = store.by_index("color", "blue").unwrap().len();
@@ -262,7 +262,7 @@ fn point_reads_on_every_stripe_see_writes_whole() {
             thread::spawn(move || {
                 for read in 0..READS as u64 {
                     let key = read % KEYS;
-                    let (stored, _) = *store.get(&key).expect("no key is ever removed");
+                    let (stored, _) = store.get(&key).expect("no key is ever removed");
                     assert_eq!(stored, key);
                 }
             })

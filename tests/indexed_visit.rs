@@ -18,8 +18,9 @@ use std::time::{Duration, Instant};
 use larder::{IndexError, IndexedStore};
 use proptest::prelude::*;
 
-/// A small object: a namespace and a set of labels.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// A small object: a namespace and a set of labels (ordered, so that
+/// answers compare as sorted lists).
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 struct Obj {
     ns: u8,
     labels: BTreeSet<u8>,
@@ -45,11 +46,6 @@ fn objects() -> impl Strategy<Value = BTreeMap<u16, Obj>> {
     proptest::collection::btree_map(0u16..200, obj, 0..60)
 }
 
-/// The address of an object, to compare answers without `V: Ord`.
-fn address<V>(object: &V) -> usize {
-    std::ptr::from_ref(object) as usize
-}
-
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(64))]
 
@@ -65,8 +61,7 @@ proptest! {
         for (name, value) in &probes {
             let (name, value) = (*name, value.as_str());
             let keys = store.index_keys(name, value).unwrap();
-            let mut objects_by_index: Vec<usize> =
-                store.by_index(name, value).unwrap().iter().map(|o| address(&**o)).collect();
+            let mut objects_by_index: Vec<Obj> = store.by_index(name, value).unwrap();
             objects_by_index.sort_unstable();
 
             // by_index_entries: the same keys and the same objects, each
@@ -75,19 +70,19 @@ proptest! {
             let mut entry_keys: Vec<u16> = entries.iter().map(|(k, _)| *k).collect();
             entry_keys.sort_unstable();
             prop_assert_eq!(&entry_keys, &keys);
-            let mut entry_objects: Vec<usize> = entries.iter().map(|(_, o)| address(&**o)).collect();
+            let mut entry_objects: Vec<Obj> = entries.iter().map(|(_, o)| o.clone()).collect();
             entry_objects.sort_unstable();
             prop_assert_eq!(&entry_objects, &objects_by_index);
             for (k, o) in &entries {
-                prop_assert!(Arc::ptr_eq(o, &store.get(k).unwrap()));
+                prop_assert_eq!(Some(o.clone()), store.get(k));
+                prop_assert_eq!(Some(o), objects.get(k));
             }
-            let mut pairs: Vec<(u16, usize)> =
-                entries.iter().map(|(k, o)| (*k, address(&**o))).collect();
+            let mut pairs: Vec<(u16, Obj)> = entries.clone();
             pairs.sort_unstable();
 
             // for_each_by_index: exactly those pairs, each once.
             let mut visited = Vec::new();
-            store.for_each_by_index(name, value, |k, o| visited.push((*k, address(o)))).unwrap();
+            store.for_each_by_index(name, value, |k, o| visited.push((*k, o.clone()))).unwrap();
             visited.sort_unstable();
             prop_assert_eq!(&visited, &pairs);
 
@@ -95,7 +90,7 @@ proptest! {
             let mut tried = Vec::new();
             let flow = store
                 .try_for_each_by_index(name, value, |k, o| {
-                    tried.push((*k, address(o)));
+                    tried.push((*k, o.clone()));
                     ControlFlow::<()>::Continue(())
                 })
                 .unwrap();
@@ -108,7 +103,7 @@ proptest! {
             let mut calls = Vec::new();
             let flow = store
                 .try_for_each_by_index(name, value, |k, o| {
-                    calls.push((*k, address(o)));
+                    calls.push((*k, o.clone()));
                     if calls.len() == stop_after { ControlFlow::Break(*k) } else { ControlFlow::Continue(()) }
                 })
                 .unwrap();
@@ -206,7 +201,7 @@ fn a_panicking_visit_leaves_the_store_unchanged_and_the_lock_released() {
     for n in 0..20 {
         store.insert(n, n).unwrap();
     }
-    let before: BTreeMap<u32, u32> = store.to_vec().into_iter().map(|(k, v)| (k, *v)).collect();
+    let before: BTreeMap<u32, u32> = store.to_vec().into_iter().collect();
     let mut calls = 0;
     let panicked = catch_unwind(AssertUnwindSafe(|| {
         store
@@ -233,7 +228,7 @@ fn a_panicking_visit_leaves_the_store_unchanged_and_the_lock_released() {
         s.spawn(|| store.remove(&100)).join().unwrap();
     });
     store.check_invariants();
-    let after: BTreeMap<u32, u32> = store.to_vec().into_iter().map(|(k, v)| (k, *v)).collect();
+    let after: BTreeMap<u32, u32> = store.to_vec().into_iter().collect();
     assert_eq!(after, before);
     assert_eq!(store.index_len("parity", "0").unwrap(), 10);
 }
@@ -241,7 +236,7 @@ fn a_panicking_visit_leaves_the_store_unchanged_and_the_lock_released() {
 /// An object of the stress test: its key (so a visit can check that it got
 /// each key with its own object), its group (the index value) and how many
 /// times it was written.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 struct Item {
     key: u32,
     group: u8,

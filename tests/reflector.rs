@@ -149,17 +149,17 @@ fn no_reader_sees_a_half_applied_relist() {
     let hook = {
         let gate_entered = Arc::clone(&gate_entered);
         let released = Arc::clone(&released);
-        move |v: &u32| {
-            if *v == 2_000 {
+        move |v: &Arc<u32>| {
+            if **v == 2_000 {
                 if let Some(entered) = gate_entered.lock().unwrap().take() {
                     entered.send(()).unwrap();
                     released.lock().unwrap().recv_timeout(LIMIT).unwrap();
                 }
             }
-            [(v / 1_000).to_string()]
+            [(**v / 1_000).to_string()]
         }
     };
-    let store: Arc<IndexedStore<String, u32>> = Arc::new(
+    let store: Arc<IndexedStore<String, Arc<u32>>> = Arc::new(
         IndexedStore::builder()
             .index("generation", hook)
             .build()

@@ -81,7 +81,7 @@ fn poll(reflector: &mut Loop) {
 
 struct Case {
     source: MemorySource<u8, u32>,
-    store: Arc<IndexedStore<u8, u32>>,
+    store: Arc<IndexedStore<u8, Arc<u32>>>,
     recorder: Arc<Recorder<u8, u32>>,
     handle: ReflectorHandle,
     reflector: Loop,
@@ -90,9 +90,9 @@ struct Case {
 fn case(parse_keys: bool) -> Case {
     let source = MemorySource::with_timer(instant);
     let store = Arc::new(
-        IndexedStore::<u8, u32>::builder()
-            .index("parity", |v: &u32| {
-                [if v % 2 == 0 { "even" } else { "odd" }]
+        IndexedStore::<u8, Arc<u32>>::builder()
+            .index("parity", |v: &Arc<u32>| {
+                [if **v % 2 == 0 { "even" } else { "odd" }]
             })
             .build()
             .unwrap(),
@@ -195,9 +195,9 @@ fn a_burst_is_applied_as_one_write_before_its_handlers() {
     let _watchdog = watchdog::arm(watchdog::STRESS_LIMIT);
     let source = MemorySource::with_timer(instant);
     let store = Arc::new(
-        IndexedStore::<u8, u32>::builder()
-            .try_index("small", |v: &u32| {
-                if *v < 1000 {
+        IndexedStore::<u8, Arc<u32>>::builder()
+            .try_index("small", |v: &Arc<u32>| {
+                if **v < 1000 {
                     Ok(["yes"])
                 } else {
                     Err("too big")

@@ -152,9 +152,9 @@ fn a_handler_added_inside_a_change_sees_it_once() {
                 Arc::clone(&recorder),
             );
             Arc::new(
-                IndexedStore::<String, u32>::builder()
-                    .index("value", move |v: &u32| {
-                        if *v == 777 {
+                IndexedStore::<String, Arc<u32>>::builder()
+                    .index("value", move |v: &Arc<u32>| {
+                        if **v == 777 {
                             let mut added = added.lock().unwrap();
                             if added.is_none() {
                                 let registry = registry.get().unwrap();

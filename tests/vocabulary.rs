@@ -92,11 +92,11 @@ fn capacity_is_the_bound_everywhere() {
 fn keyed_primitives_share_get_get_with_remove_clear_len_is_empty() {
     let store: IndexedStore<String, u32> = IndexedStore::new();
     store.insert("k".to_string(), 1).unwrap();
-    let _: Option<Arc<u32>> = store.get("k");
+    let _: Option<u32> = store.get("k");
     assert_eq!(store.get_with("k", |v| *v), Some(1));
     assert!(store.contains_key("k"));
-    let _: Vec<(String, Arc<u32>)> = store.to_vec();
-    let _: Option<Arc<u32>> = store.remove("k");
+    let _: Vec<(String, u32)> = store.to_vec();
+    let _: Option<u32> = store.remove("k");
     store.clear();
     assert_eq!((store.len(), store.is_empty()), (0, true));
 

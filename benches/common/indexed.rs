@@ -168,15 +168,17 @@ pub trait PodStore: Send + Sync + 'static {
 // ---------------------------------------------------------------------------
 // larder
 
-/// larder's store with a namespace and a label index.
-pub type Larder = larder::IndexedStore<String, Pod>;
+/// larder's store with a namespace and a label index, holding the
+/// fixture's `Arc<Pod>`s as the other designs do (the same `Arc` is stored
+/// and handed out).
+pub type Larder = larder::IndexedStore<String, Arc<Pod>>;
 
 impl PodStore for Larder {
     const NAME: &'static str = "larder IndexedStore";
     fn empty() -> Self {
         larder::IndexedStore::builder()
-            .index("namespace", namespace_of)
-            .index("label", labels_of)
+            .index("namespace", |pod: &Arc<Pod>| namespace_of(pod))
+            .index("label", |pod: &Arc<Pod>| labels_of(pod))
             .build()
             .expect("distinct index names")
     }
@@ -188,7 +190,7 @@ impl PodStore for Larder {
         self.by_index("namespace", namespace).expect("index exists")
     }
     fn upsert(&self, key: &str, pod: &Arc<Pod>) {
-        self.insert_arc(key.to_string(), Arc::clone(pod))
+        self.insert(key.to_string(), Arc::clone(pod))
             .expect("infallible index functions");
     }
     fn remove(&self, key: &str) {

@@ -39,7 +39,7 @@ trait Store: Sized {
 /// larder's store, with the informer's two indexes (a namespace and a
 /// label index) when `INDEXED`, with none otherwise, in `SHARDS` shards.
 struct Larder<const INDEXED: bool, const SHARDS: usize = 4>(
-    larder::IndexedStore<String, Pod, ahash::RandomState>,
+    larder::IndexedStore<String, Arc<Pod>, ahash::RandomState>,
 );
 
 /// larder's store with the informer's two indexes, in 4 shards (a fixed
@@ -71,13 +71,13 @@ impl<const INDEXED: bool, const SHARDS: usize> Store for Larder<INDEXED, SHARDS>
             .hasher(hasher());
         if INDEXED {
             builder = builder
-                .index("namespace", namespace_of)
-                .index("label", labels_of);
+                .index("namespace", |pod: &Arc<Pod>| namespace_of(pod))
+                .index("label", |pod: &Arc<Pod>| labels_of(pod));
         }
         let store = builder.build().expect("distinct index names");
         for (key, pod) in listed {
             store
-                .insert_arc(key.clone(), Arc::clone(pod))
+                .insert(key.clone(), Arc::clone(pod))
                 .expect("infallible");
         }
         Self(store)
@@ -88,7 +88,7 @@ impl<const INDEXED: bool, const SHARDS: usize> Store for Larder<INDEXED, SHARDS>
     }
     #[inline]
     fn put(&self, key: String, pod: Arc<Pod>) {
-        black_box(self.0.insert_arc(key, pod).expect("infallible"));
+        black_box(self.0.insert(key, pod).expect("infallible"));
     }
     #[inline]
     fn delete(&self, key: &str) {
@@ -312,7 +312,7 @@ fn bursts<const PER_WRITE: usize>() -> (Indexed, Vec<Event>, usize) {
             .0
             .transaction(|tx| {
                 for (key, pod) in again {
-                    tx.insert_arc(key, pod)?;
+                    tx.insert(key, pod)?;
                 }
                 Ok::<_, larder::IndexError>(())
             })
@@ -345,7 +345,7 @@ fn watch_burst((store, events, per_write): (Indexed, Vec<Event>, usize)) -> Inde
             .transaction(|tx| {
                 for event in events.by_ref().take(per_write) {
                     match event {
-                        Event::Put(key, pod) => tx.insert_arc(key, pod)?,
+                        Event::Put(key, pod) => tx.insert(key, pod)?,
                         Event::Delete(key) => tx.remove(key.as_str()),
                     }
                 }
@@ -373,7 +373,9 @@ impl Relist for Indexed {
         Self::build(&[])
     }
     fn relist(&self, listed: Vec<(String, Pod)>) {
-        self.0.replace(listed).expect("infallible index functions");
+        self.0
+            .replace(listed.into_iter().map(|(key, pod)| (key, Arc::new(pod))))
+            .expect("infallible index functions");
     }
 }
 
@@ -445,7 +447,7 @@ impl U64Map for larder::IndexedStore<u64, u64, ahash::RandomState> {
             .build()
             .expect("no index");
         for &key in keys {
-            drop(store.insert(key, key).expect("no index"));
+            store.insert(key, key).expect("no index");
         }
         store
     }

@@ -120,7 +120,7 @@ impl Handler<String, String> for Enqueue {
 
 /// What the workers share.
 struct Shared {
-    store: Arc<IndexedStore<String, String>>,
+    store: Arc<IndexedStore<String, Arc<String>>>,
     queue: Arc<WorkQueue<String>>,
     counters: Arc<Counters>,
     in_flight: InFlight,
@@ -187,7 +187,7 @@ impl Controller {
         })
         .request_timeout(REQUEST_TIMEOUT)
         .build()?;
-        let store = Arc::new(IndexedStore::<String, String>::new());
+        let store = Arc::new(IndexedStore::<String, Arc<String>>::new());
         let reflector = Reflector::builder(source, Arc::clone(&store))
             .parse_invalid_key(|key| Some(key.to_owned()))
             // Watch again within a second or two of etcd coming back.

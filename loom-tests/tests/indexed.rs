@@ -24,7 +24,7 @@ fn colored() -> Store {
 fn assert_listed_correctly(store: &Store, color: &str) {
     for object in store.by_index("color", color).unwrap() {
         assert_eq!(
-            *object, color,
+            object, color,
             "invariant violated: index disagrees with objects: by_index({color}) returned a {object} object"
         );
     }
@@ -100,8 +100,7 @@ fn replace_is_all_or_nothing(fault: IndexedFault) {
                     .unwrap();
             })
         };
-        let mut seen: Vec<(&str, &str)> =
-            store.to_vec().into_iter().map(|(k, v)| (k, *v)).collect();
+        let mut seen: Vec<(&str, &str)> = store.to_vec();
         seen.sort();
         let valid: [&[(&str, &str)]; 4] = [
             &[("a", "red"), ("b", "red")],
@@ -180,6 +179,12 @@ fn indexed_add_index_covers_racing_writes() {
 #[should_panic(expected = "invariant violated")]
 fn indexed_add_index_negative_control_ignore_schema_change() {
     add_index_covers_racing_writes(IndexedFault::IgnoreSchemaChange);
+}
+
+#[test]
+#[should_panic(expected = "invariant violated")]
+fn indexed_add_index_negative_control_ignores_writes() {
+    add_index_covers_racing_writes(IndexedFault::AddIndexIgnoresWrites);
 }
 
 /// One thread updates `a` from red to blue while the main thread visits the
@@ -278,17 +283,12 @@ fn cut_across_shards(fault: IndexedFault, read_mostly: bool) {
             })
         };
         let valid = |seen: &[(&str, &str)]| seen == [(from, "red")] || seen == [(to, "blue")];
-        let listed: Vec<(&str, &str)> = store.to_vec().into_iter().map(|(k, v)| (k, *v)).collect();
+        let listed: Vec<(&str, &str)> = store.to_vec();
         assert!(
             valid(&listed),
             "invariant violated: a cut across shards listed {listed:?}"
         );
-        let all: Vec<(&str, &str)> = store
-            .by_index_entries("all", "all")
-            .unwrap()
-            .into_iter()
-            .map(|(k, v)| (k, *v))
-            .collect();
+        let all: Vec<(&str, &str)> = store.by_index_entries("all", "all").unwrap();
         assert!(
             valid(&all),
             "invariant violated: by_index across shards returned {all:?}"
@@ -341,12 +341,12 @@ fn reader_on_another_stripe(fault: IndexedFault) {
         let reader = {
             let store = Arc::clone(&store);
             thread::spawn(move || {
-                let seen = *store.get("a").expect("a is never removed");
+                let seen = store.get("a").expect("a is never removed");
                 assert!(seen == "red" || seen == "blue", "torn read: {seen}");
             })
         };
         store.insert("a", "blue").unwrap();
-        assert_eq!(*store.get("a").unwrap(), "blue");
+        assert_eq!(store.get("a").unwrap(), "blue");
         reader.join().unwrap();
         assert_eq!(store.index_keys("color", "blue").unwrap(), ["a"]);
     });

@@ -174,16 +174,16 @@ impl<K, V, S> IndexedStoreBuilder<K, V, S> {
     /// shard.
     ///
     /// Measured (showdown, 64K `u64` keys, no index, Mops/s, two threads
-    /// on a 2-vCPU Intel Xeon guest, 2026-12-02, commit 8a7d2f6): 98%
-    /// reads 17.7 plain, 32.3 read-mostly; 90% reads 14.3 and 15.9; 10%
-    /// reads 7.03 and 5.09; one thread, 10% reads: 15.2 and 11.0.
+    /// on a 2-vCPU Intel Xeon guest, 2026-12-04, commit 12d89f4): 98%
+    /// reads 27.5 plain, 39.7 read-mostly; 90% reads 21.0 and 22.2; 10%
+    /// reads 11.8 and 7.80; one thread, 10% reads: 30.1 and 18.7.
     ///
     /// # Examples
     ///
     /// ```
     /// let store = larder::IndexedStore::<u32, u32>::builder().read_mostly(true).build().unwrap();
     /// store.insert(1, 2).unwrap();
-    /// assert_eq!(*store.get(&1).unwrap(), 2);
+    /// assert_eq!(store.get(&1), Some(2));
     /// ```
     pub fn read_mostly(mut self, read_mostly: bool) -> Self {
         self.read_mostly = read_mostly;

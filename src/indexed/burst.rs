@@ -23,7 +23,7 @@ use crate::sync::{Arc, Ordering};
 /// One change of a burst.
 pub(crate) enum Change<K, V> {
     /// `key` now holds the object.
-    Put(K, Arc<V>),
+    Put(K, V),
     /// `key` was deleted.
     Delete(K),
 }
@@ -32,7 +32,7 @@ pub(crate) enum Change<K, V> {
 pub(crate) struct Outcome<K, V> {
     pub(crate) key: K,
     /// The object the change replaced or removed.
-    pub(crate) previous: Option<Arc<V>>,
+    pub(crate) previous: Option<V>,
     /// A put's error from an index function: its key was removed instead.
     pub(crate) rejected: Option<IndexError>,
 }

@@ -15,7 +15,7 @@ use super::{IndexError, IndexedStore};
 /// ```
 /// let store: larder::IndexedStore<&str, u32> = [("a", 1), ("b", 2), ("a", 3)].into_iter().collect();
 /// assert_eq!(store.len(), 2);
-/// assert_eq!(store.get("a").as_deref(), Some(&3));
+/// assert_eq!(store.get("a"), Some(3));
 /// ```
 impl<K, V> FromIterator<(K, V)> for IndexedStore<K, V>
 where

@@ -61,6 +61,7 @@ use std::collections::HashMap;
 
 use hashbrown::{HashTable, hash_table};
 
+use crate::fault::broken;
 use crate::table_room::Room;
 
 use super::index_fn::{AllValues, Schema, Values, discard};
@@ -91,7 +92,7 @@ fn bucket_id(id: usize) -> Id {
 struct Entry<K, V> {
     hash: u64,
     key: K,
-    value: Arc<V>,
+    value: V,
 }
 
 /// The stored hash of slot `id`: the table's only hasher.
@@ -110,7 +111,7 @@ pub(crate) enum Inserted<K, V> {
     /// The key existed: the previous object, the key the write brought but
     /// did not need, and the previous index values.
     Updated {
-        previous: Arc<V>,
+        previous: V,
         unused: K,
         values: AllValues,
     },
@@ -118,7 +119,7 @@ pub(crate) enum Inserted<K, V> {
 
 /// What a remove took out; dropped by the caller after unlocking.
 pub(crate) struct Removed<K, V> {
-    pub(crate) value: Arc<V>,
+    pub(crate) value: V,
     /// Only held to be dropped with the rest, after the lock is released.
     #[allow(dead_code)]
     pub(crate) rest: (K, AllValues),
@@ -128,7 +129,7 @@ impl<K, V> Removed<K, V> {
     /// The removed object; the key and the index values drop here (call
     /// it with no lock held).
     #[inline]
-    pub(crate) fn into_value(self) -> Arc<V> {
+    pub(crate) fn into_value(self) -> V {
         let (key, values) = self.rest;
         drop(key);
         discard(values);
@@ -152,6 +153,9 @@ pub(crate) struct Core<K, V> {
     free: Vec<Id>,
     indexes: Vec<Buckets>,
     schema: Arc<Schema<V>>,
+    /// While an `add_index` computes with no lock held: the slots written
+    /// since it last looked (`lookup.rs`); `None` otherwise.
+    watch: Option<Vec<Id>>,
 }
 
 impl<K, V> Core<K, V> {
@@ -192,6 +196,7 @@ impl<K, V> Core<K, V> {
                 .map(|_| Buckets::with_hasher(schema.value_hasher.clone()))
                 .collect(),
             schema,
+            watch: None,
         }
     }
 
@@ -241,7 +246,7 @@ impl<K, V> Core<K, V> {
 
     /// The object stored under `key`, whose hash is `hash`. Runs `K`'s `Eq`.
     #[inline]
-    pub(crate) fn get<Q>(&self, hash: u64, key: &Q) -> Option<&Arc<V>>
+    pub(crate) fn get<Q>(&self, hash: u64, key: &Q) -> Option<&V>
     where
         K: Borrow<Q>,
         Q: ?Sized + Eq,
@@ -282,7 +287,7 @@ impl<K, V> Core<K, V> {
         &mut self,
         hash: u64,
         key: K,
-        value: Arc<V>,
+        value: V,
         values: AllValues,
     ) -> Inserted<K, V>
     where
@@ -301,7 +306,7 @@ impl<K, V> Core<K, V> {
         hash: u64,
         found: Option<usize>,
         key: K,
-        value: Arc<V>,
+        value: V,
         values: AllValues,
     ) -> (Inserted<K, V>, usize) {
         let (mut inserted, id, mut old) = self.insert_unindexed(hash, found, key, value, values);
@@ -324,7 +329,7 @@ impl<K, V> Core<K, V> {
         &mut self,
         hash: u64,
         key: &mut Option<K>,
-        value: Arc<V>,
+        value: V,
         values: AllValues,
     ) -> Inserted<K, V>
     where
@@ -354,6 +359,7 @@ impl<K, V> Core<K, V> {
         if slots.fill(id, Entry { hash, key, value }, values) {
             self.reindex(id as usize, None);
         }
+        self.wrote(id as usize);
         Inserted::New
     }
 
@@ -367,10 +373,11 @@ impl<K, V> Core<K, V> {
         hash: u64,
         found: Option<usize>,
         key: K,
-        value: Arc<V>,
+        value: V,
         values: AllValues,
     ) -> (Inserted<K, V>, usize, Option<AllValues>) {
         if let Some(id) = found {
+            self.wrote(id);
             let entry = self.entries[id]
                 .as_mut()
                 .expect("larder: a probed slot id is live");
@@ -399,6 +406,7 @@ impl<K, V> Core<K, V> {
         slots.fill(id, Entry { hash, key, value }, values);
         let entries = &*slots.entries;
         table.insert_unique(hash, id, |&id| stored(entries, id));
+        self.wrote(id as usize);
         (Inserted::New, id as usize, None)
     }
 
@@ -489,7 +497,7 @@ impl<K, V> Core<K, V> {
     /// so no lock is held and what a repeated key displaces drops here): a
     /// new key's values go straight into their buckets, its positions onto
     /// the end of the arena. Runs `K`'s `Eq` (the probe) before any change.
-    pub(crate) fn build_insert(&mut self, hash: u64, key: K, value: Arc<V>, values: AllValues)
+    pub(crate) fn build_insert(&mut self, hash: u64, key: K, value: V, values: AllValues)
     where
         K: Eq,
     {
@@ -523,6 +531,7 @@ impl<K, V> Core<K, V> {
         let id = self.entries.len();
         vacant.insert(bucket_id(id));
         self.entries.push(Some(Entry { hash, key, value }));
+        self.wrote(id);
         if !indexed {
             return;
         }
@@ -619,6 +628,8 @@ impl<K, V> Core<K, V> {
     #[inline]
     fn vacate(&mut self, id: usize) -> Removed<K, V> {
         let entry = self.entries[id].take().expect("a mapped slot id is live");
+        // Not recorded for a watching `add_index`: a free slot's values
+        // are never installed, and its next object records its write.
         self.free.push(bucket_id(id));
         Removed {
             value: entry.value,
@@ -654,39 +665,85 @@ impl<K, V> Core<K, V> {
             .filter_map(|(id, entry)| entry.as_ref().map(|entry| (id, entry)))
     }
 
-    /// Every live object with its slot id, for `add_index` to compute the
-    /// new index's values outside the lock.
-    pub(crate) fn objects(&self) -> Vec<(usize, Arc<V>)> {
-        self.live()
-            .map(|(id, entry)| (id, Arc::clone(&entry.value)))
-            .collect()
+    /// Starts (or restarts) recording the slots written from now on, for
+    /// an `add_index` computing values with no lock held
+    /// ([`written`](Self::written) tells them).
+    pub(crate) fn watch(&mut self) {
+        self.watch = Some(Vec::new());
     }
 
-    /// The live objects whose values are missing from `computed` (slot id ->
-    /// (the object they were computed from, its values)) or were computed
-    /// from an object that has since been replaced.
-    pub(crate) fn stale(
-        &self,
-        computed: &HashMap<usize, (Arc<V>, Values)>,
-    ) -> Vec<(usize, Arc<V>)> {
+    /// Stops recording written slots.
+    pub(crate) fn unwatch(&mut self) {
+        self.watch = None;
+    }
+
+    /// The slots written since [`watch`](Self::watch), or `None` if this
+    /// core was not watched (a `replace` or `clear` swapped it in since):
+    /// then every slot counts as written.
+    pub(crate) fn written(&self) -> Option<&[Id]> {
+        self.watch.as_deref()
+    }
+
+    /// Records a write to slot `id` while an `add_index` watches.
+    #[inline(always)]
+    fn wrote(&mut self, id: usize) {
+        if let Some(watch) = &mut self.watch {
+            watch.push(bucket_id(id));
+        }
+    }
+
+    /// Clones of the live objects in slots `ids` (all of them for `None`),
+    /// for `add_index` to compute the new index's values outside the lock.
+    /// Runs `V::clone`.
+    pub(crate) fn objects(&self, ids: Option<&[usize]>) -> Vec<(usize, V)>
+    where
+        V: Clone,
+    {
+        match ids {
+            None => self
+                .live()
+                .map(|(id, entry)| (id, entry.value.clone()))
+                .collect(),
+            Some(ids) => ids
+                .iter()
+                .filter_map(|&id| {
+                    let entry = self.entries.get(id)?.as_ref()?;
+                    Some((id, entry.value.clone()))
+                })
+                .collect(),
+        }
+    }
+
+    /// Drops from `computed` (slot id -> the new index's values) what the
+    /// writes since [`watch`](Self::watch) made stale, and returns the live
+    /// slots it then lacks: empty when `computed` is complete and current.
+    pub(crate) fn stale(&self, computed: &mut HashMap<usize, Values>) -> Vec<usize> {
+        match self.written() {
+            // BROKEN on purpose: the written slots keep their values.
+            _ if broken!(IndexedFault::AddIndexIgnoresWrites) => {}
+            None => computed.clear(),
+            Some(written) => {
+                for &id in written {
+                    computed.remove(&(id as usize));
+                }
+            }
+        }
         self.live()
-            .filter(|(id, entry)| {
-                computed
-                    .get(id)
-                    .is_none_or(|(from, _)| !Arc::ptr_eq(from, &entry.value))
-            })
-            .map(|(id, entry)| (id, Arc::clone(&entry.value)))
+            .map(|(id, _)| id)
+            .filter(|id| !computed.contains_key(id))
             .collect()
     }
 
     /// Installs `schema` (the current schema plus one index) and the new
     /// index, with each object's values taken from `computed`, which
-    /// [`stale`](Self::stale) found complete and current.
+    /// [`stale`](Self::stale) found complete and current, and stops
+    /// watching.
     pub(crate) fn install_index(
         &mut self,
         schema: Arc<Schema<V>>,
-        computed: &mut HashMap<usize, (Arc<V>, Values)>,
+        computed: &mut HashMap<usize, Values>,
     ) {
+        self.unwatch();
         let mut buckets = Buckets::with_hasher(schema.value_hasher.clone());
         if self.values.is_empty() {
             self.values
@@ -696,7 +753,7 @@ impl<K, V> Core<K, V> {
         for (id, slot) in self.values.iter_mut().enumerate() {
             let mut all = std::mem::take(slot).into_vec();
             if self.entries[id].is_some() {
-                let (_, mut values) = computed.remove(&id).expect("checked by stale");
+                let mut values = computed.remove(&id).expect("checked by stale");
                 let mut at = Run::from_slice(self.positions.get(id));
                 for value in values.iter_mut() {
                     at.push(bucket(&mut buckets, value, bucket_id(id)));

@@ -4,16 +4,26 @@
 //!
 //! # `add_index` protocol
 //!
-//! 1. Read-lock every shard: take every object (with its shard and slot
-//!    id); release.
-//! 2. No lock: call the new index function on each object.
-//! 3. Write-lock every shard: if every live slot still holds the very
-//!    object (`Arc` pointer) its values were computed from, install the
-//!    index and the new schema in every shard in this critical section. Otherwise release, compute the values
-//!    of the objects that changed, and retry step 3.
+//! One `add_index` at a time (the store's `adding` mutex).
 //!
-//! Writes racing with step 3 notice the new schema (pointer comparison) and
-//! recompute their own values, so no object is ever missing from the index.
+//! 1. Write-lock every shard: each starts recording the slots written from
+//!    then on (`Core::watch`); release. Read-lock every shard: clone every
+//!    object (with its shard and slot id); release.
+//! 2. No lock: call the new index function on each clone.
+//! 3. Write-lock every shard: drop the values of every slot written since
+//!    its shard started recording (all of a shard that a `replace` or
+//!    `clear` swapped in, which records nothing). If every live slot still
+//!    has values, install the index and the new schema in every shard in
+//!    this critical section, and stop recording. Otherwise restart the
+//!    recording, release, clone the objects of the slots that lack values,
+//!    compute theirs, and retry step 3.
+//!
+//! A slot's values are installed only if nothing wrote the slot after its
+//! shard started recording, which was before its object was cloned: they
+//! are that object's. Writes racing with step 3 notice the new schema
+//! (pointer comparison) and recompute their own values, so no object is
+//! ever missing from the index. If the index function fails or panics, a
+//! guard stops the recording and nothing else has changed.
 
 use std::collections::HashMap;
 use std::hash::{BuildHasher, Hash};
@@ -35,8 +45,8 @@ where
     /// returned object had `value` at that instant, and no object that had
     /// it is missing. Costs time proportional to the answer.
     ///
-    /// Each object is handed out as an `Arc` (a reference-count increment
-    /// each). For the keys too, from the same cut, use
+    /// Each object is cloned under the read lock (for `Arc<T>` objects, a
+    /// reference-count increment each). For the keys too, from the same cut, use
     /// [`by_index_entries`](Self::by_index_entries); to read the objects in
     /// place without cloning, [`for_each_by_index`](Self::for_each_by_index).
     /// The lookup is by the value itself, so no probe object is needed
@@ -59,7 +69,13 @@ where
     /// assert_eq!(store.by_index("word", "car").unwrap()[0].as_str(), "red car");
     /// assert!(store.by_index("word", "blue").unwrap().is_empty());
     /// ```
-    pub fn by_index(&self, name: &str, value: &str) -> Result<Vec<Arc<V>>, IndexError> {
+    pub fn by_index(&self, name: &str, value: &str) -> Result<Vec<V>, IndexError>
+    where
+        V: Clone,
+    {
+        // Declared before the guards: a panicking `V::clone` drops the
+        // guards first, then the objects cloned so far, with no lock held.
+        let mut objects = Vec::new();
         let cores = self.shards.read_all();
         let schema = cores.first().schema();
         let position = schema.position(name)?;
@@ -71,14 +87,12 @@ where
             *found = core.bucket(position, hash, value);
             len += found.map_or(0, |bucket| bucket.len());
         }
-        // Two passes (see `Core::bucket_objects`): pointers, then clones.
-        let mut borrowed = Vec::with_capacity(len);
+        objects.reserve_exact(len);
         for (core, bucket) in cores.iter().zip(&buckets) {
             if let Some(bucket) = bucket {
-                core.bucket_objects(bucket, &mut borrowed);
+                core.bucket_objects(bucket, &mut objects);
             }
         }
-        let objects = borrowed.into_iter().cloned().collect();
         drop(cores);
         Ok(objects)
     }
@@ -221,7 +235,10 @@ where
     /// let probe = vec!["a", "c"];
     /// assert_eq!(store.matching("tag", &probe).unwrap().len(), 2);
     /// ```
-    pub fn matching(&self, name: &str, object: &V) -> Result<Vec<Arc<V>>, IndexError> {
+    pub fn matching(&self, name: &str, object: &V) -> Result<Vec<V>, IndexError>
+    where
+        V: Clone,
+    {
         let (position, def) = {
             let schema = self.schema();
             let position = schema.position(name)?;
@@ -256,11 +273,13 @@ where
     /// (client-go `AddIndexers`). See
     /// [`IndexedStoreBuilder::index`](crate::IndexedStoreBuilder::index) for what `f` may return.
     ///
-    /// `f` runs on the existing objects with no lock held; the index is then
-    /// installed in one critical section, so readers see no index or the
-    /// complete one. Objects written meanwhile are indexed in another round
-    /// (a write racing with the installation recomputes its own values), so
-    /// under a sustained stream of writes this may take several rounds.
+    /// `f` runs on clones of the existing objects (`V::clone` under the
+    /// read lock) with no lock held; the index is then installed in one
+    /// critical section, so readers see no index or the complete one.
+    /// Objects written meanwhile are indexed in another round (a write
+    /// racing with the installation recomputes its own values), so under a
+    /// sustained stream of writes this may take several rounds. Calls of
+    /// `add_index` run one at a time.
     ///
     /// # Errors
     ///
@@ -288,7 +307,7 @@ where
         F: Fn(&V) -> I + Send + Sync + 'static,
         I: IntoIterator,
         I::Item: Into<Arc<str>>,
-        V: 'static,
+        V: Clone + 'static,
     {
         self.install(IndexDef::infallible(name, f))
     }
@@ -321,57 +340,89 @@ where
         I: IntoIterator,
         I::Item: Into<Arc<str>>,
         E: Into<BoxError>,
-        V: 'static,
+        V: Clone + 'static,
     {
         self.install(IndexDef::fallible(name, f))
     }
 
-    /// `add_index`'s protocol: compute with no lock, install under the
-    /// write lock if no object changed meanwhile, else compute the changed
-    /// ones and retry.
-    fn install(&self, def: IndexDef<V>) -> Result<(), IndexError> {
-        let mut todo: Vec<(usize, usize, Arc<V>)> = {
-            let cores = self.shards.read_all();
-            cores.first().schema().with(def.clone())?;
-            cores
-                .iter()
-                .enumerate()
-                .flat_map(|(shard, core)| {
-                    core.objects()
-                        .into_iter()
-                        .map(move |(id, object)| (shard, id, object))
-                })
-                .collect()
+    /// `add_index`'s protocol (module docs).
+    fn install(&self, def: IndexDef<V>) -> Result<(), IndexError>
+    where
+        V: Clone,
+    {
+        let _adding = self.adding.lock();
+        {
+            let mut cores = self.shards.write_all();
+            cores[0].schema().with(def.clone())?;
+            for core in cores.iter_mut() {
+                core.watch();
+            }
+        }
+        // Stops the recording if `f` fails or panics.
+        let mut watching = Watching {
+            store: self,
+            done: false,
         };
-        let mut computed: Vec<HashMap<usize, (Arc<V>, Values)>> =
-            (0..self.shards.count()).map(|_| HashMap::new()).collect();
+        let count = self.shards.count();
+        let mut todo: Vec<Option<Vec<usize>>> = vec![None; count];
+        let mut computed: Vec<HashMap<usize, Values>> =
+            (0..count).map(|_| HashMap::new()).collect();
         loop {
-            for (shard, id, object) in todo {
+            // Declared before the guards: a panicking `V::clone` drops the
+            // guards first, then the clones made so far.
+            let mut objects = Vec::new();
+            {
+                let cores = self.shards.read_all();
+                for (shard, (core, todo)) in cores.iter().zip(&todo).enumerate() {
+                    objects.extend(
+                        core.objects(todo.as_deref())
+                            .into_iter()
+                            .map(|(id, object)| (shard, id, object)),
+                    );
+                }
+            }
+            for (shard, id, object) in objects {
                 let values = def.compute(&object)?;
-                computed[shard].insert(id, (object, values));
+                computed[shard].insert(id, values);
             }
             let mut cores = self.shards.write_all();
             let schema = Arc::new(cores[0].schema().with(def.clone())?);
-            let stale: Vec<(usize, usize, Arc<V>)> = cores
-                .iter()
-                .enumerate()
-                .flat_map(|(shard, core)| {
-                    core.stale(&computed[shard])
-                        .into_iter()
-                        .map(move |(id, object)| (shard, id, object))
-                })
-                .collect();
-            if stale.is_empty() {
+            let mut complete = true;
+            for ((core, computed), todo) in cores.iter().zip(&mut computed).zip(&mut todo) {
+                let stale = core.stale(computed);
+                complete &= stale.is_empty();
+                *todo = Some(stale);
+            }
+            if complete {
                 for (core, computed) in cores.iter_mut().zip(&mut computed) {
                     core.install_index(Arc::clone(&schema), computed);
                 }
                 // Before the locks are released: a write that then finds
                 // the flag clear still checks the schema under its lock.
                 self.indexed.store(true, Ordering::Relaxed);
+                watching.done = true;
                 return Ok(());
             }
-            drop(cores);
-            todo = stale;
+            for core in cores.iter_mut() {
+                core.watch();
+            }
+        }
+    }
+}
+
+/// Stops every shard's recording of written slots when an `add_index`
+/// ends without installing its index (its function failed or panicked).
+struct Watching<'a, K, V, S> {
+    store: &'a IndexedStore<K, V, S>,
+    done: bool,
+}
+
+impl<K, V, S> Drop for Watching<'_, K, V, S> {
+    fn drop(&mut self) {
+        if !self.done {
+            for core in self.store.shards.write_all().iter_mut() {
+                core.unwatch();
+            }
         }
     }
 }

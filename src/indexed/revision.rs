@@ -16,13 +16,15 @@ use super::error::IndexError;
 #[cfg(any(feature = "reflector", test))]
 use super::shards::shard_of;
 use super::store::IndexedStore;
-use crate::sync::{Arc, Ordering};
+#[cfg(any(feature = "reflector", test))]
+use crate::sync::Arc;
+use crate::sync::Ordering;
 
 /// What a relist's replace swapped out: the exact old content, and the new
 /// items an index function rejected (they are not in the store).
 #[cfg(any(feature = "reflector", test))]
 pub(crate) struct Relisted<K, V> {
-    pub(crate) old: Vec<(K, Arc<V>)>,
+    pub(crate) old: Vec<(K, V)>,
     pub(crate) rejected: Vec<(K, IndexError)>,
 }
 
@@ -69,12 +71,13 @@ where
     /// let store = larder::IndexedStore::<String, u32>::new();
     /// store.insert_at_revision("a".to_string(), 1, 10).unwrap();
     /// let (object, revision) = store.get_with_revision("a");
-    /// assert_eq!((object.as_deref(), revision), (Some(&1), 10));
+    /// assert_eq!((object, revision), (Some(1), 10));
     /// ```
-    pub fn get_with_revision<Q>(&self, key: &Q) -> (Option<Arc<V>>, u64)
+    pub fn get_with_revision<Q>(&self, key: &Q) -> (Option<V>, u64)
     where
         K: Borrow<Q>,
         Q: ?Sized + Hash + Eq,
+        V: Clone,
     {
         let hash = self.hasher.hash_one(key);
         // Under the key's shard lock: no revisioned write to this key can
@@ -104,7 +107,10 @@ where
     /// assert_eq!(revision, 11);
     /// assert_eq!(objects.len(), 2);
     /// ```
-    pub fn to_vec_with_revision(&self) -> (Vec<(K, Arc<V>)>, u64) {
+    pub fn to_vec_with_revision(&self) -> (Vec<(K, V)>, u64)
+    where
+        V: Clone,
+    {
         let mut entries = Vec::new();
         // Under every shard's read lock: no revisioned write is between its
         // change and its revision.
@@ -142,8 +148,8 @@ where
         key: K,
         value: V,
         revision: u64,
-    ) -> Result<Option<Arc<V>>, IndexError> {
-        self.write_insert(key, Arc::new(value), Some(revision))
+    ) -> Result<Option<V>, IndexError> {
+        self.write_insert(key, value, Some(revision))
     }
 
     /// [`remove`](Self::remove) as the change at `revision`. The revision is
@@ -158,11 +164,11 @@ where
     /// ```
     /// let store = larder::IndexedStore::<String, u32>::new();
     /// store.insert_at_revision("a".to_string(), 1, 3).unwrap();
-    /// assert_eq!(store.remove_at_revision("a", 4).as_deref(), Some(&1));
+    /// assert_eq!(store.remove_at_revision("a", 4), Some(1));
     /// assert_eq!(store.remove_at_revision("a", 5), None);
     /// assert_eq!(store.revision(), 5);
     /// ```
-    pub fn remove_at_revision<Q>(&self, key: &Q, revision: u64) -> Option<Arc<V>>
+    pub fn remove_at_revision<Q>(&self, key: &Q, revision: u64) -> Option<V>
     where
         K: Borrow<Q>,
         Q: ?Sized + Hash + Eq,
@@ -205,11 +211,7 @@ where
     /// are left out (and returned) instead of failing the whole list: the
     /// store must still drop everything the source no longer holds.
     #[cfg(any(feature = "reflector", test))]
-    pub(crate) fn replace_for_relist(
-        &self,
-        items: Vec<(K, Arc<V>)>,
-        revision: u64,
-    ) -> Relisted<K, V> {
+    pub(crate) fn replace_for_relist(&self, items: Vec<(K, V)>, revision: u64) -> Relisted<K, V> {
         let mut schema = self.schema();
         let mut rejected = Vec::new();
         let count = self.shards.count();
@@ -239,7 +241,7 @@ where
         &self,
         schema: &Arc<super::index_fn::Schema<V>>,
         count: usize,
-        items: Vec<(K, Arc<V>)>,
+        items: Vec<(K, V)>,
         rejected: &mut Vec<(K, IndexError)>,
     ) -> Vec<Core<K, V>> {
         let per_shard = items.len() / count + items.len() / count / 8 + 8;
@@ -326,11 +328,8 @@ mod tests {
             .unwrap();
         store.insert_at_revision(1, 1, 1).unwrap();
         store.insert_at_revision(2, 2, 2).unwrap();
-        let relisted = store.replace_for_relist(
-            vec![(2, Arc::new(20)), (3, Arc::new(-3)), (4, Arc::new(4))],
-            9,
-        );
-        let mut old: Vec<(u32, i32)> = relisted.old.iter().map(|(k, v)| (*k, **v)).collect();
+        let relisted = store.replace_for_relist(vec![(2, 20), (3, -3), (4, 4)], 9);
+        let mut old: Vec<(u32, i32)> = relisted.old.iter().map(|(k, v)| (*k, *v)).collect();
         old.sort();
         assert_eq!(old, [(1, 1), (2, 2)]);
         assert_eq!(relisted.rejected.len(), 1);

@@ -15,9 +15,15 @@ use super::transaction::Spare;
 use crate::fault::broken;
 use crate::sync::{Arc, AtomicBool, AtomicU64, Mutex};
 
-/// A keyed store of immutable objects (`Arc<V>`) with named secondary
-/// indexes that always agree with the objects: client-go's
-/// `ThreadSafeStore`/`Indexer` for Rust.
+/// A keyed store of objects with named secondary indexes that always agree
+/// with the objects: client-go's `ThreadSafeStore`/`Indexer` for Rust.
+///
+/// Objects are stored as given (`V`) and read out as clones (`V: Clone`),
+/// as [`LruCache`](crate::LruCache) and [`TypedCache`](crate::TypedCache)
+/// do: a small object costs no allocation of its own. For large objects,
+/// or objects shared with other code, store `Arc<T>`
+/// (`IndexedStore<K, Arc<T>>`): a read then clones the `Arc`, and
+/// [`get_with`](IndexedStore::get_with) reads in place without cloning.
 ///
 /// Each index is a function from an object to zero, one or many string
 /// values (its namespace; each `label=value` pair), registered with the
@@ -43,16 +49,17 @@ use crate::sync::{Arc, AtomicBool, AtomicU64, Mutex};
 ///   functions run before the write lock is taken; an `Err` rejects the
 ///   write with [`IndexError::IndexFunction`](super::IndexError::IndexFunction) (client-go panics here), a
 ///   panic unwinds to the caller with the store untouched.
-/// - **Objects cannot change behind their index**: they are stored and
-///   handed out as `Arc<V>` (shared, immutable). Do not give `V` interior
-///   mutability that affects its index values; replace the object instead.
+/// - **Objects cannot change behind their index**: the store never hands
+///   out a mutable reference to an object it holds, only clones. Do not
+///   give `V` interior mutability that affects its index values (an
+///   `Arc<Mutex<T>>` whose `T` the index reads); replace the object
+///   instead.
 /// - Index memory tracks live objects: a bucket is dropped when its last
 ///   object leaves it.
 ///
 /// # Why `insert` returns a `Result`
 ///
-/// Writes that run index functions (`insert`, `insert_arc`, `replace`,
-/// `transaction`) return `Result<_, IndexError>` even on a store with no
+/// Writes that run index functions (`insert`, `replace`, `transaction`) return `Result<_, IndexError>` even on a store with no
 /// fallible index, because the type does not say which kind of index
 /// functions a store has, and [`add_try_index`](IndexedStore::add_try_index)
 /// can add a fallible one to a live store. With only infallible functions
@@ -78,6 +85,7 @@ use crate::sync::{Arc, AtomicBool, AtomicU64, Mutex};
 /// | `K`'s `Hash` (and `S`'s hashing) | once per key per operation, with no lock held, before anything changes; never again: the table keeps each key's hash and grows and rehashes from it |
 /// | `K`'s `Eq` | under the lock, in the probe that finds a key: in a write, before its first change |
 /// | `K::clone` | [`transaction`](IndexedStore::transaction)'s recorded inserts and removes: with no lock held, before anything changes (`insert` and `remove` never clone a key); reads that return keys ([`keys`](IndexedStore::keys), [`to_vec`](IndexedStore::to_vec), [`index_keys`](IndexedStore::index_keys), [`by_index_entries`](IndexedStore::by_index_entries)): under the read lock, changing nothing |
+/// | `V::clone` | reads that return objects ([`get`](IndexedStore::get), [`values`](IndexedStore::values), [`to_vec`](IndexedStore::to_vec), [`by_index`](IndexedStore::by_index), [`matching`](IndexedStore::matching), [`by_index_entries`](IndexedStore::by_index_entries)): under the read lock, changing nothing; [`add_index`](IndexedStore::add_index), to compute the new index with no lock held: under the read lock |
 /// | `K`'s `Ord` | [`index_keys`](IndexedStore::index_keys)' sort, with no lock held |
 /// | index functions | with no lock held, before anything changes |
 /// | the closure of [`for_each_by_index`](IndexedStore::for_each_by_index) and [`try_for_each_by_index`](IndexedStore::try_for_each_by_index) | under the read lock, changing nothing |
@@ -99,7 +107,8 @@ use crate::sync::{Arc, AtomicBool, AtomicU64, Mutex};
 ///
 /// No method blocks while holding a lock that user code could need, with
 /// these exceptions, which run under the lock and must not call back into
-/// the same store: `K`'s `Eq`, `K::clone` in reads that return keys, and
+/// the same store: `K`'s `Eq`, `K::clone` in reads that return keys,
+/// `V::clone` in reads that return objects, and
 /// the visit closures of [`for_each_by_index`](IndexedStore::for_each_by_index)
 /// and [`try_for_each_by_index`](IndexedStore::try_for_each_by_index). A
 /// write from there waits for the read lock its own thread holds: a
@@ -129,7 +138,7 @@ use crate::sync::{Arc, AtomicBool, AtomicU64, Mutex};
 /// ```
 /// use larder::IndexedStore;
 ///
-/// #[derive(Debug, PartialEq)]
+/// #[derive(Clone, Debug, PartialEq)]
 /// struct Pod { namespace: String, app: String }
 ///
 /// let pods: IndexedStore<String, Pod> = IndexedStore::builder()
@@ -166,6 +175,9 @@ pub struct IndexedStore<K, V, S = ahash::RandomState> {
     /// The buffers of the last transaction or burst, empty, for the next
     /// to reuse (`transaction.rs`).
     pub(super) spare: Mutex<Spare<K, V>>,
+    /// Held by an `add_index` from start to end: one at a time watches the
+    /// shards' writes (`lookup.rs`).
+    pub(super) adding: Mutex<()>,
 }
 
 impl<K, V> IndexedStore<K, V>
@@ -181,7 +193,7 @@ where
     /// ```
     /// let store = larder::IndexedStore::<&str, u32>::new();
     /// store.insert("a", 1).unwrap();
-    /// assert_eq!(*store.get("a").unwrap(), 1);
+    /// assert_eq!(store.get("a"), Some(1));
     /// ```
     pub fn new() -> Self {
         let schema = Arc::new(Schema::new(Vec::new()).expect("no index, no clash"));
@@ -235,6 +247,7 @@ where
             revision: AtomicU64::new(0),
             hasher,
             spare: Mutex::new(Spare::default()),
+            adding: Mutex::new(()),
         }
     }
 
@@ -262,24 +275,29 @@ where
         self.shards.of(self.hasher.hash_one(key))
     }
 
-    /// The object stored under `key`.
+    /// A clone of the object stored under `key`.
     ///
-    /// Read-locks the key's shard for one hash lookup; sees every write
-    /// completed before the call.
+    /// Read-locks the key's shard for one hash lookup and clones the object
+    /// under the lock (`V::clone` must not call into the same store); sees
+    /// every write completed before the call. Cloning an `Arc<T>` writes
+    /// its reference count, which every reader of the object shares: on a
+    /// hot key read from several cores, [`get_with`](IndexedStore::get_with)
+    /// is the read that writes nothing shared.
     ///
     /// # Examples
     ///
     /// ```
     /// let store = larder::IndexedStore::<String, u32>::new();
     /// store.insert("a".to_string(), 1).unwrap();
-    /// assert_eq!(store.get("a").as_deref(), Some(&1));
+    /// assert_eq!(store.get("a"), Some(1));
     /// assert_eq!(store.get("b"), None);
     /// ```
     #[inline]
-    pub fn get<Q>(&self, key: &Q) -> Option<Arc<V>>
+    pub fn get<Q>(&self, key: &Q) -> Option<V>
     where
         K: Borrow<Q>,
         Q: ?Sized + Hash + Eq,
+        V: Clone,
     {
         let hash = self.hasher.hash_one(key);
         self.shards
@@ -292,9 +310,9 @@ where
     /// returns what it returns; `None` when `key` is absent.
     ///
     /// The fastest point read: unlike [`get`](IndexedStore::get) it does not
-    /// clone the object's `Arc`, so it does not write the reference count
-    /// that every reader of the key shares. Use it to copy out or compute
-    /// from an object; use `get` to keep it.
+    /// clone the object (an `Arc`'s clone writes the reference count that
+    /// every reader of the key shares). Use it to copy out or compute from
+    /// an object; use `get` to keep it.
     ///
     /// # Deadlocks
     ///
@@ -318,10 +336,7 @@ where
         Q: ?Sized + Hash + Eq,
     {
         let hash = self.hasher.hash_one(key);
-        self.shards
-            .read(self.shards.of(hash))
-            .get(hash, key)
-            .map(|object| f(object))
+        self.shards.read(self.shards.of(hash)).get(hash, key).map(f)
     }
 
     /// Whether an object is stored under `key` (at the instant of the call).
@@ -405,10 +420,14 @@ where
     /// let store = larder::IndexedStore::<u32, u32>::new();
     /// store.insert(1, 10).unwrap();
     /// store.insert(2, 20).unwrap();
-    /// let sum: u32 = store.values().iter().map(|v| **v).sum();
+    /// let sum: u32 = store.values().iter().sum();
     /// assert_eq!(sum, 30);
     /// ```
-    pub fn values(&self) -> Vec<Arc<V>> {
+    pub fn values(&self) -> Vec<V>
+    where
+        V: Clone,
+    {
+        // Declared before the guards, as in `keys`.
         let mut values = Vec::new();
         let cores = self.shards.read_all();
         values.reserve_exact(cores.iter().map(|core| core.len()).sum());
@@ -420,8 +439,8 @@ where
     }
 
     /// Every `(key, object)` pair, in no particular order, copied into a
-    /// `Vec` as one atomic cut (under the read lock; keys cloned, objects
-    /// shared): O(n). The `Vec` holds no lock; later writes do not show up
+    /// `Vec` as one atomic cut (keys and objects cloned under the read
+    /// lock): O(n). The `Vec` holds no lock; later writes do not show up
     /// in it.
     ///
     /// # Examples
@@ -431,11 +450,14 @@ where
     /// store.insert(1, 10).unwrap();
     /// for (key, value) in store.to_vec() {
     ///     store.remove(&key); // allowed: the Vec is a copy
-    ///     assert_eq!(*value, 10);
+    ///     assert_eq!(value, 10);
     /// }
     /// assert!(store.is_empty());
     /// ```
-    pub fn to_vec(&self) -> Vec<(K, Arc<V>)> {
+    pub fn to_vec(&self) -> Vec<(K, V)>
+    where
+        V: Clone,
+    {
         // Declared before the guards, as in `keys`.
         let mut entries = Vec::new();
         self.cut(|core| -> Result<(), std::convert::Infallible> {
@@ -448,8 +470,9 @@ where
 
     /// Checks that every index agrees exactly with the objects: the
     /// structure at one consistent cut, then every object's stored values
-    /// against a fresh call of each index function (made with no lock held).
-    /// For tests.
+    /// against a fresh call of each index function (made under the read
+    /// locks: an index function that uses the store deadlocks here). For
+    /// tests.
     ///
     /// # Panics
     ///
@@ -457,22 +480,19 @@ where
     #[doc(hidden)]
     #[cfg(any(test, feature = "testing"))]
     pub fn check_invariants(&self) {
-        let (schema, objects) = {
-            let cores = self.shards.read_all();
-            let schema = Arc::clone(cores.first().schema());
-            let mut objects = Vec::new();
-            for (shard, core) in cores.iter().enumerate() {
-                assert!(
-                    Arc::ptr_eq(core.schema(), &schema),
-                    "invariant violated: shards hold different schemas"
-                );
-                objects.extend(core.check(|hash| self.shards.of(hash) == shard));
-            }
-            (schema, objects)
-        };
+        let cores = self.shards.read_all();
+        let schema = Arc::clone(cores.first().schema());
+        let mut objects = Vec::new();
+        for (shard, core) in cores.iter().enumerate() {
+            assert!(
+                Arc::ptr_eq(core.schema(), &schema),
+                "invariant violated: shards hold different schemas"
+            );
+            objects.extend(core.check(|hash| self.shards.of(hash) == shard));
+        }
         for (object, stored) in objects {
             for (def, stored) in schema.defs.iter().zip(&stored) {
-                let fresh = def.compute(&object).unwrap_or_else(|e| {
+                let fresh = def.compute(object).unwrap_or_else(|e| {
                     panic!("invariant violated: index function now fails: {e}")
                 });
                 assert!(

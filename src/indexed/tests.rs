@@ -36,18 +36,17 @@ fn h(key: &u32) -> u64 {
 }
 
 fn put(core: &mut Core<u32, String>, key: u32, value: &str) -> Option<String> {
-    let value = Arc::new(value.to_string());
+    let value = value.to_string();
     let values = core.schema().compute(&value).unwrap();
     match core.insert(h(&key), key, value, values) {
         Inserted::New => None,
-        Inserted::Updated { previous, .. } => Some((*previous).clone()),
+        Inserted::Updated { previous, .. } => Some(previous),
     }
 }
 
-fn sorted(mut v: Vec<Arc<String>>) -> Vec<String> {
-    let mut out: Vec<String> = v.drain(..).map(|s| (*s).clone()).collect();
-    out.sort();
-    out
+fn sorted(mut v: Vec<String>) -> Vec<String> {
+    v.sort();
+    v
 }
 
 #[test]
@@ -86,7 +85,7 @@ fn removed_slots_are_reused_and_buckets_dropped() {
     }
     for key in 0..10 {
         let removed = core.remove(h(&key), &key).unwrap();
-        assert_eq!(*removed.value, format!("x{key}"));
+        assert_eq!(removed.value, format!("x{key}"));
     }
     core.check(|_| true);
     assert_eq!(core.len(), 0);
@@ -117,35 +116,66 @@ fn matching_unions_buckets_without_duplicates() {
 }
 
 #[test]
-fn install_index_refuses_stale_values() {
+fn install_index_refuses_values_of_slots_written_since_the_watch() {
+    let mut core = core();
+    put(&mut core, 1, "a");
+    put(&mut core, 2, "b");
+    put(&mut core, 3, "c");
+    let def = IndexDef::infallible("len", |s: &String| [s.len().to_string()]);
+    core.watch();
+    let mut computed: HashMap<usize, _> = core
+        .objects(None)
+        .into_iter()
+        .map(|(id, object)| (id, def.compute(&object).unwrap()))
+        .collect();
+    assert_eq!(computed.len(), 3);
+    // After the values were computed: object 2 changes, object 3 leaves
+    // and object 4 arrives (in 3's slot).
+    put(&mut core, 2, "bbb");
+    assert!(core.remove(h(&3), &3).is_some());
+    put(&mut core, 4, "dd");
+    let schema = Arc::new(core.schema().with(def.clone()).unwrap());
+    let stale = core.stale(&mut computed);
+    let mut lacking: Vec<String> = core
+        .objects(Some(&stale))
+        .into_iter()
+        .map(|(_, object)| object)
+        .collect();
+    lacking.sort();
+    assert_eq!(lacking, ["bbb", "dd"]);
+    assert_eq!(computed.len(), 1, "only object 1's values are current");
+    assert_eq!(core.schema().defs.len(), 2, "nothing installed");
+    core.check(|_| true);
+    // The next round: the watch restarts, then the stale objects are
+    // cloned and computed.
+    core.watch();
+    for (id, object) in core.objects(Some(&stale)) {
+        computed.insert(id, def.compute(&object).unwrap());
+    }
+    assert!(core.stale(&mut computed).is_empty());
+    core.install_index(schema, &mut computed);
+    core.check(|_| true);
+    assert_eq!(sorted(core.by_index(2, "1")), ["a"]);
+    assert_eq!(sorted(core.by_index(2, "2")), ["dd"]);
+    assert_eq!(sorted(core.by_index(2, "3")), ["bbb"]);
+    assert!(core.written().is_none(), "the install stops the watch");
+}
+
+#[test]
+fn an_unwatched_core_has_no_current_values() {
+    // A core that a `replace` or `clear` swapped in during an `add_index`
+    // was never watched: every value computed before counts as stale.
     let mut core = core();
     put(&mut core, 1, "a");
     put(&mut core, 2, "b");
     let def = IndexDef::infallible("len", |s: &String| [s.len().to_string()]);
-    let objects = core.objects();
-    let mut computed: HashMap<usize, _> = objects
+    let mut computed: HashMap<usize, _> = core
+        .objects(None)
         .into_iter()
-        .map(|(id, object)| {
-            let values = def.compute(&object).unwrap();
-            (id, (object, values))
-        })
+        .map(|(id, object)| (id, def.compute(&object).unwrap()))
         .collect();
-    // Object 2 changes after its values were computed.
-    put(&mut core, 2, "bbb");
-    let schema = Arc::new(core.schema().with(def.clone()).unwrap());
-    let stale = core.stale(&computed);
-    assert_eq!(stale.len(), 1);
-    assert_eq!(*stale[0].1, "bbb");
-    assert_eq!(core.schema().defs.len(), 2, "nothing installed");
-    core.check(|_| true);
-    for (id, object) in stale {
-        let values = def.compute(&object).unwrap();
-        computed.insert(id, (object, values));
-    }
-    assert!(core.stale(&computed).is_empty());
-    core.install_index(schema, &mut computed);
-    core.check(|_| true);
-    assert_eq!(sorted(core.by_index(2, "3")), ["bbb"]);
+    assert_eq!(core.stale(&mut computed).len(), 2);
+    assert!(computed.is_empty());
 }
 
 #[test]
@@ -216,11 +246,7 @@ fn a_transaction_recomputes_its_values_after_an_index_is_added_before_its_commit
 
 /// A store's objects, by key.
 fn content(store: &IndexedStore<u32, String>) -> Vec<(u32, String)> {
-    let mut content: Vec<(u32, String)> = store
-        .to_vec()
-        .into_iter()
-        .map(|(k, v)| (k, (*v).clone()))
-        .collect();
+    let mut content: Vec<(u32, String)> = store.to_vec();
     content.sort();
     content
 }
@@ -303,26 +329,26 @@ fn transaction_applies_in_order_and_is_all_or_nothing() {
 #[test]
 fn a_transaction_and_a_burst_let_go_of_what_they_displace() {
     let key = |name: &str| Arc::new(name.to_string());
-    let store: IndexedStore<Arc<String>, u32> = IndexedStore::builder()
-        .index("n", |n: &u32| [n.to_string()])
+    let store: IndexedStore<Arc<String>, Arc<u32>> = IndexedStore::builder()
+        .index("n", |n: &Arc<u32>| [n.to_string()])
         .build()
         .unwrap();
     let (stored_a, stored_b) = (key("a"), key("b"));
     let (old_a, old_b) = (Arc::new(1), Arc::new(2));
     store
-        .insert_arc(Arc::clone(&stored_a), Arc::clone(&old_a))
+        .insert(Arc::clone(&stored_a), Arc::clone(&old_a))
         .unwrap();
     store
-        .insert_arc(Arc::clone(&stored_b), Arc::clone(&old_b))
+        .insert(Arc::clone(&stored_b), Arc::clone(&old_b))
         .unwrap();
     for round in 0..2u32 {
         let (brought_a, brought_c) = (key("a"), key("c"));
         let new_a = Arc::new(10 + round);
         store
             .transaction(|tx| -> Result<(), IndexError> {
-                tx.insert_arc(Arc::clone(&brought_a), Arc::clone(&new_a))?;
+                tx.insert(Arc::clone(&brought_a), Arc::clone(&new_a))?;
                 tx.remove(&stored_b);
-                tx.insert(Arc::clone(&brought_c), 3)?;
+                tx.insert(Arc::clone(&brought_c), Arc::new(3))?;
                 tx.remove(&brought_c);
                 Ok(())
             })
@@ -340,7 +366,7 @@ fn a_transaction_and_a_burst_let_go_of_what_they_displace() {
         assert_eq!(Arc::strong_count(&new_a), 2);
         assert_eq!(store.keys(), [key("a")]);
         store
-            .insert_arc(Arc::clone(&stored_b), Arc::clone(&old_b))
+            .insert(Arc::clone(&stored_b), Arc::clone(&old_b))
             .unwrap();
         store.check_invariants();
     }
@@ -540,7 +566,7 @@ fn a_core_whose_objects_are_replaced_by_others_keeps_its_table_size() {
     // never doubled.
     let mut core: Core<u32, String> = Core::new(Arc::new(Schema::new(vec![]).unwrap()));
     let n = 1_000;
-    let value = || Arc::new(String::new());
+    let value = String::new;
     for key in 0..n {
         core.insert(h(&key), key, value(), Default::default());
     }

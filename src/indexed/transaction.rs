@@ -17,14 +17,8 @@ use crate::sync::Arc;
 
 /// One recorded write, with its index values computed.
 pub(crate) enum Op<K, V> {
-    Insert {
-        key: K,
-        value: Arc<V>,
-        values: AllValues,
-    },
-    Remove {
-        key: K,
-    },
+    Insert { key: K, value: V, values: AllValues },
+    Remove { key: K },
 }
 
 impl<K, V> Op<K, V> {
@@ -111,36 +105,9 @@ impl<K: Clone, V> Transaction<K, V> {
     ///         Ok(())
     ///     })
     ///     .unwrap();
-    /// assert_eq!(*store.get(&1).unwrap(), 11);
+    /// assert_eq!(store.get(&1), Some(11));
     /// ```
     pub fn insert(&mut self, key: K, value: V) -> Result<(), IndexError> {
-        self.insert_arc(key, Arc::new(value))
-    }
-
-    /// [`insert`](Transaction::insert) of an object already in an `Arc`.
-    ///
-    /// # Errors
-    ///
-    /// [`IndexError::IndexFunction`] if an index function fails; nothing is
-    /// recorded.
-    ///
-    /// # Panics
-    ///
-    /// If an index function panics.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use std::sync::Arc;
-    ///
-    /// let store = larder::IndexedStore::<u32, u32>::new();
-    /// let shared = Arc::new(7);
-    /// store
-    ///     .transaction(|tx| tx.insert_arc(1, Arc::clone(&shared)))
-    ///     .unwrap();
-    /// assert!(Arc::ptr_eq(&store.get(&1).unwrap(), &shared));
-    /// ```
-    pub fn insert_arc(&mut self, key: K, value: Arc<V>) -> Result<(), IndexError> {
         let values = self.schema.compute(&value)?;
         self.ops.push(Op::Insert { key, value, values });
         Ok(())

@@ -1,6 +1,6 @@
 //! By-index lookups that hand out keys with their objects
 //! (`by_index_entries`) or visit them in place under the read lock
-//! (`for_each_by_index`, `try_for_each_by_index`), cloning no `Arc`.
+//! (`for_each_by_index`, `try_for_each_by_index`), cloning nothing.
 //!
 //! # Locking
 //!
@@ -17,7 +17,6 @@ use std::ops::ControlFlow;
 use super::IndexedStore;
 use super::error::IndexError;
 use crate::fault::broken;
-use crate::sync::Arc;
 
 impl<K, V, S> IndexedStore<K, V, S>
 where
@@ -32,7 +31,7 @@ where
     ///
     /// Each key is cloned (`K::clone`) under the read lock: the store keeps
     /// its keys by value, so there is nothing to copy them from once the
-    /// lock is released. The objects are shared (`Arc`), not cloned.
+    /// lock is released. So is each object (`V::clone`).
     ///
     /// # Errors
     ///
@@ -40,14 +39,15 @@ where
     ///
     /// # Deadlocks
     ///
-    /// `K::clone` runs while this thread holds the store's read lock: it
-    /// must not call into the same store (see
+    /// `K::clone` and `V::clone` run while this thread holds the store's
+    /// read lock: they must not call into the same store (see
     /// [`for_each_by_index`](Self::for_each_by_index)).
     ///
     /// # Panics
     ///
-    /// If `K::clone` panics. Nothing was changed; the lock is released as
-    /// the panic unwinds (before the keys already cloned are dropped), and
+    /// If `K::clone` or `V::clone` panics. Nothing was changed; the lock is
+    /// released as the panic unwinds (before the entries already cloned are
+    /// dropped), and
     /// nothing is poisoned.
     ///
     /// # Examples
@@ -65,13 +65,12 @@ where
     /// on_a.sort_unstable_by(|x, y| x.0.cmp(&y.0));
     /// let keys: Vec<&str> = on_a.iter().map(|(key, _)| key.as_str()).collect();
     /// assert_eq!(keys, ["default/web-1", "prod/web-1"]);
-    /// assert!(on_a.iter().all(|(_, node)| **node == "node-a"));
+    /// assert!(on_a.iter().all(|(_, node)| *node == "node-a"));
     /// ```
-    pub fn by_index_entries(
-        &self,
-        name: &str,
-        value: &str,
-    ) -> Result<Vec<(K, Arc<V>)>, IndexError> {
+    pub fn by_index_entries(&self, name: &str, value: &str) -> Result<Vec<(K, V)>, IndexError>
+    where
+        V: Clone,
+    {
         // Declared before the guard, so that if `K::clone` panics the guard
         // is dropped first and the keys already cloned after it: their
         // `Drop` runs with no lock held.
@@ -83,7 +82,7 @@ where
             entries.reserve(core.index_len(position, hash, value));
             entries.extend(
                 core.bucket_entries(position, hash, value)
-                    .map(|(key, object)| (key.clone(), Arc::clone(object))),
+                    .map(|(key, object)| (key.clone(), object.clone())),
             );
             Ok(())
         })?;
@@ -92,12 +91,12 @@ where
 
     /// Calls `f` with the key and the object of every object whose values
     /// for index `name` include `value`, in no particular order, under the
-    /// read lock: one consistent cut, and nothing cloned (no key, no `Arc`
-    /// reference count touched).
+    /// read lock: one consistent cut, and nothing cloned (no key, no
+    /// object).
     ///
     /// Use it to count, sum or pick out a few fields of many objects; to
     /// keep the objects, [`by_index`](Self::by_index) or
-    /// [`by_index_entries`](Self::by_index_entries) hand out `Arc`s
+    /// [`by_index_entries`](Self::by_index_entries) hand out clones
     /// instead and hold no lock afterwards.
     ///
     /// # Errors
@@ -147,7 +146,7 @@ where
     /// pods.insert("web-2".into(), pod("node-a", 500)).unwrap();
     /// pods.insert("db-1".into(), pod("node-b", 1000)).unwrap();
     ///
-    /// // CPU requested on node-a, with no Arc cloned.
+    /// // CPU requested on node-a, with no pod cloned.
     /// let mut requested = 0;
     /// pods.for_each_by_index("node", "node-a", |_, pod| requested += pod.cpu_millis)
     ///     .unwrap();
@@ -252,9 +251,7 @@ where
             keys
         };
         for key in keys {
-            if let Some(object) = self.get(&key)
-                && let ControlFlow::Break(stop) = f(&key, &object)
-            {
+            if let Some(ControlFlow::Break(stop)) = self.get_with(&key, |object| f(&key, object)) {
                 return Ok(ControlFlow::Break(stop));
             }
         }

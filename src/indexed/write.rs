@@ -76,49 +76,32 @@ where
     ///     .unwrap();
     /// assert_eq!(store.insert("n", 1).unwrap(), None);
     /// let previous = store.insert("n", 2).unwrap();
-    /// assert_eq!(previous.as_deref(), Some(&1));
+    /// assert_eq!(previous, Some(1));
     /// assert!(store.by_index("parity", "odd").unwrap().is_empty());
     /// ```
-    pub fn insert(&self, key: K, value: V) -> Result<Option<Arc<V>>, IndexError> {
-        self.insert_arc(key, Arc::new(value))
-    }
-
-    /// [`insert`](IndexedStore::insert) of an object that is already in an
-    /// `Arc` (shared with another store, or kept by the caller).
     ///
-    /// # Errors
-    ///
-    /// [`IndexError::IndexFunction`] if an index function fails on `value`;
-    /// the store is then unchanged.
-    ///
-    /// # Panics
-    ///
-    /// If an index function or `K`'s `Hash` or `Eq` panics; the
-    /// store is then unchanged. If the `Drop` of the replaced object
-    /// panics, the insert has been applied.
-    ///
-    /// # Examples
+    /// An object shared with other code is stored as an `Arc`:
     ///
     /// ```
     /// use std::sync::Arc;
     ///
-    /// let store = larder::IndexedStore::<u32, String>::new();
+    /// let store = larder::IndexedStore::<u32, Arc<String>>::new();
     /// let shared = Arc::new("object".to_string());
-    /// store.insert_arc(1, Arc::clone(&shared)).unwrap();
+    /// store.insert(1, Arc::clone(&shared)).unwrap();
     /// assert!(Arc::ptr_eq(&store.get(&1).unwrap(), &shared));
     /// ```
-    pub fn insert_arc(&self, key: K, value: Arc<V>) -> Result<Option<Arc<V>>, IndexError> {
+    pub fn insert(&self, key: K, value: V) -> Result<Option<V>, IndexError> {
         self.write_insert(key, value, None)
     }
 
-    /// The one insert: [`insert_arc`](Self::insert_arc), recording
+    /// The one insert: [`insert`](Self::insert), recording
     /// `revision` (if any) in the same critical section as the change.
     pub(crate) fn write_insert(
         &self,
         key: K,
-        value: Arc<V>,
+        value: V,
         revision: Option<u64>,
-    ) -> Result<Option<Arc<V>>, IndexError> {
+    ) -> Result<Option<V>, IndexError> {
         // User code first, with no lock held: `Hash`, the index functions.
         let hash = self.hasher.hash_one(&key);
         let shard = self.shards.of(hash);
@@ -200,11 +183,11 @@ where
     ///     .build()
     ///     .unwrap();
     /// store.insert("a".to_string(), 1).unwrap();
-    /// assert_eq!(store.remove("a").as_deref(), Some(&1));
+    /// assert_eq!(store.remove("a"), Some(1));
     /// assert_eq!(store.remove("a"), None);
     /// assert!(store.index_values("all").unwrap().is_empty()); // bucket dropped
     /// ```
-    pub fn remove<Q>(&self, key: &Q) -> Option<Arc<V>>
+    pub fn remove<Q>(&self, key: &Q) -> Option<V>
     where
         K: Borrow<Q>,
         Q: ?Sized + Hash + Eq,
@@ -214,7 +197,7 @@ where
 
     /// The one remove: [`remove`](Self::remove), recording `revision` (if
     /// any) in the same critical section, whether or not `key` was there.
-    pub(crate) fn write_remove<Q>(&self, key: &Q, revision: Option<u64>) -> Option<Arc<V>>
+    pub(crate) fn write_remove<Q>(&self, key: &Q, revision: Option<u64>) -> Option<V>
     where
         K: Borrow<Q>,
         Q: ?Sized + Hash + Eq,
@@ -286,12 +269,12 @@ where
         I: IntoIterator<Item = (K, V)>,
     {
         let mut schema = self.schema();
-        let items = items.into_iter().map(|(k, v)| (k, Arc::new(v)));
+        let items = items.into_iter();
         if broken!(IndexedFault::ReplacePiecewise) {
             // BROKEN on purpose: clear, then one insert per critical section.
             self.clear();
             for (key, value) in items {
-                self.insert_arc(key, value)?;
+                self.insert(key, value)?;
             }
             return Ok(());
         }
@@ -460,7 +443,7 @@ where
 /// The object an insert replaced; the unused key and index values drop
 /// here, after the lock is released.
 #[inline]
-fn previous_of<K, V>(inserted: Inserted<K, V>) -> Option<Arc<V>> {
+fn previous_of<K, V>(inserted: Inserted<K, V>) -> Option<V> {
     match inserted {
         Inserted::New => None,
         Inserted::Updated {
@@ -482,7 +465,7 @@ pub(super) fn build_cores<K, V, S>(
     schema: &Arc<Schema<V>>,
     hasher: &S,
     count: usize,
-    items: impl Iterator<Item = (K, Arc<V>)>,
+    items: impl Iterator<Item = (K, V)>,
 ) -> Result<Vec<Core<K, V>>, IndexError>
 where
     K: Hash + Eq,

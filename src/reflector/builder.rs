@@ -133,7 +133,7 @@ pub enum Resync {
 /// use larder::IndexedStore;
 /// use larder::reflector::{Backoff, MemorySource, Reflector, Resync};
 ///
-/// let store = Arc::new(IndexedStore::<String, u32>::new());
+/// let store = Arc::new(IndexedStore::<String, Arc<u32>>::new());
 /// let reflector = Reflector::builder(MemorySource::new(), store)
 ///     .on_add(|key, new| println!("added {key}: {new}"))
 ///     .on_update(|key, old, new| println!("{key}: {old} -> {new}"))
@@ -147,7 +147,7 @@ pub enum Resync {
 /// ```
 pub struct ReflectorBuilder<Src: Source, S> {
     source: Src,
-    store: Arc<IndexedStore<Src::Key, Src::Object, S>>,
+    store: Arc<IndexedStore<Src::Key, Arc<Src::Object>, S>>,
     handlers: Vec<Box<dyn Handler<Src::Key, Src::Object>>>,
     closures: Closures<Src::Key, Src::Object>,
     on_error: Option<ErrorFn>,
@@ -162,7 +162,10 @@ where
     Src: Source,
     S: BuildHasher + Send + Sync + 'static,
 {
-    pub(crate) fn new(source: Src, store: Arc<IndexedStore<Src::Key, Src::Object, S>>) -> Self {
+    pub(crate) fn new(
+        source: Src,
+        store: Arc<IndexedStore<Src::Key, Arc<Src::Object>, S>>,
+    ) -> Self {
         Self {
             source,
             store,
@@ -237,7 +240,7 @@ where
     /// use larder::IndexedStore;
     /// use larder::reflector::{MemorySource, Reflector};
     ///
-    /// let store = Arc::new(IndexedStore::<String, u32>::new());
+    /// let store = Arc::new(IndexedStore::<String, Arc<u32>>::new());
     /// let reflector = Reflector::builder(MemorySource::new(), store)
     ///     .parse_invalid_key(|key| Some(key.to_owned()))
     ///     .build()

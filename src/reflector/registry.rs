@@ -322,7 +322,7 @@ impl<K, V> Registry<K, V> {
 /// # tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap().block_on(async {
 /// let source = MemorySource::new();
 /// source.put("a".to_string(), 1);
-/// let store = Arc::new(IndexedStore::<String, u32>::new());
+/// let store = Arc::new(IndexedStore::<String, Arc<u32>>::new());
 /// let reflector = Reflector::builder(source.clone(), store).build().unwrap();
 /// let (handle, registry) = (reflector.handle(), reflector.handler_registry());
 /// let task = tokio::spawn(reflector.run());

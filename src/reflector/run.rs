@@ -100,8 +100,8 @@ pub(crate) type KeyParser<K> = Box<dyn Fn(&str) -> Option<K> + Send + Sync>;
 /// source.put("default/web".to_string(), "default".to_string());
 ///
 /// let pods = Arc::new(
-///     IndexedStore::<String, String>::builder()
-///         .index("namespace", |ns: &String| [ns.clone()])
+///     IndexedStore::<String, Arc<String>>::builder()
+///         .index("namespace", |ns: &Arc<String>| [ns.to_string()])
 ///         .build()
 ///         .unwrap(),
 /// );
@@ -124,7 +124,7 @@ pub(crate) type KeyParser<K> = Box<dyn Fn(&str) -> Option<K> + Send + Sync>;
 /// ```
 pub struct Reflector<Src: Source, S = ahash::RandomState> {
     pub(crate) source: Src,
-    pub(crate) store: Arc<IndexedStore<Src::Key, Src::Object, S>>,
+    pub(crate) store: Arc<IndexedStore<Src::Key, Arc<Src::Object>, S>>,
     pub(crate) handlers: Handlers<Src::Key, Src::Object>,
     pub(crate) on_error: Option<ErrorFn>,
     pub(crate) parse_key: Option<KeyParser<Src::Key>>,
@@ -246,7 +246,7 @@ where
     /// See [`Reflector`] and [`ReflectorBuilder`].
     pub fn builder(
         source: Src,
-        store: Arc<IndexedStore<Src::Key, Src::Object, S>>,
+        store: Arc<IndexedStore<Src::Key, Arc<Src::Object>, S>>,
     ) -> ReflectorBuilder<Src, S> {
         ReflectorBuilder::new(source, store)
     }
@@ -286,11 +286,12 @@ where
     /// use larder::IndexedStore;
     /// use larder::reflector::{MemorySource, Reflector};
     ///
-    /// let store = Arc::new(IndexedStore::<u32, u32>::new());
+    /// let store = Arc::new(IndexedStore::<u32, Arc<u32>>::new());
     /// let reflector = Reflector::builder(MemorySource::new(), Arc::clone(&store)).build().unwrap();
     /// assert!(Arc::ptr_eq(reflector.store(), &store));
     /// ```
-    pub fn store(&self) -> &Arc<IndexedStore<Src::Key, Src::Object, S>> {
+    #[allow(clippy::type_complexity)] // the store's own type, spelled out
+    pub fn store(&self) -> &Arc<IndexedStore<Src::Key, Arc<Src::Object>, S>> {
         &self.store
     }
 

@@ -25,7 +25,7 @@ use crate::sync::{Arc, Mutex};
 /// use larder::IndexedStore;
 /// use larder::reflector::{MemorySource, Reflector};
 ///
-/// let store = Arc::new(IndexedStore::<String, u32>::new());
+/// let store = Arc::new(IndexedStore::<String, Arc<u32>>::new());
 /// let reflector = Reflector::builder(MemorySource::new(), store).build().unwrap();
 /// let stats = reflector.handle().stats();
 /// assert_eq!(stats.lists, 0);
@@ -167,7 +167,7 @@ impl Drop for FinishGuard {
 /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
 /// let source = MemorySource::new();
 /// source.put("a".to_string(), 1);
-/// let store = Arc::new(IndexedStore::<String, u32>::new());
+/// let store = Arc::new(IndexedStore::<String, Arc<u32>>::new());
 /// let reflector = Reflector::builder(source.clone(), Arc::clone(&store)).build().unwrap();
 /// let handle = reflector.handle();
 /// let task = tokio::spawn(reflector.run());
@@ -230,7 +230,7 @@ impl ReflectorHandle {
     /// use larder::reflector::{MemorySource, Reflector, WaitError};
     ///
     /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
-    /// let store = Arc::new(IndexedStore::<String, u32>::new());
+    /// let store = Arc::new(IndexedStore::<String, Arc<u32>>::new());
     /// let reflector = Reflector::builder(MemorySource::new(), store).build().unwrap();
     /// // Not running: it cannot sync.
     /// let waited = reflector.handle().wait_until_synced_timeout(Duration::from_millis(10)).await;
@@ -300,7 +300,7 @@ impl ReflectorHandle {
     /// use larder::reflector::{MemorySource, Reflector, WaitError};
     ///
     /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
-    /// let store = Arc::new(IndexedStore::<String, u32>::new());
+    /// let store = Arc::new(IndexedStore::<String, Arc<u32>>::new());
     /// let reflector = Reflector::builder(MemorySource::new(), store).build().unwrap();
     /// let handle = reflector.handle();
     /// let task = tokio::spawn(reflector.run());
@@ -348,7 +348,7 @@ impl ReflectorHandle {
     /// use larder::IndexedStore;
     /// use larder::reflector::{MemorySource, Reflector};
     ///
-    /// let store = Arc::new(IndexedStore::<String, u32>::new());
+    /// let store = Arc::new(IndexedStore::<String, Arc<u32>>::new());
     /// let reflector = Reflector::builder(MemorySource::new(), store).build().unwrap();
     /// let handle = reflector.handle();
     /// assert!(!handle.is_finished());

@@ -51,7 +51,7 @@ pub struct Replay {
 }
 
 pub struct Harness {
-    pub store: Arc<IndexedStore<String, u64>>,
+    pub store: Arc<IndexedStore<String, Arc<u64>>>,
     pub handle: ReflectorHandle,
     pub replay: Arc<Mutex<Replay>>,
     pub errors: Arc<Mutex<Vec<String>>>,
@@ -68,9 +68,9 @@ pub fn start(source: EtcdSource<u64>, backoff: Backoff) -> Harness {
 /// etcd may still commit an abandoned write after the writer's later ones.
 pub fn start_with(source: EtcdSource<u64>, backoff: Backoff, monotonic: bool) -> Harness {
     let store = Arc::new(
-        IndexedStore::<String, u64>::builder()
-            .index("parity", |n: &u64| [parity(*n).to_owned()])
-            .index("digit", |n: &u64| [digit(*n)])
+        IndexedStore::<String, Arc<u64>>::builder()
+            .index("parity", |n: &Arc<u64>| [parity(**n).to_owned()])
+            .index("digit", |n: &Arc<u64>| [digit(**n)])
             .build()
             .unwrap(),
     );
@@ -270,7 +270,7 @@ fn digit(n: u64) -> String {
 /// The index `name` maps `value` to exactly the keys of `truth` that have
 /// it (`wanted` of them).
 fn assert_index(
-    store: &IndexedStore<String, u64>,
+    store: &IndexedStore<String, Arc<u64>>,
     truth: &BTreeMap<String, u64>,
     name: &str,
     value: &str,

@@ -40,13 +40,13 @@ pub fn fast() -> Backoff {
     Backoff::new(Duration::from_millis(1), Duration::from_millis(5))
 }
 
-pub type Store = Arc<IndexedStore<String, u32>>;
+pub type Store = Arc<IndexedStore<String, Arc<u32>>>;
 
 pub fn store() -> Store {
     Arc::new(
         IndexedStore::builder()
-            .index("parity", |v: &u32| {
-                [if v % 2 == 0 { "even" } else { "odd" }]
+            .index("parity", |v: &Arc<u32>| {
+                [if **v % 2 == 0 { "even" } else { "odd" }]
             })
             .build()
             .unwrap(),
@@ -57,8 +57,8 @@ pub fn store() -> Store {
 pub fn small_values_store() -> Store {
     Arc::new(
         IndexedStore::builder()
-            .try_index("small", |v: &u32| {
-                if *v < 100 {
+            .try_index("small", |v: &Arc<u32>| {
+                if **v < 100 {
                     Ok(["yes"])
                 } else {
                     Err("too big")

@@ -206,25 +206,26 @@ impl InformerStore for Indexed {
     const NAME: &'static str = "larder IndexedStore, 2 indexes";
     fn empty() -> Self {
         larder::IndexedStore::builder()
-            .index("namespace", namespace_of)
-            .index("label", labels_of)
+            .index("namespace", |pod: &Arc<Pod>| namespace_of(pod))
+            .index("label", |pod: &Arc<Pod>| labels_of(pod))
             .build()
             .expect("distinct index names")
     }
     fn load(&self, listed: Vec<(String, Pod)>) {
-        self.replace(listed).expect("infallible index functions");
+        self.replace(listed.into_iter().map(|(k, p)| (k, Arc::new(p))))
+            .expect("infallible index functions");
     }
     #[inline]
     fn apply(&self, event: Event) {
         match event {
-            Event::Put(key, pod) => drop(self.insert_arc(key, pod).expect("infallible")),
+            Event::Put(key, pod) => drop(self.insert(key, pod).expect("infallible")),
             Event::Delete(key) => drop(self.remove(&key)),
         }
     }
 }
 
 /// larder's store with no index.
-pub struct Unindexed(larder::IndexedStore<String, Pod>);
+pub struct Unindexed(larder::IndexedStore<String, Arc<Pod>>);
 
 impl InformerStore for Unindexed {
     const NAME: &'static str = "larder IndexedStore, no index";
@@ -232,12 +233,14 @@ impl InformerStore for Unindexed {
         Self(larder::IndexedStore::new())
     }
     fn load(&self, listed: Vec<(String, Pod)>) {
-        self.0.replace(listed).expect("no index functions");
+        self.0
+            .replace(listed.into_iter().map(|(k, p)| (k, Arc::new(p))))
+            .expect("no index functions");
     }
     #[inline]
     fn apply(&self, event: Event) {
         match event {
-            Event::Put(key, pod) => drop(self.0.insert_arc(key, pod).expect("infallible")),
+            Event::Put(key, pod) => drop(self.0.insert(key, pod).expect("infallible")),
             Event::Delete(key) => drop(self.0.remove(&key)),
         }
     }

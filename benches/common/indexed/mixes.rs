@@ -40,11 +40,11 @@ impl U64Map for IndexedStore<u64, u64> {
     }
     #[inline]
     fn insert(&self, key: u64, value: u64) {
-        drop(IndexedStore::insert(self, key, value).expect("no index"));
+        IndexedStore::insert(self, key, value).expect("no index");
     }
     #[inline]
     fn remove(&self, key: u64) {
-        drop(IndexedStore::remove(self, &key));
+        IndexedStore::remove(self, &key);
     }
 }
 

@@ -8,7 +8,10 @@ use crate::sync::Arc;
 impl<K, V> Core<K, V> {
     /// The objects whose values for index `position` include `value`.
     #[cfg(test)]
-    pub(crate) fn by_index(&self, position: usize, value: &str) -> Vec<Arc<V>> {
+    pub(crate) fn by_index(&self, position: usize, value: &str) -> Vec<V>
+    where
+        V: Clone,
+    {
         let mut out = Vec::new();
         self.by_index_into(position, value, &mut out);
         out
@@ -17,9 +20,9 @@ impl<K, V> Core<K, V> {
     /// Checks every structural invariant; panics with a message starting
     /// "invariant violated" on the first one broken. `owns(hash)` says
     /// whether a key with that hash belongs in this shard. Returns each
-    /// object with its stored values so the caller can recompute them
-    /// (outside the lock) and compare.
-    pub(crate) fn check(&self, owns: impl Fn(u64) -> bool) -> Vec<(Arc<V>, Vec<Values>)>
+    /// object with its stored values so the caller can recompute them and
+    /// compare.
+    pub(crate) fn check(&self, owns: impl Fn(u64) -> bool) -> Vec<(&V, Vec<Values>)>
     where
         K: Eq,
     {
@@ -172,7 +175,7 @@ impl<K, V> Core<K, V> {
         self.live()
             .map(|(id, entry)| {
                 let values = self.values.get(id).map(|v| v.to_vec()).unwrap_or_default();
-                (Arc::clone(&entry.value), values)
+                (&entry.value, values)
             })
             .collect()
     }

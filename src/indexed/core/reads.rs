@@ -1,7 +1,7 @@
 //! The core's whole-shard and by-index reads: what `by_index`, `matching`,
 //! `index_keys`, `keys`, `values` and `to_vec` gather from one shard, under
-//! its read lock (the clones of objects are reference counts; no user code
-//! runs but `K`'s `Clone` where keys are copied out).
+//! its read lock. The user code they run is `K::clone` where keys are
+//! copied out and `V::clone` where objects are.
 
 use super::Core;
 use super::bucket::{Bucket, Id};
@@ -11,17 +11,21 @@ use crate::sync::Arc;
 impl<K, V> Core<K, V> {
     /// Pushes onto `out` the objects whose values for index `position`
     /// include `value`.
-    pub(crate) fn by_index_into(&self, position: usize, value: &str, out: &mut Vec<Arc<V>>) {
+    pub(crate) fn by_index_into(&self, position: usize, value: &str, out: &mut Vec<V>)
+    where
+        V: Clone,
+    {
         if let Some(bucket) = self.indexes[position].get(value) {
             self.clone_objects(bucket.iter().copied(), out);
         }
     }
 
-    /// Pushes onto `out` the objects of slots `ids`, borrowed: `by_index`
-    /// gathers every shard's objects this way (loading each pointer, so
-    /// those cache misses overlap), then clones them all at once.
-    pub(crate) fn bucket_objects<'a>(&'a self, bucket: &Bucket, out: &mut Vec<&'a Arc<V>>) {
-        out.extend(bucket.iter().map(|&id| &self.entry(id as usize).value));
+    /// Pushes onto `out` clones of the objects of the slots in `bucket`.
+    pub(crate) fn bucket_objects(&self, bucket: &Bucket, out: &mut Vec<V>)
+    where
+        V: Clone,
+    {
+        self.clone_objects(bucket.iter().copied(), out);
     }
 
     /// The bucket of `value` in index `position`, if any object has it;
@@ -40,7 +44,7 @@ impl<K, V> Core<K, V> {
         position: usize,
         hash: u64,
         value: &str,
-    ) -> impl Iterator<Item = (&K, &Arc<V>)> {
+    ) -> impl Iterator<Item = (&K, &V)> {
         self.bucket(position, hash, value)
             .into_iter()
             .flat_map(move |bucket| {
@@ -69,12 +73,10 @@ impl<K, V> Core<K, V> {
 
     /// Pushes onto `out` the objects having any of `values` for index
     /// `position`, each once.
-    pub(crate) fn matching_into(
-        &self,
-        position: usize,
-        values: &[Arc<str>],
-        out: &mut Vec<Arc<V>>,
-    ) {
+    pub(crate) fn matching_into(&self, position: usize, values: &[Arc<str>], out: &mut Vec<V>)
+    where
+        V: Clone,
+    {
         let buckets = &self.indexes[position];
         match values {
             [] => {}
@@ -118,36 +120,39 @@ impl<K, V> Core<K, V> {
         out.extend(self.live().map(|(_, entry)| entry.key.clone()));
     }
 
-    pub(crate) fn values_into(&self, out: &mut Vec<Arc<V>>) {
-        out.extend(self.live().map(|(_, entry)| Arc::clone(&entry.value)));
+    pub(crate) fn values_into(&self, out: &mut Vec<V>)
+    where
+        V: Clone,
+    {
+        out.extend(self.live().map(|(_, entry)| entry.value.clone()));
     }
 
-    pub(crate) fn entries_into(&self, out: &mut Vec<(K, Arc<V>)>)
+    pub(crate) fn entries_into(&self, out: &mut Vec<(K, V)>)
     where
         K: Clone,
+        V: Clone,
     {
         out.extend(
             self.live()
-                .map(|(_, entry)| (entry.key.clone(), Arc::clone(&entry.value))),
+                .map(|(_, entry)| (entry.key.clone(), entry.value.clone())),
         );
     }
 
     /// Every `(key, object)` pair, moved out of a core nobody else holds
     /// (one a `replace` swapped out, or is rebuilding).
-    pub(crate) fn into_entries(self) -> impl Iterator<Item = (K, Arc<V>)> {
+    pub(crate) fn into_entries(self) -> impl Iterator<Item = (K, V)> {
         self.entries
             .into_iter()
             .flatten()
             .map(|entry| (entry.key, entry.value))
     }
 
-    /// Clones the objects of slots `ids` onto `out`, in two passes: the
-    /// first only loads each object's pointer, so those cache misses
-    /// overlap; the second increments the reference counts (a locked
-    /// instruction each, which would otherwise wait for every load before
-    /// it).
-    fn clone_objects(&self, ids: impl ExactSizeIterator<Item = Id>, out: &mut Vec<Arc<V>>) {
-        let objects: Vec<&Arc<V>> = ids.map(|id| &self.entry(id as usize).value).collect();
-        out.extend(objects.into_iter().cloned());
+    /// Pushes clones of the objects of slots `ids` onto `out`.
+    #[inline]
+    fn clone_objects(&self, ids: impl ExactSizeIterator<Item = Id>, out: &mut Vec<V>)
+    where
+        V: Clone,
+    {
+        out.extend(ids.map(|id| self.entry(id as usize).value.clone()));
     }
 }

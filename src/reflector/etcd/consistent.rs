@@ -106,7 +106,7 @@ impl<V> EtcdSource<V> {
     /// # async fn demo(
     /// #     source: larder::reflector::EtcdSource<String>,
     /// #     handle: larder::reflector::ReflectorHandle,
-    /// #     store: std::sync::Arc<larder::IndexedStore<String, String>>,
+    /// #     store: std::sync::Arc<larder::IndexedStore<String, std::sync::Arc<String>>>,
     /// # ) -> Result<(), Box<dyn std::error::Error>> {
     /// use std::time::Duration;
     ///
