@@ -18,8 +18,7 @@
 //! allocator overhead included (a counting allocator needs `unsafe`, which
 //! the crate forbids). The store holds each `u64` as given, with no
 //! allocation of its own; the last row is what an `Arc<u64>` per object
-//! would add (an `IndexedStore<u64, Arc<u64>>`, or the store before it held
-//! objects inline): the allocation and the 8-byte pointer to it (glibc
+//! would add (an `IndexedStore<u64, Arc<u64>>`): the allocation and the 8-byte pointer to it (glibc
 //! hands out 32 bytes for the 24 requested). Linux only.
 
 #[path = "heap_common/mod.rs"]
