@@ -140,11 +140,20 @@ fn indexed_replace_negative_control_piecewise() {
 /// `add_index` on a live store racing with an insert of a new object and an
 /// update of an existing one (whose values `add_index` may have computed
 /// from the old version): afterwards the new index covers every object, in
-/// its latest version.
-fn add_index_covers_racing_writes(fault: IndexedFault) {
+/// its latest version. A store with no index to start with writes through
+/// the lean no-index path; one that has an index (`indexed`), through the
+/// full write, whose values were computed for the schema it read.
+fn add_index_covers_racing_writes(fault: IndexedFault, indexed: bool) {
     let _fault = inject(fault);
     loom::model(move || {
-        let store: Arc<Store> = Arc::new(IndexedStore::new());
+        let store: Arc<Store> = Arc::new(if indexed {
+            IndexedStore::builder()
+                .index("all", |_: &&'static str| ["all"])
+                .build()
+                .unwrap()
+        } else {
+            IndexedStore::new()
+        });
         store.insert("a", "red").unwrap();
         let writer = {
             let store = Arc::clone(&store);
@@ -172,19 +181,30 @@ fn add_index_covers_racing_writes(fault: IndexedFault) {
 
 #[test]
 fn indexed_add_index_covers_racing_writes() {
-    add_index_covers_racing_writes(IndexedFault::None);
+    add_index_covers_racing_writes(IndexedFault::None, false);
+}
+
+#[test]
+fn indexed_add_index_covers_racing_writes_to_an_indexed_store() {
+    add_index_covers_racing_writes(IndexedFault::None, true);
 }
 
 #[test]
 #[should_panic(expected = "invariant violated")]
 fn indexed_add_index_negative_control_ignore_schema_change() {
-    add_index_covers_racing_writes(IndexedFault::IgnoreSchemaChange);
+    add_index_covers_racing_writes(IndexedFault::IgnoreSchemaChange, false);
+}
+
+#[test]
+#[should_panic(expected = "invariant violated")]
+fn indexed_add_index_negative_control_ignore_schema_change_indexed() {
+    add_index_covers_racing_writes(IndexedFault::IgnoreSchemaChange, true);
 }
 
 #[test]
 #[should_panic(expected = "invariant violated")]
 fn indexed_add_index_negative_control_ignores_writes() {
-    add_index_covers_racing_writes(IndexedFault::AddIndexIgnoresWrites);
+    add_index_covers_racing_writes(IndexedFault::AddIndexIgnoresWrites, false);
 }
 
 /// One thread updates `a` from red to blue while the main thread visits the

@@ -76,6 +76,7 @@ mod bucket;
 #[cfg(any(test, feature = "testing"))]
 mod check;
 mod id_hasher;
+mod plain;
 mod positions;
 mod reads;
 mod slots;

@@ -108,6 +108,35 @@ where
         // Ours until the core's probe is over (declared before the guard,
         // so a key the probe did not take drops after the unlock).
         let mut key = Some(key);
+        if revision.is_none() && !self.indexed.load(Ordering::Relaxed) {
+            // A store without index (a plain map): the lean write, if no
+            // index was added since the flag was read (checked under the
+            // lock); otherwise the full write below.
+            let mut object = Some(value);
+            let mut core = self.shards.write(shard);
+            // BROKEN on purpose under `IgnoreSchemaChange`: the lean write
+            // under a schema that has gained an index (no values stored).
+            if core.schema().defs.is_empty() || broken!(IndexedFault::IgnoreSchemaChange) {
+                let previous = core.upsert_plain(hash, &mut key, &mut object);
+                drop(core);
+                return Ok(previous);
+            }
+            drop(core);
+            return self.write_insert_indexed(hash, shard, key, object.expect("not taken"), None);
+        }
+        self.write_insert_indexed(hash, shard, key, value, revision)
+    }
+
+    /// [`write_insert`](Self::write_insert) once the key is hashed, for a
+    /// store that may have indexes (or a write that records a revision).
+    fn write_insert_indexed(
+        &self,
+        hash: u64,
+        shard: usize,
+        mut key: Option<K>,
+        value: V,
+        revision: Option<u64>,
+    ) -> Result<Option<V>, IndexError> {
         // `None`: computed for a schema without indexes (no values).
         let mut schema: Option<Arc<Schema<V>>> = None;
         let mut values = AllValues::default();
