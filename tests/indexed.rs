@@ -515,6 +515,43 @@ fn an_insert_whose_key_eq_panics_drops_the_key_after_the_lock_is_released() {
     store.check_invariants();
 }
 
+/// An object whose `Drop` reads the store it was written to: under that
+/// store's write lock it would deadlock (the watchdog then fails the test).
+struct StoreReader(std::sync::Weak<IndexedStore<EqBomb, StoreReader>>);
+
+impl Drop for StoreReader {
+    fn drop(&mut self) {
+        if let Some(store) = self.0.upgrade() {
+            assert_eq!(store.len(), 1);
+        }
+    }
+}
+
+#[test]
+fn an_insert_whose_key_eq_panics_drops_the_object_after_the_lock_is_released() {
+    let _watchdog = watchdog::arm(Duration::from_secs(30));
+    let key = |bomb| EqBomb {
+        id: 1,
+        bomb,
+        store: std::sync::Weak::new(),
+    };
+    // Without index (the lean write) and with one (the full write).
+    for indexed in [false, true] {
+        let mut builder = IndexedStore::builder();
+        if indexed {
+            builder = builder.index("all", |_: &StoreReader| ["all"]);
+        }
+        let store = Arc::new(builder.build().unwrap());
+        store
+            .insert(key(false), StoreReader(std::sync::Weak::new()))
+            .unwrap();
+        let object = StoreReader(Arc::downgrade(&store));
+        assert!(catch_unwind(AssertUnwindSafe(|| store.insert(key(true), object))).is_err());
+        assert_eq!(store.len(), 1, "indexed: {indexed}");
+        store.check_invariants();
+    }
+}
+
 #[test]
 fn a_transaction_whose_key_eq_panics_drops_its_writes_after_the_locks_are_released() {
     let _watchdog = watchdog::arm(Duration::from_secs(30));

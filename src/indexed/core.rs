@@ -322,15 +322,15 @@ impl<K, V> Core<K, V> {
     }
 
     /// [`insert`](Self::insert) in one pass over the table: the probe that
-    /// finds the key also finds the bucket a new key takes. `key` stays the
-    /// caller's (`Some`) until the probe is over: if `K`'s `Eq` panics, the
-    /// key drops in the caller's frame, after its lock guard. Past the
-    /// probe this runs no user code.
+    /// finds the key also finds the bucket a new key takes. `key` and
+    /// `value` stay the caller's (`Some`) until the probe is over: if `K`'s
+    /// `Eq` panics, they drop in the caller's frame, after its lock guard.
+    /// Past the probe this runs no user code.
     pub(crate) fn upsert(
         &mut self,
         hash: u64,
         key: &mut Option<K>,
-        value: V,
+        value: &mut Option<V>,
         values: AllValues,
     ) -> Inserted<K, V>
     where
@@ -348,6 +348,7 @@ impl<K, V> Core<K, V> {
             hash_table::Entry::Occupied(found) => {
                 let id = *found.get() as usize;
                 let key = key.take().expect("larder: an upsert is given its key");
+                let value = value.take().expect("larder: an upsert is given its object");
                 return self.insert_at(hash, Some(id), key, value, values).0;
             }
             hash_table::Entry::Vacant(vacant) => vacant,
@@ -357,6 +358,7 @@ impl<K, V> Core<K, V> {
         let id = slots.room();
         vacant.insert(id);
         let key = key.take().expect("larder: an upsert is given its key");
+        let value = value.take().expect("larder: an upsert is given its object");
         if slots.fill(id, Entry { hash, key, value }, values) {
             self.reindex(id as usize, None);
         }

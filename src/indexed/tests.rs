@@ -577,7 +577,7 @@ fn a_core_whose_objects_are_replaced_by_others_keeps_its_table_size() {
             core.insert(h(&key), key, value(), Default::default());
         } else {
             let mut owned = Some(key);
-            core.upsert(h(&key), &mut owned, value(), Default::default());
+            core.upsert(h(&key), &mut owned, &mut Some(value()), Default::default());
         }
     }
     core.check(|_| true);

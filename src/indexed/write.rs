@@ -108,11 +108,11 @@ where
         // Ours until the core's probe is over (declared before the guard,
         // so a key the probe did not take drops after the unlock).
         let mut key = Some(key);
+        let mut object = Some(value);
         if revision.is_none() && !self.indexed.load(Ordering::Relaxed) {
             // A store without index (a plain map): the lean write, if no
             // index was added since the flag was read (checked under the
             // lock); otherwise the full write below.
-            let mut object = Some(value);
             let mut core = self.shards.write(shard);
             // BROKEN on purpose under `IgnoreSchemaChange`: the lean write
             // under a schema that has gained an index (no values stored).
@@ -122,27 +122,29 @@ where
                 return Ok(previous);
             }
             drop(core);
-            return self.write_insert_indexed(hash, shard, key, object.expect("not taken"), None);
         }
-        self.write_insert_indexed(hash, shard, key, value, revision)
+        self.write_insert_indexed(hash, shard, &mut key, &mut object, revision)
     }
 
     /// [`write_insert`](Self::write_insert) once the key is hashed, for a
     /// store that may have indexes (or a write that records a revision).
+    /// `key` and `object` stay the caller's until the probe is over, to drop
+    /// after the unlock if `K`'s `Eq` panics.
     fn write_insert_indexed(
         &self,
         hash: u64,
         shard: usize,
-        mut key: Option<K>,
-        value: V,
+        key: &mut Option<K>,
+        object: &mut Option<V>,
         revision: Option<u64>,
     ) -> Result<Option<V>, IndexError> {
+        const OURS: &str = "larder: the object is ours";
         // `None`: computed for a schema without indexes (no values).
         let mut schema: Option<Arc<Schema<V>>> = None;
         let mut values = AllValues::default();
         if self.indexed.load(Ordering::Relaxed) {
             let current = Arc::clone(self.shards.read(shard).schema());
-            values = current.compute(&value)?;
+            values = current.compute(object.as_ref().expect(OURS))?;
             schema = Some(current);
         }
         loop {
@@ -160,17 +162,19 @@ where
                     // critical section, after the object.
                     let found = core.find(hash, key.as_ref().expect("larder: the key is ours"));
                     let key = key.take().expect("larder: the key is ours");
+                    let value = object.take().expect(OURS);
                     let (inserted, id, mut old) =
                         core.insert_unindexed(hash, found, key, value, values);
                     drop(core);
                     self.shards.write(shard).reindex(id, old.as_deref_mut());
                     return Ok(previous_of(inserted));
                 }
-                // `K`'s `Eq` (the probe) while the key is still ours: if it
-                // panics, the unwinding releases the lock before it drops
-                // the key. Past the probe the core runs no user code, and a
-                // key it does not keep comes back to drop after unlocking.
-                let inserted = core.upsert(hash, &mut key, value, values);
+                // `K`'s `Eq` (the probe) while the key and the object are
+                // still the caller's: if it panics, the unwinding releases
+                // the lock before they drop. Past the probe the core runs no
+                // user code, and a key it does not keep comes back to drop
+                // after unlocking.
+                let inserted = core.upsert(hash, key, object, values);
                 if broken!(IndexedFault::RevisionOutsideLock) {
                     // BROKEN on purpose: the revision changes after the
                     // object's critical section.
@@ -188,7 +192,7 @@ where
             }
             let current = Arc::clone(core.schema());
             drop(core);
-            values = current.compute(&value)?;
+            values = current.compute(object.as_ref().expect(OURS))?;
             schema = Some(current);
         }
     }
