@@ -173,10 +173,13 @@ impl<K, V, S> IndexedStoreBuilder<K, V, S> {
     /// write-heavy or single-threaded use. Costs 128 bytes per stripe per
     /// shard.
     ///
-    /// Measured (showdown, 64K `u64` keys, no index, Mops/s, two threads
-    /// on a 2-vCPU Intel Xeon guest, 2026-12-04, commit 12d89f4): 98%
-    /// reads 27.5 plain, 39.7 read-mostly; 90% reads 21.0 and 22.2; 10%
-    /// reads 11.8 and 7.80; one thread, 10% reads: 30.1 and 18.7.
+    /// Measured (showdown, 64K `u64` keys, no index; read-mostly over
+    /// plain, the median of 5 interleaved rounds' ratios, lowest to
+    /// highest round; 2-vCPU AMD EPYC guest, 2026-12-05, commit 7349e73):
+    /// two threads, 98% reads 1.04x (0.88-1.81), 90% reads 0.84x, 10%
+    /// reads 0.59x; one thread, 98% reads 0.92x, 10% reads 0.69x. Two
+    /// cores are the least where it can pay: each added core reading at
+    /// once adds to a plain lock word's traffic and not to a stripe's.
     ///
     /// # Examples
     ///
