@@ -321,6 +321,25 @@ impl<K, V> Core<K, V> {
         (inserted, id)
     }
 
+    /// Makes room for one more key, then probes the table for `probe`
+    /// (runs `K`'s `Eq`): its entry (occupied: the key's slot id; vacant:
+    /// the bucket a new key takes), and the slot vectors beside it.
+    #[inline(always)]
+    fn probe_entry(&mut self, hash: u64, probe: &K) -> (hash_table::Entry<'_, Id>, Slots<'_, K, V>)
+    where
+        K: Eq,
+    {
+        self.make_room();
+        let (table, slots) = self.split();
+        let entries = &*slots.entries;
+        let entry = table.entry(
+            hash,
+            |&id| matches!(&entries[id as usize], Some(entry) if entry.key == *probe),
+            |&id| stored(entries, id),
+        );
+        (entry, slots)
+    }
+
     /// [`insert`](Self::insert) in one pass over the table: the probe that
     /// finds the key also finds the bucket a new key takes. `key` and
     /// `value` stay the caller's (`Some`) until the probe is over: if `K`'s
@@ -337,14 +356,8 @@ impl<K, V> Core<K, V> {
         K: Eq,
     {
         let probe = key.as_ref().expect("larder: an upsert is given its key");
-        self.make_room();
-        let (table, mut slots) = self.split();
-        let entries = &*slots.entries;
-        let vacant = match table.entry(
-            hash,
-            |&id| matches!(&entries[id as usize], Some(entry) if entry.key == *probe),
-            |&id| stored(entries, id),
-        ) {
+        let (entry, mut slots) = self.probe_entry(hash, probe);
+        let vacant = match entry {
             hash_table::Entry::Occupied(found) => {
                 let id = *found.get() as usize;
                 let key = key.take().expect("larder: an upsert is given its key");

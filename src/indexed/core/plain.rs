@@ -4,7 +4,7 @@
 
 use hashbrown::hash_table;
 
-use super::{Core, Entry, stored};
+use super::{Core, Entry};
 use crate::indexed::index_fn::AllValues;
 
 impl<K, V> Core<K, V> {
@@ -27,14 +27,8 @@ impl<K, V> Core<K, V> {
         K: Eq,
     {
         let probe = key.as_ref().expect("larder: an upsert is given its key");
-        self.make_room();
-        let (table, mut slots) = self.split();
-        let entries = &*slots.entries;
-        let vacant = match table.entry(
-            hash,
-            |&id| matches!(&entries[id as usize], Some(entry) if entry.key == *probe),
-            |&id| stored(entries, id),
-        ) {
+        let (entry, mut slots) = self.probe_entry(hash, probe);
+        let vacant = match entry {
             hash_table::Entry::Occupied(found) => {
                 let id = *found.get() as usize;
                 let entry = slots.entries[id]
