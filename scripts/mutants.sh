@@ -48,7 +48,10 @@ selection() {
       echo "cache:: lru:: typed:: | lru lru_hostile lru_weights lru_expiry lru_stress lru_hit_ratio lru_offline_refs conformance typed typed_expiry typed_hostile_weigher cache_stats |
         lru lru_resize lru_weights typed typed_writes" ;;
     src/indexed/core.rs)
-      echo "indexed:: | indexed indexed_hostile | indexed indexed_revision" ;;
+      echo "indexed:: | indexed indexed_hostile indexed_drop_order | indexed indexed_revision" ;;
+    src/indexed/core/plain.rs | src/indexed/write.rs)
+      # Point writes, the lean one of a store without index included.
+      echo "indexed:: | indexed indexed_hostile indexed_drop_order | indexed indexed_revision" ;;
     src/indexed/transaction.rs | src/indexed/burst.rs)
       # Transactions and the reflector's bursts: many writes, one lock a shard.
       echo "indexed:: | indexed indexed_hostile indexed_shards | indexed indexed_revision" ;;
