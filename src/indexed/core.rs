@@ -57,11 +57,9 @@
 
 use std::borrow::Borrow;
 use std::cmp::Ordering;
-use std::collections::HashMap;
 
 use hashbrown::{HashTable, hash_table};
 
-use crate::fault::broken;
 use crate::table_room::Room;
 
 use super::index_fn::{AllValues, Schema, Values, discard};
@@ -80,6 +78,7 @@ mod plain;
 mod positions;
 mod reads;
 mod slots;
+mod watch;
 
 /// The bucket id of slot `id` (below `u32::MAX`: checked when the slot was
 /// created).
@@ -140,9 +139,17 @@ impl<K, V> Removed<K, V> {
 
 /// Objects plus indexes, kept exactly consistent by every `&mut self` method.
 pub(crate) struct Core<K, V> {
+    /// The inline layout's objects (`core/plain.rs`): empty once
+    /// `slotted`.
+    inline: HashTable<Entry<K, V>>,
+    /// Whether objects live in slots (`table` + `entries`), or inline in
+    /// their keys' buckets (`inline`): the latter only while the schema
+    /// has never had an index and no transaction or revision write has
+    /// run on the core.
+    slotted: bool,
     table: HashTable<Id>,
-    /// When `table` grows (`table_room.rs`): a shard whose objects are
-    /// replaced by others keeps its table's size.
+    /// When `table` (or `inline`) grows (`table_room.rs`): a shard whose
+    /// objects are replaced by others keeps its table's size.
     room: Room,
     entries: Vec<Option<Entry<K, V>>>,
     /// Slot id -> its values for every index; empty while the schema has
@@ -168,6 +175,15 @@ impl<K, V> Core<K, V> {
         if capacity >= Id::MAX as usize {
             return None;
         }
+        if !core.slotted {
+            core.inline
+                .try_reserve(capacity, |_| {
+                    unreachable!("an empty table rehashes nothing")
+                })
+                .ok()?;
+            core.room = Room::of(&core.inline);
+            return Some(core);
+        }
         core.table
             .try_reserve(capacity, |_| {
                 unreachable!("an empty table rehashes nothing")
@@ -185,6 +201,8 @@ impl<K, V> Core<K, V> {
     /// An empty core.
     pub(crate) fn new(schema: Arc<Schema<V>>) -> Self {
         Self {
+            inline: HashTable::new(),
+            slotted: !schema.defs.is_empty(),
             table: HashTable::new(),
             room: Room::default(),
             entries: Vec::new(),
@@ -236,13 +254,17 @@ impl<K, V> Core<K, V> {
 
     #[inline]
     pub(crate) fn len(&self) -> usize {
-        self.table.len()
+        if self.slotted {
+            self.table.len()
+        } else {
+            self.inline.len()
+        }
     }
 
     /// Bytes the key table has allocated (tests of memory).
     #[cfg(test)]
     pub(crate) fn table_bytes(&self) -> usize {
-        self.table.allocation_size()
+        self.table.allocation_size() + self.inline.allocation_size()
     }
 
     /// The object stored under `key`, whose hash is `hash`. Runs `K`'s `Eq`.
@@ -252,6 +274,9 @@ impl<K, V> Core<K, V> {
         K: Borrow<Q>,
         Q: ?Sized + Eq,
     {
+        if !self.slotted {
+            return self.find_inline(hash, key).map(|entry| &entry.value);
+        }
         self.find(hash, key).map(|id| &self.entry(id).value)
     }
 
@@ -261,17 +286,19 @@ impl<K, V> Core<K, V> {
         K: Borrow<Q>,
         Q: ?Sized + Eq,
     {
-        self.find(hash, key).is_some()
+        self.get(hash, key).is_some()
     }
 
     /// The slot id of `key`, whose hash is `hash`: the probe every write
-    /// makes before its first change. Runs `K`'s `Eq`.
+    /// on slots makes before its first change (a slotted core's: see
+    /// [`slot`](Self::slot)). Runs `K`'s `Eq`.
     #[inline]
     pub(crate) fn find<Q>(&self, hash: u64, key: &Q) -> Option<usize>
     where
         K: Borrow<Q>,
         Q: ?Sized + Eq,
     {
+        debug_assert!(self.slotted, "larder: slot ids of an inline core");
         let entries = &self.entries;
         self.table
             .find(hash, |&id| match &entries[id as usize] {
@@ -294,6 +321,7 @@ impl<K, V> Core<K, V> {
     where
         K: Eq,
     {
+        self.slot();
         let found = self.find(hash, &key);
         self.insert_at(hash, found, key, value, values).0
     }
@@ -355,6 +383,7 @@ impl<K, V> Core<K, V> {
     where
         K: Eq,
     {
+        self.slot();
         let probe = key.as_ref().expect("larder: an upsert is given its key");
         let (entry, mut slots) = self.probe_entry(hash, probe);
         let vacant = match entry {
@@ -517,6 +546,12 @@ impl<K, V> Core<K, V> {
     where
         K: Eq,
     {
+        if !self.slotted {
+            // What a repeated key displaces drops here.
+            drop(self.upsert_plain(hash, &mut Some(key), &mut Some(value)));
+            discard(values);
+            return;
+        }
         let indexed = self.indexed();
         if !self.free.is_empty() || self.entries.len() >= Id::MAX as usize {
             // Not a core being built from scratch (or a full one, which
@@ -570,6 +605,9 @@ impl<K, V> Core<K, V> {
         K: Borrow<Q>,
         Q: ?Sized + Eq,
     {
+        if !self.slotted {
+            return self.remove_inline(hash, key);
+        }
         // One probe, by key, that also unmaps the slot: `K`'s `Eq` runs
         // before the first change.
         let entries = &self.entries;
@@ -679,108 +717,6 @@ impl<K, V> Core<K, V> {
             .iter()
             .enumerate()
             .filter_map(|(id, entry)| entry.as_ref().map(|entry| (id, entry)))
-    }
-
-    /// Starts (or restarts) recording the slots written from now on, for
-    /// an `add_index` computing values with no lock held
-    /// ([`written`](Self::written) tells them).
-    pub(crate) fn watch(&mut self) {
-        self.watch = Some(Vec::new());
-    }
-
-    /// Stops recording written slots.
-    pub(crate) fn unwatch(&mut self) {
-        self.watch = None;
-    }
-
-    /// The slots written since [`watch`](Self::watch), or `None` if this
-    /// core was not watched (a `replace` or `clear` swapped it in since):
-    /// then every slot counts as written.
-    pub(crate) fn written(&self) -> Option<&[Id]> {
-        self.watch.as_deref()
-    }
-
-    /// Records a write to slot `id` while an `add_index` watches.
-    #[inline(always)]
-    fn wrote(&mut self, id: usize) {
-        if let Some(watch) = &mut self.watch {
-            watch.push(bucket_id(id));
-        }
-    }
-
-    /// Clones of the live objects in slots `ids` (all of them for `None`),
-    /// for `add_index` to compute the new index's values outside the lock.
-    /// Runs `V::clone`.
-    pub(crate) fn objects(&self, ids: Option<&[usize]>) -> Vec<(usize, V)>
-    where
-        V: Clone,
-    {
-        match ids {
-            None => self
-                .live()
-                .map(|(id, entry)| (id, entry.value.clone()))
-                .collect(),
-            Some(ids) => ids
-                .iter()
-                .filter_map(|&id| {
-                    let entry = self.entries.get(id)?.as_ref()?;
-                    Some((id, entry.value.clone()))
-                })
-                .collect(),
-        }
-    }
-
-    /// Drops from `computed` (slot id -> the new index's values) what the
-    /// writes since [`watch`](Self::watch) made stale, and returns the live
-    /// slots it then lacks: empty when `computed` is complete and current.
-    pub(crate) fn stale(&self, computed: &mut HashMap<usize, Values>) -> Vec<usize> {
-        match self.written() {
-            // BROKEN on purpose: the written slots keep their values.
-            _ if broken!(IndexedFault::AddIndexIgnoresWrites) => {}
-            None => computed.clear(),
-            Some(written) => {
-                for &id in written {
-                    computed.remove(&(id as usize));
-                }
-            }
-        }
-        self.live()
-            .map(|(id, _)| id)
-            .filter(|id| !computed.contains_key(id))
-            .collect()
-    }
-
-    /// Installs `schema` (the current schema plus one index) and the new
-    /// index, with each object's values taken from `computed`, which
-    /// [`stale`](Self::stale) found complete and current, and stops
-    /// watching.
-    pub(crate) fn install_index(
-        &mut self,
-        schema: Arc<Schema<V>>,
-        computed: &mut HashMap<usize, Values>,
-    ) {
-        self.unwatch();
-        let mut buckets = Buckets::with_hasher(schema.value_hasher.clone());
-        if self.values.is_empty() {
-            self.values
-                .resize_with(self.entries.len(), AllValues::default);
-            self.positions.resize(self.entries.len());
-        }
-        for (id, slot) in self.values.iter_mut().enumerate() {
-            let mut all = std::mem::take(slot).into_vec();
-            if self.entries[id].is_some() {
-                let mut values = computed.remove(&id).expect("checked by stale");
-                let mut at = Run::from_slice(self.positions.get(id));
-                for value in values.iter_mut() {
-                    at.push(bucket(&mut buckets, value, bucket_id(id)));
-                }
-                self.positions.set(id, &at);
-                all.push(values);
-            }
-            *slot = all.into_boxed_slice();
-        }
-        self.indexes.push(buckets);
-        self.schema = schema;
     }
 
     /// The live entry in slot `id`, which the table or an index lists.

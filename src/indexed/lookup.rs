@@ -388,7 +388,7 @@ where
             let mut cores = self.shards.write_all();
             let schema = Arc::new(cores[0].schema().with(def.clone())?);
             let mut complete = true;
-            for ((core, computed), todo) in cores.iter().zip(&mut computed).zip(&mut todo) {
+            for ((core, computed), todo) in cores.iter_mut().zip(&mut computed).zip(&mut todo) {
                 let stale = core.stale(computed);
                 complete &= stale.is_empty();
                 *todo = Some(stale);

@@ -403,6 +403,10 @@ pub(crate) fn apply<K, V, C>(
     K: Eq,
     C: DerefMut<Target = Core<K, V>>,
 {
+    // Slot ids for the probes to hand to the writes (`core/plain.rs`).
+    for core in cores.iter_mut() {
+        core.slot();
+    }
     let steps = &mut plan.steps;
     // The probes: where each distinct key is now (user `Eq`).
     for (i, (op, step)) in ops.iter().zip(steps.iter_mut()).enumerate() {

@@ -241,6 +241,7 @@ where
             // BROKEN on purpose: the index changes in a second critical
             // section, after the object.
             let mut core = self.shards.write(shard);
+            core.slot();
             let id = core.find(hash, key)?;
             let (removed, (values, at)) = core.remove_unindexed(hash, id);
             drop(core);

@@ -26,6 +26,13 @@ impl<K, V> Core<K, V> {
     where
         K: Eq,
     {
+        if !self.slotted {
+            return self.check_inline(owns);
+        }
+        assert!(
+            self.inline.is_empty(),
+            "invariant violated: a slotted core keeps inline entries"
+        );
         let live = self.live().count();
         assert_eq!(
             self.table.len(),
@@ -177,6 +184,41 @@ impl<K, V> Core<K, V> {
                 let values = self.values.get(id).map(|v| v.to_vec()).unwrap_or_default();
                 (&entry.value, values)
             })
+            .collect()
+    }
+
+    /// [`check`](Self::check) of the inline layout: every entry found by
+    /// its stored hash in the right shard, and nothing kept for slots or
+    /// indexes.
+    fn check_inline(&self, owns: impl Fn(u64) -> bool) -> Vec<(&V, Vec<Values>)> {
+        assert!(
+            self.schema.defs.is_empty() && self.indexes.is_empty(),
+            "invariant violated: an inline core with an index"
+        );
+        assert!(
+            self.table.is_empty()
+                && self.entries.is_empty()
+                && self.free.is_empty()
+                && self.values.is_empty()
+                && self.positions.len() == 0
+                && self.watch.is_none(),
+            "invariant violated: an inline core keeps slots"
+        );
+        for entry in self.inline.iter() {
+            assert!(
+                self.inline
+                    .find(entry.hash, |other| std::ptr::eq(other, entry))
+                    .is_some(),
+                "invariant violated: an entry not found by its stored hash"
+            );
+            assert!(
+                owns(entry.hash),
+                "invariant violated: an entry holds a key of another shard"
+            );
+        }
+        self.inline
+            .iter()
+            .map(|entry| (&entry.value, Vec::new()))
             .collect()
     }
 }

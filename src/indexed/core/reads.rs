@@ -117,14 +117,14 @@ impl<K, V> Core<K, V> {
     where
         K: Clone,
     {
-        out.extend(self.live().map(|(_, entry)| entry.key.clone()));
+        out.extend(self.every_entry().map(|entry| entry.key.clone()));
     }
 
     pub(crate) fn values_into(&self, out: &mut Vec<V>)
     where
         V: Clone,
     {
-        out.extend(self.live().map(|(_, entry)| entry.value.clone()));
+        out.extend(self.every_entry().map(|entry| entry.value.clone()));
     }
 
     pub(crate) fn entries_into(&self, out: &mut Vec<(K, V)>)
@@ -133,17 +133,15 @@ impl<K, V> Core<K, V> {
         V: Clone,
     {
         out.extend(
-            self.live()
-                .map(|(_, entry)| (entry.key.clone(), entry.value.clone())),
+            self.every_entry()
+                .map(|entry| (entry.key.clone(), entry.value.clone())),
         );
     }
 
     /// Every `(key, object)` pair, moved out of a core nobody else holds
     /// (one a `replace` swapped out, or is rebuilding).
     pub(crate) fn into_entries(self) -> impl Iterator<Item = (K, V)> {
-        self.entries
-            .into_iter()
-            .flatten()
+        self.into_every_entry()
             .map(|entry| (entry.key, entry.value))
     }
 
