@@ -113,15 +113,19 @@ where
             // A store without index (a plain map): the lean write, if no
             // index was added since the flag was read (checked under the
             // lock); otherwise the full write below.
-            let mut core = self.shards.write(shard);
-            // BROKEN on purpose under `IgnoreSchemaChange`: the lean write
-            // under a schema that has gained an index (no values stored).
-            if core.schema().defs.is_empty() || broken!(IndexedFault::IgnoreSchemaChange) {
-                let previous = core.upsert_plain(hash, &mut key, &mut object);
-                drop(core);
+            // The guard drops where it lies, at the block's end (a
+            // `drop(guard)` moves it first).
+            let lean = {
+                let mut core = self.shards.write(shard);
+                // BROKEN on purpose under `IgnoreSchemaChange`: the lean
+                // write under a schema that has gained an index (no values
+                // stored).
+                (core.schema().defs.is_empty() || broken!(IndexedFault::IgnoreSchemaChange))
+                    .then(|| core.upsert_plain(hash, &mut key, &mut object))
+            };
+            if let Some(previous) = lean {
                 return Ok(previous);
             }
-            drop(core);
         }
         self.write_insert_indexed(hash, shard, &mut key, &mut object, revision)
     }
@@ -129,7 +133,9 @@ where
     /// [`write_insert`](Self::write_insert) once the key is hashed, for a
     /// store that may have indexes (or a write that records a revision).
     /// `key` and `object` stay the caller's until the probe is over, to drop
-    /// after the unlock if `K`'s `Eq` panics.
+    /// after the unlock if `K`'s `Eq` panics. Out of line, so that the
+    /// lean write's frame stays small.
+    #[inline(never)]
     fn write_insert_indexed(
         &self,
         hash: u64,
@@ -248,12 +254,15 @@ where
             self.shards.write(shard).unindex(id, &values, &at);
             return Some(removed.value);
         }
-        let mut core = self.shards.write(shard);
-        let removed = core.remove(hash, key);
-        if let Some(revision) = revision {
-            self.revision.store(revision, Ordering::SeqCst);
-        }
-        drop(core);
+        // The guard drops where it lies, at the block's end.
+        let removed = {
+            let mut core = self.shards.write(shard);
+            let removed = core.remove(hash, key);
+            if let Some(revision) = revision {
+                self.revision.store(revision, Ordering::SeqCst);
+            }
+            removed
+        };
         removed.map(Removed::into_value)
     }
 

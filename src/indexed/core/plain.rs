@@ -46,6 +46,16 @@ impl<K, V> Core<K, V> {
         if !self.slotted {
             return self.upsert_inline(hash, key, value);
         }
+        self.upsert_slotted(hash, key, value)
+    }
+
+    /// [`upsert_plain`](Self::upsert_plain) in a slotted core. Out of line:
+    /// a plain store's writes are inline unless a transaction moved it.
+    #[inline(never)]
+    fn upsert_slotted(&mut self, hash: u64, key: &mut Option<K>, value: &mut Option<V>) -> Option<V>
+    where
+        K: Eq,
+    {
         let probe = key.as_ref().expect("larder: an upsert is given its key");
         let (entry, mut slots) = self.probe_entry(hash, probe);
         let vacant = match entry {
