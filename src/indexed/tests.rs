@@ -584,3 +584,137 @@ fn a_core_whose_objects_are_replaced_by_others_keeps_its_table_size() {
     assert_eq!(core.len(), n as usize);
     assert_eq!(core.table_bytes(), full, "the key table grew under churn");
 }
+
+/// A core with no index, holding its objects inline.
+fn plain_core() -> Core<u32, String> {
+    Core::new(Arc::new(Schema::new(vec![]).unwrap()))
+}
+
+fn upsert(core: &mut Core<u32, String>, key: u32, value: &str) -> Option<String> {
+    core.upsert_plain(h(&key), &mut Some(key), &mut Some(value.to_string()))
+}
+
+#[test]
+fn an_inline_core_keeps_its_table_size_under_churn() {
+    // As `a_core_whose_objects_are_replaced_by_others_keeps_its_table_size`,
+    // for the inline layout: the rebuild at its size applies to it too.
+    let mut core = plain_core();
+    let n = 1_000;
+    for key in 0..n {
+        assert_eq!(upsert(&mut core, key, "v"), None);
+    }
+    let full = core.table_bytes();
+    for key in n..61 * n {
+        assert!(core.remove(h(&(key - n)), &(key - n)).is_some());
+        assert_eq!(upsert(&mut core, key, "v"), None);
+    }
+    assert_eq!(upsert(&mut core, 61 * n - 1, "w").as_deref(), Some("v"));
+    assert!(!core.is_slotted());
+    core.check(|_| true);
+    assert_eq!(core.len(), n as usize);
+    assert_eq!(core.table_bytes(), full, "the inline table grew under churn");
+}
+
+#[test]
+fn moving_an_inline_core_to_slots_keeps_every_object() {
+    let mut core = plain_core();
+    for key in 0..500 {
+        upsert(&mut core, key, &format!("v{key}"));
+    }
+    for key in (0..500).step_by(3) {
+        assert_eq!(core.remove(h(&key), &key).map(|r| r.into_value()), Some(format!("v{key}")));
+    }
+    let before = core.len();
+    core.check(|_| true);
+    core.slot();
+    assert!(core.is_slotted());
+    core.check(|_| true);
+    assert_eq!(core.len(), before);
+    for key in 0..500 {
+        let expected = (key % 3 != 0).then(|| format!("v{key}"));
+        assert_eq!(core.get(h(&key), &key).cloned(), expected, "key {key}");
+    }
+    // Both writes work on slots from here on.
+    assert_eq!(upsert(&mut core, 0, "new"), None);
+    assert_eq!(upsert(&mut core, 1, "one").as_deref(), Some("v1"));
+    assert!(core.remove(h(&2), &2).is_some());
+    core.slot();
+    core.check(|_| true);
+    assert_eq!(core.len(), before);
+}
+
+/// Whether every shard of `store` holds its objects in slots.
+fn slotted(store: &IndexedStore<u32, String>) -> Vec<bool> {
+    store.shards.read_all().iter().map(|core| core.is_slotted()).collect()
+}
+
+#[test]
+fn a_plain_store_is_inline_until_a_transaction_or_an_index_needs_slots() {
+    let store: IndexedStore<u32, String> = IndexedStore::builder().shards(4).build().unwrap();
+    for key in 0..200 {
+        store.insert(key, format!("v{key}")).unwrap();
+    }
+    store.remove(&7);
+    assert_eq!(slotted(&store), [false; 4]);
+    store.check_invariants();
+    // A transaction moves the shards it touches.
+    store
+        .transaction(|tx| {
+            tx.insert(1, "one".to_string())?;
+            tx.remove(&2);
+            Ok::<_, IndexError>(())
+        })
+        .unwrap();
+    let moved = slotted(&store).iter().filter(|&&s| s).count();
+    assert!((1..=2).contains(&moved), "{:?}", slotted(&store));
+    store.check_invariants();
+    assert_eq!(store.get(&1).as_deref(), Some("one"));
+    assert_eq!(store.get(&2), None);
+    assert_eq!(store.len(), 198);
+    // An index moves every shard; the objects are all indexed.
+    store.add_index("len", |s: &String| [s.len().to_string()]).unwrap();
+    assert_eq!(slotted(&store), [true; 4]);
+    store.check_invariants();
+    assert_eq!(store.index_len("len", "3").unwrap(), 1 + 90);
+    // `clear` and `replace` build cores for the schema they find: slotted.
+    store.clear();
+    assert_eq!(slotted(&store), [true; 4]);
+    // A store that never had an index: `replace` builds inline cores.
+    let plain: IndexedStore<u32, String> = IndexedStore::builder().shards(4).build().unwrap();
+    plain.replace((0..50).map(|key| (key, key.to_string()))).unwrap();
+    assert_eq!(slotted(&plain), [false; 4]);
+    plain.check_invariants();
+    assert_eq!(plain.len(), 50);
+}
+
+#[test]
+fn add_index_indexes_a_plain_core_that_a_replace_swapped_in_meanwhile() {
+    // The index function runs with no lock held: the first call replaces
+    // the content, so the shards `add_index` watched are swapped for
+    // fresh inline ones, which hold no slots to list as written. Every
+    // object of the new content must still be indexed.
+    type Store = IndexedStore<u32, String>;
+    let store: std::sync::Arc<Store> =
+        std::sync::Arc::new(IndexedStore::builder().shards(4).build().unwrap());
+    for key in 0..20 {
+        store.insert(key, "old".to_string()).unwrap();
+    }
+    // Taken on the first call, so no cycle outlives the test.
+    let replacer = std::sync::Arc::new(std::sync::Mutex::new(Some(std::sync::Arc::clone(&store))));
+    let taken = std::sync::Arc::clone(&replacer);
+    store
+        .add_index("len", move |s: &String| {
+            if let Some(store) = taken.lock().unwrap().take() {
+                store
+                    .replace((100..140).map(|key| (key, "new!".to_string())))
+                    .unwrap();
+            }
+            [s.len().to_string()]
+        })
+        .unwrap();
+    assert!(replacer.lock().unwrap().is_none(), "the replace ran");
+    store.check_invariants();
+    assert_eq!(store.len(), 40);
+    assert_eq!(store.index_len("len", "4").unwrap(), 40);
+    assert_eq!(store.index_len("len", "3").unwrap(), 0);
+}

@@ -162,6 +162,12 @@ impl<K, V> Core<K, V> {
             .chain(self.entries.into_iter().flatten())
     }
 
+    /// Whether the objects are in slots (else inline).
+    #[cfg(test)]
+    pub(crate) fn is_slotted(&self) -> bool {
+        self.slotted
+    }
+
     /// Moves an inline core to slots, for good (nothing to do on a slotted
     /// one): entry `n` of the table's order takes slot `n`, and the key
     /// table is rebuilt from the stored hashes. Allocates before it moves
