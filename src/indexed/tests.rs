@@ -612,7 +612,11 @@ fn an_inline_core_keeps_its_table_size_under_churn() {
     assert!(!core.is_slotted());
     core.check(|_| true);
     assert_eq!(core.len(), n as usize);
-    assert_eq!(core.table_bytes(), full, "the inline table grew under churn");
+    assert_eq!(
+        core.table_bytes(),
+        full,
+        "the inline table grew under churn"
+    );
 }
 
 #[test]
@@ -622,7 +626,10 @@ fn moving_an_inline_core_to_slots_keeps_every_object() {
         upsert(&mut core, key, &format!("v{key}"));
     }
     for key in (0..500).step_by(3) {
-        assert_eq!(core.remove(h(&key), &key).map(|r| r.into_value()), Some(format!("v{key}")));
+        assert_eq!(
+            core.remove(h(&key), &key).map(|r| r.into_value()),
+            Some(format!("v{key}"))
+        );
     }
     let before = core.len();
     core.check(|_| true);
@@ -645,7 +652,12 @@ fn moving_an_inline_core_to_slots_keeps_every_object() {
 
 /// Whether every shard of `store` holds its objects in slots.
 fn slotted(store: &IndexedStore<u32, String>) -> Vec<bool> {
-    store.shards.read_all().iter().map(|core| core.is_slotted()).collect()
+    store
+        .shards
+        .read_all()
+        .iter()
+        .map(|core| core.is_slotted())
+        .collect()
 }
 
 #[test]
@@ -672,7 +684,9 @@ fn a_plain_store_is_inline_until_a_transaction_or_an_index_needs_slots() {
     assert_eq!(store.get(&2), None);
     assert_eq!(store.len(), 198);
     // An index moves every shard; the objects are all indexed.
-    store.add_index("len", |s: &String| [s.len().to_string()]).unwrap();
+    store
+        .add_index("len", |s: &String| [s.len().to_string()])
+        .unwrap();
     assert_eq!(slotted(&store), [true; 4]);
     store.check_invariants();
     assert_eq!(store.index_len("len", "3").unwrap(), 1 + 90);
@@ -681,7 +695,9 @@ fn a_plain_store_is_inline_until_a_transaction_or_an_index_needs_slots() {
     assert_eq!(slotted(&store), [true; 4]);
     // A store that never had an index: `replace` builds inline cores.
     let plain: IndexedStore<u32, String> = IndexedStore::builder().shards(4).build().unwrap();
-    plain.replace((0..50).map(|key| (key, key.to_string()))).unwrap();
+    plain
+        .replace((0..50).map(|key| (key, key.to_string())))
+        .unwrap();
     assert_eq!(slotted(&plain), [false; 4]);
     plain.check_invariants();
     assert_eq!(plain.len(), 50);
