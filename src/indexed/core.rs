@@ -5,6 +5,14 @@
 //!
 //! # Layout
 //!
+//! Two layouts; a core is in one of them, and the other's fields are
+//! empty. A core whose schema has never had an index starts *inline*
+//! (`core/plain.rs`): `inline: HashTable<Entry>`, each entry (key's hash,
+//! key, object) in its key's bucket, as in `HashMap`. It moves to *slots*,
+//! for good, the first time something needs slot ids: `add_index`, a
+//! transaction, a write that records a revision. A core built for a schema
+//! with an index starts in slots:
+//!
 //! - `entries: Vec<Option<Entry>>`: slot id -> (key's hash, key, object).
 //!   Ids are dense and reused through `free`; `by_index` reads each object
 //!   it finds in a bucket from here.
@@ -30,7 +38,9 @@
 //!
 //! A new object's slot comes from `core/slots.rs`; the reads that gather
 //! objects, keys and buckets for whole-store and by-index lookups are in
-//! `core/reads.rs`; the invariant checker in `core/check.rs`.
+//! `core/reads.rs`; what `add_index` needs while it computes (the slots
+//! written meanwhile, the install) in `core/watch.rs`; the invariant
+//! checker in `core/check.rs`.
 //!
 //! Each slot stores the values its object had for every index when it was
 //! written, so removing or updating an object never calls an index function
