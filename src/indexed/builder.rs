@@ -175,9 +175,9 @@ impl<K, V, S> IndexedStoreBuilder<K, V, S> {
     ///
     /// Measured (showdown, 64K `u64` keys, no index; read-mostly over
     /// plain, the median of 5 interleaved rounds' ratios, lowest to
-    /// highest round; 2-vCPU AMD EPYC guest, 2026-12-05, commit 7349e73):
-    /// two threads, 98% reads 1.04x (0.88-1.81), 90% reads 0.84x, 10%
-    /// reads 0.59x; one thread, 98% reads 0.92x, 10% reads 0.69x. Two
+    /// highest round; 2-vCPU AMD EPYC guest, 2026-12-05, commit 129ca03):
+    /// two threads, 98% reads 1.02x (0.89-1.11), 90% reads 0.93x, 10%
+    /// reads 0.60x; one thread, 98% reads 0.87x, 10% reads 0.59x. Two
     /// cores are the least where it can pay: each added core reading at
     /// once adds to a plain lock word's traffic and not to a stripe's.
     ///
