@@ -153,9 +153,10 @@ pub(crate) struct Core<K, V> {
     /// `slotted`.
     inline: HashTable<Entry<K, V>>,
     /// Whether objects live in slots (`table` + `entries`), or inline in
-    /// their keys' buckets (`inline`): the latter only while the schema
-    /// has never had an index and no transaction or revision write has
-    /// run on the core.
+    /// their keys' buckets (`inline`): the latter only in a core built for
+    /// a schema with no index, until something needs slot ids
+    /// ([`slot`](Self::slot): `add_index`, a transaction, a revision
+    /// write).
     slotted: bool,
     table: HashTable<Id>,
     /// When `table` (or `inline`) grows (`table_room.rs`): a shard whose
