@@ -102,6 +102,15 @@ pub(crate) fn copy_unlocked<V>(value: &V, clone: impl FnOnce(&V) -> V) -> std::t
 /// One removed entry, on its way to the listener.
 pub(crate) type Removal<K, V> = (K, V, RemovalCause);
 
+/// Appends `entries` to `out`, each with `cause`.
+pub(crate) fn tagged<K, V>(
+    out: &mut Vec<Removal<K, V>>,
+    entries: impl IntoIterator<Item = (K, V)>,
+    cause: RemovalCause,
+) {
+    out.extend(entries.into_iter().map(|(k, v)| (k, v, cause)));
+}
+
 /// Hands each removed entry to `listener` (if any), in order, then drops
 /// it. Call with no lock held.
 ///

@@ -22,27 +22,17 @@
 //! keys, loaders, the eviction listener and the `Drop` of every removed key
 //! and value run after the lock is released.
 
-use std::borrow::Borrow;
 use std::fmt;
 use std::hash::{BuildHasher, Hash};
 
-use super::policy::PolicyShard;
 use super::{EvictionPolicy, Listener, LruCacheBuilder};
-use crate::cache::{Counters, Expiry, MAX_SHARD_CAPACITY, Settings, Striped, Weigher, nanos};
-use crate::flight::FlightGroup;
-use crate::removal::{RemovalCause, notify};
-use crate::stats::CacheStats;
-use crate::sync::{
-    Arc, AtomicUsize, CachePadded, Mutex, Ordering, RwLock, RwLockReadGuard, RwLockWriteGuard,
+use crate::cache::{
+    Expiry, Layer, Locked, MAX_SHARD_CAPACITY, Padded, PolicyShard, Settings, Weigher,
 };
-use crate::time::{Clock, SystemClock};
-
-/// The state of one shard: its entries (under the cache's policy) and its
-/// counters.
-pub(crate) struct LockedShard<K, V> {
-    pub(crate) entries: PolicyShard<K, V>,
-    pub(crate) counters: Counters,
-}
+use crate::removal::RemovalCause;
+use crate::stats::CacheStats;
+use crate::sync::{Arc, AtomicUsize, Mutex, Ordering, RwLockWriteGuard};
+use crate::time::SystemClock;
 
 /// The eviction listener, and `V::clone` beside it: `insert` and `remove`
 /// return the value they displace and hand the listener a clone (so only a
@@ -53,21 +43,9 @@ pub(crate) struct ValueListener<K, V> {
     pub(crate) clone: fn(&V) -> V,
 }
 
-impl<K, V> ValueListener<K, V> {
-    /// The caller's copy of a displaced value, made with no lock held; a
-    /// panicking `V::clone` is caught, so the displaced entries can still
-    /// reach the listener before it resumes.
-    pub(crate) fn copy(&self, value: &V) -> std::thread::Result<V> {
-        crate::removal::copy_unlocked(value, self.clone)
-    }
-}
-
 /// The options an [`LruCacheBuilder`] holds.
 pub(crate) type LruSettings<K, V, S> =
     Settings<Option<ValueListener<K, V>>, Option<Weigher<K, V>>, S>;
-
-/// A shard behind its lock, on cache lines of its own.
-pub(crate) type PaddedShard<K, V> = CachePadded<RwLock<LockedShard<K, V>>>;
 
 /// A bounded, sharded, thread-safe LRU cache with statistics and
 /// single-flight load-on-miss.
@@ -172,27 +150,19 @@ pub(crate) type PaddedShard<K, V> = CachePadded<RwLock<LockedShard<K, V>>>;
 /// assert_eq!(row, row2);
 /// ```
 pub struct LruCache<K, V, S = ahash::RandomState> {
-    pub(crate) shards: Box<[PaddedShard<K, V>]>,
-    pub(crate) policy: EvictionPolicy,
-    /// Hits and misses of lookups under a shared lock (`Clock`).
-    pub(crate) lookups: Striped,
-    pub(crate) hasher: S,
+    /// The shards, each bounded by its share of the capacity, and the
+    /// hasher, the clock, the listener, the counters and the flights.
+    pub(crate) layer: Layer<K, V, S, Padded<Locked<K, V>>, ()>,
     /// The sum of the shard capacities, or more while a resize is between
     /// shards (see `resize`).
     pub(crate) capacity: AtomicUsize,
     /// Serializes resizes.
     pub(crate) resize_lock: Mutex<()>,
-    pub(crate) listener: Option<ValueListener<K, V>>,
+    /// `V::clone`, kept with a listener (see [`ValueListener`]).
+    pub(crate) copy: Option<fn(&V) -> V>,
     /// Weighs each entry before its insert takes the shard lock; `None`:
     /// every entry weighs 1.
     pub(crate) weigher: Option<Weigher<K, V>>,
-    pub(crate) flights: FlightGroup<K, V>,
-    /// The clock expiry reads; `None` when entries never expire (then the
-    /// clock is never read and the shards keep no times).
-    pub(crate) clock: Option<Arc<dyn Clock>>,
-    /// The racy counter of the loom negative control `LruFault::RacyStats`.
-    #[cfg(loom)]
-    pub(crate) racy_requests: crate::sync::AtomicU64,
 }
 
 /// The capacity of shard `index` of `shards` when the total is `capacity`:
@@ -271,40 +241,25 @@ impl<K, V, S> LruCache<K, V, S> {
             ..
         } = settings;
         let clock = expiry.map(|_| clock.unwrap_or_else(|| Arc::new(SystemClock::new())));
+        let shard = |i| PolicyShard::new(policy, shard_capacity(capacity, shards, i), expiry);
+        let mut layer = Layer::new(shards, shard, policy, clock, hasher, ());
+        let copy = listener.map(|listener| {
+            layer.listener = Some(listener.call);
+            listener.clone
+        });
         Self {
-            shards: (0..shards)
-                .map(|i| {
-                    CachePadded::new(RwLock::new(LockedShard {
-                        entries: PolicyShard::new(
-                            policy,
-                            shard_capacity(capacity, shards, i),
-                            expiry,
-                        ),
-                        counters: Counters::default(),
-                    }))
-                })
-                .collect(),
-            policy,
-            lookups: Striped::new(),
-            hasher,
+            layer,
             capacity: AtomicUsize::new(capacity),
             resize_lock: Mutex::new(()),
-            listener,
+            copy,
             weigher,
-            flights: FlightGroup::new(),
-            clock,
-            #[cfg(loom)]
-            racy_requests: crate::sync::AtomicU64::new(0),
         }
     }
 
     /// The clock's time, read only when entries can expire (else 0).
     #[inline]
     pub(crate) fn now(&self) -> u64 {
-        match &self.clock {
-            None => 0,
-            Some(clock) => nanos(clock.now()),
-        }
+        self.layer.now()
     }
 
     /// The most entries the cache holds; with a
@@ -332,7 +287,7 @@ impl<K, V, S> LruCache<K, V, S> {
     /// assert_eq!(cache.policy(), larder::EvictionPolicy::Exact);
     /// ```
     pub fn policy(&self) -> EvictionPolicy {
-        self.policy
+        self.layer.policy
     }
 
     /// The number of shards.
@@ -344,7 +299,7 @@ impl<K, V, S> LruCache<K, V, S> {
     /// assert_eq!(cache.shard_count(), 2);
     /// ```
     pub fn shard_count(&self) -> usize {
-        self.shards.len()
+        self.layer.shards().len()
     }
 
     /// The number of entries.
@@ -365,7 +320,7 @@ impl<K, V, S> LruCache<K, V, S> {
     /// assert_eq!(cache.len(), 1);
     /// ```
     pub fn len(&self) -> usize {
-        self.shards.iter().map(|s| s.read().entries.len()).sum()
+        self.layer.len()
     }
 
     /// The total weight of the entries: with a
@@ -391,10 +346,7 @@ impl<K, V, S> LruCache<K, V, S> {
     /// assert_eq!((cache.len(), cache.weighted_size()), (2, 9));
     /// ```
     pub fn weighted_size(&self) -> usize {
-        self.shards
-            .iter()
-            .map(|s| s.read().entries.weight() as usize)
-            .sum()
+        self.layer.weight() as usize
     }
 
     /// Whether the cache holds no entry (same consistency as [`len`](Self::len)).
@@ -406,7 +358,7 @@ impl<K, V, S> LruCache<K, V, S> {
     /// assert!(cache.is_empty());
     /// ```
     pub fn is_empty(&self) -> bool {
-        self.shards.iter().all(|s| s.read().entries.len() == 0)
+        self.len() == 0
     }
 
     /// The statistics: hits, misses, inserts, evictions, inits, init
@@ -434,24 +386,11 @@ impl<K, V, S> LruCache<K, V, S> {
     /// ```
     pub fn stats(&self) -> CacheStats {
         let mut stats = CacheStats::default();
-        let guards: Vec<_> = self.shards.iter().map(|shard| shard.read()).collect();
-        let mut weight = 0;
-        for shard in &guards {
-            shard.counters.add_to(&mut stats);
-            stats.len += shard.entries.len();
-            weight += shard.entries.weight() as usize;
-        }
-        stats.weighted_size = self.weigher.is_some().then_some(weight);
-        self.lookups.totals().add_to(&mut stats);
         // Read while every shard is locked: see `capacity()` and `resize`.
-        stats.capacity = Some(self.capacity());
-        drop(guards);
-        #[cfg(loom)]
-        {
-            // The racy counter of the `RacyStats` negative control. SeqCst:
-            // a model-only counter, read after the model's joins.
-            stats.hits += self.racy_requests.load(Ordering::SeqCst);
-        }
+        let weight = (self.layer).count_into(&mut stats, |stats| {
+            stats.capacity = Some(self.capacity());
+        });
+        stats.weighted_size = self.weigher.is_some().then_some(weight as usize);
         stats
     }
 
@@ -467,10 +406,7 @@ impl<K, V, S> LruCache<K, V, S> {
     /// assert_eq!(cache.stats().misses, 0);
     /// ```
     pub fn reset_stats(&self) {
-        for shard in self.shards.iter() {
-            shard.write().counters = Counters::default();
-        }
-        self.lookups.reset();
+        self.layer.reset_stats();
     }
 
     /// Removes every entry. They go to the eviction listener (as
@@ -491,26 +427,7 @@ impl<K, V, S> LruCache<K, V, S> {
     /// assert!(cache.is_empty());
     /// ```
     pub fn clear(&self) {
-        let now = self.now();
-        let mut expired = Vec::new();
-        let removed: Vec<_> = self
-            .shards
-            .iter()
-            .map(|shard| shard.write().entries.take_all(now, &mut expired))
-            .collect();
-        // One `notify`, so a panicking listener still hears every entry.
-        notify(
-            self.listener.as_ref().map(|listener| &listener.call),
-            (expired
-                .into_iter()
-                .map(|(k, v)| (k, v, RemovalCause::Expired)))
-            .chain(
-                removed
-                    .into_iter()
-                    .flatten()
-                    .map(|(k, v)| (k, v, RemovalCause::Cleared)),
-            ),
-        );
+        self.layer.clear();
     }
 
     /// Removes every expired entry now, rather than as later writes reach
@@ -534,18 +451,7 @@ impl<K, V, S> LruCache<K, V, S> {
     /// assert_eq!(cache.purge_expired(), 1);
     /// ```
     pub fn purge_expired(&self) -> usize {
-        if self.clock.is_none() {
-            return 0;
-        }
-        let now = self.now();
-        let mut removed = 0;
-        for shard in self.shards.iter() {
-            let mut expired = Vec::new();
-            shard.write().entries.purge(now, &mut expired);
-            removed += expired.len();
-            self.dispose(expired, RemovalCause::Expired);
-        }
-        removed
+        self.layer.purge_expired()
     }
 
     /// Asserts internal invariants (each shard's table, list or ring, and
@@ -554,74 +460,32 @@ impl<K, V, S> LruCache<K, V, S> {
     #[doc(hidden)]
     #[cfg(any(test, feature = "testing"))]
     pub fn check_invariants(&self) {
-        let (mut len, mut weight) = (0, 0);
-        for shard in self.shards.iter() {
-            let shard = shard.read();
-            shard.entries.check_invariants();
-            len += shard.entries.len();
-            weight += shard.entries.weight();
-        }
+        let (len, weight) = self.layer.check_invariants();
+        let capacity = self.capacity();
+        assert!(len <= capacity, "{len} entries over capacity {capacity}");
         assert!(
-            len <= self.capacity(),
-            "{len} entries over capacity {}",
-            self.capacity()
+            weight <= capacity as u64,
+            "weight {weight} over capacity {capacity}"
         );
-        assert!(
-            weight <= self.capacity() as u64,
-            "weight {weight} over capacity {}",
-            self.capacity()
-        );
-        assert_eq!(self.flights.in_flight(), 0, "a load is still registered");
     }
 
     /// Hands each removed entry to the listener with `cause`, then drops
     /// it (see `crate::removal::notify`). Runs with no lock held.
     pub(crate) fn dispose(&self, removed: impl IntoIterator<Item = (K, V)>, cause: RemovalCause) {
-        notify(
-            self.listener.as_ref().map(|listener| &listener.call),
-            removed.into_iter().map(|(key, value)| (key, value, cause)),
-        );
+        self.layer.dispose(removed, cause);
     }
 }
 
 impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
     #[inline]
     pub(crate) fn hash<Q: ?Sized + Hash>(&self, key: &Q) -> u64 {
-        self.hasher.hash_one(key)
+        self.layer.hash(key)
     }
 
-    /// Removes the key's entry if it has expired (found so by a lookup),
-    /// and sweeps its shard as a write does (up to [`SWEEP_BUDGET`]
-    /// entries looked at), under the write lock the removal takes anyway;
-    /// hands what expired to the listener after unlocking.
-    #[cold]
-    #[inline(never)]
-    pub(crate) fn release_expired<Q>(&self, hash: u64, key: &Q, now: u64)
-    where
-        K: Borrow<Q>,
-        Q: ?Sized + Eq,
-    {
-        let mut expired = Vec::new();
-        self.lock(hash)
-            .entries
-            .release_expired(hash, key, now, &mut expired);
-        self.dispose(expired, RemovalCause::Expired);
-    }
-
-    /// The shard of `hash` (`shard_index.rs`).
+    /// The write lock of the shard of `hash`.
     #[inline]
-    pub(crate) fn shard(&self, hash: u64) -> &RwLock<LockedShard<K, V>> {
-        &self.shards[crate::shard_index::shard_index(hash, self.shards.len())]
-    }
-
-    #[inline]
-    pub(crate) fn lock(&self, hash: u64) -> RwLockWriteGuard<'_, LockedShard<K, V>> {
-        self.shard(hash).write()
-    }
-
-    #[inline]
-    pub(crate) fn read(&self, hash: u64) -> RwLockReadGuard<'_, LockedShard<K, V>> {
-        self.shard(hash).read()
+    pub(crate) fn lock(&self, hash: u64) -> RwLockWriteGuard<'_, Locked<K, V>> {
+        self.layer.shard(hash).write()
     }
 }
 
@@ -654,16 +518,7 @@ impl<K: Clone, V: Clone, S> LruCache<K, V, S> {
     /// assert_eq!(keys, ["a", "b"]);
     /// ```
     pub fn to_vec(&self) -> Vec<(K, V)> {
-        let now = self.now();
-        let mut entries = Vec::new();
-        for shard in self.shards.iter() {
-            let shard = shard.read();
-            entries.reserve(shard.entries.len());
-            shard
-                .entries
-                .for_each(now, |key, value| entries.push((key.clone(), value.clone())));
-        }
-        entries
+        self.layer.to_vec()
     }
 }
 
@@ -672,10 +527,10 @@ impl<K, V, S> fmt::Debug for LruCache<K, V, S> {
         f.debug_struct("LruCache")
             .field("len", &self.len())
             .field("capacity", &self.capacity())
-            .field("shards", &self.shards.len())
-            .field("policy", &self.policy)
+            .field("shards", &self.shard_count())
+            .field("policy", &self.layer.policy)
             .field("weigher", &self.weigher.is_some())
-            .field("loads_in_flight", &self.flights.in_flight())
+            .field("loads_in_flight", &self.layer.flights.in_flight())
             .finish_non_exhaustive()
     }
 }

@@ -28,7 +28,7 @@ impl<K: Hash + Eq, V: Clone, S: BuildHasher> LoadFace<K, V> for LruCache<K, V, S
     type Displaced = Inserted<K, V>;
 
     fn flights(&self) -> &FlightGroup<K, V> {
-        &self.flights
+        &self.layer.flights
     }
 
     fn recheck<Q>(&self, hash: u64, key: &Q) -> Result<V, ()>
@@ -36,14 +36,7 @@ impl<K: Hash + Eq, V: Clone, S: BuildHasher> LoadFace<K, V> for LruCache<K, V, S
         K: Borrow<Q>,
         Q: ?Sized + Hash + Eq,
     {
-        let now = self.now();
-        let mut shard = self.lock(hash);
-        shard
-            .entries
-            .get(hash, key, || now)
-            .live()
-            .cloned()
-            .ok_or(())
+        self.layer.recheck(hash, key).map_err(drop)
     }
 
     fn count(&self, hash: u64, event: Event) {

@@ -25,16 +25,14 @@ mod builder;
 mod cache;
 mod load;
 mod load_async;
-mod policy;
 mod read;
 mod write;
 
+pub use crate::cache::EvictionPolicy;
 pub use async_loading::AsyncLoadingLruCache;
 pub use builder::LruCacheBuilder;
 pub use cache::LruCache;
 pub use load::LoadingLruCache;
-pub use policy::EvictionPolicy;
-pub(crate) use policy::PolicyShard;
 
 pub(crate) use crate::removal::Listener;
 

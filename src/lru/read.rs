@@ -23,11 +23,6 @@ use std::borrow::Borrow;
 use std::hash::{BuildHasher, Hash};
 
 use super::LruCache;
-use super::policy::PolicyShard;
-use crate::cache::{Event, Lookup};
-use crate::fault::broken;
-#[cfg(loom)]
-use crate::sync::Ordering;
 
 impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
     /// The value of `key`, made the most recently used of its shard (under
@@ -117,11 +112,11 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
         Q: ?Sized + Hash + Eq,
     {
         let hash = self.hash(key);
-        self.lookup_with(hash, key, |value| f(value))
+        self.layer.get_with(hash, key, f)
     }
 
     /// A counted lookup, marking a hit as a use: under the shard's
-    /// exclusive lock (`Exact`) or its shared lock (`Clock`).
+    /// exclusive lock (`Exact`) or its shared lock (`Clock`, `S3Fifo`).
     #[inline]
     pub(crate) fn lookup<Q>(&self, hash: u64, key: &Q) -> Option<V>
     where
@@ -129,165 +124,7 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
         Q: ?Sized + Eq,
         V: Clone,
     {
-        self.lookup_with(hash, key, V::clone)
-    }
-
-    /// [`lookup`](Self::lookup) projecting the stored value through
-    /// `project` under the lock, after the hit was marked and counted.
-    #[inline]
-    pub(crate) fn lookup_with<Q, R>(
-        &self,
-        hash: u64,
-        key: &Q,
-        project: impl FnOnce(&V) -> R,
-    ) -> Option<R>
-    where
-        K: Borrow<Q>,
-        Q: ?Sized + Eq,
-    {
-        if self.policy.shared_hits() {
-            return self.lookup_shared(hash, key, project);
-        }
-        let mut guard = self.lock(hash);
-        let shard = &mut *guard;
-        #[cfg(loom)]
-        if broken!(LruFault::RacyStats) {
-            let found = shard.entries.get(hash, key, || 0).live().map(project);
-            drop(guard);
-            // BROKEN on purpose: a counter read and written back in two
-            // steps, outside the lock (lost updates).
-            // SeqCst: a model-only counter; the bug is the two steps.
-            let n = self.racy_requests.load(Ordering::SeqCst);
-            self.racy_requests.store(n + 1, Ordering::SeqCst);
-            return found;
-        }
-        // The exclusive lock is for `Exact`; with expiry, out of line.
-        let PolicyShard::Exact(entries) = &mut shard.entries else {
-            // The clock is user code: read with no lock held.
-            drop(guard);
-            return self.lookup_expiring(hash, key, project);
-        };
-        // No expiry: a lookup finds the entry or nothing.
-        match entries.get(hash, key, 0).live() {
-            Some(value) => {
-                // Counted before `project` runs, so a panicking projection
-                // leaves the counters matching the lookups made.
-                shard.counters.record(Event::Hit);
-                Some(project(value))
-            }
-            None => {
-                shard.counters.record(Event::Miss);
-                None
-            }
-        }
-    }
-
-    /// [`lookup_with`](Self::lookup_with) in a shard whose entries can
-    /// expire: an expired entry is a miss, and is released (with a sweep
-    /// of its shard) after the lock is.
-    #[inline(never)]
-    fn lookup_expiring<Q, R>(&self, hash: u64, key: &Q, project: impl FnOnce(&V) -> R) -> Option<R>
-    where
-        K: Borrow<Q>,
-        Q: ?Sized + Eq,
-    {
-        let now = self.now();
-        let mut guard = self.lock(hash);
-        let shard = &mut *guard;
-        let found = match shard.entries.get(hash, key, || now) {
-            Lookup::Live(value) => Some(value),
-            Lookup::Missing => None,
-            Lookup::Expired => {
-                shard.counters.record(Event::Miss);
-                drop(guard);
-                self.release_expired(hash, key, now);
-                return None;
-            }
-        };
-        match found {
-            Some(value) => {
-                shard.counters.record(Event::Hit);
-                Some(project(value))
-            }
-            None => {
-                shard.counters.record(Event::Miss);
-                None
-            }
-        }
-    }
-
-    /// [`lookup_with`](Self::lookup_with) under `Clock`: the shard's shared
-    /// lock, so hits on one shard run at the same time; counted in the
-    /// calling thread's stripe before `project` runs.
-    #[inline]
-    fn lookup_shared<Q, R>(&self, hash: u64, key: &Q, project: impl FnOnce(&V) -> R) -> Option<R>
-    where
-        K: Borrow<Q>,
-        Q: ?Sized + Eq,
-    {
-        if broken!(LruFault::LateReferenceBit) {
-            // BROKEN on purpose: the lookup and the use are two critical
-            // sections, so the hand may pass in between.
-            let found = self.read(hash).entries.peek(hash, key, 0).map(project);
-            let _ = self.read(hash).entries.get_shared(hash, key, || 0);
-            self.lookups.record(Event::lookup(found.is_some()));
-            return found;
-        }
-        let shard = self.read(hash);
-        let found = match &shard.entries {
-            // No expiry: a lookup finds the entry or nothing.
-            PolicyShard::Clock(entries) => entries.get_shared(hash, key, 0, true).live(),
-            PolicyShard::S3Fifo(entries) => entries.get_shared(hash, key, 0, true).live(),
-            _ => {
-                // The clock is user code: read with no lock held.
-                drop(shard);
-                return self.lookup_shared_expiring(hash, key, project);
-            }
-        };
-        #[cfg(loom)]
-        if broken!(LruFault::RacyStats) {
-            // BROKEN on purpose: a counter read and written back in two
-            // steps under the *shared* lock, which other readers hold at
-            // the same time (lost updates).
-            // SeqCst: a model-only counter; the bug is the two steps.
-            let n = self.racy_requests.load(Ordering::SeqCst);
-            self.racy_requests.store(n + 1, Ordering::SeqCst);
-            return found.map(project);
-        }
-        // The calling thread's own stripe: no shared write (see
-        // `cache::Striped`).
-        self.lookups.record(Event::lookup(found.is_some()));
-        found.map(project)
-    }
-
-    /// [`lookup_shared`](Self::lookup_shared) in a shard whose entries can
-    /// expire: an expired entry is a miss, and is released after the lock
-    /// is.
-    #[inline(never)]
-    fn lookup_shared_expiring<Q, R>(
-        &self,
-        hash: u64,
-        key: &Q,
-        project: impl FnOnce(&V) -> R,
-    ) -> Option<R>
-    where
-        K: Borrow<Q>,
-        Q: ?Sized + Eq,
-    {
-        let now = self.now();
-        let shard = self.read(hash);
-        let found = match shard.entries.get_shared(hash, key, || now) {
-            Lookup::Live(value) => Some(value),
-            Lookup::Missing => None,
-            Lookup::Expired => {
-                drop(shard);
-                self.lookups.record(Event::Miss);
-                self.release_expired(hash, key, now);
-                return None;
-            }
-        };
-        self.lookups.record(Event::lookup(found.is_some()));
-        found.map(project)
+        self.layer.get_with(hash, key, V::clone)
     }
 
     /// A clone of the value of `key` without making it more recent and
@@ -310,9 +147,7 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
         Q: ?Sized + Hash + Eq,
         V: Clone,
     {
-        let hash = self.hash(key);
-        let now = self.now();
-        self.read(hash).entries.peek(hash, key, now).cloned()
+        self.layer.peek_with(key, V::clone)
     }
 
     /// Calls `f` with the value of `key` under the shard's shared lock,
@@ -342,9 +177,7 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
         K: Borrow<Q>,
         Q: ?Sized + Hash + Eq,
     {
-        let hash = self.hash(key);
-        let now = self.now();
-        self.read(hash).entries.peek(hash, key, now).map(f)
+        self.layer.peek_with(key, f)
     }
 
     /// Whether `key` is present (no recency change, not counted).
@@ -362,8 +195,6 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
         K: Borrow<Q>,
         Q: ?Sized + Hash + Eq,
     {
-        let hash = self.hash(key);
-        let now = self.now();
-        self.read(hash).entries.contains(hash, key, now)
+        self.layer.contains(key)
     }
 }

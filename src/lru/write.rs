@@ -18,7 +18,7 @@ use crate::cache::weigh;
 use crate::cache::{Event, Evicted, Inserted, SWEEP_BUDGET};
 use crate::error::BuildError;
 use crate::fault::broken;
-use crate::removal::{RemovalCause, notify};
+use crate::removal::{RemovalCause, copy_unlocked};
 use std::panic::resume_unwind;
 
 use crate::sync::Ordering;
@@ -59,7 +59,7 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
         let hash = self.hash(&key);
         let mut displaced = Inserted::nothing();
         self.insert_hashed_into(hash, key, value, &mut displaced);
-        let Some(listener) = &self.listener else {
+        let Some(copy) = self.copy else {
             // An expired old value is the listener's (none here), not the
             // caller's.
             let replaced = match displaced.replaced_expired {
@@ -76,7 +76,7 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
             .replaced
             .as_ref()
             .filter(|_| !displaced.replaced_expired)
-            .map(|value| listener.copy(value));
+            .map(|value| copy_unlocked(value, copy));
         self.finish_insert(displaced);
         copy.map(|copy| copy.unwrap_or_else(|panic| resume_unwind(panic)))
     }
@@ -162,7 +162,7 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
         // The common case, no listener and at most one entry evicted: a plain
         // drop (one user `Drop` at most, so a panic in it spares nothing
         // else), inlined, with no iterator chain built around it.
-        if self.listener.is_none() && replaced.is_none() && unused_key.is_none() {
+        if self.layer.listener.is_none() && replaced.is_none() && unused_key.is_none() {
             match evicted.at_most_one() {
                 Ok(victim) => drop(victim),
                 Err(evicted) => self.notify_displaced(None, false, None, evicted, expired),
@@ -202,10 +202,7 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
                 (k, v, cause)
             }),
         );
-        notify(
-            self.listener.as_ref().map(|listener| &listener.call),
-            removed,
-        );
+        self.layer.notify(removed);
     }
 
     /// Removes `key` and returns its value. The eviction listener gets the
@@ -235,7 +232,7 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
         let removed = {
             let mut shard = self.lock(hash);
             let removed = shard.entries.remove(hash, key, now);
-            if self.clock.is_some() {
+            if self.layer.clock.is_some() {
                 shard.entries.sweep(now, SWEEP_BUDGET, &mut swept);
             }
             removed
@@ -246,11 +243,11 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
             self.dispose([(key, value)], RemovalCause::Expired);
             return None;
         }
-        let Some(listener) = &self.listener else {
+        let Some(copy) = self.copy else {
             return Some(value);
         };
         // As in `insert`: the listener gets the value, the caller a clone.
-        let copy = listener.copy(&value);
+        let copy = copy_unlocked(&value, copy);
         self.dispose([(key, value)], RemovalCause::Removed);
         Some(copy.unwrap_or_else(|panic| resume_unwind(panic)))
     }
@@ -289,7 +286,7 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
     /// assert!(cache.resize(0).is_err());
     /// ```
     pub fn resize(&self, capacity: usize) -> Result<(), BuildError> {
-        let shards = self.shards.len();
+        let shards = self.shard_count();
         super::builder::validate(capacity, shards)?;
         let _serial = self.resize_lock.lock();
         let growing = capacity >= self.capacity();
@@ -300,7 +297,7 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
             self.capacity.store(capacity, Ordering::Relaxed);
         }
         let now = self.now();
-        for (index, shard) in self.shards.iter().enumerate() {
+        for (index, shard) in self.layer.shards().iter().enumerate() {
             let (mut evicted, mut expired) = (Vec::new(), Vec::new());
             {
                 let mut shard = shard.write();
@@ -314,8 +311,7 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
                 shard.counters.add(Event::Eviction, evicted.len() as u64);
             }
             // One `notify`, so a panicking listener still hears every entry.
-            notify(
-                self.listener.as_ref().map(|listener| &listener.call),
+            self.layer.notify(
                 (expired.into_iter())
                     .map(|(k, v)| (k, v, RemovalCause::Expired))
                     .chain((evicted.into_iter()).map(|(k, v)| (k, v, RemovalCause::Evicted))),

@@ -459,6 +459,27 @@ where
         self.raw.get(&view as &dyn KeyView<Q>, downcast::<V>)
     }
 
+    /// The live `V` under `key`, if any, without recording a use (the
+    /// eviction policy does not see it) or counting a hit or miss.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let cache: larder::AnyCache<u8> = larder::AnyCache::new();
+    /// cache.insert(1, 7_u64);
+    /// assert_eq!(cache.peek::<u64, _>(&1).as_deref(), Some(&7));
+    /// assert_eq!(cache.stats().hits, 0);
+    /// ```
+    pub fn peek<V, Q>(&self, key: &Q) -> Option<Arc<V>>
+    where
+        V: Send + Sync + 'static,
+        K: Borrow<Q>,
+        Q: Hash + Eq + ?Sized,
+    {
+        let view = (key, TypeId::of::<V>());
+        self.raw.peek(&view as &dyn KeyView<Q>, downcast::<V>)
+    }
+
     /// Runs `f` on the live `V` under `key` in place, under the key's shard
     /// read lock, and returns what it returns; `None` when there is none.
     /// Counts a hit or a miss, as [`get`](AnyCache::get) does.
@@ -645,6 +666,21 @@ where
     /// ```
     pub fn stats(&self) -> CacheStats {
         self.raw.stats()
+    }
+
+    /// Sets every counter of [`stats`](AnyCache::stats) to 0, leaving the
+    /// entries.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let cache: larder::AnyCache<u8> = larder::AnyCache::new();
+    /// cache.get::<u8, _>(&1);
+    /// cache.reset_stats();
+    /// assert_eq!(cache.stats().misses, 0);
+    /// ```
+    pub fn reset_stats(&self) {
+        self.raw.reset_stats();
     }
 
     /// Asserts internal invariants; for tests, with no other thread using

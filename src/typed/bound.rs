@@ -13,9 +13,9 @@
 //! (`W`, "weighted", of the methods below), as the engine's shards pick
 //! theirs by type, so an unweighted store runs no weight code at all.
 
-use super::key_shard::{KeyShard, Removed};
-use crate::cache::{MAX_SHARD_CAPACITY, Weigher};
+use crate::cache::{Locked, MAX_SHARD_CAPACITY, Tally, Weigher};
 use crate::fault::broken;
+use crate::removal::{Removal, RemovalCause, tagged};
 use crate::sync::{AtomicU64, AtomicUsize, CachePadded, Ordering, ShardedLock};
 
 /// The totals over all shards, on one cache line (written together).
@@ -100,7 +100,7 @@ impl<K, V> Bound<K, V> {
 
     /// A shard's size, read under its lock.
     #[inline]
-    pub(crate) fn size(&self, shard: &KeyShard<K, V>) -> Size {
+    pub(crate) fn size(&self, shard: &Locked<K, V>) -> Size {
         match self.weighted() {
             true => self.size_as::<true>(shard),
             false => self.size_as::<false>(shard),
@@ -109,7 +109,7 @@ impl<K, V> Bound<K, V> {
 
     /// [`size`](Self::size), weighted or not (`W`: a weigher is set).
     #[inline(always)]
-    pub(crate) fn size_as<const W: bool>(&self, shard: &KeyShard<K, V>) -> Size {
+    pub(crate) fn size_as<const W: bool>(&self, shard: &Locked<K, V>) -> Size {
         Size {
             len: shard.entries.len(),
             weight: if W { shard.entries.weight() } else { 0 },
@@ -202,10 +202,10 @@ impl<K, V> Bound<K, V> {
     /// whole capacity).
     pub(crate) fn evict_locked(
         &self,
-        core: &mut KeyShard<K, V>,
+        core: &mut Locked<K, V>,
         keep: u64,
         now: u64,
-        garbage: &mut Vec<Removed<K, V>>,
+        garbage: &mut Vec<Removal<K, V>>,
         down_to_share: bool,
     ) {
         let Some(max) = self.capacity else {
@@ -216,7 +216,7 @@ impl<K, V> Bound<K, V> {
             if down_to_share && self.held(before) <= self.share {
                 break;
             }
-            if !core.evict_one(keep, now, garbage) {
+            if !evict_one(core, keep, now, garbage) {
                 break;
             }
             let mut after = self.size(core);
@@ -237,11 +237,11 @@ impl<K, V> Bound<K, V> {
     /// little more than the capacity), from any shard, `start` first.
     pub(crate) fn evict_elsewhere(
         &self,
-        shards: &[ShardedLock<KeyShard<K, V>>],
+        shards: &[ShardedLock<Locked<K, V>>],
         start: usize,
         keep: u64,
         now: u64,
-        garbage: &mut Vec<Removed<K, V>>,
+        garbage: &mut Vec<Removal<K, V>>,
     ) {
         let Some(max) = self.capacity else {
             return;
@@ -282,4 +282,74 @@ impl<K, V> Bound<K, V> {
             assert!(held <= max as u64, "{held} over capacity {max}");
         }
     }
+}
+
+/// The layer's tally of a typed face: every shard's change of size reaches
+/// the totals under that shard's write lock.
+impl<K, V> Tally<K, V> for Bound<K, V> {
+    type Before = Size;
+
+    #[inline]
+    fn before(&self, shard: &Locked<K, V>) -> Size {
+        self.size(shard)
+    }
+
+    #[inline]
+    fn after(&self, before: Size, shard: &Locked<K, V>) {
+        self.account(before, self.size(shard));
+    }
+}
+
+/// The locked half of storing a value heavier than the capacity (not
+/// stored): removes the key's entry (`K: Eq` runs first, before any
+/// change) into `garbage` (`Replaced`, or `Expired`), bumps the generation
+/// for a user write, sweeps up to `budget` expired entries. Returns whether
+/// the removed entry was live.
+pub(crate) fn reject<K: Eq, V>(
+    shard: &mut Locked<K, V>,
+    hash: u64,
+    key: &K,
+    now: u64,
+    budget: usize,
+    user_write: bool,
+    garbage: &mut Vec<Removal<K, V>>,
+) -> bool {
+    let old = shard.entries.remove(hash, key, now);
+    if user_write {
+        shard.bump_generation();
+    }
+    let live = matches!(old, Some((_, _, false)));
+    if let Some((key, value, expired)) = old {
+        let cause = if expired {
+            RemovalCause::Expired
+        } else {
+            RemovalCause::Replaced
+        };
+        garbage.push((key, value, cause));
+    }
+    let mut swept = Vec::new();
+    shard.entries.sweep(now, budget, &mut swept);
+    tagged(garbage, swept, RemovalCause::Expired);
+    live
+}
+
+/// Evicts the policy's next victim other than the entry of hash `keep`
+/// into `garbage` (as `Expired` if it had, else `Evicted`); `false` if
+/// there was none.
+fn evict_one<K, V>(
+    shard: &mut Locked<K, V>,
+    keep: u64,
+    now: u64,
+    garbage: &mut Vec<Removal<K, V>>,
+) -> bool {
+    let Some((key, value, expired)) = shard.entries.evict_one(now, keep) else {
+        return false;
+    };
+    let cause = if expired {
+        RemovalCause::Expired
+    } else {
+        RemovalCause::Evicted
+    };
+    garbage.push((key, value, cause));
+    true
 }

@@ -39,7 +39,6 @@
 mod any;
 mod bound;
 mod builder;
-mod key_shard;
 mod load_async;
 mod raw;
 
@@ -411,6 +410,47 @@ where
         self.raw.get(key, |value| f(value))
     }
 
+    /// A clone of the live value under `key`, without recording a use
+    /// (the eviction policy does not see it) or counting a hit or miss.
+    /// `V::clone` runs under the key's shard read lock.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let cache: larder::TypedCache<u8, &str> = larder::TypedCache::new();
+    /// cache.insert(1, "a");
+    /// assert_eq!(cache.peek(&1), Some("a"));
+    /// assert_eq!(cache.peek(&2), None);
+    /// assert_eq!((cache.stats().hits, cache.stats().misses), (0, 0));
+    /// ```
+    pub fn peek<Q>(&self, key: &Q) -> Option<V>
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ?Sized,
+    {
+        self.raw.peek(key, V::clone)
+    }
+
+    /// Runs `f` on the live value under `key` in place, as
+    /// [`peek`](TypedCache::peek) does (no use recorded, nothing counted),
+    /// under the key's shard read lock: keep `f` short, and do not write to
+    /// this cache from it.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let cache: larder::TypedCache<u8, String> = larder::TypedCache::new();
+    /// cache.insert(1, "four".to_string());
+    /// assert_eq!(cache.peek_with(&1, |s| s.len()), Some(4));
+    /// ```
+    pub fn peek_with<Q, R>(&self, key: &Q, f: impl FnOnce(&V) -> R) -> Option<R>
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ?Sized,
+    {
+        self.raw.peek(key, f)
+    }
+
     /// Stores `value` under `key`, replacing any value; returns the live
     /// value it replaced. Atomic per key. An init of the same key in progress
     /// will not overwrite it (its value goes uncached). The replaced value
@@ -647,6 +687,21 @@ where
     /// ```
     pub fn stats(&self) -> CacheStats {
         self.raw.stats()
+    }
+
+    /// Sets every counter of [`stats`](TypedCache::stats) to 0, leaving
+    /// the entries.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let cache: larder::TypedCache<u8, u8> = larder::TypedCache::new();
+    /// cache.get(&1);
+    /// cache.reset_stats();
+    /// assert_eq!(cache.stats().misses, 0);
+    /// ```
+    pub fn reset_stats(&self) {
+        self.raw.reset_stats();
     }
 
     /// The hasher of keys.

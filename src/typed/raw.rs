@@ -47,13 +47,14 @@ use std::borrow::Borrow;
 use std::fmt;
 use std::hash::{BuildHasher, Hash};
 
-use super::bound::Bound;
-use super::key_shard::{KeyShard, Removed, tagged};
+use super::bound::{Bound, reject};
 use crate::EvictionPolicy;
-use crate::cache::{Event, Expiry, LoadFace, Lookup, SWEEP_BUDGET, Striped, Weigher, nanos};
+use crate::cache::{
+    Event, Expiry, Layer, LoadFace, Locked, MAX_SHARD_CAPACITY, PolicyShard, SWEEP_BUDGET, Weigher,
+};
 use crate::fault::broken;
 use crate::flight::{FlightGroup, Looked};
-use crate::removal::{Listener, RemovalCause, copy_unlocked, notify};
+use crate::removal::{Listener, Removal, RemovalCause, copy_unlocked, tagged};
 use crate::stats::CacheStats;
 use crate::sync::{Arc, ShardedLock};
 use crate::time::Clock;
@@ -72,19 +73,14 @@ pub(super) fn default_shards(capacity: Option<usize>) -> usize {
     capacity.map_or(SHARDS, |max| (max / 64).clamp(1, SHARDS))
 }
 
+/// The layer under a typed face: read-striped locks, the global bound as
+/// its tally.
+pub(crate) type TypedLayer<K, V, S> = Layer<K, V, S, ShardedLock<Locked<K, V>>, Bound<K, V>>;
+
 pub(crate) struct Raw<K, V, S> {
-    shards: Box<[ShardedLock<KeyShard<K, V>>]>,
-    hasher: S,
-    flights: FlightGroup<K, V>,
-    policy: EvictionPolicy,
-    /// Whether a hit takes the shard's write lock (exact LRU).
-    exclusive_hits: bool,
-    expiry: Option<Expiry>,
-    clock: Arc<dyn Clock>,
-    /// The capacity, the weigher, and the totals over all shards.
-    bound: Bound<K, V>,
-    stats: Striped,
-    listener: Option<Listener<K, V>>,
+    /// The shards, the global bound (the layer's tally) and the rest
+    /// every face has (`crate::cache::Layer`).
+    layer: TypedLayer<K, V, S>,
 }
 
 impl<K, V, S> Raw<K, V, S>
@@ -102,44 +98,43 @@ where
         hasher: S,
         shards: usize,
     ) -> Self {
-        // Each shard unbounded: the bound is global (see `store`).
+        // Each shard unbounded: the bound is global (see `store`). Its
+        // slab's growth and its policy's own structures (S3-FIFO's queues
+        // and ghost) sized for its share of the capacity.
         let bound = Bound::new(capacity, weigher, shards);
         let share = bound.share();
+        let shard = |_| {
+            let mut entries = PolicyShard::new(policy, MAX_SHARD_CAPACITY, expiry);
+            if let Some(share) = share {
+                entries.size_for(share);
+            }
+            entries
+        };
+        let clock = expiry.map(|_| clock);
         Self {
-            shards: (0..shards)
-                .map(|_| ShardedLock::new(KeyShard::new(policy, share, expiry)))
-                .collect(),
-            hasher,
-            flights: FlightGroup::new(),
-            policy,
-            exclusive_hits: !policy.shared_hits(),
-            expiry,
-            clock,
-            bound,
-            stats: Striped::new(),
-            listener: None,
+            layer: Layer::new(shards, shard, policy, clock, hasher, bound),
         }
     }
 
     pub(crate) fn hasher(&self) -> &S {
-        &self.hasher
+        &self.layer.hasher
     }
 
     pub(crate) fn set_listener(&mut self, listener: Option<Listener<K, V>>) {
-        self.listener = listener;
+        self.layer.listener = listener;
     }
 
     /// Hands removed entries to the listener, then drops them. Call with no
     /// lock held.
     #[inline(always)]
-    fn release(&self, removed: Vec<Removed<K, V>>) {
+    fn release(&self, removed: Vec<Removal<K, V>>) {
         for (_, _, cause) in &removed {
             if *cause == RemovalCause::Evicted {
-                self.stats.record(Event::Eviction);
+                self.layer.striped.record(Event::Eviction);
             }
         }
         if !removed.is_empty() {
-            notify(self.listener.as_ref(), removed);
+            self.layer.notify(removed);
         }
     }
 
@@ -148,12 +143,12 @@ where
     /// listener, else a clone made here, with no lock held (a panicking
     /// clone still lets every removed entry reach the listener first).
     #[inline(always)]
-    fn release_returning(&self, mut removed: Vec<Removed<K, V>>, at: Option<usize>) -> Option<V> {
+    fn release_returning(&self, mut removed: Vec<Removal<K, V>>, at: Option<usize>) -> Option<V> {
         let Some(at) = at else {
             self.release(removed);
             return None;
         };
-        if self.listener.is_none() {
+        if self.layer.listener.is_none() {
             let (key, value, _) = removed.remove(at);
             self.release(removed);
             drop(key);
@@ -164,66 +159,9 @@ where
         Some(copy.unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
     }
 
-    #[inline]
-    fn shard_index(&self, hash: u64) -> usize {
-        crate::shard_index::shard_index(hash, self.shards.len())
-    }
-
     /// The number of key shards.
     pub(crate) fn shard_count(&self) -> usize {
-        self.shards.len()
-    }
-
-    /// The clock's time, read only when entries can expire.
-    #[inline]
-    fn now(&self) -> u64 {
-        if self.expiry.is_some() {
-            nanos(self.clock.now())
-        } else {
-            0
-        }
-    }
-
-    /// Looks `key` up and records the access: under its shard's read lock
-    /// (the write lock under exact LRU); on a live entry returns
-    /// `project(value)`.
-    #[inline]
-    fn lookup<Q, R>(&self, hash: u64, key: &Q, project: impl FnOnce(&V) -> R) -> Lookup<R>
-    where
-        K: Borrow<Q>,
-        Q: Hash + Eq + ?Sized,
-    {
-        let shard = &self.shards[self.shard_index(hash)];
-        let core = shard.read();
-        let Some(found) = core.get_shared(hash, key, || self.now()) else {
-            drop(core);
-            return self.lookup_exclusive(shard, hash, key, project);
-        };
-        match found {
-            Lookup::Live(value) => Lookup::Live(project(value)),
-            Lookup::Expired => Lookup::Expired,
-            Lookup::Missing => Lookup::Missing,
-        }
-    }
-
-    /// [`lookup`](Self::lookup) under the write lock (exact LRU).
-    #[inline(never)]
-    fn lookup_exclusive<Q, R>(
-        &self,
-        shard: &ShardedLock<KeyShard<K, V>>,
-        hash: u64,
-        key: &Q,
-        project: impl FnOnce(&V) -> R,
-    ) -> Lookup<R>
-    where
-        K: Borrow<Q>,
-        Q: Hash + Eq + ?Sized,
-    {
-        match shard.write().entries.get(hash, key, || self.now()) {
-            Lookup::Live(value) => Lookup::Live(project(value)),
-            Lookup::Expired => Lookup::Expired,
-            Lookup::Missing => Lookup::Missing,
-        }
+        self.layer.shards().len()
     }
 
     /// A read: counts a hit or a miss; removes an expired entry it finds.
@@ -233,34 +171,16 @@ where
         K: Borrow<Q>,
         Q: Hash + Eq + ?Sized,
     {
-        let hash = self.hasher.hash_one(key);
-        // The hit is counted before `project` runs (user code, for
-        // `get_with`), so a panicking projection still counts it.
-        let project = |value: &V| {
-            self.stats.record(Event::Hit);
-            project(value)
-        };
-        match self.lookup(hash, key, project) {
-            Lookup::Live(found) => Some(found),
-            Lookup::Expired => {
-                self.stats.record(Event::Miss);
-                let shard = self.shard_index(hash);
-                let now = self.now();
-                let removed = self.write(shard, |core| {
-                    let mut expired = Vec::new();
-                    core.entries.release_expired(hash, key, now, &mut expired);
-                    let mut removed = Vec::new();
-                    tagged(&mut removed, expired, RemovalCause::Expired);
-                    removed
-                });
-                self.release(removed);
-                None
-            }
-            Lookup::Missing => {
-                self.stats.record(Event::Miss);
-                None
-            }
-        }
+        self.layer.get_with(self.layer.hash(key), key, project)
+    }
+
+    /// A read that records no access and counts nothing.
+    pub(crate) fn peek<Q, R>(&self, key: &Q, project: impl FnOnce(&V) -> R) -> Option<R>
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ?Sized,
+    {
+        self.layer.peek_with(key, project)
     }
 
     /// Whether a live entry exists; no statistics, no access recorded.
@@ -269,9 +189,7 @@ where
         K: Borrow<Q>,
         Q: Hash + Eq + ?Sized,
     {
-        let hash = self.hasher.hash_one(key);
-        let core = self.shards[self.shard_index(hash)].read();
-        core.entries.contains(hash, key, self.now())
+        self.layer.contains(key)
     }
 
     /// The hit path of `get_or_init`; the miss path is out of line.
@@ -290,7 +208,7 @@ where
         F: FnOnce() -> Result<V, E>,
         P: Fn(&V) -> R,
     {
-        let hash = self.hasher.hash_one(key);
+        let hash = self.layer.hash(key);
         if let Some(found) = self.hit(hash, key, &project) {
             return Ok(found);
         }
@@ -344,7 +262,7 @@ where
         Fut: std::future::Future,
         P: Fn(&V) -> R + Copy,
     {
-        let hash = self.hasher.hash_one(key);
+        let hash = self.layer.hash(key);
         if let Some(found) = self.hit(hash, key, project) {
             return Looked::Hit(Some(finish(Ok(found))));
         }
@@ -364,25 +282,7 @@ where
         K: Borrow<Q>,
         Q: Hash + Eq + ?Sized,
     {
-        let project = |value: &V| {
-            self.stats.record(Event::Hit);
-            project(value)
-        };
-        if let Lookup::Live(found) = self.lookup(hash, key, project) {
-            return Some(found);
-        }
-        self.stats.record(Event::Miss);
-        None
-    }
-
-    /// Runs `f` under shard `shard`'s write lock, keeping the totals in
-    /// step.
-    fn write<T>(&self, shard: usize, f: impl FnOnce(&mut KeyShard<K, V>) -> T) -> T {
-        let mut core = self.shards[shard].write();
-        let before = self.bound.size(&core);
-        let out = f(&mut core);
-        self.bound.account(before, self.bound.size(&core));
-        out
+        self.layer.get_with(hash, key, project)
     }
 
     /// Stores `value` (from an init if `expect_generation` is `Some`, else
@@ -395,7 +295,7 @@ where
     fn store(&self, hash: u64, key: K, value: V, expect: Option<u64>, user: bool) -> Option<V> {
         // The unweighted store inline, with no weight code; the weighted
         // one its own copy (`W`), as the engine's shards by type.
-        match self.bound.weighted() {
+        match self.layer.tally.weighted() {
             false => self.store_as::<false>(hash, key, value, expect, user),
             true => self.store_weighted(hash, key, value, expect, user),
         }
@@ -415,22 +315,22 @@ where
         expect_generation: Option<u64>,
         user_write: bool,
     ) -> Option<V> {
-        let Some(weight) = self.bound.weigh::<W>(&key, &value) else {
+        let Some(weight) = self.layer.tally.weigh::<W>(&key, &value) else {
             return self.store_rejected(hash, key, value, expect_generation, user_write);
         };
-        let shard = self.shard_index(hash);
-        let now = self.now();
+        let shard = self.layer.index(hash);
+        let now = self.layer.now();
         let wants_old = user_write;
         let mut garbage = Vec::new();
         // BROKEN on purpose (loom negative control): check-then-act on the
         // total, read before the shard lock.
         let skip_eviction = broken!(TypedFault::EvictionCheckedBeforeLock)
-            && self.bound.capacity().is_some_and(|max| {
-                let held = self.bound.weight().unwrap_or(self.bound.len());
+            && self.layer.tally.capacity().is_some_and(|max| {
+                let held = self.layer.tally.weight().unwrap_or(self.layer.tally.len());
                 held + weight as usize <= max
             });
         let replaced = {
-            let mut core = self.shards[shard].write();
+            let mut core = self.layer.shards()[shard].write();
             let raced = expect_generation.is_some_and(|seen| seen != core.generation);
             // BROKEN on purpose (loom negative control): the init's value
             // overwrites writes that landed while it ran.
@@ -446,13 +346,13 @@ where
             let user_write = user_write && !broken!(TypedFault::InsertKeepsGeneration);
             // BROKEN on purpose (loom negative control): no sweep.
             let sweep = !broken!(TypedFault::WriteSkipsSweep);
-            let budget = if sweep && self.expiry.is_some() {
+            let budget = if sweep && self.layer.clock.is_some() {
                 SWEEP_BUDGET
             } else {
                 0
             };
-            let before = self.bound.size_as::<W>(&core);
-            self.stats.record(Event::Insert);
+            let before = self.layer.tally.size_as::<W>(&core);
+            self.layer.striped.record(Event::Insert);
             // `K: Eq` runs here, before any change (the bump included).
             let mut swept = Vec::new();
             let displaced = core.entries.insert_unevicting(
@@ -483,16 +383,18 @@ where
             if !swept.is_empty() {
                 tagged(&mut garbage, swept, RemovalCause::Expired);
             }
-            self.bound
-                .account_as::<W>(before, self.bound.size_as::<W>(&core));
-            if self.bound.bounded() && !skip_eviction {
-                (self.bound).evict_locked(&mut core, hash, now, &mut garbage, true);
+            self.layer
+                .tally
+                .account_as::<W>(before, self.layer.tally.size_as::<W>(&core));
+            if self.layer.tally.bounded() && !skip_eviction {
+                (self.layer.tally).evict_locked(&mut core, hash, now, &mut garbage, true);
             }
             replaced
         };
-        if self.bound.bounded() && !skip_eviction {
-            self.bound
-                .evict_elsewhere(&self.shards, shard, hash, now, &mut garbage);
+        if self.layer.tally.bounded() && !skip_eviction {
+            self.layer
+                .tally
+                .evict_elsewhere(self.layer.shards(), shard, hash, now, &mut garbage);
         }
         self.release_returning(garbage, replaced)
     }
@@ -510,15 +412,15 @@ where
         expect: Option<u64>,
         user: bool,
     ) -> Option<V> {
-        let now = self.now();
-        let budget = SWEEP_BUDGET * usize::from(self.expiry.is_some());
+        let now = self.layer.now();
+        let budget = SWEEP_BUDGET * usize::from(self.layer.clock.is_some());
         let mut garbage = Vec::new();
-        let live = self.write(self.shard_index(hash), |core| {
+        let live = self.layer.write(self.layer.index(hash), |core| {
             if expect.is_some_and(|seen| seen != core.generation) {
                 return None;
             }
-            self.stats.record(Event::Insert);
-            Some(core.reject(hash, &key, now, budget, user, &mut garbage))
+            self.layer.striped.record(Event::Insert);
+            Some(reject(core, hash, &key, now, budget, user, &mut garbage))
         });
         // Dropped here, unlocked, if the init lost to a user write.
         live?;
@@ -527,7 +429,7 @@ where
     }
 
     pub(crate) fn insert(&self, key: K, value: V) -> Option<V> {
-        let hash = self.hasher.hash_one(&key);
+        let hash = self.layer.hash(&key);
         self.store(hash, key, value, None, true)
     }
 
@@ -536,15 +438,15 @@ where
         K: Borrow<Q>,
         Q: Hash + Eq + ?Sized,
     {
-        let hash = self.hasher.hash_one(key);
-        let now = self.now();
+        let hash = self.layer.hash(key);
+        let now = self.layer.now();
         let mut garbage = Vec::new();
-        let removed = self.write(self.shard_index(hash), |core| {
+        let removed = self.layer.write(self.layer.index(hash), |core| {
             // `K: Eq` runs in `remove`, before any change (the generation
             // bump included).
             let removed = core.entries.remove(hash, key, now);
             core.bump_generation();
-            if self.expiry.is_some() {
+            if self.layer.clock.is_some() {
                 let mut expired = Vec::new();
                 core.entries.sweep(now, SWEEP_BUDGET, &mut expired);
                 tagged(&mut garbage, expired, RemovalCause::Expired);
@@ -568,106 +470,57 @@ where
     /// Empties every shard, then drops what they held (unlocked): a
     /// panicking `Drop` reaches the caller only once every shard is empty.
     pub(crate) fn clear(&self) {
-        let now = self.now();
-        let mut old = Vec::new();
-        for shard in 0..self.shards.len() {
-            self.write(shard, |core| {
-                // BROKEN on purpose (loom negative control): no bump.
-                let bump = !broken!(TypedFault::InvalidateAllKeepsGeneration);
-                if bump {
-                    core.bump_generation();
-                }
-                let mut expired = Vec::new();
-                let live = core.entries.take_all(now, &mut expired);
-                tagged(&mut old, live, RemovalCause::Cleared);
-                tagged(&mut old, expired, RemovalCause::Expired);
-            });
-        }
-        self.release(old);
+        self.layer.clear();
     }
 
     pub(crate) fn purge_expired(&self) -> usize {
-        if self.expiry.is_none() {
-            return 0;
-        }
-        let now = self.now();
-        let mut expired = Vec::new();
-        for shard in 0..self.shards.len() {
-            self.write(shard, |core| core.entries.purge(now, &mut expired));
-        }
-        let mut garbage = Vec::new();
-        tagged(&mut garbage, expired, RemovalCause::Expired);
-        let removed = garbage.len();
-        self.release(garbage);
-        removed
+        self.layer.purge_expired()
     }
 
     pub(crate) fn len(&self) -> usize {
-        self.bound.len()
+        self.layer.tally.len()
     }
 
     /// The total weight with a weigher, else `None`.
     pub(crate) fn weight(&self) -> Option<usize> {
-        self.bound.weight()
+        self.layer.tally.weight()
     }
 
-    /// A copy of the live entries: each shard under its read lock in turn,
-    /// with `K: Clone` and `V: Clone` (user code) running under that read lock. Reads only:
-    /// no access recorded, nothing counted, nothing released.
+    /// A copy of the live entries (see `Layer::to_vec`).
     pub(crate) fn entries(&self) -> Vec<(K, V)> {
-        let now = self.now();
-        let mut entries = Vec::new();
-        for shard in self.shards.iter() {
-            let core = shard.read();
-            entries.reserve(core.entries.len());
-            core.entries.for_each(now, |key, value| {
-                entries.push((key.clone(), value.clone()));
-            });
-        }
-        entries
+        self.layer.to_vec()
     }
 
     /// How many entries each shard holds, in shard order.
     #[cfg(test)]
     pub(crate) fn shard_lens(&self) -> Vec<usize> {
-        self.shards
-            .iter()
-            .map(|shard| shard.read().entries.len())
-            .collect()
+        let shards = self.layer.shards().iter();
+        shards.map(|shard| shard.read().entries.len()).collect()
     }
 
     pub(crate) fn stats(&self) -> CacheStats {
         let mut stats = CacheStats::default();
-        self.stats.totals().add_to(&mut stats);
-        stats.len = self.len();
-        stats.capacity = self.bound.capacity();
-        stats.weighted_size = self.bound.weight();
+        self.layer.count_into(&mut stats, |_| {});
+        stats.capacity = self.layer.tally.capacity();
+        stats.weighted_size = self.layer.tally.weight();
         stats
     }
 
+    pub(crate) fn reset_stats(&self) {
+        self.layer.reset_stats();
+    }
+
     /// Inits in progress.
-    #[cfg(any(test, feature = "testing"))]
+    #[cfg(test)]
     pub(crate) fn in_flight(&self) -> usize {
-        self.flights.in_flight()
+        self.layer.flights.in_flight()
     }
 
     /// Asserts the cache's invariants; call when no other thread uses it.
     #[cfg(any(test, feature = "testing"))]
     pub(crate) fn check_invariants(&self) {
-        let (mut total, mut weight) = (0, 0);
-        for (index, shard) in self.shards.iter().enumerate() {
-            let core = shard.read();
-            core.entries.check_invariants();
-            // By stored hash: no user code (a key whose `Hash` changed after
-            // insertion is still a consistent entry, found by its old hash).
-            for hash in core.entries.hashes() {
-                assert_eq!(self.shard_index(hash), index, "entry in the wrong shard");
-            }
-            total += core.entries.len();
-            weight += core.entries.weight();
-        }
-        self.bound.check(total, weight);
-        assert_eq!(self.in_flight(), 0, "an init is still registered");
+        let (len, weight) = self.layer.check_invariants();
+        self.layer.tally.check(len, weight);
     }
 }
 
@@ -685,7 +538,7 @@ where
     type Displaced = ();
 
     fn flights(&self) -> &FlightGroup<K, V> {
-        &self.flights
+        &self.layer.flights
     }
 
     /// An init's re-check: a live entry's value (the access recorded), or
@@ -696,25 +549,11 @@ where
         K: Borrow<Q>,
         Q: ?Sized + Hash + Eq,
     {
-        let shard = &self.shards[self.shard_index(hash)];
-        // `V::clone` (user code) under the lock, as in `get`.
-        if self.exclusive_hits {
-            let mut core = shard.write();
-            let generation = core.generation;
-            return core
-                .entries
-                .get(hash, key, || self.now())
-                .live()
-                .cloned()
-                .ok_or(generation);
-        }
-        let core = shard.read();
-        let found = core.get_shared(hash, key, || self.now());
-        found.and_then(Lookup::live).cloned().ok_or(core.generation)
+        self.layer.recheck(hash, key)
     }
 
     fn count(&self, _hash: u64, event: Event) {
-        self.stats.record(event);
+        self.layer.striped.record(event);
     }
 
     fn nothing() {}
@@ -728,15 +567,15 @@ where
 
 impl<K, V, S> fmt::Debug for Raw<K, V, S> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let layer = &self.layer;
         f.debug_struct("Raw")
-            .field("len", &self.bound.len())
-            .field("weight", &self.bound.weight())
-            .field("policy", &self.policy)
-            .field("expiry", &self.expiry)
-            .field("capacity", &self.bound.capacity())
-            .field("clock", &self.clock)
-            .field("stats", &self.stats)
-            .field("in_flight", &self.flights.in_flight())
+            .field("len", &layer.tally.len())
+            .field("weight", &layer.tally.weight())
+            .field("policy", &layer.policy)
+            .field("capacity", &layer.tally.capacity())
+            .field("clock", &layer.clock)
+            .field("stats", &layer.striped)
+            .field("in_flight", &layer.flights.in_flight())
             .finish()
     }
 }

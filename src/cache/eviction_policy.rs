@@ -3,12 +3,12 @@
 
 use std::borrow::Borrow;
 
-use crate::cache::{Clock, Exact, Expiry, Inserted, Lookup, S3Fifo, SWEEP_BUDGET, Shard};
+use super::{Clock, Exact, Expiry, Inserted, Lookup, S3Fifo, SWEEP_BUDGET, Shard};
 use crate::fault::broken;
 
-/// How each shard of an [`LruCache`](super::LruCache) picks what to evict,
+/// How each shard of an [`LruCache`](crate::LruCache) picks what to evict,
 /// and so which lock a hit takes. Set with
-/// [`LruCacheBuilder::policy`](super::LruCacheBuilder::policy).
+/// [`LruCacheBuilder::policy`](crate::LruCacheBuilder::policy).
 ///
 /// | | `Exact` (default) | `Clock` | `S3Fifo` |
 /// |---|---|---|---|
