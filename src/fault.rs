@@ -218,6 +218,10 @@ mod catalogue {
         /// With a weigher: an eviction leaves its victim's weight in the
         /// total (the cache then counts weight it no longer holds).
         EvictionKeepsWeight,
+        /// `resize` evicts down to the new capacity before setting it: a
+        /// write landing in between evicts to the old capacity, and its
+        /// entry stays over the new one.
+        CapacityAfterShrink,
     }
 
     /// A broken `LruCache` protocol (its loads: [`FlightFault`]).

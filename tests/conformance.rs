@@ -3,12 +3,10 @@
 //! of the matrix face × policy × weights × expiry that `matrix!` generates
 //! (test names read `case::face::policy::weights_expiry`).
 //!
-//! Both faces support every cell (resize aside: `TypedCache` has none, so
-//! that case runs on `LruCache` only). A generated cell whose configuration
+//! Both faces support every cell. A generated cell whose configuration
 //! the face refuses (`Face::supports`) fails; `supported_cells` pins down
 //! what each face supports, so a face cannot stop running a case
-//! unnoticed. The face-specific wiring is in `conformance/face.rs` only
-//! (`TODO(wiring)` marks what is missing).
+//! unnoticed. The face-specific wiring is in `conformance/face.rs` only.
 //!
 //! - `conformance/init.rs`: single-flight init, errors and panics of inits.
 //! - `conformance/writes.rs`: inserts, the listener, statistics, `to_vec`,
@@ -116,13 +114,6 @@ fn supported_cells() {
 
 /// One module per case, face and policy; one test per weights × expiry.
 macro_rules! matrix {
-    (lru only: $($case:ident),* $(,)?) => {$(
-        mod $case {
-            mod lru {
-                matrix!(@policies $case, crate::face::Lru);
-            }
-        }
-    )*};
     ($($case:ident),* $(,)?) => {$(
         mod $case {
             mod lru {
@@ -183,7 +174,5 @@ matrix!(
     expiry_deadlines,
     purge_expired_releases_the_expired,
     the_bound_holds_against_the_model,
+    resize_keeps_the_bound,
 );
-
-// TODO(wiring): into `matrix!` above if TypedCache gains `resize`.
-matrix!(lru only: resize_keeps_the_bound);

@@ -3,11 +3,12 @@
 //! over the shards: an `LruCache` fills to its capacity and an
 //! `IndexedStore`'s keys use all of its shards. Taking shards from fixed
 //! hash bits put every such key in one shard. (`TypedCache`'s shards are
-//! counted by a unit test in src/typed/tests.rs.)
+//! counted by a unit test in src/typed/tests.rs.) A hash of 0 is a key
+//! like any other: `TypedCache::resize` evicts it.
 
 use std::hash::{BuildHasherDefault, Hasher};
 
-use larder::{IndexedStore, LruCache};
+use larder::{IndexedStore, LruCache, TypedCache};
 
 /// The hash of a `u64` is the `u64`.
 #[derive(Default)]
@@ -66,4 +67,27 @@ fn an_indexed_store_of_small_integer_keys_uses_every_shard() {
         "{used:?}"
     );
     store.check_invariants();
+}
+
+/// Eviction spares the entry being stored by its hash; a resize stores
+/// nothing, so the entry whose hash is 0 (key 0 here) must still go when
+/// the others are not enough.
+#[test]
+fn a_typed_resize_evicts_the_key_whose_hash_is_zero() {
+    let cache: TypedCache<u64, u64, IdentityState> = TypedCache::builder()
+        .capacity(6)
+        .shards(1)
+        .weigher(|_, value: &u64| *value as u32)
+        .hasher(IdentityState::default())
+        .build()
+        .unwrap();
+    cache.insert(0, 5);
+    cache.insert(1, 1);
+    cache.resize(4).unwrap();
+    assert!(
+        !cache.contains_key(&0),
+        "key 0 (weight 5) outlived a bound of 4"
+    );
+    assert_eq!(cache.stats().capacity, Some(4));
+    cache.check_invariants();
 }

@@ -659,3 +659,92 @@ fn one_entry_over_many_shards_keeps_the_last_key() {
     }
     cache.check_invariants();
 }
+
+/// Resizes racing writers and inits: every inserted value is either still
+/// cached or heard by the listener exactly once (an init's value too, when
+/// it was cached: a write landing during an init leaves it uncached), the
+/// totals stay in step with the shards, and once the writers stop the
+/// cache is within the last capacity set.
+#[test]
+fn resizes_race_writers_and_keep_the_bound() {
+    let _watchdog = watchdog::arm(watchdog::STRESS_LIMIT);
+    let heard = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let log = Arc::clone(&heard);
+    let cache: TypedCache<u32, u32> = TypedCache::builder()
+        .capacity(256)
+        .eviction_listener(move |_, value, _| log.lock().unwrap().push(value))
+        .build()
+        .unwrap();
+    let barrier = Barrier::new(3);
+    // Inserted values are even, initialized ones odd.
+    let (inserted, initialized) = thread::scope(|s| {
+        let writers: Vec<_> = (0..2u32)
+            .map(|t| {
+                let (cache, barrier) = (&cache, &barrier);
+                s.spawn(move || {
+                    let (mut inserted, mut initialized) = (Vec::new(), Vec::new());
+                    barrier.wait();
+                    for i in 0..20_000u32 {
+                        let (k, v) = ((i * 7 + t * 13) % 1_024, t * 100_000 + i);
+                        if i % 2 == 0 {
+                            cache.insert(k, v);
+                            inserted.push(v);
+                        } else {
+                            cache.get_or_init(&k, || {
+                                initialized.push(v);
+                                v
+                            });
+                        }
+                    }
+                    (inserted, initialized)
+                })
+            })
+            .collect();
+        barrier.wait();
+        for round in 0..200usize {
+            cache.resize(16 + (round * 37) % 300).unwrap();
+        }
+        cache.resize(40).unwrap();
+        let (mut inserted, mut initialized) = (Vec::new(), Vec::new());
+        for writer in writers {
+            let (a, b) = writer.join().unwrap();
+            inserted.extend(a);
+            initialized.extend(b);
+        }
+        (inserted, initialized)
+    });
+    let stats = cache.stats();
+    assert!(
+        stats.len <= 40,
+        "{} entries over a capacity of 40",
+        stats.len
+    );
+    assert_eq!(stats.capacity, Some(40));
+    let mut accounted = heard.lock().unwrap().clone();
+    accounted.extend(cache.to_vec().into_iter().map(|(_, v)| v));
+    let (mut even, odd): (Vec<u32>, Vec<u32>) = accounted.into_iter().partition(|v| v % 2 == 0);
+    even.sort_unstable();
+    let mut inserted = inserted;
+    inserted.sort_unstable();
+    assert!(
+        even == inserted,
+        "{} inserted values accounted for, of {}",
+        even.len(),
+        inserted.len()
+    );
+    let mut odd_unique = odd.clone();
+    odd_unique.sort_unstable();
+    odd_unique.dedup();
+    assert_eq!(
+        odd_unique.len(),
+        odd.len(),
+        "an initialized value heard twice"
+    );
+    let mut initialized = initialized;
+    initialized.sort_unstable();
+    assert!(
+        odd.iter().all(|v| initialized.binary_search(v).is_ok()),
+        "a value no init made"
+    );
+    cache.check_invariants();
+}

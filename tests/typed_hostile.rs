@@ -46,6 +46,7 @@ trait Api {
     fn remove(&self, id: u64) -> Option<u64>;
     fn clear(&self);
     fn purge_expired(&self) -> usize;
+    fn resize(&self, capacity: usize);
     fn contains(&self, id: u64) -> bool;
     fn len(&self) -> usize;
     fn stats(&self) -> CacheStats;
@@ -91,6 +92,9 @@ impl Api for TypedCache<Key, Value, TestState> {
     fn purge_expired(&self) -> usize {
         self.purge_expired()
     }
+    fn resize(&self, capacity: usize) {
+        self.resize(capacity).unwrap();
+    }
     fn contains(&self, id: u64) -> bool {
         self.contains_key(&Key::new(id))
     }
@@ -131,6 +135,9 @@ impl Api for AnyCache<Key, TestState> {
     }
     fn purge_expired(&self) -> usize {
         self.purge_expired()
+    }
+    fn resize(&self, capacity: usize) {
+        self.resize(capacity).unwrap();
     }
     fn contains(&self, id: u64) -> bool {
         self.contains_key::<Value, _>(&Key::new(id))
@@ -457,6 +464,15 @@ fn churned() -> Vec<u64> {
     (5_000..5_200).collect()
 }
 
+/// Resizes its cache to its capacity when dropped.
+struct Restore<'a, C: Api>(&'a C, usize);
+
+impl<C: Api> Drop for Restore<'_, C> {
+    fn drop(&mut self) {
+        self.0.resize(self.1);
+    }
+}
+
 /// Every write operation of both caches, on every shape.
 fn sweep_every_operation<C: Api>(make: fn(Shape, &ManualClock) -> C) {
     let mut panics = 0;
@@ -501,6 +517,15 @@ fn sweep_every_operation<C: Api>(make: fn(Shape, &ManualClock) -> C) {
             f.cache.purge_expired();
         });
         panics += sweep_all(shape, make, &churned(), |f| churn(f, 24));
+        // Shrinking evicts (through the listener and `Drop`); the bound
+        // the fixture was built with comes back, a planted panic or not
+        // (growing evicts nothing, so runs no user code).
+        if let Some(max) = shape.capacity {
+            panics += sweep_all(shape, make, &[], |f| {
+                let _restore = Restore(&f.cache, max);
+                f.cache.resize(2);
+            });
+        }
     }
     println!("{panics} planted panics caught");
     assert!(panics > 1_000, "only {panics} panics planted");
@@ -715,6 +740,12 @@ fn extreme_builder_arguments_are_errors_or_work() {
     assert_eq!(cache.get(&7), Some(7));
     clock.advance(Duration::MAX);
     assert_eq!(cache.len(), 100);
+    assert_eq!(cache.stats().capacity, Some(usize::MAX));
+    assert!(matches!(cache.resize(0), Err(BuildError::ZeroCapacity)));
+    cache.resize(1).unwrap();
+    assert_eq!(cache.len(), 1);
+    cache.resize(usize::MAX).unwrap();
+    assert_eq!(cache.stats().capacity, Some(usize::MAX));
     cache.check_invariants();
     let any = AnyCache::<u8>::builder()
         .capacity(usize::MAX)

@@ -1,6 +1,6 @@
 //! loom models of `TypedCache`'s user writes against concurrent inits, its
 //! release of expired entries by racing writes, and its global
-//! `capacity` bound across shards: the real cache code over
+//! `capacity` bound across shards, also while `resize` shrinks it: the real cache code over
 //! loom's locks and atomics. Each model has a negative control that runs a
 //! deliberately broken protocol (`TypedFault`) and must fail.
 #![cfg(loom)]
@@ -219,4 +219,57 @@ fn typed_writes_release_an_expired_entry_once() {
 #[should_panic(expected = "an expired entry outlived the writes to its shard")]
 fn typed_expiry_negative_control_write_skips_sweep() {
     writes_release_an_expired_entry_once(TypedFault::WriteSkipsSweep);
+}
+
+/// A full cache of `capacity(2)` over two shards shrinks to 1 while
+/// another thread inserts a third key: once both are done the cache holds
+/// at most one entry, `len()` agrees with the entries `get` finds, and the
+/// capacity is the new one. (The resize sets the capacity before it
+/// evicts; an insert reads it after storing, so one of the two sees the
+/// other.)
+fn bound_holds_while_resize_races_insert(fault: TypedFault) {
+    let _fault = inject(fault);
+    loom::model(move || {
+        let cache = Arc::new(
+            TypedCache::<u32, u32>::builder()
+                .shards(2)
+                .capacity(2)
+                .build()
+                .unwrap(),
+        );
+        let first = 1;
+        let second = (2..)
+            .find(|&key| shard_of(&cache, key) != shard_of(&cache, first))
+            .unwrap();
+        cache.insert(first, first);
+        cache.insert(second, second);
+        assert_eq!(cache.len(), 2, "set-up: both entries held");
+        let third = second + 1;
+        let resizer = {
+            let cache = Arc::clone(&cache);
+            thread::spawn(move || cache.resize(1).unwrap())
+        };
+        cache.insert(third, third);
+        resizer.join().unwrap();
+        let stats = cache.stats();
+        assert_eq!(stats.capacity, Some(1));
+        assert!(stats.len <= 1, "bound exceeded after the resize: {stats:?}");
+        let present = [first, second, third]
+            .iter()
+            .filter(|&&key| cache.get(&key).is_some())
+            .count();
+        assert_eq!(present, stats.len, "len disagrees with the entries");
+        cache.check_invariants();
+    });
+}
+
+#[test]
+fn typed_bound_holds_while_resize_races_insert() {
+    bound_holds_while_resize_races_insert(TypedFault::None);
+}
+
+#[test]
+#[should_panic(expected = "bound exceeded")]
+fn typed_resize_negative_control_capacity_after_shrink() {
+    bound_holds_while_resize_races_insert(TypedFault::CapacityAfterShrink);
 }

@@ -6,11 +6,14 @@ use std::borrow::Borrow;
 use super::{Clock, Exact, Expiry, Inserted, Lookup, S3Fifo, SWEEP_BUDGET, Shard};
 use crate::fault::broken;
 
-/// How each shard of an [`LruCache`](crate::LruCache) picks what to evict,
-/// and so which lock a hit takes. Set with
-/// [`LruCacheBuilder::policy`](crate::LruCacheBuilder::policy).
+/// How each shard of a cache picks what to evict, and so which lock a hit
+/// takes. Set with [`LruCacheBuilder::policy`](crate::LruCacheBuilder::policy)
+/// (default `Exact`: an `LruCache` is a least-recently-used cache unless
+/// asked otherwise) or [`TypedCacheBuilder::policy`](crate::TypedCacheBuilder::policy)
+/// (default `Clock`: a `TypedCache` is read far more than it is written,
+/// and `Clock`'s hits share the shard's lock at LRU's hit ratio).
 ///
-/// | | `Exact` (default) | `Clock` | `S3Fifo` |
+/// | | `Exact` | `Clock` | `S3Fifo` |
 /// |---|---|---|---|
 /// | eviction | the least recently used entry of the shard | the first entry the hand finds not used since it last passed | a new key used once leaves first; a proven key leaves once unused for a full pass |
 /// | a hit | moves the entry to the front: the shard's **exclusive** lock | sets the entry's reference bit: the shard's **shared** lock | bumps a 2-bit counter: the shard's **shared** lock |

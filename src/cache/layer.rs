@@ -158,7 +158,8 @@ pub(crate) struct Layer<K, V, S, L, T> {
     shards: Box<[L]>,
     pub(crate) hasher: S,
     pub(crate) policy: EvictionPolicy,
-    /// The clock, kept only when entries can expire.
+    /// The clock: `Some` exactly when the shards' entries can expire (the
+    /// hit paths choose their lookup by it, before locking).
     pub(crate) clock: Option<Arc<dyn Clock>>,
     pub(crate) listener: Option<Listener<K, V>>,
     /// The counts made under a shared lock or none, per thread.
@@ -396,6 +397,9 @@ impl<K: Hash + Eq, V, S: BuildHasher, L: ShardLock<Locked<K, V>>, T: Tally<K, V>
         if self.policy.shared_hits() {
             return self.get_shared(hash, key, project);
         }
+        if self.clock.is_some() {
+            return self.get_expiring(hash, key, project);
+        }
         let mut guard = self.shard(hash).write();
         let shard = &mut *guard;
         #[cfg(loom)]
@@ -409,17 +413,16 @@ impl<K: Hash + Eq, V, S: BuildHasher, L: ShardLock<Locked<K, V>>, T: Tally<K, V>
             self.racy_requests.store(n + 1, Ordering::SeqCst);
             return found;
         }
-        // The write lock is for `Exact`; with expiry, out of line.
-        let PolicyShard::Exact(entries) = &mut shard.entries else {
-            // The clock is user code: read with no lock held.
-            drop(guard);
-            return self.get_expiring(hash, key, project);
+        let found = match &mut shard.entries {
+            // No expiry: a lookup finds the entry or nothing.
+            PolicyShard::Exact(entries) => entries.get(hash, key, 0).live(),
+            _ => unreachable!("a shard whose entries can expire has a clock"),
         };
-        // No expiry: a lookup finds the entry or nothing.
-        match entries.get(hash, key, 0).live() {
+        // Counted before `project` runs, so a panicking projection leaves
+        // the counters matching the lookups made. One constant event an
+        // arm (a computed one costs the hit a bounds check).
+        match found {
             Some(value) => {
-                // Counted before `project` runs, so a panicking projection
-                // leaves the counters matching the lookups made.
                 shard.counters.record(Event::Hit);
                 Some(project(value))
             }
@@ -428,31 +431,6 @@ impl<K: Hash + Eq, V, S: BuildHasher, L: ShardLock<Locked<K, V>>, T: Tally<K, V>
                 None
             }
         }
-    }
-
-    /// [`get_with`](Self::get_with) under `Exact` in a shard whose entries
-    /// can expire.
-    #[inline(never)]
-    fn get_expiring<Q, R>(&self, hash: u64, key: &Q, project: impl FnOnce(&V) -> R) -> Option<R>
-    where
-        K: Borrow<Q>,
-        Q: ?Sized + Eq,
-    {
-        let now = self.now();
-        let mut guard = self.shard(hash).write();
-        let shard = &mut *guard;
-        let found = match shard.entries.get(hash, key, || now) {
-            Lookup::Live(value) => Some(value),
-            Lookup::Missing => None,
-            Lookup::Expired => {
-                shard.counters.record(Event::Miss);
-                drop(guard);
-                self.release_expired(hash, key, now);
-                return None;
-            }
-        };
-        shard.counters.record(Event::lookup(found.is_some()));
-        found.map(project)
     }
 
     /// [`get_with`](Self::get_with) under `Clock` or `S3Fifo`: the shard's
@@ -476,16 +454,15 @@ impl<K: Hash + Eq, V, S: BuildHasher, L: ShardLock<Locked<K, V>>, T: Tally<K, V>
             self.striped.record(Event::lookup(found.is_some()));
             return found;
         }
+        if self.clock.is_some() {
+            return self.get_shared_expiring(hash, key, project);
+        }
         let shard = self.shard(hash).read();
         let found = match &shard.entries {
             // No expiry: a lookup finds the entry or nothing.
             PolicyShard::Clock(entries) => entries.get_shared(hash, key, 0, true).live(),
             PolicyShard::S3Fifo(entries) => entries.get_shared(hash, key, 0, true).live(),
-            _ => {
-                // The clock is user code: read with no lock held.
-                drop(shard);
-                return self.get_shared_expiring(hash, key, project);
-            }
+            _ => unreachable!("a shard whose entries can expire has a clock"),
         };
         #[cfg(loom)]
         if broken!(LruFault::RacyStats) {
@@ -511,8 +488,38 @@ impl<K: Hash + Eq, V, S: BuildHasher, L: ShardLock<Locked<K, V>>, T: Tally<K, V>
         }
     }
 
-    /// [`get_shared`](Self::get_shared) in a shard whose entries can
-    /// expire.
+    /// [`get_with`](Self::get_with) under `Exact` when entries can
+    /// expire; out of line, so the hit path without expiry stays small.
+    #[inline(never)]
+    fn get_expiring<Q, R>(&self, hash: u64, key: &Q, project: impl FnOnce(&V) -> R) -> Option<R>
+    where
+        K: Borrow<Q>,
+        Q: ?Sized + Eq,
+    {
+        // The clock is user code: read with no lock held.
+        let now = self.now();
+        let mut guard = self.shard(hash).write();
+        let shard = &mut *guard;
+        match shard.entries.get(hash, key, || now) {
+            Lookup::Live(value) => {
+                shard.counters.record(Event::Hit);
+                Some(project(value))
+            }
+            Lookup::Missing => {
+                shard.counters.record(Event::Miss);
+                None
+            }
+            Lookup::Expired => {
+                shard.counters.record(Event::Miss);
+                drop(guard);
+                self.release_expired(hash, key, now);
+                None
+            }
+        }
+    }
+
+    /// [`get_shared`](Self::get_shared) when entries can expire; out of
+    /// line, so the hit path without expiry stays small.
     #[inline(never)]
     fn get_shared_expiring<Q, R>(
         &self,
@@ -524,20 +531,25 @@ impl<K: Hash + Eq, V, S: BuildHasher, L: ShardLock<Locked<K, V>>, T: Tally<K, V>
         K: Borrow<Q>,
         Q: ?Sized + Eq,
     {
+        // The clock is user code: read with no lock held.
         let now = self.now();
         let shard = self.shard(hash).read();
-        let found = match shard.entries.get_shared(hash, key, || now) {
-            Lookup::Live(value) => Some(value),
-            Lookup::Missing => None,
+        match shard.entries.get_shared(hash, key, || now) {
+            Lookup::Live(value) => {
+                self.striped.record(Event::Hit);
+                Some(project(value))
+            }
+            Lookup::Missing => {
+                self.striped.record(Event::Miss);
+                None
+            }
             Lookup::Expired => {
                 drop(shard);
                 self.striped.record(Event::Miss);
                 self.release_expired(hash, key, now);
-                return None;
+                None
             }
-        };
-        self.striped.record(Event::lookup(found.is_some()));
-        found.map(project)
+        }
     }
 
     /// Removes the key's entry if it has expired (found so by a lookup),

@@ -1,5 +1,6 @@
-//! The cache engine under [`LruCache`](crate::LruCache): one sequential
-//! shard, generic over its eviction policy.
+//! The cache engine under both caches, [`LruCache`](crate::LruCache) and
+//! [`TypedCache`](crate::TypedCache): one sequential shard generic over
+//! its eviction policy, and one concurrent layer of such shards.
 //!
 //! - `shard.rs`: [`Shard`], the slab of entries with stored hashes, the
 //!   slot table (`crate::node_index`), weight accounting, swap-remove,
@@ -10,13 +11,22 @@
 //!   `s3fifo.rs` (S3-FIFO) with `ghost.rs` (its ghost of evicted hashes):
 //!   the policies, one a file; `list.rs`: the doubly linked list that exact
 //!   LRU and S3-FIFO's queues thread through the entries.
+//! - `eviction_policy.rs`: [`EvictionPolicy`], the user's choice, and
+//!   `PolicyShard`, a shard of the chosen policy (with or without expiry)
+//!   behind one type.
 //! - `expiry.rs`: time to live and time to idle for any policy's shard,
 //!   the side table of entry times kept only when entries can expire, and
 //!   the bounded sweep.
-//! - `load.rs`: load on miss for both concurrent faces (`LruCache`,
-//!   `TypedCache`) over `crate::flight`; `stats.rs`: their counters.
-//! - `displaced.rs`: what an insert hands back to drop unlocked;
-//!   `weigher.rs`: the user's weigher.
+//! - `layer.rs`: [`Layer`], the shards behind the face's lock
+//!   (parking_lot `RwLock` for `LruCache`, crossbeam `ShardedLock` for
+//!   `TypedCache`: why, in its docs), hash-to-shard, the clock, lookups
+//!   and hit counting, clear, purge, copy-out, statistics, "collect
+//!   removals, unlock, then notify", and the invariant check over shards.
+//! - `load.rs`: load on miss for both faces over `crate::flight`;
+//!   `stats.rs`: their counters.
+//! - `builder.rs`: the settings both builders share; `displaced.rs`: what
+//!   an insert hands back to drop unlocked; `weigher.rs`: the user's
+//!   weigher.
 //!
 //! Design notes and measurements: `design/lru.md`.
 

@@ -1,5 +1,6 @@
-//! [`LruCache`]: the concurrent wrapper that shards the engine's
-//! [`PolicyShard`]s (exact LRU, CLOCK or S3-FIFO) behind reader-writer locks.
+//! [`LruCache`]: the engine's layer ([`Layer`]: [`PolicyShard`]s of exact
+//! LRU, CLOCK or S3-FIFO behind reader-writer locks), each shard bounded
+//! by its share of the capacity.
 //!
 //! # Locks
 //!

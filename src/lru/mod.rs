@@ -2,14 +2,14 @@
 //! single-flight load-on-miss, the concurrent form of Python's
 //! `functools.lru_cache`.
 //!
-//! One shard's entries and eviction are the engine's (`crate::cache`:
-//! exact LRU, CLOCK, S3-FIFO); this module is the concurrent face.
+//! The shards, their locks, lookups, expiry and statistics are the
+//! engine's (`crate::cache`: its `Layer` over exact LRU, CLOCK or S3-FIFO
+//! shards); this module is the face with a hard bound.
 //!
-//! - `policy.rs`: [`EvictionPolicy`], and the engine shard under the policy
-//!   chosen at run time.
-//! - `cache.rs`: the concurrent wrapper (one padded reader-writer lock per
-//!   shard); `read.rs`: its lookups (`get`, `get_with`,
-//!   `peek`, `peek_with`) and what a hit writes.
+//! - `cache.rs`: [`LruCache`] over the engine's layer (one padded
+//!   reader-writer lock per shard), each shard bounded by its share of the
+//!   capacity; `read.rs`: its lookups (`get`, `get_with`, `peek`,
+//!   `peek_with`).
 //! - `load.rs`: load on miss (the face's side of `crate::cache::load`),
 //!   and [`LoadingLruCache`].
 //! - `load_async.rs`, `async_loading.rs`: async load on miss, and

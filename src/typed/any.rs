@@ -601,6 +601,28 @@ where
         self.raw.contains_key(&view as &dyn KeyView<Q>)
     }
 
+    /// Changes the capacity, bounding a cache built without one; shrinking
+    /// evicts until the entries fit (see
+    /// [`TypedCache::resize`](crate::TypedCache::resize)).
+    ///
+    /// # Errors
+    ///
+    /// [`BuildError::ZeroCapacity`](crate::BuildError::ZeroCapacity) for a
+    /// capacity of 0; the cache is then unchanged.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let cache: larder::AnyCache<u8> = larder::AnyCache::new();
+    /// cache.insert(1, 'a');
+    /// cache.insert(2, 2_u64);
+    /// cache.resize(1).unwrap();
+    /// assert_eq!(cache.len(), 1);
+    /// ```
+    pub fn resize(&self, capacity: usize) -> Result<(), crate::BuildError> {
+        self.raw.resize(capacity)
+    }
+
     /// Removes every expired entry now; returns how many. Not needed for
     /// expiry to work: as in [`TypedCache::purge_expired`], writes and
     /// reads release expired entries a few at a time.

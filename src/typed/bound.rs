@@ -16,7 +16,7 @@
 use crate::cache::{Locked, MAX_SHARD_CAPACITY, Tally, Weigher};
 use crate::fault::broken;
 use crate::removal::{Removal, RemovalCause, tagged};
-use crate::sync::{AtomicU64, AtomicUsize, CachePadded, Ordering, ShardedLock};
+use crate::sync::{AtomicU64, AtomicUsize, CachePadded, Mutex, Ordering, ShardedLock};
 
 /// The totals over all shards, on one cache line (written together).
 struct Totals {
@@ -34,14 +34,20 @@ pub(crate) struct Size {
     weight: u64,
 }
 
+/// The capacity of an unbounded cache (a capacity of 0 is refused).
+const UNBOUNDED: usize = 0;
+
 pub(crate) struct Bound<K, V> {
-    /// The most entries, or with a weigher the most total weight.
-    capacity: Option<usize>,
+    /// The most entries, or with a weigher the most total weight;
+    /// [`UNBOUNDED`] for no bound. Changed only by `resize`.
+    capacity: AtomicUsize,
     /// Each shard's share of the capacity (rounded up): eviction takes
     /// from the shards over it first (see `evict_locked`).
-    share: u64,
+    share: AtomicU64,
     weigher: Option<Weigher<K, V>>,
     totals: CachePadded<Totals>,
+    /// Serializes resizes.
+    resizing: Mutex<()>,
 }
 
 impl<K, V> Bound<K, V> {
@@ -52,29 +58,77 @@ impl<K, V> Bound<K, V> {
         weigher: Option<Weigher<K, V>>,
         shards: usize,
     ) -> Self {
-        let capacity = match weigher {
-            Some(_) => capacity.map(|max| max.min(MAX_SHARD_CAPACITY)),
-            None => capacity,
-        };
-        Self {
-            capacity,
-            share: capacity.map_or(0, |max| max.div_ceil(shards) as u64),
+        let bound = Self {
+            capacity: AtomicUsize::new(UNBOUNDED),
+            share: AtomicU64::new(0),
             weigher,
             totals: CachePadded::new(Totals {
                 len: AtomicUsize::new(0),
                 weight: AtomicU64::new(0),
             }),
+            resizing: Mutex::new(()),
+        };
+        if let Some(max) = capacity {
+            bound.set_capacity(max, shards);
         }
+        bound
+    }
+
+    /// Sets the capacity (with a weigher held to [`MAX_SHARD_CAPACITY`])
+    /// and each of `shards` shards' share of it; returns the capacity set.
+    fn set_capacity(&self, capacity: usize, shards: usize) -> usize {
+        debug_assert_ne!(capacity, UNBOUNDED, "a capacity of 0 is refused earlier");
+        let capacity = match self.weigher {
+            Some(_) => capacity.min(MAX_SHARD_CAPACITY),
+            None => capacity,
+        };
+        let share = capacity.div_ceil(shards) as u64;
+        self.share.store(share, Ordering::SeqCst);
+        self.capacity.store(capacity, Ordering::SeqCst);
+        capacity
     }
 
     #[inline]
     pub(crate) fn capacity(&self) -> Option<usize> {
-        self.capacity
+        let capacity = self.capacity.load(Ordering::SeqCst);
+        (capacity != UNBOUNDED).then_some(capacity)
     }
 
     /// Each shard's share of the capacity, `None` when unbounded.
     pub(crate) fn share(&self) -> Option<usize> {
-        self.capacity.map(|_| self.share as usize)
+        let share = self.share.load(Ordering::SeqCst) as usize;
+        self.capacity().map(|_| share)
+    }
+
+    /// Changes the capacity to `capacity`, then evicts until the totals
+    /// fit: first from the shards over their new share, each down to it,
+    /// then from any. Resizes are serialized; concurrent writes evict to
+    /// whichever capacity they read.
+    pub(crate) fn resize(
+        &self,
+        shards: &[ShardedLock<Locked<K, V>>],
+        capacity: usize,
+        now: u64,
+        garbage: &mut Vec<Removal<K, V>>,
+    ) {
+        let _serial = self.resizing.lock();
+        // BROKEN on purpose (loom negative control): the eviction runs
+        // before the new capacity is set, so a write landing in between
+        // evicts to the old one and stays.
+        let late = broken!(TypedFault::CapacityAfterShrink);
+        let max = match late {
+            false => self.set_capacity(capacity, shards.len()),
+            true => capacity,
+        };
+        // No entry to keep: two passes sparing two different hashes, so an
+        // entry with either hash is still a victim in the other pass.
+        for keep in [0, 1] {
+            self.evict_locked(&mut shards[0].write(), max, keep, now, garbage, true);
+            self.evict_elsewhere(shards, max, 0, keep, now, garbage);
+        }
+        if late {
+            self.set_capacity(capacity, shards.len());
+        }
     }
 
     /// Whether a weigher is set (the `W` of the methods below).
@@ -92,7 +146,7 @@ impl<K, V> Bound<K, V> {
             return Some(1);
         };
         let weight = weigher(key, value).max(1);
-        match self.capacity {
+        match self.capacity() {
             Some(max) if weight as usize > max => None,
             _ => Some(weight),
         }
@@ -160,12 +214,6 @@ impl<K, V> Bound<K, V> {
         }
     }
 
-    /// Whether the cache can be over its bound (is bounded).
-    #[inline]
-    pub(crate) fn bounded(&self) -> bool {
-        self.capacity.is_some()
-    }
-
     pub(crate) fn len(&self) -> usize {
         self.totals.len.load(Ordering::SeqCst)
     }
@@ -203,17 +251,15 @@ impl<K, V> Bound<K, V> {
     pub(crate) fn evict_locked(
         &self,
         core: &mut Locked<K, V>,
+        max: usize,
         keep: u64,
         now: u64,
         garbage: &mut Vec<Removal<K, V>>,
         down_to_share: bool,
     ) {
-        let Some(max) = self.capacity else {
-            return;
-        };
         while self.over(max) {
             let before = self.size(core);
-            if down_to_share && self.held(before) <= self.share {
+            if down_to_share && self.held(before) <= self.share.load(Ordering::SeqCst) {
                 break;
             }
             if !evict_one(core, keep, now, garbage) {
@@ -238,31 +284,29 @@ impl<K, V> Bound<K, V> {
     pub(crate) fn evict_elsewhere(
         &self,
         shards: &[ShardedLock<Locked<K, V>>],
+        max: usize,
         start: usize,
         keep: u64,
         now: u64,
         garbage: &mut Vec<Removal<K, V>>,
     ) {
-        let Some(max) = self.capacity else {
-            return;
-        };
         let n = shards.len();
         for step in 1..n {
             if !self.over(max) {
                 return;
             }
             let shard = &shards[(start + step) % n];
-            if self.held(self.size(&shard.read())) <= self.share {
+            if self.held(self.size(&shard.read())) <= self.share.load(Ordering::SeqCst) {
                 continue;
             }
-            self.evict_locked(&mut shard.write(), keep, now, garbage, true);
+            self.evict_locked(&mut shard.write(), max, keep, now, garbage, true);
         }
         for step in 0..n {
             if !self.over(max) {
                 return;
             }
             let mut core = shards[(start + step) % n].write();
-            self.evict_locked(&mut core, keep, now, garbage, false);
+            self.evict_locked(&mut core, max, keep, now, garbage, false);
         }
     }
 
@@ -273,7 +317,7 @@ impl<K, V> Bound<K, V> {
             let total = self.totals.weight.load(Ordering::SeqCst);
             assert_eq!(weight, total, "weight out of step with the shards");
         }
-        if let Some(max) = self.capacity {
+        if let Some(max) = self.capacity() {
             let held = if self.weigher.is_some() {
                 weight
             } else {

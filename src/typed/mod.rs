@@ -548,6 +548,41 @@ where
         self.raw.contains_key(key)
     }
 
+    /// Changes the capacity (with a [`weigher`](TypedCacheBuilder::weigher),
+    /// the total weight), bounding a cache built without one. Shrinking
+    /// evicts, from the shards over their share of the new capacity first,
+    /// until the entries fit; the evicted entries go to the removal
+    /// listener ([`RemovalCause::Evicted`](crate::RemovalCause::Evicted))
+    /// after their shard's lock is released, and count as evictions.
+    /// Resizes are serialized; a write running alongside evicts to
+    /// whichever capacity it reads.
+    ///
+    /// # Errors
+    ///
+    /// [`BuildError::ZeroCapacity`](crate::BuildError::ZeroCapacity) for a
+    /// capacity of 0; the cache is then unchanged.
+    ///
+    /// # Panics
+    ///
+    /// If the removal listener or an evicted entry's `Drop` panics; the
+    /// capacity has changed and the cache is within it.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let cache = larder::TypedCache::<u32, u32>::builder().capacity(100).build().unwrap();
+    /// for i in 0..100 {
+    ///     cache.insert(i, i);
+    /// }
+    /// cache.resize(10).unwrap();
+    /// assert_eq!(cache.len(), 10);
+    /// assert_eq!(cache.stats().capacity, Some(10));
+    /// assert!(cache.resize(0).is_err());
+    /// ```
+    pub fn resize(&self, capacity: usize) -> Result<(), crate::BuildError> {
+        self.raw.resize(capacity)
+    }
+
     /// Removes every expired entry now, in every shard; returns how many.
     /// The listener gets each as [`RemovalCause::Expired`](crate::RemovalCause::Expired).
     ///

@@ -1,7 +1,8 @@
 //! The concurrent wrapper shared by [`TypedCache`](super::TypedCache) and
-//! [`AnyCache`](super::AnyCache): key shards (engine shards, see
-//! [`crate::cache`]) behind sharded reader-writer locks, single-flight init
-//! through [`FlightGroup`], the global bound, the clock and the statistics.
+//! [`AnyCache`](super::AnyCache): the engine's layer
+//! ([`crate::cache::Layer`]: the shards, lookups, the clock, statistics)
+//! over sharded reader-writer locks, with single-flight init through
+//! [`FlightGroup`] and the global bound ([`Bound`]) as what this face adds.
 //!
 //! # Locks
 //!
@@ -15,9 +16,8 @@
 //!   (the flight protocol calls our `lookup` and `publish` with none of its
 //!   locks held).
 //! - No user code runs under a shard lock except `K: Eq`, in a lookup by
-//!   key, and in a lookup the clock (only when entries can expire), each
-//!   before that operation's first change (see `cache/shard.rs`). The
-//!   key's `Hash` runs before the lock is taken; `K: Clone`
+//!   key, before that operation's first change (see `cache/shard.rs`). The
+//!   key's `Hash` and the clock run before the lock is taken; `K: Clone`
 //!   and `V: Clone` (an init's key and value, to store them) before it
 //!   too; inits run with no lock held; and removed, replaced, expired and
 //!   evicted keys and values go to the listener and are dropped after
@@ -34,7 +34,8 @@
 //! weight): a store evicts while the total is over `capacity`, never the
 //! entry it just stored, from its own shard while that holds more than its
 //! share (`capacity / shards`), then from the shards over theirs, one lock at
-//! a time, so that the shards stay level.
+//! a time, so that the shards stay level. `resize` changes the capacity and
+//! evicts the same way, serialized with other resizes.
 //!
 //! # Expiry
 //!
@@ -52,6 +53,7 @@ use crate::EvictionPolicy;
 use crate::cache::{
     Event, Expiry, Layer, LoadFace, Locked, MAX_SHARD_CAPACITY, PolicyShard, SWEEP_BUDGET, Weigher,
 };
+use crate::error::BuildError;
 use crate::fault::broken;
 use crate::flight::{FlightGroup, Looked};
 use crate::removal::{Listener, Removal, RemovalCause, copy_unlocked, tagged};
@@ -386,15 +388,16 @@ where
             self.layer
                 .tally
                 .account_as::<W>(before, self.layer.tally.size_as::<W>(&core));
-            if self.layer.tally.bounded() && !skip_eviction {
-                (self.layer.tally).evict_locked(&mut core, hash, now, &mut garbage, true);
+            // The capacity is read after the store (a resize sets it
+            // before it evicts, so one of the two sees the other).
+            if let Some(max) = self.layer.tally.capacity().filter(|_| !skip_eviction) {
+                (self.layer.tally).evict_locked(&mut core, max, hash, now, &mut garbage, true);
             }
             replaced
         };
-        if self.layer.tally.bounded() && !skip_eviction {
-            self.layer
-                .tally
-                .evict_elsewhere(self.layer.shards(), shard, hash, now, &mut garbage);
+        if let Some(max) = self.layer.tally.capacity().filter(|_| !skip_eviction) {
+            let shards = self.layer.shards();
+            (self.layer.tally).evict_elsewhere(shards, max, shard, hash, now, &mut garbage);
         }
         self.release_returning(garbage, replaced)
     }
@@ -471,6 +474,18 @@ where
     /// panicking `Drop` reaches the caller only once every shard is empty.
     pub(crate) fn clear(&self) {
         self.layer.clear();
+    }
+
+    /// Changes the capacity; see `Bound::resize`.
+    pub(crate) fn resize(&self, capacity: usize) -> Result<(), BuildError> {
+        if capacity == 0 {
+            return Err(BuildError::ZeroCapacity);
+        }
+        let (shards, now) = (self.layer.shards(), self.layer.now());
+        let mut garbage = Vec::new();
+        (self.layer.tally).resize(shards, capacity, now, &mut garbage);
+        self.release(garbage);
+        Ok(())
     }
 
     pub(crate) fn purge_expired(&self) -> usize {

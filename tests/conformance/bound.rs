@@ -97,10 +97,8 @@ pub fn the_bound_holds_against_the_model<F: Face>(axes: &Axes) {
                 94..97 => purged = Some(cache.purge_expired()),
                 _ => {
                     let capacity = rng.capacity(axes.weighted);
-                    if let Some(resized) = cache.resize(capacity) {
-                        resized.unwrap();
-                        model.resize(capacity);
-                    }
+                    cache.resize(capacity).unwrap();
+                    model.resize(capacity);
                 }
             }
             let settled = model.settle(&log, &op);

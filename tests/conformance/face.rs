@@ -135,9 +135,7 @@ pub trait Face: Send + Sync + Sized {
         f: impl FnOnce() -> Result<Value, E>,
     ) -> Result<Value, Arc<E>>;
     fn stats(&self) -> CacheStats;
-    /// `None` if the face cannot be resized.
-    fn resize(&self, capacity: usize) -> Option<Result<(), BuildError>>;
-    /// `None` if the face has no `purge_expired`.
+    fn resize(&self, capacity: usize) -> Result<(), BuildError>;
     fn purge_expired(&self) -> usize;
     fn check_invariants(&self);
 }
@@ -229,8 +227,8 @@ impl Face for Lru {
     fn stats(&self) -> CacheStats {
         LruCache::stats(self)
     }
-    fn resize(&self, capacity: usize) -> Option<Result<(), BuildError>> {
-        Some(LruCache::resize(self, capacity))
+    fn resize(&self, capacity: usize) -> Result<(), BuildError> {
+        LruCache::resize(self, capacity)
     }
     fn purge_expired(&self) -> usize {
         LruCache::purge_expired(self)
@@ -326,9 +324,8 @@ impl Face for Typed {
     fn stats(&self) -> CacheStats {
         TypedCache::stats(self)
     }
-    fn resize(&self, _capacity: usize) -> Option<Result<(), BuildError>> {
-        // TODO(wiring): `Some(TypedCache::resize(self, capacity))` if it gains one.
-        None
+    fn resize(&self, capacity: usize) -> Result<(), BuildError> {
+        TypedCache::resize(self, capacity)
     }
     fn purge_expired(&self) -> usize {
         TypedCache::purge_expired(self)
