@@ -167,8 +167,8 @@ impl<K, V, S> LruCacheBuilder<K, V, S> {
 
     /// The clock expiry reads (default: [`SystemClock`](crate::SystemClock)). Tests pass a
     /// [`ManualClock`](crate::ManualClock) clone and move it by hand. Lookups
-    /// read it before taking a shard's lock, inserts under it (before
-    /// changing anything): it must not call this cache.
+    /// and inserts read it under a shard's lock (before changing anything):
+    /// it must not call this cache.
     ///
     /// # Examples
     ///

@@ -19,7 +19,7 @@
 //!
 //! No user code runs under a shard lock except `K: Eq` inside a lookup
 //! (which reads only, so a panic there changes nothing) and, with expiry,
-//! the clock in an insert (before it changes anything). Hashing, cloning of
+//! the clock in a lookup or an insert (before it changes anything). Hashing, cloning of
 //! keys, loaders, the eviction listener and the `Drop` of every removed key
 //! and value run after the lock is released.
 

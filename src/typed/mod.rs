@@ -80,12 +80,13 @@ use raw::Raw;
 /// - **Panics stay with the panicking caller.** If `f` panics, the panic
 ///   unwinds through that caller only; the key is released, one of the
 ///   waiters runs its own `f`, and nothing is poisoned (unlike `LazyLock`).
-/// - **User code, and where it runs.** The key's `Hash` and the clock run
-///   before any lock is taken; the key's `Clone` (an init's key, to store
-///   it) and the weigher before the shard lock too; `f` with no lock held. Under a shard
-///   lock the only user code is the key's `Eq`, on a full 64-bit hash
-///   match, in the lookup that starts an operation and before its first
-///   change; besides it, only a hit's `V::clone` (or
+/// - **User code, and where it runs.** The key's `Hash` runs before any
+///   lock is taken, and so does the clock in a write; the key's `Clone`
+///   (an init's key, to store it) and the weigher before the shard lock
+///   too; `f` with no lock held. Under a shard lock the only user code is
+///   the key's `Eq`, on a full 64-bit hash match, in the lookup that
+///   starts an operation and before its first change, and with expiry the
+///   clock in a lookup (before any change too); besides them, only a hit's `V::clone` (or
 ///   [`get_with`](TypedCache::get_with)'s closure instead) and
 ///   [`to_vec`](TypedCache::to_vec)'s `K::clone` and `V::clone` run under a
 ///   shard's *read* lock (a hit's under its write lock with

@@ -16,8 +16,9 @@
 //!   (the flight protocol calls our `lookup` and `publish` with none of its
 //!   locks held).
 //! - No user code runs under a shard lock except `K: Eq`, in a lookup by
-//!   key, before that operation's first change (see `cache/shard.rs`). The
-//!   key's `Hash` and the clock run before the lock is taken; `K: Clone`
+//!   key, and in a lookup the clock (only when entries can expire), each
+//!   before that operation's first change (see `cache/shard.rs`). The
+//!   key's `Hash` runs before the lock is taken; `K: Clone`
 //!   and `V: Clone` (an init's key and value, to store them) before it
 //!   too; inits run with no lock held; and removed, replaced, expired and
 //!   evicted keys and values go to the listener and are dropped after
