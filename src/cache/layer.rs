@@ -52,8 +52,8 @@ pub(crate) trait ShardLock<T> {
     type Write<'a>: DerefMut<Target = T>
     where
         Self: 'a;
-    /// Whether a hit on a shard whose entries can expire runs inline in
-    /// the hit path (`TypedCache`, whose warm hits are its point: 35
+    /// Whether a shared-lock hit on a shard whose entries can expire runs
+    /// inline in the hit path (`TypedCache`, whose warm hits are its point: 35
     /// instructions less a hit with expiry) or out of line (`LruCache`,
     /// whose hit path without expiry it would cost 2-12).
     const INLINE_EXPIRY: bool;
@@ -419,8 +419,7 @@ impl<K: Hash + Eq, V, S: BuildHasher, L: ShardLock<Locked<K, V>>, T: Tally<K, V>
         let found = match &mut shard.entries {
             // No expiry: a lookup finds the entry or nothing.
             PolicyShard::Exact(entries) => entries.get(hash, key, 0).live(),
-            _ if L::INLINE_EXPIRY => return self.get_expiring(guard, hash, key, project),
-            _ => return self.get_expiring_cold(guard, hash, key, project),
+            _ => return self.get_expiring(guard, hash, key, project),
         };
         // Counted before `project` runs, so a panicking projection leaves
         // the counters matching the lookups made. One constant event an
@@ -494,8 +493,9 @@ impl<K: Hash + Eq, V, S: BuildHasher, L: ShardLock<Locked<K, V>>, T: Tally<K, V>
 
     /// [`get_with`](Self::get_with) under `Exact` in a shard whose entries
     /// can expire, on the write lock it holds. The clock is read under the
-    /// lock, before any change (user code, as in an insert).
-    #[inline(always)]
+    /// lock, before any change (user code, as in an insert). Out of line
+    /// under both locks: `Exact` hits take the write lock anyway.
+    #[inline(never)]
     fn get_expiring<Q, R>(
         &self,
         mut guard: L::Write<'_>,
@@ -524,22 +524,6 @@ impl<K: Hash + Eq, V, S: BuildHasher, L: ShardLock<Locked<K, V>>, T: Tally<K, V>
                 None
             }
         }
-    }
-
-    /// [`get_expiring`](Self::get_expiring) out of line.
-    #[inline(never)]
-    fn get_expiring_cold<Q, R>(
-        &self,
-        guard: L::Write<'_>,
-        hash: u64,
-        key: &Q,
-        project: impl FnOnce(&V) -> R,
-    ) -> Option<R>
-    where
-        K: Borrow<Q>,
-        Q: ?Sized + Eq,
-    {
-        self.get_expiring(guard, hash, key, project)
     }
 
     /// [`get_shared`](Self::get_shared) in a shard whose entries can
