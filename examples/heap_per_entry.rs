@@ -3,7 +3,7 @@
 //! with F times N distinct keys (F = 2 by default: so it is full and has
 //! evicted as many as it holds; 20 for the figures in the docs: a cache
 //! that has churned long enough to show growth that churn alone causes),
-//! then its resident memory is read.
+//! then its memory is read, two ways.
 //!
 //! ```text
 //! cargo run --release --example heap_per_entry -- 1000000 20  # 1M entries, 20M keys
@@ -11,14 +11,20 @@
 //! ```
 //!
 //! Each cache is measured in a fresh child process (this program run with
-//! the cache's name), as the growth of the process's resident set
-//! (`/proc/self/statm`) from just before the cache is built to just after it
-//! is filled, divided by the entries it then holds. That is the memory the
-//! cache costs the process, allocator overhead and freed-but-kept chunks
-//! included; it is not a count of requested bytes (a counting global
-//! allocator needs `unsafe`, which this crate forbids in every target). It
-//! also prints each cache's final `len` against its capacity: a cache that
-//! holds more than its bound is flagged, one that holds much less
+//! the cache's name), from just before the cache is built to just after it
+//! is filled, divided by the entries it then holds:
+//!
+//! - **heap**: the growth of the bytes the process holds allocated, as
+//!   asked of the allocator (a counting global allocator, the `cap`
+//!   crate's, around the system's). The same on every run for the same
+//!   hasher seeds; capacity reserved but never written counts.
+//! - **resident**: the growth of the process's resident set
+//!   (`/proc/self/statm`): what the cache costs the process, allocator
+//!   overhead and freed-but-kept chunks included, and pages reserved but
+//!   never written not.
+//!
+//! It also prints each cache's final `len` against its capacity: a cache
+//! that holds more than its bound is flagged, one that holds much less
 //! (per-shard bounds that evict early) shows it.
 //!
 //! The last row is not a cache: it is `N` values allocated as `Arc<u64>`
@@ -33,6 +39,10 @@ use std::num::NonZeroUsize;
 mod heap_common;
 
 use heap_common::{arguments, child_output, key, measured, resident};
+
+/// Counts the bytes allocated (the heap column).
+#[global_allocator]
+static ALLOCATOR: cap::Cap<std::alloc::System> = cap::Cap::new(std::alloc::System, usize::MAX);
 
 /// The caches measured, by the name passed to the child.
 const CACHES: &[&str] = &[
@@ -137,10 +147,16 @@ fn fill(name: &str, capacity: usize, times: usize) -> (Box<dyn std::any::Any>, u
     }
 }
 
-/// The child: measures one cache and prints `bytes len`.
+/// The child: measures one cache and prints `heap resident len`.
 fn child(name: &str, capacity: usize, times: usize) {
-    let (bytes, (cache, len)) = measured(|| fill(name, capacity, times));
-    println!("{bytes} {len}");
+    let mut heap = 0;
+    let (resident, (cache, len)) = measured(|| {
+        let before = ALLOCATOR.allocated();
+        let built = fill(name, capacity, times);
+        heap = ALLOCATOR.allocated().saturating_sub(before);
+        built
+    });
+    println!("{heap} {resident} {len}");
     drop(cache);
 }
 
@@ -157,23 +173,28 @@ fn main() {
     }
     let times = times.max(1);
     println!(
-        "resident memory per entry, {capacity} u64 -> u64 entries at most, filled with {times}x as many keys"
+        "memory per entry, {capacity} u64 -> u64 entries at most, filled with {times}x as many keys"
     );
     println!();
-    println!("| cache | bytes per entry held | len / capacity |");
-    println!("|---|---:|---|");
+    println!(
+        "| cache | heap bytes per entry held | resident bytes per entry held | len / capacity |"
+    );
+    println!("|---|---:|---:|---|");
     for name in CACHES {
         let text = child_output(name, &[capacity, times]);
         let mut fields = text.split_whitespace().map(|f| f.parse::<usize>().unwrap());
-        let (bytes, len) = (fields.next().unwrap(), fields.next().unwrap());
+        let mut field = || fields.next().expect("the child prints three numbers");
+        let (heap, resident, len) = (field(), field(), field());
         let flag = if len > capacity {
             " **over its bound**"
         } else {
             ""
         };
+        let per_entry = |bytes: usize| bytes as f64 / len.max(1) as f64;
         println!(
-            "| {name} | {:.1} | {len} / {capacity} ({:.2}%){flag} |",
-            bytes as f64 / len.max(1) as f64,
+            "| {name} | {:.1} | {:.1} | {len} / {capacity} ({:.2}%){flag} |",
+            per_entry(heap),
+            per_entry(resident),
             100.0 * len as f64 / capacity as f64,
         );
     }

@@ -343,6 +343,12 @@ impl<K, V> PolicyShard<K, V> {
         dispatch!(self, s => s.for_each(now, f))
     }
 
+    /// Slots the slab has room for (tests of memory).
+    #[cfg(test)]
+    pub(crate) fn slab_room(&self) -> usize {
+        dispatch!(self, s => s.room().0)
+    }
+
     #[cfg(any(test, feature = "testing"))]
     pub(crate) fn check_invariants(&self) {
         dispatch!(self, s => s.check_invariants())

@@ -97,18 +97,42 @@ fn a_weighted_shard_grows_only_as_far_as_its_capacity() {
 }
 
 #[test]
-fn a_shard_sized_for_a_share_stops_there_then_doubles() {
+fn a_shard_sized_for_a_share_stops_there_steps_then_doubles() {
     // An unbounded shard of a cache whose bound is global (`TypedCache`):
-    // its slab stops at the share it was sized for, and grows past it
-    // only if the shard holds more.
-    let mut shard = Shard::<u32, u32, Exact>::new(MAX_SHARD_CAPACITY);
-    shard.size_for(37);
-    for k in 0..37 {
+    // its slab stops at the share it was sized for, takes a step past it
+    // (1/64 of it or four square roots of it, whichever is more: a
+    // filling cache's shards are uneven, a full one's shard holds its
+    // share plus one for a moment), and doubles only if it holds more.
+    for (share, step) in [(37, 24), (640, 100), (102_400, 1_600)] {
+        let mut shard = Shard::<u32, u32, Exact>::new(MAX_SHARD_CAPACITY);
+        shard.size_for(share);
+        let mut k = 0;
+        let mut fill_to = |shard: &mut Shard<u32, u32, Exact>, n: u32| {
+            while k < n {
+                shard.insert(hash(k), k, k, 1, 0, 0);
+                k += 1;
+            }
+        };
+        fill_to(&mut shard, share as u32);
+        assert_eq!(shard.room().0, share, "at the share");
+        fill_to(&mut shard, share as u32 + 1);
+        assert_eq!(shard.room().0, share + step, "one past the share");
+        fill_to(&mut shard, (share + step) as u32);
+        assert_eq!(shard.room().0, share + step, "a step past the share");
+        fill_to(&mut shard, (share + step) as u32 + 1);
+        assert_eq!(shard.room().0, 2 * (share + step), "past the step");
+    }
+}
+
+#[test]
+fn a_shard_step_past_its_share_stops_at_the_capacity() {
+    // The step never takes the slab past the capacity.
+    let mut shard = Shard::<u32, u32, Exact>::new(40);
+    shard.size_for(38);
+    for k in 0..40 {
         shard.insert(hash(k), k, k, 1, 0, 0);
     }
-    assert_eq!(shard.room().0, 37);
-    shard.insert(hash(37), 37, 37, 1, 0, 0);
-    assert_eq!(shard.room().0, 74);
+    assert_eq!(shard.room().0, 40);
 }
 
 /// A hash that clusters buckets as a real hasher's does (see

@@ -136,6 +136,15 @@ pub(crate) struct Shard<K, V, P: Policy, const E: bool = false> {
     pub(crate) policy: P,
 }
 
+/// The room a shard sized for `expected` entries gets past them before
+/// its slab doubles: 1/64 of them, or four standard deviations of a
+/// shard's count under an even hash (four square roots of it) where that
+/// is more, so a cache filling up (its shards uneven until the bound
+/// evens them) does not double its shards' slabs either.
+fn past_share(expected: usize) -> usize {
+    (expected / 64).max(4 * expected.isqrt()).max(4)
+}
+
 impl<K, V, P: Policy, const E: bool> Shard<K, V, P, E> {
     /// An empty shard holding at most `capacity` (>= 1) weight, whose
     /// entries never expire.
@@ -509,17 +518,24 @@ impl<K, V, P: Policy, const E: bool> Shard<K, V, P, E> {
 
     /// Room for one more entry, made when the slab is full. The slab
     /// doubles, as a `Vec` does, but stops at the entries the shard is
-    /// [`expected`](Self::size_for) to hold before it doubles past them,
-    /// and never grows past the capacity (each entry weighs at least 1): a
-    /// full shard's slab is its size, not up to twice it. The side tables
-    /// (weights, times) get the same room.
+    /// [`expected`](Self::size_for) to hold, then at [`past_share`] more,
+    /// before it doubles past them, and never grows past the capacity (each
+    /// entry weighs at least 1): a full shard's slab is its size, not up to
+    /// twice it. A shard of a global bound (`TypedCache`) can hold more
+    /// than its share while the cache fills, and holds one more for a
+    /// moment before the bound evicts from it: the step keeps both from
+    /// doubling every shard's slab. The side tables (weights, times) get
+    /// the same room.
     #[cold]
     #[inline(never)]
     fn grow(&mut self) {
         let len = self.entries.len();
         let doubled = len.saturating_mul(2).max(4);
+        let past = self.expected.saturating_add(past_share(self.expected));
         let limit = if len < self.expected {
             self.expected
+        } else if len < past {
+            past.min(self.capacity)
         } else {
             self.capacity
         };

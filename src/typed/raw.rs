@@ -514,6 +514,13 @@ where
         shards.map(|shard| shard.read().entries.len()).collect()
     }
 
+    /// The entries each shard's slab has room for, in shard order.
+    #[cfg(test)]
+    pub(crate) fn shard_rooms(&self) -> Vec<usize> {
+        let shards = self.layer.shards().iter();
+        shards.map(|shard| shard.read().entries.slab_room()).collect()
+    }
+
     pub(crate) fn stats(&self) -> CacheStats {
         let mut stats = CacheStats::default();
         self.layer.count_into(&mut stats, |_| {});

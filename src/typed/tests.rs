@@ -474,3 +474,26 @@ fn small_integer_keys_under_an_identity_hash_use_every_shard() {
     );
     cache.check_invariants();
 }
+
+/// A full bounded cache keeps little room past what it holds: each shard's
+/// slab stops a step past its share (which a filling cache's shard can
+/// pass, and a full one's passes by one for a moment before the bound
+/// evicts), where doubling would have reserved twice the capacity.
+#[test]
+fn a_full_bounded_cache_reserves_a_step_past_each_share() {
+    let cache = TypedCache::<u64, u64>::builder()
+        .capacity(4_096)
+        .shards(4)
+        .build()
+        .unwrap();
+    for key in 0..3 * 4_096 {
+        cache.insert(key, key);
+    }
+    assert_eq!(cache.len(), 4_096);
+    let rooms = cache.raw.shard_rooms();
+    assert_eq!(rooms.len(), 4);
+    // A share of 1,024 and a step of 128 (four square roots of it) past it.
+    assert!(rooms.iter().all(|&room| room <= 1_024 + 128), "{rooms:?}");
+    assert!(rooms.iter().sum::<usize>() >= 4_096, "{rooms:?}");
+    cache.check_invariants();
+}
