@@ -129,6 +129,12 @@ impl<K, V> Bound<K, V> {
         if late {
             self.set_capacity(capacity, shards.len());
         }
+        // Each shard's slab growth and policy structures (S3-FIFO's queues
+        // and ghost) follow its new share, as at build (`Raw::new`).
+        let share = self.share.load(Ordering::SeqCst) as usize;
+        for shard in shards {
+            shard.write().entries.size_for(share);
+        }
     }
 
     /// Whether a weigher is set (the `W` of the methods below).

@@ -518,7 +518,9 @@ where
     #[cfg(test)]
     pub(crate) fn shard_rooms(&self) -> Vec<usize> {
         let shards = self.layer.shards().iter();
-        shards.map(|shard| shard.read().entries.slab_room()).collect()
+        shards
+            .map(|shard| shard.read().entries.slab_room())
+            .collect()
     }
 
     pub(crate) fn stats(&self) -> CacheStats {

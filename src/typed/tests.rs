@@ -497,3 +497,25 @@ fn a_full_bounded_cache_reserves_a_step_past_each_share() {
     assert!(rooms.iter().sum::<usize>() >= 4_096, "{rooms:?}");
     cache.check_invariants();
 }
+
+/// A resize sizes each shard for its new share: a cache built small and
+/// grown keeps as little room past its entries as one built at that size.
+#[test]
+fn a_resized_cache_sizes_its_shards_for_the_new_share() {
+    let cache = TypedCache::<u64, u64>::builder()
+        .capacity(64)
+        .shards(4)
+        .build()
+        .unwrap();
+    for key in 0..1_000 {
+        cache.insert(key, key);
+    }
+    cache.resize(4_096).unwrap();
+    for key in 0..3 * 4_096 {
+        cache.insert(key, key);
+    }
+    assert_eq!(cache.len(), 4_096);
+    let rooms = cache.raw.shard_rooms();
+    assert!(rooms.iter().all(|&room| room <= 1_024 + 128), "{rooms:?}");
+    cache.check_invariants();
+}
