@@ -1,7 +1,11 @@
 //! One conformance suite for both cache faces, `LruCache` and `TypedCache`:
 //! each case is written once against [`face::Face`] and run for every cell
-//! of the matrix face × policy × weights × expiry that `matrix!` generates
-//! (test names read `case::face::policy::weights_expiry`).
+//! of the matrix face × policy × weights × expiry × hashing that `matrix!`
+//! generates (test names read `case::face::policy::weights_expiry` with
+//! keys' hashes spread, and `case::face::policy::hashing::weights_expiry`
+//! where they collide: `one_hash`, every key hashes to 0; `two_hashes`,
+//! the keys share two hashes). Each runs under a watchdog: a case that
+//! spins fails by name.
 //!
 //! Both faces support every cell. A generated cell whose configuration
 //! the face refuses (`Face::supports`) fails; `supported_cells` pins down
@@ -33,6 +37,7 @@ mod model;
 mod writes;
 
 use face::{Axes, Expiry, Face, Lru, Policy, Typed};
+use hasher::Collide;
 
 /// Every case, by the name its tests carry.
 mod cases {
@@ -42,12 +47,21 @@ mod cases {
     pub use crate::writes::*;
 }
 
-/// Runs `case` on face `F` in one cell (which `F` must support).
-fn run<F: Face>(case: fn(&Axes), policy: Option<Policy>, weighted: bool, expiry: Expiry) {
+/// Runs `case` on face `F` in one cell (which `F` must support), under a
+/// watchdog.
+fn run<F: Face>(
+    case: fn(&Axes),
+    policy: Option<Policy>,
+    weighted: bool,
+    expiry: Expiry,
+    collide: Collide,
+) {
+    let _watchdog = watchdog::arm(std::time::Duration::from_secs(60));
     let axes = Axes {
         policy,
         weighted,
         expiry,
+        collide,
     };
     assert!(
         F::supports(&axes.config(1)),
@@ -75,6 +89,7 @@ fn supported<F: Face>() -> Vec<Axes> {
                     policy,
                     weighted,
                     expiry,
+                    collide: Collide::Not,
                 };
                 if F::supports(&axes.config(1)) {
                     cells.push(axes);
@@ -139,17 +154,26 @@ macro_rules! matrix {
         }
     };
     (@cells $case:ident, $face:ty, $policy:expr) => {
-        matrix!(@unweighted $case, $face, $policy);
-        matrix!(@cell $case, $face, $policy, weighted_never, true, Never);
-        matrix!(@cell $case, $face, $policy, weighted_ttl, true, Ttl);
-        matrix!(@cell $case, $face, $policy, weighted_tti, true, Tti);
+        matrix!(@hashing $case, $face, $policy, Not);
+        mod one_hash {
+            matrix!(@hashing $case, $face, $policy, All);
+        }
+        mod two_hashes {
+            matrix!(@hashing $case, $face, $policy, Two);
+        }
     };
-    (@unweighted $case:ident, $face:ty, $policy:expr) => {
-        matrix!(@cell $case, $face, $policy, unweighted_never, false, Never);
-        matrix!(@cell $case, $face, $policy, unweighted_ttl, false, Ttl);
-        matrix!(@cell $case, $face, $policy, unweighted_tti, false, Tti);
+    (@hashing $case:ident, $face:ty, $policy:expr, $collide:ident) => {
+        matrix!(@cell $case, $face, $policy, $collide, unweighted_never, false, Never);
+        matrix!(@cell $case, $face, $policy, $collide, unweighted_ttl, false, Ttl);
+        matrix!(@cell $case, $face, $policy, $collide, unweighted_tti, false, Tti);
+        matrix!(@cell $case, $face, $policy, $collide, weighted_never, true, Never);
+        matrix!(@cell $case, $face, $policy, $collide, weighted_ttl, true, Ttl);
+        matrix!(@cell $case, $face, $policy, $collide, weighted_tti, true, Tti);
     };
-    (@cell $case:ident, $face:ty, $policy:expr, $name:ident, $weighted:expr, $expiry:ident) => {
+    (
+        @cell $case:ident, $face:ty, $policy:expr, $collide:ident,
+        $name:ident, $weighted:expr, $expiry:ident
+    ) => {
         #[test]
         fn $name() {
             crate::run::<$face>(
@@ -157,6 +181,7 @@ macro_rules! matrix {
                 $policy,
                 $weighted,
                 crate::face::Expiry::$expiry,
+                crate::hasher::Collide::$collide,
             );
         }
     };
@@ -174,5 +199,6 @@ matrix!(
     expiry_deadlines,
     purge_expired_releases_the_expired,
     the_bound_holds_against_the_model,
+    every_insert_keeps_the_bound,
     resize_keeps_the_bound,
 );

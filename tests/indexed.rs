@@ -4,11 +4,13 @@
 //! run against the locks: `indexed_drop_order.rs`), and a time-bounded
 //! stress test with more threads than cores.
 
+#[path = "common/hasher.rs"]
+mod hasher;
 #[path = "common/watchdog.rs"]
 mod watchdog;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::hash::{Hash, Hasher};
+use std::hash::{BuildHasher, Hash, Hasher};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -131,7 +133,13 @@ fn op() -> impl Strategy<Value = Op> {
 }
 
 fn new_store() -> IndexedStore<u8, Obj> {
+    new_store_with(ahash::RandomState::new())
+}
+
+/// The proptest's store, hashing keys and index values with `hasher`.
+fn new_store_with<S: BuildHasher>(hasher: S) -> IndexedStore<u8, Obj, S> {
     IndexedStore::builder()
+        .hasher(hasher)
         .index("ns", ns_index)
         .index("label", label_index)
         .try_index("checked", checked_index)
@@ -139,7 +147,7 @@ fn new_store() -> IndexedStore<u8, Obj> {
         .unwrap()
 }
 
-fn keys_of(objects: &[Obj], store: &IndexedStore<u8, Obj>) -> Vec<u8> {
+fn keys_of<S: BuildHasher>(objects: &[Obj], store: &IndexedStore<u8, Obj, S>) -> Vec<u8> {
     // Objects are compared by value: find the keys holding equal objects,
     // each stored entry matched at most once (equal objects under two keys
     // have the same index values, so either match is as good).
@@ -156,7 +164,7 @@ fn keys_of(objects: &[Obj], store: &IndexedStore<u8, Obj>) -> Vec<u8> {
     keys
 }
 
-fn compare(store: &IndexedStore<u8, Obj>, model: &Model) {
+fn compare<S: BuildHasher>(store: &IndexedStore<u8, Obj, S>, model: &Model) {
     store.check_invariants();
     assert_eq!(store.len(), model.objects.len());
     let mut keys = store.keys();
@@ -195,7 +203,7 @@ fn compare(store: &IndexedStore<u8, Obj>, model: &Model) {
     ));
 }
 
-fn step(store: &IndexedStore<u8, Obj>, model: &mut Model, op: Op) {
+fn step<S: BuildHasher>(store: &IndexedStore<u8, Obj, S>, model: &mut Model, op: Op) {
     match op {
         Op::Insert(k, o) => {
             let result = store.insert(k, o.clone());
@@ -284,6 +292,23 @@ proptest! {
         ops in proptest::collection::vec(op(), 1..40)
     ) {
         let store = new_store();
+        let mut model = Model::new();
+        for op in ops {
+            step(&store, &mut model, op);
+            compare(&store, &model);
+        }
+    }
+
+    /// The same, with keys and index values whose hashes collide: every
+    /// one hashes to 0, or to one of two hashes.
+    #[test]
+    fn behaves_like_a_hashmap_when_hashes_collide(
+        two in any::<bool>(),
+        ops in proptest::collection::vec(op(), 1..40)
+    ) {
+        let _watchdog = watchdog::arm(Duration::from_secs(60));
+        let collide = if two { hasher::Collide::Two } else { hasher::Collide::All };
+        let store = new_store_with(hasher::TestState::colliding(collide));
         let mut model = Model::new();
         for op in ops {
             step(&store, &mut model, op);

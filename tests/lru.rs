@@ -5,12 +5,15 @@
 //! what every cache face shares, such as loads, their errors and panics,
 //! the bound and `resize`, in `conformance.rs`).
 
+#[path = "common/hasher.rs"]
+mod hasher;
 #[path = "lru/panics.rs"]
 mod panics;
 #[path = "common/watchdog.rs"]
 mod watchdog;
 
 use std::collections::VecDeque;
+use std::hash::BuildHasher;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -132,104 +135,148 @@ fn op() -> impl Strategy<Value = Op> {
     ]
 }
 
+/// One shard against the `VecDeque` model: every answer, the order, the
+/// statistics and the listener's events agree after every operation.
+fn one_shard_against_the_model<S: BuildHasher>(
+    hasher: S,
+    capacity: usize,
+    ops: Vec<Op>,
+) -> Result<(), TestCaseError> {
+    let evicted = Arc::new(Mutex::new(Vec::new()));
+    let log = Arc::clone(&evicted);
+    let cache = LruCache::builder()
+        .capacity(capacity)
+        .shards(1)
+        .hasher(hasher)
+        .eviction_listener(move |k: u8, v: u16, cause: RemovalCause| {
+            log.lock().unwrap().push((k, v, cause));
+        })
+        .build()
+        .unwrap();
+    let mut model = Model {
+        capacity,
+        ..Model::default()
+    };
+    for op in ops {
+        match op {
+            Op::Get(k) => prop_assert_eq!(cache.get(&k), model.get(k)),
+            Op::GetWith(k) => prop_assert_eq!(cache.get_with(&k, |v| *v), model.get(k)),
+            Op::Peek(k) => {
+                let expected = model.position(k).map(|at| model.entries[at].1);
+                prop_assert_eq!(cache.peek(&k), expected);
+            }
+            Op::PeekWith(k) => {
+                let expected = model.position(k).map(|at| model.entries[at].1);
+                prop_assert_eq!(cache.peek_with(&k, |v| *v), expected);
+            }
+            Op::Contains(k) => prop_assert_eq!(cache.contains_key(&k), model.position(k).is_some()),
+            Op::Insert(k, v) => prop_assert_eq!(cache.insert(k, v), model.insert(k, v)),
+            Op::Remove(k) => {
+                let expected = model
+                    .position(k)
+                    .map(|at| model.entries.remove(at).unwrap().1);
+                if let Some(v) = expected {
+                    model.removed.push((k, v, RemovalCause::Removed));
+                }
+                prop_assert_eq!(cache.remove(&k), expected);
+            }
+            Op::Resize(c) => {
+                cache.resize(c).unwrap();
+                model.capacity = c;
+                model.shrink();
+            }
+            Op::Clear => {
+                let logged = evicted.lock().unwrap().len();
+                cache.clear();
+                // The shard hands its entries over in no set order.
+                evicted.lock().unwrap()[logged..].sort_unstable_by_key(|&(k, v, _)| (k, v));
+                let mut cleared: Vec<_> = model.entries.drain(..).collect();
+                cleared.sort_unstable();
+                model.removed.extend(
+                    cleared
+                        .into_iter()
+                        .map(|(k, v)| (k, v, RemovalCause::Cleared)),
+                );
+            }
+            Op::Load(k, v) => {
+                let got = cache.get_or_init(&k, || v);
+                let expected = match model.get(k) {
+                    Some(old) => old,
+                    None => {
+                        model.insert(k, v);
+                        model.stats.inits += 1;
+                        v
+                    }
+                };
+                prop_assert_eq!(got, expected);
+            }
+            Op::FailLoad(k) => {
+                let got = cache.get_or_try_init(&k, || Err::<u16, _>("down"));
+                match model.get(k) {
+                    Some(old) => prop_assert_eq!(got.ok(), Some(old)),
+                    None => {
+                        model.stats.inits += 1;
+                        model.stats.init_failures += 1;
+                        prop_assert_eq!(*got.unwrap_err(), "down");
+                    }
+                }
+            }
+            Op::ResetStats => {
+                cache.reset_stats();
+                model.stats = CacheStats::default();
+            }
+        }
+        let order: Vec<_> = cache.to_vec().into_iter().collect();
+        let expected: Vec<_> = model.entries.iter().copied().collect();
+        prop_assert_eq!(order, expected);
+        let mut stats = model.stats;
+        stats.len = model.entries.len();
+        stats.capacity = Some(model.capacity);
+        prop_assert_eq!(cache.stats(), stats);
+        prop_assert_eq!(&*evicted.lock().unwrap(), &model.removed);
+    }
+    Ok(())
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(128))]
     #[test]
     fn one_shard_matches_the_model(capacity in 1usize..8, ops in prop::collection::vec(op(), 1..150)) {
-        let evicted = Arc::new(Mutex::new(Vec::new()));
-        let log = Arc::clone(&evicted);
-        let cache = LruCache::builder()
-            .capacity(capacity)
-            .shards(1)
-            .eviction_listener(move |k: u8, v: u16, cause: RemovalCause| {
-                log.lock().unwrap().push((k, v, cause));
-            })
-            .build()
-            .unwrap();
-        let mut model = Model { capacity, ..Model::default() };
-        for op in ops {
-            match op {
-                Op::Get(k) => prop_assert_eq!(cache.get(&k), model.get(k)),
-                Op::GetWith(k) => prop_assert_eq!(cache.get_with(&k, |v| *v), model.get(k)),
-                Op::Peek(k) => {
-                    let expected = model.position(k).map(|at| model.entries[at].1);
-                    prop_assert_eq!(cache.peek(&k), expected);
-                }
-                Op::PeekWith(k) => {
-                    let expected = model.position(k).map(|at| model.entries[at].1);
-                    prop_assert_eq!(cache.peek_with(&k, |v| *v), expected);
-                }
-                Op::Contains(k) => prop_assert_eq!(cache.contains_key(&k), model.position(k).is_some()),
-                Op::Insert(k, v) => prop_assert_eq!(cache.insert(k, v), model.insert(k, v)),
-                Op::Remove(k) => {
-                    let expected = model.position(k).map(|at| model.entries.remove(at).unwrap().1);
-                    if let Some(v) = expected {
-                        model.removed.push((k, v, RemovalCause::Removed));
-                    }
-                    prop_assert_eq!(cache.remove(&k), expected);
-                }
-                Op::Resize(c) => {
-                    cache.resize(c).unwrap();
-                    model.capacity = c;
-                    model.shrink();
-                }
-                Op::Clear => {
-                    let logged = evicted.lock().unwrap().len();
-                    cache.clear();
-                    // The shard hands its entries over in no set order.
-                    evicted.lock().unwrap()[logged..].sort_unstable_by_key(|&(k, v, _)| (k, v));
-                    let mut cleared: Vec<_> = model.entries.drain(..).collect();
-                    cleared.sort_unstable();
-                    model
-                        .removed
-                        .extend(cleared.into_iter().map(|(k, v)| (k, v, RemovalCause::Cleared)));
-                }
-                Op::Load(k, v) => {
-                    let got = cache.get_or_init(&k, || v);
-                    let expected = match model.get(k) {
-                        Some(old) => old,
-                        None => {
-                            model.insert(k, v);
-                            model.stats.inits += 1;
-                            v
-                        }
-                    };
-                    prop_assert_eq!(got, expected);
-                }
-                Op::FailLoad(k) => {
-                    let got = cache.get_or_try_init(&k, || Err::<u16, _>("down"));
-                    match model.get(k) {
-                        Some(old) => prop_assert_eq!(got.ok(), Some(old)),
-                        None => {
-                            model.stats.inits += 1;
-                            model.stats.init_failures += 1;
-                            prop_assert_eq!(*got.unwrap_err(), "down");
-                        }
-                    }
-                }
-                Op::ResetStats => {
-                    cache.reset_stats();
-                    model.stats = CacheStats::default();
-                }
-            }
-            let order: Vec<_> = cache.to_vec().into_iter().collect();
-            let expected: Vec<_> = model.entries.iter().copied().collect();
-            prop_assert_eq!(order, expected);
-            let mut stats = model.stats;
-            stats.len = model.entries.len();
-            stats.capacity = Some(model.capacity);
-            prop_assert_eq!(cache.stats(), stats);
-            prop_assert_eq!(&*evicted.lock().unwrap(), &model.removed);
-        }
+        one_shard_against_the_model(ahash::RandomState::new(), capacity, ops)?;
+    }
+
+    /// The same with keys whose hashes collide: every key hashes to 0, or
+    /// to one of two hashes (exact LRU orders by use, never by hash).
+    #[test]
+    fn one_shard_matches_the_model_when_hashes_collide(
+        two in any::<bool>(),
+        capacity in 1usize..8,
+        ops in prop::collection::vec(op(), 1..150),
+    ) {
+        let _watchdog = watchdog::arm(std::time::Duration::from_secs(60));
+        let collide = if two { hasher::Collide::Two } else { hasher::Collide::All };
+        one_shard_against_the_model(hasher::TestState::colliding(collide), capacity, ops)?;
     }
 
     #[test]
     fn many_shards_stay_within_bound(
         capacity in 4usize..40,
         policy in policy(),
+        collide in prop_oneof![
+            Just(hasher::Collide::Not),
+            Just(hasher::Collide::All),
+            Just(hasher::Collide::Two),
+        ],
         ops in prop::collection::vec(op(), 1..150),
     ) {
-        let cache = LruCache::builder().capacity(capacity).shards(4).policy(policy).build().unwrap();
+        let _watchdog = watchdog::arm(std::time::Duration::from_secs(60));
+        let cache = LruCache::builder()
+            .capacity(capacity)
+            .shards(4)
+            .policy(policy)
+            .hasher(hasher::TestState::colliding(collide))
+            .build()
+            .unwrap();
         let mut gets = 0;
         for op in ops {
             match op {

@@ -130,6 +130,7 @@ impl Fixture {
             .policy(shape.policy)
             .hasher(TestState {
                 one_shard: shape.shards == 1,
+                ..TestState::spread()
             })
             .eviction_listener(listen)
             .build_with_loader(loader)

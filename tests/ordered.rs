@@ -3,10 +3,12 @@
 
 #[path = "common/ordered_configs.rs"]
 mod configs;
+#[path = "common/hasher.rs"]
+mod hasher;
 #[path = "common/watchdog.rs"]
 mod watchdog;
 
-use configs::{CONFIGS, PARTITIONED, configured, filled};
+use configs::{CONFIGS, PARTITIONED, configured, configured_with, filled};
 
 use larder::{OrderedIndex, OrderedIndexBuilder, OrderedLock, OrderedSnapshot};
 use proptest::prelude::*;
@@ -158,9 +160,21 @@ proptest! {
 
     /// Every operation agrees with `BTreeMap`, and every snapshot keeps the
     /// contents it was taken with however the index changes afterwards.
+    /// With keys whose hashes collide (all one hash, or two) the point
+    /// table is a list, and every answer is the same.
     #[test]
-    fn agrees_with_btreemap(config in 0..CONFIGS.len(), ops in prop::collection::vec(op(), 1..80)) {
-        let index: OrderedIndex<u8, u16> = configured(CONFIGS[config]);
+    fn agrees_with_btreemap(
+        config in 0..CONFIGS.len(),
+        collide in prop_oneof![
+            Just(hasher::Collide::Not),
+            Just(hasher::Collide::All),
+            Just(hasher::Collide::Two),
+        ],
+        ops in prop::collection::vec(op(), 1..80),
+    ) {
+        let _watchdog = watchdog::arm(std::time::Duration::from_secs(60));
+        let index: OrderedIndex<u8, u16, _> =
+            configured_with(CONFIGS[config], hasher::TestState::colliding(collide));
         let mut model: BTreeMap<u8, u16> = BTreeMap::new();
         let mut snapshots: Vec<KeptSnapshot> = Vec::new();
         for op in ops {

@@ -4,6 +4,8 @@
 //! shares (single-flight init, init errors and panics, the bound, TTL and
 //! TTI deadlines, statistics) is in `conformance.rs`.
 
+#[path = "common/hasher.rs"]
+mod hasher;
 #[path = "common/watchdog.rs"]
 mod watchdog;
 
@@ -19,6 +21,8 @@ use larder::{
     TypedCache, TypedCacheBuilder,
 };
 use proptest::prelude::*;
+
+use hasher::{Collide, TestState};
 
 fn assert_send_sync<T: Send + Sync>() {}
 fn assert_send<T: Send>() {}
@@ -128,9 +132,11 @@ impl Model {
     }
 }
 
-fn run_against_model(ops: Vec<Op>, ttl: Option<u64>, tti: Option<u64>) {
+fn run_against_model(ops: Vec<Op>, ttl: Option<u64>, tti: Option<u64>, collide: Collide) {
     let clock = ManualClock::new();
-    let mut builder = TypedCache::<u8, u32>::builder().clock(clock.clone());
+    let mut builder = TypedCache::<u8, u32>::builder()
+        .hasher(TestState::colliding(collide))
+        .clock(clock.clone());
     if let Some(ttl) = ttl {
         builder = builder.time_to_live(Duration::from_nanos(ttl));
     }
@@ -214,7 +220,18 @@ proptest! {
 
     #[test]
     fn matches_hashmap_without_expiry(ops in prop::collection::vec(op(), 1..80)) {
-        run_against_model(ops, None, None);
+        run_against_model(ops, None, None, Collide::Not);
+    }
+
+    /// The same with keys whose hashes collide (all one hash, or two).
+    #[test]
+    fn matches_hashmap_when_hashes_collide(
+        two in any::<bool>(),
+        ops in prop::collection::vec(op(), 1..80),
+    ) {
+        let _watchdog = watchdog::arm(Duration::from_secs(60));
+        let collide = if two { Collide::Two } else { Collide::All };
+        run_against_model(ops, None, None, collide);
     }
 
     #[test]
@@ -225,7 +242,8 @@ proptest! {
     ) {
         // TTI a multiple of 64 s so whole-second steps are whole resolution
         // steps; TTL in whole seconds.
-        run_against_model(ops, ttl.map(|s| s * SECOND), tti.map(|s| s * 64 * SECOND / 16));
+        let (ttl, tti) = (ttl.map(|s| s * SECOND), tti.map(|s| s * 64 * SECOND / 16));
+        run_against_model(ops, ttl, tti, Collide::Not);
     }
 }
 

@@ -255,6 +255,7 @@ fn typed(shape: Shape, clock: &ManualClock) -> TypedCache<Key, Value, TestState>
     let mut builder = TypedCache::<Key, Value>::builder()
         .hasher(TestState {
             one_shard: shape.one_shard,
+            ..TestState::spread()
         })
         .clock(clock.clone())
         .policy(shape.policy)
@@ -278,6 +279,7 @@ fn any(shape: Shape, clock: &ManualClock) -> AnyCache<Key, TestState> {
     let mut builder = AnyCache::<Key>::builder()
         .hasher(TestState {
             one_shard: shape.one_shard,
+            ..TestState::spread()
         })
         .clock(clock.clone())
         .policy(shape.policy)

@@ -72,6 +72,7 @@ fn build(shape: Shape) -> (Cache, ManualClock) {
     let mut builder = TypedCache::<u64, u64>::builder()
         .hasher(TestState {
             one_shard: shape.one_shard,
+            ..TestState::spread()
         })
         .clock(clock.clone())
         .policy(shape.policy)

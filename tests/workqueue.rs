@@ -5,6 +5,8 @@
 //! key's traits, and a stress test under tokio. Every test that could hang
 //! runs under a watchdog (or a tokio timeout) that fails it by name.
 
+#[path = "common/hasher.rs"]
+mod hasher;
 #[path = "common/hostile.rs"]
 mod hostile;
 #[path = "common/watchdog.rs"]
@@ -545,11 +547,23 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(256))]
 
     #[test]
-    fn workqueue_matches_the_sequential_model(ops in prop::collection::vec(op(), 1..120)) {
+    fn workqueue_matches_the_sequential_model(
+        collide in prop_oneof![
+            Just(hasher::Collide::Not),
+            Just(hasher::Collide::All),
+            Just(hasher::Collide::Two),
+        ],
+        ops in prop::collection::vec(op(), 1..120),
+    ) {
+        // Keys whose hashes collide (all one hash, or two) in the queue's
+        // sets and the limiter's failure counts: the same answers.
+        let _watchdog = watchdog::arm(Duration::from_secs(60));
+        let state = hasher::TestState::colliding(collide);
         let clock = ManualClock::new();
-        let queue: WorkQueue<u32> = WorkQueue::builder()
+        let queue: WorkQueue<u32, _> = WorkQueue::builder()
+            .hasher(state)
             .clock(clock.clone())
-            .rate_limiter(ExponentialBackoff::new(BASE, CAP).unwrap())
+            .rate_limiter(ExponentialBackoff::with_hasher(BASE, CAP, state).unwrap())
             .build().unwrap();
         let mut model = Model::default();
         for op in ops {

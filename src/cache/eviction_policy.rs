@@ -234,7 +234,7 @@ impl<K, V> PolicyShard<K, V> {
         now: impl FnOnce() -> u64,
         sweep: usize,
         swept: &mut Vec<(K, V)>,
-    ) -> Option<(K, V, bool)>
+    ) -> (u32, Option<(K, V, bool)>)
     where
         K: Eq,
     {
@@ -300,10 +300,10 @@ impl<K, V> PolicyShard<K, V> {
         dispatch!(self, s => s.remove(hash, key, now))
     }
 
-    /// Evicts the policy's next victim other than an entry of hash `keep`
-    /// (see [`Shard::evict_one`]).
-    pub(crate) fn evict_one(&mut self, now: u64, keep: u64) -> Option<(K, V, bool)> {
-        dispatch!(self, s => s.evict_one(now, keep))
+    /// Evicts the policy's next victim other than the entry at slot `kept`,
+    /// which it follows (see [`Shard::evict_one`]).
+    pub(crate) fn evict_one(&mut self, now: u64, kept: &mut Option<u32>) -> Option<(K, V, bool)> {
+        dispatch!(self, s => s.evict_one(now, kept))
     }
 
     /// See [`Shard::size_for`](crate::cache::Shard::size_for).

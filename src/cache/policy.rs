@@ -89,25 +89,28 @@ pub(crate) trait Policy: Sized {
     /// shard is not empty.
     fn victim<K, V>(&mut self, entries: &mut [Entry<K, V, Self::Meta>], weights: &Weights) -> u32;
 
-    /// The entry to evict next other than one whose hash is `keep` (the
-    /// entry a cache just stored, which it never evicts for itself), or
-    /// `None` if no other entry is left. The shard is not empty.
+    /// The entry to evict next other than the one at slot `kept` (the
+    /// entry a cache just stored, which it never evicts for itself, named
+    /// by its slot: entries whose keys' hashes collide are other entries),
+    /// or `None` if no other entry is left. The shard is not empty.
     ///
     /// The default passes over the kept entry as over a used one (a hit,
-    /// then the policy picks again): a few picks at most, since a hit
-    /// moves an entry away from the next pick (CLOCK: the hand clears its
-    /// bit and moves on; exact LRU: it goes to the front). A policy where
-    /// a hit changes where an entry lives overrides it (S3-FIFO: a new key
-    /// used once would leave probation).
+    /// then the policy picks again): a hit moves an entry away from the
+    /// next pick (CLOCK: the hand clears its bit and moves on; exact LRU:
+    /// it goes to the front), so the second pick is another entry. A
+    /// policy where a hit changes where an entry lives overrides it
+    /// (S3-FIFO: a new key used once would leave probation).
     fn victim_sparing<K, V>(
         &mut self,
         entries: &mut [Entry<K, V, Self::Meta>],
         weights: &Weights,
-        keep: u64,
+        kept: Option<u32>,
     ) -> Option<u32> {
+        // Two picks suffice (see above); more only guard a policy whose
+        // hit leaves the entry where it was against looping forever.
         for _ in 0..8 {
             let v = self.victim(entries, weights);
-            if entries[v as usize].hash != keep {
+            if Some(v) != kept {
                 return Some(v);
             }
             if entries.len() == 1 {

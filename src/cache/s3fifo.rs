@@ -127,7 +127,7 @@ impl S3Fifo {
     /// victim. Small is served first while it holds at least its share (or
     /// main has no candidate).
     ///
-    /// An entry whose hash is `keep` is never the victim, and passing over
+    /// The entry at slot `kept` is never the victim, and passing over
     /// it changes nothing but its place: from its queue's tail it goes to
     /// the head, uses and queue unchanged, and a queue that holds nothing
     /// else is not served. `None` when no other entry is left.
@@ -136,21 +136,17 @@ impl S3Fifo {
         &mut self,
         entries: &mut [Entry<K, V, Meta>],
         weights: &Weights,
-        keep: Option<u64>,
+        keep: Option<u32>,
     ) -> Option<u32> {
-        let kept = |entries: &[Entry<K, V, Meta>], i: u32| {
-            keep.is_some_and(|hash| entries[i as usize].hash == hash)
-        };
+        let kept = |i: u32| keep == Some(i);
         // A queue holding an entry other than the kept one.
-        let serves = |list: List, entries: &[Entry<K, V, Meta>]| {
-            !list.is_empty() && (list.head != list.tail || !kept(entries, list.tail))
-        };
+        let serves = |list: List| !list.is_empty() && (list.head != list.tail || !kept(list.tail));
         loop {
-            let small = serves(self.small, entries);
-            let main = serves(self.main, entries);
+            let small = serves(self.small);
+            let main = serves(self.main);
             if small && (self.small_weight >= self.small_share || !main) {
                 let t = self.small.tail;
-                if kept(entries, t) {
+                if kept(t) {
                     self.small.tail_to_head(entries);
                     continue;
                 }
@@ -175,7 +171,7 @@ impl S3Fifo {
                 return None;
             }
             let t = self.main.tail;
-            if kept(entries, t) {
+            if kept(t) {
                 self.main.tail_to_head(entries);
                 continue;
             }
@@ -357,9 +353,9 @@ impl Policy for S3Fifo {
         &mut self,
         entries: &mut [Entry<K, V, Meta>],
         weights: &Weights,
-        keep: u64,
+        kept: Option<u32>,
     ) -> Option<u32> {
-        self.pick(entries, weights, Some(keep))
+        self.pick(entries, weights, kept)
     }
 
     /// Forgets the queues and everything the ghost remembers.

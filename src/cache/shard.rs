@@ -396,7 +396,19 @@ impl<K, V, P: Policy, const E: bool> Shard<K, V, P, E> {
     /// from where the last sweep stopped; hands each to `out`. Runs no user
     /// code. A removal moves the last entry into the cursor's slot, where
     /// it looks next.
-    pub(crate) fn sweep(&mut self, now: u64, budget: usize, mut out: impl FnMut((K, V))) {
+    pub(crate) fn sweep(&mut self, now: u64, budget: usize, out: impl FnMut((K, V))) {
+        self.sweep_following(now, budget, out, &mut None);
+    }
+
+    /// [`sweep`](Self::sweep), following the entry at slot `kept` (which
+    /// has not expired) to wherever a removal moves it.
+    fn sweep_following(
+        &mut self,
+        now: u64,
+        budget: usize,
+        mut out: impl FnMut((K, V)),
+        kept: &mut Option<u32>,
+    ) {
         if !E {
             return;
         }
@@ -407,7 +419,8 @@ impl<K, V, P: Policy, const E: bool> Shard<K, V, P, E> {
             }
             let i = self.times.sweep_cursor(self.entries.len());
             if self.times.expired(i, now) {
-                out(self.remove_index(i));
+                debug_assert_ne!(Some(i), *kept, "the kept entry had expired");
+                out(self.remove_following(i, kept));
             } else {
                 self.times.sweep_past();
             }
@@ -563,8 +576,10 @@ impl<K, V, P: Policy, const E: bool> Shard<K, V, P, E> {
     /// Inserts or replaces the key's value (of `weight`, at least 1) in a
     /// shard whose bound its caller keeps (nothing is evicted here).
     /// With expiry, first releases up to `sweep` expired entries into
-    /// `swept`. Returns, if the key was present, the key passed in, the old
-    /// value and whether it had expired. `K: Eq` runs before any change.
+    /// `swept`. Returns the slot the key's entry holds now (its identity
+    /// while the lock is held: what [`evict_one`](Self::evict_one) spares)
+    /// and, if the key was present, the key passed in, the old value and
+    /// whether it had expired. `K: Eq` runs before any change.
     #[inline(always)]
     pub(crate) fn insert_unevicting(
         &mut self,
@@ -575,7 +590,7 @@ impl<K, V, P: Policy, const E: bool> Shard<K, V, P, E> {
         now: u64,
         sweep: usize,
         swept: &mut Vec<(K, V)>,
-    ) -> Option<(K, V, bool)>
+    ) -> (u32, Option<(K, V, bool)>)
     where
         K: Eq,
     {
@@ -591,17 +606,19 @@ impl<K, V, P: Policy, const E: bool> Shard<K, V, P, E> {
             self.weight = self.weight - u64::from(old_weight) + u64::from(weight);
             self.policy
                 .replaced(&mut self.entries, i, old_weight, weight);
+            let mut kept = Some(i);
             if E && sweep > 0 {
-                self.sweep(now, sweep, |entry| swept.push(entry));
+                // The sweep may move the entry (never remove it: it is fresh).
+                self.sweep_following(now, sweep, |entry| swept.push(entry), &mut kept);
             }
-            return Some((key, old, expired));
+            return (kept.unwrap_or(i), Some((key, old, expired)));
         }
         let admit = self.policy.admit(hash);
         if E && sweep > 0 {
             self.sweep(now, sweep, |entry| swept.push(entry));
         }
         self.append(hash, key, value, weight, admit, now);
-        None
+        (self.entries.len() as u32 - 1, None)
     }
 
     /// Removes the key, returning its entry and whether it had expired at
@@ -618,27 +635,37 @@ impl<K, V, P: Policy, const E: bool> Shard<K, V, P, E> {
     }
 
     /// Evicts the entry the policy picks next, whether it had expired at
-    /// `now` or not, never one whose hash is `keep` (the entry just stored:
-    /// the policy passes over it, see `Policy::victim_sparing`). `None` if
-    /// no other entry is left. Runs no user code.
-    pub(crate) fn evict_one(&mut self, now: u64, keep: u64) -> Option<(K, V, bool)> {
+    /// `now` or not, never the one at slot `kept` (the entry just stored:
+    /// the policy passes over it, see `Policy::victim_sparing`), which it
+    /// follows to the slot a removal moves it to. `None` if no other entry
+    /// is left. Runs no user code.
+    pub(crate) fn evict_one(&mut self, now: u64, kept: &mut Option<u32>) -> Option<(K, V, bool)> {
         if self.entries.is_empty() {
             return None;
         }
-        let v = (self.policy).victim_sparing(&mut self.entries, &self.weights, keep)?;
+        let v = (self.policy).victim_sparing(&mut self.entries, &self.weights, *kept)?;
         let expired = E && self.times.expired(v, now);
-        let (key, value) = self.remove_index(v);
-        if self.entries.get(v as usize).is_some_and(|e| e.hash == keep) {
+        let entry = self.remove_following(v, kept);
+        if *kept == Some(v) {
             // The kept entry moved into the victim's slot.
             self.policy.spare(v);
         }
-        Some((key, value, expired))
+        Some((entry.0, entry.1, expired))
     }
 
     /// Each entry's stored hash (for invariant checks).
     #[cfg(any(test, feature = "testing"))]
     pub(crate) fn hashes(&self) -> impl Iterator<Item = u64> + '_ {
         self.entries.iter().map(|entry| entry.hash)
+    }
+
+    /// The slot the key's entry holds (what `evict_one` spares).
+    #[cfg(test)]
+    pub(crate) fn slot_of(&self, hash: u64, key: &K) -> Option<u32>
+    where
+        K: Eq,
+    {
+        self.find(hash, key)
     }
 
     /// Removes and returns the entry the policy would evict next.
@@ -736,6 +763,19 @@ impl<K, V, P: Policy, const E: bool> Shard<K, V, P, E> {
     }
 
     /// Unlinks and removes slot `i`, moving the last entry into it.
+    /// [`remove_index`](Self::remove_index) of an entry other than the
+    /// one at slot `kept`, which it follows: the last entry moves into `i`.
+    #[inline]
+    fn remove_following(&mut self, i: u32, kept: &mut Option<u32>) -> (K, V) {
+        debug_assert_ne!(Some(i), *kept, "the kept entry removed");
+        let last = (self.entries.len() - 1) as u32;
+        let entry = self.remove_index(i);
+        if *kept == Some(last) {
+            *kept = Some(i);
+        }
+        entry
+    }
+
     fn remove_index(&mut self, i: u32) -> (K, V) {
         self.table.remove(&self.entries, i);
         let weight = self.weights.get(i);

@@ -669,6 +669,14 @@ fn entries_of_8_byte_keys_and_values_keep_their_size() {
     assert_eq!(std::mem::size_of::<Entry<u64, u64, Meta>>(), 40);
 }
 
+/// The slot of `key`, spared by `evict_one` (`None` if absent).
+fn kept<P: super::policy::Policy>(
+    core: &super::shard::Shard<u32, u32, P>,
+    key: u32,
+) -> Option<u32> {
+    core.slot_of(hash(key), &key)
+}
+
 /// `evict_one` passes over the entry just stored without a use: a new key
 /// stays in small (it is not sent to main, nor its hash to the ghost), and
 /// a kept entry at a queue's tail goes to the head while another is taken.
@@ -681,17 +689,17 @@ fn evict_one_passes_over_the_kept_entry_without_a_use() {
     }
     core.insert(hash(50), 50, 50, 1, 0, 0);
     // The used keys go to main on the way; main's oldest is the victim.
-    assert_eq!(core.evict_one(0, hash(50)), Some((0, 0, false)));
+    assert_eq!(core.evict_one(0, &mut kept(&core, 50)), Some((0, 0, false)));
     assert_eq!(
         core.policy.small_len(core.entries()),
         1,
         "50 stays in small"
     );
     assert!(!remembered(&core, hash(50)));
-    assert_eq!(core.evict_one(0, hash(50)), Some((1, 1, false)));
-    assert_eq!(core.evict_one(0, hash(50)), Some((2, 2, false)));
+    assert_eq!(core.evict_one(0, &mut kept(&core, 50)), Some((1, 1, false)));
+    assert_eq!(core.evict_one(0, &mut kept(&core, 50)), Some((2, 2, false)));
     assert_eq!(
-        core.evict_one(0, hash(50)),
+        core.evict_one(0, &mut kept(&core, 50)),
         None,
         "only the kept entry left"
     );
@@ -702,7 +710,7 @@ fn evict_one_passes_over_the_kept_entry_without_a_use() {
     let mut core = S3FifoShard::<u32, u32>::new(100);
     core.insert(hash(1), 1, 1, 1, 0, 0);
     core.insert(hash(2), 2, 2, 1, 0, 0);
-    assert_eq!(core.evict_one(0, hash(1)), Some((2, 2, false)));
+    assert_eq!(core.evict_one(0, &mut kept(&core, 1)), Some((2, 2, false)));
     core.check_invariants();
 
     // The kept entry at main's tail, unused, another one ahead of it.
@@ -713,11 +721,42 @@ fn evict_one_passes_over_the_kept_entry_without_a_use() {
     }
     core.insert(hash(4), 4, 4, 1, 0, 0);
     // 1 and 2 move to main, their uses spent; 1 leaves.
-    assert_eq!(core.evict_one(0, hash(99)), Some((1, 1, false)));
+    assert_eq!(core.evict_one(0, &mut kept(&core, 99)), Some((1, 1, false)));
     core.insert(hash(3), 3, 3, 1, 0, 0);
     core.get(hash(4), &4, 0).live();
     // 4 moves to main ahead of 2 (unused, kept): 2 is passed over.
-    assert_eq!(core.evict_one(0, hash(2)), Some((4, 4, false)));
+    assert_eq!(core.evict_one(0, &mut kept(&core, 2)), Some((4, 4, false)));
     assert!(core.contains(hash(2), &2, 0));
     core.check_invariants();
+}
+
+/// Entries whose keys' hashes are all equal are distinct entries: eviction
+/// spares the kept one by its slot and takes every other, under each
+/// policy, and stops when only the kept one is left.
+#[test]
+fn evict_one_spares_only_the_kept_entry_among_equal_hashes() {
+    fn drain<P: super::policy::Policy>(name: &str) {
+        let mut core = Shard::<u32, u32, P>::new(100);
+        for k in 0..20 {
+            core.insert(7, k, k, 1, 0, 0);
+            if k % 3 == 0 {
+                core.get(7, &k, 0).live();
+            }
+        }
+        let mut kept = core.slot_of(7, &19);
+        let mut evicted = Vec::new();
+        while let Some((key, _, _)) = core.evict_one(0, &mut kept) {
+            evicted.push(key);
+            core.check_invariants();
+            assert_eq!(kept, core.slot_of(7, &19), "{name}: the kept slot lost");
+            assert!(evicted.len() < 20, "{name}: evicted {evicted:?}");
+        }
+        evicted.sort_unstable();
+        assert_eq!(evicted, (0..19).collect::<Vec<_>>(), "{name}");
+        assert_eq!(core.len(), 1, "{name}");
+        assert!(core.contains(7, &19, 0), "{name}: the kept entry evicted");
+    }
+    drain::<Exact>("exact");
+    drain::<super::Clock>("clock");
+    drain::<S3Fifo>("s3fifo");
 }

@@ -120,12 +120,9 @@ impl<K, V> Bound<K, V> {
             false => self.set_capacity(capacity, shards.len()),
             true => capacity,
         };
-        // No entry to keep: two passes sparing two different hashes, so an
-        // entry with either hash is still a victim in the other pass.
-        for keep in [0, 1] {
-            self.evict_locked(&mut shards[0].write(), max, keep, now, garbage, true);
-            self.evict_elsewhere(shards, max, 0, keep, now, garbage);
-        }
+        // No entry to keep.
+        self.evict_locked(&mut shards[0].write(), max, &mut None, now, garbage, true);
+        self.evict_elsewhere(shards, max, 0, now, garbage);
         if late {
             self.set_capacity(capacity, shards.len());
         }
@@ -241,9 +238,11 @@ impl<K, V> Bound<K, V> {
     }
 
     /// Evicts from the locked shard while the cache is over `capacity`,
-    /// never the entry of hash `keep` (the one just stored); with
-    /// `down_to_share`, only while the shard holds more than its share of
-    /// the capacity.
+    /// never the entry at slot `kept` (the one just stored, named by its
+    /// slot, which follows it as evictions move it: entries whose hashes
+    /// equal its own are victims like any other); with `down_to_share`,
+    /// only while the shard holds more than its share of the capacity.
+    /// Stops when the shard has no other entry.
     ///
     /// The share keeps the shards level. Evicting from the writer's own
     /// shard whatever it holds would let each shard's size wander: a
@@ -258,7 +257,7 @@ impl<K, V> Bound<K, V> {
         &self,
         core: &mut Locked<K, V>,
         max: usize,
-        keep: u64,
+        kept: &mut Option<u32>,
         now: u64,
         garbage: &mut Vec<Removal<K, V>>,
         down_to_share: bool,
@@ -268,7 +267,7 @@ impl<K, V> Bound<K, V> {
             if down_to_share && self.held(before) <= self.share.load(Ordering::SeqCst) {
                 break;
             }
-            if !evict_one(core, keep, now, garbage) {
+            if !evict_one(core, kept, now, garbage) {
                 break;
             }
             let mut after = self.size(core);
@@ -286,13 +285,17 @@ impl<K, V> Bound<K, V> {
     /// down to its share): first from the shards over their share (a read
     /// lock tells which), each down to it, then, if the total is still
     /// over (every shard at or under its share: the shares add up to a
-    /// little more than the capacity), from any shard, `start` first.
+    /// little more than the capacity), from any shard, `start` last.
+    ///
+    /// The entry just stored is spared only while its shard's lock is
+    /// held (its slot names it only then): `start` comes last, when the
+    /// other shards have nothing left to give, which only concurrent
+    /// writes to `start` can bring about.
     pub(crate) fn evict_elsewhere(
         &self,
         shards: &[ShardedLock<Locked<K, V>>],
         max: usize,
         start: usize,
-        keep: u64,
         now: u64,
         garbage: &mut Vec<Removal<K, V>>,
     ) {
@@ -305,14 +308,14 @@ impl<K, V> Bound<K, V> {
             if self.held(self.size(&shard.read())) <= self.share.load(Ordering::SeqCst) {
                 continue;
             }
-            self.evict_locked(&mut shard.write(), max, keep, now, garbage, true);
+            self.evict_locked(&mut shard.write(), max, &mut None, now, garbage, true);
         }
-        for step in 0..n {
+        for step in 1..=n {
             if !self.over(max) {
                 return;
             }
             let mut core = shards[(start + step) % n].write();
-            self.evict_locked(&mut core, max, keep, now, garbage, false);
+            self.evict_locked(&mut core, max, &mut None, now, garbage, false);
         }
     }
 
@@ -383,16 +386,16 @@ pub(crate) fn reject<K: Eq, V>(
     live
 }
 
-/// Evicts the policy's next victim other than the entry of hash `keep`
-/// into `garbage` (as `Expired` if it had, else `Evicted`); `false` if
-/// there was none.
+/// Evicts the policy's next victim other than the entry at slot `kept`
+/// (which it follows) into `garbage` (as `Expired` if it had, else
+/// `Evicted`); `false` if there was none.
 fn evict_one<K, V>(
     shard: &mut Locked<K, V>,
-    keep: u64,
+    kept: &mut Option<u32>,
     now: u64,
     garbage: &mut Vec<Removal<K, V>>,
 ) -> bool {
-    let Some((key, value, expired)) = shard.entries.evict_one(now, keep) else {
+    let Some((key, value, expired)) = shard.entries.evict_one(now, kept) else {
         return false;
     };
     let cause = if expired {

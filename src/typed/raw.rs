@@ -358,7 +358,7 @@ where
             self.layer.striped.record(Event::Insert);
             // `K: Eq` runs here, before any change (the bump included).
             let mut swept = Vec::new();
-            let displaced = core.entries.insert_unevicting(
+            let (slot, displaced) = core.entries.insert_unevicting(
                 hash,
                 key,
                 value,
@@ -392,13 +392,14 @@ where
             // The capacity is read after the store (a resize sets it
             // before it evicts, so one of the two sees the other).
             if let Some(max) = self.layer.tally.capacity().filter(|_| !skip_eviction) {
-                (self.layer.tally).evict_locked(&mut core, max, hash, now, &mut garbage, true);
+                let kept = &mut Some(slot);
+                (self.layer.tally).evict_locked(&mut core, max, kept, now, &mut garbage, true);
             }
             replaced
         };
         if let Some(max) = self.layer.tally.capacity().filter(|_| !skip_eviction) {
             let shards = self.layer.shards();
-            (self.layer.tally).evict_elsewhere(shards, max, shard, hash, now, &mut garbage);
+            (self.layer.tally).evict_elsewhere(shards, max, shard, now, &mut garbage);
         }
         self.release_returning(garbage, replaced)
     }

@@ -21,8 +21,10 @@ fn h(key: u32) -> u64 {
     u64::from(key).wrapping_mul(0x9E37_79B9_7F4A_7C15)
 }
 
-/// No entry has this hash: `evict_one` may pick any.
-const NONE_KEPT: u64 = u64::MAX;
+/// The slot of `key`, spared by `evict_one` (`None` if absent).
+fn kept<const E: bool>(core: &Shard<u32, u32, Clock, E>, key: u32) -> Option<u32> {
+    core.slot_of(h(key), &key)
+}
 
 /// Stores `key -> value` at `now` as an init would (no sweep).
 fn put<const E: bool>(core: &mut Shard<u32, u32, Clock, E>, key: u32, value: u32, now: u64) {
@@ -49,12 +51,12 @@ fn core_clock_gives_read_entries_a_second_chance() {
         put(&mut core, k, k, 0);
     }
     // Inserted entries start unreferenced: the hand evicts the oldest.
-    assert_eq!(evicted(core.evict_one(0, NONE_KEPT)), Some(0));
+    assert_eq!(evicted(core.evict_one(0, &mut None)), Some(0));
     // Read 1: it survives the next pick, 2 goes.
     touch(&core, 1, 0);
-    assert_eq!(evicted(core.evict_one(0, NONE_KEPT)), Some(2));
-    assert_eq!(evicted(core.evict_one(0, NONE_KEPT)), Some(1));
-    assert_eq!(evicted(core.evict_one(0, NONE_KEPT)), None);
+    assert_eq!(evicted(core.evict_one(0, &mut None)), Some(2));
+    assert_eq!(evicted(core.evict_one(0, &mut None)), Some(1));
+    assert_eq!(evicted(core.evict_one(0, &mut None)), None);
     core.check_invariants();
 }
 
@@ -66,7 +68,7 @@ fn core_clock_passes_over_a_referenced_entry() {
     }
     // 0 was read: the hand clears its bit and takes 1 instead.
     touch(&core, 0, 0);
-    assert_eq!(evicted(core.evict_one(0, NONE_KEPT)), Some(1));
+    assert_eq!(evicted(core.evict_one(0, &mut None)), Some(1));
     core.check_invariants();
 }
 
@@ -83,12 +85,12 @@ fn core_never_evicts_the_entry_just_stored() {
     // unreferenced entry, but it is kept.
     put(&mut core, 4, 4, 0);
     for _ in 0..4 {
-        let victim = evicted(core.evict_one(0, h(4)));
+        let victim = evicted(core.evict_one(0, &mut kept(&core, 4)));
         assert!(matches!(victim, Some(v) if v < 4), "{victim:?}");
         core.check_invariants();
     }
     // Only the kept entry is left: nothing to evict.
-    assert_eq!(evicted(core.evict_one(0, h(4))), None);
+    assert_eq!(evicted(core.evict_one(0, &mut kept(&core, 4))), None);
     assert_eq!(core.len(), 1);
 }
 
@@ -102,9 +104,9 @@ fn core_a_kept_entry_moved_under_the_hand_is_not_the_next_victim() {
     // The hand clears 0..3 and takes 0; the new entry 3 (last) moves into
     // 0's slot, under the hand, and the hand moves past it.
     put(&mut core, 3, 3, 0);
-    assert_eq!(evicted(core.evict_one(0, h(3))), Some(0));
+    assert_eq!(evicted(core.evict_one(0, &mut kept(&core, 3))), Some(0));
     put(&mut core, 4, 4, 0);
-    assert_eq!(evicted(core.evict_one(0, h(4))), Some(1));
+    assert_eq!(evicted(core.evict_one(0, &mut kept(&core, 4))), Some(1));
     assert!(core.peek(h(3), &3, 0).is_some());
     core.check_invariants();
 }
@@ -117,7 +119,7 @@ fn core_evicts_expired_before_referenced() {
     // At 12 ns, 1 is expired (stored at 0): a read finds it so, and it is
     // released as expired.
     assert!(core.get_shared(h(1), &1, 12, true).live().is_none());
-    assert_eq!(core.evict_one(12, NONE_KEPT), Some((1, 1, true)));
+    assert_eq!(core.evict_one(12, &mut None), Some((1, 1, true)));
     core.check_invariants();
 }
 
@@ -130,7 +132,7 @@ fn core_stays_consistent_under_churn() {
             core.remove(h(round % 4), &(round % 4), 0);
         }
         if round % 5 == 0 {
-            core.evict_one(0, h(round % 4));
+            core.evict_one(0, &mut kept(&core, round % 4));
         }
         core.check_invariants();
     }

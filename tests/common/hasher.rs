@@ -1,7 +1,9 @@
 //! A deterministic hasher for hostile tests, so a sweep makes the same calls
 //! on every run: FNV-1a over the bytes written, finished by a multiply. With
 //! `one_shard`, every hash is one the crate maps to shard 0 (one table
-//! grows, fills with tombstones and is rehashed in place).
+//! grows, fills with tombstones and is rehashed in place). With `collide`,
+//! distinct keys share their whole 64-bit hash: a legal but degenerate
+//! hasher (equal keys still hash equal).
 
 #![allow(dead_code)]
 
@@ -10,23 +12,55 @@ use std::hash::{BuildHasher, Hasher};
 #[derive(Debug, Clone, Copy, Default)]
 pub struct TestState {
     pub one_shard: bool,
+    pub collide: Collide,
 }
+
+/// How many distinct hashes the keys get.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Collide {
+    /// As many as the keys (FNV-1a, mixed).
+    #[default]
+    Not,
+    /// One: every key hashes to 0 (a hash table becomes a list; 0 is
+    /// the hash a sentinel would most likely use).
+    All,
+    /// Two: 0 or [`SECOND_HASH`], by the low bit of the bytes' FNV state.
+    Two,
+}
+
+/// The other hash of [`Collide::Two`].
+pub const SECOND_HASH: u64 = 0x9E37_79B9_7F4A_7C15;
 
 impl TestState {
     /// Keys spread over the shards.
     pub fn spread() -> Self {
-        Self { one_shard: false }
+        Self {
+            one_shard: false,
+            collide: Collide::Not,
+        }
     }
 
     /// Every key in one shard (of `TypedCache` and of `LruCache`).
     pub fn one_shard() -> Self {
-        Self { one_shard: true }
+        Self {
+            one_shard: true,
+            collide: Collide::Not,
+        }
+    }
+
+    /// Keys whose hashes collide as `collide` says.
+    pub fn colliding(collide: Collide) -> Self {
+        Self {
+            one_shard: false,
+            collide,
+        }
     }
 }
 
 pub struct TestHasher {
     state: u64,
     one_shard: bool,
+    collide: Collide,
 }
 
 impl Hasher for TestHasher {
@@ -37,6 +71,11 @@ impl Hasher for TestHasher {
     }
 
     fn finish(&self) -> u64 {
+        match self.collide {
+            Collide::Not => {}
+            Collide::All => return 0,
+            Collide::Two => return if self.state & 1 == 0 { 0 } else { SECOND_HASH },
+        }
         let h = self.state.wrapping_mul(0x9E37_79B9_7F4A_7C15);
         let h = h ^ (h >> 29);
         if self.one_shard { in_shard_zero(h) } else { h }
@@ -60,6 +99,7 @@ impl BuildHasher for TestState {
         TestHasher {
             state: 0xcbf2_9ce4_8422_2325,
             one_shard: self.one_shard,
+            collide: self.collide,
         }
     }
 }

@@ -18,8 +18,17 @@ pub const PARTITIONED: (OrderedLock, bool) = CONFIGS[4];
 
 /// An index of `config`; a partitioned one gets leaves of at most four
 /// entries, so that small tests split, merge and trim leaves.
-pub fn configured<K, V>((lock, point_lookups): (OrderedLock, bool)) -> OrderedIndex<K, V> {
+pub fn configured<K, V>(config: (OrderedLock, bool)) -> OrderedIndex<K, V> {
+    configured_with(config, ahash::RandomState::new())
+}
+
+/// [`configured`], hashing keys (for the point-lookup table) with `hasher`.
+pub fn configured_with<K, V, S>(
+    (lock, point_lookups): (OrderedLock, bool),
+    hasher: S,
+) -> OrderedIndex<K, V, S> {
     OrderedIndex::builder()
+        .hasher(hasher)
         .lock(lock)
         .point_lookups(point_lookups)
         .leaf_size(4)

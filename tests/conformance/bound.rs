@@ -124,3 +124,29 @@ pub fn the_bound_holds_against_the_model<F: Face>(axes: &Axes) {
         F::NAME
     );
 }
+
+/// Storing one new key after another: the cache holds exactly its
+/// capacity once full (every key weighs 1), after every insert, whatever
+/// the keys' hashes; each insert evicts one entry and never the new one.
+pub fn every_insert_keeps_the_bound<F: Face>(axes: &Axes) {
+    const CAPACITY: usize = 4;
+    let mut config = axes.config_with_capacity(CAPACITY);
+    // Every value weighs 1 (the weigher reads `value % 16`).
+    let log = config.listen();
+    let cache = F::build(&config);
+    for k in 0..60u32 {
+        let key = format!("k{k}");
+        cache.insert(key.clone(), 16 * k + 1);
+        let expected = (k as usize + 1).min(CAPACITY);
+        assert_eq!(cache.len(), expected, "{} {axes:?}: after {key}", F::NAME);
+        assert_eq!(
+            cache.get(&key),
+            Some(16 * k + 1),
+            "{}: {key} evicted",
+            F::NAME
+        );
+        cache.check_invariants();
+    }
+    let evicted = log.lock().unwrap().len();
+    assert_eq!(evicted, 60 - CAPACITY, "{} {axes:?}: evictions", F::NAME);
+}

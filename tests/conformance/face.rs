@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use larder::{BuildError, CacheStats, LruCache, ManualClock, RemovalCause, TypedCache};
 
-use crate::hasher::TestState;
+use crate::hasher::{Collide, TestState};
 
 /// The policy axis of the matrix.
 pub use larder::EvictionPolicy as Policy;
@@ -49,14 +49,16 @@ pub const TTL: Duration = Duration::from_secs(10);
 /// a new second is always recorded.
 pub const TTI: Duration = Duration::from_secs(64);
 
-/// One cell of the matrix: policy × weights × expiry (the face is the
-/// type parameter).
+/// One cell of the matrix: policy × weights × expiry × hashing (the face
+/// is the type parameter).
 #[derive(Debug, Clone, Copy)]
 pub struct Axes {
     /// `None`: the face's default (no `policy` call).
     pub policy: Option<Policy>,
     pub weighted: bool,
     pub expiry: Expiry,
+    /// Whether the keys' hashes collide (every promise holds either way).
+    pub collide: Collide,
 }
 
 impl Axes {
@@ -78,6 +80,7 @@ impl Axes {
             time_to_idle: (self.expiry == Expiry::Tti).then_some(TTI),
             clock: ManualClock::new(),
             listener: None,
+            collide: self.collide,
         }
     }
 }
@@ -94,6 +97,8 @@ pub struct Config {
     /// Always set: a face that reads time reads this one.
     pub clock: ManualClock,
     pub listener: Option<Log>,
+    /// The hasher's collisions (`TestState::colliding`).
+    pub collide: Collide,
 }
 
 impl Config {
@@ -166,7 +171,7 @@ impl Face for Lru {
         let mut builder = LruCache::builder()
             .capacity(config.capacity.unwrap())
             .shards(1)
-            .hasher(TestState::spread());
+            .hasher(TestState::colliding(config.collide));
         if let Some(policy) = config.policy {
             builder = builder.policy(policy);
         }
@@ -258,7 +263,7 @@ impl Face for Typed {
         // different shards, and a write or an expired read sweeps only its
         // own.
         let mut builder = TypedCache::<Key, Value>::builder()
-            .hasher(TestState::spread())
+            .hasher(TestState::colliding(config.collide))
             .shards(16)
             .clock(config.clock.clone());
         if let Some(capacity) = config.capacity {
