@@ -159,7 +159,15 @@ fn main() -> Result<(), IndexError> {
             .join()
             .expect("a reader saw an index disagree with an object");
     }
-    cache.check_invariants();
+    // Quiet now: every pod is found under its own namespace, and the
+    // namespaces' pods add up to the store.
+    let mut indexed = 0;
+    for namespace in cache.index_values("namespace")? {
+        let pods = cache.by_index("namespace", &namespace)?;
+        assert!(pods.iter().all(|pod| pod.namespace == namespace));
+        indexed += pods.len();
+    }
+    assert_eq!(indexed, cache.len());
 
     let team0 = cache.by_index("namespace", "team-0")?;
     let web = cache.index_keys("label", "app=web")?;

@@ -67,7 +67,9 @@
 //!   lock per operation, so it scales where one `Mutex<lru::LruCache>` does
 //!   not; each shard evicts by exact LRU (the default), CLOCK, or
 //!   scan-resistant S3-FIFO ([`EvictionPolicy`] has a table of which for which
-//!   workload). For per-entry time-to-live, use [`TypedCache`].
+//!   workload). Entries can expire by a time to live or to idle set for
+//!   the whole cache; neither cache sets a deadline per entry (moka's
+//!   `Expiry` does).
 //!
 //! - [`TypedCache`] when each value is expensive to build and many threads
 //!   may ask for the same missing key at once: the init runs once per key
@@ -252,74 +254,6 @@
 #[doc = include_str!("../README.md")]
 pub struct ReadmeDoctests;
 
-/// The code of the async guide (`docs/async.md`), compiled and run as
-/// doctests.
-#[cfg(doctest)]
-#[doc = include_str!("../docs/async.md")]
-pub struct AsyncGuideDoctests;
-
-/// The code of the `Snapshot` guide (`docs/snapshot.md`), compiled and run
-/// as doctests.
-#[cfg(doctest)]
-#[doc = include_str!("../docs/snapshot.md")]
-pub struct SnapshotGuideDoctests;
-
-/// The code of the `TypedCache` guide (`docs/typed.md`), compiled and run
-/// as doctests.
-#[cfg(doctest)]
-#[doc = include_str!("../docs/typed.md")]
-pub struct TypedGuideDoctests;
-
-/// The code of the `OrderedIndex` guide (`docs/ordered.md`), compiled and
-/// run as doctests.
-#[cfg(doctest)]
-#[doc = include_str!("../docs/ordered.md")]
-pub struct OrderedGuideDoctests;
-
-/// The code of the `IndexedStore` guide (`docs/indexed.md`), compiled and
-/// run as doctests.
-#[cfg(doctest)]
-#[doc = include_str!("../docs/indexed.md")]
-pub struct IndexedGuideDoctests;
-
-/// The code of the reflector guide (`docs/reflector.md`), compiled and run
-/// as doctests (its etcd example needs the `etcd` feature, so the guide is
-/// tested with it, as CI runs the tests).
-#[cfg(all(doctest, feature = "etcd"))]
-#[doc = include_str!("../docs/reflector.md")]
-pub struct ReflectorGuideDoctests;
-
-/// The code of the controller guide (`docs/controller.md`), compiled and
-/// run as doctests (its loop runs a reflector, so it needs the `reflector`
-/// feature).
-#[cfg(all(doctest, feature = "reflector"))]
-#[doc = include_str!("../docs/controller.md")]
-pub struct ControllerGuideDoctests;
-
-/// The code of the `LruCache` guide (`docs/lru.md`), compiled and run as
-/// doctests.
-#[cfg(doctest)]
-#[doc = include_str!("../docs/lru.md")]
-pub struct LruGuideDoctests;
-
-/// The code of the misuse catalogue (`docs/misuse.md`), compiled and run as
-/// doctests.
-#[cfg(doctest)]
-#[doc = include_str!("../docs/misuse.md")]
-pub struct MisuseGuideDoctests;
-
-/// The benchmark page (`docs/benchmarks.md`): its code blocks are shell
-/// commands, checked here so that a Rust block added later is compiled.
-#[cfg(doctest)]
-#[doc = include_str!("../docs/benchmarks.md")]
-pub struct BenchmarksDoctests;
-
-/// The code of the `WorkQueue` guide (`docs/workqueue.md`), compiled and
-/// run as doctests.
-#[cfg(doctest)]
-#[doc = include_str!("../docs/workqueue.md")]
-pub struct WorkQueueGuideDoctests;
-
 // Where things are. One folder per primitive (`indexed/`, `ordered/`,
 // `snapshot/`, `lru/`, `typed/`, `workqueue/`, `reflector/`), each with a
 // map of its files in its module docs; `cache/` is the engine under both
@@ -337,6 +271,7 @@ pub mod fault;
 #[cfg(not(loom))]
 mod fault;
 mod flight;
+pub mod guide;
 mod indexed;
 mod lru;
 mod node_index;

@@ -167,7 +167,7 @@ fn keys_of<S: BuildHasher>(objects: &[Obj], store: &IndexedStore<u8, Obj, S>) ->
 fn compare<S: BuildHasher>(store: &IndexedStore<u8, Obj, S>, model: &Model) {
     store.check_invariants();
     assert_eq!(store.len(), model.objects.len());
-    let mut keys = store.keys();
+    let mut keys = store.keys_to_vec();
     keys.sort();
     let mut expected: Vec<u8> = model.objects.keys().copied().collect();
     expected.sort();
@@ -614,7 +614,7 @@ fn stress_many_threads_keep_indexes_exact() {
                             for item in store.by_index("owner", &other.to_string()).unwrap() {
                                 assert_eq!(item.owner, other);
                             }
-                            let snapshot = store.values();
+                            let snapshot = store.values_to_vec();
                             let tokens = snapshot.iter().filter(|i| i.kind == "token").count();
                             assert_eq!(tokens, THREADS, "values() is not a consistent cut");
                         }

@@ -483,7 +483,7 @@ fn reads_that_clone_objects_change_nothing_and_release_the_lock() {
         assert_eq!(got, Some(object(3)));
         let (with_revision, _) = store.get_with_revision(&key);
         assert_eq!(with_revision.map(|v| v.id), got);
-        assert_eq!(store.values().len(), 20);
+        assert_eq!(store.values_to_vec().len(), 20);
         assert_eq!(store.to_vec().len(), 20);
         assert_eq!(store.to_vec_with_revision().0.len(), 20);
         let listed = store.by_index("parity", "1").unwrap();

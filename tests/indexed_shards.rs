@@ -132,7 +132,7 @@ fn transactions_across_shards_whole(read_mostly: bool) {
         let blue = store.by_index("color", "blue").unwrap().len();
         assert!(red <= OBJECTS as usize && blue <= OBJECTS as usize);
         assert_eq!(store.len(), OBJECTS as usize);
-        let keys = store.keys();
+        let keys = store.keys_to_vec();
         let mut objects: Vec<u32> = keys.iter().map(|key| key % 1000).collect();
         objects.sort_unstable();
         objects.dedup();

@@ -185,7 +185,7 @@ fn no_reader_sees_a_half_applied_relist() {
             );
             std::thread::spawn(move || {
                 while !stop.load(Ordering::Relaxed) {
-                    let values = store.values();
+                    let values = store.values_to_vec();
                     let generations: std::collections::BTreeSet<u32> =
                         values.iter().map(|v| **v / 1_000).collect();
                     assert_eq!(generations.len(), 1, "a torn relist: {generations:?}");

@@ -83,6 +83,11 @@ fn capacity_is_the_bound_everywhere() {
     assert_eq!(lru.stats().capacity, Some(8));
     assert_eq!(typed.stats().capacity, Some(8));
     assert_eq!(any.stats().capacity, Some(8));
+    // Every type built with a capacity reports it (an `LruCache` always
+    // has one).
+    let _: usize = lru.capacity();
+    assert_eq!(typed.capacity(), Some(8));
+    assert_eq!(any.capacity(), Some(8));
     // Not a bound: named for what it is.
     let _ = IndexedStore::<String, u32>::builder().initial_capacity(8);
     let _ = OrderedIndex::<String, u32>::builder().leaf_size(8);

@@ -195,7 +195,7 @@ where
     /// let store = larder::IndexedStore::<u32, &str>::new();
     /// store.insert_at_revision(1, "old", 9).unwrap();
     /// store.replace_at_revision([(2, "new")], 5).unwrap();
-    /// assert_eq!(store.keys(), [2]);
+    /// assert_eq!(store.keys_to_vec(), [2]);
     /// assert_eq!(store.revision(), 5); // the list's revision
     /// ```
     pub fn replace_at_revision<I>(&self, items: I, revision: u64) -> Result<(), IndexError>
@@ -311,7 +311,7 @@ mod tests {
         assert!(store.insert_at_revision(2, -1, 6).is_err());
         assert!(store.replace_at_revision([(3, -3)], 7).is_err());
         assert_eq!(store.revision(), 5);
-        assert_eq!(store.keys(), [1]);
+        assert_eq!(store.keys_to_vec(), [1]);
     }
 
     #[test]
@@ -334,7 +334,7 @@ mod tests {
         assert_eq!(old, [(1, 1), (2, 2)]);
         assert_eq!(relisted.rejected.len(), 1);
         assert_eq!(relisted.rejected[0].0, 3);
-        let mut keys = store.keys();
+        let mut keys = store.keys_to_vec();
         keys.sort();
         assert_eq!(keys, [2, 4]);
         assert_eq!(store.revision(), 9);

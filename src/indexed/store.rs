@@ -386,7 +386,8 @@ where
         self.len() == 0
     }
 
-    /// Every key, in no particular order: a snapshot taken at one instant.
+    /// A copy of every key, in no particular order, taken at one instant
+    /// (O(n), every key cloned under the read locks).
     ///
     /// # Examples
     ///
@@ -394,11 +395,11 @@ where
     /// let store = larder::IndexedStore::<u32, &str>::new();
     /// store.insert(2, "b").unwrap();
     /// store.insert(1, "a").unwrap();
-    /// let mut keys = store.keys();
+    /// let mut keys = store.keys_to_vec();
     /// keys.sort();
     /// assert_eq!(keys, [1, 2]);
     /// ```
-    pub fn keys(&self) -> Vec<K> {
+    pub fn keys_to_vec(&self) -> Vec<K> {
         // Declared before the guards: a panicking `K::clone` drops the
         // guards first, then the keys cloned so far, with no lock held.
         let mut keys = Vec::new();
@@ -411,8 +412,9 @@ where
         keys
     }
 
-    /// Every object, in no particular order: a snapshot taken at one
-    /// instant (client-go `List`).
+    /// A copy of every object, in no particular order, taken at one
+    /// instant (client-go's `List`; O(n), every object cloned under the
+    /// read locks).
     ///
     /// # Examples
     ///
@@ -420,14 +422,14 @@ where
     /// let store = larder::IndexedStore::<u32, u32>::new();
     /// store.insert(1, 10).unwrap();
     /// store.insert(2, 20).unwrap();
-    /// let sum: u32 = store.values().iter().sum();
+    /// let sum: u32 = store.values_to_vec().iter().sum();
     /// assert_eq!(sum, 30);
     /// ```
-    pub fn values(&self) -> Vec<V>
+    pub fn values_to_vec(&self) -> Vec<V>
     where
         V: Clone,
     {
-        // Declared before the guards, as in `keys`.
+        // Declared before the guards, as in `keys_to_vec`.
         let mut values = Vec::new();
         let cores = self.shards.read_all();
         values.reserve_exact(cores.iter().map(|core| core.len()).sum());
@@ -458,7 +460,7 @@ where
     where
         V: Clone,
     {
-        // Declared before the guards, as in `keys`.
+        // Declared before the guards, as in `keys_to_vec`.
         let mut entries = Vec::new();
         self.cut(|core| -> Result<(), std::convert::Infallible> {
             core.entries_into(&mut entries);

@@ -308,7 +308,7 @@ fn transaction_applies_in_order_and_is_all_or_nothing() {
         })
         .unwrap_err();
     assert!(matches!(err, IndexError::IndexFunction { .. }));
-    assert_eq!(store.keys(), [1]);
+    assert_eq!(store.keys_to_vec(), [1]);
     store
         .transaction(|tx| -> Result<(), IndexError> {
             tx.insert(2, "2".to_string())?;
@@ -317,7 +317,7 @@ fn transaction_applies_in_order_and_is_all_or_nothing() {
             Ok(())
         })
         .unwrap();
-    let mut keys = store.keys();
+    let mut keys = store.keys_to_vec();
     keys.sort();
     assert_eq!(keys, [1, 3]);
     store.check_invariants();
@@ -364,7 +364,7 @@ fn a_transaction_and_a_burst_let_go_of_what_they_displace() {
         );
         assert_eq!(Arc::strong_count(&stored_a), 2);
         assert_eq!(Arc::strong_count(&new_a), 2);
-        assert_eq!(store.keys(), [key("a")]);
+        assert_eq!(store.keys_to_vec(), [key("a")]);
         store
             .insert(Arc::clone(&stored_b), Arc::clone(&old_b))
             .unwrap();

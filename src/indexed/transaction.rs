@@ -64,7 +64,7 @@ pub(crate) enum Garbage<K, V> {
 ///     })
 ///     .unwrap();
 /// assert_eq!(recorded, 2);
-/// assert_eq!(store.keys(), [2]);
+/// assert_eq!(store.keys_to_vec(), [2]);
 /// ```
 pub struct Transaction<K, V> {
     schema: Arc<Schema<V>>,

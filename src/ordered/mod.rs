@@ -284,7 +284,7 @@ impl<K, V> OrderedIndex<K, V> {
     /// assert!(index.is_empty());
     /// ```
     pub fn new() -> Self {
-        Self::with_hasher(crate::sync::default_hasher())
+        OrderedIndexBuilder::new().build_index()
     }
 
     /// A builder, to choose the lock ([`OrderedLock`]), whether point
@@ -311,22 +311,6 @@ impl<K, V> OrderedIndex<K, V> {
 }
 
 impl<K, V, S> OrderedIndex<K, V, S> {
-    /// Creates an empty index whose point-lookup table hashes keys with
-    /// `hasher`.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use std::collections::hash_map::RandomState;
-    ///
-    /// let index = larder::OrderedIndex::with_hasher(RandomState::new());
-    /// index.insert(1_u8, "one");
-    /// assert_eq!(index.get_with(&1, |v| *v), Some("one"));
-    /// ```
-    pub fn with_hasher(hasher: S) -> Self {
-        OrderedIndexBuilder::new().hasher(hasher).build_index()
-    }
-
     /// `point_lookups`: whether `engine` keeps the point-lookup table.
     fn from_engine(engine: Engine<K, V>, hasher: S, point_lookups: bool) -> Self {
         Self {

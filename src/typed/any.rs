@@ -601,6 +601,22 @@ where
         self.raw.contains_key(&view as &dyn KeyView<Q>)
     }
 
+    /// The most entries the cache holds, of every type together, as built
+    /// or last [`resize`](Self::resize)d; `None` for an unbounded cache.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use larder::AnyCache;
+    ///
+    /// let cache: AnyCache<u32> = AnyCache::builder().capacity(100).build().unwrap();
+    /// assert_eq!(cache.capacity(), Some(100));
+    /// assert_eq!(AnyCache::<u32>::new().capacity(), None);
+    /// ```
+    pub fn capacity(&self) -> Option<usize> {
+        self.raw.capacity()
+    }
+
     /// Changes the capacity, bounding a cache built without one; shrinking
     /// evicts until the entries fit (see
     /// [`TypedCache::resize`](crate::TypedCache::resize)).

@@ -549,6 +549,23 @@ where
         self.raw.contains_key(key)
     }
 
+    /// The most entries the cache holds (with a
+    /// [`weigher`](TypedCacheBuilder::weigher), the most total weight), as built
+    /// or last [`resize`](Self::resize)d; `None` for an unbounded cache.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use larder::TypedCache;
+    ///
+    /// let cache: TypedCache<u32, u32> = TypedCache::builder().capacity(100).build().unwrap();
+    /// assert_eq!(cache.capacity(), Some(100));
+    /// assert_eq!(TypedCache::<u32, u32>::new().capacity(), None);
+    /// ```
+    pub fn capacity(&self) -> Option<usize> {
+        self.raw.capacity()
+    }
+
     /// Changes the capacity (with a [`weigher`](TypedCacheBuilder::weigher),
     /// the total weight), bounding a cache built without one. Shrinking
     /// evicts, from the shards over their share of the new capacity first,

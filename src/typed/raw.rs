@@ -433,6 +433,12 @@ where
         self.release_returning(garbage, (live == Some(true) && user).then_some(0))
     }
 
+    /// The bound: entries, or with a weigher total weight; `None` when
+    /// unbounded.
+    pub(crate) fn capacity(&self) -> Option<usize> {
+        self.layer.tally.capacity()
+    }
+
     pub(crate) fn insert(&self, key: K, value: V) -> Option<V> {
         let hash = self.layer.hash(&key);
         self.store(hash, key, value, None, true)
