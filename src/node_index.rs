@@ -55,8 +55,8 @@ impl NodeIndex {
     }
 
     /// Adds node `i` (its hash already stored in it). Inlined always: out
-    /// of line, the call cost every core's miss 2-6 instructions (the
-    /// callers are few).
+    /// of line, the call lengthened every core's miss (`design/lru.md` has
+    /// the counts), and the callers are few.
     #[inline(always)]
     pub(crate) fn insert<N: Keyed>(&mut self, nodes: &[N], i: u32) {
         self.room

@@ -15,8 +15,7 @@
 //! the same one, an identity hash's keys of one shard would use a
 //! sixteenth of the ghost's buckets in each of 16 shards.
 //!
-//! Costs one multiplication more than taking bits: about two instructions
-//! an operation.
+//! Costs one multiplication more than taking bits.
 
 /// The multiplier (odd, so no two hashes share a product).
 const SPREAD: u64 = 0xD1B5_4A32_D192_ED03;

@@ -519,8 +519,8 @@ mod tests {
     /// overlap. Four threads all counting as the boundary number, each for
     /// tens of milliseconds (longer than a scheduler slice, so that even on
     /// a loaded machine they overlap or preempt each other mid-increment),
-    /// make the loss certain. 200,000 increments each were too few: a
-    /// mutation run on a busy machine saw a load-and-store boundary pass.
+    /// make the loss certain; with far fewer, a load-and-store boundary
+    /// can pass on a busy machine.
     #[test]
     fn the_boundary_thread_counts_with_a_read_modify_write() {
         const THREADS: u64 = 4;

@@ -88,8 +88,8 @@ impl Clock for SystemClock {
 }
 
 /// A clock read from memory: a background thread stores the time every
-/// `resolution`, so `now` is one relaxed load (about a nanosecond) instead
-/// of a system call or vDSO read (20 to 70 ns, more on some virtual
+/// `resolution`, so `now` is one relaxed load instead of a system call or
+/// vDSO read, which costs many times more (most of all on some virtual
 /// machines). For caches with expiry and a very hot hit path, where the
 /// clock read of every hit would dominate.
 ///

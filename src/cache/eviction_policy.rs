@@ -26,20 +26,22 @@ use crate::fault::broken;
 ///
 /// | workload | pick |
 /// |---|---|
-/// | skewed (Zipf-like) keys, hit ratio matters | `S3Fifo`: the highest hit ratio here, 10 points above `Exact` on Zipf 0.9 at 1% capacity |
+/// | skewed (Zipf-like) keys, hit ratio matters | `S3Fifo`: the highest hit ratio here, 10 points above `Exact` on Zipf 0.9 at 1% capacity ([benchmarks](https://github.com/larder-rs/larder/blob/main/docs/benchmarks.md#lrucache-hit-ratios)) |
 /// | scans, batch jobs or one-off keys mixed with a hot set | `S3Fifo`: the scans do not flush the hot set |
 /// | strict recency semantics (the least recently used entry must be the one to go) | `Exact` |
 /// | many threads hitting the same entries, recency close enough | `Clock` or `S3Fifo` |
 ///
 /// `Clock` is CLOCK (second chance), the classic approximation of LRU: an
 /// entry is evicted only after the hand has passed it once with no hit in
-/// between. Its hit ratio stays close to LRU's on skewed workloads, here
-/// slightly above it (measured on Zipf 0.9 over 1M keys,
-/// 39.9% against exact global LRU's 39.4% at 1% capacity, 63.8% against
-/// 63.0% at 10%), but it is not LRU: a scan, or keys used once each, can
-/// evict differently. Choose it when many threads hit the same entries and
-/// throughput matters more than the exact order (on 2 cores, pure hits ran
-/// 1.3-1.5x faster than under `Exact`; miss-heavy work gains little);
+/// between. Its hit ratio stays close to LRU's on skewed workloads,
+/// slightly above it on the Zipf traces of the
+/// [benchmarks](https://github.com/larder-rs/larder/blob/main/docs/benchmarks.md#lrucache-hit-ratios),
+/// but it is not LRU: a scan, or keys used once each, can evict
+/// differently. Choose it when many threads hit the same entries and
+/// throughput matters more than the exact order: its hits share the
+/// shard's lock where `Exact`'s take turns, so hit-heavy work runs faster
+/// on several cores, while miss-heavy work gains little (every miss takes
+/// the exclusive lock to evict under either policy);
 /// everything else (the hard bound, statistics, loading, panic safety,
 /// listeners) is the same under both policies.
 ///

@@ -29,9 +29,9 @@
 //! of members beside it keeps the order exactly but costs three probes of
 //! scattered memory per eviction (remember, trim the oldest, and test the
 //! incoming key) and 17 bytes or more per place; the buckets cost a line
-//! read per test, a place and a cursor byte written per eviction, and 4.06
-//! bytes a place, and measured hit ratios within 0.02 point of the
-//! queue's (`design/lru.md`).
+//! read per test, a place and a cursor byte written per eviction, and a
+//! little over 4 bytes a place, for the queue's hit ratios (the figures
+//! are in `design/lru.md`).
 //!
 //! A fingerprint is the low 32 bits of the hash (0 read as 1): two keys
 //! whose hashes share them are one member, so the ghost may send to main a
@@ -66,8 +66,8 @@ const EMPTY_BUCKET: Bucket = Bucket([FREE; WAYS]);
 impl Bucket {
     /// A bit per place holding `print`, place 0 in bit 0, without a branch
     /// per place. The compiler vectorizes the compares but assembles the
-    /// mask lane by lane (about 40 instructions), so callers ask
-    /// [`holds`](Self::holds) first.
+    /// mask lane by lane, several times the work of the test in
+    /// [`holds`](Self::holds), so callers ask that first.
     #[inline]
     fn matches(&self, print: u32) -> u32 {
         self.0
@@ -77,12 +77,11 @@ impl Bucket {
     }
 
     /// Whether any place holds `print`: the cheap first test. The compiler
-    /// reduces this fold to four vector compares and one mask extraction
-    /// (16 instructions), where
-    /// [`matches`](Self::matches) builds its mask lane by lane (about 40);
+    /// reduces this fold to four vector compares and one mask extraction,
+    /// where [`matches`](Self::matches) builds its mask lane by lane;
     /// most tests find nothing, so the mask is built only once this says
     /// there is a place to find. Out of line on purpose: inlined, the same
-    /// fold compiled to about 30 scalar instructions.
+    /// fold compiled to scalar compares (`design/lru.md` has the counts).
     #[inline(never)]
     fn holds(&self, print: u32) -> bool {
         self.0.iter().fold(0, |any, &p| any | u32::from(p == print)) != 0
@@ -137,9 +136,9 @@ impl Bucket {
 ///
 /// Chosen on a grid (small queue 1/16 to 1/64 of the capacity, ghost 0.35
 /// to 1.5 capacities) over Zipf 0.9, Zipf 1.1 and a scan-polluted Zipf 0.9
-/// trace at 1% and 10% of 1M keys: a ghost as large as main measured
-/// 0.1-0.2 point lower on the Zipf traces at 1%, half the capacity about
-/// 0.2 point lower on the scan trace at 10%.
+/// trace at 1% and 10% of 1M keys: a ghost as large as main hit less on
+/// the Zipf traces at 1%, half the capacity less on the scan trace at 10%
+/// (`design/lru.md` has the figures).
 pub(crate) fn ghost_target(entries: usize) -> usize {
     // 2n/3 without overflowing for counts near usize::MAX.
     entries / 3 * 2 + entries % 3 * 2 / 3

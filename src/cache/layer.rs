@@ -17,9 +17,9 @@
 //! writes are frequent); `TypedCache` crossbeam's `ShardedLock` (a read
 //! writes only the reader's stripe, so warm hits on two cores share no
 //! written line; a write locks every stripe, and writes are rare). On two
-//! cores, `TypedCache` warm hits over padded `RwLock`s ran at 0.37-0.41x
-//! of `ShardedLock`'s (`showdown --only typed --workload warm_hits
-//! --threads 2`, `get_with` and cloned-out rows).
+//! cores, `TypedCache` warm hits over padded `RwLock`s ran at well under
+//! half the rate of `ShardedLock`'s, every hit writing the one lock word
+//! (`design/open-work.md` has the figures).
 //!
 //! An operation takes one shard lock at a time; the flights' locks are
 //! never taken while a shard lock is held. No user code runs under a
@@ -53,9 +53,10 @@ pub(crate) trait ShardLock<T> {
     where
         Self: 'a;
     /// Whether a shared-lock hit on a shard whose entries can expire runs
-    /// inline in the hit path (`TypedCache`, whose warm hits are its point: 35
-    /// instructions less a hit with expiry) or out of line (`LruCache`,
-    /// whose hit path without expiry it would cost 2-12).
+    /// inline in the hit path (`TypedCache`, whose warm hits are its point:
+    /// inlined, a hit with expiry runs fewer instructions) or out of line
+    /// (`LruCache`, whose hit path without expiry the inlined code would
+    /// lengthen; `design/typed.md` has the counts).
     const INLINE_EXPIRY: bool;
     fn new(value: T) -> Self;
     fn read(&self) -> Self::Read<'_>;

@@ -63,18 +63,17 @@ impl Linked for Meta {
 
 /// The small queue's share of a capacity: 1/48, at least one entry (so a
 /// capacity of 1 is all small queue, and main's share is empty). The
-/// paper's tenth measured up to 0.5 point lower on Zipf traces here; a
-/// small probation queue keeps more room for the keys that proved
-/// themselves, and the ghost still catches the keys that return after
-/// leaving it.
+/// paper's tenth hit less on the Zipf traces here; a small probation
+/// queue keeps more room for the keys that proved themselves, and the
+/// ghost still catches the keys that return after leaving it.
 ///
 /// Chosen with [`ghost_target`](super::ghost::ghost_target) on a grid
 /// (small 1/16 to 1/64, ghost 0.35 to 1.5 capacities) over Zipf 0.9, Zipf
 /// 1.1 and a scan-polluted Zipf 0.9 trace at 1% and 10% of 1M keys, three
 /// seeds, sharded and not: 1/48 with a ghost of two thirds of the capacity
-/// was ahead of quick_cache 0.7 on all 18 cells, where the earlier 1/32
-/// with a ghost as large as main was behind on the 6 cells at 1% of the
-/// Zipf traces (by 0.1 point).
+/// was ahead of quick_cache 0.7 on every cell, where the earlier 1/32 with
+/// a ghost as large as main fell behind on some (`design/lru.md`, "How
+/// S3-FIFO works here", has the figures).
 fn small_target(capacity: usize) -> u64 {
     (capacity / 48).max(1) as u64
 }

@@ -144,9 +144,10 @@ impl<K, V, S> IndexedStoreBuilder<K, V, S> {
     /// a power of two. A point write locks the one shard its key hashes to;
     /// a whole-store read (`by_index`, `values`, ...) locks every shard, so
     /// more shards let more writers run at once and make those reads cost
-    /// more: about 130 instructions per shard (a read lock and a bucket
-    /// probe; 2-vCPU Intel Xeon, `benches/instructions`, 2026-12-03). The
-    /// default is four per core, rounded up to a power of two, at most 128
+    /// more: a read lock and a bucket probe per shard (about 130
+    /// instructions: the
+    /// [benchmarks](https://github.com/larder-rs/larder/blob/main/docs/benchmarks.md#indexedstore)).
+    /// The default is four per core, rounded up to a power of two, at most 128
     /// (8 on a 2-core machine, 32 on 8 cores). `build` fails if this is 0
     /// or more than 128.
     ///
@@ -173,13 +174,12 @@ impl<K, V, S> IndexedStoreBuilder<K, V, S> {
     /// write-heavy or single-threaded use. Costs 128 bytes per stripe per
     /// shard.
     ///
-    /// Measured (showdown, 64K `u64` keys, no index; read-mostly over
-    /// plain, the median of 5 interleaved rounds' ratios, lowest to
-    /// highest round; 2-vCPU AMD EPYC guest, 2026-12-05, commit 129ca03):
-    /// two threads, 98% reads 1.02x (0.89-1.11), 90% reads 0.93x, 10%
-    /// reads 0.60x; one thread, 98% reads 0.87x, 10% reads 0.59x. Two
-    /// cores are the least where it can pay: each added core reading at
-    /// once adds to a plain lock word's traffic and not to a stripe's.
+    /// On one thread, and wherever writes are more than a few in a hundred
+    /// operations, it is slower than the plain lock; at two threads with
+    /// 98% reads it is about level with it (the
+    /// [benchmarks](https://github.com/larder-rs/larder/blob/main/docs/benchmarks.md#indexedstore-read-mostly-stores)).
+    /// Two cores are the least where it can pay: each added core reading
+    /// at once adds to a plain lock word's traffic and not to a stripe's.
     ///
     /// # Examples
     ///

@@ -30,9 +30,10 @@ pub(crate) const MAX_SHARDS: usize = 128;
 /// The shard count a store gets unless its builder says otherwise: four
 /// per core, a power of two, at most [`MAX_SHARDS`] (`DashMap`'s count).
 /// Two writers then meet on one shard an eighth of the time at most; each
-/// shard adds about 130 instructions to a whole-store read (one read lock,
-/// one bucket probe with the value's hash computed once: the
-/// `indexed::by_index larder_N_shards` rows of `benches/instructions`).
+/// shard adds one read lock and one bucket probe to a whole-store read
+/// (the value's hash is computed once): more shards would make those reads
+/// dearer (`docs/benchmarks.md` has the `by_index` rows at 4 to 32
+/// shards).
 pub(crate) fn default_count() -> usize {
     #[cfg(loom)]
     {

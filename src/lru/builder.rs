@@ -35,11 +35,11 @@ pub(crate) fn validate(capacity: usize, shards: usize) -> Result<(), BuildError>
 /// 32 (`Exact`), 8 (`Clock`) or 64 (`S3Fifo`) entries per shard, and at
 /// least 1.
 ///
-/// Measured on 2 cores (design/lru.md): 2-thread throughput rises with the
-/// shard count under both policies. Exact LRU's hit ratio falls as shards
-/// shrink (0.09 point below one global list at 256 shards for 10K entries,
-/// 0.4 at 1024), so it keeps 32 entries per shard; CLOCK's stays above
-/// exact LRU's down to about 10 entries per shard.
+/// 2-thread throughput rises with the shard count under both policies.
+/// Exact LRU's hit ratio falls as shards shrink (slowly: a fraction of a
+/// point at a thousand shards of 10K entries), so it keeps 32 entries per
+/// shard; CLOCK's stays above exact LRU's down to shards of about 10
+/// entries. The figures are in `design/lru.md` ("Choosing shards").
 pub(crate) fn default_shards(capacity: usize, policy: EvictionPolicy) -> usize {
     let (per_core, min_entries) = match policy {
         EvictionPolicy::Exact => (128, 32),

@@ -108,9 +108,10 @@ pub(crate) type LruSettings<K, V, S> =
 /// The default is 128 shards per core (rounded to a power of two, at most
 /// 4096), reduced so each shard holds at least 32 entries. More shards mean
 /// fewer threads meeting on one lock and fewer cache lines moving between
-/// cores; on 2 cores, 2-thread throughput rose by 11-14% from 64 to 256
-/// shards. The hit-ratio cost against one global list stays small (0.09
-/// points at 1% of 1M keys with 256 shards). Use fewer
+/// cores, for a hit ratio a fraction of a point below one global list
+/// (the
+/// [benchmarks](https://github.com/larder-rs/larder/blob/main/docs/benchmarks.md#lrucache-hit-ratios)).
+/// Use fewer
 /// shards (down to 1, exact global LRU) when the order matters more than
 /// scaling. Under [`EvictionPolicy::Clock`] the default is 512 per core with at
 /// least 8 entries per shard: CLOCK's hit ratio holds up in smaller shards.

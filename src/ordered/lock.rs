@@ -14,11 +14,11 @@ use crate::sync::{
 /// How an [`OrderedIndex`](super::OrderedIndex) is locked; see
 /// [`OrderedIndexBuilder::lock`](super::OrderedIndexBuilder::lock).
 ///
-/// Measured on 2 cores at 2 threads (the
-/// [benchmarks](https://github.com/larder-rs/larder/blob/main/docs/benchmarks.md) have the tables): `Partitioned` is as fast or faster
-/// on every workload there but 32-entry ranges, most of all when writes are
-/// frequent (one lock makes writers wait for each other and for every
-/// reader). With one thread, or
+/// At 2 threads `Partitioned` is as fast or faster on every workload but
+/// short ranges, most of all when writes are frequent (one lock makes
+/// writers wait for each other and for every reader; the
+/// [benchmarks](https://github.com/larder-rs/larder/blob/main/docs/benchmarks.md#orderedindex)).
+/// With one thread, or
 /// for O(1) snapshots, one lock is cheaper: `Single` writes faster,
 /// `Sharded` reads scale better.
 ///

@@ -104,10 +104,11 @@ use crate::wait::Waiters;
 ///   one reader-writer lock. Snapshots are O(1) and one thread runs faster,
 ///   but writers exclude each other and everyone else.
 ///
-/// On 2 cores, at 2 threads, the leaves beat one lock or match it on every
-/// workload measured except 32-entry ranges (0.88x), by 3.2-3.7x on mixed
-/// and write-heavy work; the [benchmarks](https://github.com/larder-rs/larder/blob/main/docs/benchmarks.md) have the
-/// measurements and the comparison with the peers.
+/// At 2 threads the leaves beat one lock or match it on every workload but
+/// short ranges, by several times on mixed and write-heavy work, where one
+/// lock makes writers wait for each other and for every reader; the
+/// [benchmarks](https://github.com/larder-rs/larder/blob/main/docs/benchmarks.md#orderedindex)
+/// compare it with the peers.
 ///
 /// With consistent `Ord`, `Hash` and `Eq` impls (`a == b` exactly when
 /// `a.cmp(b)` is `Equal`, and equal keys hash alike) the table and the

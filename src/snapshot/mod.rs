@@ -135,9 +135,11 @@ pub struct Snapshot<T> {
 /// - until then it occupies one of the 8 borrow slots arc-swap lends the
 ///   thread that loaded it (wherever the guard has moved since). While all
 ///   8 of a thread's slots are taken, every further `load` on that thread
-///   takes arc-swap's fallback path: about 3x slower on one thread, and
-///   it writes the value's shared
-///   reference count as [`load_full`](Snapshot::load_full) does. An
+///   takes arc-swap's fallback path: about three times slower on one
+///   thread (the
+///   [benchmarks](https://github.com/larder-rs/larder/blob/main/docs/benchmarks.md#snapshot-guards-held)),
+///   and it writes the value's shared reference count as
+///   [`load_full`](Snapshot::load_full) does. An
 ///   executor's worker thread runs many tasks, so tasks that each hold a
 ///   guard across an `.await` can use up their worker's slots;
 /// - a store that replaces its value pays the guard's borrow: one

@@ -248,11 +248,11 @@ impl<K, V> Bound<K, V> {
     /// shard whatever it holds would let each shard's size wander: a
     /// victim heavier than the room needed, a removal or an expiry in one
     /// shard leave slack that the next insert in any shard takes, so sizes
-    /// walk apart with nothing pulling them back (16 shards of a
-    /// 2,000-weight cache come to hold 2 to 163 entries, where about 63
-    /// each are level), and a small shard evicts its keys young (a Zipf
-    /// 0.9 trace: 29.7% hits against 34.1% for one exact LRU over the
-    /// whole capacity).
+    /// walk apart with nothing pulling them back (some shards shrink to a
+    /// few entries while others hold more than twice their share), and a
+    /// small shard evicts its keys young, which costs hit ratio against
+    /// one exact LRU over the whole capacity (`design/typed.md` has the
+    /// figures).
     pub(crate) fn evict_locked(
         &self,
         core: &mut Locked<K, V>,

@@ -70,8 +70,9 @@ pub(super) const SHARDS: usize = 16;
 /// The default shard count: [`SHARDS`], or for a bounded cache one shard
 /// per 64 of its capacity, between 1 and [`SHARDS`]. The bound is global
 /// and each shard's policy orders only its own entries, so a shard of a
-/// few entries evicts keys young: at a capacity of 16, 16 shards under
-/// S3-FIFO hit 4.7% of a Zipf 0.9 trace where one shard hits 16.3%.
+/// few entries evicts keys young: a small cache split into many shards
+/// hits far less often than one shard (`docs/benchmarks.md`, "TypedCache
+/// hit ratios").
 pub(super) fn default_shards(capacity: Option<usize>) -> usize {
     capacity.map_or(SHARDS, |max| (max / 64).clamp(1, SHARDS))
 }
@@ -244,9 +245,11 @@ where
     ///
     /// Forced inline, as are the public forms over it, with the miss half
     /// out of line (`miss_async`): left to the compiler, the whole call
-    /// stayed one out-of-line function, and an awaited hit took 1.4x-1.9x
-    /// the time of a sync hit in the same loop (a single-thread probe over
-    /// 10,000 warm keys); inlined, 0.98x-1.15x.
+    /// stayed one out-of-line function, and an awaited hit paid a call and
+    /// the return of the whole future through memory, well above the time
+    /// of a sync hit; inlined, it costs what a sync hit costs
+    /// (`design/benchmarks-history.md`, "After the async hit was forced
+    /// inline").
     #[inline(always)]
     pub(crate) fn get_or_try_init_async<Q, E, F, Fut, R, P, O>(
         &self,
