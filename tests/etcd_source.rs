@@ -123,8 +123,9 @@ async fn list_reads_every_page_at_the_first_pages_revision() {
                 "listed at {} after the late write {late}",
                 listed.revision
             );
-            assert!(!listed.items.iter().any(|(key, _)| key == "/n/9999-late"));
-            for (i, (key, value)) in listed.items.iter().enumerate() {
+            assert!(!listed.items.iter().any(|(key, ..)| key == "/n/9999-late"));
+            for (i, (key, value, changed)) in listed.items.iter().enumerate() {
+                assert!(*changed <= listed.revision, "{key} changed at {changed}");
                 assert_eq!(
                     key,
                     &format!("/n/{i:04}"),
@@ -149,10 +150,11 @@ async fn watch_delivers_changes_after_its_revision_in_order() {
         LIMIT,
         async {
             let mut client = connect(&server).await;
-            put(&mut client, "/w/before", "1").await;
+            let before = put(&mut client, "/w/before", "1").await;
             let source = numbers(client.clone(), "/w/");
             let listed = source.list().await.unwrap();
-            assert_eq!(listed.items, vec![("/w/before".to_owned(), 1)]);
+            // Each object with the revision of its last change.
+            assert_eq!(listed.items, vec![("/w/before".to_owned(), 1, before)]);
             // A change between the list and the watch is still delivered: the
             // watch starts just after the listed revision.
             let a = put(&mut client, "/w/a", "10").await;
@@ -445,7 +447,11 @@ async fn undecodable_values_are_reported_with_their_keys() {
             put(&mut client, "/u/good2", "2").await;
             let source = numbers(client.clone(), "/u/");
             let listed = source.list().await.unwrap();
-            let mut keys: Vec<_> = listed.items.iter().map(|(k, v)| (k.as_str(), *v)).collect();
+            let mut keys: Vec<_> = listed
+                .items
+                .iter()
+                .map(|(k, v, _)| (k.as_str(), *v))
+                .collect();
             keys.sort();
             assert_eq!(keys, vec![("/u/good", 1), ("/u/good2", 2)]);
             assert_eq!(listed.invalid.len(), 2, "{:?}", listed.invalid);

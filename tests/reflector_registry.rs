@@ -7,6 +7,8 @@
 
 #![cfg(feature = "reflector")]
 
+#[path = "common/alarms.rs"]
+mod alarms;
 #[path = "common/recorder.rs"]
 mod recorder;
 #[path = "common/reflecting.rs"]
@@ -18,9 +20,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, mpsc};
 use std::time::Duration;
 
+use alarms::Alarms;
 use larder::reflector::{
     Handler, HandlerRegistry, Listed, MemorySource, Reflector, ReflectorBuildError,
-    ReflectorHandle, Resync, Revision, Sleep, Source, SourceError, WatchEvent,
+    ReflectorHandle, Resync, Revision, Source, SourceError, WatchEvent,
 };
 use recorder::{Call, Recorder, Shared};
 use reflecting::{LIMIT, Store, bounded, caught_up, fast, key, sorted, store};
@@ -276,8 +279,12 @@ fn a_removed_handler_gets_nothing_more() {
     });
 }
 
-/// A handler added after the loop ended gets the final content, then its
-/// delivery completes.
+/// Adding a handler to a reflector that has ended succeeds (client-go
+/// returns an error instead): the handler gets the final content, has
+/// synced, and its delivery completes, exactly as for a handler added just
+/// before the end, so a program has one end signal whichever came first;
+/// `ReflectorHandle::is_finished` tells the two apart. A reflector dropped
+/// unrun ends its registry the same way.
 #[test]
 fn a_handler_added_after_the_end_gets_the_final_content() {
     bounded("a_handler_added_after_the_end", async {
@@ -288,20 +295,38 @@ fn a_handler_added_after_the_end_gets_the_final_content() {
         let (reflector, handle, registry) = built(&source, &store);
         let task = tokio::spawn(reflector.run());
         handle.wait_until_synced().await.unwrap();
+        let (before, after) = (Recorder::new(), Recorder::new());
+        let (early, early_delivery) = registry.add(Shared(Arc::clone(&before)));
+        let early_delivery = tokio::spawn(early_delivery);
+        until(|| early.has_synced()).await;
         handle.stop();
         task.await.unwrap();
-        let recorder = Recorder::new();
-        let (registration, delivery) = registry.add(Shared(Arc::clone(&recorder)));
+        assert!(handle.is_finished());
+        let (late, late_delivery) = registry.add(Shared(Arc::clone(&after)));
+        tokio::time::timeout(LIMIT, late_delivery).await.unwrap();
+        tokio::time::timeout(LIMIT, early_delivery)
+            .await
+            .unwrap()
+            .unwrap();
+        assert!(late.has_synced());
+        source.put(key(3), 3); // nobody delivers it any more
+        for recorder in [&before, &after] {
+            assert_eq!(recorder.model(), [(key(1), 1), (key(2), 2)]);
+            assert_eq!(recorder.violations(), Vec::<String>::new());
+        }
+
+        let (unrun, _, unrun_registry) = built(&source, &reflecting::store());
+        drop(unrun);
+        let (registration, delivery) = unrun_registry.add(Shared(Recorder::new()));
         tokio::time::timeout(LIMIT, delivery).await.unwrap();
         assert!(registration.has_synced());
-        assert_eq!(recorder.model(), [(key(1), 1), (key(2), 2)]);
     });
 }
 
-/// A panicking added handler is counted, and its later notifications
-/// still come.
+/// A panicking added handler is counted and reported to `on_error` (from
+/// its delivery's task), and its later notifications still come.
 #[test]
-fn an_added_handler_that_panics_is_counted_and_goes_on() {
+fn an_added_handler_that_panics_is_reported_counted_and_goes_on() {
     struct Panics(Arc<AtomicUsize>);
     impl Handler<String, u32> for Panics {
         fn on_add(&self, key: &String, _new: &Arc<u32>) {
@@ -311,8 +336,16 @@ fn an_added_handler_that_panics_is_counted_and_goes_on() {
     }
     bounded("an_added_handler_that_panics", async {
         let source = MemorySource::new();
-        let store = store();
-        let (reflector, handle, registry) = built(&source, &store);
+        let errors = Arc::new(Mutex::new(Vec::new()));
+        let reflector = Reflector::builder(source.clone(), store())
+            .on_error({
+                let errors = Arc::clone(&errors);
+                move |error| errors.lock().unwrap().push(error.to_string())
+            })
+            .backoff(fast())
+            .build()
+            .unwrap();
+        let (handle, registry) = (reflector.handle(), reflector.handler_registry());
         let calls = Arc::new(AtomicUsize::new(0));
         let (_registration, delivery) = registry.add(Panics(Arc::clone(&calls)));
         let delivering = tokio::spawn(delivery);
@@ -326,48 +359,18 @@ fn an_added_handler_that_panics_is_counted_and_goes_on() {
         delivering.await.unwrap();
         assert_eq!(calls.load(Ordering::SeqCst), 3);
         assert_eq!(handle.stats().handler_panics, 1);
+        let errors = errors.lock().unwrap().clone();
+        assert_eq!(errors.len(), 1, "{errors:?}");
+        assert!(
+            errors[0].starts_with("handler on_add panicked: ")
+                && errors[0].contains("handler panicked on purpose"),
+            "{errors:?}"
+        );
     });
-}
-
-/// Drives `future` to completion on the calling thread.
-/// A timer whose sleeps of the resync periods below complete only when the
-/// test fires them (others, the backoff's, are real sleeps).
-#[derive(Default)]
-struct Alarms {
-    pending: Mutex<Vec<(Duration, tokio::sync::oneshot::Sender<()>)>>,
 }
 
 const OWN_PERIOD: Duration = Duration::from_secs(7);
 const REFLECTOR_PERIOD: Duration = Duration::from_secs(11);
-
-impl Alarms {
-    fn sleep(&self, duration: Duration) -> Sleep {
-        if duration != OWN_PERIOD && duration != REFLECTOR_PERIOD {
-            return Box::pin(tokio::time::sleep(duration));
-        }
-        let (fire, fired) = tokio::sync::oneshot::channel();
-        self.pending.lock().unwrap().push((duration, fire));
-        Box::pin(async move {
-            // A dropped sender (the loop ended) never fires.
-            if fired.await.is_err() {
-                std::future::pending::<()>().await;
-            }
-        })
-    }
-
-    /// Fires every pending sleep of `duration`; returns how many.
-    fn fire(&self, duration: Duration) -> usize {
-        let mut pending = self.pending.lock().unwrap();
-        let (due, rest) = pending.drain(..).partition(|(d, _)| *d == duration);
-        *pending = rest;
-        let due: Vec<(Duration, tokio::sync::oneshot::Sender<()>)> = due;
-        let count = due.len();
-        for (_, fire) in due {
-            fire.send(()).unwrap();
-        }
-        count
-    }
-}
 
 /// Waits (yielding) until `done` holds; the test's bound catches a hang.
 async fn until(mut done: impl FnMut() -> bool) {
@@ -591,6 +594,7 @@ fn a_handler_added_mid_transaction_joins_after_the_whole_revision() {
     );
 }
 
+/// Drives `future` to completion on the calling thread.
 fn futures_block_on<F: std::future::Future>(future: F) -> F::Output {
     tokio::runtime::Builder::new_current_thread()
         .build()

@@ -211,9 +211,9 @@ impl Source for EarlyBookmark {
         let mut lists = self.lists.lock().unwrap();
         *lists += 1;
         let (items, revision) = if *lists == 1 {
-            (vec![(key(0), 0)], 3)
+            (vec![(key(0), 0, 1)], 3)
         } else {
-            (vec![(key(0), 0), (key(1), 1)], 5)
+            (vec![(key(0), 0, 1), (key(1), 1, 4)], 5)
         };
         Ok(Listed {
             items,

@@ -8,7 +8,8 @@ use std::time::Duration;
 use super::error::{ReflectorBuildError, ReflectorError};
 use super::handler::{Closures, Handler, Handlers};
 use super::registry::{Registry, SnapshotFn};
-use super::run::{ErrorFn, KeyParser, Reflector, RegistryGuard};
+use super::report::{ErrorFn, Reporter};
+use super::run::{KeyParser, Reflector, RegistryGuard};
 use super::source::Source;
 use super::status::Status;
 use super::timer::{DefaultTimer, SharedTimer, Timer};
@@ -103,6 +104,11 @@ impl Default for Backoff {
 /// Periodic resync: every `period`, every stored object is re-delivered to
 /// [`Handler::on_update`] with old and new the same (client-go's
 /// `resyncPeriod`), so a controller can retry work that failed.
+///
+/// A relist that finds a handler's resync due does it: the handler gets
+/// every object the relist found unchanged as such a sync (the others as
+/// adds, updates and deletes), and its period starts again. A handler
+/// whose resync is not due gets the relist's changes alone.
 ///
 /// # Examples
 ///
@@ -220,7 +226,9 @@ where
 
     /// Calls `f` with every [`ReflectorError`] (failed lists and watches,
     /// undecodable or rejected objects, handler panics), on the
-    /// reflector's task. None of them stops the loop.
+    /// reflector's task; the panic of a handler added through a
+    /// [`HandlerRegistry`](super::HandlerRegistry), on the task that polls
+    /// its delivery. None of them stops the loop, or a delivery.
     pub fn on_error(mut self, f: impl Fn(&ReflectorError) + Send + Sync + 'static) -> Self {
         self.on_error = Some(Box::new(f));
         self
@@ -297,16 +305,18 @@ where
             let store = Arc::clone(&self.store);
             Box::new(move || store.to_vec()) as SnapshotFn<Src::Key, Src::Object>
         };
+        let reporter = Arc::new(Reporter::new(self.on_error, Arc::clone(&status)));
         let registry = Arc::new(Registry::new(
             snapshot,
             Arc::clone(&status),
+            Arc::clone(&reporter),
             self.timer.clone(),
         ));
         Ok(Reflector {
             source: self.source,
             store: self.store,
             handlers: Handlers { list: handlers },
-            on_error: self.on_error,
+            reporter,
             parse_key: self.parse_key,
             backoff: self.backoff,
             resync: self.resync,

@@ -7,6 +7,7 @@ use std::fmt;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use super::error::ReflectorError;
+use super::report::Reporter;
 use super::source::Revision;
 use crate::sync::Arc;
 
@@ -49,10 +50,18 @@ pub trait Handler<K, V>: Send + Sync + 'static {
         let _ = (key, new);
     }
 
-    /// `key` changed from `old` to `new`. Also called for every object a
-    /// relist finds already stored (client-go's `Replaced`, `old` and `new`
-    /// then may be equal) and, by a periodic resync, with `old` and `new`
-    /// the same `Arc` (client-go's `Sync`).
+    /// `key` changed from `old` to `new`: a watch `Put` of a stored key, or
+    /// a key a relist found changed since the reflector last saw it (its
+    /// revision moved).
+    ///
+    /// Also called for a *sync*, with `old` and `new` the same `Arc`: by a
+    /// periodic resync for every stored object, and by a relist, for every
+    /// object it found unchanged (its revision the same), to the handlers
+    /// whose resync is due (client-go's `Sync`, and `Replaced` with an
+    /// unchanged resource version). `Arc::ptr_eq(old, new)` is true for a
+    /// sync and false for a change, however equal the two objects are
+    /// ([`Change::is_sync`]): client-go's handlers compare resource
+    /// versions for this.
     fn on_update(&self, key: &K, old: &Arc<V>, new: &Arc<V>) {
         let _ = (key, old, new);
     }
@@ -77,7 +86,8 @@ pub trait Handler<K, V>: Send + Sync + 'static {
     /// read at for a resync or a [`HandlerRegistry`](super::HandlerRegistry)
     /// handler's first adds. Along one handler's notifications it never
     /// decreases; per key it increases from one change to the next, except
-    /// that a resync (or a relist that found a key unchanged) repeats it.
+    /// that a sync (a resync, or a relist that found the key unchanged) may
+    /// repeat it.
     ///
     /// # Examples
     ///
@@ -164,6 +174,29 @@ impl<'a, K, V> Change<'a, K, V> {
                 key
             }
         }
+    }
+
+    /// Whether this is a sync, not a change: an update whose `old` and
+    /// `new` are the same `Arc` (a periodic resync, or an object a relist
+    /// found unchanged; see [`Handler::on_update`]). A controller that
+    /// retries failed work on a resync reconciles on either; one that acts
+    /// on changes alone skips a sync.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use larder::reflector::Change;
+    ///
+    /// let (key, object) = ("a".to_string(), Arc::new(1));
+    /// let sync = Change::Update { key: &key, old: &object, new: &object };
+    /// assert!(sync.is_sync());
+    /// let equal = Arc::new(1); // the same value, a new object: a change
+    /// let change = Change::Update { key: &key, old: &object, new: &equal };
+    /// assert!(!change.is_sync());
+    /// ```
+    pub fn is_sync(&self) -> bool {
+        matches!(*self, Change::Update { old, new, .. } if Arc::ptr_eq(old, new))
     }
 }
 
@@ -274,19 +307,18 @@ impl<K: Clone, V> Clone for Notification<K, V> {
     }
 }
 
-/// Every registered handler.
+/// The builder's handlers.
 pub(crate) struct Handlers<K, V> {
     pub(crate) list: Vec<Box<dyn Handler<K, V>>>,
 }
 
 impl<K: 'static, V: 'static> Handlers<K, V> {
-    /// Delivers `notification` to every handler, catching panics; returns
-    /// the panics as errors to report.
-    pub(crate) fn deliver(&self, notification: &Notification<K, V>) -> Vec<ReflectorError> {
-        self.list
-            .iter()
-            .filter_map(|handler| notification.call(&**handler).err())
-            .collect()
+    /// Delivers `notification` to every handler; a panic is caught and
+    /// reported, and the next handler still gets the notification.
+    pub(crate) fn deliver(&self, notification: &Notification<K, V>, reporter: &Reporter) {
+        for handler in &self.list {
+            reporter.call(&**handler, notification);
+        }
     }
 
     pub(crate) fn is_empty(&self) -> bool {

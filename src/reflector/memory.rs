@@ -74,7 +74,8 @@ struct State<K, V> {
 }
 
 enum Stored<V> {
-    Valid(V),
+    /// An object and the revision of its last change.
+    Valid(V, Revision),
     Invalid(InvalidObject),
 }
 
@@ -191,7 +192,7 @@ where
         state.revision = revision;
         state
             .objects
-            .insert(key.clone(), Stored::Valid(object.clone()));
+            .insert(key.clone(), Stored::Valid(object.clone(), revision));
         publish(
             state,
             WatchEvent::Put {
@@ -312,7 +313,7 @@ where
             .objects
             .iter()
             .filter_map(|(key, stored)| match stored {
-                Stored::Valid(object) => Some((key.clone(), object.clone())),
+                Stored::Valid(object, _) => Some((key.clone(), object.clone())),
                 Stored::Invalid(_) => None,
             })
             .collect()
@@ -529,7 +530,7 @@ where
         let mut invalid = Vec::new();
         for (key, stored) in &state.objects {
             match stored {
-                Stored::Valid(object) => items.push((key.clone(), object.clone())),
+                Stored::Valid(object, at) => items.push((key.clone(), object.clone(), *at)),
                 Stored::Invalid(object) => invalid.push(object.clone()),
             }
         }

@@ -23,10 +23,13 @@
 
 // Files (one concept each): `source.rs` (the Source trait and its events),
 // `memory.rs` (MemorySource), `run.rs` (the loop: list, watch, apply,
-// resync), `builder.rs`, `handler.rs` (handlers and their delivery),
-// `registry.rs` (handlers added while running, each with its buffer and
-// resync), `status.rs` (what handles share: revision, readiness, stats,
-// stop), `timer.rs` (Timer, backoff), `error.rs`; `etcd/` (EtcdSource).
+// resync), `burst.rs` (the events a stream holds, as one write),
+// `relist.rs` (a relist's difference: changes to all, syncs to the handlers
+// whose resync is due), `builder.rs`, `handler.rs` (handlers and their
+// delivery), `registry.rs` (handlers added while running, each with its
+// buffer and resync), `report.rs` (on_error and the one panic path),
+// `status.rs` (what handles share: revision, readiness, stats, stop),
+// `timer.rs` (Timer, backoff), `error.rs`; `etcd/` (EtcdSource).
 mod builder;
 mod burst;
 mod error;
@@ -35,6 +38,8 @@ mod etcd;
 mod handler;
 mod memory;
 mod registry;
+mod relist;
+mod report;
 mod run;
 mod source;
 mod status;

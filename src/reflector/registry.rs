@@ -29,6 +29,14 @@
 //! resync ([`ReflectorBuilder::resync`](super::ReflectorBuilder::resync))
 //! goes to the handlers added with [`HandlerRegistry::add`].
 //!
+//! A relist does the resync of every handler whose resync is due (its
+//! timer, or the reflector's, has fired): before it delivers, the loop
+//! marks those handlers ([`Registry::mark_due`]) and restarts their timers;
+//! the objects the relist found unchanged (syncs) go to the marked handlers
+//! alone, its changes to every handler; then the marks are cleared. The
+//! loop is inside one step between two revisions throughout, so no handler
+//! joins meanwhile.
+//!
 //! When the loop ends (stopped, its future dropped, or the reflector
 //! dropped unrun), the registry is *closed*: pending handlers are joined
 //! with the final content, every buffer is marked closed (its delivery
@@ -53,6 +61,7 @@ use std::task::{Context, Poll, Waker};
 use super::builder::Resync;
 use super::error::ReflectorBuildError;
 use super::handler::{Handler, Notification};
+use super::report::Reporter;
 use super::source::Revision;
 use super::status::Status;
 use super::timer::{SharedTimer, Sleep};
@@ -131,7 +140,22 @@ struct State<K, V> {
     active: Vec<Arc<Buffer<K, V>>>,
     /// The timers of the active handlers with their own resync period.
     resyncs: Vec<OwnResync<K, V>>,
+    /// The handlers whose resync a relist in progress does (by id).
+    due: Vec<u64>,
     closed: bool,
+}
+
+/// Which added handlers a notification goes to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Audience {
+    /// A change: every handler.
+    All,
+    /// The reflector-wide periodic resync: the handlers without a resync
+    /// period of their own.
+    Resync,
+    /// A relist's unchanged object: the handlers whose resync is due
+    /// ([`Registry::mark_due`]).
+    Due,
 }
 
 /// An active handler's own resync timer.
@@ -146,21 +170,29 @@ pub(crate) struct Registry<K, V> {
     state: Mutex<State<K, V>>,
     snapshot: SnapshotFn<K, V>,
     status: Arc<Status>,
+    reporter: Arc<Reporter>,
     timer: SharedTimer,
 }
 
 impl<K: Clone, V> Registry<K, V> {
-    pub(crate) fn new(snapshot: SnapshotFn<K, V>, status: Arc<Status>, timer: SharedTimer) -> Self {
+    pub(crate) fn new(
+        snapshot: SnapshotFn<K, V>,
+        status: Arc<Status>,
+        reporter: Arc<Reporter>,
+        timer: SharedTimer,
+    ) -> Self {
         Self {
             state: Mutex::new(State {
                 next_id: 0,
                 pending: Vec::new(),
                 active: Vec::new(),
                 resyncs: Vec::new(),
+                due: Vec::new(),
                 closed: false,
             }),
             snapshot,
             status,
+            reporter,
             timer,
         }
     }
@@ -223,13 +255,48 @@ impl<K: Clone, V> Registry<K, V> {
         !self.state.lock().active.is_empty()
     }
 
-    /// Queues `notification` for every active handler, or, for a
-    /// notification of the reflector-wide resync, for those without their
-    /// own resync period.
-    pub(crate) fn push(&self, notification: &Notification<K, V>, resync: bool) {
+    /// Marks the active handlers whose resync is due, for a relist about to
+    /// deliver: those with their own period whose timer has fired (polled
+    /// with the loop's context; each gets a new timer), and, if
+    /// `reflector_due` (the reflector's timer has fired), those without a
+    /// period of their own. Returns whether any is marked.
+    pub(crate) fn mark_due(&self, cx: &mut Context<'_>, reflector_due: bool) -> bool {
+        let mut state = self.state.lock();
+        let State {
+            active,
+            resyncs,
+            due,
+            ..
+        } = &mut *state;
+        due.clear();
+        for own in resyncs.iter_mut() {
+            if own.sleep.as_mut().poll(cx).is_ready() {
+                own.sleep = self.timer.sleep(own.period);
+                due.push(own.buffer.id);
+            }
+        }
+        if reflector_due {
+            let inheriting = active.iter().filter(|buffer| buffer.resync.is_none());
+            due.extend(inheriting.map(|buffer| buffer.id));
+        }
+        !due.is_empty()
+    }
+
+    /// The relist has delivered: no handler is marked any more.
+    pub(crate) fn clear_due(&self) {
+        self.state.lock().due.clear();
+    }
+
+    /// Queues `notification` for the active handlers `audience` names.
+    pub(crate) fn push(&self, notification: &Notification<K, V>, audience: Audience) {
         let state = self.state.lock();
         for buffer in &state.active {
-            if !(resync && buffer.resync.is_some()) {
+            let wanted = match audience {
+                Audience::All => true,
+                Audience::Resync => buffer.resync.is_none(),
+                Audience::Due => state.due.contains(&buffer.id),
+            };
+            if wanted {
                 buffer.push([Item::Notify(notification.clone())], false);
             }
         }
@@ -310,7 +377,17 @@ impl<K, V> Registry<K, V> {
 /// [`HandlerDelivery`] future (spawn it on any executor): a slow handler
 /// delays only itself. It first receives one `on_add` per object in the
 /// store when it joins, then every later change, in order: each object
-/// once, with no gap and no repeat between the two.
+/// once, with no gap and no repeat between the two. A relist's objects
+/// whose revision did not change reach it only when its resync is due
+/// (see [`add_with_resync`](Self::add_with_resync)).
+///
+/// Added after the reflector has ended (stopped, its future dropped, or
+/// the reflector dropped unrun), a handler is accepted all the same: it
+/// gets the final content, has synced, and its delivery completes, as a
+/// handler added just before the end does; so the delivery completing is
+/// the one end signal, whichever came first.
+/// [`ReflectorHandle::is_finished`](super::ReflectorHandle::is_finished)
+/// tells the two apart.
 ///
 /// # Examples
 ///
@@ -390,8 +467,11 @@ where
     /// the reflector's (client-go's `AddEventHandlerWithResyncPeriod`):
     /// every `period` from when it joins, the handler alone gets one
     /// [`on_update`](Handler::on_update) per stored object, old and new the
-    /// same, between two revisions. [`Resync::Never`] opts it out of the
-    /// reflector's resync.
+    /// same, between two revisions. A relist that finds its period run out
+    /// does that resync (the objects it found unchanged go to this handler
+    /// as such syncs) and starts the period again. [`Resync::Never`] opts it
+    /// out of the reflector's resync: it then gets a relist's changes
+    /// alone.
     ///
     /// # Errors
     ///
@@ -528,8 +608,12 @@ impl<K, V> fmt::Debug for HandlerRegistration<K, V> {
 /// The future that calls one added handler: drains its buffer, one
 /// notification at a time, with no lock held. Completes when the handler
 /// is removed, or when the reflector has ended and the buffer is empty.
-/// Dropping it removes the handler. A panic of the handler is caught and
-/// counted in [`ReflectorStats::handler_panics`](super::ReflectorStats::handler_panics).
+/// Dropping it removes the handler. A panic of the handler is caught,
+/// counted in [`ReflectorStats::handler_panics`](super::ReflectorStats::handler_panics)
+/// and reported to [`on_error`](super::ReflectorBuilder::on_error) (on the
+/// task that polls the delivery) as
+/// [`ReflectorError::HandlerPanicked`](super::ReflectorError::HandlerPanicked);
+/// the handler gets its next notification as usual.
 #[must_use = "the handler is called only while its delivery is polled"]
 pub struct HandlerDelivery<K, V> {
     registry: Arc<Registry<K, V>>,
@@ -562,11 +646,7 @@ impl<K: 'static, V: 'static> Future for HandlerDelivery<K, V> {
             match item {
                 Item::Synced => buffer.synced.store(true, Ordering::Release),
                 Item::Notify(notification) => {
-                    if notification.call(&*buffer.handler).is_err() {
-                        self.registry
-                            .status
-                            .update(|inner| inner.stats.handler_panics += 1);
-                    }
+                    self.registry.reporter.call(&*buffer.handler, &notification);
                 }
             }
         }

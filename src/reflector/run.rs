@@ -5,7 +5,9 @@
 //!
 //! 1. List; replace the store's content with the list atomically (one
 //!    critical section, the list's revision included), and deliver the
-//!    difference between the old and the new content to the handlers.
+//!    difference between the old and the new content to the handlers, an
+//!    object whose revision did not change only to those whose resync is
+//!    due (`relist.rs`).
 //! 2. Watch from the last applied revision; apply the events to the store
 //!    (objects, indexes and revision in one critical section; the events
 //!    the stream already holds together: `burst.rs`), notify the handlers,
@@ -25,11 +27,10 @@
 //! takes the store's lock inside each store call and the status mutex
 //! briefly after each change, never both at once.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::fmt;
 use std::future::{Future, poll_fn};
 use std::hash::BuildHasher;
-use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::pin::{Pin, pin};
 use std::task::Poll;
 use std::time::Instant;
@@ -40,14 +41,15 @@ use super::builder::{Backoff, ReflectorBuilder, Resync};
 use super::burst;
 use super::error::ReflectorError;
 use super::handler::{Handlers, Notification};
-use super::registry::{HandlerRegistry, Registry};
-use super::source::{Listed, Revision, Source, SourceError, WatchEvent};
+use super::registry::{Audience, HandlerRegistry, Registry};
+use super::relist::Due;
+use super::report::Reporter;
+use super::source::{Revision, Source, SourceError, WatchEvent};
 use super::status::{FinishGuard, ReflectorHandle, Status};
 use super::timer::{SharedTimer, Sleep};
 use crate::IndexedStore;
 use crate::sync::Arc;
 
-pub(crate) type ErrorFn = Box<dyn Fn(&ReflectorError) + Send + Sync>;
 pub(crate) type KeyParser<K> = Box<dyn Fn(&str) -> Option<K> + Send + Sync>;
 
 /// Keeps an [`IndexedStore`] equal to a list+watch [`Source`] (client-go's
@@ -71,10 +73,14 @@ pub(crate) type KeyParser<K> = Box<dyn Fn(&str) -> Option<K> + Send + Sync>;
 /// - **Handlers** run with no lock held, after the store holds the change
 ///   (and possibly later changes applied in the same write), one at a
 ///   time, in the order the changes were applied: in revision order per
-///   key. A relist delivers the difference (an add for a new
-///   key, an update for a key still there, a delete for a key gone), never
-///   a second add. A panicking handler is reported and the loop goes on;
-///   the other handlers still get the notification. See [`Handler`](super::Handler).
+///   key. A relist delivers the difference (an add for a new key, an
+///   update for a key whose revision changed, a delete for a key gone),
+///   never a second add; a key whose revision did not change is a sync,
+///   `on_update(key, obj, obj)`, for the handlers whose resync is due
+///   alone (see [`Resync`]). A panicking handler, the builder's or an
+///   added one, is counted and reported to `on_error`, and the loop goes
+///   on; the other handlers still get the notification. See
+///   [`Handler`](super::Handler).
 /// - **Readiness and read-your-writes**: [`ReflectorHandle::has_synced`],
 ///   [`wait_until_synced`](ReflectorHandle::wait_until_synced),
 ///   [`wait_for_revision`](ReflectorHandle::wait_for_revision).
@@ -126,7 +132,7 @@ pub struct Reflector<Src: Source, S = ahash::RandomState> {
     pub(crate) source: Src,
     pub(crate) store: Arc<IndexedStore<Src::Key, Arc<Src::Object>, S>>,
     pub(crate) handlers: Handlers<Src::Key, Src::Object>,
-    pub(crate) on_error: Option<ErrorFn>,
+    pub(crate) reporter: Arc<Reporter>,
     pub(crate) parse_key: Option<KeyParser<Src::Key>>,
     pub(crate) backoff: Backoff,
     pub(crate) resync: Resync,
@@ -153,21 +159,42 @@ enum Step<T> {
 }
 
 /// Where the watch has got to: the last applied revision, the keys
-/// changed at exactly that revision (several changes can share one), and
-/// the last revision that was a list or a change (not a bookmark).
+/// changed at exactly that revision (several changes can share one), the
+/// last revision that was a list or a change (not a bookmark), and whether
+/// there has been a list at all.
 pub(super) struct Applying<K> {
     revision: Revision,
     keys: HashSet<K>,
     changed: Revision,
+    listed: bool,
 }
 
 impl<K: std::hash::Hash + Eq + Clone> Applying<K> {
+    /// Before the first list: the store holds nothing of the source's.
+    fn unlisted() -> Self {
+        Applying {
+            listed: false,
+            ..Self::listed(0)
+        }
+    }
+
     fn listed(revision: Revision) -> Self {
         Applying {
             revision,
             keys: HashSet::new(),
             changed: revision,
+            listed: true,
         }
+    }
+
+    /// The revision the store holds the source's content at, `None` before
+    /// the first list: the last list's or change's. Every change up to it is
+    /// applied (a source delivers a revision's changes together, as a
+    /// resumed watch, which starts after it, relies on too). A bookmark
+    /// after it is left out: it moves nothing, and a source whose bookmarks
+    /// can run ahead of events may not have sent every change before it.
+    pub(super) fn content_revision(&self) -> Option<Revision> {
+        self.listed.then_some(self.changed)
     }
 
     /// The revision a new watch starts after: the last applied one, or the
@@ -315,6 +342,7 @@ where
         self.registry.0.join_pending();
         let mut failures = 0u32;
         let mut resync = self.resync_sleep();
+        let mut applied = Applying::unlisted();
         'list: loop {
             let listed = loop {
                 match self.or_stop(self.source.list()).await {
@@ -330,7 +358,13 @@ where
                 }
             };
             failures = 0;
-            let mut applied = Applying::listed(self.apply_list(listed));
+            let content_revision = applied.content_revision();
+            // A relist does the resyncs that are due (`relist.rs`).
+            let due = match content_revision {
+                Some(_) => poll_fn(|cx| Poll::Ready(self.mark_due(cx, &mut resync))).await,
+                None => Due::NONE,
+            };
+            applied = Applying::listed(self.apply_list(listed, content_revision, due));
             let mut first_watch = true;
             loop {
                 if !first_watch {
@@ -485,81 +519,6 @@ where
         }
     }
 
-    /// Replaces the store with `listed` atomically, then delivers the
-    /// difference. Returns the list's revision.
-    fn apply_list(&self, listed: Listed<Src::Key, Src::Object>) -> Revision {
-        let Listed {
-            items,
-            revision,
-            invalid,
-        } = listed;
-        let items: Vec<(Src::Key, Arc<Src::Object>)> =
-            items.into_iter().map(|(k, v)| (k, Arc::new(v))).collect();
-        // Handlers join only between changes (registry.rs), so none joins
-        // while this list is delivered.
-        let notifying = !self.handlers.is_empty() || self.registry.0.has_active();
-        let wanted = if !notifying {
-            Vec::new()
-        } else {
-            items.clone()
-        };
-        let relisted = self.store.replace_for_relist(items, revision);
-        let (invalid_count, rejected_count) =
-            (invalid.len() as u64, relisted.rejected.len() as u64);
-        self.status.update(|inner| {
-            let stats = &mut inner.stats;
-            stats.lists += 1;
-            if stats.lists > 1 {
-                stats.relists += 1;
-            }
-            stats.invalid_objects += invalid_count;
-            stats.rejected_objects += rejected_count;
-            inner.last_event = Some(Instant::now());
-        });
-        for object in invalid {
-            self.report(ReflectorError::InvalidObject(object));
-        }
-        let mut rejected = HashSet::new();
-        for (key, error) in relisted.rejected {
-            rejected.insert(key);
-            self.report(ReflectorError::Rejected { revision, error });
-        }
-        if notifying {
-            let mut old: HashMap<Src::Key, Arc<Src::Object>> = relisted.old.into_iter().collect();
-            // The store kept the last of repeated keys: so does the diff.
-            let mut new: Vec<(Src::Key, Arc<Src::Object>)> = Vec::with_capacity(wanted.len());
-            let mut position = HashMap::with_capacity(wanted.len());
-            for (key, object) in wanted {
-                if rejected.contains(&key) {
-                    continue;
-                }
-                match position.get(&key) {
-                    Some(&at) => new[at] = (key, object),
-                    None => {
-                        position.insert(key.clone(), new.len());
-                        new.push((key, object));
-                    }
-                }
-            }
-            for (key, object) in new {
-                let notification = match old.remove(&key) {
-                    Some(previous) => Notification::update(key, previous, object, revision),
-                    None => Notification::add(key, object, revision),
-                };
-                self.notify(&notification);
-            }
-            for (key, previous) in old {
-                self.notify(&Notification::delete(key, previous, revision));
-            }
-        }
-        // Published once the handlers have seen the whole list.
-        self.status.update(|inner| {
-            inner.stats.last_revision = revision;
-            inner.synced = true;
-        });
-        revision
-    }
-
     /// Applies one watch event to the store, publishes its revision, then
     /// notifies the handlers.
     fn apply_event(
@@ -662,36 +621,36 @@ where
         for (key, object) in self.store.to_vec().into_iter() {
             self.deliver(
                 &Notification::update(key, Arc::clone(&object), object, revision),
+                Audience::Resync,
                 true,
             );
         }
         self.status.update(|inner| inner.stats.resyncs += 1);
     }
 
-    fn resync_sleep(&self) -> Option<Sleep> {
+    pub(super) fn resync_sleep(&self) -> Option<Sleep> {
         match self.resync {
             Resync::Every(period) => Some(self.timer.sleep(period)),
             Resync::Never => None,
         }
     }
 
+    /// Delivers a change to every handler.
     pub(super) fn notify(&self, notification: &Notification<Src::Key, Src::Object>) {
-        self.deliver(notification, false);
+        self.deliver(notification, Audience::All, true);
     }
 
-    /// Hands `notification` to the builder's handlers and queues it for the
-    /// added ones (of a reflector-wide `resync`: for those without their
-    /// own period).
-    fn deliver(&self, notification: &Notification<Src::Key, Src::Object>, resync: bool) {
-        self.registry.0.push(notification, resync);
-        let panics = self.handlers.deliver(notification);
-        if !panics.is_empty() {
-            let count = panics.len() as u64;
-            self.status
-                .update(|inner| inner.stats.handler_panics += count);
-            for panic in panics {
-                self.report(panic);
-            }
+    /// Queues `notification` for the added handlers `audience` names, then
+    /// hands it to the builder's handlers if `builder`.
+    pub(super) fn deliver(
+        &self,
+        notification: &Notification<Src::Key, Src::Object>,
+        audience: Audience,
+        builder: bool,
+    ) {
+        self.registry.0.push(notification, audience);
+        if builder {
+            self.handlers.deliver(notification, &self.reporter);
         }
     }
 
@@ -705,10 +664,7 @@ where
     }
 
     pub(super) fn report(&self, error: ReflectorError) {
-        if let Some(on_error) = &self.on_error {
-            // A panicking error callback must not end the loop either.
-            let _ = catch_unwind(AssertUnwindSafe(|| on_error(&error)));
-        }
+        self.reporter.report(error);
     }
 
     /// Waits the backoff for `failures` consecutive failures (and counts

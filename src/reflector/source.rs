@@ -18,8 +18,18 @@ pub type Revision = u64;
 /// (client-go's `List`, whose `ListMeta.resourceVersion` is `revision`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Listed<K, V> {
-    /// Every object, with its key. A key appears at most once.
-    pub items: Vec<(K, V)>,
+    /// Every object, with its key and the revision of its last change
+    /// (etcd's `mod_revision`, Kubernetes' `metadata.resourceVersion`: the
+    /// revision a [`WatchEvent::Put`] of that object carried). A key
+    /// appears at most once.
+    ///
+    /// A relist compares these revisions with how far the reflector had
+    /// got: an object not changed since is a *sync*, delivered only to the
+    /// handlers whose resync is due. A source that cannot tell an object's
+    /// revision gives the list's `revision`: the object then counts as
+    /// changed unless nothing at all changed since the reflector's last
+    /// revision, which is never wrong, only more notifications.
+    pub items: Vec<(K, V, Revision)>,
     /// The revision the list was read at: a watch from `revision` sees every
     /// change after it.
     pub revision: Revision,
@@ -190,7 +200,8 @@ pub trait Source: Send + Sync + 'static {
         + Unpin
         + 'static;
 
-    /// Reads the whole content at one revision.
+    /// Reads the whole content at one revision, each object with the
+    /// revision of its last change (see [`Listed::items`]).
     fn list(
         &self,
     ) -> impl Future<Output = Result<Listed<Self::Key, Self::Object>, SourceError>> + Send;

@@ -59,7 +59,8 @@ pub struct ReflectorStats {
     pub rejected_objects: u64,
     /// Handler panics caught.
     pub handler_panics: u64,
-    /// Periodic resyncs delivered.
+    /// Periodic resyncs of the reflector's own period delivered (one that a
+    /// relist did, its period having run out, included).
     pub resyncs: u64,
     /// The revision the reflector has caught up with (lists, events and
     /// bookmarks; see [`ReflectorHandle::revision`]), 0 before the first

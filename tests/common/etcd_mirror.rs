@@ -44,8 +44,8 @@ pub struct Replay {
     /// delete of an unknown key, or a handler's `old` that differs from the
     /// replayed state.
     pub violations: Vec<String>,
-    /// Updates whose new object equals the old one (a relist re-delivers
-    /// unchanged objects as updates; a watch never does).
+    /// Updates whose new object equals the old one: syncs, which these
+    /// handlers (no resync) never get, and a watch never sends.
     pub unchanged_updates: u64,
     pub deletes: u64,
 }

@@ -85,9 +85,9 @@ type ProgressSlot = Arc<tokio::sync::Mutex<Option<Requests>>>;
 /// .page_size(500)
 /// .build()?;
 /// let listed = source.list().await?;
-/// for (key, value) in &listed.items {
+/// for (key, value, revision) in &listed.items {
 ///     assert!(key.starts_with("/pods/"));
-///     println!("{key} = {value}");
+///     println!("{key} = {value} (last changed at revision {revision})");
 /// }
 /// for bad in &listed.invalid {
 ///     eprintln!("cannot decode {}: {}", bad.key, bad.reason);
@@ -428,7 +428,7 @@ impl<V: Send + Sync + 'static> Source for EtcdSource<V> {
             for pair in response.kvs() {
                 let at = Revision::try_from(pair.mod_revision()).unwrap_or(pinned);
                 match self.decode_pair(pair.key(), pair.value(), at) {
-                    Ok(item) => items.push(item),
+                    Ok((key, object)) => items.push((key, object, at)),
                     Err(bad) => invalid.push(bad),
                 }
             }
