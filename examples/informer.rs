@@ -130,7 +130,7 @@ async fn main() {
         .map(|(k, v)| (k, (*v).clone()))
         .collect();
     cached.sort_by(|a, b| a.0.cmp(&b.0));
-    let mut truth = source.contents();
+    let mut truth = source.to_vec();
     truth.sort_by(|a, b| a.0.cmp(&b.0));
     assert_eq!(cached, truth, "the cache equals the source");
     let stats = handle.stats();

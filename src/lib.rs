@@ -140,7 +140,9 @@
 //!
 //! One name for one concept, across every primitive. A dash means the
 //! primitive has no such operation; a name in another column is that
-//! primitive's deviation, explained below the table.
+//! primitive's deviation, explained below the table. The rules below are
+//! held by the crate's tests: a new public method that breaks one fails
+//! them, naming it.
 //!
 //! | concept | name | `Snapshot` | `IndexedStore` | `OrderedIndex` | `LruCache` | `TypedCache` | `AnyCache` | `WorkQueue` |
 //! |---|---|---|---|---|---|---|---|---|
@@ -160,7 +162,8 @@
 //! | room reserved up front | `initial_capacity` | — | ✓ | — | — | — | — | — |
 //! | entries per leaf | `leaf_size` | — | — | ✓ | — | — | — | — |
 //! | configure, then build | `X::builder()` … `build() -> Result<X, BuildError>` | — (`new`) | ✓ | ✓ | ✓ | ✓ | ✓ | ✓ |
-//! | every entry, copied (O(n)) | `to_vec()` | — | one atomic cut | one atomic cut | shard by shard | shard by shard | — | — |
+//! | every entry, copied (O(n)) | `to_vec()` | — | one atomic cut (and `keys_to_vec`, `values_to_vec`) | one atomic cut | shard by shard | shard by shard | — | — |
+//! | wait for the next entry | a blocking form, `_timeout` and `_async` twins, a non-blocking twin | — | — | `pop_first_wait` (`pop_first` does not block) | — | — | — | `get` (`try_get` does not block) |
 //! | a key range, copied | `range_to_vec(range)` | — | — | one atomic cut | — | — | — | — |
 //! | a consistent view to iterate lazily | `snapshot()`, then `iter()` | `load` | — | O(1) or O(n) | — | — | — | — |
 //! | print it | `Debug` | ✓ | ✓ | ✓ | ✓ | ✓ | ✓ | ✓ |
@@ -201,9 +204,10 @@
 //!   from a turbofish.
 //! - **`capacity` is a bound.** Never a pre-allocation (that is
 //!   `initial_capacity`, whose failure is a `BuildError`) and never a node
-//!   size (`leaf_size`).
+//!   size (`leaf_size`). A type built with one reports it: `capacity()`.
 //! - **Builders:** `X::builder()` takes no argument; every setting is a
-//!   method; `build()` checks them and returns `Result<X, BuildError>`, one
+//!   method (the hasher too: `hasher(S)`, no `with_hasher` constructor);
+//!   `build()` checks them and returns `Result<X, BuildError>`, one
 //!   `#[non_exhaustive]` error for every builder, whose variants name the
 //!   setting at fault. An error names one condition once: a duplicate index
 //!   is [`IndexError::DuplicateIndex`] whether `add_index` or `build` finds
@@ -213,8 +217,19 @@
 //!   (`Reflector::builder(source, store)`) and have errors of their own.
 //! - **Iteration is named for its cost.** `iter()` is lazy and borrows a
 //!   view that cannot change under it (a snapshot's); a method that copies
-//!   every entry into a `Vec` is `to_vec()` and says whether the copy is
-//!   one atomic cut (under one lock) or taken shard by shard.
+//!   every entry into a `Vec` is `to_vec()` (`keys_to_vec`, `range_to_vec`
+//!   for a part of each entry or of the entries) and says whether the copy
+//!   is one atomic cut (under one lock) or taken shard by shard.
+//! - **Blocking forms come as a family.** A wait has a blocking form, a
+//!   `_timeout` form and an `_async` form, and a twin that never blocks.
+//!   Where std names the non-blocking operation (`BTreeMap::pop_first`),
+//!   it keeps that name and the blocking form adds `_wait`
+//!   ([`OrderedIndex::pop_first_wait`]); where the blocking operation is
+//!   the one its readers know (client-go's `Get`), the non-blocking twin
+//!   is `try_` ([`WorkQueue::try_get`]). A wait that can fail in one way
+//!   only (time ran out) returns an `Option`; one that can fail in
+//!   several (the queue shut down, or was empty) returns a `Result` whose
+//!   error names each, as std's channels do (`recv_timeout`).
 //! - **`Debug`** is implemented by every public type, with no bounds on a
 //!   container's parameters: a container prints a summary (length,
 //!   configuration), never its entries; a snapshot, guard or view prints

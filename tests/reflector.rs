@@ -51,8 +51,8 @@ fn converges_after_dropped_streams_compactions_and_mid_burst_reconnects() {
             tokio::task::yield_now().await;
         }
         caught_up(&handle, &source).await;
-        assert_eq!(sorted(&store), source.contents_sorted());
-        assert_eq!(recorder.model(), source.contents_sorted());
+        assert_eq!(sorted(&store), source.to_vec_sorted());
+        assert_eq!(recorder.model(), source.to_vec_sorted());
         assert_eq!(recorder.violations(), Vec::<String>::new());
         let stats = handle.stats();
         assert!(stats.relists >= 1, "{stats:?}");
@@ -113,7 +113,7 @@ fn a_relist_delivers_the_exact_difference() {
             ]
         );
         assert_eq!(handle.stats().relists, 1);
-        assert_eq!(sorted(&store), source.contents_sorted());
+        assert_eq!(sorted(&store), source.to_vec_sorted());
         assert_eq!(store.revision(), source.revision());
         handle.stop();
         task.await.unwrap();
@@ -226,7 +226,7 @@ fn no_reader_sees_a_half_applied_relist() {
         reader_past(&snapshots, checked).await;
         release.send(()).unwrap();
         caught_up(&handle, &source).await;
-        assert_eq!(sorted(&store), source.contents_sorted());
+        assert_eq!(sorted(&store), source.to_vec_sorted());
         stop.store(true, Ordering::Relaxed);
         reader.join().expect("the reader saw a torn state");
         assert!(snapshots.load(Ordering::Relaxed) > 0);
@@ -275,7 +275,7 @@ fn a_panicking_handler_is_reported_and_skips_nothing() {
         assert_eq!(handle.stats().handler_panics, 1);
         let errors = errors.lock().unwrap().clone();
         assert_eq!(errors, ["handler on_add panicked: handler failure on boom"]);
-        assert_eq!(sorted(&store), source.contents_sorted());
+        assert_eq!(sorted(&store), source.to_vec_sorted());
         handle.stop();
         task.await.unwrap();
     });
@@ -358,7 +358,7 @@ fn an_undecodable_object_drops_the_old_one() {
             source.put_invalid("a".to_string(), "bad bytes");
             caught_up(&handle, &source).await;
             assert_eq!(sorted(&store), [("b".to_string(), 2)]);
-            assert_eq!(recorder.model(), source.contents_sorted());
+            assert_eq!(recorder.model(), source.to_vec_sorted());
             let stats = handle.stats();
             assert_eq!(
                 stats.invalid_objects,
@@ -487,7 +487,7 @@ fn a_slow_source_delays_but_converges() {
         source.drop_watches();
         source.put("b".to_string(), 2);
         caught_up(&handle, &source).await;
-        assert_eq!(sorted(&store), source.contents_sorted());
+        assert_eq!(sorted(&store), source.to_vec_sorted());
         handle.stop();
         task.await.unwrap();
     });

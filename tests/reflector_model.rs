@@ -144,7 +144,7 @@ fn apply(case: &mut Case, op: &Op) {
 
 fn check(case: &mut Case) -> Result<(), TestCaseError> {
     poll(&mut case.reflector);
-    let expected = case.source.contents_sorted();
+    let expected = case.source.to_vec_sorted();
     let mut stored: Vec<(u8, u32)> = case
         .store
         .to_vec()

@@ -120,7 +120,7 @@ fn handlers_added_while_running_see_each_object_once() {
                 .iter()
                 .all(|registration| registration.has_synced())
         );
-        let expected = source.contents_sorted();
+        let expected = source.to_vec_sorted();
         assert_eq!(sorted(&store), expected);
         for (n, recorder) in recorders.iter().enumerate() {
             assert_eq!(recorder.violations(), Vec::<String>::new(), "handler {n}");

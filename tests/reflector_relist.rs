@@ -345,7 +345,7 @@ fn a_relist_of_10000_objects_sends_10_changes_to_all_and_syncs_to_the_due() {
                 "its timer started again"
             );
             assert_eq!(alarms.pending(OWN_PERIOD), 1, "the own timer left alone");
-            assert_eq!(sorted(&store), source.contents_sorted());
+            assert_eq!(sorted(&store), source.to_vec_sorted());
 
             handle.stop();
             task.await.unwrap();
@@ -489,7 +489,7 @@ fn every_handlers_panic_is_counted_and_reported() {
         }
         assert_eq!(handle.stats().handler_panics, 2);
         for recorder in [&built, &added] {
-            assert_eq!(recorder.model(), source.contents_sorted());
+            assert_eq!(recorder.model(), source.to_vec_sorted());
             assert_eq!(recorder.violations(), Vec::<String>::new());
         }
     });

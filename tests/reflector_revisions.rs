@@ -32,7 +32,7 @@ struct History(BTreeMap<Revision, BTreeMap<String, u32>>);
 
 impl History {
     fn record(&mut self, source: &MemorySource<String, u32>) {
-        let content = source.contents_sorted().into_iter().collect();
+        let content = source.to_vec_sorted().into_iter().collect();
         self.0.insert(source.revision(), content);
     }
 
@@ -118,8 +118,8 @@ fn handlers_replicas_tagged_with_revisions_equal_the_source_at_each() {
             delivery.await.unwrap();
         }
 
-        let content: BTreeMap<String, u32> = source.contents_sorted().into_iter().collect();
-        assert_eq!(sorted(&store), source.contents_sorted());
+        let content: BTreeMap<String, u32> = source.to_vec_sorted().into_iter().collect();
+        assert_eq!(sorted(&store), source.to_vec_sorted());
         for (name, log) in [("builder", &builder), ("joined", &joined), ("own", &own)] {
             check(name, log, &history, &content);
         }

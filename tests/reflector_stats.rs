@@ -68,7 +68,7 @@ fn stats_count_lists_relists_and_watch_restarts_exactly() {
             .await;
             let stats = handle.stats();
             assert_eq!((stats.lists, stats.relists), (2, 1), "{stats:?}");
-            assert_eq!(sorted(&store), source.contents_sorted());
+            assert_eq!(sorted(&store), source.to_vec_sorted());
             handle.stop();
             task.await.unwrap();
         },
@@ -146,7 +146,7 @@ fn a_watch_stream_that_ends_is_watched_again() {
             source.put(key(i), i);
             caught_up(&handle, &source).await;
         }
-        assert_eq!(sorted(&store), source.contents_sorted());
+        assert_eq!(sorted(&store), source.to_vec_sorted());
         let stats = handle.stats();
         assert!(stats.watch_restarts >= 4, "{stats:?}");
         assert_eq!(stats.relists, 0, "{stats:?}");

@@ -142,7 +142,7 @@ impl<K, V, S> IndexedStoreBuilder<K, V, S> {
 
     /// Sets how many shards the store's state is split into, rounded up to
     /// a power of two. A point write locks the one shard its key hashes to;
-    /// a whole-store read (`by_index`, `values`, ...) locks every shard, so
+    /// a whole-store read (`by_index`, `values_to_vec`, ...) locks every shard, so
     /// more shards let more writers run at once and make those reads cost
     /// more: a read lock and a bucket probe per shard (about 130
     /// instructions: the

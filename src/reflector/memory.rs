@@ -48,7 +48,7 @@ use crate::sync::{Arc, Mutex};
 /// assert_eq!(source.put("b", 2), 2);
 /// assert_eq!(source.delete(&"a"), Some(3));
 /// assert_eq!(source.revision(), 3);
-/// assert_eq!(source.contents(), [("b", 2)]);
+/// assert_eq!(source.to_vec(), [("b", 2)]);
 /// ```
 pub struct MemorySource<K, V> {
     shared: Arc<Shared<K, V>>,
@@ -154,7 +154,7 @@ where
     /// use larder::reflector::{DefaultTimer, MemorySource};
     ///
     /// let source = MemorySource::<u32, u32>::with_timer(DefaultTimer);
-    /// assert!(source.contents().is_empty());
+    /// assert!(source.to_vec().is_empty());
     /// ```
     pub fn with_timer(timer: impl Timer) -> Self {
         Self {
@@ -235,7 +235,7 @@ where
     /// let source = larder::reflector::MemorySource::new();
     /// source.put("a".to_string(), 1);
     /// source.put_invalid("a".to_string(), "truncated");
-    /// assert!(source.contents().is_empty());
+    /// assert!(source.to_vec().is_empty());
     /// ```
     pub fn put_invalid(&self, key: K, reason: impl Into<String>) -> Revision
     where
@@ -296,8 +296,8 @@ where
         self.shared.state.lock().compacted
     }
 
-    /// Every decodable object, in no particular order (sorted by key:
-    /// [`contents_sorted`](Self::contents_sorted)): a snapshot at one
+    /// A copy of every decodable object, in no particular order (sorted by key:
+    /// [`to_vec_sorted`](Self::to_vec_sorted)): a snapshot at one
     /// revision.
     ///
     /// # Examples
@@ -305,9 +305,9 @@ where
     /// ```
     /// let source = larder::reflector::MemorySource::new();
     /// source.put("a", 1);
-    /// assert_eq!(source.contents(), [("a", 1)]);
+    /// assert_eq!(source.to_vec(), [("a", 1)]);
     /// ```
-    pub fn contents(&self) -> Vec<(K, V)> {
+    pub fn to_vec(&self) -> Vec<(K, V)> {
         let state = self.shared.state.lock();
         state
             .objects
@@ -319,7 +319,7 @@ where
             .collect()
     }
 
-    /// [`contents`](Self::contents), sorted by key.
+    /// [`to_vec`](Self::to_vec), sorted by key.
     ///
     /// # Examples
     ///
@@ -327,13 +327,13 @@ where
     /// let source = larder::reflector::MemorySource::new();
     /// source.put(2, "b");
     /// source.put(1, "a");
-    /// assert_eq!(source.contents_sorted(), [(1, "a"), (2, "b")]);
+    /// assert_eq!(source.to_vec_sorted(), [(1, "a"), (2, "b")]);
     /// ```
-    pub fn contents_sorted(&self) -> Vec<(K, V)>
+    pub fn to_vec_sorted(&self) -> Vec<(K, V)>
     where
         K: Ord,
     {
-        let mut contents = self.contents();
+        let mut contents = self.to_vec();
         contents.sort_by(|a, b| a.0.cmp(&b.0));
         contents
     }
