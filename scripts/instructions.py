@@ -1,18 +1,32 @@
 #!/usr/bin/env python3
-"""Instruction counts per operation from the instruction benches.
+"""Instructions and estimated cycles per operation from the instruction benches.
 
 Reads the summaries that `cargo bench --bench instructions -- --save-summary=json`
-leaves under target/gungraun/, divides each benchmark's instruction count
-(callgrind's `Ir`) by the operations it performs (`OPS` in
-benches/instructions/inputs.rs), and then:
+leaves under target/gungraun/, takes two figures of each benchmark and
+divides them by the operations it performs (`OPS` in
+benches/instructions/inputs.rs):
 
-  table   prints one Markdown table per primitive: instructions per operation,
-          larder's rows first, each peer's count as a multiple of larder's;
+  instructions  callgrind's `Ir`;
+  est. cycles   gungraun's `EstimatedCycles`, from callgrind's cache
+                simulation (`--cache-sim=yes`, the geometry pinned by
+                scripts/instructions.sh): every instruction fetch and data
+                access that hits L1 counts 1, one that misses L1 and hits
+                the last level 5, one that misses the last level 35
+                (`cycles` below; design/instruction-counts.md cites
+                gungraun's source).
+
+and then:
+
+  table   prints one Markdown table per primitive: both figures per
+          operation, larder's rows first, each peer's as a multiple of
+          larder's;
   check   compares every larder row with benches/instructions/baselines.json
-          and exits 1, naming each row, when one grew more than the tolerance
-          (3%) or when a larder row has no baseline or a baseline no row;
+          and exits 1, naming the row and the figure, when either grew more
+          than the tolerance (3%), when a larder row has no baseline or a
+          baseline no row, or when the run's cache geometry is not the
+          baselines';
   update  rewrites baselines.json from this run (commit it on its own, saying
-          why the counts moved).
+          why the figures moved).
 
 Used through scripts/instructions.sh.
 """
@@ -32,6 +46,11 @@ BASELINES = os.path.join(ROOT, "benches", "instructions", "baselines.json")
 INPUTS = os.path.join(ROOT, "benches", "instructions", "inputs.rs")
 TOLERANCE = 0.03
 GROUPS = ["snapshot", "indexed", "ordered", "lru", "typed"]
+# (key in baselines.json, gungraun's metric, table heading, name in messages)
+FIGURES = [
+    ("instructions", "Ir", "instructions / op", "instructions"),
+    ("cycles", "EstimatedCycles", "est. cycles / op", "est. cycles"),
+]
 TITLES = {
     "snapshot": "Snapshot",
     "indexed": "IndexedStore",
@@ -50,19 +69,60 @@ def ops():
     return int(match.group(1).replace("_", ""))
 
 
+def cycles(m):
+    """gungraun 0.20's `EstimatedCycles` from callgrind's raw events
+    (gungraun-runner src/runner/callgrind/mod.rs, `CyclesEstimator::calculate`):
+    L1 hits + 5 x last-level hits + 35 x last-level misses, over every
+    instruction fetch and data read and write."""
+    accesses = m["Ir"] + m["Dr"] + m["Dw"]
+    l1_misses = m["I1mr"] + m["D1mr"] + m["D1mw"]
+    ll_misses = m["ILmr"] + m["DLmr"] + m["DLmw"]
+    return (accesses - l1_misses) + 5 * (l1_misses - ll_misses) + 35 * ll_misses
+
+
+def geometry(directory):
+    """The cache geometry callgrind simulated, as its output file states it
+    (`desc: D1 cache: 32768 B, 64 B, 8-way associative`): {"I1": "32768,8,64", ...}."""
+    for path in sorted(glob.glob(os.path.join(directory, "callgrind.*.out*"))):
+        found = {}
+        for line in open(path, errors="replace"):
+            match = re.match(r"desc: (I1|D1|LL) cache: (\d+) B, (\d+) B, (\d+)-way associative", line)
+            if match:
+                level, size, line_size, ways = match.groups()
+                found[level] = f"{size},{ways},{line_size}"
+            elif line.startswith("events:"):
+                break
+        if len(found) == 3:
+            return found
+    sys.exit(f"no cache geometry in {directory}: callgrind ran without --cache-sim=yes")
+
+
 def measured():
-    """{(group, function, id): instructions per operation} of this run."""
+    """({(group, function, id): {figure: per operation}}, cache geometry) of this run."""
     per_op = ops()
     rows = {}
+    geometries = {}
     for path in glob.glob(os.path.join(SUMMARIES, "*", "*", "summary.json")):
         summary = json.load(open(path))
         profile = next(p for p in summary["profiles"] if p["tool"] == "Callgrind")
-        ir = profile["data"]["total"]["metrics"]["Ir"]["values"]["new"]
+        metrics = {k: v["values"]["new"] for k, v in profile["data"]["total"]["metrics"].items()}
         key = (summary["group"], summary["function_name"], summary["id"])
-        rows[key] = ir / per_op
+        if "EstimatedCycles" not in metrics:
+            sys.exit(f"{name(key)}: no EstimatedCycles (callgrind ran without --cache-sim=yes)")
+        # The formula is gungraun's; a gungraun that changed it would move
+        # every figure without a change to the code measured.
+        if cycles(metrics) != metrics["EstimatedCycles"]:
+            sys.exit(
+                f"{name(key)}: gungraun's EstimatedCycles {metrics['EstimatedCycles']} is not "
+                f"{cycles(metrics)}, the formula of gungraun 0.20: see design/instruction-counts.md"
+            )
+        rows[key] = {figure: metrics[metric] / per_op for figure, metric, _, _ in FIGURES}
+        geometries[key] = json.dumps(geometry(os.path.dirname(path)), sort_keys=True)
     if not rows:
         sys.exit(f"no summaries under {SUMMARIES}: run scripts/instructions.sh")
-    return rows
+    if len(set(geometries.values())) != 1:
+        sys.exit(f"rows simulated with different caches: {sorted(set(geometries.values()))}")
+    return rows, json.loads(next(iter(geometries.values())))
 
 
 def name(key):
@@ -123,38 +183,58 @@ def table(rows):
     keys = order(rows)
     for group in [g for g in GROUPS if any(k[0] == g for k in keys)]:
         print(f"\n### {TITLES.get(group, group)}\n")
-        print("| operation | contender | instructions / op | x larder |")
-        print("|---|---|---:|---:|")
+        heading = " | ".join(f"{title} | x larder" for _, _, title, _ in FIGURES)
+        print(f"| operation | contender | {heading} |")
+        print("|---|---|" + "---:|---:|" * len(FIGURES))
         for key in [k for k in keys if k[0] == group]:
             first = next(k for k in keys if k[:2] == key[:2])
-            ratio = ""
-            if not is_larder(key) and is_larder(first):
-                ratio = f"{rows[key] / rows[first]:.2f}"
-            print(f"| {key[1]} | {key[2]} | {rows[key]:,.1f} | {ratio} |")
+            cells = []
+            for figure, _, _, _ in FIGURES:
+                ratio = ""
+                if not is_larder(key) and is_larder(first):
+                    ratio = f"{rows[key][figure] / rows[first][figure]:.2f}"
+                cells.append(f"{rows[key][figure]:,.1f} | {ratio}")
+            print(f"| {key[1]} | {key[2]} | {' | '.join(cells)} |")
 
 
 def load_baselines():
+    """({key: {figure: per operation}}, the cache geometry they were simulated with)."""
     if not os.path.exists(BASELINES):
         sys.exit(f"no baselines at {BASELINES}: run scripts/instructions.sh --update")
     data = json.load(open(BASELINES))
-    return {tuple(r["row"].replace("::", " ").split(" ")): r["per_op"] for r in data["rows"]}
+    rows = {}
+    for row in data["rows"]:
+        key = tuple(row["row"].replace("::", " ").split(" "))
+        rows[key] = {figure: row[figure] for figure, _, _, _ in FIGURES if figure in row}
+    return rows, data.get("cache")
 
 
-def check(rows, partial):
-    base = load_baselines()
+def check(rows, cache, partial):
+    base, base_cache = load_baselines()
     failures = []
+    if base_cache != cache:
+        failures.append(
+            f"the run simulated caches {cache}, the baselines {base_cache}: "
+            "figures under different caches do not compare (re-record the baselines)"
+        )
     print(f"larder rows against {os.path.relpath(BASELINES, ROOT)} (fails above +{TOLERANCE:.0%}):")
     for key in order(rows):
         if not is_larder(key):
             continue
-        if key not in base:
-            failures.append(f"{name(key)}: no baseline (new row: run --update and commit it)")
-            continue
-        change = rows[key] / base[key] - 1
-        mark = "REGRESSED" if change > TOLERANCE else "ok"
-        print(f"  {mark:9} {name(key):45} {base[key]:12,.1f} -> {rows[key]:12,.1f}  {change:+.2%}")
-        if change > TOLERANCE:
-            failures.append(f"{name(key)}: {base[key]:,.1f} -> {rows[key]:,.1f} instructions/op ({change:+.2%})")
+        cells = []
+        regressed = False
+        for figure, _, _, label in FIGURES:
+            if figure not in base.get(key, {}):
+                failures.append(f"{name(key)}: no {label} baseline (new row: run --update and commit it)")
+                continue
+            was, now = base[key][figure], rows[key][figure]
+            change = now / was - 1
+            cells.append(f"{was:12,.1f} -> {now:12,.1f} {change:+7.2%}")
+            if change > TOLERANCE:
+                regressed = True
+                failures.append(f"{name(key)}: {label} {was:,.1f} -> {now:,.1f} per op ({change:+.2%})")
+        mark = "REGRESSED" if regressed else "ok"
+        print(f"  {mark:9} {name(key):45} {'   '.join(cells)}")
     for key in base:
         if is_larder(key) and key not in rows and not partial:
             failures.append(f"{name(key)}: has a baseline but was not measured")
@@ -163,7 +243,7 @@ def check(rows, partial):
         for failure in failures:
             print(f"  {failure}")
         sys.exit(1)
-    print("instruction-count gate passed")
+    print("instruction-count gate passed (instructions and est. cycles)")
 
 
 def command(args):
@@ -173,7 +253,7 @@ def command(args):
         return "unknown"
 
 
-def update(rows):
+def update(rows, cache):
     cpu = "unknown CPU"
     try:
         for line in open("/proc/cpuinfo"):
@@ -183,15 +263,21 @@ def update(rows):
     except OSError:
         pass
     data = {
-        "about": "Instructions per operation (callgrind Ir / ops) of benches/instructions; "
-        "scripts/instructions.sh --check fails when a larder row grows more than 3%.",
+        "about": "Per operation of benches/instructions (a figure over ops): instructions "
+        "(callgrind Ir) and est. cycles (gungraun's EstimatedCycles: L1 hits + 5 x LL hits "
+        "+ 35 x LL misses, over instruction fetches and data accesses, under the cache "
+        "below); scripts/instructions.sh --check fails when either grows more than 3% in "
+        "a larder row.",
         "ops": ops(),
+        "cache": cache,
         "commit": command(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"]),
         "date": datetime.date.today().isoformat(),
         "machine": f"{os.cpu_count()} cores, {cpu}, {platform.system()} {platform.machine()}",
         "rustc": command(["rustc", "--version"]),
         "valgrind": command(["valgrind", "--version"]),
-        "rows": [{"row": name(k), "per_op": round(rows[k], 1)} for k in order(rows)],
+        "rows": [
+            {"row": name(k), **{f: round(rows[k][f], 1) for f, _, _, _ in FIGURES}} for k in order(rows)
+        ],
     }
     # One row a line, so a baseline change reads as a diff of the rows moved.
     rows_text = ",\n".join("  " + json.dumps(r) for r in data.pop("rows"))
@@ -205,18 +291,18 @@ def main():
     mode = sys.argv[1] if len(sys.argv) > 1 else "table"
     # With a filter, rows not run are not missing.
     partial = "--partial" in sys.argv[2:]
-    rows = measured()
+    rows, cache = measured()
     if mode == "table":
         table(rows)
     elif mode == "check":
         table(rows)
         print()
-        check(rows, partial)
+        check(rows, cache, partial)
     elif mode == "update":
         if partial:
             sys.exit("update takes a whole run: no filter")
         table(rows)
-        update(rows)
+        update(rows, cache)
     else:
         sys.exit("usage: instructions.py [table|check|update]")
 

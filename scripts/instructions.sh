@@ -1,18 +1,21 @@
 #!/usr/bin/env bash
-# Instruction counts per operation of every primitive's single-thread hot
-# paths, beside its peers, counted by callgrind (benches/instructions/,
-# through gungraun). Counts depend on the build alone, not on the machine's
-# speed or load: the same on every run of the same build.
+# Instructions and estimated cycles per operation of every primitive's
+# single-thread hot paths, beside its peers, from callgrind with its cache
+# simulation (benches/instructions/, through gungraun). Both figures depend
+# on the build alone, not on the machine's speed or load: the same on every
+# run of the same build (but for rows whose code seeds a hasher from the
+# OS: design/instruction-counts.md).
 #
 #   bash scripts/instructions.sh            # build, run, print the tables
 #   bash scripts/instructions.sh --check    # ... and fail if a larder row grew > 3%
+#                                           #     in instructions or in est. cycles
 #   bash scripts/instructions.sh --update   # ... and rewrite the baselines
 #   bash scripts/instructions.sh --check 'lru::*'   # only some rows (gungraun's filter)
 #
 # Needs valgrind (`apt-get install valgrind`) and gungraun-runner of the
 # version Cargo.lock pins for the gungraun library (installed here with
-# `cargo install` when missing). About two minutes on two cores after the
-# build.
+# `cargo install` when missing). About 280 CPU-seconds after the build,
+# spread over the cores (--parallel).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -22,7 +25,7 @@ for arg in "$@"; do
   case "$arg" in
     --check) mode=check ;;
     --update) mode=update ;;
-    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
     -*) echo "unknown option $arg" >&2; exit 2 ;;
     *) filter="instructions::$arg" ;;
   esac
@@ -42,9 +45,20 @@ if [ "$(gungraun-runner --version 2> /dev/null)" != "gungraun-runner $version" ]
   cargo install gungraun-runner --version "$version" --locked --quiet
 fi
 
-# Old summaries would pass for this run's rows.
-rm -rf target/gungraun/larder/instructions
-cargo bench --bench instructions -- --save-summary=json --callgrind-metrics=ir \
+# The simulated caches, pinned (callgrind would otherwise read the host's):
+# the per-core L1s and L2 of the machine the baselines come from (AMD EPYC:
+# 32 KiB 8-way L1i and L1d, 512 KiB 8-way L2, 64-byte lines), the L2 in
+# callgrind's last-level slot. design/instruction-counts.md says why.
+cache="--I1=32768,8,64 --D1=32768,8,64 --LL=524288,8,64"
+
+# Summaries go to ./target/gungraun whatever CARGO_TARGET_DIR says: that is
+# where scripts/instructions.py reads them. Old ones would pass for this
+# run's rows.
+home="$PWD/target/gungraun"
+rm -rf "$home/larder/instructions"
+mkdir -p target
+cargo bench --bench instructions -- --save-summary=json --home="$home" \
+  --callgrind-args="--cache-sim=yes $cache" --callgrind-metrics=ir,EstimatedCycles \
   --parallel ${filter:+"$filter"} > target/instructions.log 2>&1 || {
   tail -40 target/instructions.log
   echo "the instruction benches failed (log: target/instructions.log)" >&2

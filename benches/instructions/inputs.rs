@@ -6,8 +6,8 @@ use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 
 /// Operations per benchmark: every count is divided by it
-/// (`scripts/instructions.py` reads it from `baselines.json`, which records
-/// it beside the counts).
+/// (`scripts/instructions.py` reads it here; `baselines.json` records it
+/// beside the counts).
 pub const OPS: usize = 1_000;
 
 /// The hasher every map of every contender uses: ahash with fixed seeds, so

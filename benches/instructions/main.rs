@@ -1,12 +1,14 @@
-//! Instruction counts of every primitive's single-thread hot paths, beside
-//! the same operations of the crates and maps people would use instead.
+//! Instruction counts and estimated cycles of every primitive's
+//! single-thread hot paths, beside the same operations of the crates and
+//! maps people would use instead.
 //!
-//! Run under callgrind by gungraun (`gungraun-runner` and valgrind must be
-//! installed): `bash scripts/instructions.sh` builds and runs this bench and
-//! prints one table per primitive, in instructions per operation;
+//! Run under callgrind, with its cache simulation, by gungraun
+//! (`gungraun-runner` and valgrind must be installed):
+//! `bash scripts/instructions.sh` builds and runs this bench and prints one
+//! table per primitive, in instructions and estimated cycles per operation;
 //! `bash scripts/instructions.sh --check` also compares larder's rows with
 //! the committed `benches/instructions/baselines.json` and fails, naming the
-//! row, when one grew more than 3%.
+//! row and the figure, when either grew more than 3%.
 //!
 //! Every benchmark performs [`OPS`] operations on inputs built by its setup
 //! (not counted) from fixed seeds, with fixed-seed hashers and fixed shard

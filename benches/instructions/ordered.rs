@@ -1,7 +1,8 @@
 //! `OrderedIndex` (its default engine, leaves under a lock each) against a
 //! `BTreeMap` under a `parking_lot::RwLock` and `scc::TreeIndex`, over
-//! 100,000 `u64 -> u64` entries: a point read, an insert of a new key, and
-//! the 32 entries from a key on.
+//! 100,000 `u64 -> u64` entries, each built by the same 100,000 inserts in
+//! the same shuffled order: a point read, an insert of a new key, and the
+//! 32 entries from a key on.
 //!
 //! Values are read the way each is read in place: larder's `get` hands out
 //! an `Arc<V>` (a reference count written per read) and `get_with` copies the
@@ -97,8 +98,17 @@ impl Ordered for View {
 }
 
 impl Ordered for Locked {
+    /// Built by inserts in the keys' (shuffled) order, as the other
+    /// contenders are: a `BTreeMap` collected from an iterator is
+    /// bulk-loaded with every node full, so that every insert after it
+    /// splits a leaf and its parents, a state that a map kept by inserts
+    /// and removes is not in (design/instruction-counts.md).
     fn build(keys: &[u64]) -> Self {
-        Self(RwLock::new(keys.iter().map(|&k| (k, k)).collect()))
+        let mut map = BTreeMap::new();
+        for &k in keys {
+            map.insert(k, k);
+        }
+        Self(RwLock::new(map))
     }
     #[inline]
     fn read(&self, key: u64) -> u64 {
