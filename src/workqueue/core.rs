@@ -94,6 +94,9 @@ pub(crate) struct Core<K> {
     processing: usize,
     delayed_keys: usize,
     shutting_down: bool,
+    /// How many times the queue was shut down without a drain: a drain
+    /// ends (forced) once this moves past the value it began with.
+    forced_shutdowns: u64,
     pub(crate) counters: Counters,
 }
 
@@ -109,6 +112,7 @@ impl<K> Default for Core<K> {
             processing: 0,
             delayed_keys: 0,
             shutting_down: false,
+            forced_shutdowns: 0,
             counters: Counters::default(),
         }
     }
@@ -400,6 +404,18 @@ impl<K> Core<K> {
 
     pub(crate) fn is_shutting_down(&self) -> bool {
         self.shutting_down
+    }
+
+    /// client-go's `ShutDown` clearing the drain flag: every drain begun
+    /// before this call ends, whether or not its keys are done.
+    pub(crate) fn force_shut_down(&mut self) {
+        self.forced_shutdowns = self.forced_shutdowns.wrapping_add(1);
+    }
+
+    /// How many forced shutdowns there were: a drain remembers the value
+    /// it began with and ends when it changes.
+    pub(crate) fn forced_shutdowns(&self) -> u64 {
+        self.forced_shutdowns
     }
 
     /// Keys queued (dirty and not processing): client-go's `Len`.
