@@ -64,7 +64,7 @@ impl<K: Hash + Eq + Clone + Send + Sync + 'static> MaxOf<K> {
     /// client-go's `DefaultControllerRateLimiter`: per-key exponential
     /// backoff from 5 ms, capped at 1000 s, and an overall token bucket of
     /// 10 a second with a burst of 100, whichever is later. The limiter a
-    /// [`WorkQueue`](super::WorkQueue) has unless its builder is given
+    /// [`WorkQueue`](crate::WorkQueue) has unless its builder is given
     /// another.
     ///
     /// # Examples

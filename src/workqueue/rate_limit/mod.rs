@@ -1,4 +1,4 @@
-//! Rate limiters for [`WorkQueue::add_rate_limited`](super::WorkQueue::add_rate_limited):
+//! Rate limiters for [`WorkQueue::add_rate_limited`](crate::WorkQueue::add_rate_limited):
 //! the [`RateLimiter`] trait and client-go's limiters.
 //!
 //! - `per_key.rs`: the limiters that count each key's failures (one
@@ -23,7 +23,7 @@ use std::time::Duration;
 /// Decides how long a key waits before it is queued again after a
 /// failure: client-go's `workqueue.TypedRateLimiter`.
 ///
-/// `when` is called once per [`add_rate_limited`](super::WorkQueue::add_rate_limited)
+/// `when` is called once per [`add_rate_limited`](crate::WorkQueue::add_rate_limited)
 /// (it records the failure), with the queue's clock reading `now`;
 /// [`forget`](Self::forget) clears a key's record once it succeeded.
 /// The queue calls its limiter with none of its own locks held.
