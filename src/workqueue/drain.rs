@@ -183,6 +183,9 @@ where
     /// Shuts the queue down as [`shut_down`](Self::shut_down), then blocks
     /// until no key is being processed: every worker holding a key has
     /// called [`done`](Self::done) (client-go's `ShutDownWithDrain`).
+    /// Keys still queued are not waited for: workers still take them
+    /// until `get` says the queue is shut down (join the workers to wait
+    /// for those too).
     ///
     /// A [`shut_down`](Self::shut_down) called while it waits ends the
     /// wait, as in client-go, so a controller can force a stop (a second

@@ -524,8 +524,8 @@ where
     /// It also ends every drain in progress, as client-go's does:
     /// [`shut_down_with_drain`](Self::shut_down_with_drain) and its forms,
     /// begun before this call, return [`DrainOutcome::Forced`] with the
-    /// count of keys still held, whether or not their workers ever call
-    /// `done`.
+    /// count of keys still held (or [`DrainOutcome::Drained`] if none is),
+    /// whether or not their workers ever call `done`.
     ///
     /// # Examples
     ///
