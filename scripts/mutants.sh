@@ -70,7 +70,7 @@ selection() {
     src/wait.rs)
       echo "ordered:: workqueue:: | ordered_wait workqueue | ordered_wait workqueue" ;;
     src/workqueue | src/workqueue/*)
-      echo "workqueue:: | workqueue misuse | workqueue" ;;
+      echo "workqueue:: | workqueue workqueue_drain workqueue_rate_limit misuse | workqueue" ;;
     src/reflector/run.rs | src/reflector/status.rs | src/reflector/registry.rs)
       # Needs MUTANTS_ARGS="--features reflector".
       echo "reflector:: | reflector reflector_model reflector_stats reflector_registry | " ;;

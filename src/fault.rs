@@ -308,6 +308,12 @@ mod catalogue {
         /// `done` queues a key added during processing again but wakes no
         /// waiting worker.
         DoneSkipsWake,
+        /// `shut_down` ends the drains in progress but wakes none of them:
+        /// a drain already waiting waits on for keys no worker will finish.
+        ShutdownSkipsDrains,
+        /// `done` of the last held key of a queue shutting down wakes no
+        /// drain.
+        DoneSkipsDrainWake,
     }
 
     /// A broken `IndexedStore` protocol.

@@ -321,6 +321,7 @@ pub use stats::CacheStats;
 pub use time::{Clock, CoarseClock, ManualClock, SystemClock};
 pub use typed::{AnyCache, AnyCacheBuilder, TypedCache, TypedCacheBuilder};
 pub use workqueue::{
-    ExponentialBackoff, GetTimeoutError, MaxOf, RateLimiter, RateLimiterError, TokenBucket,
-    TryGetError, WorkQueue, WorkQueueBuilder, WorkQueueStats,
+    DrainOutcome, ExponentialBackoff, GetTimeoutError, ItemFastSlow, MaxOf, RateLimiter,
+    RateLimiterError, TokenBucket, TryGetError, WithMaxWait, WorkQueue, WorkQueueBuilder,
+    WorkQueueStats,
 };

@@ -7,11 +7,12 @@ use std::sync::Arc;
 
 use larder::{
     AnyCache, AnyCacheBuilder, AsyncLoadingLruCache, BuildError, CacheStats, CachedReader,
-    CoarseClock, CompareAndSwapError, EvictionPolicy, ExponentialBackoff, GetTimeoutError, Guard,
-    IndexError, IndexedStore, IndexedStoreBuilder, LoadingLruCache, LruCache, LruCacheBuilder,
-    ManualClock, MaxOf, OrderedIndex, OrderedIndexBuilder, OrderedLock, OrderedSnapshot,
-    RateLimiterError, RemovalCause, Snapshot, SystemClock, TokenBucket, Transaction, TryGetError,
-    TypedCache, TypedCacheBuilder, Versioned, WorkQueue, WorkQueueBuilder, WorkQueueStats,
+    CoarseClock, CompareAndSwapError, DrainOutcome, EvictionPolicy, ExponentialBackoff,
+    GetTimeoutError, Guard, IndexError, IndexedStore, IndexedStoreBuilder, ItemFastSlow,
+    LoadingLruCache, LruCache, LruCacheBuilder, ManualClock, MaxOf, OrderedIndex,
+    OrderedIndexBuilder, OrderedLock, OrderedSnapshot, RateLimiterError, RemovalCause, Snapshot,
+    SystemClock, TokenBucket, Transaction, TryGetError, TypedCache, TypedCacheBuilder, Versioned,
+    WithMaxWait, WorkQueue, WorkQueueBuilder, WorkQueueStats,
 };
 
 /// A type that is not `Debug` (nor `Hash`, `Eq`, `Ord`): containers print
@@ -42,12 +43,15 @@ fn every_public_type_is_debug() {
     assert_debug::<CachedReader<'static, Opaque>>();
     assert_debug::<ExponentialBackoff<Opaque>>();
     assert_debug::<MaxOf<Opaque>>();
+    assert_debug::<ItemFastSlow<Opaque>>();
     // Views that print what they hold: `T: Debug`.
     assert_debug::<Snapshot<String>>();
     assert_debug::<Guard<String>>();
     assert_debug::<Versioned<String>>();
     assert_debug::<OrderedSnapshot<String, String>>();
     assert_debug::<CompareAndSwapError<String>>();
+    // A wrapper prints the limiter it wraps (every limiter is `Debug`).
+    assert_debug::<WithMaxWait<TokenBucket>>();
     // Plain values.
     assert_debug::<CacheStats>();
     assert_debug::<WorkQueueStats>();
@@ -55,6 +59,7 @@ fn every_public_type_is_debug() {
     assert_debug::<IndexError>();
     assert_debug::<TryGetError>();
     assert_debug::<GetTimeoutError>();
+    assert_debug::<DrainOutcome>();
     assert_debug::<RateLimiterError>();
     assert_debug::<RemovalCause>();
     assert_debug::<EvictionPolicy>();

@@ -23,7 +23,8 @@ use std::thread;
 use std::time::Duration;
 
 use larder::{
-    ExponentialBackoff, GetTimeoutError, ManualClock, TryGetError, WorkQueue, WorkQueueStats,
+    DrainOutcome, ExponentialBackoff, GetTimeoutError, ManualClock, TryGetError, WorkQueue,
+    WorkQueueStats,
 };
 use proptest::prelude::*;
 
@@ -118,7 +119,7 @@ fn workqueue_shut_down_with_drain_waits_for_done() {
     let finished = AtomicBool::new(false);
     thread::scope(|s| {
         let drainer = s.spawn(|| {
-            queue.shut_down_with_drain();
+            assert_eq!(queue.shut_down_with_drain(), DrainOutcome::Drained);
             assert!(
                 finished.load(Ordering::SeqCst),
                 "drain returned before done"

@@ -2,14 +2,15 @@
 //! (`src/workqueue/core.rs` under the queue's mutex) and its wake-ups (the
 //! shared waiting machinery, `src/wait.rs`), over loom's mutex and condvar,
 //! with the async `get` driven by `loom::future::block_on`. Three tasks:
-//! two workers (one blocking, one async) and a producer. The negative
-//! controls select a broken protocol (`WorkQueueFault`) that the model must
-//! catch: a key in two workers or a lost add as a failed assertion, a lost
-//! wake-up as loom's deadlock.
+//! two workers (one blocking, one async) and a producer; for the drains,
+//! a drain, a worker and the thread that ends it (`done` or `shut_down`).
+//! The negative controls select a broken protocol (`WorkQueueFault`) that
+//! the model must catch: a key in two workers or a lost add as a failed
+//! assertion, a lost wake-up as loom's deadlock.
 #![cfg(loom)]
 
 use larder::fault::{WorkQueueFault, inject};
-use larder::{Clock, ManualClock, WorkQueue};
+use larder::{Clock, DrainOutcome, ManualClock, WorkQueue};
 use loom::thread;
 use std::time::Duration;
 // std's `Arc` and atomics, not loom's: they are the models' own checks,
@@ -230,4 +231,106 @@ fn workqueue_sooner_delay_wins_under_a_concurrent_add() {
         assert!(queue.try_get().is_err(), "the key was handed out twice");
         queue.check_invariants();
     });
+}
+
+/// A worker holds the key and never calls `done`; a drain waits for it
+/// (blocking on a thread of its own, or as a future on the model's
+/// thread) while a second worker waits for a key; then `shut_down` is
+/// called. It ends the drain, which says the key is still held (client-go's
+/// forced shutdown), and the waiting worker gets `None`; a drain that is
+/// never woken is loom's deadlock.
+fn shut_down_ends_a_drain(fault: WorkQueueFault, blocking: bool) {
+    let _fault = inject(fault);
+    loom::model(move || {
+        let queue = Arc::new(queue_of());
+        queue.add(KEY);
+        let held = queue.try_get().unwrap();
+        let worker = {
+            let queue = Arc::clone(&queue);
+            thread::spawn(move || queue.get())
+        };
+        let outcome = if blocking {
+            let drain = {
+                let queue = Arc::clone(&queue);
+                thread::spawn(move || queue.shut_down_with_drain())
+            };
+            // Only the drain shuts the queue down before this thread does:
+            // once it is shutting down, the drain has begun.
+            while !queue.is_shutting_down() {
+                thread::yield_now();
+            }
+            queue.shut_down();
+            drain.join().unwrap()
+        } else {
+            // The async drain begins when it is called.
+            let drain = queue.shut_down_with_drain_async();
+            let forcer = {
+                let queue = Arc::clone(&queue);
+                thread::spawn(move || queue.shut_down())
+            };
+            let outcome = loom::future::block_on(drain);
+            forcer.join().unwrap();
+            outcome
+        };
+        assert_eq!(outcome, DrainOutcome::Forced { still_held: 1 });
+        assert_eq!(worker.join().unwrap(), None);
+        queue.done(&held);
+    });
+}
+
+#[test]
+fn workqueue_shut_down_ends_a_blocking_drain() {
+    shut_down_ends_a_drain(WorkQueueFault::None, true);
+}
+
+#[test]
+fn workqueue_shut_down_ends_an_async_drain() {
+    shut_down_ends_a_drain(WorkQueueFault::None, false);
+}
+
+#[test]
+#[should_panic(expected = "deadlock")]
+fn workqueue_negative_control_shutdown_skips_drains() {
+    shut_down_ends_a_drain(WorkQueueFault::ShutdownSkipsDrains, true);
+}
+
+#[test]
+#[should_panic(expected = "deadlock")]
+fn workqueue_negative_control_shutdown_skips_drains_async() {
+    shut_down_ends_a_drain(WorkQueueFault::ShutdownSkipsDrains, false);
+}
+
+/// A worker holds the key; two drains wait for it, one blocking on a
+/// thread of its own, one as a future on the model's thread; the worker
+/// calls `done`. Both drains end drained (or loom reports a deadlock).
+fn done_ends_the_drains(fault: WorkQueueFault) {
+    let _fault = inject(fault);
+    loom::model(move || {
+        let queue = Arc::new(queue_of());
+        queue.add(KEY);
+        let held = queue.try_get().unwrap();
+        let blocking = {
+            let queue = Arc::clone(&queue);
+            thread::spawn(move || queue.shut_down_with_drain())
+        };
+        let waiting = queue.shut_down_with_drain_async();
+        let worker = {
+            let queue = Arc::clone(&queue);
+            thread::spawn(move || queue.done(&held))
+        };
+        assert_eq!(loom::future::block_on(waiting), DrainOutcome::Drained);
+        assert_eq!(blocking.join().unwrap(), DrainOutcome::Drained);
+        worker.join().unwrap();
+    });
+}
+
+#[test]
+fn workqueue_done_ends_the_drains() {
+    done_ends_the_drains(WorkQueueFault::None);
+}
+
+#[test]
+#[should_panic(expected = "deadlock")]
+fn workqueue_negative_control_done_skips_drain_wake() {
+    done_ends_the_drains(WorkQueueFault::DoneSkipsDrainWake);
 }

@@ -30,7 +30,6 @@ use std::time::Duration;
 use hashbrown::HashTable;
 
 use super::stats::Counters;
-use crate::fault::broken;
 
 /// One key's state.
 #[derive(Debug)]
@@ -94,6 +93,9 @@ pub(crate) struct Core<K> {
     processing: usize,
     delayed_keys: usize,
     shutting_down: bool,
+    /// How many times the queue was shut down without a drain: a drain
+    /// ends (forced) once this moves past the value it began with.
+    forced_shutdowns: u64,
     pub(crate) counters: Counters,
 }
 
@@ -109,6 +111,7 @@ impl<K> Default for Core<K> {
             processing: 0,
             delayed_keys: 0,
             shutting_down: false,
+            forced_shutdowns: 0,
             counters: Counters::default(),
         }
     }
@@ -329,16 +332,7 @@ impl<K> Core<K> {
         let entry = self.entry_mut(slot);
         entry.dirty = false;
         let waited = now.saturating_sub(entry.dirty_since);
-        if broken!(WorkQueueFault::GetSkipsProcessing) {
-            // BROKEN on purpose: handed out, but not marked processing, so
-            // an add now queues it for a second worker.
-            let _ = self.release(slot);
-            return Popped::Key(key);
-        }
-        entry.processing = true;
-        entry.processing_since = now;
-        self.processing += 1;
-        self.counters.waited(waited);
+        hand_out(self, slot, now, waited);
         Popped::Key(key)
     }
 
@@ -360,11 +354,7 @@ impl<K> Core<K> {
         }
         entry.processing = false;
         let worked = now.saturating_sub(entry.processing_since);
-        if broken!(WorkQueueFault::DoneForgetsDirty) {
-            // BROKEN on purpose: an add that came during processing is lost.
-            entry.dirty = false;
-        }
-        let requeue = entry.dirty;
+        let requeue = requeue_after_done(entry);
         self.processing -= 1;
         self.counters.processed(worked);
         if requeue {
@@ -400,6 +390,18 @@ impl<K> Core<K> {
 
     pub(crate) fn is_shutting_down(&self) -> bool {
         self.shutting_down
+    }
+
+    /// client-go's `ShutDown` clearing the drain flag: every drain begun
+    /// before this call ends, whether or not its keys are done.
+    pub(crate) fn force_shut_down(&mut self) {
+        self.forced_shutdowns = self.forced_shutdowns.wrapping_add(1);
+    }
+
+    /// How many forced shutdowns there were: a drain remembers the value
+    /// it began with and ends when it changes.
+    pub(crate) fn forced_shutdowns(&self) -> u64 {
+        self.forced_shutdowns
     }
 
     /// Keys queued (dirty and not processing): client-go's `Len`.
@@ -476,4 +478,60 @@ impl<K> Core<K> {
         assert_eq!(processing, self.processing, "processing count is off");
         assert_eq!(delayed, self.delayed_keys, "delayed count is off");
     }
+}
+
+/// `pop`'s last step: the key taken from `slot` (no longer dirty), which
+/// waited `waited` in the queue, is now processing.
+fn mark_processing<K>(core: &mut Core<K>, slot: usize, now: Duration, waited: Duration) {
+    let entry = core.entry_mut(slot);
+    entry.processing = true;
+    entry.processing_since = now;
+    core.processing += 1;
+    core.counters.waited(waited);
+}
+
+/// Whether the key `done` finished was added while it was processed (and
+/// so is queued again).
+fn added_while_processing<K>(entry: &mut Entry<K>) -> bool {
+    entry.dirty
+}
+
+// The steps loom negative controls break: outside loom each name is the
+// correct step itself; under loom it dispatches to the correct step or to
+// the broken one the control selected (`crate::fault`).
+#[cfg(not(loom))]
+use self::{added_while_processing as requeue_after_done, mark_processing as hand_out};
+
+#[cfg(loom)]
+fn hand_out<K>(core: &mut Core<K>, slot: usize, now: Duration, waited: Duration) {
+    if crate::fault::is_selected(crate::fault::WorkQueueFault::GetSkipsProcessing) {
+        hand_out_unmarked(core, slot);
+    } else {
+        mark_processing(core, slot, now, waited);
+    }
+}
+
+/// BROKEN on purpose (the loom control `GetSkipsProcessing`): the key is
+/// handed out but not marked processing, so an add now queues it for a
+/// second worker.
+#[cfg(loom)]
+fn hand_out_unmarked<K>(core: &mut Core<K>, slot: usize) {
+    let _ = core.release(slot);
+}
+
+#[cfg(loom)]
+fn requeue_after_done<K>(entry: &mut Entry<K>) -> bool {
+    if crate::fault::is_selected(crate::fault::WorkQueueFault::DoneForgetsDirty) {
+        forget_the_add(entry)
+    } else {
+        added_while_processing(entry)
+    }
+}
+
+/// BROKEN on purpose (the loom control `DoneForgetsDirty`): an add that
+/// came during processing is lost.
+#[cfg(loom)]
+fn forget_the_add<K>(entry: &mut Entry<K>) -> bool {
+    entry.dirty = false;
+    false
 }

@@ -10,6 +10,8 @@
 //! - `get.rs`: the `get` forms that wait, over the crate's shared waiting
 //!   machinery (`crate::wait`: blocking, timed and async waiters, no lost
 //!   wake-up, cancel-safe futures).
+//! - `drain.rs`: the drain forms (blocking, with a deadline, async) over
+//!   the same machinery, and how `shut_down` ends a drain.
 //! - `delay.rs`: the thread that wakes waiting workers when a delayed key
 //!   falls due.
 //! - `rate_limit.rs`, `stats.rs`, `builder.rs`.
@@ -28,13 +30,18 @@ mod builder;
 mod core;
 #[cfg(not(loom))]
 mod delay;
+mod drain;
 mod get;
 mod rate_limit;
 mod stats;
 
 pub use builder::WorkQueueBuilder;
+pub use drain::DrainOutcome;
 pub use get::{GetTimeoutError, TryGetError};
-pub use rate_limit::{ExponentialBackoff, MaxOf, RateLimiter, RateLimiterError, TokenBucket};
+pub use rate_limit::{
+    ExponentialBackoff, ItemFastSlow, MaxOf, RateLimiter, RateLimiterError, TokenBucket,
+    WithMaxWait,
+};
 pub use stats::WorkQueueStats;
 
 use std::borrow::Borrow;
@@ -44,9 +51,8 @@ use std::time::Duration;
 
 use self::core::{Added, Core};
 use crate::Clock;
-use crate::fault::broken;
-use crate::sync::{Arc, Condvar, Mutex};
-use crate::wait::Waiters;
+use crate::sync::{Arc, Mutex};
+use crate::wait::{Publishing, Waiters};
 
 /// A work queue for controllers: client-go's rate-limited, delaying work
 /// queue. Producers (event handlers) [`add`](Self::add) keys of objects
@@ -71,6 +77,12 @@ use crate::wait::Waiters;
 /// - **Shutdown** ([`shut_down`](Self::shut_down)): wakes every waiting
 ///   worker; later adds are ignored; keys already queued are still handed
 ///   out, then every `get` says the queue is shut down.
+/// - **Drain** ([`shut_down_with_drain`](Self::shut_down_with_drain)):
+///   shuts down, then waits until the keys held by workers are done; a
+///   `shut_down` meanwhile ends the wait (as client-go's), and
+///   [`shut_down_with_drain_timeout`](Self::shut_down_with_drain_timeout)
+///   gives up at a deadline. The [`DrainOutcome`] says which, with the
+///   count of keys still held.
 ///
 /// Waiting: [`get`](Self::get) blocks a thread, [`get_timeout`](Self::get_timeout)
 /// bounds it, [`try_get`](Self::try_get) never waits and
@@ -118,10 +130,10 @@ pub struct WorkQueue<K, S = ahash::RandomState> {
 /// What the queue's handle and its delay thread share.
 struct Shared<K, S> {
     core: Mutex<Core<K>>,
-    /// Where `shut_down_with_drain` waits for the processing keys (with
-    /// `core`'s mutex).
-    drained: Condvar,
+    /// The workers waiting for a key.
     waiters: Waiters,
+    /// The drains waiting for the held keys to be done (`drain.rs`).
+    drains: Waiters,
     clock: Arc<dyn Clock>,
     limiter: Box<dyn RateLimiter<K>>,
     hasher: S,
@@ -133,8 +145,8 @@ impl<K, S> Shared<K, S> {
     fn new(clock: Arc<dyn Clock>, limiter: Box<dyn RateLimiter<K>>, hasher: S) -> Self {
         Self {
             core: Mutex::new(Core::default()),
-            drained: Condvar::new(),
             waiters: Waiters::new(),
+            drains: Waiters::new(),
             clock,
             limiter,
             hasher,
@@ -143,12 +155,64 @@ impl<K, S> Shared<K, S> {
         }
     }
 
-    /// Wakes the waiting workers (a key was queued, or the queue shut
-    /// down). Call with the core's mutex released.
-    fn wake(&self) {
-        let publishing = self.waiters.before_insert();
-        self.waiters.after_insert(publishing, true);
+    /// After the core was marked shut down (with its mutex released):
+    /// stops the delay thread and wakes every waiting worker.
+    fn after_shut_down(&self) {
+        #[cfg(not(loom))]
+        self.delay.stop();
+        wake_workers_at_shutdown(self);
     }
+}
+
+/// Wakes every waiting worker: the queue shut down. Call with the core's
+/// mutex released, after the step that marked it shut down.
+fn wake_every_worker<K, S>(shared: &Shared<K, S>) {
+    let publishing = shared.waiters.before_insert();
+    shared.waiters.after_insert(publishing, true);
+}
+
+/// `done`'s wake-up of the waiting workers, if it `requeued` its key.
+/// Call with the core's mutex released.
+fn wake_if_requeued<K, S>(shared: &Shared<K, S>, publishing: Publishing, requeued: bool) {
+    shared.waiters.after_insert(publishing, requeued);
+}
+
+// The steps loom negative controls break: outside loom each name is the
+// correct step itself; under loom it dispatches to the correct step or to
+// the broken one the control selected (`crate::fault`).
+#[cfg(not(loom))]
+use self::{wake_every_worker as wake_workers_at_shutdown, wake_if_requeued as wake_after_done};
+
+#[cfg(loom)]
+fn wake_after_done<K, S>(shared: &Shared<K, S>, publishing: Publishing, requeued: bool) {
+    if crate::fault::is_selected(crate::fault::WorkQueueFault::DoneSkipsWake) {
+        wake_nobody_after_done(shared, publishing, requeued);
+    } else {
+        wake_if_requeued(shared, publishing, requeued);
+    }
+}
+
+/// BROKEN on purpose (the loom control `DoneSkipsWake`): a key queued
+/// again, nobody woken.
+#[cfg(loom)]
+fn wake_nobody_after_done<K, S>(shared: &Shared<K, S>, publishing: Publishing, requeued: bool) {
+    let _ = (shared, publishing, requeued);
+}
+
+#[cfg(loom)]
+fn wake_workers_at_shutdown<K, S>(shared: &Shared<K, S>) {
+    if crate::fault::is_selected(crate::fault::WorkQueueFault::ShutdownWakesOne) {
+        wake_one_worker(shared);
+    } else {
+        wake_every_worker(shared);
+    }
+}
+
+/// BROKEN on purpose (the loom control `ShutdownWakesOne`): one waiting
+/// worker woken.
+#[cfg(loom)]
+fn wake_one_worker<K, S>(shared: &Shared<K, S>) {
+    shared.waiters.wake_one();
 }
 
 impl<K, S> Shared<K, S> {
@@ -405,19 +469,15 @@ where
         let hash = shared.hasher.hash_one(key);
         let now = shared.clock.now();
         let publishing = shared.waiters.before_insert();
-        let (requeued, leftover) = {
+        let draining = shared.drains.before_insert();
+        let (requeued, drained, leftover) = {
             let mut core = shared.core.lock();
-            let outcome = core.done(hash, key, now);
-            if core.processing() == 0 && core.is_shutting_down() {
-                shared.drained.notify_all();
-            }
-            if broken!(WorkQueueFault::DoneSkipsWake) {
-                // BROKEN on purpose: queued again, nobody woken.
-                return;
-            }
-            outcome
+            let (requeued, leftover) = core.done(hash, key, now);
+            let drained = core.processing() == 0 && core.is_shutting_down();
+            (requeued, drained, leftover)
         };
-        shared.waiters.after_insert(publishing, requeued);
+        wake_after_done(shared, publishing, requeued);
+        drain::wake_drains_after_done(shared, draining, drained);
         drop(leftover);
     }
 
@@ -461,6 +521,12 @@ where
     /// keys already queued are still handed out, then every `get` returns
     /// that the queue is shut down. Idempotent.
     ///
+    /// It also ends every drain in progress, as client-go's does:
+    /// [`shut_down_with_drain`](Self::shut_down_with_drain) and its forms,
+    /// begun before this call, return [`DrainOutcome::Forced`] with the
+    /// count of keys still held (or [`DrainOutcome::Drained`] if none is),
+    /// whether or not their workers ever call `done`.
+    ///
     /// # Examples
     ///
     /// ```
@@ -476,57 +542,15 @@ where
     /// ```
     pub fn shut_down(&self) {
         let shared = &*self.shared;
+        let publishing = shared.drains.before_insert();
         let dropped = {
             let mut core = shared.core.lock();
-            let dropped = core.shut_down();
-            if broken!(WorkQueueFault::ShutdownWakesOne) {
-                // BROKEN on purpose: one waiting worker woken.
-                drop(core);
-                shared.waiters.wake_one();
-                return;
-            }
-            dropped
+            core.force_shut_down();
+            core.shut_down()
         };
-        #[cfg(not(loom))]
-        shared.delay.stop();
-        shared.wake();
+        shared.after_shut_down();
+        drain::wake_ended_drains(shared, publishing);
         drop(dropped);
-    }
-
-    /// Shuts the queue down as [`shut_down`](Self::shut_down), then blocks
-    /// until no key is being processed: every worker holding a key has
-    /// called [`done`](Self::done) (client-go's `ShutDownWithDrain`).
-    ///
-    /// # Deadlocks
-    ///
-    /// Waits forever if a worker never calls `done` for a key it took
-    /// (and if the caller itself holds one).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use larder::WorkQueue;
-    /// use std::sync::Arc;
-    /// use std::thread;
-    ///
-    /// let queue = Arc::new(WorkQueue::new());
-    /// queue.add("a");
-    /// let key = queue.get().unwrap();
-    /// let finisher = {
-    ///     let queue = Arc::clone(&queue);
-    ///     thread::spawn(move || queue.done(&key))
-    /// };
-    /// queue.shut_down_with_drain(); // returns once "a" is done
-    /// finisher.join().unwrap();
-    /// assert_eq!(queue.stats().processing, 0);
-    /// ```
-    pub fn shut_down_with_drain(&self) {
-        self.shut_down();
-        let shared = &*self.shared;
-        let mut core = shared.core.lock();
-        while core.processing() > 0 {
-            shared.drained.wait(&mut core);
-        }
     }
 
     /// Whether [`shut_down`](Self::shut_down) was called (client-go's

@@ -164,3 +164,15 @@ fn times_in_queue_and_in_processing_are_counted() {
     assert_eq!(core.counters.processing_time, ms(20));
     assert_eq!(core.counters.processed, 1);
 }
+
+#[test]
+fn only_a_forced_shutdown_ends_the_drains() {
+    let mut core: Core<u32> = Core::default();
+    let began = core.forced_shutdowns();
+    drop(core.shut_down()); // a drain's own shutdown
+    assert_eq!(core.forced_shutdowns(), began);
+    core.force_shut_down();
+    assert_ne!(core.forced_shutdowns(), began);
+    assert!(core.is_shutting_down());
+    core.check_invariants();
+}
