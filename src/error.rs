@@ -73,6 +73,31 @@ pub enum BuildError {
         /// The initial capacity asked for.
         initial_capacity: usize,
     },
+    /// An [`ExponentialBackoff`](crate::ExponentialBackoff)'s first delay
+    /// is above its cap.
+    BaseAboveMax {
+        /// The first delay given.
+        base: std::time::Duration,
+        /// The cap given.
+        max: std::time::Duration,
+    },
+    /// An [`ItemFastSlow`](crate::ItemFastSlow)'s fast delay is above its
+    /// slow delay.
+    FastAboveSlow {
+        /// The delay of the first, fast retries.
+        fast: std::time::Duration,
+        /// The delay of the retries after them.
+        slow: std::time::Duration,
+    },
+    /// A [`TokenBucket`](crate::TokenBucket)'s rate is not a positive,
+    /// finite number of tokens a second.
+    InvalidRate {
+        /// The rate given.
+        rate: f64,
+    },
+    /// A [`TokenBucket`](crate::TokenBucket) with a burst of 0 could never
+    /// hand out a token.
+    ZeroBurst,
     /// An index definition was refused, as
     /// [`IndexedStore::add_index`](crate::IndexedStore::add_index) refuses
     /// it: [`IndexError::DuplicateIndex`] when two indexes share a name.
@@ -101,6 +126,20 @@ impl fmt::Display for BuildError {
             Self::CapacityOverflow { initial_capacity } => {
                 write!(f, "cannot reserve room for {initial_capacity} objects")
             }
+            Self::BaseAboveMax { base, max } => {
+                write!(f, "backoff base {base:?} is above its cap {max:?}")
+            }
+            Self::FastAboveSlow { fast, slow } => {
+                write!(
+                    f,
+                    "fast retry delay {fast:?} is above the slow one {slow:?}"
+                )
+            }
+            Self::InvalidRate { rate } => write!(
+                f,
+                "token rate {rate} is not a positive, finite number per second"
+            ),
+            Self::ZeroBurst => f.write_str("a token bucket's burst must be at least 1"),
             Self::Index(error) => fmt::Display::fmt(error, f),
         }
     }

@@ -322,6 +322,5 @@ pub use time::{Clock, CoarseClock, ManualClock, SystemClock};
 pub use typed::{AnyCache, AnyCacheBuilder, TypedCache, TypedCacheBuilder};
 pub use workqueue::{
     DrainOutcome, ExponentialBackoff, GetTimeoutError, ItemFastSlow, MaxOf, RateLimiter,
-    RateLimiterError, TokenBucket, TryGetError, WithMaxWait, WorkQueue, WorkQueueBuilder,
-    WorkQueueStats,
+    TokenBucket, TryGetError, WithMaxWait, WorkQueue, WorkQueueBuilder, WorkQueueStats,
 };

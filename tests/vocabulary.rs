@@ -10,9 +10,9 @@ use larder::{
     CoarseClock, CompareAndSwapError, DrainOutcome, EvictionPolicy, ExponentialBackoff,
     GetTimeoutError, Guard, IndexError, IndexedStore, IndexedStoreBuilder, ItemFastSlow,
     LoadingLruCache, LruCache, LruCacheBuilder, ManualClock, MaxOf, OrderedIndex,
-    OrderedIndexBuilder, OrderedLock, OrderedSnapshot, RateLimiterError, RemovalCause, Snapshot,
-    SystemClock, TokenBucket, Transaction, TryGetError, TypedCache, TypedCacheBuilder, Versioned,
-    WithMaxWait, WorkQueue, WorkQueueBuilder, WorkQueueStats,
+    OrderedIndexBuilder, OrderedLock, OrderedSnapshot, RemovalCause, Snapshot, SystemClock,
+    TokenBucket, Transaction, TryGetError, TypedCache, TypedCacheBuilder, Versioned, WithMaxWait,
+    WorkQueue, WorkQueueBuilder, WorkQueueStats,
 };
 
 /// A type that is not `Debug` (nor `Hash`, `Eq`, `Ord`): containers print
@@ -60,7 +60,6 @@ fn every_public_type_is_debug() {
     assert_debug::<TryGetError>();
     assert_debug::<GetTimeoutError>();
     assert_debug::<DrainOutcome>();
-    assert_debug::<RateLimiterError>();
     assert_debug::<RemovalCause>();
     assert_debug::<EvictionPolicy>();
     assert_debug::<OrderedLock>();

@@ -564,7 +564,7 @@ proptest! {
         let queue: WorkQueue<u32, _> = WorkQueue::builder()
             .hasher(state)
             .clock(clock.clone())
-            .rate_limiter(ExponentialBackoff::with_hasher(BASE, CAP, state).unwrap())
+            .rate_limiter(ExponentialBackoff::new(BASE, CAP).hasher(state))
             .build().unwrap();
         let mut model = Model::default();
         for op in ops {

@@ -11,8 +11,8 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use larder::{
-    ExponentialBackoff, ItemFastSlow, ManualClock, MaxOf, RateLimiter, RateLimiterError,
-    TokenBucket, TryGetError, WithMaxWait, WorkQueue,
+    BuildError, ExponentialBackoff, ItemFastSlow, ManualClock, MaxOf, RateLimiter, TokenBucket,
+    TryGetError, WithMaxWait, WorkQueue,
 };
 
 const NOW: Duration = Duration::ZERO;
@@ -28,7 +28,7 @@ const fn secs(secs: u64) -> Duration {
 /// client-go's `TestItemExponentialFailureRateLimiter`.
 #[test]
 fn exponential_backoff_as_client_go() {
-    let limiter = ExponentialBackoff::new(ms(1), secs(1)).unwrap();
+    let limiter = ExponentialBackoff::new(ms(1), secs(1));
     for expected in [1, 2, 4, 8, 16] {
         assert_eq!(limiter.when(&"one", NOW), ms(expected));
     }
@@ -44,7 +44,7 @@ fn exponential_backoff_as_client_go() {
 /// client-go's `TestItemExponentialFailureRateLimiterOverFlow`.
 #[test]
 fn exponential_backoff_overflow_as_client_go() {
-    let limiter = ExponentialBackoff::new(ms(1), secs(1000)).unwrap();
+    let limiter = ExponentialBackoff::new(ms(1), secs(1000));
     for _ in 0..5 {
         limiter.when(&"one", NOW);
     }
@@ -55,7 +55,7 @@ fn exponential_backoff_overflow_as_client_go() {
     assert_eq!(limiter.when(&"overflow1", NOW), secs(1000));
 
     let hour = secs(3600);
-    let limiter = ExponentialBackoff::new(secs(60), hour * 1000).unwrap();
+    let limiter = ExponentialBackoff::new(secs(60), hour * 1000);
     for _ in 0..2 {
         limiter.when(&"two", NOW);
     }
@@ -69,7 +69,7 @@ fn exponential_backoff_overflow_as_client_go() {
 /// client-go's `TestItemFastSlowRateLimiter`.
 #[test]
 fn item_fast_slow_as_client_go() {
-    let limiter = ItemFastSlow::new(ms(5), secs(10), 3).unwrap();
+    let limiter = ItemFastSlow::new(ms(5), secs(10), 3);
     for expected in [ms(5), ms(5), ms(5), secs(10), secs(10)] {
         assert_eq!(limiter.when(&"one", NOW), expected);
     }
@@ -87,8 +87,8 @@ fn item_fast_slow_as_client_go() {
 #[test]
 fn max_of_fast_slow_and_backoff_as_client_go() {
     let limiter = MaxOf::new()
-        .with(ItemFastSlow::new(ms(5), secs(3), 3).unwrap())
-        .with(ExponentialBackoff::new(ms(1), secs(1)).unwrap());
+        .with(ItemFastSlow::new(ms(5), secs(3), 3))
+        .with(ExponentialBackoff::new(ms(1), secs(1)));
     for expected in [ms(5), ms(5), ms(5), secs(3), secs(3)] {
         assert_eq!(limiter.when(&"one", NOW), expected);
     }
@@ -151,7 +151,7 @@ fn with_max_wait_as_client_go() {
 /// caps.
 #[test]
 fn with_max_wait_keeps_the_inner_counts() {
-    let limiter = WithMaxWait::new(ExponentialBackoff::new(ms(5), secs(1000)).unwrap(), ms(12));
+    let limiter = WithMaxWait::new(ExponentialBackoff::new(ms(5), secs(1000)), ms(12));
     assert_eq!(limiter.when(&"a", NOW), ms(5));
     assert_eq!(limiter.when(&"a", NOW), ms(10));
     assert_eq!(limiter.when(&"a", NOW), ms(12)); // 20 ms, capped
@@ -159,7 +159,7 @@ fn with_max_wait_keeps_the_inner_counts() {
     limiter.forget(&"a");
     assert_eq!(limiter.num_requeues(&"a"), 0);
     assert_eq!(limiter.when(&"a", NOW), ms(5));
-    let zero = WithMaxWait::new(TokenBucket::new(1.0, 1).unwrap(), Duration::ZERO);
+    let zero = WithMaxWait::new(TokenBucket::new(1.0, 1), Duration::ZERO);
     for key in 0..3_u32 {
         assert_eq!(zero.when(&key, NOW), Duration::ZERO);
     }
@@ -200,7 +200,7 @@ fn manual_queue(
 /// after 10 s, until `forget`.
 #[test]
 fn item_fast_slow_in_a_queue_step_by_step() {
-    let (clock, queue) = manual_queue(ItemFastSlow::new(ms(5), secs(10), 3).unwrap());
+    let (clock, queue) = manual_queue(ItemFastSlow::new(ms(5), secs(10), 3));
     for delay in [ms(5), ms(5), ms(5), secs(10), secs(10)] {
         fails_then_due_after(&clock, &queue, delay);
     }
@@ -229,7 +229,7 @@ fn with_max_wait_in_a_queue_step_by_step() {
 /// key's wait.
 #[test]
 fn with_max_wait_caps_a_token_bucket_in_a_queue() {
-    let limiter = WithMaxWait::new(TokenBucket::new(10.0, 1).unwrap(), ms(150));
+    let limiter = WithMaxWait::new(TokenBucket::new(10.0, 1), ms(150));
     let (clock, queue) = manual_queue(limiter);
     for key in ["a", "b", "c", "d"] {
         queue.add_rate_limited(key); // the bucket says 0, 100, 200, 300 ms
@@ -246,26 +246,23 @@ fn with_max_wait_caps_a_token_bucket_in_a_queue() {
 
 #[test]
 fn item_fast_slow_refuses_a_fast_delay_above_the_slow_one() {
-    let error = ItemFastSlow::<u32>::new(secs(2), secs(1), 3).unwrap_err();
-    assert_eq!(
-        error,
-        RateLimiterError::FastAboveSlow {
-            fast: secs(2),
-            slow: secs(1)
-        }
+    let error = ItemFastSlow::<u32>::try_new(secs(2), secs(1), 3).unwrap_err();
+    assert!(
+        matches!(error, BuildError::FastAboveSlow { fast, slow } if fast == secs(2) && slow == secs(1)),
+        "{error:?}"
     );
     assert_eq!(
         error.to_string(),
         "fast retry delay 2s is above the slow one 1s"
     );
     // Equal delays, zero or any count of fast attempts: valid.
-    assert!(ItemFastSlow::<u32>::new(secs(1), secs(1), 0).is_ok());
-    assert!(ItemFastSlow::<u32>::new(Duration::ZERO, Duration::ZERO, u32::MAX).is_ok());
+    assert!(ItemFastSlow::<u32>::try_new(secs(1), secs(1), 0).is_ok());
+    assert!(ItemFastSlow::<u32>::try_new(Duration::ZERO, Duration::ZERO, u32::MAX).is_ok());
 }
 
 #[test]
 fn the_new_limiters_print_their_settings() {
-    let fast_slow = ItemFastSlow::new(ms(5), secs(10), 3).unwrap();
+    let fast_slow = ItemFastSlow::new(ms(5), secs(10), 3);
     fast_slow.when(&1_u32, NOW);
     let printed = format!("{fast_slow:?}");
     assert!(printed.starts_with("ItemFastSlow"), "{printed}");
@@ -273,7 +270,7 @@ fn the_new_limiters_print_their_settings() {
         printed.contains("fast_attempts: 3") && printed.contains("keys: 1"),
         "{printed}"
     );
-    let capped = WithMaxWait::new(TokenBucket::new(1.0, 1).unwrap(), secs(1));
+    let capped = WithMaxWait::new(TokenBucket::new(1.0, 1), secs(1));
     let printed = format!("{capped:?}");
     assert!(
         printed.starts_with("WithMaxWait") && printed.contains("TokenBucket"),
@@ -293,7 +290,7 @@ fn item_fast_slow_survives_panicking_keys() {
             t,
             64,
             || {
-                let limiter = ItemFastSlow::new(ms(5), secs(10), 2).unwrap();
+                let limiter = ItemFastSlow::new(ms(5), secs(10), 2);
                 limiter.when(&Key::new(1), NOW);
                 limiter.when(&Key::new(2), NOW);
                 limiter

@@ -207,7 +207,7 @@ impl Controller {
                 .rate_limiter(ExponentialBackoff::new(
                     Duration::from_millis(5),
                     Duration::from_secs(1),
-                )?)
+                ))
                 .build()?,
         );
         let (registration, delivery) = registry.add(Enqueue(Arc::clone(&queue)));

@@ -21,7 +21,7 @@ use crate::{Clock, SystemClock};
 /// let clock = ManualClock::new();
 /// let queue: WorkQueue<String> = WorkQueue::builder()
 ///     .clock(clock.clone())
-///     .rate_limiter(TokenBucket::new(50.0, 10).unwrap())
+///     .rate_limiter(TokenBucket::new(50.0, 10))
 ///     .build()
 ///     .unwrap();
 /// assert!(queue.is_empty());
@@ -75,7 +75,7 @@ impl<K, S> WorkQueueBuilder<K, S> {
     /// use larder::{ExponentialBackoff, WorkQueue};
     /// use std::time::Duration;
     ///
-    /// let backoff = ExponentialBackoff::new(Duration::from_millis(1), Duration::from_secs(1)).unwrap();
+    /// let backoff = ExponentialBackoff::new(Duration::from_millis(1), Duration::from_secs(1));
     /// let queue: WorkQueue<u64> = WorkQueue::builder().rate_limiter(backoff).build().unwrap();
     /// # let _ = queue;
     /// ```

@@ -39,8 +39,7 @@ pub use builder::WorkQueueBuilder;
 pub use drain::DrainOutcome;
 pub use get::{GetTimeoutError, TryGetError};
 pub use rate_limit::{
-    ExponentialBackoff, ItemFastSlow, MaxOf, RateLimiter, RateLimiterError, TokenBucket,
-    WithMaxWait,
+    ExponentialBackoff, ItemFastSlow, MaxOf, RateLimiter, TokenBucket, WithMaxWait,
 };
 pub use stats::WorkQueueStats;
 

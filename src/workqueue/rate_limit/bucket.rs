@@ -3,7 +3,8 @@
 
 use std::time::Duration;
 
-use super::{RateLimiter, RateLimiterError};
+use super::RateLimiter;
+use crate::BuildError;
 use crate::sync::Mutex;
 
 /// An overall token bucket: `rate` tokens a second, at most `burst` saved;
@@ -17,7 +18,7 @@ use crate::sync::Mutex;
 /// use larder::{RateLimiter, TokenBucket};
 /// use std::time::Duration;
 ///
-/// let bucket = TokenBucket::new(10.0, 2).unwrap();
+/// let bucket = TokenBucket::new(10.0, 2);
 /// let now = Duration::ZERO;
 /// assert_eq!(bucket.when(&"a", now), Duration::ZERO);
 /// assert_eq!(bucket.when(&"b", now), Duration::ZERO);
@@ -34,25 +35,44 @@ pub struct TokenBucket {
 impl TokenBucket {
     /// A full bucket of `burst` tokens, refilled at `rate` a second.
     ///
-    /// # Errors
+    /// # Panics
     ///
-    /// [`RateLimiterError::InvalidRate`] unless `rate` is positive and
-    /// finite; [`RateLimiterError::ZeroBurst`] if `burst` is 0.
+    /// Unless `rate` is positive and finite and `burst` at least 1
+    /// ([`try_new`](Self::try_new) returns the error instead).
     ///
     /// # Examples
     ///
     /// ```
     /// use larder::TokenBucket;
     ///
-    /// assert!(TokenBucket::new(10.0, 100).is_ok());
-    /// assert!(TokenBucket::new(0.0, 100).is_err());
+    /// let bucket = TokenBucket::new(10.0, 100);
+    /// # let _ = bucket;
     /// ```
-    pub fn new(rate: f64, burst: u32) -> Result<Self, RateLimiterError> {
+    pub fn new(rate: f64, burst: u32) -> Self {
+        Self::try_new(rate, burst).unwrap_or_else(|error| panic!("{error}"))
+    }
+
+    /// [`new`](Self::new), returning an invalid setting as an error.
+    ///
+    /// # Errors
+    ///
+    /// [`BuildError::InvalidRate`] unless `rate` is positive and finite;
+    /// [`BuildError::ZeroBurst`] if `burst` is 0.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use larder::{BuildError, TokenBucket};
+    ///
+    /// assert!(TokenBucket::try_new(10.0, 100).is_ok());
+    /// assert!(matches!(TokenBucket::try_new(0.0, 100), Err(BuildError::InvalidRate { .. })));
+    /// ```
+    pub fn try_new(rate: f64, burst: u32) -> Result<Self, BuildError> {
         if !(rate.is_finite() && rate > 0.0) {
-            return Err(RateLimiterError::InvalidRate(rate));
+            return Err(BuildError::InvalidRate { rate });
         }
         if burst == 0 {
-            return Err(RateLimiterError::ZeroBurst);
+            return Err(BuildError::ZeroBurst);
         }
         let burst = f64::from(burst);
         Ok(Self {
@@ -90,7 +110,7 @@ mod tests {
 
     #[test]
     fn the_bucket_refills_at_its_rate() {
-        let bucket = TokenBucket::new(10.0, 100).unwrap();
+        let bucket = TokenBucket::new(10.0, 100);
         for _ in 0..100 {
             assert_eq!(
                 RateLimiter::<u32>::when(&bucket, &0, Duration::ZERO),

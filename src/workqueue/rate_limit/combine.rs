@@ -18,8 +18,8 @@ use super::{ExponentialBackoff, RateLimiter, TokenBucket};
 /// use std::time::Duration;
 ///
 /// let limiter = MaxOf::new()
-///     .with(ExponentialBackoff::new(Duration::from_millis(5), Duration::from_secs(1000)).unwrap())
-///     .with(TokenBucket::new(10.0, 100).unwrap());
+///     .with(ExponentialBackoff::new(Duration::from_millis(5), Duration::from_secs(1000)))
+///     .with(TokenBucket::new(10.0, 100));
 /// assert_eq!(limiter.when(&"a", Duration::ZERO), Duration::from_millis(5));
 /// ```
 pub struct MaxOf<K> {
@@ -50,7 +50,7 @@ impl<K> MaxOf<K> {
     /// ```
     /// use larder::{MaxOf, TokenBucket};
     ///
-    /// let limiter = MaxOf::<u32>::new().with(TokenBucket::new(1.0, 1).unwrap());
+    /// let limiter = MaxOf::<u32>::new().with(TokenBucket::new(1.0, 1));
     /// # let _ = limiter;
     /// ```
     #[must_use]
@@ -78,9 +78,8 @@ impl<K: Hash + Eq + Clone + Send + Sync + 'static> MaxOf<K> {
     /// assert_eq!(limiter.when(&"a", Duration::ZERO), Duration::from_millis(10));
     /// ```
     pub fn controller_default() -> Self {
-        let backoff = ExponentialBackoff::new(Duration::from_millis(5), Duration::from_secs(1000))
-            .expect("larder: 5 ms is below 1000 s");
-        let bucket = TokenBucket::new(10.0, 100).expect("larder: 10/s and 100 are valid");
+        let backoff = ExponentialBackoff::new(Duration::from_millis(5), Duration::from_secs(1000));
+        let bucket = TokenBucket::new(10.0, 100);
         Self::new().with(backoff).with(bucket)
     }
 }
@@ -133,7 +132,7 @@ impl<K> RateLimiter<K> for MaxOf<K> {
 /// use larder::{RateLimiter, TokenBucket, WithMaxWait};
 /// use std::time::Duration;
 ///
-/// let limiter = WithMaxWait::new(TokenBucket::new(1.0, 1).unwrap(), Duration::from_millis(1500));
+/// let limiter = WithMaxWait::new(TokenBucket::new(1.0, 1), Duration::from_millis(1500));
 /// let now = Duration::ZERO;
 /// assert_eq!(limiter.when(&"a", now), Duration::ZERO);
 /// assert_eq!(limiter.when(&"b", now), Duration::from_secs(1));
@@ -156,7 +155,7 @@ impl<L> WithMaxWait<L> {
     /// use larder::{ExponentialBackoff, WithMaxWait, WorkQueue};
     /// use std::time::Duration;
     ///
-    /// let backoff = ExponentialBackoff::new(Duration::from_millis(5), Duration::from_secs(1000)).unwrap();
+    /// let backoff = ExponentialBackoff::new(Duration::from_millis(5), Duration::from_secs(1000));
     /// let queue: WorkQueue<String> = WorkQueue::builder()
     ///     .rate_limiter(WithMaxWait::new(backoff, Duration::from_secs(60)))
     ///     .build()
@@ -175,7 +174,7 @@ impl<L> WithMaxWait<L> {
     /// use larder::{TokenBucket, WithMaxWait};
     /// use std::time::Duration;
     ///
-    /// let limiter = WithMaxWait::new(TokenBucket::new(1.0, 1).unwrap(), Duration::from_secs(1));
+    /// let limiter = WithMaxWait::new(TokenBucket::new(1.0, 1), Duration::from_secs(1));
     /// let _bucket: &TokenBucket = limiter.inner();
     /// ```
     pub fn inner(&self) -> &L {

@@ -7,7 +7,8 @@ use std::time::Duration;
 
 use hashbrown::HashTable;
 
-use super::{RateLimiter, RateLimiterError};
+use super::RateLimiter;
+use crate::BuildError;
 use crate::sync::Mutex;
 
 /// Each key's count of failures since it was last forgotten: client-go's
@@ -92,7 +93,7 @@ impl<K: Hash + Eq + Clone, S: BuildHasher> Failures<K, S> {
 /// use larder::{ExponentialBackoff, RateLimiter};
 /// use std::time::Duration;
 ///
-/// let backoff = ExponentialBackoff::new(Duration::from_millis(5), Duration::from_secs(1)).unwrap();
+/// let backoff = ExponentialBackoff::new(Duration::from_millis(5), Duration::from_secs(1));
 /// let now = Duration::ZERO;
 /// assert_eq!(backoff.when(&"a", now), Duration::from_millis(5));
 /// assert_eq!(backoff.when(&"a", now), Duration::from_millis(10));
@@ -109,9 +110,10 @@ pub struct ExponentialBackoff<K, S = ahash::RandomState> {
 impl<K> ExponentialBackoff<K> {
     /// Backoff from `base`, doubling per failure, capped at `max`.
     ///
-    /// # Errors
+    /// # Panics
     ///
-    /// [`RateLimiterError::BaseAboveMax`] if `base > max`.
+    /// If `base > max` ([`try_new`](Self::try_new) returns the error
+    /// instead).
     ///
     /// # Examples
     ///
@@ -119,19 +121,45 @@ impl<K> ExponentialBackoff<K> {
     /// use larder::ExponentialBackoff;
     /// use std::time::Duration;
     ///
-    /// assert!(ExponentialBackoff::<u32>::new(Duration::from_millis(5), Duration::from_secs(1000)).is_ok());
+    /// let backoff = ExponentialBackoff::<u32>::new(Duration::from_millis(5), Duration::from_secs(1000));
+    /// # let _ = backoff;
     /// ```
-    pub fn new(base: Duration, max: Duration) -> Result<Self, RateLimiterError> {
-        Self::with_hasher(base, max, crate::sync::default_hasher())
+    pub fn new(base: Duration, max: Duration) -> Self {
+        Self::try_new(base, max).unwrap_or_else(|error| panic!("{error}"))
+    }
+
+    /// [`new`](Self::new), returning an invalid setting as an error.
+    ///
+    /// # Errors
+    ///
+    /// [`BuildError::BaseAboveMax`] if `base > max`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use larder::{BuildError, ExponentialBackoff};
+    /// use std::time::Duration;
+    ///
+    /// let error = ExponentialBackoff::<u32>::try_new(Duration::from_secs(2), Duration::from_secs(1))
+    ///     .unwrap_err();
+    /// assert!(matches!(error, BuildError::BaseAboveMax { .. }));
+    /// ```
+    pub fn try_new(base: Duration, max: Duration) -> Result<Self, BuildError> {
+        if base > max {
+            return Err(BuildError::BaseAboveMax { base, max });
+        }
+        Ok(Self {
+            base,
+            max,
+            failures: Failures::new(crate::sync::default_hasher()),
+        })
     }
 }
 
 impl<K, S> ExponentialBackoff<K, S> {
-    /// [`new`](ExponentialBackoff::new) with the hasher `hasher`.
-    ///
-    /// # Errors
-    ///
-    /// [`RateLimiterError::BaseAboveMax`] if `base > max`.
+    /// The same backoff, counting each key's failures in a table hashed
+    /// with `hasher`. Failures recorded so far are forgotten: set it
+    /// before use.
     ///
     /// # Examples
     ///
@@ -140,19 +168,16 @@ impl<K, S> ExponentialBackoff<K, S> {
     /// use std::hash::RandomState;
     /// use std::time::Duration;
     ///
-    /// let backoff: ExponentialBackoff<u32, _> =
-    ///     ExponentialBackoff::with_hasher(Duration::ZERO, Duration::ZERO, RandomState::new()).unwrap();
+    /// let backoff: ExponentialBackoff<u32, RandomState> =
+    ///     ExponentialBackoff::new(Duration::ZERO, Duration::ZERO).hasher(RandomState::new());
     /// # let _ = backoff;
     /// ```
-    pub fn with_hasher(base: Duration, max: Duration, hasher: S) -> Result<Self, RateLimiterError> {
-        if base > max {
-            return Err(RateLimiterError::BaseAboveMax { base, max });
-        }
-        Ok(Self {
-            base,
-            max,
+    pub fn hasher<T>(self, hasher: T) -> ExponentialBackoff<K, T> {
+        ExponentialBackoff {
+            base: self.base,
+            max: self.max,
             failures: Failures::new(hasher),
-        })
+        }
     }
 
     /// The delay of a key's failure number `exponent + 1`.
@@ -214,7 +239,7 @@ where
 /// use std::time::Duration;
 ///
 /// let limiter =
-///     ItemFastSlow::new(Duration::from_millis(5), Duration::from_secs(10), 2).unwrap();
+///     ItemFastSlow::new(Duration::from_millis(5), Duration::from_secs(10), 2);
 /// let now = Duration::ZERO;
 /// assert_eq!(limiter.when(&"a", now), Duration::from_millis(5));
 /// assert_eq!(limiter.when(&"a", now), Duration::from_millis(5));
@@ -234,9 +259,10 @@ impl<K> ItemFastSlow<K> {
     /// (client-go's `NewItemFastSlowRateLimiter(fast, slow, fast_attempts)`).
     /// Zero `fast_attempts` makes every retry slow.
     ///
-    /// # Errors
+    /// # Panics
     ///
-    /// [`RateLimiterError::FastAboveSlow`] if `fast > slow`.
+    /// If `fast > slow` ([`try_new`](Self::try_new) returns the error
+    /// instead).
     ///
     /// # Examples
     ///
@@ -244,24 +270,46 @@ impl<K> ItemFastSlow<K> {
     /// use larder::ItemFastSlow;
     /// use std::time::Duration;
     ///
-    /// assert!(ItemFastSlow::<u32>::new(Duration::from_millis(5), Duration::from_secs(10), 3).is_ok());
-    /// assert!(ItemFastSlow::<u32>::new(Duration::from_secs(10), Duration::from_millis(5), 3).is_err());
+    /// let limiter = ItemFastSlow::<u32>::new(Duration::from_millis(5), Duration::from_secs(10), 3);
+    /// # let _ = limiter;
     /// ```
-    pub fn new(
-        fast: Duration,
-        slow: Duration,
-        fast_attempts: u32,
-    ) -> Result<Self, RateLimiterError> {
-        Self::with_hasher(fast, slow, fast_attempts, crate::sync::default_hasher())
+    pub fn new(fast: Duration, slow: Duration, fast_attempts: u32) -> Self {
+        Self::try_new(fast, slow, fast_attempts).unwrap_or_else(|error| panic!("{error}"))
+    }
+
+    /// [`new`](Self::new), returning an invalid setting as an error.
+    ///
+    /// # Errors
+    ///
+    /// [`BuildError::FastAboveSlow`] if `fast > slow`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use larder::{BuildError, ItemFastSlow};
+    /// use std::time::Duration;
+    ///
+    /// let error = ItemFastSlow::<u32>::try_new(Duration::from_secs(10), Duration::from_millis(5), 3)
+    ///     .unwrap_err();
+    /// assert!(matches!(error, BuildError::FastAboveSlow { .. }));
+    /// ```
+    pub fn try_new(fast: Duration, slow: Duration, fast_attempts: u32) -> Result<Self, BuildError> {
+        if fast > slow {
+            return Err(BuildError::FastAboveSlow { fast, slow });
+        }
+        Ok(Self {
+            fast,
+            slow,
+            fast_attempts,
+            failures: Failures::new(crate::sync::default_hasher()),
+        })
     }
 }
 
 impl<K, S> ItemFastSlow<K, S> {
-    /// [`new`](ItemFastSlow::new) with the hasher `hasher`.
-    ///
-    /// # Errors
-    ///
-    /// [`RateLimiterError::FastAboveSlow`] if `fast > slow`.
+    /// The same limiter, counting each key's failures in a table hashed
+    /// with `hasher`. Failures recorded so far are forgotten: set it
+    /// before use.
     ///
     /// # Examples
     ///
@@ -270,25 +318,17 @@ impl<K, S> ItemFastSlow<K, S> {
     /// use std::hash::RandomState;
     /// use std::time::Duration;
     ///
-    /// let limiter: ItemFastSlow<u32, _> =
-    ///     ItemFastSlow::with_hasher(Duration::ZERO, Duration::ZERO, 1, RandomState::new()).unwrap();
+    /// let limiter: ItemFastSlow<u32, RandomState> =
+    ///     ItemFastSlow::new(Duration::ZERO, Duration::ZERO, 1).hasher(RandomState::new());
     /// # let _ = limiter;
     /// ```
-    pub fn with_hasher(
-        fast: Duration,
-        slow: Duration,
-        fast_attempts: u32,
-        hasher: S,
-    ) -> Result<Self, RateLimiterError> {
-        if fast > slow {
-            return Err(RateLimiterError::FastAboveSlow { fast, slow });
-        }
-        Ok(Self {
-            fast,
-            slow,
-            fast_attempts,
+    pub fn hasher<T>(self, hasher: T) -> ItemFastSlow<K, T> {
+        ItemFastSlow {
+            fast: self.fast,
+            slow: self.slow,
+            fast_attempts: self.fast_attempts,
             failures: Failures::new(hasher),
-        })
+        }
     }
 }
 
@@ -334,8 +374,7 @@ mod tests {
 
     #[test]
     fn backoff_doubles_up_to_its_cap() {
-        let backoff =
-            ExponentialBackoff::new(Duration::from_millis(5), Duration::from_secs(1000)).unwrap();
+        let backoff = ExponentialBackoff::new(Duration::from_millis(5), Duration::from_secs(1000));
         let delays: Vec<Duration> = (0..20)
             .map(|_| backoff.when(&1_u32, Duration::ZERO))
             .collect();
@@ -354,8 +393,7 @@ mod tests {
 
     #[test]
     fn fast_slow_counts_saturate_and_stay_slow() {
-        let limiter =
-            ItemFastSlow::new(Duration::from_millis(1), Duration::from_secs(1), 2).unwrap();
+        let limiter = ItemFastSlow::new(Duration::from_millis(1), Duration::from_secs(1), 2);
         let failures = &limiter.failures;
         let hash = failures.hasher.hash_one(7_u32);
         failures
@@ -369,8 +407,7 @@ mod tests {
 
     #[test]
     fn zero_fast_attempts_make_every_retry_slow() {
-        let limiter =
-            ItemFastSlow::new(Duration::from_millis(1), Duration::from_secs(1), 0).unwrap();
+        let limiter = ItemFastSlow::new(Duration::from_millis(1), Duration::from_secs(1), 0);
         assert_eq!(limiter.when(&1_u32, Duration::ZERO), Duration::from_secs(1));
         assert_eq!(limiter.num_requeues(&1), 1);
     }
