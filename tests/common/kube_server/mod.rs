@@ -67,6 +67,8 @@ enum Control {
     Silence,
     /// Send an `ERROR` event with a `410` status, then end.
     Expire,
+    /// Send an `ERROR` event with a `500` status, then end.
+    Fail,
 }
 
 /// One-shot and standing faults, set by a test.
@@ -355,6 +357,12 @@ impl KubeServer {
     /// status; how many.
     pub fn expire_watches(&self) -> usize {
         self.state.control_all(Control::Expire)
+    }
+
+    /// Ends every open watch with an `ERROR` event holding a `500`
+    /// status; how many.
+    pub fn fail_watches(&self) -> usize {
+        self.state.control_all(Control::Fail)
     }
 
     /// Every request served so far, as `METHOD path?query`.

@@ -3,7 +3,8 @@
 //! JSON line of a chunked response (`ADDED`, `MODIFIED`, `DELETED`, with
 //! selectors applied to the old and the new object as the API does),
 //! etcd's progress notifications into `BOOKMARK`s (when the client allows
-//! them), a compacted revision into an `ERROR` event with a `410` status.
+//! them: one per notification, a repeated revision too), a compacted
+//! revision into an `ERROR` event with a `410` status.
 //!
 //! Bookmarks come from etcd's periodic progress notifications (the etcd
 //! flag `--experimental-watch-progress-notify-interval`), which etcd sends
@@ -204,6 +205,11 @@ impl Pump {
                         let _ = self.send(gone(self.sent, self.sent)).await;
                         return;
                     }
+                    Some(Control::Fail) => {
+                        let status = status_object(500, "InternalError", "failed by a test");
+                        let _ = self.send(line("ERROR", status)).await;
+                        return;
+                    }
                     Some(Control::Silence) => {
                         // A hung server: the connection stays open, nothing
                         // more is sent, not even bookmarks.
@@ -222,7 +228,11 @@ impl Pump {
                         }
                         if response.events().is_empty() {
                             let revision = response.header().map_or(0, |h| h.revision());
-                            if !response.created() && self.bookmarks && revision > self.sent {
+                            // Every progress notification is a bookmark,
+                            // a repeated revision too: periodic bookmarks
+                            // are how a client tells a quiet watch from a
+                            // dead one.
+                            if !response.created() && self.bookmarks && revision >= self.sent {
                                 self.sent = revision;
                                 if !self.send(self.bookmark(revision)).await {
                                     return;
