@@ -318,6 +318,26 @@ impl KubeServer {
             .expect("write etcd") as u64
     }
 
+    /// Deletes the stored object `name` of the kind served at `plural`
+    /// (in `namespace`) with no check (a malformed object too, which a
+    /// client's delete could not decode the answer of). The revision of
+    /// the deletion.
+    pub async fn delete_raw(&self, plural: &str, namespace: Option<&str>, name: &str) -> u64 {
+        let kind = KINDS
+            .iter()
+            .copied()
+            .find(|kind| kind.plural == plural)
+            .expect("a served kind");
+        let key = self.state.storage.key(kind, namespace, name);
+        let (revision, _) = self
+            .state
+            .storage
+            .delete(&key)
+            .await
+            .expect("delete from etcd");
+        revision as u64
+    }
+
     /// How many watches are open now.
     pub fn open_watches(&self) -> usize {
         self.state.watches.lock().unwrap().len()
