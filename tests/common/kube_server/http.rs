@@ -352,15 +352,24 @@ fn what(call: &Call) -> String {
     )
 }
 
-fn parse_body(call: &Call) -> Result<Value, Response<ResponseBody>> {
+/// A request refused with `400 Bad Request`, saying why.
+struct BadRequest(&'static str);
+
+impl BadRequest {
+    fn response(self) -> Response<ResponseBody> {
+        status_response(400, "BadRequest", self.0)
+    }
+}
+
+fn parse_body(call: &Call) -> Result<Value, BadRequest> {
     serde_json::from_slice::<Value>(&call.body)
         .ok()
         .filter(Value::is_object)
-        .ok_or_else(|| status_response(400, "BadRequest", "the body is not a JSON object"))
+        .ok_or(BadRequest("the body is not a JSON object"))
 }
 
 /// `metadata.resourceVersion` of a written object, as a revision.
-fn expected_version(object: &Value) -> Result<Option<i64>, Response<ResponseBody>> {
+fn expected_version(object: &Value) -> Result<Option<i64>, BadRequest> {
     match object
         .pointer("/metadata/resourceVersion")
         .and_then(Value::as_str)
@@ -368,14 +377,14 @@ fn expected_version(object: &Value) -> Result<Option<i64>, Response<ResponseBody
         None | Some("") => Ok(None),
         Some(text) => super::parse_version(text)
             .map(Some)
-            .ok_or_else(|| status_response(400, "BadRequest", "invalid resourceVersion")),
+            .ok_or(BadRequest("invalid resourceVersion")),
     }
 }
 
 async fn create(state: &Arc<State>, call: &Call) -> Response<ResponseBody> {
     let mut object = match parse_body(call) {
         Ok(object) => object,
-        Err(response) => return response,
+        Err(refused) => return refused.response(),
     };
     object["kind"] = Value::String(call.kind.kind.to_owned());
     object["apiVersion"] = Value::String("v1".to_owned());
@@ -428,11 +437,11 @@ fn merge_write(call: &Call, current: &Value, mut update: Value) -> Value {
 async fn replace(state: &Arc<State>, call: &Call) -> Response<ResponseBody> {
     let update = match parse_body(call) {
         Ok(object) => object,
-        Err(response) => return response,
+        Err(refused) => return refused.response(),
     };
     let expected = match expected_version(&update) {
         Ok(expected) => expected,
-        Err(response) => return response,
+        Err(refused) => return refused.response(),
     };
     let key = item_key(state, call);
     let (revision, current) = match state.storage.get(&key).await {
@@ -482,11 +491,11 @@ async fn patch(state: &Arc<State>, call: &Call) -> Response<ResponseBody> {
     }
     let patch = match parse_body(call) {
         Ok(patch) => patch,
-        Err(response) => return response,
+        Err(refused) => return refused.response(),
     };
     let expected = match expected_version(&patch) {
         Ok(expected) => expected,
-        Err(response) => return response,
+        Err(refused) => return refused.response(),
     };
     let key = item_key(state, call);
     loop {

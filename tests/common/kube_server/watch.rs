@@ -291,7 +291,7 @@ impl Pump {
                 }
             }
             EventType::Delete => {
-                let old = old.unwrap_or_else(|| self.from_key(pair.key()));
+                let old = old.unwrap_or_else(|| self.named_by_key(pair.key()));
                 if !self.selector.matches(&old) {
                     return None;
                 }
@@ -306,7 +306,7 @@ impl Pump {
 
     /// An object naming only what its key says (a deletion etcd sent
     /// without the old value).
-    fn from_key(&self, key: &[u8]) -> Value {
+    fn named_by_key(&self, key: &[u8]) -> Value {
         let key = String::from_utf8_lossy(key);
         let mut parts = key.rsplit('/');
         let name = parts.next().unwrap_or("");
