@@ -212,7 +212,11 @@ impl<K: Resource> KubeSourceBuilder<K> {
     /// [`SourceError::Connection`](crate::reflector::SourceError::Connection)
     /// and the reflector resumes from its last revision after its backoff.
     /// A silent watch is a hung server or a connection that lost its peer
-    /// without a reset.
+    /// without a reset. The bound this gives: a change made while the
+    /// watch is silent reaches the store at most the deadline (counted
+    /// from the server's last line), plus the reflector's backoff (100 ms
+    /// after a first failure, by default), plus one watch request, after
+    /// the server went silent.
     ///
     /// The default is the watch timeout plus [`DEFAULT_KUBE_WATCH_GRACE`]:
     /// a server ends every watch at its timeout, so one still open and

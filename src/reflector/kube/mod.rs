@@ -71,6 +71,10 @@ pub use watch::KubeWatch;
 /// the watch with a [`ResourceVersionError`] inside
 /// [`SourceError::Connection`], never a panic.
 ///
+/// So the `resourceVersion` of an object that a write returned is a
+/// revision: [`ReflectorHandle::wait_for_revision`](crate::reflector::ReflectorHandle::wait_for_revision)
+/// with it waits until the store holds that write (read-your-writes).
+///
 /// # Runtime
 ///
 /// kube's client needs a tokio runtime with its timer enabled, and so does
