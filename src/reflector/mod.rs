@@ -16,11 +16,11 @@
 //! - With the `etcd` feature, [`EtcdSource`]: an etcd key prefix as a
 //!   source (building it needs `protoc` and protobuf's well-known types;
 //!   running it, a tokio runtime and an etcd v3 server).
-//! - With the `kube` feature, [`KubeSource`]: a Kubernetes resource as a
+//! - With the `kube` feature, `KubeSource`: a Kubernetes resource as a
 //!   source, through kube's client (a tokio runtime), with client-go's
-//!   `namespace/name` keys ([`meta_namespace_key`]) and ready index
-//!   functions ([`index_by_namespace`], [`index_by_label`],
-//!   [`index_by_owner_uid`], [`index_by_pod_node`]).
+//!   `namespace/name` keys (`meta_namespace_key`) and ready index
+//!   functions (`index_by_namespace`, `index_by_label`,
+//!   `index_by_owner_uid`, `index_by_pod_node`).
 //!
 //! [The reflector guide](https://github.com/larder-rs/larder/blob/main/docs/reflector.md)
 //! shows the loop, its guarantees, what each fault does, and how to mirror
