@@ -27,8 +27,9 @@
 //! | (none) | the primitives above | nothing more | no runtime |
 //! | `reflector` | `larder::reflector`: the informer loop, the `Source` trait, `MemorySource` | nothing more | any async executor |
 //! | `etcd` | `reflector::EtcdSource` (implies `reflector`) | `protoc` and protobuf's well-known types (`apt-get install protobuf-compiler libprotobuf-dev`) | a tokio runtime, an etcd v3 server |
+//! | `kube` | `reflector::KubeSource`, client-go's `namespace/name` keys and ready index functions (implies `reflector`) | Rust 1.89 (kube's minimum; the crate's own is 1.85), a Kubernetes version feature on `k8s-openapi` in the program | a tokio runtime, a Kubernetes API server |
 //!
-//! Both features are documented here; items that need one carry a badge
+//! Every feature is documented here; items that need one carry a badge
 //! naming it.
 //!
 //! ## Choosing

@@ -76,7 +76,7 @@ pub fn draw(study: &Study, path: &std::path::Path) -> Result<(), Box<dyn std::er
         .x_desc("capacity, % of the keys (log scale)")
         .y_desc("hit ratio")
         .x_label_formatter(&|p| format!("{p}%"))
-        .y_label_formatter(&|r| format!("{:.0}%", r * 100.0))
+        .y_label_formatter(&|r: &f64| format!("{:.0}%", r * 100.0))
         .y_labels(11)
         .light_line_style(WHITE)
         .draw()?;

@@ -16,6 +16,11 @@
 //! - With the `etcd` feature, [`EtcdSource`]: an etcd key prefix as a
 //!   source (building it needs `protoc` and protobuf's well-known types;
 //!   running it, a tokio runtime and an etcd v3 server).
+//! - With the `kube` feature, `KubeSource`: a Kubernetes resource as a
+//!   source, through kube's client (a tokio runtime), with client-go's
+//!   `namespace/name` keys (`meta_namespace_key`) and ready index
+//!   functions (`index_by_namespace`, `index_by_label`,
+//!   `index_by_owner_uid`, `index_by_pod_node`).
 //!
 //! [The reflector guide](https://github.com/larder-rs/larder/blob/main/docs/reflector.md)
 //! shows the loop, its guarantees, what each fault does, and how to mirror
@@ -29,13 +34,16 @@
 // delivery), `registry.rs` (handlers added while running, each with its
 // buffer and resync), `report.rs` (on_error and the one panic path),
 // `status.rs` (what handles share: revision, readiness, stats, stop),
-// `timer.rs` (Timer, backoff), `error.rs`; `etcd/` (EtcdSource).
+// `timer.rs` (Timer, backoff), `error.rs`; `etcd/` (EtcdSource);
+// `kube/` (KubeSource, keys and index functions).
 mod builder;
 mod burst;
 mod error;
 #[cfg(feature = "etcd")]
 mod etcd;
 mod handler;
+#[cfg(feature = "kube")]
+mod kube;
 mod memory;
 mod registry;
 mod relist;
@@ -45,6 +53,14 @@ mod source;
 mod status;
 mod timer;
 
+#[cfg(feature = "kube")]
+#[cfg_attr(docsrs, doc(cfg(feature = "kube")))]
+pub use self::kube::{
+    DEFAULT_KUBE_PAGE_SIZE, DEFAULT_KUBE_WATCH_GRACE, DEFAULT_KUBE_WATCH_TIMEOUT, KubeSource,
+    KubeSourceBuildError, KubeSourceBuilder, KubeWatch, ResourceVersionError, index_by_label,
+    index_by_namespace, index_by_owner_uid, index_by_pod_node, meta_namespace_key,
+    split_meta_namespace_key,
+};
 pub use builder::{Backoff, ReflectorBuilder, Resync};
 pub use error::{ReflectorBuildError, ReflectorError, WaitError};
 #[cfg(feature = "etcd")]
