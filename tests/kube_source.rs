@@ -25,14 +25,15 @@ use kube_objects::{
     Fixture, config_map, next, next_change, next_event, pod, pod_with, revision_of,
 };
 use larder::reflector::{
-    KubeSource, KubeSourceBuildError, ResourceVersionError, Source, SourceError, WatchEvent,
+    KubeSource, KubeSourceBuildError, ResourceVersionError, Revision, Source, SourceError,
+    WatchEvent,
 };
 
 /// Far above a test's usual running time (seconds), far below a stalled run.
 const LIMIT: Duration = Duration::from_secs(90);
 
-fn keys<V>(items: &[(String, V)]) -> Vec<&str> {
-    items.iter().map(|(key, _)| key.as_str()).collect()
+fn keys<V>(items: &[(String, V, Revision)]) -> Vec<&str> {
+    items.iter().map(|(key, _, _)| key.as_str()).collect()
 }
 
 /// The `ResourceVersionError` inside a connection error, if that is what
@@ -109,6 +110,13 @@ async fn list_reads_pages_of_one_snapshot_keyed_by_namespace_and_name() {
                 expected,
                 "every pod of the snapshot, keyed ns/name"
             );
+            // Each item carries its own resourceVersion (its last change,
+            // etcd's mod_revision), at or below the list's.
+            for (key, pod, revision) in &listed.items {
+                let own = pod.resource_version().expect("a resourceVersion");
+                assert_eq!(own, revision.to_string(), "{key}");
+                assert!(*revision <= listed.revision, "{key}");
+            }
             assert_eq!(
                 listed.revision, before,
                 "the list's version is its first page's revision"
@@ -568,7 +576,7 @@ async fn the_transform_runs_before_storing_and_a_panic_costs_one_object() {
                 listed
                     .items
                     .iter()
-                    .all(|(_, pod)| pod.annotations().is_empty())
+                    .all(|(_, pod, _)| pod.annotations().is_empty())
             );
             assert_eq!(listed.invalid.len(), 1);
             assert_eq!(listed.invalid[0].key, "ns/boom");

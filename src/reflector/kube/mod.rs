@@ -330,11 +330,13 @@ impl<K: DeserializeOwned> KubeSource<K> {
             };
             for value in page.items.into_iter().flatten() {
                 let raw = RawObject::new(value);
-                // A listed object's own version is not needed (the list's
-                // is the revision): one that does not parse is no error.
+                // Each item carries its own version, the revision of its
+                // last change (a relist tells unchanged objects by it); one
+                // that does not parse is no error: the list's revision
+                // stands in (the object then counts as changed).
                 let at = raw.revision().unwrap_or(pinned);
                 match raw.decode(at, self.transform.as_ref()) {
-                    Ok(item) => items.push(item),
+                    Ok((key, object)) => items.push((key, object, at)),
                     Err(bad) => invalid.push(bad),
                 }
             }
