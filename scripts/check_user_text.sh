@@ -19,10 +19,10 @@ else
 fi
 
 # A date (2026-12-07), a commit (7 to 40 hex digits with a letter and a
-# digit, not a 0x literal), or a machine (CPU vendors and models, vCPUs,
+# digit, not a 0x literal nor a part of a UUID), or a machine (CPU vendors and models, vCPUs,
 # clock rates).
 date='\b20[0-9]{2}-[01][0-9]-[0-3][0-9]\b'
-commit='(?<![0-9A-Za-z_])(?=[0-9a-f]*[a-f])(?=[0-9a-f]*[0-9])[0-9a-f]{7,40}(?![0-9A-Za-z_])'
+commit='(?<![-0-9A-Za-z_])(?=[0-9a-f]*[a-f])(?=[0-9a-f]*[0-9])[0-9a-f]{7,40}(?![-0-9A-Za-z_])'
 machine='\b(vCPUs?|Xeon|EPYC|Ryzen|Intel|AMD|Graviton|[0-9.]+ ?GHz)\b'
 found=$(grep -nP "$date|$commit|$machine" "${files[@]}" || true)
 if [ -n "$found" ]; then
