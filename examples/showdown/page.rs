@@ -85,25 +85,24 @@ pub fn render(page: &Page<'_>) -> String {
     );
     machine(&mut out, page);
     contents(&mut out, page);
-    let families: Vec<&'static str> = {
-        let mut families: Vec<&'static str> = page.results.iter().map(|m| m.family).collect();
-        if !page.studies.is_empty() {
-            families.push("lru");
-        }
-        families.dedup();
-        let mut seen = Vec::new();
-        families.retain(|f| {
-            let new = !seen.contains(f);
-            seen.push(*f);
-            new
-        });
-        families
-    };
-    for family in families {
+    for family in families(page) {
         section(&mut out, page, family);
     }
     out.push_str("</body>\n</html>\n");
     out
+}
+
+/// The families measured, in the run's order (the hit-ratio study is
+/// LruCache's).
+fn families(page: &Page<'_>) -> Vec<&'static str> {
+    let mut families: Vec<&'static str> = Vec::new();
+    let measured = page.results.iter().map(|m| m.family);
+    for family in measured.chain(page.studies.iter().map(|_| "lru")) {
+        if !families.contains(&family) {
+            families.push(family);
+        }
+    }
+    families
 }
 
 fn machine(out: &mut String, page: &Page<'_>) {
@@ -192,17 +191,7 @@ fn contents(out: &mut String, page: &Page<'_>) {
         "<h2>Primitives</h2>\n<table>\n<thead><tr><th>primitive</th>\
                   <th>headline</th></tr></thead>\n<tbody>\n",
     );
-    let mut seen: Vec<&str> = Vec::new();
-    let families = page
-        .results
-        .iter()
-        .map(|m| m.family)
-        .chain(page.studies.iter().map(|_| "lru"));
-    for family in families {
-        if seen.contains(&family) {
-            continue;
-        }
-        seen.push(family);
+    for family in families(page) {
         let headline = family_headline(page, family)
             .unwrap_or_else(|| "hit ratio against capacity".to_string());
         let _ = writeln!(

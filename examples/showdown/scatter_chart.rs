@@ -118,7 +118,7 @@ pub fn draw(m: &Measured, cores: usize, out: &Path) -> Option<Chart> {
             }
         }
         // Labels from the top down, each where it covers no mark and no
-        // other label; a label moved off its point gets a leader line.
+        // other label.
         order.sort_by_key(|&i| pixels[i].1);
         for &i in &order {
             let p = &points[i];
@@ -142,7 +142,8 @@ pub fn draw(m: &Measured, cores: usize, out: &Path) -> Option<Chart> {
             } else {
                 spot[2]
             };
-            if (near - pixels[i].1).abs() > LABEL_HEIGHT {
+            // A label moved up or down points back to its mark.
+            if (near - pixels[i].1).abs() > 2 {
                 root.draw(&PathElement::new(
                     vec![pixels[i], (anchor_x, near)],
                     RGBColor(150, 150, 150).stroke_width(1),
