@@ -2,7 +2,8 @@
 //! throughput chart and the headline of the page.
 //!
 //! At each thread count the other rows (every contender not named
-//! `larder ...`) are ranked by their median throughput; the fastest is the
+//! `larder ...`; a cache that held more than its capacity only when every
+//! other did) are ranked by their median throughput; the fastest is the
 //! one a user would otherwise pick for speed, and larder's first row over
 //! it, round by round (`ratio.rs`), is the figure written on the chart.
 //! For a cache the hit ratios of both rows go with it: a faster cache that
@@ -57,16 +58,22 @@ pub fn headline(m: &Measured, cores: usize) -> Option<Versus> {
     each_thread_count(m, cores).into_iter().find(|v| v.at == at)
 }
 
+/// The fastest other row at cell `at`, among those that kept their bound
+/// when any did: a cache over its bound skipped evictions the others did
+/// (the hit-ratio study never marks one best either).
 fn fastest_other(rows: &[Row], at: usize) -> Option<usize> {
-    rows.iter()
-        .enumerate()
-        .filter(|(_, row)| !is_larder(&row.contender))
-        .max_by(|a, b| {
-            a.1.cells[at]
-                .ops_per_sec
-                .total_cmp(&b.1.cells[at].ops_per_sec)
-        })
-        .map(|(index, _)| index)
+    let fastest = |kept_only: bool| {
+        rows.iter()
+            .enumerate()
+            .filter(|(_, row)| !is_larder(&row.contender) && !(kept_only && row.over_bound()))
+            .max_by(|a, b| {
+                a.1.cells[at]
+                    .ops_per_sec
+                    .total_cmp(&b.1.cells[at].ops_per_sec)
+            })
+            .map(|(index, _)| index)
+    };
+    fastest(true).or_else(|| fastest(false))
 }
 
 /// A row's hit ratio at cell `at`, for the caches that report one.
@@ -163,5 +170,13 @@ mod tests {
              against 4.0%)"
         );
         assert!(headline(&sample(&[("larder A", [1.0; 3])]), 2).is_none());
+        // A cache over its bound is passed over while another kept its own.
+        let mut m = m;
+        m.rows[2].bound = Some((11, 10));
+        let others: Vec<usize> = each_thread_count(&m, 2).iter().map(|v| v.other).collect();
+        assert_eq!(others, [3, 3, 3]);
+        m.rows[3].bound = Some((11, 10));
+        let others: Vec<usize> = each_thread_count(&m, 2).iter().map(|v| v.other).collect();
+        assert_eq!(others, [3, 2, 3]);
     }
 }
