@@ -5,7 +5,8 @@
 //! other row is written; thread counts above the core count are shaded;
 //! a cache's hit ratio stands under its name. A workload with more than
 //! [`MAX_LINES`] rows draws larder's first row, the fastest others, and the
-//! fastest of the rest, and says how many more the table holds.
+//! fastest of the rest, and says how many more the table holds (the
+//! scatter of a cache workload draws every row).
 
 use super::Measured;
 use super::chart::{self, Chart, LogAxis, MAX_LINES, is_larder};
@@ -136,7 +137,8 @@ pub fn draw(m: &Measured, cores: usize, out: &Path) -> Option<Chart> {
 /// The rows a workload's chart draws: larder's first row, the fastest
 /// other at each thread count, then alternately the fastest remaining
 /// larder row and the fastest remaining other at the headline's thread
-/// count, up to [`MAX_LINES`]; in the workload's order.
+/// count (a cache that kept its bound before one that did not), up to
+/// [`MAX_LINES`]; in the workload's order.
 fn chosen_rows(m: &Measured, each: &[Versus], at: usize) -> Vec<usize> {
     let mut chosen = vec![0];
     let mut by_need: Vec<&Versus> = each.iter().collect();
@@ -150,9 +152,12 @@ fn chosen_rows(m: &Measured, each: &[Versus], at: usize) -> Vec<usize> {
         let mut rest: Vec<usize> = (0..m.rows.len())
             .filter(|i| !chosen.contains(i) && is_larder(&m.rows[*i].contender) == larder)
             .collect();
+        // Caches that kept their bound first (one over it skipped
+        // evictions), then the fastest.
         rest.sort_by(|&a, &b| {
             let speed = |i: usize| m.rows[i].cells[at].ops_per_sec;
-            speed(b).total_cmp(&speed(a))
+            let over = |i: usize| m.rows[i].over_bound();
+            over(a).cmp(&over(b)).then(speed(b).total_cmp(&speed(a)))
         });
         rest
     };
@@ -423,5 +428,11 @@ mod tests {
         // (rows 9, 8, 7), then the fastest remaining larder row and the
         // fastest remaining other, in the workload's order.
         assert_eq!(chosen, [0, 6, 7, 8, 9, 10]);
+        // A faster other over its bound comes after one that kept it.
+        let mut m = m;
+        m.rows[10].bound = Some((11, 10));
+        m.rows[10].cells[1].ops_per_sec = 0.9;
+        let chosen = chosen_rows(&m, &each_thread_count(&m, 2), headline_at(&m, 2));
+        assert_eq!(chosen, [0, 6, 7, 8, 9, 11]);
     }
 }
