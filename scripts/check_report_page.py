@@ -21,7 +21,8 @@ OUT_DIR is a showdown output folder (`target/showdown-ci` in CI): its
   past the log would still fetch nothing.
 
 A full-page screenshot is written to `--screenshot` (`OUT_DIR/index.png`
-by default) for a person to look at.
+by default) for a person to look at: the top 16,000 pixels, the rest in
+`index-2.png`, `index-3.png`... beside it.
 
 `--negative-controls` then plants three faults in copies of the page (a
 chart's marks removed, a chart taken out, an image fetched over http) and
@@ -56,6 +57,8 @@ SATURATION = 60
 # width has a few hundred.
 MIN_COLOURED = 150
 ALLOWED_SCHEMES = ("file:", "data:", "about:")
+# The height of one part of the page's screenshot.
+PART_HEIGHT = 16000
 LOAD_TIMEOUT = 60.0
 
 
@@ -74,6 +77,9 @@ class Browser:
             os.dup2(reads, 3)
             os.dup2(writes, 4)
 
+        # Chromium's own log goes to a file: a pipe nobody reads would fill
+        # and stall it.
+        self.log = open(os.path.join(profile, "chromium.log"), "w+b")
         self.proc = subprocess.Popen(
             [
                 binary,
@@ -93,7 +99,6 @@ class Browser:
                 "--mute-audio",
                 "--proxy-server=http://127.0.0.1:9",
                 "--host-resolver-rules=MAP * ~NOTFOUND",
-                "--allow-file-access-from-files",
                 f"--user-data-dir={profile}",
                 "--window-size=1400,1000",
                 "--remote-debugging-pipe",
@@ -101,7 +106,7 @@ class Browser:
             ],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
+            stderr=self.log,
             preexec_fn=pipe_fds,
             close_fds=False,
         )
@@ -161,11 +166,9 @@ class Browser:
             self.events.append(message)
 
     def stderr_tail(self):
-        try:
-            self.proc.kill()
-            return self.proc.stderr.read().decode(errors="replace")[-2000:]
-        except Exception:  # noqa: BLE001 - best effort, for the message only
-            return ""
+        """The end of Chromium's log, for an error message."""
+        self.log.seek(0)
+        return self.log.read().decode(errors="replace")[-2000:]
 
     def close(self):
         try:
@@ -179,6 +182,7 @@ class Browser:
             self.proc.wait()
         os.close(self.to_browser)
         os.close(self.from_browser)
+        self.log.close()
 
 
 class CheckError(Exception):
@@ -266,8 +270,10 @@ PAGE_PROBE = """
 """
 
 
-def check_page(out_dir, screenshot, binary):
-    """Returns the problems found (an empty list when the page passes)."""
+def check_page(out_dir, screenshot, binary, written=None):
+    """Returns the problems found (an empty list when the page passes);
+    appends the screenshots it wrote to `written`."""
+    written = [] if written is None else written
     out_dir = pathlib.Path(out_dir).resolve()
     page = out_dir / "index.html"
     problems = []
@@ -292,9 +298,12 @@ def check_page(out_dir, screenshot, binary):
             problems.append(f"workload {workload!r} has no chart")
 
     with tempfile.TemporaryDirectory(prefix="larder-page-check-") as profile:
-        browser = Browser(binary, profile)
         try:
-            problems += drive(browser, page, charts, screenshot)
+            browser = Browser(binary, profile)
+        except OSError as e:
+            return problems + [f"Chromium ({binary}) does not start: {e}"]
+        try:
+            problems += drive(browser, page, charts, screenshot, written)
         except CheckError as e:
             problems.append(str(e))
         finally:
@@ -302,7 +311,7 @@ def check_page(out_dir, screenshot, binary):
     return problems
 
 
-def drive(browser, page, charts, screenshot):
+def drive(browser, page, charts, screenshot, written):
     problems = []
     session = attach(browser, "about:blank")
     for domain in ("Network", "Page", "Runtime"):
@@ -401,20 +410,28 @@ def drive(browser, page, charts, screenshot):
     if len(on_page) < len(charts):
         problems.append(f"{len(on_page)} charts on the page, {len(charts)} listed")
 
-    # The whole page, at half scale past 16,000 pixels (Chromium's limit
-    # for one capture is about 16,384).
-    scale = min(1.0, 16000 / max(state["height"], 1))
-    shot = browser.send(
-        "Page.captureScreenshot",
-        {
-            "format": "png",
-            "captureBeyondViewport": True,
-            "clip": {"x": 0, "y": 0, "width": state["width"], "height": state["height"],
-                     "scale": scale},
-        },
-        session=session,
-    )
-    pathlib.Path(screenshot).write_bytes(base64.b64decode(shot["data"]))
+    # The whole page at full scale (unless no screenshot is asked for), in parts of at most 16,000 pixels
+    # (Chromium's limit for one capture is about 16,384): the screenshot
+    # itself, then `-2`, `-3`... beside it.
+    if screenshot is None:
+        return problems
+    first = pathlib.Path(screenshot)
+    for stale in first.parent.glob(f"{first.stem}-*{first.suffix}"):
+        stale.unlink()
+    for part, top in enumerate(range(0, int(state["height"]), PART_HEIGHT)):
+        shot = browser.send(
+            "Page.captureScreenshot",
+            {
+                "format": "png",
+                "captureBeyondViewport": True,
+                "clip": {"x": 0, "y": top, "width": state["width"],
+                         "height": min(PART_HEIGHT, state["height"] - top), "scale": 1},
+            },
+            session=session,
+        )
+        path = first.with_name(f"{first.stem}-{part + 1}{first.suffix}") if part else first
+        path.write_bytes(base64.b64decode(shot["data"]))
+        written.append(path)
     return problems
 
 
@@ -473,7 +490,7 @@ def negative_controls(out_dir, binary):
             ("remote-image", remote_image, "network request: http://example.com/"),
         ]:
             copy = plant(out_dir, scratch, name, change)
-            problems = check_page(copy, copy / "index.png", binary)
+            problems = check_page(copy, None, binary)
             caught = [p for p in problems if expect in p]
             print(f"negative control {name}: "
                   + (f"rejected ({caught[0]})" if caught else f"NOT rejected: {problems}"))
@@ -489,9 +506,10 @@ def main():
     parser.add_argument("--negative-controls", action="store_true")
     args = parser.parse_args()
     screenshot = args.screenshot or os.path.join(args.out_dir, "index.png")
+    written = []
     try:
         binary = find_chromium()
-        problems = check_page(args.out_dir, screenshot, binary)
+        problems = check_page(args.out_dir, screenshot, binary, written)
     except CheckError as e:
         problems = [str(e)]
     if problems:
@@ -501,7 +519,7 @@ def main():
         return 1
     report = json.loads((pathlib.Path(args.out_dir) / "report.json").read_text())
     print(f"the showdown's page loads in Chromium: {len(report['charts'])} charts drawn, "
-          f"no network request; screenshot {screenshot}")
+          f"no network request; screenshots {', '.join(str(p) for p in written)}")
     if args.negative_controls:
         missed = negative_controls(args.out_dir, binary)
         if missed:
