@@ -410,9 +410,9 @@ def drive(browser, page, charts, screenshot, written):
     if len(on_page) < len(charts):
         problems.append(f"{len(on_page)} charts on the page, {len(charts)} listed")
 
-    # The whole page at full scale (unless no screenshot is asked for), in parts of at most 16,000 pixels
-    # (Chromium's limit for one capture is about 16,384): the screenshot
-    # itself, then `-2`, `-3`... beside it.
+    # The whole page at full scale, unless no screenshot is asked for, in
+    # parts of at most 16,000 pixels (Chromium's limit for one capture is
+    # about 16,384): the screenshot itself, then `-2`, `-3`... beside it.
     if screenshot is None:
         return problems
     first = pathlib.Path(screenshot)
