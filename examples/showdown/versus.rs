@@ -65,7 +65,8 @@ fn fastest_other(rows: &[Row], at: usize) -> Option<usize> {
     let fastest = |kept_only: bool| {
         rows.iter()
             .enumerate()
-            .filter(|(_, row)| !is_larder(&row.contender) && !(kept_only && row.over_bound()))
+            .filter(|(_, row)| !is_larder(&row.contender))
+            .filter(|(_, row)| !kept_only || !row.over_bound())
             .max_by(|a, b| {
                 a.1.cells[at]
                     .ops_per_sec
