@@ -20,7 +20,14 @@
 //!
 //! It measures the workloads of the criterion benches (shared through
 //! `benches/common/`, not copied), prints Markdown tables, and writes
-//! `target/showdown/report.md`, `report.json` and SVG charts.
+//! `target/showdown/index.html` (one self-contained page to open in a
+//! browser: the machine's state and warnings, then per primitive the
+//! headline ratio, the charts and the tables; `showdown/page.rs`),
+//! `report.md`, `report.json` and the charts as SVG files. Each chart says
+//! one thing: larder's rows are blue and the others warm colours, larder's
+//! first row over the fastest other row is written above each thread
+//! count, thread counts above the core count are shaded, and a cache
+//! workload adds throughput against hit ratio (`showdown/*_chart.rs`).
 //!
 //! Each cell is the median of `--rounds` timed runs (5 by default, 1 with
 //! `--quick`), each of a calibrated operation count. The rounds are
@@ -32,6 +39,10 @@
 //! per-round ratios with their spread (`showdown/ratio.rs`). `report.json`
 //! keeps every round's figure and every round's ratio.
 
+#[path = "showdown/bar_chart.rs"]
+mod bar_chart;
+#[path = "showdown/chart.rs"]
+mod chart;
 #[path = "../benches/common/mod.rs"]
 mod common;
 #[path = "showdown/hit_ratio.rs"]
@@ -40,8 +51,18 @@ mod hit_ratio;
 mod hit_ratio_chart;
 #[path = "showdown/legend.rs"]
 mod legend;
+#[path = "showdown/page.rs"]
+mod page;
 #[path = "showdown/ratio.rs"]
 mod ratio;
+#[path = "showdown/scatter_chart.rs"]
+mod scatter_chart;
+#[path = "showdown/table.rs"]
+mod table;
+#[path = "showdown/throughput_chart.rs"]
+mod throughput_chart;
+#[path = "showdown/versus.rs"]
+mod versus;
 
 use common::{Contender, Size, Workload};
 use indicatif::{ProgressBar, ProgressStyle};
@@ -372,24 +393,45 @@ fn main() {
     bar.finish_and_clear();
 
     let elapsed = started.elapsed();
-    let mut markdown = render_markdown(&results, &options, &host, &idle_warning, elapsed);
-    markdown.push_str(&hit_ratio::markdown(&studies));
-    let mut report = render_json(&results, &options, &host, &idle_warning, elapsed);
-    report["hit_ratio"] = hit_ratio::json(&studies);
-
+    let warnings = warnings(&results, &idle_warning, cores);
     std::fs::create_dir_all(&options.out).expect("create the output folder");
     clear_previous_output(&options.out);
+    let charts = if options.sweep.is_some() {
+        throughput_chart::draw_sweep(&results, &options.out)
+    } else {
+        let mut charts = Vec::new();
+        for m in &results {
+            charts.extend(throughput_chart::draw(m, cores, &options.out));
+            charts.extend(scatter_chart::draw(m, cores, &options.out));
+        }
+        charts.extend(hit_ratio::draw(&studies, &options.out));
+        charts
+    };
+
+    let state = machine_state(&options, &host, elapsed);
+    let mut markdown = render_markdown(&results, options.sweep.is_some(), &state, &warnings);
+    markdown.push_str(&hit_ratio::markdown(&studies));
+    let mut report = render_json(&results, &options, &host, &idle_warning, elapsed);
+    report["cores"] = json!(cores);
+    report["warnings"] = json!(warnings);
+    report["hit_ratio"] = hit_ratio::json(&studies);
+    report["charts"] = charts.iter().map(chart::Chart::json).collect();
+    let html = page::render(&page::Page {
+        results: &results,
+        studies: &studies,
+        charts: &charts,
+        state: &state,
+        warnings: &warnings,
+        cores,
+    });
+
     std::fs::write(options.out.join("report.md"), &markdown).expect("write report.md");
     std::fs::write(
         options.out.join("report.json"),
         serde_json::to_string_pretty(&report).expect("serialize"),
     )
     .expect("write report.json");
-    let charts = if options.sweep.is_some() {
-        draw_sweep_charts(&results, &options.out)
-    } else {
-        draw_charts(&results, &options.out) + hit_ratio::draw(&studies, &options.out)
-    };
+    std::fs::write(options.out.join("index.html"), html).expect("write index.html");
 
     if options.json {
         println!(
@@ -400,11 +442,61 @@ fn main() {
         println!("{markdown}");
     }
     eprintln!(
-        "wrote {} (report.md, report.json, {} charts) in {:.1} s",
+        "wrote {} (index.html, report.md, report.json, {} charts) in {:.1} s",
         options.out.display(),
-        charts,
+        charts.len(),
         elapsed.as_secs_f64()
     );
+}
+
+/// What the reader should know before reading a figure: the idle check,
+/// an unoptimized build, thread counts above the core count, caches that
+/// held more than their capacity.
+fn warnings(results: &[Measured], idle_warning: &Option<String>, cores: usize) -> Vec<String> {
+    let mut out: Vec<String> = idle_warning.iter().cloned().collect();
+    if cfg!(debug_assertions) {
+        out.push(
+            "this showdown was built without optimizations: its figures say nothing of \
+             anyone's speed (run it with `--release` or `--profile bench`)"
+                .to_string(),
+        );
+    }
+    let mut over: Vec<usize> = results
+        .iter()
+        .flat_map(|m| m.rows[0].cells.iter().map(|c| c.threads))
+        .filter(|&t| t > cores)
+        .collect();
+    over.sort_unstable();
+    over.dedup();
+    if !over.is_empty() {
+        let list: Vec<String> = over.iter().map(usize::to_string).collect();
+        out.push(format!(
+            "{} threads run on {cores} cores: those columns oversubscribe the cores (shaded on \
+             the charts); they measure how a contender copes with more threads than cores, not \
+             how it scales",
+            list.join(", ")
+        ));
+    }
+    let mut over_bound: Vec<(&str, Vec<&str>)> = Vec::new();
+    for m in results {
+        for row in m.rows.iter().filter(|r| r.over_bound()) {
+            match over_bound
+                .iter_mut()
+                .find(|(name, _)| *name == row.contender)
+            {
+                Some((_, workloads)) => workloads.push(&m.workload),
+                None => over_bound.push((&row.contender, vec![&m.workload])),
+            }
+        }
+    }
+    for (name, workloads) in over_bound {
+        out.push(format!(
+            "{name} held more entries than its capacity after its last round ({}): its hit \
+             ratio there is that of a bigger cache",
+            workloads.join(", ")
+        ));
+    }
+    out
 }
 
 fn machine_line() -> String {
@@ -425,27 +517,13 @@ fn machine_line() -> String {
     )
 }
 
-fn render_markdown(
-    results: &[Measured],
-    options: &Options,
-    host: &common::HostCheck,
-    idle_warning: &Option<String>,
-    elapsed: Duration,
-) -> String {
-    let mut out = String::new();
-    let _ = writeln!(out, "# larder showdown\n");
-    if options.sweep.is_some() {
-        let _ = writeln!(
-            out,
-            "Size sweep: one workload per family at each size (the last word of its name: \
-             entries).\n"
-        );
-    }
-    let _ = writeln!(
-        out,
+/// The run's conditions in one paragraph (the head of `report.md` and of
+/// the page).
+fn machine_state(options: &Options, host: &common::HostCheck, elapsed: Duration) -> String {
+    format!(
         "Machine: {}. Mode: {}, each cell the median of {} interleaved round{}. Idle check: 2 \
          threads did {:.2}x one. Host speed before the run: one thread spun {:.0} M additions/s, \
-         a dependent random read over 64 MiB took {:.0} ns. Timer slack: {}. Total {:.1} s.\n",
+         a dependent random read over 64 MiB took {:.0} ns. Timer slack: {}. Total {:.1} s.",
         machine_line(),
         if options.quick { "quick" } else { "full" },
         options.rounds,
@@ -459,79 +537,91 @@ fn render_markdown(
             "the system's (a 1 ms init oversleeps)"
         },
         elapsed.as_secs_f64()
-    );
-    if let Some(warning) = idle_warning {
+    )
+}
+
+/// How to read a workload's table.
+const CELLS: &str = "Cells: million operations per second over all threads (the median round); in \
+     parentheses, how many times faster the first (larder) row is: the median of the \
+     per-round ratios, then the lowest and the highest. Thread counts above the core count \
+     oversubscribe the cores. A bounded cache's entries held after its last round are shown \
+     against its capacity; one over its bound is flagged (its hit ratio is that of a bigger \
+     cache).";
+
+fn render_markdown(results: &[Measured], sweep: bool, state: &str, warnings: &[String]) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "# larder showdown\n");
+    if sweep {
+        let _ = writeln!(
+            out,
+            "Size sweep: one workload per family at each size (the last word of its name: \
+             entries).\n"
+        );
+    }
+    let _ = writeln!(out, "{state}\n");
+    for warning in warnings {
         let _ = writeln!(out, "> **Warning:** {warning}.\n");
     }
-    let _ = writeln!(
-        out,
-        "Cells: million operations per second over all threads (the median round); in \
-         parentheses, how many times faster the first (larder) row is: the median of the \
-         per-round ratios, then the lowest and the highest. Thread counts above the core \
-         count oversubscribe the cores. A bounded cache's entries held after its last round are \
-         shown against its capacity; one over its bound is flagged (its hit ratio is that \
-         of a bigger cache).\n"
-    );
+    let _ = writeln!(out, "{CELLS}\n");
     for m in results {
         let _ = writeln!(out, "## {} / {}\n", m.family, m.workload);
-        let threads: Vec<usize> = m.rows[0].cells.iter().map(|c| c.threads).collect();
-        let extra_label = m
-            .rows
-            .iter()
-            .flat_map(|r| r.cells.iter())
-            .find_map(|c| c.extra.as_ref().map(|(label, _)| label.clone()));
-        let mut header = String::from("| contender |");
-        let mut rule = String::from("|---|");
-        for t in &threads {
-            let _ = write!(header, " {t} thread{} |", if *t == 1 { "" } else { "s" });
-            rule.push_str("---:|");
-        }
-        if let Some(label) = &extra_label {
-            let _ = write!(header, " {label} |");
-            rule.push_str("---:|");
-        }
-        let bounded = m.rows.iter().any(|r| r.bound.is_some());
-        if bounded {
-            header.push_str(" len / capacity |");
-            rule.push_str("---:|");
-        }
-        let _ = writeln!(out, "{header}\n{rule}");
-        let first = &m.rows[0];
-        for row in &m.rows {
-            let mut line = format!("| {} |", row.contender);
-            for (i, cell) in row.cells.iter().enumerate() {
-                let mops = format_mops(cell.ops_per_sec / 1e6);
-                if std::ptr::eq(row, first) {
-                    let _ = write!(line, " {mops} |");
-                } else {
-                    let ratio = ratio::Ratio::of(&first.cells[i].rounds, &cell.rounds);
-                    let _ = write!(line, " {mops} ({}) |", ratio.label());
-                }
-            }
-            if extra_label.is_some() {
-                let extras: Vec<String> = row
-                    .cells
-                    .iter()
-                    .filter_map(|c| c.extra.as_ref().map(|(_, v)| format_extra(*v)))
-                    .collect();
-                let _ = write!(line, " {} |", extras.join(" / "));
-            }
-            if bounded {
-                match row.bound {
-                    Some((len, capacity)) if len > capacity => {
-                        let _ = write!(line, " **{len} / {capacity}: over its bound** |");
-                    }
-                    Some((len, capacity)) => {
-                        let _ = write!(line, " {len} / {capacity} |");
-                    }
-                    None => line.push_str(" |"),
-                }
-            }
-            let _ = writeln!(out, "{line}");
-        }
-        let _ = writeln!(out);
+        let _ = writeln!(out, "{}", workload_table(m).markdown());
     }
     out
+}
+
+/// A workload's table: each row's throughput at each thread count (the
+/// first row's ratio over it beside), its extra figure, its bound.
+fn workload_table(m: &Measured) -> table::Table {
+    use table::Emphasis::{Plain, Strong};
+    let threads: Vec<usize> = m.rows[0].cells.iter().map(|c| c.threads).collect();
+    let extra_label = m
+        .rows
+        .iter()
+        .flat_map(|r| r.cells.iter())
+        .find_map(|c| c.extra.as_ref().map(|(label, _)| label.clone()));
+    let mut header = vec!["contender".to_string()];
+    for t in &threads {
+        header.push(format!("{t} thread{}", if *t == 1 { "" } else { "s" }));
+    }
+    header.extend(extra_label.clone());
+    let bounded = m.rows.iter().any(|r| r.bound.is_some());
+    if bounded {
+        header.push("len / capacity".to_string());
+    }
+    let mut table = table::Table::new(header);
+    let first = &m.rows[0];
+    for row in &m.rows {
+        let mut line = vec![(row.contender.clone(), Plain)];
+        for (i, cell) in row.cells.iter().enumerate() {
+            let mops = format_mops(cell.ops_per_sec / 1e6);
+            if std::ptr::eq(row, first) {
+                line.push((mops, Plain));
+            } else {
+                let ratio = ratio::Ratio::of(&first.cells[i].rounds, &cell.rounds);
+                line.push((format!("{mops} ({})", ratio.label()), Plain));
+            }
+        }
+        if extra_label.is_some() {
+            let extras: Vec<String> = row
+                .cells
+                .iter()
+                .filter_map(|c| c.extra.as_ref().map(|(_, v)| format_extra(*v)))
+                .collect();
+            line.push((extras.join(" / "), Plain));
+        }
+        if bounded {
+            line.push(match row.bound {
+                Some((len, capacity)) if len > capacity => {
+                    (format!("{len} / {capacity}: over its bound"), Strong)
+                }
+                Some((len, capacity)) => (format!("{len} / {capacity}"), Plain),
+                None => (String::new(), Plain),
+            });
+        }
+        table.rows.push(line);
+    }
+    table
 }
 
 /// Million operations per second, three significant digits (slow
@@ -606,154 +696,6 @@ fn file_stem(text: &str) -> String {
         .collect()
 }
 
-/// The curves of one chart: a label and its points.
-type Curves = Vec<(String, Vec<(f64, f64)>)>;
-/// Points gathered per contender before they become [`Curves`].
-type ByContender = std::collections::BTreeMap<String, Vec<(f64, f64)>>;
-
-/// Writes one SVG line chart of `curves` over the x axis `x`; returns
-/// whether it was written (a failure is reported on stderr).
-fn line_chart<XR>(
-    path: &std::path::Path,
-    caption: &str,
-    axes: (&str, &str),
-    x: XR,
-    curves: Curves,
-) -> bool
-where
-    XR: plotters::coord::ranged1d::AsRangedCoord<Value = f64>,
-    XR::CoordDescType: plotters::coord::ranged1d::ValueFormatter<f64>,
-{
-    use plotters::prelude::*;
-    let y_max = curves
-        .iter()
-        .flat_map(|(_, points)| points.iter().map(|p| p.1))
-        .fold(0.0_f64, f64::max)
-        * 1.1;
-    let root = SVGBackend::new(path, (1140, 480)).into_drawing_area();
-    let draw = || -> Result<(), Box<dyn std::error::Error>> {
-        root.fill(&WHITE)?;
-        let (plot, legend) = root.split_horizontally(800);
-        let mut chart = ChartBuilder::on(&plot)
-            .caption(caption, ("sans-serif", 20))
-            .margin(12)
-            .x_label_area_size(36)
-            .y_label_area_size(56)
-            .build_cartesian_2d(x, 0.0..y_max.max(1e-3))?;
-        chart
-            .configure_mesh()
-            .x_desc(axes.0)
-            .y_desc(axes.1)
-            .x_label_formatter(&|x: &f64| format!("{x}"))
-            .light_line_style(WHITE)
-            .draw()?;
-        let mut entries = Vec::new();
-        for (i, (name, mut points)) in curves.into_iter().enumerate() {
-            points.sort_by(|a, b| a.0.total_cmp(&b.0));
-            let color = Palette99::pick(i).to_rgba();
-            chart.draw_series(LineSeries::new(points.clone(), color.stroke_width(2)))?;
-            entries.push((name, color.stroke_width(2), false));
-            chart.draw_series(
-                points
-                    .into_iter()
-                    .map(|p| Circle::new(p, 3, color.filled())),
-            )?;
-        }
-        legend::draw(&legend, &entries, &[])?;
-        root.present()?;
-        Ok(())
-    };
-    match draw() {
-        Ok(()) => true,
-        Err(e) => {
-            eprintln!("chart {} failed: {e}", path.display());
-            false
-        }
-    }
-}
-
-/// Draws one throughput-versus-threads chart per workload (threads on a
-/// log axis ticked at powers of two). Returns the number of charts written.
-fn draw_charts(results: &[Measured], out: &std::path::Path) -> usize {
-    use plotters::prelude::IntoLogRange;
-    let mut written = 0;
-    for m in results {
-        let path = out.join(format!("{}_{}.svg", m.family, file_stem(&m.workload)));
-        let max_threads = m.rows[0].cells.iter().map(|c| c.threads).max().unwrap_or(1);
-        let curves = m
-            .rows
-            .iter()
-            .map(|row| {
-                let points = row
-                    .cells
-                    .iter()
-                    .map(|c| (c.threads as f64, c.ops_per_sec / 1e6))
-                    .collect();
-                (row.contender.clone(), points)
-            })
-            .collect();
-        let caption = format!("{} / {}", m.family, m.workload);
-        let x = (1.0..(max_threads.max(2) as f64)).log_scale().base(2.0);
-        written += usize::from(line_chart(
-            &path,
-            &caption,
-            ("threads", "M ops/s"),
-            x,
-            curves,
-        ));
-    }
-    written
-}
-
-/// Throughput against size (entries, the last word of each workload name),
-/// one chart per family at its highest thread count. Returns the number of
-/// charts written.
-fn draw_sweep_charts(results: &[Measured], out: &std::path::Path) -> usize {
-    use plotters::prelude::IntoLogRange;
-    use std::collections::BTreeMap;
-    let mut families: BTreeMap<&str, (usize, ByContender)> = BTreeMap::new();
-    for m in results {
-        let Some(entries) = m
-            .workload
-            .split_whitespace()
-            .last()
-            .and_then(|w| w.parse::<f64>().ok())
-        else {
-            continue;
-        };
-        for row in &m.rows {
-            let Some(cell) = row.cells.iter().max_by_key(|c| c.threads) else {
-                continue;
-            };
-            let (threads, curves) = families.entry(m.family).or_default();
-            *threads = cell.threads;
-            curves
-                .entry(row.contender.clone())
-                .or_default()
-                .push((entries, cell.ops_per_sec / 1e6));
-        }
-    }
-    let mut written = 0;
-    for (family, (threads, curves)) in families {
-        let path = out.join(format!("sweep_{family}.svg"));
-        let (lo, hi) = curves
-            .values()
-            .flat_map(|p| p.iter().map(|q| q.0))
-            .fold((f64::MAX, 0.0_f64), |(lo, hi), x| (lo.min(x), hi.max(x)));
-        let caption = format!("{family}: throughput vs entries ({threads} threads)");
-        let x = (lo.max(1.0)..hi.max(lo + 1.0) * 1.2).log_scale();
-        let curves = curves.into_iter().collect();
-        written += usize::from(line_chart(
-            &path,
-            &caption,
-            ("entries", "M ops/s"),
-            x,
-            curves,
-        ));
-    }
-    written
-}
-
 /// Removes what an earlier run wrote to `out` (its report and charts), so a
 /// run with `--only` leaves no stale charts beside its report. Only the
 /// showdown's own files go: anything else in the folder is left alone.
@@ -765,7 +707,10 @@ fn clear_previous_output(out: &std::path::Path) {
         let path = entry.path();
         let name = entry.file_name();
         let name = name.to_string_lossy();
-        let ours = name == "report.md" || name == "report.json" || name.ends_with(".svg");
+        let ours = name == "report.md"
+            || name == "report.json"
+            || name == "index.html"
+            || name.ends_with(".svg");
         if ours && path.is_file() {
             std::fs::remove_file(&path).expect("remove the previous run's output");
         }

@@ -14,6 +14,9 @@
 //! at or below OPT, and `Mutex<lru::LruCache>`, which is exact LRU, must hit
 //! exactly as the LRU reference: the run panics otherwise.
 
+use super::chart::{Chart, is_larder};
+use super::hit_ratio_chart::{self, Part};
+use super::table::{Emphasis, Table};
 use crate::common::lru::{self, BenchCache, Larder, MutexLru};
 use crate::common::offline;
 use serde_json::json;
@@ -28,7 +31,7 @@ const QUICK_PERCENTS: usize = 8;
 /// How many times a replay samples the cache's `len`.
 const LEN_SAMPLES: usize = 64;
 /// The name of the exact-LRU contender checked against the LRU reference.
-const EXACT_LRU_PEER: &str = "lru::LruCache (Mutex)";
+pub const EXACT_LRU_PEER: &str = "lru::LruCache (Mutex)";
 
 /// One cache at one capacity.
 struct Point {
@@ -221,85 +224,97 @@ fn percent_label(percent: f64) -> String {
     format!("{percent}%")
 }
 
+/// What one study says before its tables.
+pub fn description(s: &Study) -> String {
+    format!(
+        "{} accesses over {} keys{}, one thread, each cache from empty at each capacity \
+         ({:.1} s). Hit ratio in percent, the best cache that kept its bound in bold; OPT \
+         (Belady, offline) is the most any cache of that capacity can hit; the popularity \
+         oracle (it keeps the most popular keys) is the most an online cache can expect when \
+         accesses are independent draws, as in the Zipf traces. † held more than its capacity \
+         (next table): not comparable, not marked best, drawn as a cross.",
+        s.accesses,
+        s.keys,
+        if s.workload.ends_with("scans") {
+            " plus never-repeated scan keys"
+        } else {
+            ""
+        },
+        s.seconds
+    )
+}
+
+/// A study's two tables: hit ratios, then entries held against capacity.
+pub fn tables(s: &Study) -> (Table, Table) {
+    let mut header = vec!["capacity".to_string()];
+    for (p, c) in s.percents.iter().zip(&s.capacities) {
+        header.push(format!("{} ({c})", percent_label(*p)));
+    }
+    let mut ratios = Table::new(header.clone());
+    for (label, hits) in [
+        ("OPT (offline)", &s.opt),
+        ("popularity oracle (online bound)", &s.oracle),
+        ("exact LRU (offline)", &s.lru),
+    ] {
+        let mut row = vec![(label.to_string(), Emphasis::Italic)];
+        row.extend(
+            hits.iter()
+                .map(|&h| (format!("{:.2}", 100.0 * s.ratio(h)), Emphasis::Plain)),
+        );
+        ratios.rows.push(row);
+    }
+    for (index, (label, points)) in s.rows.iter().enumerate() {
+        let mut row = vec![(label.to_string(), Emphasis::Plain)];
+        row.extend(points.iter().enumerate().map(|(at, p)| {
+            let ratio = format!("{:.2}", 100.0 * s.ratio(p.hits));
+            if s.over(p, at) {
+                (format!("{ratio} †"), Emphasis::Plain)
+            } else if s.best(index, at) {
+                (ratio, Emphasis::Strong)
+            } else {
+                (ratio, Emphasis::Plain)
+            }
+        }));
+        ratios.rows.push(row);
+    }
+    let mut held = Table::new(header);
+    for (label, points) in &s.rows {
+        let mut row = vec![(label.to_string(), Emphasis::Plain)];
+        row.extend(points.iter().enumerate().map(|(at, p)| {
+            let capacity = s.capacities[at];
+            if s.over(p, at) {
+                (
+                    format!("{} / {capacity}, peak {}: over †", p.len, p.peak),
+                    Emphasis::Strong,
+                )
+            } else {
+                (format!("{} / {capacity}", p.len), Emphasis::Plain)
+            }
+        }));
+        held.rows.push(row);
+    }
+    (ratios, held)
+}
+
+/// The heading of a study's section.
+pub fn heading(s: &Study) -> String {
+    format!("lru / {}: hit ratio against capacity", s.workload)
+}
+
 /// One section per study: hit ratios, then entries held against capacity.
 pub fn markdown(studies: &[Study]) -> String {
     let mut out = String::new();
     for s in studies {
+        let (ratios, held) = tables(s);
         let _ = writeln!(
             out,
-            "## lru / {}: hit ratio against capacity\n\n{} accesses over {} keys{}, one \
-             thread, each cache from empty at each capacity ({:.1} s). Hit ratio in percent, \
-             the best cache that kept its bound in bold; OPT (Belady, offline) is the most \
-             any cache of that capacity can hit; the popularity oracle (it keeps the most \
-             popular keys) is the most an online cache can expect when accesses are \
-             independent draws, as in the Zipf traces. † held more than its capacity (next table): \
-             not comparable, not marked best, drawn as a cross.\n",
-            s.workload,
-            s.accesses,
-            s.keys,
-            if s.workload.ends_with("scans") {
-                " plus never-repeated scan keys"
-            } else {
-                ""
-            },
-            s.seconds
+            "## {}\n\n{}\n\n{}\nEntries held at the end / capacity (and the most seen held, \
+             when above it):\n\n{}",
+            heading(s),
+            description(s),
+            ratios.markdown(),
+            held.markdown()
         );
-        let mut header = String::from("| capacity |");
-        let mut rule = String::from("|---|");
-        for (p, c) in s.percents.iter().zip(&s.capacities) {
-            let _ = write!(header, " {} ({c}) |", percent_label(*p));
-            rule.push_str("---:|");
-        }
-        let _ = writeln!(out, "{header}\n{rule}");
-        for (label, hits) in [
-            ("OPT (offline)", &s.opt),
-            ("popularity oracle (online bound)", &s.oracle),
-            ("exact LRU (offline)", &s.lru),
-        ] {
-            let cells: Vec<String> = hits
-                .iter()
-                .map(|&h| format!("{:.2}", 100.0 * s.ratio(h)))
-                .collect();
-            let _ = writeln!(out, "| *{label}* | {} |", cells.join(" | "));
-        }
-        for (row, (label, points)) in s.rows.iter().enumerate() {
-            let cells: Vec<String> = points
-                .iter()
-                .enumerate()
-                .map(|(at, p)| {
-                    let ratio = format!("{:.2}", 100.0 * s.ratio(p.hits));
-                    if s.over(p, at) {
-                        format!("{ratio} †")
-                    } else if s.best(row, at) {
-                        format!("**{ratio}**")
-                    } else {
-                        ratio
-                    }
-                })
-                .collect();
-            let _ = writeln!(out, "| {label} | {} |", cells.join(" | "));
-        }
-        let _ = writeln!(
-            out,
-            "\nEntries held at the end / capacity (and the most seen held, when above it):\n"
-        );
-        let _ = writeln!(out, "{header}\n{rule}");
-        for (label, points) in &s.rows {
-            let cells: Vec<String> = points
-                .iter()
-                .enumerate()
-                .map(|(at, p)| {
-                    let capacity = s.capacities[at];
-                    if s.over(p, at) {
-                        format!("**{} / {capacity}, peak {}: over** †", p.len, p.peak)
-                    } else {
-                        format!("{} / {capacity}", p.len)
-                    }
-                })
-                .collect();
-            let _ = writeln!(out, "| {label} | {} |", cells.join(" | "));
-        }
-        let _ = writeln!(out);
     }
     out
 }
@@ -353,22 +368,45 @@ pub fn json(studies: &[Study]) -> serde_json::Value {
     serde_json::Value::Array(studies)
 }
 
-/// Draws one chart per study (`lru_hit_ratio_vs_capacity_<trace>.svg`);
-/// returns how many were written.
-pub fn draw(studies: &[Study], out: &Path) -> usize {
-    let mut written = 0;
+/// Draws two charts per study (`lru_hit_ratio_vs_capacity_<trace>_larder.svg`
+/// and `..._others.svg`).
+pub fn draw(studies: &[Study], out: &Path) -> Vec<Chart> {
+    let mut charts = Vec::new();
     for s in studies {
         let stem = s
             .workload
             .trim_start_matches("hit-ratio ")
             .replace('.', "_");
-        let path = out.join(format!("lru_hit_ratio_vs_capacity_{stem}.svg"));
-        match super::hit_ratio_chart::draw(s, &path) {
-            Ok(()) => written += 1,
-            Err(e) => eprintln!("chart {} failed: {e}", path.display()),
+        for part in [Part::Larder, Part::Others] {
+            let file = format!(
+                "lru_hit_ratio_vs_capacity_{stem}_{}.svg",
+                part.file_suffix()
+            );
+            let drawn = Chart::draw(out, &file, hit_ratio_chart::SIZE, |root| {
+                hit_ratio_chart::draw(s, part, &root)
+            });
+            let message = match part {
+                Part::Larder => {
+                    "larder's policies against OPT, the popularity oracle and exact LRU"
+                }
+                Part::Others => {
+                    "the other caches against OPT and exact LRU, with larder's best policy"
+                }
+            };
+            if let Some((svg, plot)) = drawn {
+                charts.push(Chart {
+                    file,
+                    svg,
+                    plot,
+                    family: "lru",
+                    workloads: vec![s.workload.clone()],
+                    kind: "hit-ratio",
+                    message: message.to_string(),
+                });
+            }
         }
     }
-    written
+    charts
 }
 
 /// What the chart module reads of a study.
@@ -397,6 +435,23 @@ impl Study {
             ("popularity oracle", ratios(&self.oracle)),
             ("exact LRU (offline)", ratios(&self.lru)),
         ]
+    }
+    /// larder's policy with the most hits over the capacities where it kept
+    /// its bound.
+    pub fn best_larder_policy(&self) -> Option<&'static str> {
+        let kept = |points: &[Point]| -> u64 {
+            points
+                .iter()
+                .enumerate()
+                .filter(|(at, p)| !self.over(p, *at))
+                .map(|(_, p)| p.hits)
+                .sum()
+        };
+        self.rows
+            .iter()
+            .filter(|(label, _)| is_larder(label))
+            .max_by_key(|(_, points)| kept(points))
+            .map(|(label, _)| *label)
     }
     /// Each contender: label, and at each capacity its hit ratio and
     /// whether it held more than that capacity.
