@@ -119,7 +119,7 @@ fn replace_is_all_or_nothing(fault: IndexedFault) {
         );
         replacer.join().unwrap();
         mover.join().unwrap();
-        let mut keys = store.keys();
+        let mut keys = store.keys_to_vec();
         keys.sort();
         assert!(keys == ["c", "d"] || keys == ["c", "d", "e"], "{keys:?}");
         store.check_invariants();
