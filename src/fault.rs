@@ -2,22 +2,46 @@
 //! that selects a deliberately broken protocol.
 //!
 //! A negative control runs a loom model against a broken variant of a
-//! protocol and must fail, which proves the model can catch that bug. The
-//! library asks [`broken!`] whether a variant is selected:
+//! protocol and must fail, which proves the model can catch that bug.
 //!
-//! - under `cfg(loom)` it reads the faults [`inject`]ed on the current
-//!   thread (a loom model runs all of its threads on the thread that called
-//!   `loom::model`, so the selection holds for the whole model and for no
-//!   other test);
-//! - otherwise it is the constant `false`: no fault type or field exists,
-//!   and the optimizer removes every broken branch.
+//! # Where a broken variant lives
 //!
-//! State that only a broken variant needs (a racy counter, a stashed entry)
-//! is a `#[cfg(loom)]` field next to the branch that uses it.
+//! A broken variant is an item of its own, in a file compiled only under
+//! `cfg(loom)` (each folder's `broken.rs`), never a branch inside a
+//! function that ships. The shipping function calls a private *step*
+//! function; outside loom that name is the correct item itself (a `use
+//! correct_step as step;`), so the build that ships contains no trace of
+//! the fault; under loom it names a dispatcher in `broken.rs` that runs
+//! the broken variant if the model selected it ([`is_selected`]) and the
+//! correct item otherwise:
 //!
-//! The catalogue below (loom builds only) holds the broken variants, one
-//! enum per protocol. A control injects one and then builds the type as a
-//! user does, so no type has a loom-only constructor:
+//! ```ignore
+//! // flight/mod.rs
+//! #[cfg(loom)]
+//! use broken::fail;
+//! #[cfg(not(loom))]
+//! use complete_failed as fail;
+//!
+//! // flight/broken.rs (cfg(loom) only)
+//! pub(super) fn fail<K, V>(leader: &mut Leader<'_, K, V>, error: SharedError) {
+//!     if is_selected(FlightFault::StickyError) {
+//!         /* the broken variant */
+//!         return;
+//!     }
+//!     complete_failed(leader, error);
+//! }
+//! ```
+//!
+//! Older code still asks [`broken!`] inside a shipping function (a
+//! thread-local lookup under loom, else the constant `false` that the
+//! optimizer removes); it moves to the shape above as it is touched.
+//!
+//! Selection: under `cfg(loom)` a control [`inject`]s a fault on the
+//! current thread (a loom model runs all of its threads on the thread that
+//! called `loom::model`, so the selection holds for the whole model and for
+//! no other test). The catalogue below (loom builds only) holds the broken
+//! variants, one enum per protocol. A control injects one and then builds
+//! the type as a user does, so no type has a loom-only constructor:
 //!
 //! ```ignore
 //! let _fault = larder::fault::inject(larder::fault::SnapshotFault::LoadThenStore);
@@ -139,11 +163,12 @@ mod catalogue {
         SkipFlight,
         /// A failed flight stays registered: later callers get the old error.
         StickyError,
-        /// A panicking leader leaves its flight registered and never wakes its
-        /// waiters.
+        /// A leader dropped while its loader's panic unwinds leaves its flight
+        /// registered and never wakes its waiters.
         AbandonOnPanic,
-        /// A cancelled async leader (its future dropped mid-load) leaves its
-        /// flight registered and never wakes its waiters.
+        /// A leader dropped unfinished without a panic (an async leader's
+        /// future dropped mid-load: cancelled) leaves its flight registered and
+        /// never wakes its waiters.
         LeakOnCancel,
         /// A finished flight wakes only the first async waiter registered.
         WakeOneAsync,
@@ -186,8 +211,9 @@ mod catalogue {
         None,
         /// `update` loads, computes and stores without checking (lost update).
         LoadThenStore,
-        /// `store` takes its version from a counter, then swaps unconditionally
-        /// (versions can be published out of order).
+        /// `store` takes its version from the value it loads, then swaps
+        /// unconditionally (two racing stores can publish one version twice,
+        /// or the later version first).
         VersionBeforeSwap,
         /// `compare_and_swap` compares, then stores in a second step.
         CheckThenSwap,

@@ -307,7 +307,7 @@ mod time;
 mod typed;
 mod wait;
 /// The tests' watchdog (a hang fails fast, naming the test).
-#[cfg(all(test, not(loom)))]
+#[cfg(test)]
 #[path = "../tests/common/watchdog.rs"]
 mod watchdog;
 mod workqueue;

@@ -30,8 +30,14 @@
 use std::mem::ManuallyDrop;
 use std::ops::{Deref, DerefMut};
 
-use crate::fault::broken;
 use crate::sync::{Arc, CachePadded, RwLock, RwLockReadGuard, RwLockWriteGuard};
+
+#[cfg(loom)]
+mod broken;
+#[cfg(loom)]
+use broken::{lock_rest, refill};
+#[cfg(not(loom))]
+use {lock_every_other_stripe as lock_rest, refill_held as refill};
 
 /// The most read stripes a lock has.
 pub(crate) const MAX_STRIPES: usize = 8;
@@ -102,25 +108,33 @@ impl<T> StripedRwLock<T> {
             first: self.stripes[0].write(),
             rest: ManuallyDrop::new([const { None }; MAX_STRIPES - 1]),
             held: 0,
-            #[cfg(loom)]
             lock: self,
         };
-        if broken!(IndexedFault::WriterOneStripe) {
-            // Empties the other stripes each in a critical section of its
-            // own, writes under stripe 0 alone and fills them again (in
-            // `drop`) in further critical sections.
-            for stripe in &self.stripes[1..] {
-                stripe.write().take();
-            }
-            return guard;
-        }
-        for (held, stripe) in guard.rest.iter_mut().zip(&self.stripes[1..]) {
-            let mut stripe = stripe.write();
-            stripe.take();
-            *held = Some(stripe);
-            guard.held += 1;
-        }
+        lock_rest(&mut guard);
         guard
+    }
+}
+
+/// Write-locks stripes 1 to `R - 1` into `guard` (which holds stripe 0),
+/// in ascending order, emptying each.
+fn lock_every_other_stripe<'a, T>(guard: &mut StripedWriteGuard<'a, T>) {
+    let stripes = &guard.lock.stripes[1..];
+    for (held, stripe) in guard.rest.iter_mut().zip(stripes) {
+        let mut stripe = stripe.write();
+        stripe.take();
+        *held = Some(stripe);
+        guard.held += 1;
+    }
+}
+
+/// Fills the stripes `guard` holds besides stripe 0 with the value again
+/// (before they are unlocked).
+fn refill_held<T>(guard: &mut StripedWriteGuard<'_, T>) {
+    let count = guard.held;
+    if let Some(value) = guard.first.as_ref() {
+        for stripe in guard.rest[..count].iter_mut().flatten() {
+            **stripe = Some(Arc::clone(value));
+        }
     }
 }
 
@@ -147,8 +161,7 @@ pub(crate) struct StripedWriteGuard<'a, T> {
     rest: ManuallyDrop<[Option<RwLockWriteGuard<'a, Slot<T>>>; MAX_STRIPES - 1]>,
     /// How many of `rest` are stripes.
     held: usize,
-    /// The lock, for the broken variant's second critical section.
-    #[cfg(loom)]
+    /// The lock whose stripes these are.
     lock: &'a StripedRwLock<T>,
 }
 
@@ -181,26 +194,15 @@ impl<T> Drop for StripedWriteGuard<'_, T> {
     /// path small.
     #[inline(never)]
     fn drop(&mut self) {
+        refill(self);
         let count = self.held;
-        let held = &mut self.rest[..count];
-        if let Some(value) = self.first.as_ref() {
-            for stripe in held.iter_mut().flatten() {
-                **stripe = Some(Arc::clone(value));
-            }
-            #[cfg(loom)]
-            if broken!(IndexedFault::WriterOneStripe) {
-                for stripe in &self.lock.stripes[1..] {
-                    *stripe.write() = Some(Arc::clone(value));
-                }
-            }
-        }
-        for stripe in held {
+        for stripe in &mut self.rest[..count] {
             drop(stripe.take());
         }
     }
 }
 
-#[cfg(all(test, not(loom)))]
+#[cfg(test)]
 mod tests {
     use super::*;
 

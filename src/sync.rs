@@ -508,7 +508,7 @@ fn count_striped_as<T>(
     }
 }
 
-#[cfg(all(test, not(loom)))]
+#[cfg(test)]
 mod tests {
     use super::*;
 

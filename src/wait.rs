@@ -77,17 +77,35 @@
 //! it is released).
 
 use std::future::Future;
-use std::marker::PhantomData;
 use std::pin::Pin;
 use std::task::{Context, Poll, Waker};
 use std::time::Instant;
 
-use crate::fault::broken;
 use crate::sync::{AtomicUsize, CachePadded, Condvar, Mutex, Ordering};
 
+#[cfg(loom)]
+mod broken;
+#[cfg(loom)]
+use broken::{
+    Held, Publishing, before_publish, poll_waiting, take_wakers, wait_registered, wake_after,
+};
+#[cfg(not(loom))]
+use {
+    no_count_before as before_publish, poll_wait as poll_waiting,
+    retry_then_sleep as wait_registered, take_every_waker as take_wakers,
+    wake_if_waiting as wake_after,
+};
+
 /// What [`Waiters::before_insert`] hands to [`Waiters::after_insert`]:
-/// nothing, except the early count load of a loom negative control.
-pub(crate) struct Publishing(#[cfg(loom)] Option<bool>);
+/// nothing (a loom negative control's early count load, under loom).
+#[cfg(not(loom))]
+#[derive(Default)]
+pub(crate) struct Publishing;
+
+/// What a [`Waiting`] future holds beside its attempt: nothing (a loom
+/// negative control's stashed entry, under loom).
+#[cfg(not(loom))]
+type Held<T> = std::marker::PhantomData<fn() -> T>;
 
 /// The consumers waiting for an entry of one index.
 pub(crate) struct Waiters {
@@ -140,67 +158,31 @@ impl Waiters {
         }
     }
 
-    /// Called by `insert` before it touches the engine: nothing, except
-    /// in the loom negative control `WaitFault::CountBeforePublish`.
+    /// Called by `insert` before it touches the engine.
     #[inline(always)]
     pub(crate) fn before_insert(&self) -> Publishing {
-        #[cfg(loom)]
-        if broken!(WaitFault::CountBeforePublish) {
-            // BROKEN on purpose: a consumer that registers after this load
-            // and tried before the insert is never woken.
-            return Publishing(Some(self.count.load(Ordering::Relaxed) != 0));
-        }
-        Publishing(
-            #[cfg(loom)]
-            None,
-        )
+        before_publish(self)
     }
 
     /// Called by `insert` after the engine's insert released its locks:
     /// wakes the waiters if `added` a new key and anyone waits.
     #[inline(always)]
     pub(crate) fn after_insert(&self, publishing: Publishing, added: bool) {
-        if broken!(WaitFault::NoWake) {
-            return;
-        }
-        #[cfg(loom)]
-        if let Some(waiting) = publishing.0 {
-            if waiting && added {
-                self.wake_all();
-            }
-            return;
-        }
-        let _ = publishing;
-        // Relaxed: this load comes after the insert released the engine's
-        // locks, and a registration it must see is sequenced before the
-        // consumer's retry under those locks (module docs, "No lost
-        // wake-up").
-        if added && self.count.load(Ordering::Relaxed) != 0 {
-            self.wake_all();
-        }
+        wake_after(self, publishing, added);
     }
 
     /// Wakes every waiter.
     #[cold]
     fn wake_all(&self) {
-        let wakers: Vec<Waker> = {
-            let mut list = self.list.lock();
-            list.epoch = list.epoch.wrapping_add(1);
-            if broken!(WaitFault::WakeOne) {
-                drop(list);
-                return self.wake_one();
-            }
-            self.ready.notify_all();
-            list.wakers.iter_mut().filter_map(Option::take).collect()
-        };
-        for waker in wakers {
+        for waker in take_wakers(self) {
             waker.wake();
         }
     }
 
-    /// BROKEN on purpose (loom negative controls only): bumps the epoch and
-    /// wakes one waiter, the first pending future if there is one, else one
-    /// blocked thread.
+    /// BROKEN on purpose, for the loom negative controls `WaitFault::WakeOne`
+    /// and `WorkQueueFault::ShutdownWakesOne`: bumps the epoch and wakes one
+    /// waiter, the first pending future if there is one, else one blocked
+    /// thread.
     #[cold]
     pub(crate) fn wake_one(&self) {
         let mut list = self.list.lock();
@@ -234,36 +216,13 @@ impl Waiters {
         if let Some(found) = attempt() {
             return Some(found);
         }
-        let (_registration, mut seen) = self.register();
-        let mut skip_retry = broken!(WaitFault::RegisterAfterCheck);
-        loop {
-            let retry = !std::mem::take(&mut skip_retry);
-            if retry {
-                if let Some(found) = attempt() {
-                    return Some(found);
-                }
-            }
-            let mut list = self.list.lock();
-            if list.epoch == seen {
-                match deadline {
-                    None => self.ready.wait(&mut list),
-                    Some(deadline) => {
-                        if Instant::now() >= deadline {
-                            return None;
-                        }
-                        // Timed out or not, the loop retries once more and
-                        // then looks at the clock.
-                        self.ready.wait_until(&mut list, deadline);
-                    }
-                }
-            }
-            seen = list.epoch;
-        }
+        let (_registration, seen) = self.register();
+        wait_registered(self, seen, deadline, attempt)
     }
 
     /// One poll of a future waiting for `attempt`; `registered` is its slot
     /// and the epoch it last saw, once it has registered.
-    fn poll_wait<T>(
+    fn poll_once<T>(
         &self,
         registered: &mut Option<(usize, u64)>,
         cx: &mut Context<'_>,
@@ -314,7 +273,7 @@ impl Waiters {
     }
 }
 
-#[cfg(all(test, not(loom)))]
+#[cfg(test)]
 impl Waiters {
     /// Waiters registered now (for tests).
     pub(crate) fn registered(&self) -> usize {
@@ -327,16 +286,79 @@ impl Waiters {
     }
 }
 
+/// `before_insert`'s step: nothing to do before the engine's insert.
+fn no_count_before(_: &Waiters) -> Publishing {
+    Publishing::default()
+}
+
+/// `after_insert`'s step: if the insert `added` a key, loads the waiter
+/// count and wakes every waiter if there is one.
+fn wake_if_waiting(waiters: &Waiters, _: Publishing, added: bool) {
+    // Relaxed: this load comes after the insert released the engine's
+    // locks, and a registration it must see is sequenced before the
+    // consumer's retry under those locks (module docs, "No lost wake-up").
+    if added && waiters.count.load(Ordering::Relaxed) != 0 {
+        waiters.wake_all();
+    }
+}
+
+/// A wake-up's step under the mutex: bumps the epoch, notifies every
+/// blocked thread and takes every pending future's waker (woken by the
+/// caller after unlocking).
+fn take_every_waker(waiters: &Waiters) -> Vec<Waker> {
+    let mut list = waiters.list.lock();
+    list.epoch = list.epoch.wrapping_add(1);
+    waiters.ready.notify_all();
+    list.wakers.iter_mut().filter_map(Option::take).collect()
+}
+
+/// Steps 3 and 4 for a blocking waiter registered at epoch `seen`: tries
+/// again, then sleeps while the epoch is unchanged, until `attempt`
+/// returns something or `deadline` passes.
+fn retry_then_sleep<T>(
+    waiters: &Waiters,
+    mut seen: u64,
+    deadline: Option<Instant>,
+    mut attempt: impl FnMut() -> Option<T>,
+) -> Option<T> {
+    loop {
+        if let Some(found) = attempt() {
+            return Some(found);
+        }
+        let mut list = waiters.list.lock();
+        if list.epoch == seen {
+            match deadline {
+                None => waiters.ready.wait(&mut list),
+                Some(deadline) => {
+                    if Instant::now() >= deadline {
+                        return None;
+                    }
+                    // Timed out or not, the loop retries once more and
+                    // then looks at the clock.
+                    waiters.ready.wait_until(&mut list, deadline);
+                }
+            }
+        }
+        seen = list.epoch;
+    }
+}
+
+/// One poll of a waiting future.
+fn poll_wait<T, F: FnMut() -> Option<T>>(
+    waiting: &mut Waiting<'_, T, F>,
+    cx: &mut Context<'_>,
+) -> Poll<T> {
+    let waiters = waiting.waiters;
+    waiters.poll_once(&mut waiting.registered, cx, &mut waiting.attempt)
+}
+
 /// The future of the `*_async` forms: polls `attempt` and waits between
 /// polls as [`Waiters`] says.
 pub(crate) struct Waiting<'a, T, F> {
     waiters: &'a Waiters,
     attempt: F,
     registered: Option<(usize, u64)>,
-    /// `WaitFault::TakeThenPending`'s entry, taken and not yet returned.
-    #[cfg(loom)]
-    stash: Option<T>,
-    output: PhantomData<fn() -> T>,
+    held: Held<T>,
 }
 
 // No field is pinned: `poll` moves nothing out of `self` but the output.
@@ -348,9 +370,7 @@ impl<'a, T, F: FnMut() -> Option<T>> Waiting<'a, T, F> {
             waiters,
             attempt,
             registered: None,
-            #[cfg(loom)]
-            stash: None,
-            output: PhantomData,
+            held: Held::default(),
         }
     }
 }
@@ -359,25 +379,7 @@ impl<T, F: FnMut() -> Option<T>> Future for Waiting<'_, T, F> {
     type Output = T;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<T> {
-        let this = self.get_mut();
-        #[cfg(loom)]
-        if broken!(WaitFault::TakeThenPending) {
-            if let Some(found) = this.stash.take() {
-                return Poll::Ready(found);
-            }
-            if let Poll::Ready(found) =
-                this.waiters
-                    .poll_wait(&mut this.registered, cx, &mut this.attempt)
-            {
-                // BROKEN on purpose: taken, but not handed out in this poll.
-                this.stash = Some(found);
-                cx.waker().wake_by_ref();
-                return Poll::Pending;
-            }
-            return Poll::Pending;
-        }
-        this.waiters
-            .poll_wait(&mut this.registered, cx, &mut this.attempt)
+        poll_waiting(self.get_mut(), cx)
     }
 }
 

@@ -4,7 +4,11 @@
 use std::borrow::Borrow;
 
 use super::{Clock, Exact, Expiry, Inserted, Lookup, S3Fifo, SWEEP_BUDGET, Shard};
-use crate::fault::broken;
+
+#[cfg(loom)]
+use super::broken::take_expired;
+#[cfg(not(loom))]
+use take_if_expired as take_expired;
 
 /// How each shard of a cache picks what to evict, and so which lock a hit
 /// takes. Set with [`LruCacheBuilder::policy`](crate::LruCacheBuilder::policy)
@@ -115,6 +119,21 @@ macro_rules! dispatch {
     };
 }
 
+/// `release_expired`'s removal: the key's entry, if it is (still) expired
+/// at `now` (`K: Eq` runs first, before any change).
+pub(super) fn take_if_expired<K, V, Q>(
+    shard: &mut PolicyShard<K, V>,
+    hash: u64,
+    key: &Q,
+    now: u64,
+) -> Option<(K, V)>
+where
+    K: Borrow<Q>,
+    Q: ?Sized + Eq,
+{
+    dispatch!(shard, s => s.remove_expired(hash, key, now))
+}
+
 impl<K, V> PolicyShard<K, V> {
     pub(crate) fn new(policy: EvictionPolicy, capacity: usize, expiry: Option<Expiry>) -> Self {
         let (c, e) = (capacity, expiry);
@@ -133,7 +152,7 @@ impl<K, V> PolicyShard<K, V> {
         dispatch!(self, s => s.len())
     }
 
-    #[cfg(any(test, loom))]
+    #[cfg(test)]
     pub(crate) fn capacity(&self) -> usize {
         dispatch!(self, s => s.capacity())
     }
@@ -276,14 +295,7 @@ impl<K, V> PolicyShard<K, V> {
         K: Borrow<Q>,
         Q: ?Sized + Eq,
     {
-        if broken!(LruFault::ReleaseUnchecked) {
-            // BROKEN on purpose (loom negative control): whatever the key
-            // holds now goes, fresh or not.
-            let taken = self.remove(hash, key, now);
-            out.extend(taken.map(|(key, value, _)| (key, value)));
-        } else {
-            out.extend(dispatch!(self, s => s.remove_expired(hash, key, now)));
-        }
+        out.extend(take_expired(self, hash, key, now));
         self.sweep(now, SWEEP_BUDGET, out);
     }
 
@@ -328,7 +340,7 @@ impl<K, V> PolicyShard<K, V> {
     }
 
     #[cfg(loom)]
-    pub(crate) fn set_capacity_lazily(&mut self, capacity: usize) {
+    pub(crate) fn set_capacity_lazily(&mut self, capacity: usize) -> usize {
         dispatch!(self, s => s.set_capacity_lazily(capacity))
     }
 

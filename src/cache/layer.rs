@@ -32,17 +32,22 @@ use std::hash::{BuildHasher, Hash};
 use std::ops::{Deref, DerefMut};
 
 use super::{Counters, Event, EvictionPolicy, Lookup, PolicyShard, Striped, nanos};
-use crate::fault::broken;
 use crate::flight::FlightGroup;
 use crate::removal::{Listener, Removal, RemovalCause, notify};
 use crate::stats::CacheStats;
-#[cfg(loom)]
-use crate::sync::Ordering;
 use crate::sync::{
     Arc, CachePadded, RwLock, RwLockReadGuard, RwLockWriteGuard, ShardedLock, ShardedReadGuard,
     ShardedWriteGuard,
 };
 use crate::time::Clock;
+
+#[cfg(loom)]
+use super::broken::{empty_shard, get_exclusive, get_shared};
+#[cfg(not(loom))]
+use {
+    count_exclusive_lookup as get_exclusive, count_shared_lookup as get_shared,
+    take_all_and_bump as empty_shard,
+};
 
 /// A shard's lock, as the layer takes it.
 pub(crate) trait ShardLock<T> {
@@ -173,9 +178,6 @@ pub(crate) struct Layer<K, V, S, L, T> {
     pub(crate) striped: Striped,
     pub(crate) flights: FlightGroup<K, V>,
     pub(crate) tally: T,
-    /// The racy counter of the `RacyStats` negative control.
-    #[cfg(loom)]
-    racy_requests: crate::sync::AtomicU64,
 }
 
 impl<K, V, S, L: ShardLock<Locked<K, V>>, T: Tally<K, V>> Layer<K, V, S, L, T> {
@@ -200,8 +202,6 @@ impl<K, V, S, L: ShardLock<Locked<K, V>>, T: Tally<K, V>> Layer<K, V, S, L, T> {
             striped: Striped::new(),
             flights: FlightGroup::new(),
             tally,
-            #[cfg(loom)]
-            racy_requests: crate::sync::AtomicU64::new(0),
         }
     }
 
@@ -263,11 +263,7 @@ impl<K, V, S, L: ShardLock<Locked<K, V>>, T: Tally<K, V>> Layer<K, V, S, L, T> {
         let (mut live, mut expired) = (Vec::new(), Vec::new());
         for index in 0..self.shards.len() {
             self.write(index, |shard| {
-                // BROKEN on purpose (loom negative control): no bump.
-                if !broken!(TypedFault::InvalidateAllKeepsGeneration) {
-                    shard.bump_generation();
-                }
-                live.extend(shard.entries.take_all(now, &mut expired));
+                live.extend(empty_shard(shard, now, &mut expired))
             });
         }
         // One `notify`, so a panicking listener still hears every entry.
@@ -324,11 +320,6 @@ impl<K, V, S, L: ShardLock<Locked<K, V>>, T: Tally<K, V>> Layer<K, V, S, L, T> {
         self.striped.totals().add_to(stats);
         locked(stats);
         drop(guards);
-        #[cfg(loom)]
-        {
-            // SeqCst: a model-only counter, read after the model's joins.
-            stats.hits += self.racy_requests.load(Ordering::SeqCst);
-        }
         weight
     }
 
@@ -402,94 +393,9 @@ impl<K: Hash + Eq, V, S: BuildHasher, L: ShardLock<Locked<K, V>>, T: Tally<K, V>
         Q: ?Sized + Eq,
     {
         if self.policy.shared_hits() {
-            return self.get_shared(hash, key, project);
+            return get_shared(self, hash, key, project);
         }
-        let mut guard = self.shard(hash).write();
-        let shard = &mut *guard;
-        #[cfg(loom)]
-        if broken!(LruFault::RacyStats) {
-            let found = shard.entries.get(hash, key, || 0).live().map(project);
-            drop(guard);
-            // BROKEN on purpose: a counter read and written back in two
-            // steps, outside the lock (lost updates).
-            // SeqCst: a model-only counter; the bug is the two steps.
-            let n = self.racy_requests.load(Ordering::SeqCst);
-            self.racy_requests.store(n + 1, Ordering::SeqCst);
-            return found;
-        }
-        let found = match &mut shard.entries {
-            // No expiry: a lookup finds the entry or nothing.
-            PolicyShard::Exact(entries) => entries.get(hash, key, 0).live(),
-            _ => return self.get_expiring(guard, hash, key, project),
-        };
-        // Counted before `project` runs, so a panicking projection leaves
-        // the counters matching the lookups made. One constant event an
-        // arm (a computed one costs the hit a bounds check).
-        match found {
-            Some(value) => {
-                shard.counters.record(Event::Hit);
-                Some(project(value))
-            }
-            None => {
-                shard.counters.record(Event::Miss);
-                None
-            }
-        }
-    }
-
-    /// [`get_with`](Self::get_with) under `Clock` or `S3Fifo`: the shard's
-    /// read lock, so hits on one shard run at the same time.
-    #[inline]
-    fn get_shared<Q, R>(&self, hash: u64, key: &Q, project: impl FnOnce(&V) -> R) -> Option<R>
-    where
-        K: Borrow<Q>,
-        Q: ?Sized + Eq,
-    {
-        if broken!(LruFault::LateReferenceBit) {
-            // BROKEN on purpose: the lookup and the use are two critical
-            // sections, so the hand may pass in between.
-            let found = self
-                .shard(hash)
-                .read()
-                .entries
-                .peek(hash, key, 0)
-                .map(project);
-            let _ = self.shard(hash).read().entries.get_shared(hash, key, || 0);
-            self.striped.record(Event::lookup(found.is_some()));
-            return found;
-        }
-        let shard = self.shard(hash).read();
-        let found = match &shard.entries {
-            // No expiry: a lookup finds the entry or nothing.
-            PolicyShard::Clock(entries) => entries.get_shared(hash, key, 0, true).live(),
-            PolicyShard::S3Fifo(entries) => entries.get_shared(hash, key, 0, true).live(),
-            _ if L::INLINE_EXPIRY => {
-                return self.get_shared_expiring(shard, hash, key, project);
-            }
-            _ => return self.get_shared_expiring_cold(shard, hash, key, project),
-        };
-        #[cfg(loom)]
-        if broken!(LruFault::RacyStats) {
-            // BROKEN on purpose: a counter read and written back in two
-            // steps under the *shared* lock, which other readers hold at
-            // the same time (lost updates).
-            // SeqCst: a model-only counter; the bug is the two steps.
-            let n = self.racy_requests.load(Ordering::SeqCst);
-            self.racy_requests.store(n + 1, Ordering::SeqCst);
-            return found.map(project);
-        }
-        // The calling thread's own stripe: no shared write. One constant
-        // event an arm (a computed one costs the hit a bounds check).
-        match found {
-            Some(value) => {
-                self.striped.record(Event::Hit);
-                Some(project(value))
-            }
-            None => {
-                self.striped.record(Event::Miss);
-                None
-            }
-        }
+        get_exclusive(self, hash, key, project)
     }
 
     /// [`get_with`](Self::get_with) under `Exact` in a shard whose entries
@@ -497,7 +403,7 @@ impl<K: Hash + Eq, V, S: BuildHasher, L: ShardLock<Locked<K, V>>, T: Tally<K, V>
     /// lock, before any change (user code, as in an insert). Out of line
     /// under both locks: `Exact` hits take the write lock anyway.
     #[inline(never)]
-    fn get_expiring<Q, R>(
+    pub(super) fn get_expiring<Q, R>(
         &self,
         mut guard: L::Write<'_>,
         hash: u64,
@@ -527,11 +433,11 @@ impl<K: Hash + Eq, V, S: BuildHasher, L: ShardLock<Locked<K, V>>, T: Tally<K, V>
         }
     }
 
-    /// [`get_shared`](Self::get_shared) in a shard whose entries can
+    /// [`count_shared_lookup`] in a shard whose entries can
     /// expire, on the read lock it holds. The clock is read under the
     /// lock (a read lock: the shard stays consistent whatever it does).
     #[inline(always)]
-    fn get_shared_expiring<Q, R>(
+    pub(super) fn get_shared_expiring<Q, R>(
         &self,
         shard: L::Read<'_>,
         hash: u64,
@@ -562,7 +468,7 @@ impl<K: Hash + Eq, V, S: BuildHasher, L: ShardLock<Locked<K, V>>, T: Tally<K, V>
 
     /// [`get_shared_expiring`](Self::get_shared_expiring) out of line.
     #[inline(never)]
-    fn get_shared_expiring_cold<Q, R>(
+    pub(super) fn get_shared_expiring_cold<Q, R>(
         &self,
         shard: L::Read<'_>,
         hash: u64,
@@ -640,5 +546,97 @@ impl<K: Hash + Eq, V, S: BuildHasher, L: ShardLock<Locked<K, V>>, T: Tally<K, V>
         let hash = self.hash(key);
         let now = self.now();
         self.shard(hash).read().entries.contains(hash, key, now)
+    }
+}
+
+/// `clear`'s step for one shard, under its write lock: bumps its user-write
+/// count (an init in progress must not publish a value read before the
+/// clear), then empties it: the entries live at `now`, and those expired
+/// into `expired`.
+pub(super) fn take_all_and_bump<K, V>(
+    shard: &mut Locked<K, V>,
+    now: u64,
+    expired: &mut Vec<(K, V)>,
+) -> Vec<(K, V)> {
+    shard.bump_generation();
+    shard.entries.take_all(now, expired)
+}
+
+/// [`Layer::get_with`] under `Exact`: the shard's write lock, the hit or
+/// miss counted in the shard under it.
+#[inline]
+pub(super) fn count_exclusive_lookup<K, V, S, L, T, Q, R>(
+    layer: &Layer<K, V, S, L, T>,
+    hash: u64,
+    key: &Q,
+    project: impl FnOnce(&V) -> R,
+) -> Option<R>
+where
+    K: Hash + Eq + Borrow<Q>,
+    S: BuildHasher,
+    L: ShardLock<Locked<K, V>>,
+    T: Tally<K, V>,
+    Q: ?Sized + Eq,
+{
+    let mut guard = layer.shard(hash).write();
+    let shard = &mut *guard;
+    let found = match &mut shard.entries {
+        // No expiry: a lookup finds the entry or nothing.
+        PolicyShard::Exact(entries) => entries.get(hash, key, 0).live(),
+        _ => return layer.get_expiring(guard, hash, key, project),
+    };
+    // Counted before `project` runs, so a panicking projection leaves
+    // the counters matching the lookups made. One constant event an
+    // arm (a computed one costs the hit a bounds check).
+    match found {
+        Some(value) => {
+            shard.counters.record(Event::Hit);
+            Some(project(value))
+        }
+        None => {
+            shard.counters.record(Event::Miss);
+            None
+        }
+    }
+}
+
+/// [`Layer::get_with`] under `Clock` or `S3Fifo`: the shard's read lock,
+/// so hits on one shard run at the same time; the hit or miss counted in
+/// the calling thread's stripe.
+#[inline]
+pub(super) fn count_shared_lookup<K, V, S, L, T, Q, R>(
+    layer: &Layer<K, V, S, L, T>,
+    hash: u64,
+    key: &Q,
+    project: impl FnOnce(&V) -> R,
+) -> Option<R>
+where
+    K: Hash + Eq + Borrow<Q>,
+    S: BuildHasher,
+    L: ShardLock<Locked<K, V>>,
+    T: Tally<K, V>,
+    Q: ?Sized + Eq,
+{
+    let shard = layer.shard(hash).read();
+    let found = match &shard.entries {
+        // No expiry: a lookup finds the entry or nothing.
+        PolicyShard::Clock(entries) => entries.get_shared(hash, key, 0, true).live(),
+        PolicyShard::S3Fifo(entries) => entries.get_shared(hash, key, 0, true).live(),
+        _ if L::INLINE_EXPIRY => {
+            return layer.get_shared_expiring(shard, hash, key, project);
+        }
+        _ => return layer.get_shared_expiring_cold(shard, hash, key, project),
+    };
+    // The calling thread's own stripe: no shared write. One constant
+    // event an arm (a computed one costs the hit a bounds check).
+    match found {
+        Some(value) => {
+            layer.striped.record(Event::Hit);
+            Some(project(value))
+        }
+        None => {
+            layer.striped.record(Event::Miss);
+            None
+        }
     }
 }

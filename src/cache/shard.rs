@@ -181,7 +181,7 @@ impl<K, V, P: Policy, const E: bool> Shard<K, V, P, E> {
         self.weight
     }
 
-    #[cfg(any(test, loom))]
+    #[cfg(test)]
     pub(crate) fn capacity(&self) -> usize {
         self.capacity
     }
@@ -708,11 +708,12 @@ impl<K, V, P: Policy, const E: bool> Shard<K, V, P, E> {
         }
     }
 
-    /// Sets the capacity without evicting (a deliberately broken protocol
-    /// for loom's negative controls may hold more than its capacity).
+    /// Sets the capacity without evicting, returning the old one (a
+    /// deliberately broken protocol for loom's negative controls may hold
+    /// more than its capacity).
     #[cfg(loom)]
-    pub(crate) fn set_capacity_lazily(&mut self, capacity: usize) {
-        self.capacity = capacity;
+    pub(crate) fn set_capacity_lazily(&mut self, capacity: usize) -> usize {
+        std::mem::replace(&mut self.capacity, capacity)
     }
 
     /// Empties the shard, returning every entry (in no particular order);

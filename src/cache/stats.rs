@@ -25,14 +25,6 @@ pub(crate) enum Event {
     Wait,
 }
 
-impl Event {
-    /// A lookup's event: a hit if `hit`, else a miss.
-    #[inline]
-    pub(crate) fn lookup(hit: bool) -> Self {
-        if hit { Self::Hit } else { Self::Miss }
-    }
-}
-
 /// How many [`Event`]s there are.
 const EVENTS: usize = 7;
 
@@ -75,6 +67,14 @@ impl Striped {
     #[inline]
     pub(crate) fn record(&self, event: Event) {
         self.0.record(event as usize);
+    }
+
+    /// BROKEN on purpose (loom negative control `LruFault::RacyStats`):
+    /// counts `event` with a load and a separate store on a counter every
+    /// thread shares.
+    #[cfg(loom)]
+    pub(crate) fn record_racily(&self, event: Event) {
+        self.0.record_racily(event as usize);
     }
 
     /// The totals since the last reset: each counter's total, not a cut

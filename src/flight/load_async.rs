@@ -54,9 +54,8 @@ use std::future::{Future, poll_fn};
 use std::pin::{Pin, pin};
 use std::task::{Context, Poll};
 
-use super::wait::{Flight, State, Wait};
-use super::{Entered, FlightGroup, Leader, REENTRANT, Source};
-use crate::fault::broken;
+use super::wait::{State, Wait};
+use super::{Entered, FlightGroup, Leader, REENTRANT, Source, enter};
 use crate::sync::{self, Arc};
 
 /// What one async caller that missed brings to
@@ -283,20 +282,14 @@ where
     /// and the key).
     fn enter(&mut self) {
         let group = self.group;
-        let entered = if broken!(FlightFault::SkipFlight) {
-            // BROKEN on purpose (loom negative control): check-then-act. The
-            // flight is never registered, so no caller ever joins it.
-            Entered::Leading(Arc::new(Flight::new()))
-        } else {
-            group.enter(self.hash, self.key, || (self.make_key)(self.key))
-        };
+        let entered = enter(group, self.hash, self.key, || (self.make_key)(self.key));
         self.step = match entered {
             Entered::Joined(flight) => {
                 assert!(!sync::is_loading(flight.id()), "{}", REENTRANT);
                 Step::Waiting(Wait::new(flight))
             }
             Entered::Leading(flight) => {
-                let leader = Leader::new(group, self.hash, flight, true);
+                let leader = Leader::new(group, self.hash, flight);
                 let start = self.start.take().expect(POLLED_AFTER_DONE);
                 let init = self.init.take().expect(POLLED_AFTER_DONE);
                 Step::Leading(Box::pin(start(leader, self.cx, self.key, init)))

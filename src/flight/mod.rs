@@ -67,6 +67,8 @@
 //! the stored hashes and never call the user's `Hash`, and a lookup calls
 //! `K: Eq` only on a full 64-bit hash match.
 
+#[cfg(loom)]
+mod broken;
 mod load_async;
 mod wait;
 
@@ -76,10 +78,13 @@ use std::fmt;
 
 use hashbrown::HashTable;
 
-use crate::fault::broken;
 use crate::sync::{self, Arc, CachePadded, Mutex};
+#[cfg(loom)]
+use broken::{abandon, enter, fail};
 pub(crate) use load_async::{Caller, Looked};
 use wait::{Flight, State};
+#[cfg(not(loom))]
+use {abandon_and_hand_over as abandon, complete_failed as fail, join_or_register as enter};
 
 /// The panic message of a re-entrant load of the same key.
 pub(crate) const REENTRANT: &str = "larder: re-entrant load: the loader for this key asked the same cache for the same key from inside itself, which would wait for itself forever";
@@ -142,7 +147,7 @@ impl<K, V> FlightGroup<K, V> {
     }
 
     /// The flight registered for `key` (for tests).
-    #[cfg(all(test, not(loom)))]
+    #[cfg(test)]
     fn flight_of(&self, hash: u64, key: &K) -> Option<Arc<Flight<V>>>
     where
         K: Eq,
@@ -151,39 +156,44 @@ impl<K, V> FlightGroup<K, V> {
         let entry = table.find(hash, |e| e.hash == hash && e.key == *key)?;
         Some(Arc::clone(&entry.flight))
     }
+}
 
-    /// Steps 1 and 2 of the protocol: joins the flight of `key` if there is
-    /// one, registers one otherwise. `make_key` (user code) runs only if no
-    /// flight was found, and with no lock held; a key it built and that is
-    /// not registered (a flight appeared meanwhile) is dropped unlocked.
-    fn enter<Q>(&self, hash: u64, key: &Q, make_key: impl FnOnce() -> K) -> Entered<V>
-    where
-        K: Borrow<Q>,
-        Q: ?Sized + Eq,
-    {
-        let shard = &self.shards[shard_of(hash)];
-        let same = |e: &Entry<K, V>| e.hash == hash && e.key.borrow() == key;
-        if let Some(entry) = shard.lock().find(hash, same) {
-            return Entered::Joined(Arc::clone(&entry.flight));
-        }
-        let owned = make_key();
-        let mut table = shard.lock();
-        if let Some(entry) = table.find(hash, same) {
-            let flight = Arc::clone(&entry.flight);
-            drop(table);
-            drop(owned);
-            return Entered::Joined(flight);
-        }
-        let flight = Arc::new(Flight::new());
-        let entry = Entry {
-            hash,
-            key: owned,
-            flight: Arc::clone(&flight),
-        };
-        // Rehashes (if the table grows) from the stored hashes: no user code.
-        table.insert_unique(hash, entry, |e| e.hash);
-        Entered::Leading(flight)
+/// Steps 1 and 2 of the protocol: joins the flight of `key` in `group` if
+/// there is one, registers one otherwise. `make_key` (user code) runs only
+/// if no flight was found, and with no lock held; a key it built and that
+/// is not registered (a flight appeared meanwhile) is dropped unlocked.
+fn join_or_register<K, V, Q>(
+    group: &FlightGroup<K, V>,
+    hash: u64,
+    key: &Q,
+    make_key: impl FnOnce() -> K,
+) -> Entered<V>
+where
+    K: Borrow<Q>,
+    Q: ?Sized + Eq,
+{
+    let shard = &group.shards[shard_of(hash)];
+    let same = |e: &Entry<K, V>| e.hash == hash && e.key.borrow() == key;
+    if let Some(entry) = shard.lock().find(hash, same) {
+        return Entered::Joined(Arc::clone(&entry.flight));
     }
+    let owned = make_key();
+    let mut table = shard.lock();
+    if let Some(entry) = table.find(hash, same) {
+        let flight = Arc::clone(&entry.flight);
+        drop(table);
+        drop(owned);
+        return Entered::Joined(flight);
+    }
+    let flight = Arc::new(Flight::new());
+    let entry = Entry {
+        hash,
+        key: owned,
+        flight: Arc::clone(&flight),
+    };
+    // Rehashes (if the table grows) from the stored hashes: no user code.
+    table.insert_unique(hash, entry, |e| e.hash);
+    Entered::Leading(flight)
 }
 
 impl<K: Clone + Eq, V: Clone> FlightGroup<K, V> {
@@ -215,20 +225,11 @@ impl<K: Clone + Eq, V: Clone> FlightGroup<K, V> {
         F: FnOnce() -> Result<V, E>,
         P: FnOnce(&V),
     {
-        if broken!(FlightFault::SkipFlight) {
-            // BROKEN on purpose (loom negative control): check-then-act.
-            if let Some(value) = lookup() {
-                return Ok((value, Source::Cached));
-            }
-            let value = load().map_err(Arc::new)?;
-            publish(&value);
-            return Ok((value, Source::Loaded));
-        }
         loop {
-            let flight = match self.enter(hash, key, || key.clone()) {
+            let flight = match enter(self, hash, key, || key.clone()) {
                 Entered::Joined(flight) => flight,
                 Entered::Leading(flight) => {
-                    let lead = Leader::new(self, hash, flight, false);
+                    let lead = Leader::new(self, hash, flight);
                     return lead.run(&mut lookup, load, publish);
                 }
             };
@@ -256,23 +257,15 @@ struct Leader<'a, K, V> {
     hash: u64,
     flight: Arc<Flight<V>>,
     finished: bool,
-    /// Whether this leader is an async one (for the `LeakOnCancel` fault).
-    is_async: bool,
 }
 
 impl<'a, K, V> Leader<'a, K, V> {
-    fn new(
-        group: &'a FlightGroup<K, V>,
-        hash: u64,
-        flight: Arc<Flight<V>>,
-        is_async: bool,
-    ) -> Self {
+    fn new(group: &'a FlightGroup<K, V>, hash: u64, flight: Arc<Flight<V>>) -> Self {
         Self {
             group,
             hash,
             flight,
             finished: false,
-            is_async,
         }
     }
 
@@ -315,29 +308,9 @@ impl<'a, K, V> Leader<'a, K, V> {
             }
             Err(error) => {
                 let error = Arc::new(error);
-                let shared: SharedError = error.clone();
-                if broken!(FlightFault::StickyError) {
-                    // BROKEN on purpose: the failed flight stays registered.
-                    self.flight.finish(State::Failed(shared));
-                    self.finished = true;
-                    return Err(error);
-                }
-                self.complete(State::Failed(shared));
+                fail(self, error.clone());
                 Err(error)
             }
-        }
-    }
-
-    /// Gives the flight up unfinished (the loader panicked, or the async
-    /// leader was dropped): removes it and wakes its waiters, who go back to
-    /// step 1 and elect a new leader.
-    fn abandon(&mut self) {
-        // BROKEN on purpose under the two faults (loom negative controls):
-        // the flight stays registered and its waiters are never woken.
-        let leak = broken!(FlightFault::AbandonOnPanic)
-            || (broken!(FlightFault::LeakOnCancel) && self.is_async);
-        if !leak {
-            self.complete(State::Abandoned);
         }
     }
 
@@ -375,10 +348,23 @@ impl<'a, K, V> Leader<'a, K, V> {
     }
 }
 
+/// Completes a failed flight: its waiters get the shared error, and the
+/// flight leaves the group (the error is not kept for later callers).
+fn complete_failed<K, V>(leader: &mut Leader<'_, K, V>, error: SharedError) {
+    leader.complete(State::Failed(error));
+}
+
+/// Gives a flight up unfinished (its loader panicked, or its async leader
+/// was dropped): removes it and wakes its waiters, who go back to step 1
+/// and elect a new leader.
+fn abandon_and_hand_over<K, V>(leader: &mut Leader<'_, K, V>) {
+    leader.complete(State::Abandoned);
+}
+
 impl<K, V> Drop for Leader<'_, K, V> {
     fn drop(&mut self) {
         if !self.finished {
-            self.abandon();
+            abandon(self);
         }
     }
 }
@@ -391,5 +377,5 @@ impl<K, V> fmt::Debug for FlightGroup<K, V> {
     }
 }
 
-#[cfg(all(test, not(loom)))]
+#[cfg(test)]
 mod tests;

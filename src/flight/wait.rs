@@ -42,8 +42,12 @@ use std::task::{Context, Poll, Waker};
 use smallvec::SmallVec;
 
 use super::SharedError;
-use crate::fault::broken;
-use crate::sync::{Arc, Condvar, Mutex};
+use crate::sync::{Arc, Condvar, Mutex, MutexGuard};
+
+#[cfg(loom)]
+use super::broken::{register, wake};
+#[cfg(not(loom))]
+use {register_locked as register, wake_all as wake};
 
 /// The outcome of a flight, or `Loading` while it runs.
 pub(crate) enum State<V> {
@@ -58,7 +62,7 @@ pub(crate) enum State<V> {
 pub(crate) const INLINE_WAKERS: usize = 8;
 
 /// The waker list: [`INLINE_WAKERS`] slots inline, more on the heap.
-type Wakers = SmallVec<[Option<Waker>; INLINE_WAKERS]>;
+pub(super) type Wakers = SmallVec<[Option<Waker>; INLINE_WAKERS]>;
 
 impl<V: Clone> State<V> {
     /// A copy of a finished outcome (`None` while loading): a value is
@@ -73,7 +77,7 @@ impl<V: Clone> State<V> {
     }
 }
 
-struct Inner<V> {
+pub(super) struct Inner<V> {
     state: State<V>,
     /// The async waiters registered while loading, one slot each; a
     /// dropped [`Wait`] empties its own slot.
@@ -82,8 +86,8 @@ struct Inner<V> {
 
 /// One load in progress.
 pub(crate) struct Flight<V> {
-    inner: Mutex<Inner<V>>,
-    done: Condvar,
+    pub(super) inner: Mutex<Inner<V>>,
+    pub(super) done: Condvar,
 }
 
 impl<V> Flight<V> {
@@ -110,23 +114,44 @@ impl<V> Flight<V> {
             inner.state = outcome;
             std::mem::take(&mut inner.wakers)
         };
-        if broken!(FlightFault::NotifyOne) {
-            // BROKEN on purpose (loom negative control): one blocked waiter
-            // woken; the others sleep forever.
-            self.done.notify_one();
-        } else {
-            self.done.notify_all();
+        wake(&self.done, wakers);
+    }
+}
+
+/// Wakes the blocked waiters (`done`'s) and the async ones (`wakers`, taken
+/// from the list under the flight's lock and woken after it).
+pub(super) fn wake_all(done: &Condvar, wakers: Wakers) {
+    done.notify_all();
+    for waker in wakers.into_iter().flatten() {
+        waker.wake();
+    }
+}
+
+/// Registers `waker` in a slot of the flight's list, under the lock
+/// (`inner`) that found the flight still loading, so no `finish` can fall
+/// between the check and the registration; returns the slot. A slot
+/// emptied by a dropped waiter is reused before the list grows, so a long
+/// load that waiters keep joining and leaving holds at most twice as many
+/// slots as waiters.
+pub(super) fn register_locked<V>(
+    _flight: &Flight<V>,
+    mut inner: MutexGuard<'_, Inner<V>>,
+    waker: &Waker,
+) -> usize {
+    let waker = Some(waker.clone());
+    let free = if inner.wakers.len() == inner.wakers.capacity() {
+        inner.wakers.iter().position(Option::is_none)
+    } else {
+        None
+    };
+    match free {
+        Some(slot) => {
+            inner.wakers[slot] = waker;
+            slot
         }
-        if broken!(FlightFault::WakeOneAsync) {
-            // BROKEN on purpose (loom negative control): `notify_one` for
-            // the async waiters; the others are never woken.
-            if let Some(waker) = wakers.into_iter().flatten().next() {
-                waker.wake();
-            }
-            return;
-        }
-        for waker in wakers.into_iter().flatten() {
-            waker.wake();
+        None => {
+            inner.wakers.push(waker);
+            inner.wakers.len() - 1
         }
     }
 }
@@ -183,35 +208,7 @@ impl<V: Clone> Future for Wait<V> {
                     }
                 }
             }
-            None => {
-                if broken!(FlightFault::RegisterUnlocked) {
-                    // BROKEN on purpose (loom negative control): the lock is
-                    // released between the check above and the
-                    // registration, so a `finish` in between is lost.
-                    drop(inner);
-                    inner = this.flight.inner.lock();
-                }
-                let waker = Some(cx.waker().clone());
-                // A slot emptied by a dropped waiter is reused before the
-                // list grows, so a long load that waiters keep joining and
-                // leaving holds at most twice as many slots as waiters.
-                let free = if inner.wakers.len() == inner.wakers.capacity() {
-                    inner.wakers.iter().position(Option::is_none)
-                } else {
-                    None
-                };
-                let slot = match free {
-                    Some(slot) => {
-                        inner.wakers[slot] = waker;
-                        slot
-                    }
-                    None => {
-                        inner.wakers.push(waker);
-                        inner.wakers.len() - 1
-                    }
-                };
-                this.registered = Some(slot);
-            }
+            None => this.registered = Some(register(&this.flight, inner, cx.waker())),
         }
         Poll::Pending
     }
@@ -242,13 +239,13 @@ impl<V> Drop for Wait<V> {
 
 impl<V> Flight<V> {
     /// Async waiters registered now (for tests).
-    #[cfg(all(test, not(loom)))]
+    #[cfg(test)]
     pub(crate) fn registered_wakers(&self) -> usize {
         self.inner.lock().wakers.iter().flatten().count()
     }
 
     /// Slots in the waker list, used or emptied (for tests).
-    #[cfg(all(test, not(loom)))]
+    #[cfg(test)]
     pub(crate) fn waker_slots(&self) -> usize {
         self.inner.lock().wakers.len()
     }

@@ -21,6 +21,8 @@
 //! Design notes and the measurements behind them: `design/lru.md`.
 
 mod async_loading;
+#[cfg(loom)]
+mod broken;
 mod builder;
 mod cache;
 mod load;
@@ -36,5 +38,5 @@ pub use load::LoadingLruCache;
 
 pub(crate) use crate::removal::Listener;
 
-#[cfg(all(test, not(loom)))]
+#[cfg(test)]
 mod tests;

@@ -17,11 +17,15 @@ use super::LruCache;
 use crate::cache::weigh;
 use crate::cache::{Event, Evicted, Inserted, SWEEP_BUDGET};
 use crate::error::BuildError;
-use crate::fault::broken;
 use crate::removal::{RemovalCause, copy_unlocked};
 use std::panic::resume_unwind;
 
 use crate::sync::Ordering;
+
+#[cfg(loom)]
+use super::broken::{insert_locked, resize_shards};
+#[cfg(not(loom))]
+use {insert_and_evict as insert_locked, resize_in_order as resize_shards};
 
 impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
     /// Inserts `value` as the most recently used entry of its shard and
@@ -94,58 +98,7 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
         inserted: &mut Inserted<K, V>,
     ) {
         let weight = weigh(self.weigher.as_ref(), &key, &value);
-        #[cfg(loom)]
-        if broken!(LruFault::SplitEviction) {
-            *inserted = self.insert_split(hash, key, value, weight);
-            return;
-        }
-        let mut shard = self.lock(hash);
-        // Only a shard whose entries can expire reads the clock (under the
-        // lock, before any change: reading it first would cost every insert
-        // a test) and sweeps.
-        shard.entries.insert_into(
-            hash,
-            key,
-            value,
-            weight,
-            || self.now(),
-            SWEEP_BUDGET,
-            inserted,
-        );
-        let counters = &mut shard.counters;
-        counters.record(Event::Insert);
-        counters.add(
-            Event::Eviction,
-            (inserted.evicted.len() - inserted.expired) as u64,
-        );
-    }
-
-    /// BROKEN on purpose (loom negative control): stores the new entry over
-    /// the capacity (by its weight) in one critical section and evicts in a
-    /// second one.
-    #[cfg(loom)]
-    fn insert_split(&self, hash: u64, key: K, value: V, weight: u32) -> Inserted<K, V> {
-        let mut shard = self.lock(hash);
-        let capacity = shard.entries.capacity();
-        shard
-            .entries
-            .set_capacity_lazily(capacity + weight as usize);
-        let mut inserted = Inserted::nothing();
-        (shard.entries).insert_into(hash, key, value, weight, || 0, 0, &mut inserted);
-        shard.entries.set_capacity_lazily(capacity);
-        shard.counters.record(Event::Insert);
-        drop(shard);
-        let mut evicted: Vec<_> = std::mem::replace(&mut inserted.evicted, Evicted::none())
-            .into_iter()
-            .collect();
-        let mut shard = self.lock(hash);
-        shard.entries.evict_overflow(&mut evicted);
-        shard.counters.add(Event::Eviction, evicted.len() as u64);
-        drop(shard);
-        for entry in evicted {
-            inserted.evicted.push(entry);
-        }
-        inserted
+        insert_locked(self, hash, key, value, weight, inserted);
     }
 
     /// Gives the replaced and the evicted entries to the listener, then drops
@@ -289,13 +242,16 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
         let shards = self.shard_count();
         super::builder::validate(capacity, shards)?;
         let _serial = self.resize_lock.lock();
-        let growing = capacity >= self.capacity();
-        // BROKEN on purpose (loom negative control): store first, always.
-        let growing = growing || broken!(LruFault::CapacityBeforeShrink);
-        if growing {
-            // Relaxed: see `capacity()`; stored before any shard grows.
-            self.capacity.store(capacity, Ordering::Relaxed);
-        }
+        resize_shards(self, capacity);
+        Ok(())
+    }
+
+    /// Sets every shard's capacity to its share of `capacity`, evicting
+    /// what no longer fits (expired entries first, as such) and counting
+    /// the evictions; each shard's removed entries go to the listener
+    /// after its lock is released.
+    pub(super) fn resize_each_shard(&self, capacity: usize, growing: bool) {
+        let shards = self.shard_count();
         let now = self.now();
         for (index, shard) in self.layer.shards().iter().enumerate() {
             let (mut evicted, mut expired) = (Vec::new(), Vec::new());
@@ -317,10 +273,56 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
                     .chain((evicted.into_iter()).map(|(k, v)| (k, v, RemovalCause::Evicted))),
             );
         }
-        if !growing {
-            // Relaxed: see `capacity()`; stored after every shard shrank.
-            self.capacity.store(capacity, Ordering::Relaxed);
-        }
-        Ok(())
+    }
+}
+
+/// `insert`'s locked step: stores the entry under its shard's lock,
+/// evicting in the same critical section as many entries as it takes to
+/// fit, and counts the insert and the evictions there.
+pub(super) fn insert_and_evict<K: Hash + Eq, V, S: BuildHasher>(
+    cache: &LruCache<K, V, S>,
+    hash: u64,
+    key: K,
+    value: V,
+    weight: u32,
+    inserted: &mut Inserted<K, V>,
+) {
+    let mut shard = cache.lock(hash);
+    // Only a shard whose entries can expire reads the clock (under the
+    // lock, before any change: reading it first would cost every insert a
+    // test) and sweeps.
+    shard.entries.insert_into(
+        hash,
+        key,
+        value,
+        weight,
+        || cache.now(),
+        SWEEP_BUDGET,
+        inserted,
+    );
+    let counters = &mut shard.counters;
+    counters.record(Event::Insert);
+    counters.add(
+        Event::Eviction,
+        (inserted.evicted.len() - inserted.expired) as u64,
+    );
+}
+
+/// `resize`'s step: concurrent operations stay within the bound, so when
+/// growing `capacity()` reports the new value before any shard grows, and
+/// when shrinking only after every shard has shrunk.
+pub(super) fn resize_in_order<K: Hash + Eq, V, S: BuildHasher>(
+    cache: &LruCache<K, V, S>,
+    capacity: usize,
+) {
+    let growing = capacity >= cache.capacity();
+    if growing {
+        // Relaxed: see `capacity()`; stored before any shard grows.
+        cache.capacity.store(capacity, Ordering::Relaxed);
+    }
+    cache.resize_each_shard(capacity, growing);
+    if !growing {
+        // Relaxed: see `capacity()`; stored after every shard shrank.
+        cache.capacity.store(capacity, Ordering::Relaxed);
     }
 }

@@ -8,8 +8,11 @@
 //!
 //! Files: this one ([`Snapshot`], its reads, stores and read-copy-update),
 //! `versioned.rs` (a value with its version in one allocation),
-//! `cached.rs` ([`CachedReader`]), `tests.rs`.
+//! `cached.rs` ([`CachedReader`]), `broken.rs` (the broken variants of the
+//! loom negative controls, compiled only under `cfg(loom)`), `tests.rs`.
 
+#[cfg(loom)]
+mod broken;
 mod cached;
 mod versioned;
 
@@ -19,8 +22,15 @@ pub use versioned::Versioned;
 use std::fmt;
 use std::ops::Deref;
 
-use crate::fault::broken;
 use crate::sync::{self, Arc, AtomicArc};
+
+#[cfg(loom)]
+use broken::{exchange, store_versioned, update_versioned};
+#[cfg(not(loom))]
+use {
+    compare_exchange as exchange, publish_version as store_versioned,
+    update_until_published as update_versioned,
+};
 
 /// An atomically replaced, immutable, versioned value with lock-free reads.
 ///
@@ -115,10 +125,6 @@ use crate::sync::{self, Arc, AtomicArc};
 /// ```
 pub struct Snapshot<T> {
     inner: AtomicArc<Versioned<T>>,
-    /// The version counter of the loom negative control
-    /// `SnapshotFault::VersionBeforeSwap`.
-    #[cfg(loom)]
-    fault_counter: sync::AtomicU64,
 }
 
 /// A read guard returned by [`Snapshot::load`], made for one unit of work.
@@ -241,8 +247,6 @@ impl<T> Snapshot<T> {
     pub fn new(value: T) -> Self {
         Self {
             inner: AtomicArc::new(Arc::new(Versioned { version: 0, value })),
-            #[cfg(loom)]
-            fault_counter: sync::AtomicU64::new(0),
         }
     }
 
@@ -319,15 +323,7 @@ impl<T> Snapshot<T> {
     /// assert_eq!(**snap.load(), "new");
     /// ```
     pub fn store(&self, value: T) -> u64 {
-        #[cfg(loom)]
-        if broken!(SnapshotFault::VersionBeforeSwap) {
-            // BROKEN on purpose: the version is drawn before the swap, so two
-            // racing stores can publish their versions out of order.
-            let version = self.fault_counter.fetch_add(1, sync::Ordering::AcqRel) + 1;
-            self.inner.swap(Arc::new(Versioned { version, value }));
-            return version;
-        }
-        self.publish(value).0.version
+        store_versioned(self, value)
     }
 
     /// Publishes `value` and returns the value it replaced.
@@ -375,19 +371,8 @@ impl<T> Snapshot<T> {
             version: current.version + 1,
             value: new,
         });
-        if broken!(SnapshotFault::CheckThenSwap) {
-            // BROKEN on purpose: the comparison and the store are two steps.
-            let now = self.inner.load_full();
-            if std::ptr::eq(Arc::as_ptr(&now), expected) {
-                return Ok(self.inner.swap(candidate));
-            }
-            return Err(CompareAndSwapError {
-                new: unwrap_unshared(candidate),
-                current: now,
-            });
-        }
-        match self.inner.compare_exchange(expected, candidate) {
-            Ok(previous) => Ok(sync::guard_into_arc(previous)),
+        match exchange(&self.inner, expected, candidate) {
+            Ok(previous) => Ok(previous),
             Err(candidate) => Err(CompareAndSwapError {
                 new: unwrap_unshared(candidate),
                 current: self.inner.load_full(),
@@ -419,24 +404,11 @@ impl<T> Snapshot<T> {
     /// assert_eq!(**hits.load(), 400);
     /// assert_eq!(hits.version(), 400);
     /// ```
-    pub fn update<F>(&self, mut f: F) -> Arc<Versioned<T>>
+    pub fn update<F>(&self, f: F) -> Arc<Versioned<T>>
     where
         F: FnMut(&T) -> T,
     {
-        if broken!(SnapshotFault::LoadThenStore) {
-            // BROKEN on purpose: the lost update shown in the type docs.
-            let current = self.inner.load();
-            let next = Arc::new(Versioned {
-                version: current.version + 1,
-                value: f(&current.value),
-            });
-            self.inner.swap(Arc::clone(&next));
-            return next;
-        }
-        match self.try_update(|value| Ok::<T, std::convert::Infallible>(f(value))) {
-            Ok(next) => next,
-            Err(never) => match never {},
-        }
+        update_versioned(self, f)
     }
 
     /// Fallible read-copy-update: publishes `f(current)` if it is `Ok`, on
@@ -522,6 +494,35 @@ fn unwrap_unshared<T>(arc: Arc<Versioned<T>>) -> T {
     }
 }
 
+/// `store`'s step: publishes `value` stamped with the version after the
+/// one it replaces, in one compare-and-exchange (retried on a race).
+fn publish_version<T>(snapshot: &Snapshot<T>, value: T) -> u64 {
+    snapshot.publish(value).0.version
+}
+
+/// `compare_and_swap`'s step: publishes `candidate` if `expected` is
+/// current, in one atomic step; else hands `candidate` back.
+fn compare_exchange<T>(
+    cell: &AtomicArc<Versioned<T>>,
+    expected: *const Versioned<T>,
+    candidate: Arc<Versioned<T>>,
+) -> Result<Arc<Versioned<T>>, Arc<Versioned<T>>> {
+    cell.compare_exchange(expected, candidate)
+        .map(sync::guard_into_arc)
+}
+
+/// `update`'s step: read-copy-update through `try_update`, so `f`'s value
+/// is published on top of exactly the value it was computed from.
+fn update_until_published<T>(
+    snapshot: &Snapshot<T>,
+    mut f: impl FnMut(&T) -> T,
+) -> Arc<Versioned<T>> {
+    match snapshot.try_update(|value| Ok::<T, std::convert::Infallible>(f(value))) {
+        Ok(next) => next,
+        Err(never) => match never {},
+    }
+}
+
 impl<T: Default> Default for Snapshot<T> {
     fn default() -> Self {
         Self::new(T::default())
@@ -544,5 +545,5 @@ impl<T: fmt::Debug> fmt::Debug for Snapshot<T> {
     }
 }
 
-#[cfg(all(test, not(loom)))]
+#[cfg(test)]
 mod tests;

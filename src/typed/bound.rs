@@ -14,9 +14,13 @@
 //! theirs by type, so an unweighted store runs no weight code at all.
 
 use crate::cache::{Locked, MAX_SHARD_CAPACITY, Tally, Weigher};
-use crate::fault::broken;
 use crate::removal::{Removal, RemovalCause, tagged};
 use crate::sync::{AtomicU64, AtomicUsize, CachePadded, Mutex, Ordering, ShardedLock};
+
+#[cfg(loom)]
+use super::broken::{account_eviction, apply_capacity};
+#[cfg(not(loom))]
+use {account_size as account_eviction, set_capacity_then_evict as apply_capacity};
 
 /// The totals over all shards, on one cache line (written together).
 struct Totals {
@@ -31,7 +35,7 @@ struct Totals {
 pub(crate) struct Size {
     len: usize,
     /// 0 without a weigher.
-    weight: u64,
+    pub(super) weight: u64,
 }
 
 /// The capacity of an unbounded cache (a capacity of 0 is refused).
@@ -76,7 +80,7 @@ impl<K, V> Bound<K, V> {
 
     /// Sets the capacity (with a weigher held to [`MAX_SHARD_CAPACITY`])
     /// and each of `shards` shards' share of it; returns the capacity set.
-    fn set_capacity(&self, capacity: usize, shards: usize) -> usize {
+    pub(super) fn set_capacity(&self, capacity: usize, shards: usize) -> usize {
         debug_assert_ne!(capacity, UNBOUNDED, "a capacity of 0 is refused earlier");
         let capacity = match self.weigher {
             Some(_) => capacity.min(MAX_SHARD_CAPACITY),
@@ -112,20 +116,7 @@ impl<K, V> Bound<K, V> {
         garbage: &mut Vec<Removal<K, V>>,
     ) {
         let _serial = self.resizing.lock();
-        // BROKEN on purpose (loom negative control): the eviction runs
-        // before the new capacity is set, so a write landing in between
-        // evicts to the old one and stays.
-        let late = broken!(TypedFault::CapacityAfterShrink);
-        let max = match late {
-            false => self.set_capacity(capacity, shards.len()),
-            true => capacity,
-        };
-        // No entry to keep.
-        self.evict_locked(&mut shards[0].write(), max, &mut None, now, garbage, true);
-        self.evict_elsewhere(shards, max, 0, now, garbage);
-        if late {
-            self.set_capacity(capacity, shards.len());
-        }
+        apply_capacity(self, shards, capacity, now, garbage);
         // Each shard's slab growth and policy structures (S3-FIFO's queues
         // and ghost) follow its new share, as at build (`Raw::new`).
         let share = self.share.load(Ordering::SeqCst) as usize;
@@ -270,14 +261,21 @@ impl<K, V> Bound<K, V> {
             if !evict_one(core, kept, now, garbage) {
                 break;
             }
-            let mut after = self.size(core);
-            // BROKEN on purpose (loom negative control): the victim's
-            // weight stays in the total.
-            if broken!(TypedFault::EvictionKeepsWeight) {
-                after.weight = before.weight;
-            }
-            self.account(before, after);
+            account_eviction(self, before, self.size(core));
         }
+    }
+
+    /// Evicts every shard down to `max` (no entry to keep): shard 0 first,
+    /// then the others as [`evict_elsewhere`](Self::evict_elsewhere) does.
+    pub(super) fn evict_to(
+        &self,
+        shards: &[ShardedLock<Locked<K, V>>],
+        max: usize,
+        now: u64,
+        garbage: &mut Vec<Removal<K, V>>,
+    ) {
+        self.evict_locked(&mut shards[0].write(), max, &mut None, now, garbage, true);
+        self.evict_elsewhere(shards, max, 0, now, garbage);
     }
 
     /// Evicts from other shards, one lock at a time, while the cache is
@@ -351,6 +349,26 @@ impl<K, V> Tally<K, V> for Bound<K, V> {
     fn after(&self, before: Size, shard: &Locked<K, V>) {
         self.account(before, self.size(shard));
     }
+}
+
+/// `resize`'s step: sets the new capacity, then evicts every shard down to
+/// it (no entry to keep), so a write that lands in between evicts to the
+/// new capacity too.
+pub(super) fn set_capacity_then_evict<K, V>(
+    bound: &Bound<K, V>,
+    shards: &[ShardedLock<Locked<K, V>>],
+    capacity: usize,
+    now: u64,
+    garbage: &mut Vec<Removal<K, V>>,
+) {
+    let max = bound.set_capacity(capacity, shards.len());
+    bound.evict_to(shards, max, now, garbage);
+}
+
+/// An eviction's step: the shard's change of size reaches the totals.
+#[inline]
+pub(super) fn account_size<K, V>(bound: &Bound<K, V>, before: Size, after: Size) {
+    bound.account(before, after);
 }
 
 /// The locked half of storing a value heavier than the capacity (not

@@ -38,6 +38,8 @@
 
 mod any;
 mod bound;
+#[cfg(loom)]
+mod broken;
 mod builder;
 mod load_async;
 mod raw;
@@ -788,5 +790,5 @@ impl<K, V, S> fmt::Debug for TypedCache<K, V, S> {
     }
 }
 
-#[cfg(all(test, not(loom)))]
+#[cfg(test)]
 mod tests;

@@ -55,12 +55,19 @@ use crate::cache::{
     Event, Expiry, Layer, LoadFace, Locked, MAX_SHARD_CAPACITY, PolicyShard, SWEEP_BUDGET, Weigher,
 };
 use crate::error::BuildError;
-use crate::fault::broken;
 use crate::flight::{FlightGroup, Looked};
 use crate::removal::{Listener, Removal, RemovalCause, copy_unlocked, tagged};
 use crate::stats::CacheStats;
 use crate::sync::{Arc, ShardedLock};
 use crate::time::Clock;
+
+#[cfg(loom)]
+use super::broken::{bump_for, raced, store, write_sweep};
+#[cfg(not(loom))]
+use {
+    bump_for_user_write as bump_for, store_by_weight as store, sweep_budget as write_sweep,
+    written_since as raced,
+};
 
 /// The most key shards a cache gets by default (an unbounded one gets
 /// this many). More shards let more writes proceed at once; reads never
@@ -84,7 +91,7 @@ pub(crate) type TypedLayer<K, V, S> = Layer<K, V, S, ShardedLock<Locked<K, V>>, 
 pub(crate) struct Raw<K, V, S> {
     /// The shards, the global bound (the layer's tally) and the rest
     /// every face has (`crate::cache::Layer`).
-    layer: TypedLayer<K, V, S>,
+    pub(super) layer: TypedLayer<K, V, S>,
 }
 
 impl<K, V, S> Raw<K, V, S>
@@ -147,7 +154,11 @@ where
     /// listener, else a clone made here, with no lock held (a panicking
     /// clone still lets every removed entry reach the listener first).
     #[inline(always)]
-    fn release_returning(&self, mut removed: Vec<Removal<K, V>>, at: Option<usize>) -> Option<V> {
+    pub(super) fn release_returning(
+        &self,
+        mut removed: Vec<Removal<K, V>>,
+        at: Option<usize>,
+    ) -> Option<V> {
         let Some(at) = at else {
             self.release(removed);
             return None;
@@ -291,29 +302,13 @@ where
         self.layer.get_with(hash, key, project)
     }
 
-    /// Stores `value` (from an init if `expect_generation` is `Some`, else
-    /// from `insert`), then enforces `capacity`. Returns the live value it
-    /// replaced if `user_write` (an init's publish has no use for it). Every
-    /// removed key and value is dropped after the locks are released. The
-    /// weigher runs first, unlocked; the only user code under the lock is
-    /// `K: Eq` in the core's insert, before its first change. A value
-    /// heavier than the capacity is not stored (`store_rejected`).
-    fn store(&self, hash: u64, key: K, value: V, expect: Option<u64>, user: bool) -> Option<V> {
-        // The unweighted store inline, with no weight code; the weighted
-        // one its own copy (`W`), as the engine's shards by type.
-        match self.layer.tally.weighted() {
-            false => self.store_as::<false>(hash, key, value, expect, user),
-            true => self.store_weighted(hash, key, value, expect, user),
-        }
-    }
-
     #[inline(never)]
-    fn store_weighted(&self, h: u64, k: K, v: V, e: Option<u64>, u: bool) -> Option<V> {
+    pub(super) fn store_weighted(&self, h: u64, k: K, v: V, e: Option<u64>, u: bool) -> Option<V> {
         self.store_as::<true>(h, k, v, e, u)
     }
 
     #[inline(always)]
-    fn store_as<const W: bool>(
+    pub(super) fn store_as<const W: bool>(
         &self,
         hash: u64,
         key: K,
@@ -328,35 +323,16 @@ where
         let now = self.layer.now();
         let wants_old = user_write;
         let mut garbage = Vec::new();
-        // BROKEN on purpose (loom negative control): check-then-act on the
-        // total, read before the shard lock.
-        let skip_eviction = broken!(TypedFault::EvictionCheckedBeforeLock)
-            && self.layer.tally.capacity().is_some_and(|max| {
-                let held = self.layer.tally.weight().unwrap_or(self.layer.tally.len());
-                held + weight as usize <= max
-            });
         let replaced = {
             let mut core = self.layer.shards()[shard].write();
-            let raced = expect_generation.is_some_and(|seen| seen != core.generation);
-            // BROKEN on purpose (loom negative control): the init's value
-            // overwrites writes that landed while it ran.
-            let raced = raced && !broken!(TypedFault::InitIgnoresWrites);
-            if raced {
+            if raced(&core, expect_generation) {
                 // A user write landed while the init ran: it wins. The key
                 // and value are dropped after unlocking.
                 drop(core);
                 drop((key, value));
                 return None;
             }
-            // BROKEN on purpose (loom negative control): see the fault.
-            let user_write = user_write && !broken!(TypedFault::InsertKeepsGeneration);
-            // BROKEN on purpose (loom negative control): no sweep.
-            let sweep = !broken!(TypedFault::WriteSkipsSweep);
-            let budget = if sweep && self.layer.clock.is_some() {
-                SWEEP_BUDGET
-            } else {
-                0
-            };
+            let budget = write_sweep(&self.layer);
             let before = self.layer.tally.size_as::<W>(&core);
             self.layer.striped.record(Event::Insert);
             // `K: Eq` runs here, before any change (the bump included).
@@ -370,9 +346,7 @@ where
                 budget,
                 &mut swept,
             );
-            if user_write {
-                core.bump_generation();
-            }
+            bump_for(&mut core, user_write);
             // The old value goes to the listener (under the key passed in,
             // equal to the stored one) first, and, if still live, to the
             // caller: `garbage[0]`, handed back by `release_returning`.
@@ -394,13 +368,13 @@ where
                 .account_as::<W>(before, self.layer.tally.size_as::<W>(&core));
             // The capacity is read after the store (a resize sets it
             // before it evicts, so one of the two sees the other).
-            if let Some(max) = self.layer.tally.capacity().filter(|_| !skip_eviction) {
+            if let Some(max) = self.layer.tally.capacity() {
                 let kept = &mut Some(slot);
                 (self.layer.tally).evict_locked(&mut core, max, kept, now, &mut garbage, true);
             }
             replaced
         };
-        if let Some(max) = self.layer.tally.capacity().filter(|_| !skip_eviction) {
+        if let Some(max) = self.layer.tally.capacity() {
             let shards = self.layer.shards();
             (self.layer.tally).evict_elsewhere(shards, max, shard, now, &mut garbage);
         }
@@ -444,7 +418,7 @@ where
 
     pub(crate) fn insert(&self, key: K, value: V) -> Option<V> {
         let hash = self.layer.hash(&key);
-        self.store(hash, key, value, None, true)
+        store(self, hash, key, value, None, true)
     }
 
     pub(crate) fn remove<Q>(&self, key: &Q) -> Option<V>
@@ -559,6 +533,61 @@ where
     }
 }
 
+/// The store of both typed faces: `value` (from an init if `expect` is
+/// `Some`, else from `insert`) is stored, then `capacity` enforced. Returns
+/// the live value it replaced if `user` (an init's publish has no use for
+/// it). Every removed key and value is dropped after the locks are
+/// released. The weigher runs first, unlocked; the only user code under
+/// the lock is `K: Eq` in the engine's insert, before its first change. A
+/// value heavier than the capacity is not stored (`store_rejected`).
+pub(super) fn store_by_weight<K, V, S>(
+    raw: &Raw<K, V, S>,
+    hash: u64,
+    key: K,
+    value: V,
+    expect: Option<u64>,
+    user: bool,
+) -> Option<V>
+where
+    K: Hash + Eq + Clone,
+    V: Clone,
+    S: BuildHasher + Clone,
+{
+    // The unweighted store inline, with no weight code; the weighted one
+    // its own copy (`W`), as the engine's shards by type.
+    match raw.layer.tally.weighted() {
+        false => raw.store_as::<false>(hash, key, value, expect, user),
+        true => raw.store_weighted(hash, key, value, expect, user),
+    }
+}
+
+/// Whether a user write landed in the shard since an init's re-check saw
+/// its write count `expect` (`None` for a user write, which never loses).
+#[inline(always)]
+pub(super) fn written_since<K, V>(shard: &Locked<K, V>, expect: Option<u64>) -> bool {
+    expect.is_some_and(|seen| seen != shard.generation)
+}
+
+/// Counts a user write in its shard (an init in progress there then does
+/// not cache its value); an init's publish is not one.
+#[inline(always)]
+pub(super) fn bump_for_user_write<K, V>(shard: &mut Locked<K, V>, user_write: bool) {
+    if user_write {
+        shard.bump_generation();
+    }
+}
+
+/// How many entries a write sweeps for expired ones: [`SWEEP_BUDGET`] when
+/// entries can expire.
+#[inline(always)]
+pub(super) fn sweep_budget<K, V, S>(layer: &TypedLayer<K, V, S>) -> usize {
+    if layer.clock.is_some() {
+        SWEEP_BUDGET
+    } else {
+        0
+    }
+}
+
 /// The typed faces' side of the load glue (`crate::cache::load`): the
 /// re-check hands the shard's write generation it saw to the store, so an
 /// insert or invalidation after that point wins over the init; the store
@@ -594,7 +623,7 @@ where
     fn nothing() {}
 
     fn publish(&self, hash: u64, key: K, value: V, seen: Option<u64>, (): &mut ()) {
-        drop(self.store(hash, key, value, seen, false));
+        drop(store(self, hash, key, value, seen, false));
     }
 
     fn release(&self, (): ()) {}
