@@ -86,9 +86,9 @@ use crate::sync::{AtomicUsize, CachePadded, Condvar, Mutex, Ordering};
 #[cfg(loom)]
 mod broken;
 #[cfg(loom)]
-use broken::{
-    Held, Publishing, before_publish, poll_waiting, take_wakers, wait_registered, wake_after,
-};
+pub(crate) use broken::Publishing;
+#[cfg(loom)]
+use broken::{Held, before_publish, poll_waiting, take_wakers, wait_registered, wake_after};
 #[cfg(not(loom))]
 use {
     no_count_before as before_publish, poll_wait as poll_waiting,
@@ -183,6 +183,7 @@ impl Waiters {
     /// and `WorkQueueFault::ShutdownWakesOne`: bumps the epoch and wakes one
     /// waiter, the first pending future if there is one, else one blocked
     /// thread.
+    #[cfg(loom)]
     #[cold]
     pub(crate) fn wake_one(&self) {
         let mut list = self.list.lock();
