@@ -12,24 +12,18 @@
 //! larder from async code; [`misuse`] for the classic mistakes with
 //! concurrent maps and their fixes; [`benchmarks`] for the figures.
 
-// The guides link each other by file name (`lru.md`), which resolves on
-// GitHub. Here the same labels resolve to the modules: each guide's links
-// are reference links, and a reference defined first (below, before the
-// guide's own definitions) wins.
+// The guides link each other, the examples and their images by path
+// (`lru.md`, `benchmarks.md#snapshot`, `../examples/x.rs`), which resolves
+// on GitHub. Each guide's links are reference links whose definitions sit
+// at the bottom of the page; `guide/links.md` defines the same labels for
+// docs.rs (a guide becomes a module here, an example its page in the
+// package's source) and comes first, and the first definition of a label
+// wins. `tests/guide_links.rs` fails when a guide's link has no
+// definition here.
 macro_rules! guide {
     ($(#[$attr:meta])* $name:ident, $file:literal) => {
         #[doc = concat!(
-            "[snapshot.md]: crate::guide::snapshot\n",
-            "[indexed.md]: crate::guide::indexed\n",
-            "[ordered.md]: crate::guide::ordered\n",
-            "[lru.md]: crate::guide::lru\n",
-            "[typed.md]: crate::guide::typed\n",
-            "[workqueue.md]: crate::guide::workqueue\n",
-            "[reflector.md]: crate::guide::reflector\n",
-            "[controller.md]: crate::guide::controller\n",
-            "[async.md]: crate::guide::async_use\n",
-            "[misuse.md]: crate::guide::misuse\n",
-            "[benchmarks.md]: crate::guide::benchmarks\n",
+            include_str!("guide/links.md"),
             "\n",
             include_str!(concat!("../docs/", $file)),
         )]
