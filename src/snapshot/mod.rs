@@ -68,6 +68,9 @@ use {
 ///   never decrease.
 /// - [`update`](Snapshot::update) never loses a concurrent write: its result
 ///   is published on top of exactly the value it was computed from.
+/// - No user code runs under the writers' lock: `update`'s closure runs
+///   before it is taken, and a replaced value is dropped after it is
+///   released (so a value's `Drop` may write to the same snapshot).
 ///
 /// # When to use it
 ///
