@@ -211,12 +211,17 @@ mod catalogue {
         None,
         /// `update` loads, computes and stores without checking (lost update).
         LoadThenStore,
-        /// `store` takes its version from the value it loads, then swaps
-        /// unconditionally (two racing stores can publish one version twice,
-        /// or the later version first).
+        /// `store` takes its version from the value it loads before taking
+        /// the writers' lock, then swaps under it (two racing stores can
+        /// publish one version twice, or the later version first).
         VersionBeforeSwap,
-        /// `compare_and_swap` compares, then stores in a second step.
+        /// `compare_and_swap` compares before taking the writers' lock,
+        /// then swaps under it in a second step.
         CheckThenSwap,
+        /// `compare_and_swap` and `update` exchange without the writers'
+        /// lock (one compare-exchange on the value), so the lock's version
+        /// falls behind and a later `store` publishes a version again.
+        ExchangeOutsideLock,
     }
 
     /// A broken `TypedCache` write-versus-init protocol (its loads:

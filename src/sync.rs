@@ -12,7 +12,7 @@
 //! | `parking_lot::{Mutex, RwLock, Condvar}` | wrappers over `loom::sync` | parking_lot's own lock implementation, fairness |
 //! | `crossbeam_utils::sync::ShardedLock` | wrapper over `loom::sync::RwLock` | the per-shard lock words |
 //! | `thread_stripe` (a reader's stripe of a `StripedRwLock`) | the loom thread number | the thread-number hand-over |
-//! | `arc_swap::ArcSwap` ([`AtomicArc`]) | `loom::sync::RwLock<Arc<T>>` | arc-swap's debt lists and hazard protocol |
+//! | `arc_swap::ArcSwap` ([`AtomicArc`]: load, swap) | `loom::sync::RwLock<Arc<T>>` | arc-swap's debt lists and hazard protocol |
 //! | `std::sync::atomic::*` | `loom::sync::atomic::*` | nothing: loom explores these (SeqCst is modelled as AcqRel) |
 //! | `Condvar::wait_until` (a deadline) | loom's `Condvar::wait` | timeouts: loom has no clock, so a timed wait ends only when notified |
 //!
@@ -184,24 +184,6 @@ mod imp {
         }
         pub(crate) fn swap(&self, new: std::sync::Arc<T>) -> std::sync::Arc<T> {
             self.0.swap(new)
-        }
-        /// Stores `new` if the current value is `current` (by address).
-        /// Returns `Ok(previous)` on success and gives `new` back on failure.
-        pub(crate) fn compare_exchange(
-            &self,
-            current: *const T,
-            new: std::sync::Arc<T>,
-        ) -> Result<ArcGuard<T>, std::sync::Arc<T>> {
-            // `compare_and_swap` consumes its argument, so hand it a second
-            // reference and keep ours to return on failure.
-            let prev = self
-                .0
-                .compare_and_swap(current, std::sync::Arc::clone(&new));
-            if std::ptr::eq(std::sync::Arc::as_ptr(&*prev), current) {
-                Ok(prev)
-            } else {
-                Err(new)
-            }
         }
     }
 }
@@ -416,6 +398,9 @@ mod imp {
         pub(crate) fn swap(&self, new: std::sync::Arc<T>) -> std::sync::Arc<T> {
             std::mem::replace(&mut *self.0.write().unwrap(), new)
         }
+        /// Stores `new` if the current value is `current` (by address);
+        /// gives `new` back otherwise. Only the loom negative controls
+        /// exchange without a lock of their own (`snapshot/broken.rs`).
         pub(crate) fn compare_exchange(
             &self,
             current: *const T,

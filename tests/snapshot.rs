@@ -173,6 +173,42 @@ fn value_drop_panicking_does_not_break_the_snapshot() {
     assert_eq!(snap.version(), 2);
 }
 
+/// A value whose `Drop` writes to the snapshot that held it: it runs only
+/// after the writers' lock is released, so the nested write proceeds
+/// (under the lock it would deadlock, and the watchdog would name the test).
+#[test]
+fn an_old_values_drop_may_write_to_the_same_snapshot() {
+    struct Reentrant(Option<std::sync::Weak<Snapshot<Reentrant>>>);
+    impl Drop for Reentrant {
+        fn drop(&mut self) {
+            if let Some(snap) = self.0.take().and_then(|weak| weak.upgrade()) {
+                snap.store(Reentrant(None));
+            }
+        }
+    }
+    let _watchdog = watchdog::arm(Duration::from_secs(30));
+    let snap = Arc::new_cyclic(|weak| Snapshot::new(Reentrant(Some(weak.clone()))));
+    let armed = || Reentrant(Some(Arc::downgrade(&snap)));
+    // Each write below replaces an armed value with an unarmed one; the
+    // armed value's Drop then stores once more: two versions per write.
+    assert_eq!(snap.store(Reentrant(None)), 1);
+    assert_eq!(snap.version(), 2);
+    snap.store(armed());
+    drop(snap.swap(Reentrant(None)));
+    assert_eq!(snap.version(), 5);
+    snap.store(armed());
+    let current = snap.load_full();
+    drop(snap.compare_and_swap(&current, Reentrant(None)));
+    drop(current); // the last reference to the armed value
+    assert_eq!(snap.version(), 8);
+    snap.store(armed());
+    drop(snap.update(|_| Reentrant(None)));
+    assert_eq!(snap.version(), 11);
+    snap.store(armed());
+    drop(snap.try_update(|_| Ok::<_, ()>(Reentrant(None))));
+    assert_eq!(snap.version(), 14);
+}
+
 // ---------------------------------------------------------------------------
 // Panic sweep: `Snapshot` runs no user code but the `Drop` of the values it
 // lets go (and `update`'s closure, tested above). A panicking `Drop`, at any

@@ -121,6 +121,42 @@ fn snapshot_compare_and_swap_negative_control_check_then_swap() {
     compare_and_swap_has_one_winner(SnapshotFault::CheckThenSwap);
 }
 
+/// A `store` races an `update(+1)`: every write takes the writers' lock,
+/// so the two publish versions 1 and 2 between them, and the update lands
+/// on top of exactly the value it was computed from.
+fn store_and_update_share_the_writers_lock(fault: SnapshotFault) {
+    let _fault = inject(fault);
+    loom::model(move || {
+        let snap = Arc::new(Snapshot::new(0_u32));
+        let storer = {
+            let snap = Arc::clone(&snap);
+            thread::spawn(move || snap.store(10))
+        };
+        let updated = snap.update(|n| n + 1);
+        let stored = storer.join().unwrap();
+        let end = snap.load();
+        let mut versions = [stored, updated.version()];
+        versions.sort_unstable();
+        assert_eq!(versions, [1, 2], "a version was reused");
+        assert_eq!(end.version(), 2, "a version was reused");
+        // The update came last and saw the store (11), or came first and
+        // the store replaced it (10); 1 at the end is the store lost.
+        let expected = if updated.version() == 2 { 11 } else { 10 };
+        assert_eq!(**end, expected, "a write was lost");
+    });
+}
+
+#[test]
+fn snapshot_store_and_update_share_the_writers_lock() {
+    store_and_update_share_the_writers_lock(SnapshotFault::None);
+}
+
+#[test]
+#[should_panic(expected = "a version was reused")]
+fn snapshot_writers_lock_negative_control_exchange_outside_lock() {
+    store_and_update_share_the_writers_lock(SnapshotFault::ExchangeOutsideLock);
+}
+
 /// A cached reader in one thread sees a store made by another once that
 /// store is joined (happens-before), and never an older value after a newer.
 #[test]

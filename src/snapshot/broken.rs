@@ -6,35 +6,56 @@
 
 use super::{Snapshot, Versioned, compare_exchange, publish_version, update_until_published};
 use crate::fault::{SnapshotFault, is_selected};
-use crate::sync::{Arc, AtomicArc};
+use crate::sync::{self, Arc};
 
-/// `store`. `VersionBeforeSwap`: the version is taken from the value
-/// loaded first, then the new value is swapped in unconditionally, so two
-/// racing stores can publish one version twice, or the later one first.
+/// `store`. `VersionBeforeSwap`: the version is read from the value
+/// loaded before the writers' lock is taken, then stamped and swapped in
+/// under the lock, so two racing stores can publish one version twice, or
+/// the later one first.
 pub(super) fn store_versioned<T>(snapshot: &Snapshot<T>, value: T) -> u64 {
     if !is_selected(SnapshotFault::VersionBeforeSwap) {
         return publish_version(snapshot, value);
     }
     let version = snapshot.inner.load().version + 1;
-    snapshot.inner.swap(Arc::new(Versioned { version, value }));
+    let mut current = snapshot.writers.lock();
+    let previous = snapshot.inner.swap(Arc::new(Versioned { version, value }));
+    *current = version;
+    drop(current);
+    drop(previous);
     version
 }
 
-/// `compare_and_swap`'s exchange. `CheckThenSwap`: the comparison and the
-/// store are two steps.
+/// The exchange of `compare_and_swap` and `try_update`.
+///
+/// `CheckThenSwap`: the comparison is made before the writers' lock is
+/// taken, and the swap under it, as two steps.
+///
+/// `ExchangeOutsideLock`: a compare-exchange on the value alone, without
+/// the writers' lock (lock-free, and atomic in itself), so the lock's
+/// version falls behind and a `store` after it publishes a version again.
 pub(super) fn exchange<T>(
-    cell: &AtomicArc<Versioned<T>>,
+    snapshot: &Snapshot<T>,
     expected: *const Versioned<T>,
     candidate: Arc<Versioned<T>>,
 ) -> Result<Arc<Versioned<T>>, Arc<Versioned<T>>> {
-    if !is_selected(SnapshotFault::CheckThenSwap) {
-        return compare_exchange(cell, expected, candidate);
+    if is_selected(SnapshotFault::CheckThenSwap) {
+        let now = snapshot.inner.load_full();
+        if !std::ptr::eq(Arc::as_ptr(&now), expected) {
+            return Err(candidate);
+        }
+        let mut version = snapshot.writers.lock();
+        *version = candidate.version;
+        let previous = snapshot.inner.swap(candidate);
+        drop(version);
+        return Ok(previous);
     }
-    let now = cell.load_full();
-    if std::ptr::eq(Arc::as_ptr(&now), expected) {
-        return Ok(cell.swap(candidate));
+    if is_selected(SnapshotFault::ExchangeOutsideLock) {
+        return snapshot
+            .inner
+            .compare_exchange(expected, candidate)
+            .map(sync::guard_into_arc);
     }
-    Err(candidate)
+    compare_exchange(snapshot, expected, candidate)
 }
 
 /// `update`. `LoadThenStore`: loads, computes and swaps without checking
@@ -52,6 +73,10 @@ pub(super) fn update_versioned<T>(
         version: current.version + 1,
         value: f(&current.value),
     });
-    snapshot.inner.swap(Arc::clone(&next));
+    let mut version = snapshot.writers.lock();
+    *version = next.version;
+    let previous = snapshot.inner.swap(Arc::clone(&next));
+    drop(version);
+    drop(previous);
     next
 }
