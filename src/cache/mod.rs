@@ -4,7 +4,9 @@
 //!
 //! - `shard.rs`: [`Shard`], the slab of entries with stored hashes, the
 //!   slot table (`crate::node_index`), weight accounting, swap-remove,
-//!   take-all, shrink, and the one invariant checker.
+//!   take-all, shrink, and the one invariant checker; `weights.rs`: the
+//!   entries' weights by slot, kept only once some entry weighs other
+//!   than 1.
 //! - `policy.rs`: [`Policy`], what an eviction policy is told and decides
 //!   (hit, link, unlink, move, choose a victim).
 //! - `exact.rs` (exact LRU), `clock.rs` (CLOCK, second chance),
@@ -47,6 +49,7 @@ mod s3fifo;
 mod shard;
 mod stats;
 mod weigher;
+mod weights;
 
 pub(crate) use builder::{MAX_SHARDS, Settings, check_shards};
 pub(crate) use clock::Clock;

@@ -35,6 +35,7 @@ use std::borrow::Borrow;
 use super::displaced::Inserted;
 use super::expiry::{Expiry, Lookup, Times};
 use super::policy::Policy;
+pub(crate) use super::weights::Weights;
 use crate::node_index::{Keyed, NodeIndex};
 
 /// The largest capacity of one shard: slots are `u32` and `u32::MAX` is
@@ -58,50 +59,6 @@ impl<K, V, M> Keyed for Entry<K, V, M> {
     #[inline]
     fn key(&self) -> &K {
         &self.key
-    }
-}
-
-/// The entries' weights by slot: empty (every entry weighs 1) until some
-/// entry weighs otherwise. Kept apart from the entries so an unweighted
-/// shard's entry stays 32 bytes for 8-byte keys and values.
-#[derive(Default)]
-pub(crate) struct Weights(Vec<u32>);
-
-impl Weights {
-    /// The weight of slot `i`.
-    #[inline]
-    pub(crate) fn get(&self, i: u32) -> u32 {
-        self.0.get(i as usize).copied().unwrap_or(1)
-    }
-
-    /// Sets the weight of slot `i` of `len` slots, starting the table on
-    /// the first weight other than 1.
-    #[inline]
-    fn set(&mut self, i: u32, weight: u32, len: usize) {
-        if self.0.is_empty() {
-            if weight == 1 {
-                return;
-            }
-            self.0 = vec![1; len];
-        }
-        self.0[i as usize] = weight;
-    }
-
-    /// The weight of the slot appended as the `len`th.
-    #[inline]
-    fn push(&mut self, weight: u32, len: usize) {
-        if !self.0.is_empty() {
-            self.0.push(weight);
-        } else {
-            self.set(len as u32 - 1, weight, len);
-        }
-    }
-
-    #[inline]
-    fn swap_remove(&mut self, i: u32) {
-        if !self.0.is_empty() {
-            self.0.swap_remove(i as usize);
-        }
     }
 }
 
@@ -190,7 +147,7 @@ impl<K, V, P: Policy, const E: bool> Shard<K, V, P, E> {
     /// memory).
     #[cfg(test)]
     pub(crate) fn room(&self) -> (usize, usize, usize) {
-        let weights = self.weights.0.capacity();
+        let weights = self.weights.capacity();
         (self.entries.capacity(), weights, self.times.room())
     }
 
@@ -556,9 +513,7 @@ impl<K, V, P: Policy, const E: bool> Shard<K, V, P, E> {
         // loom negative control makes): then the push doubles as usual.
         let more = doubled.min(limit).saturating_sub(len);
         self.entries.reserve_exact(more);
-        if !self.weights.0.is_empty() {
-            self.weights.0.reserve_exact(more);
-        }
+        self.weights.reserve_exact(more);
         if E {
             self.times.reserve_exact(more);
         }
@@ -700,9 +655,7 @@ impl<K, V, P: Policy, const E: bool> Shard<K, V, P, E> {
     /// Gives back the memory of the slots beyond `keep`.
     fn shrink(&mut self, keep: usize) {
         self.table.shrink(&mut self.entries, keep);
-        if !self.weights.0.is_empty() {
-            self.weights.0.shrink_to(self.entries.capacity());
-        }
+        self.weights.shrink_to(self.entries.capacity());
         if E {
             self.times.shrink_to(self.entries.capacity());
         }
@@ -814,9 +767,9 @@ impl<K, V, P: Policy, const E: bool> Shard<K, V, P, E> {
             self.capacity
         );
         assert!(
-            self.weights.0.is_empty() || self.weights.0.len() == n,
-            "{} weights for {n} entries",
-            self.weights.0.len()
+            self.weights.kept().is_none_or(|kept| kept == n),
+            "{:?} weights for {n} entries",
+            self.weights.kept()
         );
         let mut weight = 0;
         for (i, entry) in self.entries.iter().enumerate() {
