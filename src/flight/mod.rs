@@ -162,6 +162,7 @@ impl<K, V> FlightGroup<K, V> {
 /// there is one, registers one otherwise. `make_key` (user code) runs only
 /// if no flight was found, and with no lock held; a key it built and that
 /// is not registered (a flight appeared meanwhile) is dropped unlocked.
+#[inline(always)]
 fn join_or_register<K, V, Q>(
     group: &FlightGroup<K, V>,
     hash: u64,

@@ -120,6 +120,7 @@ impl<V> Flight<V> {
 
 /// Wakes the blocked waiters (`done`'s) and the async ones (`wakers`, taken
 /// from the list under the flight's lock and woken after it).
+#[inline(always)]
 pub(super) fn wake_all(done: &Condvar, wakers: Wakers) {
     done.notify_all();
     for waker in wakers.into_iter().flatten() {
