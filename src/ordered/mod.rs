@@ -33,8 +33,9 @@
 //!   `drain_to`), `wait.rs` (their waiting forms), `view.rs`
 //!   ([`OrderedSnapshot`]), `builder.rs`; this file: the face and point
 //!   operations.
-//! - Test machinery: `torn.rs` and `partitioned/leaf_by_leaf.rs` (the loom
-//!   negative controls' broken reads), `tests.rs`, `wait_tests.rs`.
+//! - Test machinery: `broken.rs` and `partitioned/broken.rs` (the loom
+//!   negative controls' broken variants, compiled only under `cfg(loom)`),
+//!   `tests.rs`, `wait_tests.rs`.
 
 #[cfg(loom)]
 mod broken;
