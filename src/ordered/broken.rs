@@ -17,12 +17,9 @@ use crate::sync::Arc;
 
 /// `range_to_vec` (and `to_vec`, `iter`). `TornCut`: one entry per read
 /// lock.
-pub(super) fn range_cut<K: Ord + Clone, V, S, Q, R>(
-    index: &OrderedIndex<K, V, S>,
-    range: R,
-) -> Vec<(K, Arc<V>)>
+pub(super) fn range_cut<K, V, S, Q, R>(index: &OrderedIndex<K, V, S>, range: R) -> Vec<(K, Arc<V>)>
 where
-    K: Borrow<Q>,
+    K: Ord + Clone + Borrow<Q>,
     Q: Ord + ?Sized,
     R: RangeBounds<Q>,
 {
@@ -44,12 +41,9 @@ pub(super) fn snapshot_cut<K: Ord + Clone, V, S>(
 }
 
 /// `TornCut`'s range: each entry read under a read lock of its own.
-fn torn_range<K: Ord + Clone, V, S, Q, R>(
-    index: &OrderedIndex<K, V, S>,
-    range: R,
-) -> Vec<(K, Arc<V>)>
+fn torn_range<K, V, S, Q, R>(index: &OrderedIndex<K, V, S>, range: R) -> Vec<(K, Arc<V>)>
 where
-    K: Borrow<Q>,
+    K: Ord + Clone + Borrow<Q>,
     Q: Ord + ?Sized,
     R: RangeBounds<Q>,
 {
@@ -83,12 +77,13 @@ pub(super) fn pop_first_step<K: Ord + Clone + Hash, V, S: BuildHasher>(
 
 /// `drain_to`. `CheckThenRemove`: reads what to take, unlocks, then
 /// removes it.
-pub(super) fn drain_step<K: Ord + Clone + Hash, V, S: BuildHasher, Q>(
+pub(super) fn drain_step<K, V, S, Q>(
     index: &OrderedIndex<K, V, S>,
     end: Bound<&Q>,
 ) -> Vec<(K, Arc<V>)>
 where
-    K: Borrow<Q>,
+    K: Ord + Clone + Hash + Borrow<Q>,
+    S: BuildHasher,
     Q: Ord + ?Sized,
 {
     if !is_selected(OrderedFault::CheckThenRemove) {

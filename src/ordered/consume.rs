@@ -148,12 +148,13 @@ pub(super) fn pop_first_in_one_step<K: Ord + Clone + Hash, V, S: BuildHasher>(
 /// [`OrderedIndex::drain_to`]'s step: the entries up to `end` found and
 /// removed in one atomic step.
 #[inline(always)]
-pub(super) fn drain_in_one_step<K: Ord + Clone + Hash, V, S: BuildHasher, Q>(
+pub(super) fn drain_in_one_step<K, V, S, Q>(
     index: &OrderedIndex<K, V, S>,
     end: Bound<&Q>,
 ) -> Vec<(K, Arc<V>)>
 where
-    K: Borrow<Q>,
+    K: Ord + Clone + Hash + Borrow<Q>,
+    S: BuildHasher,
     Q: Ord + ?Sized,
 {
     match &index.engine {

@@ -325,12 +325,12 @@ impl<K: Ord + Clone, V, S> OrderedIndex<K, V, S> {
 /// [`OrderedIndex::range_to_vec`]'s step: the range copied out at one
 /// consistent cut ([`OrderedIndex::range_inner`]).
 #[inline(always)]
-pub(super) fn range_at_once<K: Ord + Clone, V, S, Q, R>(
+pub(super) fn range_at_once<K, V, S, Q, R>(
     index: &OrderedIndex<K, V, S>,
     range: R,
 ) -> Vec<(K, Arc<V>)>
 where
-    K: Borrow<Q>,
+    K: Ord + Clone + Borrow<Q>,
     Q: Ord + ?Sized,
     R: RangeBounds<Q>,
 {
