@@ -691,6 +691,7 @@ impl<K, V> Partitioned<K, V> {
 /// [`Router::find`]'s step: the index of the leaf whose address is `id`,
 /// `hint` if it still is there, else found by a scan; `None` if a merge
 /// removed it.
+#[inline(always)]
 fn leaf_by_address<K, V>(router: &Router<K, V>, hint: usize, id: usize) -> Option<usize> {
     if router
         .leaves
@@ -705,6 +706,7 @@ fn leaf_by_address<K, V>(router: &Router<K, V>, hint: usize, id: usize) -> Optio
 /// [`Router::split`]'s step: where the prepared entry (its value
 /// `marker`) now is in `leaf`, if strictly inside it (a cut at an end
 /// would leave an empty leaf).
+#[inline(always)]
 fn marker_inside<K, V>(leaf: &LeafData<K, V>, marker: Option<&Arc<V>>) -> Option<usize> {
     marker
         .and_then(|value| leaf.position_of(value))
@@ -713,6 +715,7 @@ fn marker_inside<K, V>(leaf: &LeafData<K, V>, marker: Option<&Arc<V>>) -> Option
 
 /// [`Router::merge`]'s step: whether leaves `left` and `right` may merge,
 /// neither being shared with a snapshot.
+#[inline(always)]
 fn neither_shared<K, V>(router: &mut Router<K, V>, left: usize, right: usize) -> bool {
     let shared =
         |router: &mut Router<K, V>, j: usize| Arc::get_mut(router.leaves[j].get_mut()).is_none();
@@ -722,6 +725,7 @@ fn neither_shared<K, V>(router: &mut Router<K, V>, left: usize, right: usize) ->
 /// [`Partitioned::end`]'s step: whether an empty end leaf, one of `n`,
 /// means an empty map (only if it is the only leaf: else it was emptied by
 /// a removal whose merge has not run yet).
+#[inline(always)]
 fn only_leaf(n: usize) -> bool {
     n == 1
 }
