@@ -32,10 +32,6 @@
 //! }
 //! ```
 //!
-//! Older code still asks [`broken!`] inside a shipping function (a
-//! thread-local lookup under loom, else the constant `false` that the
-//! optimizer removes); it moves to the shape above as it is touched.
-//!
 //! Selection: under `cfg(loom)` a control [`inject`]s a fault on the
 //! current thread (a loom model runs all of its threads on the thread that
 //! called `loom::model`, so the selection holds for the whole model and for
@@ -47,36 +43,6 @@
 //! let _fault = larder::fault::inject(larder::fault::SnapshotFault::LoadThenStore);
 //! loom::model(|| { let snap = larder::Snapshot::new(0); /* ... */ });
 //! ```
-
-/// Whether the broken variant `Kind::Variant` (a type of this module) is
-/// selected: a thread-local lookup under loom, else the constant `false`.
-#[cfg(loom)]
-macro_rules! broken {
-    ($kind:ident :: $variant:ident) => {
-        $crate::fault::is_selected($crate::fault::$kind::$variant)
-    };
-}
-
-/// Whether the broken variant `Kind::Variant` is selected: never, outside
-/// loom builds.
-#[cfg(not(loom))]
-macro_rules! broken {
-    ($kind:ident :: $variant:ident) => {
-        $crate::fault::never(stringify!($kind::$variant))
-    };
-}
-
-pub(crate) use broken;
-
-/// The constant `false` of [`broken!`] outside loom builds. A function, not
-/// the literal, so that lints do not read two different faults as one
-/// expression; `name` (the variant) is only for the reader.
-#[cfg(not(loom))]
-#[inline(always)]
-pub(crate) const fn never(name: &'static str) -> bool {
-    let _ = name;
-    false
-}
 
 #[cfg(loom)]
 pub use catalogue::*;

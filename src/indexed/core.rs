@@ -89,6 +89,8 @@ mod positions;
 mod reads;
 mod slots;
 mod watch;
+#[cfg(loom)]
+pub(super) use watch::drop_stale;
 
 /// The bucket id of slot `id` (below `u32::MAX`: checked when the slot was
 /// created).

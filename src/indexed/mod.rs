@@ -59,6 +59,8 @@
 //! control (shards read one at a time) proves the model catches a torn cut.
 //! Design notes and measurements: `design/indexed.md`.
 
+#[cfg(loom)]
+mod broken;
 mod builder;
 #[cfg(feature = "reflector")]
 pub(crate) mod burst;

@@ -12,8 +12,12 @@ use super::core::Core;
 use super::index_fn::Schema;
 use super::shards::{self, Shards};
 use super::transaction::Spare;
-use crate::fault::broken;
 use crate::sync::{Arc, AtomicBool, AtomicU64, Mutex};
+
+#[cfg(loom)]
+use super::broken::read_cut;
+#[cfg(not(loom))]
+use cut_at_once as read_cut;
 
 /// A keyed store of objects with named secondary indexes that always agree
 /// with the objects: client-go's `ThreadSafeStore`/`Indexer` for Rust.
@@ -511,20 +515,8 @@ where
     /// read-locked in ascending order, all held until the last call of `f`
     /// returns. Stops at the first `Err`. The whole-store reads go through
     /// here (or through [`Shards::read_all`], which holds the same locks).
-    pub(super) fn cut<E>(&self, mut f: impl FnMut(&Core<K, V>) -> Result<(), E>) -> Result<(), E> {
-        if broken!(IndexedFault::CutShardByShard) {
-            // BROKEN on purpose: each shard read under its own lock,
-            // released before the next is taken.
-            for shard in 0..self.shards.count() {
-                f(&self.shards.read(shard))?;
-            }
-            return Ok(());
-        }
-        let cores = self.shards.read_all();
-        for core in cores.iter() {
-            f(core)?;
-        }
-        Ok(())
+    pub(super) fn cut<E>(&self, f: impl FnMut(&Core<K, V>) -> Result<(), E>) -> Result<(), E> {
+        read_cut(self, f)
     }
 
     /// The current schema (read lock held briefly).
@@ -542,4 +534,18 @@ impl<K, V, S> fmt::Debug for IndexedStore<K, V, S> {
             .field("indexes", cores.first().schema())
             .finish_non_exhaustive()
     }
+}
+
+/// [`IndexedStore::cut`]'s step: every shard read-locked in ascending
+/// order, all held until the last call of `f` returns.
+#[inline(always)]
+pub(super) fn cut_at_once<K, V, S, E>(
+    store: &IndexedStore<K, V, S>,
+    mut f: impl FnMut(&Core<K, V>) -> Result<(), E>,
+) -> Result<(), E> {
+    let cores = store.shards.read_all();
+    for core in cores.iter() {
+        f(core)?;
+    }
+    Ok(())
 }

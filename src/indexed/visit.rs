@@ -16,7 +16,11 @@ use std::ops::ControlFlow;
 
 use super::IndexedStore;
 use super::error::IndexError;
-use crate::fault::broken;
+
+#[cfg(loom)]
+use super::broken::visit_bucket;
+#[cfg(not(loom))]
+use visit_under_one_cut as visit_bucket;
 
 impl<K, V, S> IndexedStore<K, V, S>
 where
@@ -209,52 +213,31 @@ where
         &self,
         name: &str,
         value: &str,
-        mut f: F,
+        f: F,
     ) -> Result<ControlFlow<B>, IndexError>
     where
         F: FnMut(&K, &V) -> ControlFlow<B>,
     {
-        if broken!(IndexedFault::VisitTwoLocks) {
-            return self.visit_two_locks(name, value, f);
-        }
-        let cores = self.shards.read_all();
-        let schema = cores.first().schema();
-        let position = schema.position(name)?;
-        let hash = schema.hash_value(value);
-        Ok(cores.iter().try_for_each(|core| {
-            core.bucket_entries(position, hash, value)
-                .try_for_each(|(key, object)| f(key, object))
-        }))
+        visit_bucket(self, name, value, f)
     }
+}
 
-    /// BROKEN on purpose, for the loom suite's negative control: the
-    /// bucket's keys under one read lock, each object under another, so an
-    /// object updated in between is visited under a value it no longer has.
-    fn visit_two_locks<B, F>(
-        &self,
-        name: &str,
-        value: &str,
-        mut f: F,
-    ) -> Result<ControlFlow<B>, IndexError>
-    where
-        F: FnMut(&K, &V) -> ControlFlow<B>,
-    {
-        let keys = {
-            let cores = self.shards.read_all();
-            let schema = cores.first().schema();
-            let position = schema.position(name)?;
-            let hash = schema.hash_value(value);
-            let mut keys = Vec::new();
-            for core in cores.iter() {
-                core.index_keys_into(position, hash, value, &mut keys);
-            }
-            keys
-        };
-        for key in keys {
-            if let Some(ControlFlow::Break(stop)) = self.get_with(&key, |object| f(&key, object)) {
-                return Ok(ControlFlow::Break(stop));
-            }
-        }
-        Ok(ControlFlow::Continue(()))
-    }
+/// [`IndexedStore::try_for_each_by_index`]'s step: every shard
+/// read-locked at once, and `f` called on each object of the bucket of
+/// `value` under index `name` while they are held.
+#[inline(always)]
+pub(super) fn visit_under_one_cut<K, V, S, B>(
+    store: &IndexedStore<K, V, S>,
+    name: &str,
+    value: &str,
+    mut f: impl FnMut(&K, &V) -> ControlFlow<B>,
+) -> Result<ControlFlow<B>, IndexError> {
+    let cores = store.shards.read_all();
+    let schema = cores.first().schema();
+    let position = schema.position(name)?;
+    let hash = schema.hash_value(value);
+    Ok(cores.iter().try_for_each(|core| {
+        core.bucket_entries(position, hash, value)
+            .try_for_each(|(key, object)| f(key, object))
+    }))
 }

@@ -27,11 +27,19 @@ use std::hash::{BuildHasher, Hash};
 use super::core::{Core, Inserted, Removed};
 use super::error::IndexError;
 use super::index_fn::{AllValues, Schema, discard};
+use super::shard_lock::ShardWriteGuard;
 use super::shards;
 use super::store::IndexedStore;
 use super::transaction::{self, Spare, Transaction};
-use crate::fault::broken;
 use crate::sync::{Arc, Ordering};
+
+#[cfg(loom)]
+use super::broken::{apply_insert, apply_remove, computed_for, replace_with};
+#[cfg(not(loom))]
+use {
+    build_then_swap as replace_with, insert_in_one_section as apply_insert,
+    remove_in_one_section as apply_remove, schema_unchanged as computed_for,
+};
 
 impl<K, V, S> IndexedStore<K, V, S>
 where
@@ -117,11 +125,7 @@ where
             // `drop(guard)` moves it first).
             let lean = {
                 let mut core = self.shards.write(shard);
-                // BROKEN on purpose under `IgnoreSchemaChange`: the lean
-                // write under a schema that has gained an index (no values
-                // stored).
-                (core.schema().defs.is_empty() || broken!(IndexedFault::IgnoreSchemaChange))
-                    .then(|| core.upsert_plain(hash, &mut key, &mut object))
+                computed_for(&core, None).then(|| core.upsert_plain(hash, &mut key, &mut object))
             };
             if let Some(previous) = lean {
                 return Ok(previous);
@@ -154,46 +158,14 @@ where
             schema = Some(current);
         }
         loop {
-            let mut core = self.shards.write(shard);
-            let fresh = match &schema {
-                Some(schema) => Arc::ptr_eq(core.schema(), schema),
-                None => core.schema().defs.is_empty(),
-            };
-            // BROKEN on purpose under `IgnoreSchemaChange`: stale values
-            // applied.
-            let current = fresh || broken!(IndexedFault::IgnoreSchemaChange);
-            if current {
-                if broken!(IndexedFault::IndexOutsideLock) {
-                    // BROKEN on purpose: the index changes in a second
-                    // critical section, after the object.
-                    let found = core.find(hash, key.as_ref().expect("larder: the key is ours"));
-                    let key = key.take().expect("larder: the key is ours");
-                    let value = object.take().expect(OURS);
-                    let (inserted, id, mut old) =
-                        core.insert_unindexed(hash, found, key, value, values);
-                    drop(core);
-                    self.shards.write(shard).reindex(id, old.as_deref_mut());
-                    return Ok(previous_of(inserted));
-                }
+            let core = self.shards.write(shard);
+            if computed_for(&core, schema.as_ref()) {
                 // `K`'s `Eq` (the probe) while the key and the object are
                 // still the caller's: if it panics, the unwinding releases
                 // the lock before they drop. Past the probe the core runs no
                 // user code, and a key it does not keep comes back to drop
                 // after unlocking.
-                let inserted = core.upsert(hash, key, object, values);
-                if broken!(IndexedFault::RevisionOutsideLock) {
-                    // BROKEN on purpose: the revision changes after the
-                    // object's critical section.
-                    drop(core);
-                    if let Some(revision) = revision {
-                        self.revision.store(revision, Ordering::SeqCst);
-                    }
-                    return Ok(previous_of(inserted));
-                }
-                if let Some(revision) = revision {
-                    self.revision.store(revision, Ordering::SeqCst);
-                }
-                drop(core);
+                let inserted = apply_insert(self, shard, core, hash, key, object, values, revision);
                 return Ok(previous_of(inserted));
             }
             let current = Arc::clone(core.schema());
@@ -243,26 +215,7 @@ where
     {
         let hash = self.hasher.hash_one(key);
         let shard = self.shards.of(hash);
-        if broken!(IndexedFault::IndexOutsideLock) {
-            // BROKEN on purpose: the index changes in a second critical
-            // section, after the object.
-            let mut core = self.shards.write(shard);
-            core.slot();
-            let id = core.find(hash, key)?;
-            let (removed, (values, at)) = core.remove_unindexed(hash, id);
-            drop(core);
-            self.shards.write(shard).unindex(id, &values, &at);
-            return Some(removed.value);
-        }
-        // The guard drops where it lies, at the block's end.
-        let removed = {
-            let mut core = self.shards.write(shard);
-            let removed = core.remove(hash, key);
-            if let Some(revision) = revision {
-                self.revision.store(revision, Ordering::SeqCst);
-            }
-            removed
-        };
+        let removed = apply_remove(self, shard, hash, key, revision);
         removed.map(Removed::into_value)
     }
 
@@ -311,40 +264,7 @@ where
     where
         I: IntoIterator<Item = (K, V)>,
     {
-        let mut schema = self.schema();
-        let items = items.into_iter();
-        if broken!(IndexedFault::ReplacePiecewise) {
-            // BROKEN on purpose: clear, then one insert per critical section.
-            self.clear();
-            for (key, value) in items {
-                self.insert(key, value)?;
-            }
-            return Ok(());
-        }
-        let count = self.shards.count();
-        let mut fresh = match items.size_hint() {
-            // Taken as they come when their count is known (the shards are
-            // sized for it), else collected first.
-            (low, Some(high)) if low == high => build_cores(&schema, &self.hasher, count, items)?,
-            _ => {
-                let items: Vec<_> = items.collect();
-                build_cores(&schema, &self.hasher, count, items.into_iter())?
-            }
-        };
-        loop {
-            match self.swap_in(fresh, &schema, revision) {
-                Ok(old) => {
-                    drop(old);
-                    return Ok(());
-                }
-                Err((built, current)) => {
-                    // An index was added meanwhile: rebuild for the new schema.
-                    schema = current;
-                    let items: Vec<_> = built.into_iter().flat_map(Core::into_entries).collect();
-                    fresh = build_cores(&schema, &self.hasher, count, items.into_iter())?;
-                }
-            }
-        }
+        replace_with(self, items.into_iter(), revision)
     }
 
     /// Installs `fresh` (a core per shard, built for `schema`) as the whole
@@ -479,6 +399,106 @@ where
             schema = Arc::clone(cores[0].schema());
             drop(cores);
             transaction::recompute(&schema, &mut ops)?;
+        }
+    }
+}
+
+/// Whether index values computed for `schema` (`None`: for a schema
+/// without indexes, so no values) fit the schema `core` has now: a write's
+/// check under the shard's write lock.
+#[inline(always)]
+pub(super) fn schema_unchanged<K, V>(core: &Core<K, V>, schema: Option<&Arc<Schema<V>>>) -> bool {
+    match schema {
+        Some(schema) => Arc::ptr_eq(core.schema(), schema),
+        None => core.schema().defs.is_empty(),
+    }
+}
+
+/// `insert`'s write under the shard's write lock `core`: the object and
+/// its index entries in one critical section, with `revision` (if any)
+/// recorded in it; then releases the lock. `K`'s `Eq` (the probe) runs
+/// while `key` and `object` are still the caller's.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+pub(super) fn insert_in_one_section<K, V, S>(
+    store: &IndexedStore<K, V, S>,
+    _shard: usize,
+    mut core: ShardWriteGuard<'_, Core<K, V>>,
+    hash: u64,
+    key: &mut Option<K>,
+    object: &mut Option<V>,
+    values: AllValues,
+    revision: Option<u64>,
+) -> Inserted<K, V>
+where
+    K: Eq,
+{
+    let inserted = core.upsert(hash, key, object, values);
+    if let Some(revision) = revision {
+        store.revision.store(revision, Ordering::SeqCst);
+    }
+    drop(core);
+    inserted
+}
+
+/// `remove`'s write: takes the object of `key` (hash `hash`) out of shard
+/// `shard` and every index, and records `revision` (if any), in one
+/// critical section. What it removed drops in the caller, after the unlock.
+#[inline(always)]
+pub(super) fn remove_in_one_section<K, V, S, Q>(
+    store: &IndexedStore<K, V, S>,
+    shard: usize,
+    hash: u64,
+    key: &Q,
+    revision: Option<u64>,
+) -> Option<Removed<K, V>>
+where
+    K: Borrow<Q>,
+    Q: ?Sized + Eq,
+{
+    let mut core = store.shards.write(shard);
+    let removed = core.remove(hash, key);
+    if let Some(revision) = revision {
+        store.revision.store(revision, Ordering::SeqCst);
+    }
+    removed
+}
+
+/// `replace`'s step: the new content, its indexes included, built with no
+/// lock held, then swapped in under every shard's write lock (rebuilt if an
+/// index was added meanwhile). The old content drops after the unlock.
+pub(super) fn build_then_swap<K, V, S>(
+    store: &IndexedStore<K, V, S>,
+    items: impl Iterator<Item = (K, V)>,
+    revision: Option<u64>,
+) -> Result<(), IndexError>
+where
+    K: Hash + Eq + Clone,
+    S: BuildHasher,
+{
+    let mut schema = store.schema();
+    let count = store.shards.count();
+    let mut fresh = match items.size_hint() {
+        // Taken as they come when their count is known (the shards are
+        // sized for it), else collected first.
+        (low, Some(high)) if low == high => build_cores(&schema, &store.hasher, count, items)?,
+        _ => {
+            let items: Vec<_> = items.collect();
+            build_cores(&schema, &store.hasher, count, items.into_iter())?
+        }
+    };
+    loop {
+        match store.swap_in(fresh, &schema, revision) {
+            Ok(old) => {
+                drop(old);
+                return Ok(());
+            }
+            Err((built, current)) => {
+                // An index was added meanwhile: rebuild for the new schema.
+                schema = current;
+                let items: Vec<_> = built.into_iter().flat_map(Core::into_entries).collect();
+                fresh = build_cores(&schema, &store.hasher, count, items.into_iter())?;
+            }
         }
     }
 }

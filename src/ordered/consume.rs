@@ -7,8 +7,12 @@ use std::ops::Bound;
 
 use super::sequential::Entry;
 use super::{Engine, OrderedIndex};
-use crate::fault::broken;
 use crate::sync::Arc;
+
+#[cfg(loom)]
+use super::broken::{drain_step, pop_first_step};
+#[cfg(not(loom))]
+use {drain_in_one_step as drain_step, pop_first_in_one_step as pop_first_step};
 
 impl<K: Ord + Clone + Hash, V, S: BuildHasher> OrderedIndex<K, V, S> {
     /// Keeps only the entries for which `f` returns `true`.
@@ -75,18 +79,7 @@ impl<K: Ord + Clone + Hash, V, S: BuildHasher> OrderedIndex<K, V, S> {
     /// assert_eq!(index.pop_first(), None);
     /// ```
     pub fn pop_first(&self) -> Option<(K, Arc<V>)> {
-        if broken!(OrderedFault::CheckThenRemove) {
-            // BROKEN on purpose: look, unlock, then remove in a second step.
-            let (key, value) = self.first()?;
-            self.remove(&key);
-            return Some((key, value));
-        }
-        match &self.engine {
-            Engine::Locked(core) => {
-                Self::write(core, |core| core.pop_first(|key| self.hasher.hash_one(key)))
-            }
-            Engine::Partitioned(parts) => parts.pop_end(false, |key| self.hasher.hash_one(key)),
-        }
+        pop_first_step(self)
     }
 
     /// Removes and returns the entry with the greatest key, atomically.
@@ -134,19 +127,40 @@ impl<K: Ord + Clone + Hash, V, S: BuildHasher> OrderedIndex<K, V, S> {
         K: Borrow<Q>,
         Q: Ord + ?Sized,
     {
-        if broken!(OrderedFault::CheckThenRemove) {
-            // BROKEN on purpose: read what to take, unlock, then remove.
-            let seen = self.range_inner::<Q, _>((Bound::Unbounded, end));
-            for (key, _) in &seen {
-                self.remove::<K>(key);
-            }
-            return seen;
-        }
-        match &self.engine {
-            Engine::Locked(core) => Self::write(core, |core| {
-                core.drain_to(end, |key| self.hasher.hash_one(key))
-            }),
-            Engine::Partitioned(parts) => parts.drain_to(end, |key| self.hasher.hash_one(key)),
-        }
+        drain_step(self, end)
+    }
+}
+
+/// [`OrderedIndex::pop_first`]'s step: the least entry found and removed
+/// under one write lock.
+#[inline(always)]
+pub(super) fn pop_first_in_one_step<K: Ord + Clone + Hash, V, S: BuildHasher>(
+    index: &OrderedIndex<K, V, S>,
+) -> Option<(K, Arc<V>)> {
+    match &index.engine {
+        Engine::Locked(core) => OrderedIndex::<K, V, S>::write(core, |core| {
+            core.pop_first(|key| index.hasher.hash_one(key))
+        }),
+        Engine::Partitioned(parts) => parts.pop_end(false, |key| index.hasher.hash_one(key)),
+    }
+}
+
+/// [`OrderedIndex::drain_to`]'s step: the entries up to `end` found and
+/// removed in one atomic step.
+#[inline(always)]
+pub(super) fn drain_in_one_step<K, V, S, Q>(
+    index: &OrderedIndex<K, V, S>,
+    end: Bound<&Q>,
+) -> Vec<(K, Arc<V>)>
+where
+    K: Ord + Clone + Hash + Borrow<Q>,
+    S: BuildHasher,
+    Q: Ord + ?Sized,
+{
+    match &index.engine {
+        Engine::Locked(core) => OrderedIndex::<K, V, S>::write(core, |core| {
+            core.drain_to(end, |key| index.hasher.hash_one(key))
+        }),
+        Engine::Partitioned(parts) => parts.drain_to(end, |key| index.hasher.hash_one(key)),
     }
 }

@@ -33,9 +33,12 @@
 //!   `drain_to`), `wait.rs` (their waiting forms), `view.rs`
 //!   ([`OrderedSnapshot`]), `builder.rs`; this file: the face and point
 //!   operations.
-//! - Test machinery: `torn.rs` and `partitioned/leaf_by_leaf.rs` (the loom
-//!   negative controls' broken reads), `tests.rs`, `wait_tests.rs`.
+//! - Test machinery: `broken.rs` and `partitioned/broken.rs` (the loom
+//!   negative controls' broken variants, compiled only under `cfg(loom)`),
+//!   `tests.rs`, `wait_tests.rs`.
 
+#[cfg(loom)]
+mod broken;
 mod builder;
 mod consume;
 mod leaf;
@@ -44,7 +47,6 @@ mod partitioned;
 mod points;
 mod range;
 mod sequential;
-mod torn;
 mod view;
 mod wait;
 
@@ -59,9 +61,13 @@ use std::hash::{BuildHasher, Hash};
 use self::lock::CoreLock;
 use self::partitioned::Partitioned;
 use self::sequential::OrderedCore;
-use crate::fault::broken;
 use crate::sync::Arc;
 use crate::wait::Waiters;
+
+#[cfg(loom)]
+use broken::snapshot_cut;
+#[cfg(not(loom))]
+use snapshot_at_once as snapshot_cut;
 
 /// An ordered concurrent map with atomic ordered consumption
 /// ([`pop_first`](OrderedIndex::pop_first),
@@ -478,15 +484,7 @@ impl<K, V, S> OrderedIndex<K, V, S> {
     where
         K: Ord + Clone,
     {
-        if broken!(OrderedFault::TornCut) {
-            // BROKEN on purpose: a map assembled from one entry per lock.
-            let entries = self.torn_range::<K, _>(..);
-            return OrderedSnapshot::new(Arc::new(entries.into_iter().collect()));
-        }
-        match &self.engine {
-            Engine::Locked(core) => OrderedSnapshot::new(core.read().share()),
-            Engine::Partitioned(parts) => OrderedSnapshot::new(Arc::new(parts.snapshot())),
-        }
+        snapshot_cut(self)
     }
 
     /// Runs one write step under the write lock, then drops whatever map
@@ -501,6 +499,16 @@ impl<K, V, S> OrderedIndex<K, V, S> {
         drop(core);
         drop(retired);
         result
+    }
+}
+
+/// [`OrderedIndex::snapshot`]'s step: the map at one consistent cut,
+/// shared (one lock) or built from the leaves shared at one instant.
+#[inline(always)]
+fn snapshot_at_once<K: Ord + Clone, V, S>(index: &OrderedIndex<K, V, S>) -> OrderedSnapshot<K, V> {
+    match &index.engine {
+        Engine::Locked(core) => OrderedSnapshot::new(core.read().share()),
+        Engine::Partitioned(parts) => OrderedSnapshot::new(Arc::new(parts.snapshot())),
     }
 }
 

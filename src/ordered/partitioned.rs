@@ -74,13 +74,21 @@ use std::ops::Bound;
 use super::leaf::{LeafData, lower, search, upper};
 use super::points::{Points, Slot};
 use super::sequential::{Entry, Map};
-use crate::fault::broken;
 use crate::sync::{Arc, CachePadded, RwLock, ShardedLock};
 
+#[cfg(loom)]
+mod broken;
 #[cfg(any(test, feature = "testing"))]
 mod check;
-mod leaf_by_leaf;
 mod reads;
+
+#[cfg(loom)]
+use broken::{drain, empty_means_none, leaf_at, mergeable, split_point};
+#[cfg(not(loom))]
+use {
+    drain_at_once as drain, leaf_by_address as leaf_at, marker_inside as split_point,
+    neither_shared as mergeable, only_leaf as empty_means_none,
+};
 
 /// The leaf size when none is chosen.
 pub(crate) const DEFAULT_LEAF_SIZE: usize = 128;
@@ -253,14 +261,7 @@ impl<K, V> Router<K, V> {
     /// The index of the leaf whose address is `id`: `hint` if it still is
     /// there, else found by a scan; `None` if a merge removed it.
     fn find(&self, hint: usize, id: usize) -> Option<usize> {
-        if broken!(OrderedFault::StaleLeafIndex) {
-            // BROKEN on purpose: trusts the index the leaf had.
-            return (hint < self.leaves.len()).then_some(hint);
-        }
-        if self.leaves.get(hint).is_some_and(|leaf| id_of(leaf) == id) {
-            return Some(hint);
-        }
-        self.leaves.iter().position(|leaf| id_of(leaf) == id)
+        leaf_at(self, hint, id)
     }
 
     fn len_of(&mut self, i: usize) -> usize {
@@ -292,11 +293,7 @@ impl<K, V> Router<K, V> {
             garbage.keys.extend(bound);
             return;
         }
-        // BROKEN on purpose under `SplitAtMovedMarker`: an end is accepted.
-        let any_position = broken!(OrderedFault::SplitAtMovedMarker);
-        let at = marker
-            .and_then(|value| leaf.position_of(value))
-            .filter(|&at| any_position || (at > 0 && at < leaf.len()));
+        let at = split_point(leaf, marker);
         let (bound, mid) = match (bound, at) {
             (Some(bound), Some(at)) => (bound, at),
             (bound, _) => {
@@ -335,12 +332,7 @@ impl<K, V> Router<K, V> {
         } else {
             return;
         };
-        let shared =
-            |router: &mut Self, j: usize| Arc::get_mut(router.leaves[j].get_mut()).is_none();
-        // BROKEN on purpose under `MergeSharedLeaf`: the right leaf's
-        // sharing goes unchecked.
-        let check_right = !broken!(OrderedFault::MergeSharedLeaf);
-        if shared(self, left) || (check_right && shared(self, right)) {
+        if !mergeable(self, left, right) {
             return;
         }
         let mut gone = self.leaves.remove(right).expect("larder: leaf to merge");
@@ -606,10 +598,7 @@ impl<K, V> Partitioned<K, V> {
                 if let Some((key, value)) = entry {
                     return Some((key.clone(), Arc::clone(value)));
                 }
-                // BROKEN on purpose under `EmptyEndLeaf`: an empty end leaf
-                // is taken for an empty map.
-                let alone = n == 1 || broken!(OrderedFault::EmptyEndLeaf);
-                if alone {
+                if empty_means_none(n) {
                     return None;
                 }
             }
@@ -679,59 +668,7 @@ impl<K, V> Partitioned<K, V> {
         K: Borrow<Q> + Clone,
         Q: Ord + ?Sized,
     {
-        if broken!(OrderedFault::LeafByLeaf) || broken!(OrderedFault::LateSlots) {
-            return self.drain_leaf_by_leaf(end, hash);
-        }
-        let mut garbage = Garbage::default();
-        let (out, emptied) = {
-            let router = self.router.read();
-            let last = last_leaf(&router.bounds, end).min(router.leaves.len() - 1);
-            let mut guards: Vec<_> = router
-                .leaves
-                .range(..=last)
-                .map(|leaf| leaf.write())
-                .collect();
-            // Every user call (`Ord` for the cuts, `Hash` of the keys to
-            // take, `Clone` to unshare) before the first change.
-            let cuts: Vec<usize> = guards.iter().map(|leaf| upper(leaf.keys(), end)).collect();
-            let hashes: Vec<u64> = match &router.points {
-                Some(_) => guards
-                    .iter()
-                    .zip(&cuts)
-                    .flat_map(|(leaf, &cut)| leaf.keys()[..cut].iter().map(&hash))
-                    .collect(),
-                None => Vec::new(),
-            };
-            for (leaf, &cut) in guards.iter_mut().zip(&cuts) {
-                if cut > 0 {
-                    unshare(&mut **leaf, &mut garbage.entries);
-                }
-            }
-            let mut out = Vec::with_capacity(cuts.iter().sum());
-            let mut emptied = false;
-            for (leaf, &cut) in guards.iter_mut().zip(&cuts) {
-                if cut == 0 {
-                    continue;
-                }
-                let entries = Arc::get_mut(&mut **leaf).expect("larder: unshared leaf");
-                emptied |= cut == entries.len();
-                entries.take_front(cut, &mut out);
-            }
-            if let Some(points) = &router.points {
-                let victims: Vec<(u64, &Arc<V>)> = hashes
-                    .iter()
-                    .copied()
-                    .zip(out.iter().map(|(_, value)| value))
-                    .collect();
-                points.remove(&victims, &mut garbage.slots);
-            }
-            (out, emptied && router.leaves.len() > 1)
-        };
-        if emptied {
-            self.trim(false);
-        }
-        drop(garbage);
-        out
+        drain(self, end, hash)
     }
 
     /// Removes every entry.
@@ -749,4 +686,110 @@ impl<K, V> Partitioned<K, V> {
     pub(crate) fn leaf_count(&self) -> usize {
         self.router.read().leaves.len()
     }
+}
+
+/// [`Router::find`]'s step: the index of the leaf whose address is `id`,
+/// `hint` if it still is there, else found by a scan; `None` if a merge
+/// removed it.
+#[inline(always)]
+fn leaf_by_address<K, V>(router: &Router<K, V>, hint: usize, id: usize) -> Option<usize> {
+    if router
+        .leaves
+        .get(hint)
+        .is_some_and(|leaf| id_of(leaf) == id)
+    {
+        return Some(hint);
+    }
+    router.leaves.iter().position(|leaf| id_of(leaf) == id)
+}
+
+/// [`Router::split`]'s step: where the prepared entry (its value
+/// `marker`) now is in `leaf`, if strictly inside it (a cut at an end
+/// would leave an empty leaf).
+#[inline(always)]
+fn marker_inside<K, V>(leaf: &LeafData<K, V>, marker: Option<&Arc<V>>) -> Option<usize> {
+    marker
+        .and_then(|value| leaf.position_of(value))
+        .filter(|&at| at > 0 && at < leaf.len())
+}
+
+/// [`Router::merge`]'s step: whether leaves `left` and `right` may merge,
+/// neither being shared with a snapshot.
+#[inline(always)]
+fn neither_shared<K, V>(router: &mut Router<K, V>, left: usize, right: usize) -> bool {
+    let shared =
+        |router: &mut Router<K, V>, j: usize| Arc::get_mut(router.leaves[j].get_mut()).is_none();
+    !shared(router, left) && !shared(router, right)
+}
+
+/// [`Partitioned::end`]'s step: whether an empty end leaf, one of `n`,
+/// means an empty map (only if it is the only leaf: else it was emptied by
+/// a removal whose merge has not run yet).
+#[inline(always)]
+fn only_leaf(n: usize) -> bool {
+    n == 1
+}
+
+/// [`Partitioned::drain_to`]'s step: every leaf up to `end` write-locked
+/// at once, all user code run before the first change, the entries and
+/// their point-lookup slots taken in one step.
+fn drain_at_once<K, V, Q>(
+    parts: &Partitioned<K, V>,
+    end: Bound<&Q>,
+    hash: impl Fn(&K) -> u64,
+) -> Vec<Entry<K, V>>
+where
+    K: Borrow<Q> + Clone,
+    Q: Ord + ?Sized,
+{
+    let mut garbage = Garbage::default();
+    let (out, emptied) = {
+        let router = parts.router.read();
+        let last = last_leaf(&router.bounds, end).min(router.leaves.len() - 1);
+        let mut guards: Vec<_> = router
+            .leaves
+            .range(..=last)
+            .map(|leaf| leaf.write())
+            .collect();
+        // Every user call (`Ord` for the cuts, `Hash` of the keys to
+        // take, `Clone` to unshare) before the first change.
+        let cuts: Vec<usize> = guards.iter().map(|leaf| upper(leaf.keys(), end)).collect();
+        let hashes: Vec<u64> = match &router.points {
+            Some(_) => guards
+                .iter()
+                .zip(&cuts)
+                .flat_map(|(leaf, &cut)| leaf.keys()[..cut].iter().map(&hash))
+                .collect(),
+            None => Vec::new(),
+        };
+        for (leaf, &cut) in guards.iter_mut().zip(&cuts) {
+            if cut > 0 {
+                unshare(&mut **leaf, &mut garbage.entries);
+            }
+        }
+        let mut out = Vec::with_capacity(cuts.iter().sum());
+        let mut emptied = false;
+        for (leaf, &cut) in guards.iter_mut().zip(&cuts) {
+            if cut == 0 {
+                continue;
+            }
+            let entries = Arc::get_mut(&mut **leaf).expect("larder: unshared leaf");
+            emptied |= cut == entries.len();
+            entries.take_front(cut, &mut out);
+        }
+        if let Some(points) = &router.points {
+            let victims: Vec<(u64, &Arc<V>)> = hashes
+                .iter()
+                .copied()
+                .zip(out.iter().map(|(_, value)| value))
+                .collect();
+            points.remove(&victims, &mut garbage.slots);
+        }
+        (out, emptied && router.leaves.len() > 1)
+    };
+    if emptied {
+        parts.trim(false);
+    }
+    drop(garbage);
+    out
 }

@@ -5,8 +5,12 @@ use std::borrow::Borrow;
 use std::ops::{ControlFlow, RangeBounds};
 
 use super::{Engine, OrderedIndex};
-use crate::fault::broken;
 use crate::sync::Arc;
+
+#[cfg(loom)]
+use super::broken::range_cut;
+#[cfg(not(loom))]
+use range_at_once as range_cut;
 
 /// Ordered reads: the ordered entries alone, no hashing.
 impl<K: Ord + Clone, V, S> OrderedIndex<K, V, S> {
@@ -78,10 +82,7 @@ impl<K: Ord + Clone, V, S> OrderedIndex<K, V, S> {
         Q: Ord + ?Sized,
         R: RangeBounds<Q>,
     {
-        if broken!(OrderedFault::TornCut) {
-            return self.torn_range(range);
-        }
-        self.range_inner(range)
+        range_cut(self, range)
     }
 
     /// [`range_to_vec`](Self::range_to_vec) without the loom faults.
@@ -319,4 +320,19 @@ impl<K: Ord + Clone, V, S> OrderedIndex<K, V, S> {
             Engine::Partitioned(parts) => parts.check_invariants(),
         }
     }
+}
+
+/// [`OrderedIndex::range_to_vec`]'s step: the range copied out at one
+/// consistent cut ([`OrderedIndex::range_inner`]).
+#[inline(always)]
+pub(super) fn range_at_once<K, V, S, Q, R>(
+    index: &OrderedIndex<K, V, S>,
+    range: R,
+) -> Vec<(K, Arc<V>)>
+where
+    K: Ord + Clone + Borrow<Q>,
+    Q: Ord + ?Sized,
+    R: RangeBounds<Q>,
+{
+    index.range_inner(range)
 }

@@ -8,9 +8,13 @@ use std::collections::HashMap;
 use super::bucket::{Buckets, Id, bucket};
 use super::positions::Run;
 use super::{Core, bucket_id};
-use crate::fault::broken;
 use crate::indexed::index_fn::{AllValues, Schema, Values};
 use crate::sync::Arc;
+
+#[cfg(loom)]
+use crate::indexed::broken::drop_written;
+#[cfg(not(loom))]
+use drop_stale as drop_written;
 
 impl<K, V> Core<K, V> {
     /// Starts (or restarts) recording the slots written from now on, for
@@ -73,16 +77,7 @@ impl<K, V> Core<K, V> {
         // A core swapped in since the watch (`replace`, `clear`) may be
         // inline: its objects need slot ids to be listed.
         self.slot();
-        match self.written() {
-            // BROKEN on purpose: the written slots keep their values.
-            _ if broken!(IndexedFault::AddIndexIgnoresWrites) => {}
-            None => computed.clear(),
-            Some(written) => {
-                for &id in written {
-                    computed.remove(&(id as usize));
-                }
-            }
-        }
+        drop_written(self, computed);
         self.live()
             .map(|(id, _)| id)
             .filter(|id| !computed.contains_key(id))
@@ -120,5 +115,19 @@ impl<K, V> Core<K, V> {
         }
         self.indexes.push(buckets);
         self.schema = schema;
+    }
+}
+
+/// [`Core::stale`]'s step: drops from `computed` the values of the slots
+/// written since the watch (all of them if the core was not watched).
+#[inline(always)]
+pub(crate) fn drop_stale<K, V>(core: &Core<K, V>, computed: &mut HashMap<usize, Values>) {
+    match core.written() {
+        None => computed.clear(),
+        Some(written) => {
+            for &id in written {
+                computed.remove(&(id as usize));
+            }
+        }
     }
 }

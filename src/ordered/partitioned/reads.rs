@@ -4,10 +4,13 @@
 use std::borrow::Borrow;
 use std::ops::{ControlFlow, RangeBounds};
 
-use super::{Entries, Map, Partitioned, check_range, first_leaf, last_leaf, span};
-
-use crate::fault::broken;
+use super::{Entries, Map, Partitioned, Router, check_range, first_leaf, last_leaf, span};
 use crate::sync::Arc;
+
+#[cfg(loom)]
+use super::broken::{hold, share_leaves};
+#[cfg(not(loom))]
+use {keep_locked as hold, share_at_once as share_leaves};
 
 impl<K, V> Partitioned<K, V> {
     /// Calls `f` on every entry in the range, in order, under the read locks
@@ -59,12 +62,7 @@ impl<K, V> Partitioned<K, V> {
             for (key, value) in guard.slice(lo, hi) {
                 f(key, value)?;
             }
-            if broken!(OrderedFault::LeafByLeaf) {
-                // BROKEN on purpose: this leaf's lock is released before the
-                // next one is taken.
-                continue;
-            }
-            held.push(guard);
+            hold(&mut held, guard);
         }
         ControlFlow::Continue(())
     }
@@ -105,17 +103,7 @@ impl<K, V> Partitioned<K, V> {
 
     /// Every leaf's entries, shared, at one instant.
     fn share(&self) -> Vec<Entries<K, V>> {
-        let router = self.router.read();
-        if broken!(OrderedFault::LeafByLeaf) {
-            // BROKEN on purpose: one leaf at a time.
-            return router
-                .leaves
-                .iter()
-                .map(|leaf| Arc::clone(&*leaf.read()))
-                .collect();
-        }
-        let guards: Vec<_> = router.leaves.iter().map(|leaf| leaf.read()).collect();
-        guards.iter().map(|leaf| Arc::clone(&**leaf)).collect()
+        share_leaves(&self.router.read())
     }
 
     /// The whole map at one instant, built after the locks are released.
@@ -138,4 +126,18 @@ impl<K, V> Partitioned<K, V> {
         }
         map
     }
+}
+
+/// [`Partitioned::visit_while`]'s step: a leaf's read lock, kept until the
+/// walk ends (two-phase locking).
+#[inline(always)]
+pub(super) fn keep_locked<G>(held: &mut Vec<G>, guard: G) {
+    held.push(guard);
+}
+
+/// [`Partitioned::share`]'s step: every leaf read-locked at once, each
+/// leaf's entries shared under those locks.
+pub(super) fn share_at_once<K, V>(router: &Router<K, V>) -> Vec<Entries<K, V>> {
+    let guards: Vec<_> = router.leaves.iter().map(|leaf| leaf.read()).collect();
+    guards.iter().map(|leaf| Arc::clone(&**leaf)).collect()
 }
