@@ -1,5 +1,5 @@
 //! Memory per entry at capacity: each cache of at most N `u64 -> u64`
-//! entries (1M for the figures in `docs/lru.md`, 100K by default) is filled
+//! entries (1M for the figures in `docs/benchmarks.md`, 100K by default) is filled
 //! with F times N distinct keys (F = 2 by default: so it is full and has
 //! evicted as many as it holds; 20 for the figures in the docs: a cache
 //! that has churned long enough to show growth that churn alone causes),
