@@ -1,5 +1,5 @@
 //! Memory per entry of an `IndexedStore` of `u64 -> u64` (1M entries for
-//! the figures in `docs/indexed.md`, 100K by default), with no index and
+//! the figures in `docs/benchmarks.md`, 100K by default), with no index and
 //! with one and two indexes, beside `HashMap` and `DashMap`; optionally
 //! after its objects have been replaced by others R times over (R = 20 for
 //! the second figure in the docs: a store of steady size whose keys come
