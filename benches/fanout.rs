@@ -112,7 +112,7 @@ fn run(use_registry: bool) -> Vec<u64> {
         .unwrap();
     let base = Instant::now();
     let source = MemorySource::new();
-    let store = Arc::new(IndexedStore::<u64, Arc<u64>>::new());
+    let store = IndexedStore::<u64, Arc<u64>>::new();
     let recorders: Vec<Arc<Latency>> = (0..HANDLERS - usize::from(use_registry))
         .map(|_| Latency::new(base))
         .collect();

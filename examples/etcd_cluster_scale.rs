@@ -100,7 +100,7 @@ async fn lag(
     })
     .await?
     .build()?;
-    let store = Arc::new(IndexedStore::<String, Arc<u64>>::new());
+    let store = IndexedStore::<String, Arc<u64>>::new();
     let record = {
         let seen = Arc::clone(&seen);
         move |value: u64| {
@@ -108,7 +108,7 @@ async fn lag(
         }
     };
     let on_update = record.clone();
-    let reflector = Reflector::builder(source, Arc::clone(&store))
+    let reflector = Reflector::builder(source, store)
         .on_add(move |_, new| record(**new))
         .on_update(move |_, _, new| on_update(**new))
         .build()?;
@@ -228,8 +228,9 @@ async fn scale(
     .await?
     .page_size(page_size)
     .build()?;
-    let store = Arc::new(IndexedStore::<String, Arc<Vec<u8>>>::new());
-    let reflector = Reflector::builder(source, Arc::clone(&store)).build()?;
+    let store = IndexedStore::<String, Arc<Vec<u8>>>::new();
+    let reflector = Reflector::builder(source, store).build()?;
+    let store = reflector.reader();
     let handle = reflector.handle();
     let task = tokio::spawn(reflector.run());
     handle.wait_until_synced().await?;

@@ -57,12 +57,12 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             .map_err(|e| e.to_string())
     })
     .build()?;
-    let store = Arc::new(IndexedStore::<String, Arc<u64>>::new());
+    let store = IndexedStore::<String, Arc<u64>>::new();
     // When each sequence number became visible: the handlers run right
     // after the store applied the change.
     let visible: Arc<Mutex<HashMap<u64, Instant>>> = Arc::default();
     let (on_add, on_update) = (visible.clone(), visible.clone());
-    let reflector = Reflector::builder(source.clone(), Arc::clone(&store))
+    let reflector = Reflector::builder(source.clone(), store)
         .on_add(move |_, n| {
             on_add.lock().unwrap().insert(**n, Instant::now());
         })
@@ -70,6 +70,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             on_update.lock().unwrap().insert(**n, Instant::now());
         })
         .build()?;
+    let store = reflector.reader();
     let handle = reflector.handle();
     let task = tokio::spawn(reflector.run());
     handle

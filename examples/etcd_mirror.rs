@@ -14,11 +14,11 @@
 //! picks another server (default `http://127.0.0.1:2379`, or
 //! `$ETCD_ENDPOINT`).
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use larder::IndexedStore;
-use larder::reflector::{EtcdSource, Reflector};
+use larder::reflector::{EtcdSource, Reflector, StoreReader};
 
 const PREFIX: &str = "/larder-demo/pods/";
 
@@ -45,7 +45,7 @@ fn decode(bytes: &[u8]) -> Result<Pod, String> {
     })
 }
 
-fn lookups(store: &IndexedStore<String, Arc<Pod>>) -> String {
+fn lookups(store: &StoreReader<String, Pod>) -> String {
     let mut parts = Vec::new();
     for (index, values) in [("namespace", ["shop", "billing"]), ("app", ["web", "db"])] {
         for value in values {
@@ -84,29 +84,32 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     let source = EtcdSource::builder(client.clone(), PREFIX, decode).build()?;
 
-    let store = Arc::new(
-        IndexedStore::<String, Arc<Pod>>::builder()
-            .index("namespace", |pod: &Arc<Pod>| [pod.namespace.clone()])
-            .index("app", |pod: &Arc<Pod>| [pod.app.clone()])
-            .build()?,
-    );
-    let (on_add, on_update, on_delete) = (store.clone(), store.clone(), store.clone());
-    let reflector = Reflector::builder(source.clone(), Arc::clone(&store))
+    let store = IndexedStore::<String, Arc<Pod>>::builder()
+        .index("namespace", |pod: &Arc<Pod>| [pod.namespace.clone()])
+        .index("app", |pod: &Arc<Pod>| [pod.app.clone()])
+        .build()?;
+    // The handlers read the store through the reflector's reader, which
+    // exists once the reflector is built (the reflector owns the store).
+    let reader: Arc<OnceLock<StoreReader<String, Pod>>> = Arc::default();
+    let (on_add, on_update, on_delete) = (reader.clone(), reader.clone(), reader.clone());
+    let reflector = Reflector::builder(source.clone(), store)
         .on_add(move |key, pod| {
-            println!("added   {key} {pod:?}\n        {}", lookups(&on_add));
+            let lookups = on_add.get().map(lookups).unwrap_or_default();
+            println!("added   {key} {pod:?}\n        {lookups}");
         })
         .on_update(move |key, old, new| {
-            println!(
-                "updated {key} {old:?} -> {new:?}\n        {}",
-                lookups(&on_update)
-            );
+            let lookups = on_update.get().map(lookups).unwrap_or_default();
+            println!("updated {key} {old:?} -> {new:?}\n        {lookups}");
         })
         .on_delete(move |key, _| {
-            println!("deleted {key}\n        {}", lookups(&on_delete));
+            let lookups = on_delete.get().map(lookups).unwrap_or_default();
+            println!("deleted {key}\n        {lookups}");
         })
         .on_error(|error| eprintln!("reflector: {error}"))
         .parse_invalid_key(|key| Some(key.to_owned()))
         .build()?;
+    let store = reflector.reader();
+    reader.set(store.clone()).expect("set once");
     let handle = reflector.handle();
     let task = tokio::spawn(reflector.run());
     handle

@@ -48,20 +48,18 @@ async fn main() {
         source.put(key, pod);
     }
 
-    let pods: Arc<IndexedStore<String, Arc<Pod>>> = Arc::new(
-        IndexedStore::builder()
-            .index("namespace", |pod: &Arc<Pod>| [pod.namespace.clone()])
-            .index("label", |pod: &Arc<Pod>| {
-                pod.labels
-                    .iter()
-                    .map(|(k, v)| format!("{k}={v}"))
-                    .collect::<Vec<_>>()
-            })
-            .build()
-            .expect("valid indexes"),
-    );
+    let pods: IndexedStore<String, Arc<Pod>> = IndexedStore::builder()
+        .index("namespace", |pod: &Arc<Pod>| [pod.namespace.clone()])
+        .index("label", |pod: &Arc<Pod>| {
+            pod.labels
+                .iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect::<Vec<_>>()
+        })
+        .build()
+        .expect("valid indexes");
 
-    let reflector = Reflector::builder(source.clone(), Arc::clone(&pods))
+    let reflector = Reflector::builder(source.clone(), pods)
         .on_add(|key, pod| println!("  + {key} ({})", pod.phase))
         .on_update(|key, old, new| {
             if old.phase != new.phase {
@@ -78,6 +76,7 @@ async fn main() {
         ))
         .build()
         .expect("valid settings");
+    let pods = reflector.reader();
     let handle = reflector.handle();
     let task = tokio::spawn(reflector.run());
 

@@ -114,6 +114,8 @@
 //! `on_delete`) outside every lock, a relist delivering the exact
 //! difference. It runs as a plain future on any executor, with readiness
 //! (`wait_until_synced`) and read-your-writes (`wait_for_revision`) waits.
+//! It owns the store and is its only writer: readers get read-only
+//! `reflector::StoreReader`s.
 //! [`IndexedStore::revision`] tracks the revision of the last applied
 //! change. `reflector::MemorySource` is an in-memory source with fault
 //! injection for tests; with the `etcd` feature, `reflector::EtcdSource`

@@ -228,7 +228,7 @@ async fn probe(
     client: Client,
     source: EtcdSource<u64>,
     harness_handle: larder::reflector::ReflectorHandle,
-    store: Arc<larder::IndexedStore<String, Arc<u64>>>,
+    store: larder::reflector::StoreReader<String, u64>,
     writers: (Arc<AtomicBool>, Arc<AtomicBool>, Arc<AtomicU64>),
     probes: Arc<Probes>,
 ) {
@@ -339,7 +339,7 @@ async fn four_writers_through_the_fault_sequence_leave_no_mismatch() {
                 client.clone(),
                 source.clone(),
                 harness.handle.clone(),
-                Arc::clone(&harness.store),
+                harness.store.clone(),
                 (
                     Arc::clone(&writers.stop),
                     Arc::clone(&writers.pause),

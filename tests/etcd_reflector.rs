@@ -463,7 +463,7 @@ async fn a_progress_notification_ahead_of_an_event_relists_with_its_own_error_an
         async {
             let errors = Arc::new(std::sync::Mutex::new(Vec::new()));
             let seen = Arc::clone(&errors);
-            let store = Arc::new(larder::IndexedStore::<String, Arc<u64>>::new());
+            let store = larder::IndexedStore::<String, Arc<u64>>::new();
             let reflector = Reflector::builder(Reordering::default(), store)
                 .on_error(move |error| seen.lock().unwrap().push(error.to_string()))
                 .backoff(fast_backoff())

@@ -115,8 +115,8 @@ async fn handler_replicas_tagged_with_revisions_equal_etcd_at_each() {
                 .expect("a valid configuration");
             let (builder, own, joined): (Log, Log, Log) =
                 (Tagged::new(), Tagged::new(), Tagged::new());
-            let store = Arc::new(IndexedStore::<String, Arc<u64>>::new());
-            let reflector = Reflector::builder(source.clone(), Arc::clone(&store))
+            let store = IndexedStore::<String, Arc<u64>>::new();
+            let reflector = Reflector::builder(source.clone(), store)
                 .handler(Tagging(Arc::clone(&builder)))
                 .backoff(fast_backoff())
                 .resync(Resync::Every(Duration::from_millis(300)))

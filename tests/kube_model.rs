@@ -20,7 +20,6 @@ mod kube_server;
 mod watchdog;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::Arc;
 use std::time::Duration;
 
 use etcd_server::{EtcdOptions, EtcdServer, connect};
@@ -31,7 +30,8 @@ use kube_objects::{BOOKMARK_INTERVAL, config_map};
 use kube_server::KubeServer;
 use larder::IndexedStore;
 use larder::reflector::{
-    Backoff, KubeSource, MemorySource, Reflector, ReflectorHandle, Source, meta_namespace_key,
+    Backoff, KubeSource, MemorySource, Reflector, ReflectorHandle, Source, StoreReader,
+    meta_namespace_key,
 };
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
@@ -65,14 +65,14 @@ fn op() -> impl Strategy<Value = Op> {
     ]
 }
 
-type Configs = Arc<IndexedStore<String, Arc<ConfigMap>>>;
+type Configs = StoreReader<String, ConfigMap>;
 
 fn mirror<S>(source: S) -> (Configs, ReflectorHandle)
 where
     S: Source<Key = String, Object = ConfigMap>,
 {
-    let store: Configs = Arc::new(IndexedStore::new());
-    let reflector = Reflector::builder(source, Arc::clone(&store))
+    let store = IndexedStore::new();
+    let reflector = Reflector::builder(source, store)
         .parse_invalid_key(|key| (!key.is_empty()).then(|| key.to_owned()))
         .backoff(Backoff::new(
             Duration::from_millis(5),
@@ -80,6 +80,7 @@ where
         ))
         .build()
         .unwrap();
+    let store = reflector.reader();
     let handle = reflector.handle();
     tokio::spawn(reflector.run());
     (store, handle)

@@ -24,7 +24,7 @@ use kube::{Api, ResourceExt};
 use kube_objects::{Fixture, config_map, pod, pod_with, revision_of};
 use larder::IndexedStore;
 use larder::reflector::{
-    Backoff, KubeSource, MemorySource, Reflector, ReflectorHandle, index_by_label,
+    Backoff, KubeSource, MemorySource, Reflector, ReflectorHandle, StoreReader, index_by_label,
     index_by_namespace, index_by_owner_uid, index_by_pod_node, meta_namespace_key,
     split_meta_namespace_key,
 };
@@ -35,11 +35,9 @@ const LIMIT: Duration = Duration::from_secs(90);
 /// A bound on a wait that should end in well under a second.
 const WAIT: Duration = Duration::from_secs(10);
 
-type Pods = Arc<IndexedStore<String, Arc<Pod>>>;
-
 /// A running reflector over pods, with the four ready indexes.
 struct Running {
-    pods: Pods,
+    pods: StoreReader<String, Pod>,
     handle: ReflectorHandle,
     errors: Arc<Mutex<Vec<String>>>,
 }
@@ -69,28 +67,27 @@ impl Running {
     }
 }
 
-fn pod_store() -> Pods {
-    Arc::new(
-        IndexedStore::builder()
-            .index("namespace", index_by_namespace)
-            .index("app", index_by_label("app"))
-            .index("owner", index_by_owner_uid)
-            .index("node", index_by_pod_node)
-            .build()
-            .unwrap(),
-    )
+fn pod_store() -> IndexedStore<String, Arc<Pod>> {
+    IndexedStore::builder()
+        .index("namespace", index_by_namespace)
+        .index("app", index_by_label("app"))
+        .index("owner", index_by_owner_uid)
+        .index("node", index_by_pod_node)
+        .build()
+        .unwrap()
 }
 
 fn run(source: KubeSource<Pod>, backoff: Backoff) -> Running {
     let pods = pod_store();
     let errors = Arc::new(Mutex::new(Vec::new()));
     let reported = Arc::clone(&errors);
-    let reflector = Reflector::builder(source, Arc::clone(&pods))
+    let reflector = Reflector::builder(source, pods)
         .parse_invalid_key(|key| (!key.is_empty()).then(|| key.to_owned()))
         .on_error(move |error| reported.lock().unwrap().push(error.to_string()))
         .backoff(backoff)
         .build()
         .unwrap();
+    let pods = reflector.reader();
     let handle = reflector.handle();
     tokio::spawn(reflector.run());
     Running {
@@ -185,9 +182,8 @@ async fn the_index_functions_serve_any_source() {
     let pod = pod_with("shop", "web-1", &[("app", "web")], Some("node-7"));
     source.put(meta_namespace_key(&pod), pod);
     let pods = pod_store();
-    let reflector = Reflector::builder(source, Arc::clone(&pods))
-        .build()
-        .unwrap();
+    let reflector = Reflector::builder(source, pods).build().unwrap();
+    let pods = reflector.reader();
     let handle = reflector.handle();
     tokio::spawn(reflector.run());
     handle.wait_until_synced_timeout(WAIT).await.unwrap();

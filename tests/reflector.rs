@@ -37,11 +37,12 @@ fn converges_after_dropped_streams_compactions_and_mid_burst_reconnects() {
         }
         let store = store();
         let recorder = Recorder::new();
-        let reflector = Reflector::builder(source.clone(), Arc::clone(&store))
+        let reflector = Reflector::builder(source.clone(), store)
             .handler(Shared(Arc::clone(&recorder)))
             .backoff(fast())
             .build()
             .unwrap();
+        let store = reflector.reader();
         let handle = reflector.handle();
         let task = tokio::spawn(reflector.run());
         handle.wait_until_synced().await.unwrap();
@@ -74,11 +75,12 @@ fn a_relist_delivers_the_exact_difference() {
         source.put("c".to_string(), 3);
         let store = store();
         let recorder = Recorder::new();
-        let reflector = Reflector::builder(source.clone(), Arc::clone(&store))
+        let reflector = Reflector::builder(source.clone(), store)
             .handler(Shared(Arc::clone(&recorder)))
             .backoff(fast())
             .build()
             .unwrap();
+        let store = reflector.reader();
         let handle = reflector.handle();
         let task = tokio::spawn(reflector.run());
         handle.wait_until_synced().await.unwrap();
@@ -158,18 +160,16 @@ fn no_reader_sees_a_half_applied_relist() {
             [(**v / 1_000).to_string()]
         }
     };
-    let store: Arc<IndexedStore<String, Arc<u32>>> = Arc::new(
-        IndexedStore::builder()
-            .index("generation", hook)
-            .build()
-            .unwrap(),
-    );
+    let store: IndexedStore<String, Arc<u32>> = IndexedStore::builder()
+        .index("generation", hook)
+        .build()
+        .unwrap();
     bounded("no_reader_sees_a_half_applied_relist", async move {
         let source = MemorySource::new();
         for i in 0..20 {
             source.put(key(i), 1_000 + i);
         }
-        let (handle, task) = start(source.clone(), &store);
+        let (store, handle, task) = start(source.clone(), store);
         handle.wait_until_synced().await.unwrap();
         let old_revision = store.revision();
         let old = sorted(&store);
@@ -177,11 +177,8 @@ fn no_reader_sees_a_half_applied_relist() {
         let stop = Arc::new(AtomicBool::new(false));
         let snapshots = Arc::new(AtomicUsize::new(0));
         let reader = {
-            let (store, stop, snapshots) = (
-                Arc::clone(&store),
-                Arc::clone(&stop),
-                Arc::clone(&snapshots),
-            );
+            let (store, stop, snapshots) =
+                (store.clone(), Arc::clone(&stop), Arc::clone(&snapshots));
             std::thread::spawn(move || {
                 while !stop.load(Ordering::Relaxed) {
                     let values = store.values_to_vec();
@@ -242,7 +239,7 @@ fn a_panicking_handler_is_reported_and_skips_nothing() {
         let store = store();
         let recorder = Recorder::new();
         let errors = Arc::new(Mutex::new(Vec::new()));
-        let reflector = Reflector::builder(source.clone(), Arc::clone(&store))
+        let reflector = Reflector::builder(source.clone(), store)
             .on_add(|key, _| {
                 if key == "boom" {
                     panic!("handler failure on {key}");
@@ -256,6 +253,7 @@ fn a_panicking_handler_is_reported_and_skips_nothing() {
             .backoff(fast())
             .build()
             .unwrap();
+        let store = reflector.reader();
         let handle = reflector.handle();
         let task = tokio::spawn(reflector.run());
         handle.wait_until_synced().await.unwrap();
@@ -292,7 +290,7 @@ fn a_slow_handler_delays_later_changes_but_not_readers() {
         async move {
             let source = MemorySource::new();
             let store = store();
-            let reflector = Reflector::builder(source.clone(), Arc::clone(&store))
+            let reflector = Reflector::builder(source.clone(), store)
                 .on_add(move |key, _| {
                     if key == "slow" {
                         entered.lock().unwrap().send(()).unwrap();
@@ -302,6 +300,7 @@ fn a_slow_handler_delays_later_changes_but_not_readers() {
                 .backoff(fast())
                 .build()
                 .unwrap();
+            let store = reflector.reader();
             let handle = reflector.handle();
             let task = tokio::spawn(reflector.run());
             handle.wait_until_synced().await.unwrap();
@@ -345,13 +344,14 @@ fn an_undecodable_object_drops_the_old_one() {
             source.put("b".to_string(), 2);
             let store = store();
             let recorder = Recorder::new();
-            let mut builder = Reflector::builder(source.clone(), Arc::clone(&store))
+            let mut builder = Reflector::builder(source.clone(), store)
                 .handler(Shared(Arc::clone(&recorder)))
                 .backoff(fast());
             if parse {
                 builder = builder.parse_invalid_key(|key| Some(key.to_owned()));
             }
             let reflector = builder.build().unwrap();
+            let store = reflector.reader();
             let handle = reflector.handle();
             let task = tokio::spawn(reflector.run());
             handle.wait_until_synced().await.unwrap();
@@ -379,7 +379,7 @@ fn an_object_the_store_rejects_is_reported_and_its_old_object_dropped() {
         source.put("a".to_string(), 1);
         source.put("b".to_string(), 2);
         let store = small_values_store();
-        let (handle, task) = start(source.clone(), &store);
+        let (store, handle, task) = start(source.clone(), store);
         handle.wait_until_synced().await.unwrap();
         source.put("a".to_string(), 500);
         caught_up(&handle, &source).await;
@@ -482,7 +482,7 @@ fn a_slow_source_delays_but_converges() {
         source.set_delay(Duration::from_millis(5));
         source.put("a".to_string(), 1);
         let store = store();
-        let (handle, task) = start(source.clone(), &store);
+        let (store, handle, task) = start(source.clone(), store);
         handle.wait_until_synced().await.unwrap();
         source.drop_watches();
         source.put("b".to_string(), 2);
@@ -566,11 +566,12 @@ fn changes_a_source_repeats_after_a_reconnect_are_applied_once() {
         let source = MemorySource::new();
         let store = store();
         let recorder = Recorder::new();
-        let reflector = Reflector::builder(Repeating(source.clone()), Arc::clone(&store))
+        let reflector = Reflector::builder(Repeating(source.clone()), store)
             .handler(Shared(Arc::clone(&recorder)))
             .backoff(fast())
             .build()
             .unwrap();
+        let store = reflector.reader();
         let handle = reflector.handle();
         let task = tokio::spawn(reflector.run());
         handle.wait_until_synced().await.unwrap();

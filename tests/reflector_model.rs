@@ -21,12 +21,12 @@ mod watchdog;
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use larder::IndexedStore;
-use larder::reflector::{Backoff, MemorySource, Reflector, ReflectorHandle, Sleep};
+use larder::reflector::{Backoff, MemorySource, Reflector, ReflectorHandle, Sleep, StoreReader};
 use proptest::prelude::*;
 use proptest::test_runner::TestRunner;
 use recorder::{Call, Recorder, Shared};
@@ -84,7 +84,7 @@ fn poll(reflector: &mut Loop) {
 
 struct Case {
     source: MemorySource<u8, u32>,
-    store: Arc<IndexedStore<u8, Arc<u32>>>,
+    store: StoreReader<u8, u32>,
     recorder: Arc<Recorder<u8, u32>>,
     handle: ReflectorHandle,
     reflector: Loop,
@@ -94,16 +94,14 @@ struct Case {
 
 fn case(parse_keys: bool) -> Case {
     let source = MemorySource::with_timer(instant);
-    let store = Arc::new(
-        IndexedStore::<u8, Arc<u32>>::builder()
-            .index("parity", |v: &Arc<u32>| {
-                [if **v % 2 == 0 { "even" } else { "odd" }]
-            })
-            .build()
-            .unwrap(),
-    );
+    let store = IndexedStore::<u8, Arc<u32>>::builder()
+        .index("parity", |v: &Arc<u32>| {
+            [if **v % 2 == 0 { "even" } else { "odd" }]
+        })
+        .build()
+        .unwrap();
     let recorder = Recorder::new();
-    let mut builder = Reflector::builder(source.clone(), Arc::clone(&store))
+    let mut builder = Reflector::builder(source.clone(), store)
         .handler(Shared(Arc::clone(&recorder)))
         .backoff(Backoff::none())
         .timer(instant);
@@ -111,6 +109,7 @@ fn case(parse_keys: bool) -> Case {
         builder = builder.parse_invalid_key(|key| key.parse().ok());
     }
     let reflector = builder.build().unwrap();
+    let store = reflector.reader();
     let handle = reflector.handle();
     Case {
         source,
@@ -210,32 +209,42 @@ fn reflector_converges_to_the_source() {
 fn a_burst_is_applied_as_one_write_before_its_handlers() {
     let _watchdog = watchdog::arm(watchdog::STRESS_LIMIT);
     let source = MemorySource::with_timer(instant);
-    let store = Arc::new(
-        IndexedStore::<u8, Arc<u32>>::builder()
-            .try_index("small", |v: &Arc<u32>| {
-                if **v < 1000 {
-                    Ok(["yes"])
-                } else {
-                    Err("too big")
-                }
-            })
-            .build()
-            .unwrap(),
-    );
+    let store = IndexedStore::<u8, Arc<u32>>::builder()
+        .try_index("small", |v: &Arc<u32>| {
+            if **v < 1000 {
+                Ok(["yes"])
+            } else {
+                Err("too big")
+            }
+        })
+        .build()
+        .unwrap();
     type Seen = Vec<(u8, u64, Vec<(u8, u32)>)>;
     let seen: Arc<Mutex<Seen>> = Arc::default();
-    let (reader, log) = (Arc::clone(&store), Arc::clone(&seen));
-    let reflector = Reflector::builder(source.clone(), Arc::clone(&store))
-        .on_add(move |key, _| {
-            let (content, revision) = reader.to_vec_with_revision();
-            let mut content: Vec<(u8, u32)> = content.into_iter().map(|(k, v)| (k, *v)).collect();
-            content.sort_unstable();
-            log.lock().unwrap().push((*key, revision, content));
+    // The handler reads the store through the reader, which exists once
+    // the reflector is built (before it runs).
+    let reader: Arc<OnceLock<StoreReader<u8, u32>>> = Arc::default();
+    let log = Arc::clone(&seen);
+    let reflector = Reflector::builder(source.clone(), store)
+        .on_add({
+            let reader = Arc::clone(&reader);
+            move |key, _| {
+                let (content, revision) = reader
+                    .get()
+                    .expect("set before the loop runs")
+                    .to_vec_with_revision();
+                let mut content: Vec<(u8, u32)> =
+                    content.into_iter().map(|(k, v)| (k, *v)).collect();
+                content.sort_unstable();
+                log.lock().unwrap().push((*key, revision, content));
+            }
         })
         .backoff(Backoff::none())
         .timer(instant)
         .build()
         .unwrap();
+    let store = reflector.reader();
+    reader.set(store.clone()).unwrap();
     let handle = reflector.handle();
     let mut run: Loop = Box::pin(reflector.run());
     poll(&mut run);

@@ -34,13 +34,13 @@ type Rec = Arc<Recorder<String, u32>>;
 /// running, with its handle and its handler registry.
 fn built(
     source: &MemorySource<String, u32>,
-    store: &Store,
+    store: Store,
 ) -> (
     Reflector<MemorySource<String, u32>>,
     ReflectorHandle,
     HandlerRegistry<String, u32>,
 ) {
-    let reflector = Reflector::builder(source.clone(), Arc::clone(store))
+    let reflector = Reflector::builder(source.clone(), store)
         .backoff(fast())
         .build()
         .unwrap();
@@ -63,7 +63,8 @@ fn handlers_added_while_running_see_each_object_once() {
             source.put(key(i), i);
         }
         let store = store();
-        let (reflector, handle, registry) = built(&source, &store);
+        let (reflector, handle, registry) = built(&source, store);
+        let store = reflector.reader();
         // One handler before the loop starts.
         let mut recorders: Vec<Rec> = Vec::new();
         let mut deliveries = Vec::new();
@@ -154,25 +155,23 @@ fn a_handler_added_inside_a_change_sees_it_once() {
                 Arc::clone(&added),
                 Arc::clone(&recorder),
             );
-            Arc::new(
-                IndexedStore::<String, Arc<u32>>::builder()
-                    .index("value", move |v: &Arc<u32>| {
-                        if **v == 777 {
-                            let mut added = added.lock().unwrap();
-                            if added.is_none() {
-                                let registry = registry.get().unwrap();
-                                *added = Some(registry.add(Shared(Arc::clone(&recorder))));
-                            }
+            IndexedStore::<String, Arc<u32>>::builder()
+                .index("value", move |v: &Arc<u32>| {
+                    if **v == 777 {
+                        let mut added = added.lock().unwrap();
+                        if added.is_none() {
+                            let registry = registry.get().unwrap();
+                            *added = Some(registry.add(Shared(Arc::clone(&recorder))));
                         }
-                        [v.to_string()]
-                    })
-                    .build()
-                    .unwrap(),
-            )
+                    }
+                    [v.to_string()]
+                })
+                .build()
+                .unwrap()
         };
         let source = MemorySource::new();
         source.put(key(1), 1);
-        let (reflector, handle, handlers) = built(&source, &store);
+        let (reflector, handle, handlers) = built(&source, store);
         registry.set(handlers).unwrap();
         let task = tokio::spawn(reflector.run());
         handle.wait_until_synced().await.unwrap();
@@ -206,7 +205,7 @@ fn a_stuck_handler_delays_no_event_of_another() {
     bounded("a_stuck_handler_delays_no_event_of_another", async {
         let source = MemorySource::new();
         let store = store();
-        let (reflector, handle, registry) = built(&source, &store);
+        let (reflector, handle, registry) = built(&source, store);
         let (release, blocked) = mpsc::channel();
         let stuck_count = Arc::new(AtomicUsize::new(0));
         let (_stuck, stuck_delivery) =
@@ -256,7 +255,7 @@ fn a_removed_handler_gets_nothing_more() {
         let source = MemorySource::new();
         source.put(key(1), 1);
         let store = store();
-        let (reflector, handle, registry) = built(&source, &store);
+        let (reflector, handle, registry) = built(&source, store);
         let task = tokio::spawn(reflector.run());
         handle.wait_until_synced().await.unwrap();
         let recorder = Recorder::new();
@@ -292,7 +291,7 @@ fn a_handler_added_after_the_end_gets_the_final_content() {
         source.put(key(1), 1);
         source.put(key(2), 2);
         let store = store();
-        let (reflector, handle, registry) = built(&source, &store);
+        let (reflector, handle, registry) = built(&source, store);
         let task = tokio::spawn(reflector.run());
         handle.wait_until_synced().await.unwrap();
         let (before, after) = (Recorder::new(), Recorder::new());
@@ -315,7 +314,7 @@ fn a_handler_added_after_the_end_gets_the_final_content() {
             assert_eq!(recorder.violations(), Vec::<String>::new());
         }
 
-        let (unrun, _, unrun_registry) = built(&source, &reflecting::store());
+        let (unrun, _, unrun_registry) = built(&source, reflecting::store());
         drop(unrun);
         let (registration, delivery) = unrun_registry.add(Shared(Recorder::new()));
         tokio::time::timeout(LIMIT, delivery).await.unwrap();
@@ -409,12 +408,13 @@ fn each_added_handler_resyncs_on_its_own_period() {
             source.put(key(i), i);
         }
         let store = store();
-        let reflector = Reflector::builder(source.clone(), Arc::clone(&store))
+        let reflector = Reflector::builder(source.clone(), store)
             .backoff(fast())
             .resync(Resync::Every(REFLECTOR_PERIOD))
             .timer(timer)
             .build()
             .unwrap();
+        let store = reflector.reader();
         let (handle, registry) = (reflector.handle(), reflector.handler_registry());
         let zero = registry.add_with_resync(Shared(Recorder::new()), Resync::Every(Duration::ZERO));
         assert_eq!(zero.unwrap_err(), ReflectorBuildError::ZeroResyncPeriod);

@@ -198,7 +198,7 @@ fn a_relist_with_nothing_changed_delivers_nothing_without_a_due_resync() {
             let source = MemorySource::new();
             source.put("pod1".to_string(), 1u32);
             let (added, built) = (Arc::new(Log::default()), Arc::new(Log::default()));
-            let store = Arc::new(IndexedStore::<String, Arc<u32>>::new());
+            let store = IndexedStore::<String, Arc<u32>>::new();
             let reflector = Reflector::builder(source.clone(), store)
                 .handler(Logging(Arc::clone(&built)))
                 .backoff(fast())
@@ -255,13 +255,14 @@ fn a_relist_of_10000_objects_sends_10_changes_to_all_and_syncs_to_the_due() {
             }
             let store = store();
             let built = Arc::new(Log::default());
-            let reflector = Reflector::builder(source.clone(), Arc::clone(&store))
+            let reflector = Reflector::builder(source.clone(), store)
                 .handler(Logging(Arc::clone(&built)))
                 .backoff(fast())
                 .resync(Resync::Every(REFLECTOR_PERIOD))
                 .timer(timer(&alarms))
                 .build()
                 .unwrap();
+            let store = reflector.reader();
             let (handle, registry) = (reflector.handle(), reflector.handler_registry());
             let logs: [Arc<Log>; 3] = Default::default();
             let [inherit, never, own] = &logs;
@@ -407,11 +408,12 @@ fn a_change_behind_an_early_bookmark_is_an_update_at_the_relist() {
             let recorder = Recorder::new();
             let store = store();
             let source = BookmarkAhead::default();
-            let reflector = Reflector::builder(source.clone(), Arc::clone(&store))
+            let reflector = Reflector::builder(source.clone(), store)
                 .handler(Shared(Arc::clone(&recorder)))
                 .backoff(fast())
                 .build()
                 .unwrap();
+            let store = reflector.reader();
             let handle = reflector.handle();
             let task = tokio::spawn(reflector.run());
             until(|| handle.stats().lists == 2 && handle.revision() == 5).await;

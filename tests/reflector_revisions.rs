@@ -77,12 +77,13 @@ fn handlers_replicas_tagged_with_revisions_equal_the_source_at_each() {
         }
         let store = store();
         let (builder, joined, own): (Log, Log, Log) = (Tagged::new(), Tagged::new(), Tagged::new());
-        let reflector = Reflector::builder(source.clone(), Arc::clone(&store))
+        let reflector = Reflector::builder(source.clone(), store)
             .handler(Tagging(Arc::clone(&builder)))
             .backoff(fast())
             .resync(Resync::Every(Duration::from_millis(3)))
             .build()
             .unwrap();
+        let store = reflector.reader();
         let (handle, registry) = (reflector.handle(), reflector.handler_registry());
         let task = tokio::spawn(reflector.run());
         handle.wait_until_synced().await.unwrap();

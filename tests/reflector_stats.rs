@@ -45,7 +45,7 @@ fn stats_count_lists_relists_and_watch_restarts_exactly() {
             let source = MemorySource::new();
             source.put(key(0), 0);
             let store = store();
-            let (handle, task) = start(source.clone(), &store);
+            let (store, handle, task) = start(source.clone(), store);
             handle.wait_until_synced().await.unwrap();
             until(|| source.live_watches() == 1).await;
             let stats = handle.stats();
@@ -83,7 +83,7 @@ fn objects_a_list_cannot_store_are_counted() {
         source.put("b".to_string(), 2);
         source.put("c".to_string(), 700);
         let store = small_values_store();
-        let (handle, task) = start(source.clone(), &store);
+        let (store, handle, task) = start(source.clone(), store);
         handle.wait_until_synced().await.unwrap();
         assert_eq!(sorted(&store), [("b".to_string(), 2)]);
         assert_eq!(handle.stats().rejected_objects, 2);
@@ -138,7 +138,7 @@ fn a_watch_stream_that_ends_is_watched_again() {
     bounded("a_watch_stream_that_ends_is_watched_again", async {
         let source = MemorySource::new();
         let store = store();
-        let (handle, task) = start(EndsAfterOneEvent(source.clone()), &store);
+        let (store, handle, task) = start(EndsAfterOneEvent(source.clone()), store);
         handle.wait_until_synced().await.unwrap();
         // Each change ends the stream that carried it: every next one needs
         // a new watch.
@@ -251,7 +251,7 @@ fn a_change_an_early_bookmark_skipped_arrives_on_the_resumed_watch_and_relists()
         async {
             let source = EarlyBookmark::default();
             let store = store();
-            let (handle, task) = start(source.clone(), &store);
+            let (store, handle, task) = start(source.clone(), store);
             until(|| store.contains_key(&key(1))).await;
             until(|| source.watched_from.lock().unwrap().len() == 3).await;
             // Resumed after the list's 3, not the bookmark's 5; the change at
@@ -282,7 +282,7 @@ fn a_source_that_vouches_for_its_bookmarks_is_resumed_after_the_last_one() {
                 ..EarlyBookmark::default()
             };
             let store = store();
-            let (handle, task) = start(source.clone(), &store);
+            let (store, handle, task) = start(source.clone(), store);
             until(|| source.watched_from.lock().unwrap().len() == 2).await;
             // Trusted, the bookmark at 5 is where the second watch starts:
             // the change at 4 it skipped never comes (what the default

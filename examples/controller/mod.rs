@@ -20,7 +20,8 @@ use std::time::{Duration, Instant};
 
 use etcd_client::{Client, GetOptions, KvClient};
 use larder::reflector::{
-    Backoff, EtcdSource, Handler, HandlerRegistration, Reflector, ReflectorHandle, WaitError,
+    Backoff, EtcdSource, Handler, HandlerRegistration, Reflector, ReflectorHandle, StoreReader,
+    WaitError,
 };
 use larder::{ExponentialBackoff, IndexedStore, WorkQueue};
 use tokio::task::JoinHandle;
@@ -120,7 +121,7 @@ impl Handler<String, String> for Enqueue {
 
 /// What the workers share.
 struct Shared {
-    store: Arc<IndexedStore<String, Arc<String>>>,
+    store: StoreReader<String, String>,
     queue: Arc<WorkQueue<String>>,
     counters: Arc<Counters>,
     in_flight: InFlight,
@@ -187,8 +188,8 @@ impl Controller {
         })
         .request_timeout(REQUEST_TIMEOUT)
         .build()?;
-        let store = Arc::new(IndexedStore::<String, Arc<String>>::new());
-        let reflector = Reflector::builder(source, Arc::clone(&store))
+        let store = IndexedStore::<String, Arc<String>>::new();
+        let reflector = Reflector::builder(source, store)
             .parse_invalid_key(|key| Some(key.to_owned()))
             // Watch again within a second or two of etcd coming back.
             .backoff(Backoff::new(
@@ -197,6 +198,7 @@ impl Controller {
             ))
             .on_error(|error| eprintln!("reflector: {error}"))
             .build()?;
+        let store = reflector.reader();
         let (handle, registry) = (reflector.handle(), reflector.handler_registry());
         // Per-key backoff from 5 ms to 1 s and no overall token bucket:
         // client-go's default bucket (10 retries a second) would space out

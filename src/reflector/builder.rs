@@ -139,7 +139,7 @@ pub enum Resync {
 /// use larder::IndexedStore;
 /// use larder::reflector::{Backoff, MemorySource, Reflector, Resync};
 ///
-/// let store = Arc::new(IndexedStore::<String, Arc<u32>>::new());
+/// let store = IndexedStore::<String, Arc<u32>>::new();
 /// let reflector = Reflector::builder(MemorySource::new(), store)
 ///     .on_add(|key, new| println!("added {key}: {new}"))
 ///     .on_update(|key, old, new| println!("{key}: {old} -> {new}"))
@@ -153,7 +153,7 @@ pub enum Resync {
 /// ```
 pub struct ReflectorBuilder<Src: Source, S> {
     source: Src,
-    store: Arc<IndexedStore<Src::Key, Arc<Src::Object>, S>>,
+    store: IndexedStore<Src::Key, Arc<Src::Object>, S>,
     handlers: Vec<Box<dyn Handler<Src::Key, Src::Object>>>,
     closures: Closures<Src::Key, Src::Object>,
     on_error: Option<ErrorFn>,
@@ -168,10 +168,7 @@ where
     Src: Source,
     S: BuildHasher + Send + Sync + 'static,
 {
-    pub(crate) fn new(
-        source: Src,
-        store: Arc<IndexedStore<Src::Key, Arc<Src::Object>, S>>,
-    ) -> Self {
+    pub(crate) fn new(source: Src, store: IndexedStore<Src::Key, Arc<Src::Object>, S>) -> Self {
         Self {
             source,
             store,
@@ -248,7 +245,7 @@ where
     /// use larder::IndexedStore;
     /// use larder::reflector::{MemorySource, Reflector};
     ///
-    /// let store = Arc::new(IndexedStore::<String, Arc<u32>>::new());
+    /// let store = IndexedStore::<String, Arc<u32>>::new();
     /// let reflector = Reflector::builder(MemorySource::new(), store)
     ///     .parse_invalid_key(|key| Some(key.to_owned()))
     ///     .build()
@@ -300,9 +297,10 @@ where
         if closures.add.is_some() || closures.update.is_some() || closures.delete.is_some() {
             handlers.insert(0, Box::new(closures));
         }
+        let store = Arc::new(self.store);
         let status = Arc::new(Status::default());
         let snapshot = {
-            let store = Arc::clone(&self.store);
+            let store = Arc::clone(&store);
             Box::new(move || store.to_vec()) as SnapshotFn<Src::Key, Src::Object>
         };
         let reporter = Arc::new(Reporter::new(self.on_error, Arc::clone(&status)));
@@ -314,7 +312,7 @@ where
         ));
         Ok(Reflector {
             source: self.source,
-            store: self.store,
+            store,
             handlers: Handlers { list: handlers },
             reporter,
             parse_key: self.parse_key,

@@ -90,13 +90,12 @@ impl StdError for ReflectorError {
 /// # Examples
 ///
 /// ```
-/// use std::sync::Arc;
 /// use std::time::Duration;
 /// use larder::IndexedStore;
 /// use larder::reflector::{Backoff, MemorySource, Reflector, ReflectorBuildError};
 ///
 /// let source = MemorySource::<String, u32>::new();
-/// let store = Arc::new(IndexedStore::new());
+/// let store = IndexedStore::new();
 /// let error = Reflector::builder(source, store)
 ///     .backoff(Backoff::new(Duration::from_secs(5), Duration::from_secs(1)))
 ///     .build()

@@ -6,7 +6,8 @@
 //!   [`MemorySource`] is an in-memory one with fault injection.
 //! - [`Reflector`]: the loop, a future for any executor; built with
 //!   [`Reflector::builder`], observed and stopped through a
-//!   [`ReflectorHandle`].
+//!   [`ReflectorHandle`]; it owns its store and hands out read-only
+//!   [`StoreReader`]s.
 //! - [`Handler`]: the notifications (client-go's `ResourceEventHandler`);
 //!   [`HandlerRegistry`] adds and removes handlers while the loop runs,
 //!   each with its own buffer (client-go's shared informer).
@@ -34,6 +35,7 @@
 // delivery), `registry.rs` (handlers added while running, each with its
 // buffer and resync), `report.rs` (on_error and the one panic path),
 // `status.rs` (what handles share: revision, readiness, stats, stop),
+// `reader.rs` (StoreReader, the store's read-only view),
 // `timer.rs` (Timer, backoff), `error.rs`; `etcd/` (EtcdSource);
 // `kube/` (KubeSource, keys and index functions).
 mod builder;
@@ -45,6 +47,7 @@ mod handler;
 #[cfg(feature = "kube")]
 mod kube;
 mod memory;
+mod reader;
 mod registry;
 mod relist;
 mod report;
@@ -71,6 +74,7 @@ pub use etcd::{
 };
 pub use handler::{Change, Handler};
 pub use memory::{MemorySource, MemoryWatch};
+pub use reader::StoreReader;
 pub use registry::{HandlerDelivery, HandlerRegistration, HandlerRegistry};
 pub use run::Reflector;
 pub use source::{InvalidObject, Listed, Revision, Source, SourceError, WatchEvent};

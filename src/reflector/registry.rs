@@ -399,7 +399,7 @@ impl<K, V> Registry<K, V> {
 /// # tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap().block_on(async {
 /// let source = MemorySource::new();
 /// source.put("a".to_string(), 1);
-/// let store = Arc::new(IndexedStore::<String, Arc<u32>>::new());
+/// let store = IndexedStore::<String, Arc<u32>>::new();
 /// let reflector = Reflector::builder(source.clone(), store).build().unwrap();
 /// let (handle, registry) = (reflector.handle(), reflector.handler_registry());
 /// let task = tokio::spawn(reflector.run());
@@ -495,7 +495,7 @@ where
     /// }
     ///
     /// let source = MemorySource::<String, u32>::new();
-    /// let store = Arc::new(IndexedStore::new());
+    /// let store = IndexedStore::new();
     /// let reflector = Reflector::builder(source, store).build().unwrap();
     /// let registry = reflector.handler_registry();
     /// let every_minute = Resync::Every(Duration::from_secs(60));

@@ -41,6 +41,7 @@ use super::builder::{Backoff, ReflectorBuilder, Resync};
 use super::burst;
 use super::error::ReflectorError;
 use super::handler::{Handlers, Notification};
+use super::reader::StoreReader;
 use super::registry::{Audience, HandlerRegistry, Registry};
 use super::relist::Due;
 use super::report::Reporter;
@@ -85,8 +86,10 @@ pub(crate) type KeyParser<K> = Box<dyn Fn(&str) -> Option<K> + Send + Sync>;
 ///   [`wait_until_synced`](ReflectorHandle::wait_until_synced),
 ///   [`wait_for_revision`](ReflectorHandle::wait_for_revision).
 ///
-/// The reflector must be the store's only writer: other writes would be
-/// overwritten by the next relist and confuse the handlers' view.
+/// The reflector owns its store and is its only writer, by type: the
+/// builder takes the store, and [`reader`](Self::reader) hands out
+/// read-only [`StoreReader`]s (a write behind its back would be lost at
+/// the next relist and hidden from the handlers).
 ///
 /// # Panics
 ///
@@ -105,16 +108,15 @@ pub(crate) type KeyParser<K> = Box<dyn Fn(&str) -> Option<K> + Send + Sync>;
 /// let source = MemorySource::new();
 /// source.put("default/web".to_string(), "default".to_string());
 ///
-/// let pods = Arc::new(
-///     IndexedStore::<String, Arc<String>>::builder()
-///         .index("namespace", |ns: &Arc<String>| [ns.to_string()])
-///         .build()
-///         .unwrap(),
-/// );
-/// let reflector = Reflector::builder(source.clone(), Arc::clone(&pods))
+/// let store = IndexedStore::<String, Arc<String>>::builder()
+///     .index("namespace", |ns: &Arc<String>| [ns.to_string()])
+///     .build()
+///     .unwrap();
+/// let reflector = Reflector::builder(source.clone(), store)
 ///     .on_add(|key, _| println!("added {key}"))
 ///     .build()
 ///     .unwrap();
+/// let pods = reflector.reader();
 /// let handle = reflector.handle();
 /// let task = tokio::spawn(reflector.run());
 ///
@@ -266,14 +268,27 @@ where
     Src: Source,
     S: BuildHasher + Send + Sync + 'static,
 {
-    /// A builder for a reflector that fills `store` from `source`.
+    /// A builder for a reflector that fills `store` from `source`. The
+    /// reflector takes the store (built with its indexes and hasher) and
+    /// owns it: [`reader`](Self::reader) hands out read-only handles, so
+    /// nothing else can write to it.
+    ///
+    /// ```compile_fail,E0382
+    /// use std::sync::Arc;
+    /// use larder::IndexedStore;
+    /// use larder::reflector::{MemorySource, Reflector};
+    ///
+    /// let store = IndexedStore::<String, Arc<u32>>::new();
+    /// let reflector = Reflector::builder(MemorySource::new(), store).build().unwrap();
+    /// store.insert("a".to_string(), Arc::new(1)); // error: the reflector has it
+    /// ```
     ///
     /// # Examples
     ///
     /// See [`Reflector`] and [`ReflectorBuilder`].
     pub fn builder(
         source: Src,
-        store: Arc<IndexedStore<Src::Key, Arc<Src::Object>, S>>,
+        store: IndexedStore<Src::Key, Arc<Src::Object>, S>,
     ) -> ReflectorBuilder<Src, S> {
         ReflectorBuilder::new(source, store)
     }
@@ -304,22 +319,16 @@ where
         }
     }
 
-    /// The store the reflector fills.
+    /// A read-only handle on the store the reflector fills, with the waits
+    /// a worker needs; clone it freely, take it before [`run`](Self::run)
+    /// consumes the reflector. The reflector owns the store: readers are
+    /// the only way to it, so the loop is its only writer.
     ///
     /// # Examples
     ///
-    /// ```
-    /// use std::sync::Arc;
-    /// use larder::IndexedStore;
-    /// use larder::reflector::{MemorySource, Reflector};
-    ///
-    /// let store = Arc::new(IndexedStore::<u32, Arc<u32>>::new());
-    /// let reflector = Reflector::builder(MemorySource::new(), Arc::clone(&store)).build().unwrap();
-    /// assert!(Arc::ptr_eq(reflector.store(), &store));
-    /// ```
-    #[allow(clippy::type_complexity)] // the store's own type, spelled out
-    pub fn store(&self) -> &Arc<IndexedStore<Src::Key, Arc<Src::Object>, S>> {
-        &self.store
+    /// See [`StoreReader`].
+    pub fn reader(&self) -> StoreReader<Src::Key, Src::Object, S> {
+        StoreReader::new(Arc::clone(&self.store), self.handle())
     }
 
     /// The loop, as a future: runs until [`ReflectorHandle::stop`] (then

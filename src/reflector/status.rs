@@ -25,7 +25,7 @@ use crate::sync::{Arc, Mutex};
 /// use larder::IndexedStore;
 /// use larder::reflector::{MemorySource, Reflector};
 ///
-/// let store = Arc::new(IndexedStore::<String, Arc<u32>>::new());
+/// let store = IndexedStore::<String, Arc<u32>>::new();
 /// let reflector = Reflector::builder(MemorySource::new(), store).build().unwrap();
 /// let stats = reflector.handle().stats();
 /// assert_eq!(stats.lists, 0);
@@ -168,8 +168,9 @@ impl Drop for FinishGuard {
 /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
 /// let source = MemorySource::new();
 /// source.put("a".to_string(), 1);
-/// let store = Arc::new(IndexedStore::<String, Arc<u32>>::new());
-/// let reflector = Reflector::builder(source.clone(), Arc::clone(&store)).build().unwrap();
+/// let store = IndexedStore::<String, Arc<u32>>::new();
+/// let reflector = Reflector::builder(source.clone(), store).build().unwrap();
+/// let store = reflector.reader();
 /// let handle = reflector.handle();
 /// let task = tokio::spawn(reflector.run());
 ///
@@ -231,7 +232,7 @@ impl ReflectorHandle {
     /// use larder::reflector::{MemorySource, Reflector, WaitError};
     ///
     /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
-    /// let store = Arc::new(IndexedStore::<String, Arc<u32>>::new());
+    /// let store = IndexedStore::<String, Arc<u32>>::new();
     /// let reflector = Reflector::builder(MemorySource::new(), store).build().unwrap();
     /// // Not running: it cannot sync.
     /// let waited = reflector.handle().wait_until_synced_timeout(Duration::from_millis(10)).await;
@@ -301,7 +302,7 @@ impl ReflectorHandle {
     /// use larder::reflector::{MemorySource, Reflector, WaitError};
     ///
     /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
-    /// let store = Arc::new(IndexedStore::<String, Arc<u32>>::new());
+    /// let store = IndexedStore::<String, Arc<u32>>::new();
     /// let reflector = Reflector::builder(MemorySource::new(), store).build().unwrap();
     /// let handle = reflector.handle();
     /// let task = tokio::spawn(reflector.run());
@@ -349,7 +350,7 @@ impl ReflectorHandle {
     /// use larder::IndexedStore;
     /// use larder::reflector::{MemorySource, Reflector};
     ///
-    /// let store = Arc::new(IndexedStore::<String, Arc<u32>>::new());
+    /// let store = IndexedStore::<String, Arc<u32>>::new();
     /// let reflector = Reflector::builder(MemorySource::new(), store).build().unwrap();
     /// let handle = reflector.handle();
     /// assert!(!handle.is_finished());

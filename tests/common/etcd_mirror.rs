@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use etcd_client::{Client, GetOptions};
 use larder::IndexedStore;
 use larder::reflector::{
-    Backoff, EtcdSource, Reflector, ReflectorError, ReflectorHandle, Revision,
+    Backoff, EtcdSource, Reflector, ReflectorError, ReflectorHandle, Revision, StoreReader,
 };
 
 /// Objects are decimal sequence numbers: every write of a writer carries a
@@ -51,7 +51,7 @@ pub struct Replay {
 }
 
 pub struct Harness {
-    pub store: Arc<IndexedStore<String, Arc<u64>>>,
+    pub store: StoreReader<String, u64>,
     pub handle: ReflectorHandle,
     pub replay: Arc<Mutex<Replay>>,
     pub errors: Arc<Mutex<Vec<String>>>,
@@ -67,19 +67,17 @@ pub fn start(source: EtcdSource<u64>, backoff: Backoff) -> Harness {
 /// (`monotonic`): not so when writers abandon requests on a timeout, as
 /// etcd may still commit an abandoned write after the writer's later ones.
 pub fn start_with(source: EtcdSource<u64>, backoff: Backoff, monotonic: bool) -> Harness {
-    let store = Arc::new(
-        IndexedStore::<String, Arc<u64>>::builder()
-            .index("parity", |n: &Arc<u64>| [parity(**n).to_owned()])
-            .index("digit", |n: &Arc<u64>| [digit(**n)])
-            .build()
-            .unwrap(),
-    );
+    let store = IndexedStore::<String, Arc<u64>>::builder()
+        .index("parity", |n: &Arc<u64>| [parity(**n).to_owned()])
+        .index("digit", |n: &Arc<u64>| [digit(**n)])
+        .build()
+        .unwrap();
     let replay = Arc::new(Mutex::new(Replay::default()));
     let errors = Arc::new(Mutex::new(Vec::new()));
     let watch_errors = Arc::new(AtomicU64::new(0));
     let (on_add, on_update, on_delete) = (replay.clone(), replay.clone(), replay.clone());
     let (on_error, watch_errors_seen) = (errors.clone(), watch_errors.clone());
-    let reflector = Reflector::builder(source, Arc::clone(&store))
+    let reflector = Reflector::builder(source, store)
         .on_add(move |key, new| {
             let mut replay = on_add.lock().unwrap();
             if let Some(old) = replay.state.insert(key.clone(), **new) {
@@ -124,6 +122,7 @@ pub fn start_with(source: EtcdSource<u64>, backoff: Backoff, monotonic: bool) ->
         .backoff(backoff)
         .build()
         .unwrap();
+    let store = reflector.reader();
     let handle = reflector.handle();
     let task = tokio::spawn(reflector.run());
     Harness {
@@ -270,7 +269,7 @@ fn digit(n: u64) -> String {
 /// The index `name` maps `value` to exactly the keys of `truth` that have
 /// it (`wanted` of them).
 fn assert_index(
-    store: &IndexedStore<String, Arc<u64>>,
+    store: &StoreReader<String, u64>,
     truth: &BTreeMap<String, u64>,
     name: &str,
     value: &str,

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use larder::IndexedStore;
-use larder::reflector::{Backoff, MemorySource, Reflector, ReflectorHandle, Source};
+use larder::reflector::{Backoff, MemorySource, Reflector, ReflectorHandle, Source, StoreReader};
 use tokio::task::JoinHandle;
 
 use super::watchdog;
@@ -40,50 +40,48 @@ pub fn fast() -> Backoff {
     Backoff::new(Duration::from_millis(1), Duration::from_millis(5))
 }
 
-pub type Store = Arc<IndexedStore<String, Arc<u32>>>;
+/// A store to hand to a reflector, and the reader it gives back.
+pub type Store = IndexedStore<String, Arc<u32>>;
+pub type Reader = StoreReader<String, u32>;
 
 pub fn store() -> Store {
-    Arc::new(
-        IndexedStore::builder()
-            .index("parity", |v: &Arc<u32>| {
-                [if **v % 2 == 0 { "even" } else { "odd" }]
-            })
-            .build()
-            .unwrap(),
-    )
+    IndexedStore::builder()
+        .index("parity", |v: &Arc<u32>| {
+            [if **v % 2 == 0 { "even" } else { "odd" }]
+        })
+        .build()
+        .unwrap()
 }
 
 /// A store whose one index rejects values of 100 and more.
 pub fn small_values_store() -> Store {
-    Arc::new(
-        IndexedStore::builder()
-            .try_index("small", |v: &Arc<u32>| {
-                if **v < 100 {
-                    Ok(["yes"])
-                } else {
-                    Err("too big")
-                }
-            })
-            .build()
-            .unwrap(),
-    )
+    IndexedStore::builder()
+        .try_index("small", |v: &Arc<u32>| {
+            if **v < 100 {
+                Ok(["yes"])
+            } else {
+                Err("too big")
+            }
+        })
+        .build()
+        .unwrap()
 }
 
 /// Runs a reflector from `source` into `store` (fast backoff, no handler)
-/// on a task of its own.
-pub fn start<Src>(source: Src, store: &Store) -> (ReflectorHandle, JoinHandle<()>)
+/// on a task of its own: its reader, its handle and its task.
+pub fn start<Src>(source: Src, store: Store) -> (Reader, ReflectorHandle, JoinHandle<()>)
 where
     Src: Source<Key = String, Object = u32>,
 {
-    let reflector = Reflector::builder(source, Arc::clone(store))
+    let reflector = Reflector::builder(source, store)
         .backoff(fast())
         .build()
         .unwrap();
-    let handle = reflector.handle();
-    (handle, tokio::spawn(reflector.run()))
+    let (reader, handle) = (reflector.reader(), reflector.handle());
+    (reader, handle, tokio::spawn(reflector.run()))
 }
 
-pub fn sorted(store: &Store) -> Vec<(String, u32)> {
+pub fn sorted(store: &Reader) -> Vec<(String, u32)> {
     let mut items: Vec<(String, u32)> = store.to_vec().into_iter().map(|(k, v)| (k, *v)).collect();
     items.sort();
     items

@@ -94,17 +94,16 @@ pub use watch::KubeWatch;
 ///
 /// let client = Client::try_default().await?;
 /// let source = KubeSource::new(Api::<Pod>::all(client));
-/// let pods = Arc::new(
-///     IndexedStore::<String, Arc<Pod>>::builder()
-///         .index("namespace", index_by_namespace)
-///         .index("node", index_by_pod_node)
-///         .build()?,
-/// );
-/// let reflector = Reflector::builder(source, Arc::clone(&pods))
+/// let pods = IndexedStore::<String, Arc<Pod>>::builder()
+///     .index("namespace", index_by_namespace)
+///     .index("node", index_by_pod_node)
+///     .build()?;
+/// let reflector = Reflector::builder(source, pods)
 ///     // An undecodable object's key is its store key: drop its old copy.
 ///     .parse_invalid_key(|key| (!key.is_empty()).then(|| key.to_owned()))
 ///     .on_error(|error| eprintln!("{error}"))
 ///     .build()?;
+/// let pods = reflector.reader();
 /// let handle = reflector.handle();
 /// tokio::spawn(reflector.run());
 /// handle.wait_until_synced().await?;
