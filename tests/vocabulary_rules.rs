@@ -210,6 +210,7 @@ fn a_copy_of_every_entry_is_to_vec() {
             "index_names",
             "the names of the indexes",
         ),
+        ("StoreReader", "index_names", "the names of the indexes"),
     ];
     let api = public_api();
     let breaches = api
@@ -354,4 +355,62 @@ fn get_returns_an_option() {
         .map(|m| format!("{} returns {}", m.at(), m.output))
         .collect();
     check("get returns Option", breaches);
+}
+
+/// "A read-only view offers every read and no write": `StoreReader`, the
+/// reflector's view of the store it owns, has each `&self` read of
+/// `IndexedStore` under the same name and return type, and no write; its
+/// other methods are the reflector handle's waits, under the handle's
+/// names. A read added to `IndexedStore` fails here until the reader has
+/// it; a new write fails until it is listed below.
+#[test]
+fn a_store_reader_offers_every_read_and_no_write() {
+    const WRITES: &[&str] = &[
+        "insert",
+        "remove",
+        "replace",
+        "clear",
+        "transaction",
+        "try_extend",
+        "add_index",
+        "add_try_index",
+        "insert_at_revision",
+        "remove_at_revision",
+        "replace_at_revision",
+    ];
+    let api = public_api();
+    let reader = api.get("StoreReader").expect("StoreReader is exported");
+    let store = &api["IndexedStore"];
+    let handle = &api["ReflectorHandle"];
+    // The reader's types spelled as the store's: `V` is `Arc<O>`.
+    let as_store = |output: &str| output.replace("Arc < O >", "V");
+    let mut breaches = Vec::new();
+    for read in store
+        .iter()
+        .filter(|m| m.by_ref && !WRITES.contains(&m.name.as_str()))
+    {
+        match reader.iter().find(|m| m.name == read.name) {
+            None => breaches.push(format!("{} has no StoreReader twin", read.at())),
+            Some(twin) if as_store(&twin.output) != read.output => breaches.push(format!(
+                "{} returns {}, the store's {}",
+                twin.at(),
+                twin.output,
+                read.output
+            )),
+            Some(_) => {}
+        }
+    }
+    for m in reader {
+        let a_read = store.iter().any(|s| s.name == m.name && s.by_ref);
+        let a_wait = handle
+            .iter()
+            .any(|h| h.name == m.name && h.output == m.output);
+        if WRITES.contains(&m.name.as_str()) || !(a_read || a_wait) {
+            breaches.push(format!(
+                "{} is neither a read of IndexedStore nor a wait of ReflectorHandle",
+                m.at()
+            ));
+        }
+    }
+    check("StoreReader: every read, no write", breaches);
 }
