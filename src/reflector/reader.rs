@@ -25,7 +25,7 @@ use crate::{IndexError, IndexedStore};
 /// same consistency (each method links to the store's own), and none of
 /// its writes: the reflector owns the store and is its only writer, so
 /// nothing can change the mirror behind its back (kube-runtime's `Store`,
-/// client-go's listers). Cloning it is cheap (two reference counts) and
+/// client-go's listers). Cloning it is cheap (three reference counts) and
 /// every clone reads the same store; it stays valid after the loop ends.
 ///
 /// It also carries the waits a worker needs before it reads
