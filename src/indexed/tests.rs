@@ -372,19 +372,19 @@ fn a_transaction_and_a_burst_let_go_of_what_they_displace() {
     }
     #[cfg(feature = "reflector")]
     {
-        use super::burst::{Change, Outcome};
+        use super::burst::{BurstChange, BurstOutcome};
         let brought_b = key("b");
         let outcomes = store.apply_burst(
             vec![
-                Change::Put(Arc::clone(&brought_b), Arc::new(20)),
-                Change::Delete(key("a")),
-                Change::Put(key("d"), Arc::new(4)),
+                BurstChange::Put(Arc::clone(&brought_b), Arc::new(20)),
+                BurstChange::Delete(key("a")),
+                BurstChange::Put(key("d"), Arc::new(4)),
             ],
             7,
         );
         let seen: Vec<(String, Option<u32>)> = outcomes
             .into_iter()
-            .map(|Outcome { key, previous, .. }| ((*key).clone(), previous.map(|v| *v)))
+            .map(|BurstOutcome { key, previous, .. }| ((*key).clone(), previous.map(|v| *v)))
             .collect();
         assert_eq!(
             seen,
