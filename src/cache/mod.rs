@@ -2,6 +2,30 @@
 //! [`TypedCache`](crate::TypedCache): one sequential shard generic over
 //! its eviction policy, and one concurrent layer of such shards.
 //!
+//! # What a call passes through
+//!
+//! A **get**, on either face (`LruCache::get` through `lookup`,
+//! `TypedCache::get` through `Raw::get`): the face hashes the key with no
+//! lock held and calls [`Layer::get_with`], which picks the shard from the
+//! hash. Under CLOCK and S3-FIFO it takes the shard's *read* lock (for
+//! `TypedCache` a striped lock whose read writes only the thread's own
+//! stripe), probes the slot table, marks the hit with the policy's atomic
+//! (a reference bit, a frequency counter), clones the value and counts the
+//! hit or miss in the thread's own counter stripe (`counters.rs`). Under
+//! exact LRU it takes the *write* lock, moves the entry to the front of its
+//! list and counts in the shard's own counters. An expired entry is a miss,
+//! released after the lock.
+//!
+//! An **insert** hashes and weighs (user code) unlocked, then takes the
+//! shard's write lock, where the policy's shard stores and links the entry.
+//! `LruCache` bounds each shard: `insert_into` evicts down to the shard's
+//! capacity under that lock, counted in the shard. `TypedCache` bounds the
+//! whole cache: `insert_unevicting` stores, the bound (`typed/bound.rs`)
+//! accounts the change and evicts in this shard, then, unlocked, in the
+//! others; counted in the stripe. Whatever an insert displaced (the old
+//! value, victims, expired entries swept on the way: `displaced.rs`) is
+//! dropped or handed to the listener after every lock is released.
+//!
 //! # Files
 //!
 //! - `shard.rs`: [`Shard`], the slab of entries with stored hashes, the
