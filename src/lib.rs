@@ -272,8 +272,9 @@ pub struct ReadmeDoctests;
 
 // Files (a maintainer's map; each folder's module docs map its own):
 // - one folder per primitive: `indexed/`, `ordered/`, `snapshot/`, `lru/`,
-//   `typed/`, `workqueue/`, `reflector/`; `cache/`: the engine under both
-//   caches; `guide.rs`: the guides, as docs.rs modules.
+//   `typed/`, `workqueue/`, `reflector/`, `controller/` (the controller
+//   runner); `cache/`: the engine under both caches; `guide.rs`: the
+//   guides, as docs.rs modules.
 // - shared by several: `flight/` (single-flight loading, sync and async),
 //   `waiters.rs` (waiting consumers), `removal.rs` (RemovalCause, the
 //   listener), `time.rs` (the Clock trait and clocks), `striped_lock.rs`
@@ -283,6 +284,9 @@ pub struct ReadmeDoctests;
 //   switch), `fault.rs` (loom-only fault selection for negative controls),
 //   `watchdog.rs` (the tests' watchdog, `tests/common/watchdog.rs`).
 mod cache;
+#[cfg(feature = "reflector")]
+#[cfg_attr(docsrs, doc(cfg(feature = "reflector")))]
+pub mod controller;
 mod error;
 #[cfg(loom)]
 #[doc(hidden)]
