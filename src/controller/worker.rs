@@ -55,6 +55,10 @@ where
             let object = (self.read)(&key);
             let outcome = self.reconcile_caught(key.clone(), object).await;
             self.settle(&key, outcome);
+            // Let the executor run others between two reconciles: a key
+            // requeued at once with a reconcile that never waits would
+            // otherwise keep this task busy for ever.
+            YieldNow(false).await;
         }
     }
 
@@ -104,6 +108,21 @@ where
 fn panicked<E>(payload: &(dyn std::any::Any + Send)) -> ReconcileError<E> {
     ReconcileError::Panicked {
         message: panic_message(payload),
+    }
+}
+
+/// Pending once (waking its task at once), then ready.
+struct YieldNow(bool);
+
+impl Future for YieldNow {
+    type Output = ();
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        if std::mem::replace(&mut self.0, true) {
+            return Poll::Ready(());
+        }
+        cx.waker().wake_by_ref();
+        Poll::Pending
     }
 }
 
