@@ -21,7 +21,7 @@ use std::time::Duration;
 use larder::controller::{Action, Controller, ControllerHandle, ReconcileError};
 use larder::reflector::{MemorySource, Reflector};
 use larder::{BuildError, Clock, IndexedStore, ManualClock};
-use reflecting::{LIMIT, bounded, fast};
+use reflecting::{bounded, fast};
 
 type Source = MemorySource<String, u32>;
 
@@ -35,7 +35,7 @@ fn reflector<V: Clone + Send + Sync + 'static>(
         .unwrap()
 }
 
-/// How long `until` waits: well inside `bounded`'s LIMIT, so that a
+/// How long `until` waits: well inside `bounded`'s limit, so that a
 /// wait that fails says what it waited for.
 const UNTIL: Duration = Duration::from_secs(10);
 
@@ -523,6 +523,9 @@ fn dropping_the_run_future_stops_the_controller_and_its_reflector() {
     );
 }
 
+/// What `on_error` was given.
+type Errors = Vec<(String, ReconcileError<String>)>;
+
 #[test]
 fn a_panicking_reconcile_is_reported_and_retried_and_other_keys_go_on() {
     bounded(
@@ -530,7 +533,7 @@ fn a_panicking_reconcile_is_reported_and_retried_and_other_keys_go_on() {
         async {
             let source = Source::new();
             let log = Arc::new(Log::default());
-            let errors: Arc<Mutex<Vec<(String, ReconcileError<String>)>>> = Arc::default();
+            let errors: Arc<Mutex<Errors>> = Arc::default();
             let panicked_once = Arc::new(AtomicBool::new(false));
             let controller = {
                 let (log, errors, panicked_once) = (
