@@ -22,27 +22,36 @@ use ::kube::core::ClusterResourceScope;
 ///
 /// ```
 /// use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
+/// use k8s_openapi::api::core::v1::{Node, Pod};
 /// use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 /// use kube::api::ObjectMeta;
 /// use larder::controller::owner_keys;
 ///
-/// let map = owner_keys::<Deployment, ReplicaSet>();
-/// let replica_set = ReplicaSet {
-///     metadata: ObjectMeta {
+/// fn owned_by(api_version: &str, kind: &str, name: &str) -> ObjectMeta {
+///     ObjectMeta {
 ///         namespace: Some("prod".into()),
-///         name: Some("web-5d9c".into()),
 ///         owner_references: Some(vec![OwnerReference {
-///             api_version: "apps/v1".into(),
-///             kind: "Deployment".into(),
-///             name: "web".into(),
-///             uid: "6b1f".into(),
+///             api_version: api_version.into(),
+///             kind: kind.into(),
+///             name: name.into(),
 ///             ..OwnerReference::default()
 ///         }]),
 ///         ..ObjectMeta::default()
-///     },
-///     ..ReplicaSet::default()
-/// };
+///     }
+/// }
+///
+/// let map = owner_keys::<Deployment, ReplicaSet>();
+/// let metadata = owned_by("apps/v1", "Deployment", "web");
+/// let replica_set = ReplicaSet { metadata, ..ReplicaSet::default() };
 /// assert_eq!(map(&"prod/web-5d9c".to_string(), &replica_set), ["prod/web"]);
+/// let metadata = owned_by("apps/v1", "StatefulSet", "db");
+/// let replica_set = ReplicaSet { metadata, ..ReplicaSet::default() };
+/// assert!(map(&"prod/db-0".to_string(), &replica_set).is_empty());
+///
+/// // A cluster-scoped owner: a static pod's mirror is owned by its node.
+/// let map = owner_keys::<Node, Pod>();
+/// let pod = Pod { metadata: owned_by("v1", "Node", "node-1"), ..Pod::default() };
+/// assert_eq!(map(&"prod/etcd-node-1".to_string(), &pod), ["node-1"]);
 /// ```
 pub fn owner_keys<Owner, Child>() -> impl Fn(&String, &Child) -> Vec<String> + Send + Sync + 'static
 where
