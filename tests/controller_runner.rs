@@ -469,13 +469,16 @@ fn shut_down_drains_the_reconciles_in_flight_and_completes() {
             };
             let handle = controller.handle();
             let mut running = tokio::spawn(controller.run());
-            for key in ["a", "b", "c", "d"] {
+            for key in ["a", "b"] {
                 source.put(key.to_owned(), 1);
             }
             until("two reconciles are in flight", || {
                 started.load(Ordering::SeqCst) == 2
             })
             .await;
+            // Two keys wait in the queue behind them.
+            handle.enqueue("c".to_owned());
+            handle.enqueue("d".to_owned());
             handle.shut_down();
             assert!(handle.is_shutting_down());
             // The run waits for the two in flight.
@@ -519,6 +522,29 @@ fn dropping_the_run_future_stops_the_controller_and_its_reflector() {
             assert!(running.await.unwrap_err().is_cancelled());
             assert!(handle.is_finished() && handle.is_shutting_down());
             assert!(handle.reflector().is_finished());
+        },
+    );
+}
+
+#[test]
+fn a_reflector_stopped_by_its_own_handle_shuts_the_controller_down() {
+    bounded(
+        "a_reflector_stopped_by_its_own_handle_shuts_the_controller_down",
+        async {
+            let source = Source::new();
+            source.put("a".to_owned(), 1);
+            let controller =
+                Controller::builder(reflector(&source), |_key: String, _object| async {
+                    Ok::<_, String>(Action::done())
+                })
+                .build()
+                .unwrap();
+            let handle = controller.handle();
+            let running = tokio::spawn(controller.run());
+            until("a is reconciled", || handle.stats().reconciled == 1).await;
+            handle.reflector().stop();
+            running.await.unwrap();
+            assert!(handle.is_shutting_down() && handle.is_finished());
         },
     );
 }
