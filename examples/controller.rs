@@ -90,15 +90,12 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             .await?;
     }
     let converged = controller.wait_converged(DEMO_LIMIT).await;
-    let counters = controller.counters();
+    let stats = controller.stats();
     let summary = format!(
-        "{} reconciles ({} failed and retried), {} overlapping, queue {:?}",
-        counters
-            .reconciled
-            .load(std::sync::atomic::Ordering::Relaxed),
-        counters.failed.load(std::sync::atomic::Ordering::Relaxed),
-        counters.overlaps.load(std::sync::atomic::Ordering::Relaxed),
-        controller.queue().stats(),
+        "{} reconciles ({} failed and retried), {} overlapping",
+        stats.reconciled,
+        stats.failed,
+        controller.overlaps(),
     );
     let overlapping = controller.overlapping();
     controller.stop().await;

@@ -98,6 +98,8 @@ pub enum BuildError {
     /// A [`TokenBucket`](crate::TokenBucket) with a burst of 0 could never
     /// hand out a token.
     ZeroBurst,
+    /// A controller's `workers(0)`: no key would ever be reconciled.
+    ZeroWorkers,
     /// An index definition was refused, as
     /// [`IndexedStore::add_index`](crate::IndexedStore::add_index) refuses
     /// it: [`IndexError::DuplicateIndex`] when two indexes share a name.
@@ -140,6 +142,7 @@ impl fmt::Display for BuildError {
                 "token rate {rate} is not a positive, finite number per second"
             ),
             Self::ZeroBurst => f.write_str("a token bucket's burst must be at least 1"),
+            Self::ZeroWorkers => f.write_str("a controller needs at least 1 worker"),
             Self::Index(error) => fmt::Display::fmt(error, f),
         }
     }

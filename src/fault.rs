@@ -148,7 +148,7 @@ mod catalogue {
     }
 
     /// A broken wake-up protocol of `OrderedIndex`'s waiting consumers
-    /// (`wait.rs`).
+    /// (`waiters.rs`).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub enum WaitFault {
         /// The correct protocol.

@@ -25,7 +25,7 @@
 //! | feature | adds | to build it | to run it |
 //! |---|---|---|---|
 //! | (none) | the primitives above | nothing more | no runtime |
-//! | `reflector` | `larder::reflector`: the informer loop, the `Source` trait, `MemorySource` | nothing more | any async executor |
+//! | `reflector` | `larder::reflector`: the informer loop, the `Source` trait, `MemorySource`; `larder::controller` | nothing more | any async executor |
 //! | `etcd` | `reflector::EtcdSource` (implies `reflector`) | `protoc` and protobuf's well-known types (`apt-get install protobuf-compiler libprotobuf-dev`) | a tokio runtime, an etcd v3 server |
 //! | `kube` | `reflector::KubeSource`, client-go's `namespace/name` keys and ready index functions (implies `reflector`) | Rust 1.89 (kube's minimum; the crate's own is 1.85), a Kubernetes version feature on `k8s-openapi` in the program | a tokio runtime, a Kubernetes API server |
 //!
@@ -121,7 +121,9 @@
 //! injection for tests; with the `etcd` feature, `reflector::EtcdSource`
 //! mirrors an etcd key prefix (building it needs `protoc`; running it, a
 //! tokio runtime and an etcd server). [The reflector guide][reflector-guide]
-//! covers both.
+//! covers both. `controller::Controller` runs a reflector with a
+//! [`WorkQueue`] and async workers that reconcile each changed key
+//! (client-go's controller loop, kube-runtime's `Controller`).
 //!
 //! ## Conventions
 //!
@@ -272,16 +274,23 @@
 #[doc = include_str!("../README.md")]
 pub struct ReadmeDoctests;
 
-// Where things are. One folder per primitive (`indexed/`, `ordered/`,
-// `snapshot/`, `lru/`, `typed/`, `workqueue/`, `reflector/`), each with a
-// map of its files in its module docs; `cache/` is the engine under both
-// caches. Shared by several: `flight/` (single-flight loading, sync and
-// async), `wait.rs` (waiting consumers), `removal.rs` (RemovalCause, the
-// listener), `stats.rs` and `striped.rs` (cache statistics), `time.rs`
-// (Clock), `node_index.rs` (hash to slot table), `error.rs` (BuildError),
-// `sync.rs` (std / parking_lot / loom switch), `fault.rs` (loom-only fault
-// selection for negative controls).
+// Files (a maintainer's map; each folder's module docs map its own):
+// - one folder per primitive: `indexed/`, `ordered/`, `snapshot/`, `lru/`,
+//   `typed/`, `workqueue/`, `reflector/`, `controller/` (the controller
+//   runner); `cache/`: the engine under both caches; `guide.rs`: the
+//   guides, as docs.rs modules.
+// - shared by several: `flight/` (single-flight loading, sync and async),
+//   `waiters.rs` (waiting consumers), `removal.rs` (RemovalCause, the
+//   listener), `time.rs` (the Clock trait and clocks), `striped_lock.rs`
+//   (the read-mostly lock), `shard_index.rs` (hash to shard),
+//   `node_index.rs` (hash to slot table), `table_room.rs` (when a table
+//   grows), `error.rs` (BuildError), `sync.rs` (std / parking_lot / loom
+//   switch), `fault.rs` (loom-only fault selection for negative controls),
+//   `watchdog.rs` (the tests' watchdog, `tests/common/watchdog.rs`).
 mod cache;
+#[cfg(feature = "reflector")]
+#[cfg_attr(docsrs, doc(cfg(feature = "reflector")))]
+pub mod controller;
 mod error;
 #[cfg(loom)]
 #[doc(hidden)]
@@ -300,27 +309,25 @@ pub mod reflector;
 mod removal;
 mod shard_index;
 mod snapshot;
-mod stats;
-mod striped;
 mod striped_lock;
 mod sync;
 mod table_room;
 mod time;
 mod typed;
-mod wait;
+mod waiters;
 /// The tests' watchdog (a hang fails fast, naming the test).
 #[cfg(test)]
 #[path = "../tests/common/watchdog.rs"]
 mod watchdog;
 mod workqueue;
 
+pub use cache::CacheStats;
 pub use error::BuildError;
 pub use indexed::{IndexError, IndexedStore, IndexedStoreBuilder, Transaction};
 pub use lru::{AsyncLoadingLruCache, EvictionPolicy, LoadingLruCache, LruCache, LruCacheBuilder};
 pub use ordered::{OrderedIndex, OrderedIndexBuilder, OrderedLock, OrderedSnapshot};
 pub use removal::RemovalCause;
 pub use snapshot::{CachedReader, CompareAndSwapError, Guard, Snapshot, Versioned};
-pub use stats::CacheStats;
 pub use time::{Clock, CoarseClock, ManualClock, SystemClock};
 pub use typed::{AnyCache, AnyCacheBuilder, TypedCache, TypedCacheBuilder};
 pub use workqueue::{

@@ -26,6 +26,11 @@
 //! parking_lot-shaped: no poisoning, and parking_lot's locks are task-fair
 //! (a reader waits behind a waiting writer), so a thread must not
 //! read-lock a lock it already holds.
+//!
+//! # Files
+//!
+//! This one, and `broken.rs`: the writer's broken variant for the loom
+//! models (`cfg(loom)` only).
 
 use std::mem::ManuallyDrop;
 use std::ops::{Deref, DerefMut};
@@ -62,11 +67,11 @@ pub(crate) fn stripe_count() -> usize {
 
 /// One stripe's share of the value: `None` only while a writer holds the
 /// stripe.
-type Slot<T> = Option<Arc<T>>;
+type StripeShare<T> = Option<Arc<T>>;
 
 /// A reader-writer lock with per-thread read stripes (see the module).
 pub(crate) struct StripedRwLock<T> {
-    stripes: Box<[CachePadded<RwLock<Slot<T>>>]>,
+    stripes: Box<[CachePadded<RwLock<StripeShare<T>>>]>,
     /// `stripes.len() - 1`; the length is a power of two.
     mask: usize,
 }
@@ -139,7 +144,7 @@ fn refill_held<T>(guard: &mut StripedWriteGuard<'_, T>) {
 }
 
 /// Shared guard of a [`StripedRwLock`]: holds one read stripe.
-pub(crate) struct StripedReadGuard<'a, T>(RwLockReadGuard<'a, Slot<T>>);
+pub(crate) struct StripedReadGuard<'a, T>(RwLockReadGuard<'a, StripeShare<T>>);
 
 impl<T> Deref for StripedReadGuard<'_, T> {
     type Target = T;
@@ -154,11 +159,11 @@ impl<T> Deref for StripedReadGuard<'_, T> {
 /// Exclusive guard of a [`StripedRwLock`]: holds every stripe, and the
 /// only `Arc` of the value (in stripe 0).
 pub(crate) struct StripedWriteGuard<'a, T> {
-    first: RwLockWriteGuard<'a, Slot<T>>,
+    first: RwLockWriteGuard<'a, StripeShare<T>>,
     /// Stripes 1 to `R - 1`, emptied, then `None`s. Dropped by hand, only
     /// the first [`held`](Self::held), so that a write does not pay for
     /// dropping the `None`s.
-    rest: ManuallyDrop<[Option<RwLockWriteGuard<'a, Slot<T>>>; MAX_STRIPES - 1]>,
+    rest: ManuallyDrop<[Option<RwLockWriteGuard<'a, StripeShare<T>>>; MAX_STRIPES - 1]>,
     /// How many of `rest` are stripes.
     held: usize,
     /// The lock whose stripes these are.

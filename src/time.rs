@@ -1,7 +1,7 @@
 //! The injectable time source that `TypedCache`'s expiry and `WorkQueue`'s
 //! delays read: [`Clock`], the real [`SystemClock`], the cheap
 //! [`CoarseClock`] and the hand-driven [`ManualClock`] for tests. (Not the
-//! CLOCK eviction policy, which is `cache/clock.rs`.)
+//! CLOCK eviction policy, which is `SecondChance` in `cache/second_chance.rs`.)
 
 use std::fmt;
 use std::time::{Duration, Instant};

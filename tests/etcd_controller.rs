@@ -1,6 +1,7 @@
-//! The controller of `examples/controller.rs` (reflector, handler registry,
-//! work queue, workers) against a real etcd server that is SIGKILLed and
-//! restarted in the middle of a burst of spec changes: every status ends
+//! The controller of `examples/controller.rs` (a `larder::controller`
+//! runner: reflector, handler, work queue, workers) against a real etcd
+//! server that is SIGKILLed and restarted in the middle of a burst of spec
+//! changes: every status ends
 //! equal to its spec, no status outlives its spec, and no name is ever
 //! reconciled by two workers at once.
 //!
@@ -105,12 +106,9 @@ async fn five_thousand_spec_changes_through_an_etcd_restart_converge_one_worker_
 
             let converged = controller.wait_converged(Duration::from_secs(60)).await;
             let specs = converged.unwrap_or_else(|error| panic!("{error}"));
-            let counters = controller.counters();
-            let (reconciled, failed) = (
-                counters.reconciled.load(Ordering::Relaxed),
-                counters.failed.load(Ordering::Relaxed),
-            );
-            let overlaps = counters.overlaps.load(Ordering::SeqCst);
+            let counts = controller.stats();
+            let (reconciled, failed) = (counts.reconciled, counts.failed);
+            let overlaps = controller.overlaps();
             assert_eq!(
                 overlaps,
                 0,
@@ -125,7 +123,6 @@ async fn five_thousand_spec_changes_through_an_etcd_restart_converge_one_worker_
                 stats.watch_restarts >= 1,
                 "the reflector's watch was reopened after the kill: {stats:?}"
             );
-            let queue = controller.queue().stats();
             controller.stop().await;
             // Stopped: nothing can change a status any more; still equal.
             assert_eq!(
@@ -134,7 +131,7 @@ async fn five_thousand_spec_changes_through_an_etcd_restart_converge_one_worker_
             );
             eprintln!(
                 "{CHANGES} changes written in {written_in:.1?}, converged in {:.1?}: {specs} specs; \
-                 {reconciled} reconciles, {failed} failed and retried; queue {queue:?}; \
+                 {reconciled} reconciles, {failed} failed and retried; controller {counts:?}; \
                  reflector {stats:?}",
                 started.elapsed()
             );

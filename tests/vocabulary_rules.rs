@@ -7,9 +7,10 @@
 //! a new method must follow.
 //!
 //! A method is public here when it is `pub` (not `pub(crate)`), in an
-//! inherent `impl` of a type that `lib.rs` or a public module re-exports,
-//! and not compiled only for tests or loom (`cfg(test)`, `cfg(loom)`,
-//! `feature = "testing"`) nor hidden from the docs.
+//! inherent `impl` of a type that `lib.rs` or a public module
+//! (`reflector`, `controller`) re-exports, and not compiled only for tests
+//! or loom (`cfg(test)`, `cfg(loom)`, `feature = "testing"`) nor hidden
+//! from the docs.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
@@ -159,6 +160,7 @@ fn public_api() -> BTreeMap<String, Vec<Method>> {
         // The crate root and the public modules re-export the public types.
         let public_module = relative == Path::new("lib.rs")
             || relative.starts_with("reflector")
+            || relative.starts_with("controller")
             || relative == Path::new("guide.rs");
         for item in &file.items {
             if let Item::Use(used) = item
@@ -178,7 +180,9 @@ fn public_api() -> BTreeMap<String, Vec<Method>> {
         }
     }
     assert!(
-        api.contains_key("IndexedStore") && api.contains_key("WorkQueue"),
+        api.contains_key("IndexedStore")
+            && api.contains_key("WorkQueue")
+            && api.contains_key("ControllerBuilder"),
         "the source walk found no public API: {:?}",
         api.keys().collect::<Vec<_>>()
     );

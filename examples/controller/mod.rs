@@ -2,14 +2,14 @@
 //! runs it against a real etcd (`tests/etcd_controller.rs`), which includes
 //! this file with `#[path]`.
 //!
-//! The picture (client-go's controller): a reflector mirrors the spec
-//! prefix into a store; a handler added through the reflector's handler
-//! registry queues the name of every spec that changed; workers take names
-//! from the work queue and reconcile each into its status key. A failed
-//! reconcile is retried later (`add_rate_limited`), a successful one clears
-//! the key's failures (`forget`); the queue never gives a name to two
-//! workers at once, and a change that comes while a name is reconciled
-//! queues it again for after.
+//! A `larder::controller::Controller` does client-go's loop: its reflector
+//! mirrors the spec prefix into a store, its handler queues the key of every
+//! spec that changed, and its workers reconcile each key into its status
+//! key, reading the spec's current state from the store. A failed
+//! reconcile is retried after a per-key backoff, a successful one clears
+//! the key's failures; the queue never gives a key to two workers at once
+//! (the `InFlight` set below checks it), and a change that comes while a
+//! key is reconciled queues it again for after.
 
 #![allow(dead_code)]
 
@@ -19,11 +19,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use etcd_client::{Client, GetOptions, KvClient};
-use larder::reflector::{
-    Backoff, EtcdSource, Handler, HandlerRegistration, Reflector, ReflectorHandle, StoreReader,
-    WaitError,
-};
-use larder::{ExponentialBackoff, IndexedStore, WorkQueue};
+use larder::controller::{Action, ControllerHandle, ControllerStats};
+use larder::reflector::{Backoff, EtcdSource, Reflector, ReflectorHandle, WaitError};
+use larder::{ExponentialBackoff, IndexedStore};
 use tokio::task::JoinHandle;
 
 /// Where the specs live: `<SPEC_PREFIX><name>` holds any UTF-8 value.
@@ -39,48 +37,38 @@ pub fn status_for(spec: &str) -> String {
     format!("reconciled: {spec}")
 }
 
-/// The counters a controller keeps.
-#[derive(Debug, Default)]
-pub struct Counters {
-    /// Reconciles that succeeded (a status written or deleted).
-    pub reconciled: AtomicU64,
-    /// Reconciles that failed (and were queued again, rate limited).
-    pub failed: AtomicU64,
-    /// Reconciles that found their name already being reconciled by
-    /// another worker: the work queue promises this never happens.
-    pub overlaps: AtomicU64,
-}
-
-/// The names being reconciled right now, to check the queue's promise of
+/// The keys being reconciled right now, to check the queue's promise of
 /// one worker per key.
 #[derive(Debug, Default)]
 struct InFlight {
-    names: Mutex<HashSet<String>>,
-    /// The first names found in flight twice.
+    keys: Mutex<HashSet<String>>,
+    /// Reconciles that found their key already being reconciled.
+    overlaps: AtomicU64,
+    /// The first keys found in flight twice.
     overlapping: Mutex<Vec<String>>,
 }
 
-/// A name marked in flight until dropped.
+/// A key marked in flight until dropped.
 struct InFlightGuard<'a> {
     in_flight: &'a InFlight,
-    name: String,
+    key: String,
     /// Whether this guard added the mark (and so removes it).
     marked: bool,
 }
 
 impl InFlight {
-    fn enter<'a>(&'a self, name: &str, counters: &Counters) -> InFlightGuard<'a> {
-        let marked = self.names.lock().unwrap().insert(name.to_owned());
+    fn enter<'a>(&'a self, key: &str) -> InFlightGuard<'a> {
+        let marked = self.keys.lock().unwrap().insert(key.to_owned());
         if !marked {
-            counters.overlaps.fetch_add(1, Ordering::SeqCst);
+            self.overlaps.fetch_add(1, Ordering::SeqCst);
             let mut overlapping = self.overlapping.lock().unwrap();
             if overlapping.len() < 10 {
-                overlapping.push(name.to_owned());
+                overlapping.push(key.to_owned());
             }
         }
         InFlightGuard {
             in_flight: self,
-            name: name.to_owned(),
+            key: key.to_owned(),
             marked,
         }
     }
@@ -89,96 +77,49 @@ impl InFlight {
 impl Drop for InFlightGuard<'_> {
     fn drop(&mut self) {
         if self.marked {
-            self.in_flight.names.lock().unwrap().remove(&self.name);
+            self.in_flight.keys.lock().unwrap().remove(&self.key);
         }
     }
 }
 
-/// The handler: queues the name of every spec that changed (client-go's
-/// `ResourceEventHandlerFuncs` calling `queue.Add(key)`). It runs on its
-/// own delivery task and only adds to the queue, so its buffer stays short.
-struct Enqueue(Arc<WorkQueue<String>>);
-
-impl Enqueue {
-    fn enqueue(&self, key: &str) {
-        if let Some(name) = key.strip_prefix(SPEC_PREFIX) {
-            self.0.add(name.to_owned());
+/// Makes the status of the spec at `key` agree with `spec`, the spec as the
+/// store holds it now: written if it exists, deleted if not.
+async fn reconcile(
+    mut kv: KvClient,
+    in_flight: &InFlight,
+    key: String,
+    spec: Option<Arc<String>>,
+) -> Result<Action, String> {
+    let _in_flight = in_flight.enter(&key);
+    let name = key.strip_prefix(SPEC_PREFIX).unwrap_or(&key);
+    let status_key = format!("{STATUS_PREFIX}{name}");
+    let request = async {
+        match spec {
+            Some(spec) => kv.put(status_key, status_for(&spec), None).await.map(drop),
+            None => kv.delete(status_key, None).await.map(drop),
         }
+    };
+    match tokio::time::timeout(REQUEST_TIMEOUT, request).await {
+        Ok(Ok(())) => Ok(Action::done()),
+        Ok(Err(error)) => Err(format!("{name}: {error}")),
+        Err(_) => Err(format!("{name}: no answer within {REQUEST_TIMEOUT:?}")),
     }
 }
 
-impl Handler<String, String> for Enqueue {
-    fn on_add(&self, key: &String, _new: &Arc<String>) {
-        self.enqueue(key);
-    }
-    fn on_update(&self, key: &String, _old: &Arc<String>, _new: &Arc<String>) {
-        self.enqueue(key);
-    }
-    fn on_delete(&self, key: &String, _last_known: &Arc<String>) {
-        self.enqueue(key);
-    }
-}
-
-/// What the workers share.
-struct Shared {
-    store: StoreReader<String, String>,
-    queue: Arc<WorkQueue<String>>,
-    counters: Arc<Counters>,
-    in_flight: InFlight,
-}
-
-impl Shared {
-    /// One worker (client-go's `runWorker` / `processNextWorkItem`).
-    async fn work(self: Arc<Self>, mut kv: KvClient) {
-        while let Some(name) = self.queue.get_async().await {
-            match self.reconcile(&mut kv, &name).await {
-                Ok(()) => {
-                    self.counters.reconciled.fetch_add(1, Ordering::Relaxed);
-                    self.queue.forget(&name);
-                }
-                Err(_) => {
-                    self.counters.failed.fetch_add(1, Ordering::Relaxed);
-                    self.queue.add_rate_limited(name.clone());
-                }
-            }
-            self.queue.done(&name);
-        }
-    }
-
-    /// Makes `name`'s status agree with its spec as the store holds it now:
-    /// written if the spec exists, deleted if not.
-    async fn reconcile(&self, kv: &mut KvClient, name: &str) -> Result<(), String> {
-        let _in_flight = self.in_flight.enter(name, &self.counters);
-        let spec = self.store.get(format!("{SPEC_PREFIX}{name}").as_str());
-        let status_key = format!("{STATUS_PREFIX}{name}");
-        let request = async {
-            match spec {
-                Some(spec) => kv.put(status_key, status_for(&spec), None).await.map(drop),
-                None => kv.delete(status_key, None).await.map(drop),
-            }
-        };
-        match tokio::time::timeout(REQUEST_TIMEOUT, request).await {
-            Ok(Ok(())) => Ok(()),
-            Ok(Err(error)) => Err(format!("{name}: {error}")),
-            Err(_) => Err(format!("{name}: no answer within {REQUEST_TIMEOUT:?}")),
-        }
-    }
-}
-
-/// A running controller: its reflector, handler, queue and workers.
+/// A running controller.
 pub struct Controller {
     client: Client,
-    handle: ReflectorHandle,
-    shared: Arc<Shared>,
-    registration: HandlerRegistration<String, String>,
-    tasks: Vec<JoinHandle<()>>,
+    handle: ControllerHandle<String>,
+    in_flight: Arc<InFlight>,
+    running: JoinHandle<()>,
 }
 
 impl Controller {
-    /// Starts the reflector, the handler and `workers` workers, and waits
-    /// until the handler has been given the specs etcd held (client-go's
-    /// `WaitForCacheSync`). Then queues the name of every status too, so a
-    /// status whose spec was deleted while no controller ran is removed.
+    /// Starts the controller with `workers` workers and waits until its
+    /// handler has been given the specs etcd held (client-go's
+    /// `WaitForCacheSync`). Then queues the key of every status's spec too,
+    /// so a status whose spec was deleted while no controller ran is
+    /// removed.
     pub async fn start(
         client: Client,
         workers: usize,
@@ -198,37 +139,30 @@ impl Controller {
             ))
             .on_error(|error| eprintln!("reflector: {error}"))
             .build()?;
-        let store = reflector.reader();
-        let (handle, registry) = (reflector.handle(), reflector.handler_registry());
+        let in_flight = Arc::new(InFlight::default());
+        let controller = {
+            let (kv, in_flight) = (client.kv_client(), Arc::clone(&in_flight));
+            larder::controller::Controller::builder(reflector, move |key, spec| {
+                let (kv, in_flight) = (kv.clone(), Arc::clone(&in_flight));
+                async move { reconcile(kv, &in_flight, key, spec).await }
+            })
+        }
+        .workers(workers)
         // Per-key backoff from 5 ms to 1 s and no overall token bucket:
         // client-go's default bucket (10 retries a second) would space out
         // the retries of thousands of keys that failed in one etcd outage
         // over minutes.
-        let queue = Arc::new(
-            WorkQueue::builder()
-                .rate_limiter(ExponentialBackoff::new(
-                    Duration::from_millis(5),
-                    Duration::from_secs(1),
-                ))
-                .build()?,
-        );
-        let (registration, delivery) = registry.add(Enqueue(Arc::clone(&queue)));
-        let shared = Arc::new(Shared {
-            store,
-            queue,
-            counters: Arc::new(Counters::default()),
-            in_flight: InFlight::default(),
-        });
-        let mut tasks = vec![tokio::spawn(reflector.run()), tokio::spawn(delivery)];
-        for _ in 0..workers {
-            tasks.push(tokio::spawn(Arc::clone(&shared).work(client.kv_client())));
-        }
+        .rate_limiter(ExponentialBackoff::new(
+            Duration::from_millis(5),
+            Duration::from_secs(1),
+        ))
+        .build()?;
+        let handle = controller.handle();
         let controller = Controller {
             client,
             handle,
-            shared,
-            registration,
-            tasks,
+            in_flight,
+            running: tokio::spawn(controller.run()),
         };
         controller
             .wait_until_synced(Duration::from_secs(30))
@@ -243,7 +177,7 @@ impl Controller {
             .await?;
         for pair in statuses.kvs() {
             if let Some(name) = pair.key_str()?.strip_prefix(STATUS_PREFIX) {
-                controller.shared.queue.add(name.to_owned());
+                controller.handle.enqueue(format!("{SPEC_PREFIX}{name}"));
             }
         }
         Ok(controller)
@@ -252,9 +186,12 @@ impl Controller {
     /// Waits until the store holds etcd's specs and the handler has been
     /// given them.
     async fn wait_until_synced(&self, limit: Duration) -> Result<(), WaitError> {
-        self.handle.wait_until_synced_timeout(limit).await?;
+        self.handle
+            .reflector()
+            .wait_until_synced_timeout(limit)
+            .await?;
         let deadline = Instant::now() + limit;
-        while !self.registration.has_synced() {
+        while !self.handle.has_synced() {
             if Instant::now() > deadline {
                 return Err(WaitError::TimedOut);
             }
@@ -263,25 +200,26 @@ impl Controller {
         Ok(())
     }
 
-    /// The controller's counters.
-    pub fn counters(&self) -> &Counters {
-        &self.shared.counters
+    /// The controller's counts.
+    pub fn stats(&self) -> ControllerStats {
+        self.handle.stats()
     }
 
-    /// The names found being reconciled by two workers at once (at most
+    /// How many reconciles found their key already being reconciled by
+    /// another worker: the work queue promises none.
+    pub fn overlaps(&self) -> u64 {
+        self.in_flight.overlaps.load(Ordering::SeqCst)
+    }
+
+    /// The keys found being reconciled by two workers at once (at most
     /// ten).
     pub fn overlapping(&self) -> Vec<String> {
-        self.shared.in_flight.overlapping.lock().unwrap().clone()
+        self.in_flight.overlapping.lock().unwrap().clone()
     }
 
     /// The reflector's handle (statistics, revision).
     pub fn handle(&self) -> &ReflectorHandle {
-        &self.handle
-    }
-
-    /// The work queue.
-    pub fn queue(&self) -> &WorkQueue<String> {
-        &self.shared.queue
+        self.handle.reflector()
     }
 
     /// Waits until every status in etcd matches its spec and no status is
@@ -307,15 +245,11 @@ impl Controller {
         }
     }
 
-    /// Stops the workers (each finishes its reconcile and the keys already
-    /// queued), the reflector and the handler's delivery, and waits for
-    /// them.
+    /// Stops the controller: the reconciles in flight finish, the reflector
+    /// stops; waits for the end.
     pub async fn stop(self) {
-        self.shared.queue.shut_down();
-        self.handle.stop();
-        for task in self.tasks {
-            task.await.expect("a controller task panicked");
-        }
+        self.handle.shut_down();
+        self.running.await.expect("the controller panicked");
     }
 }
 

@@ -1,6 +1,6 @@
 //! loom models of `WorkQueue`: the add/get/done protocol
 //! (`src/workqueue/core.rs` under the queue's mutex) and its wake-ups (the
-//! shared waiting machinery, `src/wait.rs`), over loom's mutex and condvar,
+//! shared waiting machinery, `src/waiters.rs`), over loom's mutex and condvar,
 //! with the async `get` driven by `loom::future::block_on`. Three tasks:
 //! two workers (one blocking, one async) and a producer; for the drains,
 //! a drain, a worker and the thread that ends it (`done` or `shut_down`).

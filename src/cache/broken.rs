@@ -9,7 +9,7 @@ use std::hash::{BuildHasher, Hash};
 
 use super::eviction_policy::take_if_expired;
 use super::layer::{
-    Layer, Locked, ShardLock, Tally, count_exclusive_lookup, count_shared_lookup, take_all_and_bump,
+    Layer, LayerLock, Locked, Tally, count_exclusive_lookup, count_shared_lookup, take_all_and_bump,
 };
 use super::{Event, PolicyShard};
 use crate::fault::{LruFault, TypedFault, is_selected};
@@ -40,7 +40,7 @@ pub(super) fn get_exclusive<K, V, S, L, T, Q, R>(
 where
     K: Hash + Eq + Borrow<Q>,
     S: BuildHasher,
-    L: ShardLock<Locked<K, V>>,
+    L: LayerLock<Locked<K, V>>,
     T: Tally<K, V>,
     Q: ?Sized + Eq,
 {
@@ -72,7 +72,7 @@ pub(super) fn get_shared<K, V, S, L, T, Q, R>(
 where
     K: Hash + Eq + Borrow<Q>,
     S: BuildHasher,
-    L: ShardLock<Locked<K, V>>,
+    L: LayerLock<Locked<K, V>>,
     T: Tally<K, V>,
     Q: ?Sized + Eq,
 {

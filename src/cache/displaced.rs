@@ -1,10 +1,10 @@
-//! What one insert displaces: [`Inserted`] (the replaced value, the
+//! What one insert displaces: [`Displaced`] (the replaced value, the
 //! unused key) and [`Evicted`] (the entries evicted to make room, as many
 //! as it takes to fit the new entry's weight).
 
 /// What a [`Shard::insert`](super::Shard::insert) displaced; the caller
 /// drops it unlocked.
-pub(crate) struct Inserted<K, V> {
+pub(crate) struct Displaced<K, V> {
     /// The previous value of the same key.
     pub(crate) replaced: Option<V>,
     /// Whether the replaced value had expired.
@@ -21,7 +21,7 @@ pub(crate) struct Inserted<K, V> {
     pub(crate) unused_key: Option<K>,
 }
 
-impl<K, V> Inserted<K, V> {
+impl<K, V> Displaced<K, V> {
     /// Nothing displaced.
     #[inline]
     pub(crate) fn nothing() -> Self {

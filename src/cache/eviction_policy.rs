@@ -3,7 +3,7 @@
 
 use std::borrow::Borrow;
 
-use super::{Clock, Exact, Expiry, Inserted, Lookup, S3Fifo, SWEEP_BUDGET, Shard};
+use super::{Displaced, Exact, Expiry, Lookup, S3Fifo, SWEEP_BUDGET, SecondChance, Shard};
 
 #[cfg(loom)]
 use super::broken::take_expired;
@@ -98,10 +98,10 @@ impl EvictionPolicy {
 /// variant of its own, so a cache without expiry runs code that has none).
 pub(crate) enum PolicyShard<K, V> {
     Exact(Shard<K, V, Exact>),
-    Clock(Shard<K, V, Clock>),
+    Clock(Shard<K, V, SecondChance>),
     S3Fifo(Shard<K, V, S3Fifo>),
     ExactExpiring(Shard<K, V, Exact, true>),
-    ClockExpiring(Shard<K, V, Clock, true>),
+    ClockExpiring(Shard<K, V, SecondChance, true>),
     S3FifoExpiring(Shard<K, V, S3Fifo, true>),
 }
 
@@ -216,7 +216,7 @@ impl<K, V> PolicyShard<K, V> {
 
     /// Inserts the key's value of `weight` (at least 1) into `inserted`
     /// (which holds nothing yet), first releasing up to `sweep` expired
-    /// entries, evicting until it fits (see [`Inserted`]). `now` is called
+    /// entries, evicting until it fits (see [`Displaced`]). `now` is called
     /// only when entries can expire.
     #[inline]
     #[allow(clippy::too_many_arguments)]
@@ -228,7 +228,7 @@ impl<K, V> PolicyShard<K, V> {
         weight: u32,
         now: impl FnOnce() -> u64,
         sweep: usize,
-        inserted: &mut Inserted<K, V>,
+        inserted: &mut Displaced<K, V>,
     ) where
         K: Eq,
     {

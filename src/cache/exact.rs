@@ -4,7 +4,7 @@
 
 use super::list::{Links, List};
 use super::policy::Policy;
-use super::shard::{Entry, Weights};
+use super::shard::{Node, Weights};
 
 /// Exact LRU (see the module docs).
 pub(crate) struct Exact {
@@ -32,7 +32,7 @@ impl Policy for Exact {
     }
 
     #[inline]
-    fn hit<K, V>(&mut self, entries: &mut [Entry<K, V, Links>], i: u32) {
+    fn hit<K, V>(&mut self, entries: &mut [Node<K, V, Links>], i: u32) {
         if self.list.head != i {
             self.list.unlink(entries, i);
             self.list.push_front(entries, i);
@@ -44,39 +44,32 @@ impl Policy for Exact {
     }
 
     #[inline]
-    fn replaced<K, V>(&mut self, entries: &mut [Entry<K, V, Links>], i: u32, _: u32, _: u32) {
+    fn replaced<K, V>(&mut self, entries: &mut [Node<K, V, Links>], i: u32, _: u32, _: u32) {
         self.hit(entries, i);
     }
 
     #[inline]
-    fn link<K, V>(&mut self, entries: &mut [Entry<K, V, Links>], i: u32, _: u32, (): ()) {
+    fn link<K, V>(&mut self, entries: &mut [Node<K, V, Links>], i: u32, _: u32, (): ()) {
         self.list.push_front(entries, i);
     }
 
     #[inline]
-    fn recycle<K, V>(
-        &mut self,
-        entries: &mut [Entry<K, V, Links>],
-        v: u32,
-        _: u32,
-        _: u32,
-        (): (),
-    ) {
+    fn recycle<K, V>(&mut self, entries: &mut [Node<K, V, Links>], v: u32, _: u32, _: u32, (): ()) {
         self.hit(entries, v);
     }
 
     #[inline]
-    fn unlink<K, V>(&mut self, entries: &mut [Entry<K, V, Links>], i: u32, _weight: u32) {
+    fn unlink<K, V>(&mut self, entries: &mut [Node<K, V, Links>], i: u32, _weight: u32) {
         self.list.unlink(entries, i);
     }
 
     #[inline]
-    fn moved<K, V>(&mut self, entries: &mut [Entry<K, V, Links>], _from: u32, to: u32) {
+    fn moved<K, V>(&mut self, entries: &mut [Node<K, V, Links>], _from: u32, to: u32) {
         self.list.moved(entries, to);
     }
 
     #[inline]
-    fn victim<K, V>(&mut self, _entries: &mut [Entry<K, V, Links>], _weights: &Weights) -> u32 {
+    fn victim<K, V>(&mut self, _entries: &mut [Node<K, V, Links>], _weights: &Weights) -> u32 {
         self.list.tail
     }
 
@@ -84,7 +77,7 @@ impl Policy for Exact {
         self.list = List::EMPTY;
     }
 
-    fn for_each<K, V>(&self, entries: &[Entry<K, V, Links>], mut f: impl FnMut(&K, &V)) {
+    fn for_each<K, V>(&self, entries: &[Node<K, V, Links>], mut f: impl FnMut(&K, &V)) {
         for i in self.list.iter(entries) {
             let entry = &entries[i as usize];
             f(&entry.key, &entry.value);
@@ -92,7 +85,7 @@ impl Policy for Exact {
     }
 
     #[cfg(any(test, feature = "testing"))]
-    fn check<K, V>(&self, entries: &[Entry<K, V, Links>], _weights: &Weights) {
+    fn check<K, V>(&self, entries: &[Node<K, V, Links>], _weights: &Weights) {
         let mut seen = vec![false; entries.len()];
         let order = self.list.check(entries, &mut seen, "LRU list");
         assert_eq!(

@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use super::policy::Policy;
-use super::{Clock, Exact, Expiry, Lookup, S3Fifo, Shard};
+use super::{Exact, Expiry, Lookup, S3Fifo, SecondChance, Shard};
 
 const S: u64 = 1_000_000_000;
 
@@ -37,7 +37,7 @@ fn each_policy_of<const E: bool>(
     test(&mut Shard::<u32, u32, Exact, E>::with_expiry(
         capacity, expiry,
     ));
-    test(&mut Shard::<u32, u32, Clock, E>::with_expiry(
+    test(&mut Shard::<u32, u32, SecondChance, E>::with_expiry(
         capacity, expiry,
     ));
     test(&mut Shard::<u32, u32, S3Fifo, E>::with_expiry(

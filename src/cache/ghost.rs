@@ -59,11 +59,11 @@ const FREE: u32 = 0;
 /// One line of places, oldest at the bucket's cursor.
 #[derive(Clone, Copy)]
 #[repr(C, align(64))]
-struct Bucket([u32; WAYS]);
+struct GhostBucket([u32; WAYS]);
 
-const EMPTY_BUCKET: Bucket = Bucket([FREE; WAYS]);
+const EMPTY_BUCKET: GhostBucket = GhostBucket([FREE; WAYS]);
 
-impl Bucket {
+impl GhostBucket {
     /// A bit per place holding `print`, place 0 in bit 0, without a branch
     /// per place. The compiler vectorizes the compares but assembles the
     /// mask lane by lane, several times the work of the test in
@@ -180,7 +180,7 @@ pub(crate) fn shape(target: usize) -> (usize, usize) {
 
 /// The ghost (see the module docs).
 pub(crate) struct Ghost {
-    buckets: Vec<Bucket>,
+    buckets: Vec<GhostBucket>,
     /// Each bucket's cursor: the place its next fingerprint goes to.
     cursors: Vec<u8>,
     /// Places used in each bucket (`WAYS`, or fewer in a one-bucket ghost).
@@ -314,7 +314,7 @@ impl Ghost {
     /// Bytes allocated.
     #[cfg(test)]
     pub(crate) fn allocated(&self) -> usize {
-        self.buckets.capacity() * std::mem::size_of::<Bucket>() + self.cursors.capacity()
+        self.buckets.capacity() * std::mem::size_of::<GhostBucket>() + self.cursors.capacity()
     }
 
     /// Whether `hash` is remembered (looked at, not taken).

@@ -1,6 +1,6 @@
 //! [`Layer`]: the concurrent layer both faces stand on. The shards (each an
 //! engine shard under the chosen policy, [`Locked`], behind a lock chosen
-//! by the face, [`ShardLock`]), hash-to-shard, the clock, the listener, the
+//! by the face, [`LayerLock`]), hash-to-shard, the clock, the listener, the
 //! counters and the flights; the lookups (`get`, `peek`, `contains`), and
 //! what every operation over all shards does (clear, purge, copy out,
 //! count, check), each written once.
@@ -12,7 +12,7 @@
 //!
 //! # Locks
 //!
-//! The lock is the face's ([`ShardLock`]): `LruCache` takes one padded
+//! The lock is the face's ([`LayerLock`]): `LruCache` takes one padded
 //! parking_lot `RwLock` a shard (a write is one lock word; misses insert, so
 //! writes are frequent); `TypedCache` crossbeam's `ShardedLock` (a read
 //! writes only the reader's stripe, so warm hits on two cores share no
@@ -31,10 +31,10 @@ use std::borrow::Borrow;
 use std::hash::{BuildHasher, Hash};
 use std::ops::{Deref, DerefMut};
 
-use super::{Counters, Event, EvictionPolicy, Lookup, PolicyShard, Striped, nanos};
+use super::{Event, EvictionPolicy, Lookup, PolicyShard, ShardCounters, Striped, nanos};
+use crate::cache::CacheStats;
 use crate::flight::FlightGroup;
 use crate::removal::{Listener, Removal, RemovalCause, notify};
-use crate::stats::CacheStats;
 use crate::sync::{
     Arc, CachePadded, RwLock, RwLockReadGuard, RwLockWriteGuard, ShardedLock, ShardedReadGuard,
     ShardedWriteGuard,
@@ -50,7 +50,7 @@ use {
 };
 
 /// A shard's lock, as the layer takes it.
-pub(crate) trait ShardLock<T> {
+pub(crate) trait LayerLock<T> {
     type Read<'a>: Deref<Target = T>
     where
         Self: 'a;
@@ -72,7 +72,7 @@ pub(crate) trait ShardLock<T> {
 /// word, and so is a read (every reader writes it).
 pub(crate) type Padded<T> = CachePadded<RwLock<T>>;
 
-impl<T> ShardLock<T> for Padded<T> {
+impl<T> LayerLock<T> for Padded<T> {
     const INLINE_EXPIRY: bool = false;
     type Read<'a>
         = RwLockReadGuard<'a, T>
@@ -96,7 +96,7 @@ impl<T> ShardLock<T> for Padded<T> {
     }
 }
 
-impl<T> ShardLock<T> for ShardedLock<T> {
+impl<T> LayerLock<T> for ShardedLock<T> {
     const INLINE_EXPIRY: bool = true;
     type Read<'a>
         = ShardedReadGuard<'a, T>
@@ -125,7 +125,7 @@ impl<T> ShardLock<T> for ShardedLock<T> {
 /// the count of user writes to it, which an init checks (`TypedCache`).
 pub(crate) struct Locked<K, V> {
     pub(crate) entries: PolicyShard<K, V>,
-    pub(crate) counters: Counters,
+    pub(crate) counters: ShardCounters,
     /// Bumped by every user write (insert, remove, clear) of a face that
     /// checks it: an init that started before a bump does not cache its
     /// value.
@@ -136,7 +136,7 @@ impl<K, V> Locked<K, V> {
     pub(crate) fn new(entries: PolicyShard<K, V>) -> Self {
         Self {
             entries,
-            counters: Counters::default(),
+            counters: ShardCounters::default(),
             generation: 0,
         }
     }
@@ -180,7 +180,7 @@ pub(crate) struct Layer<K, V, S, L, T> {
     pub(crate) tally: T,
 }
 
-impl<K, V, S, L: ShardLock<Locked<K, V>>, T: Tally<K, V>> Layer<K, V, S, L, T> {
+impl<K, V, S, L: LayerLock<Locked<K, V>>, T: Tally<K, V>> Layer<K, V, S, L, T> {
     /// The layer over `shards` engine shards, shard `i` made by `make(i)`.
     pub(crate) fn new(
         shards: usize,
@@ -326,7 +326,7 @@ impl<K, V, S, L: ShardLock<Locked<K, V>>, T: Tally<K, V>> Layer<K, V, S, L, T> {
     /// Starts every counter from 0 again.
     pub(crate) fn reset_stats(&self) {
         for shard in self.shards.iter() {
-            shard.write().counters = Counters::default();
+            shard.write().counters = ShardCounters::default();
         }
         self.striped.reset();
     }
@@ -352,7 +352,7 @@ impl<K, V, S, L: ShardLock<Locked<K, V>>, T: Tally<K, V>> Layer<K, V, S, L, T> {
     }
 }
 
-impl<K: Clone, V: Clone, S, L: ShardLock<Locked<K, V>>, T: Tally<K, V>> Layer<K, V, S, L, T> {
+impl<K: Clone, V: Clone, S, L: LayerLock<Locked<K, V>>, T: Tally<K, V>> Layer<K, V, S, L, T> {
     /// Every live entry copied out, shard after shard, each under its read
     /// lock (`K: Clone` and `V: Clone`, user code, run under it; the shard
     /// is only read). No access recorded, nothing counted.
@@ -368,7 +368,7 @@ impl<K: Clone, V: Clone, S, L: ShardLock<Locked<K, V>>, T: Tally<K, V>> Layer<K,
     }
 }
 
-impl<K: Hash + Eq, V, S: BuildHasher, L: ShardLock<Locked<K, V>>, T: Tally<K, V>>
+impl<K: Hash + Eq, V, S: BuildHasher, L: LayerLock<Locked<K, V>>, T: Tally<K, V>>
     Layer<K, V, S, L, T>
 {
     #[inline]
@@ -574,7 +574,7 @@ pub(super) fn count_exclusive_lookup<K, V, S, L, T, Q, R>(
 where
     K: Hash + Eq + Borrow<Q>,
     S: BuildHasher,
-    L: ShardLock<Locked<K, V>>,
+    L: LayerLock<Locked<K, V>>,
     T: Tally<K, V>,
     Q: ?Sized + Eq,
 {
@@ -613,7 +613,7 @@ pub(super) fn count_shared_lookup<K, V, S, L, T, Q, R>(
 where
     K: Hash + Eq + Borrow<Q>,
     S: BuildHasher,
-    L: ShardLock<Locked<K, V>>,
+    L: LayerLock<Locked<K, V>>,
     T: Tally<K, V>,
     Q: ?Sized + Eq,
 {

@@ -2,7 +2,7 @@
 //! `u32` slot numbers, the order of exact LRU (one list) and of S3-FIFO
 //! (two queues). The links live in each entry's policy meta ([`Linked`]).
 
-use super::shard::Entry;
+use super::shard::Node;
 
 /// The "no entry" slot.
 pub(crate) const NIL: u32 = u32::MAX;
@@ -54,7 +54,7 @@ impl List {
 
     /// Takes entry `i` out of the list.
     #[inline]
-    pub(crate) fn unlink<K, V, M: Linked>(&mut self, entries: &mut [Entry<K, V, M>], i: u32) {
+    pub(crate) fn unlink<K, V, M: Linked>(&mut self, entries: &mut [Node<K, V, M>], i: u32) {
         let Links { prev, next } = *entries[i as usize].meta.links();
         if prev == NIL {
             self.head = next;
@@ -70,7 +70,7 @@ impl List {
 
     /// Puts entry `i` (unlinked) at the head.
     #[inline]
-    pub(crate) fn push_front<K, V, M: Linked>(&mut self, entries: &mut [Entry<K, V, M>], i: u32) {
+    pub(crate) fn push_front<K, V, M: Linked>(&mut self, entries: &mut [Node<K, V, M>], i: u32) {
         let old_head = self.head;
         *entries[i as usize].meta.links_mut() = Links {
             prev: NIL,
@@ -86,7 +86,7 @@ impl List {
 
     /// Moves the tail entry to the head (the list is not empty).
     #[inline]
-    pub(crate) fn tail_to_head<K, V, M: Linked>(&mut self, entries: &mut [Entry<K, V, M>]) {
+    pub(crate) fn tail_to_head<K, V, M: Linked>(&mut self, entries: &mut [Node<K, V, M>]) {
         let (t, head) = (self.tail, self.head);
         if t == head {
             return;
@@ -111,7 +111,7 @@ impl List {
     /// Repoints the neighbours of the entry now at slot `i` (moved there by
     /// a swap-remove) and the list's ends.
     #[inline]
-    pub(crate) fn moved<K, V, M: Linked>(&mut self, entries: &mut [Entry<K, V, M>], i: u32) {
+    pub(crate) fn moved<K, V, M: Linked>(&mut self, entries: &mut [Node<K, V, M>], i: u32) {
         let Links { prev, next } = *entries[i as usize].meta.links();
         if prev == NIL {
             self.head = i;
@@ -128,7 +128,7 @@ impl List {
     /// The slots from head to tail.
     pub(crate) fn iter<'a, K, V, M: Linked>(
         self,
-        entries: &'a [Entry<K, V, M>],
+        entries: &'a [Node<K, V, M>],
     ) -> impl Iterator<Item = u32> + 'a {
         let mut at = self.head;
         std::iter::from_fn(move || {
@@ -146,7 +146,7 @@ impl List {
     #[cfg(any(test, feature = "testing"))]
     pub(crate) fn check<K, V, M: Linked>(
         self,
-        entries: &[Entry<K, V, M>],
+        entries: &[Node<K, V, M>],
         seen: &mut [bool],
         name: &str,
     ) -> Vec<u32> {

@@ -14,7 +14,7 @@
 //!    wins over the loaded value);
 //! 2. the loader, run with no lock held, counted once in `inits` as it
 //!    starts and in `init_failures` if it errs, panics or is cancelled
-//!    ([`Run`]);
+//!    ([`LoaderRun`]);
 //! 3. the store of a loaded value (`LoadFace::publish`), before the flight
 //!    leaves the group;
 //! 4. once the flight has ended: one `waits` for a caller that did not run
@@ -28,7 +28,7 @@ use std::hash::Hash;
 use std::marker::PhantomData;
 
 use super::Event;
-use crate::flight::{Caller, FlightGroup, Source};
+use crate::flight::{Caller, FlightGroup, Obtained};
 use crate::sync::Arc;
 
 /// What a concurrent face gives the load glue.
@@ -37,7 +37,7 @@ pub(crate) trait LoadFace<K, V> {
     type Seen: Copy;
     /// What [`publish`](Self::publish) displaced, for
     /// [`release`](Self::release).
-    type Displaced;
+    type Leftover;
 
     /// The face's flights in progress.
     fn flights(&self) -> &FlightGroup<K, V>;
@@ -55,7 +55,7 @@ pub(crate) trait LoadFace<K, V> {
     fn count(&self, hash: u64, event: Event);
 
     /// Nothing displaced.
-    fn nothing() -> Self::Displaced;
+    fn nothing() -> Self::Leftover;
 
     /// Stores a loaded value (`K` and `V` already cloned, no lock held on
     /// entry); what it displaces goes into `out`.
@@ -65,26 +65,26 @@ pub(crate) trait LoadFace<K, V> {
         key: K,
         value: V,
         seen: Option<Self::Seen>,
-        out: &mut Self::Displaced,
+        out: &mut Self::Leftover,
     );
 
     /// Hands what a store displaced to the listener and drops it; called
     /// with no lock held, after the flight has ended.
-    fn release(&self, displaced: Self::Displaced);
+    fn release(&self, displaced: Self::Leftover);
 }
 
 /// One loader run's place in the statistics: counted in `inits` as it
 /// starts (a load in progress shows in `stats()`), and in `init_failures`
 /// as it returns an error, unwinds or its future is dropped, before the
 /// value is stored: `inits` is always the number of loader runs.
-struct Run<'a, C: LoadFace<K, V>, K, V> {
+struct LoaderRun<'a, C: LoadFace<K, V>, K, V> {
     face: &'a C,
     hash: u64,
     failed: bool,
     types: PhantomData<fn(K, V)>,
 }
 
-impl<'a, C: LoadFace<K, V>, K, V> Run<'a, C, K, V> {
+impl<'a, C: LoadFace<K, V>, K, V> LoaderRun<'a, C, K, V> {
     /// Counts a loader run for the key of `hash`: call right before the
     /// loader, and hand its result to [`finish`](Self::finish).
     fn start(face: &'a C, hash: u64) -> Self {
@@ -105,7 +105,7 @@ impl<'a, C: LoadFace<K, V>, K, V> Run<'a, C, K, V> {
     }
 }
 
-impl<C: LoadFace<K, V>, K, V> Drop for Run<'_, C, K, V> {
+impl<C: LoadFace<K, V>, K, V> Drop for LoaderRun<'_, C, K, V> {
     fn drop(&mut self) {
         // An error, a panic, or a future dropped mid-load.
         if self.failed {
@@ -137,7 +137,7 @@ where
         || face.recheck(hash, key).map_err(|s| seen.set(Some(s))).ok(),
         || {
             ran.set(true);
-            Run::start(face, hash).finish(load())
+            LoaderRun::start(face, hash).finish(load())
         },
         // `K: Clone` and `V: Clone` run here, before any shard lock.
         |value| face.publish(hash, key.clone(), value.clone(), seen.get(), &mut displaced),
@@ -189,7 +189,7 @@ where
     let run = move |face: &'a C, hash: u64, init: I| async move {
         // Counts this run once, as the loader returns; a panic or a drop
         // mid-load (cancellation) counts a failure.
-        let run = Run::start(face, hash);
+        let run = LoaderRun::start(face, hash);
         run.finish(lift(init().await))
     };
     let publish = move |face: &'a C, key: &Q, hash: u64, value: &V, seen| {
@@ -207,7 +207,7 @@ where
     };
     let done = move |face: &'a C, hash, outcome, source, displaced: Option<_>| {
         // One load or one wait per miss of a loading call.
-        if source != Source::Loaded {
+        if source != Obtained::Loaded {
             face.count(hash, Event::Wait);
         }
         // The listener (user code) runs after the flight has ended and with

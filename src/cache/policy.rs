@@ -11,7 +11,7 @@
 //! A policy never sees keys or values (it runs no user code) and never
 //! allocates per operation.
 
-use super::shard::{Entry, Weights};
+use super::shard::{Node, Weights};
 
 /// An eviction policy (exact LRU, CLOCK, S3-FIFO), driven by the shard.
 pub(crate) trait Policy: Sized {
@@ -39,28 +39,28 @@ pub(crate) trait Policy: Sized {
     /// The [`Meta`](Policy::Meta) an appended entry is built with.
     fn fresh(admit: Self::Admit) -> Self::Meta;
 
-    /// Entry `i` was hit, under exclusive access.
-    fn hit<K, V>(&mut self, entries: &mut [Entry<K, V, Self::Meta>], i: u32);
+    /// Node `i` was hit, under exclusive access.
+    fn hit<K, V>(&mut self, entries: &mut [Node<K, V, Self::Meta>], i: u32);
 
     /// An entry was hit under shared access (only when
     /// [`SHARED_HITS`](Policy::SHARED_HITS)).
     fn hit_shared(meta: &Self::Meta);
 
-    /// Entry `i`'s value was replaced in place; its weight went from
+    /// Node `i`'s value was replaced in place; its weight went from
     /// `old_weight` to `weight`.
     fn replaced<K, V>(
         &mut self,
-        entries: &mut [Entry<K, V, Self::Meta>],
+        entries: &mut [Node<K, V, Self::Meta>],
         i: u32,
         old_weight: u32,
         weight: u32,
     );
 
-    /// Entry `i` (just appended, its meta from [`fresh`](Policy::fresh)),
+    /// Node `i` (just appended, its meta from [`fresh`](Policy::fresh)),
     /// of `weight`, enters the policy's order.
     fn link<K, V>(
         &mut self,
-        entries: &mut [Entry<K, V, Self::Meta>],
+        entries: &mut [Node<K, V, Self::Meta>],
         i: u32,
         weight: u32,
         admit: Self::Admit,
@@ -70,24 +70,24 @@ pub(crate) trait Policy: Sized {
     /// `weight` took its slot: its key, value and hash are in place.
     fn recycle<K, V>(
         &mut self,
-        entries: &mut [Entry<K, V, Self::Meta>],
+        entries: &mut [Node<K, V, Self::Meta>],
         v: u32,
         old_weight: u32,
         weight: u32,
         admit: Self::Admit,
     );
 
-    /// Entry `i`, of `weight`, leaves the policy's order (removed, or
+    /// Node `i`, of `weight`, leaves the policy's order (removed, or
     /// evicted); `entries` still holds it.
-    fn unlink<K, V>(&mut self, entries: &mut [Entry<K, V, Self::Meta>], i: u32, weight: u32);
+    fn unlink<K, V>(&mut self, entries: &mut [Node<K, V, Self::Meta>], i: u32, weight: u32);
 
     /// The last entry, at `from`, now lives at `to` (a swap-remove).
-    fn moved<K, V>(&mut self, entries: &mut [Entry<K, V, Self::Meta>], from: u32, to: u32);
+    fn moved<K, V>(&mut self, entries: &mut [Node<K, V, Self::Meta>], from: u32, to: u32);
 
     /// The entry to evict next, with whatever the policy does on the way
     /// (clearing bits, moving entries between queues); still linked. The
     /// shard is not empty.
-    fn victim<K, V>(&mut self, entries: &mut [Entry<K, V, Self::Meta>], weights: &Weights) -> u32;
+    fn victim<K, V>(&mut self, entries: &mut [Node<K, V, Self::Meta>], weights: &Weights) -> u32;
 
     /// The entry to evict next other than the one at slot `kept` (the
     /// entry a cache just stored, which it never evicts for itself, named
@@ -102,7 +102,7 @@ pub(crate) trait Policy: Sized {
     /// (S3-FIFO: a new key used once would leave probation).
     fn victim_sparing<K, V>(
         &mut self,
-        entries: &mut [Entry<K, V, Self::Meta>],
+        entries: &mut [Node<K, V, Self::Meta>],
         weights: &Weights,
         kept: Option<u32>,
     ) -> Option<u32> {
@@ -121,7 +121,7 @@ pub(crate) trait Policy: Sized {
         None
     }
 
-    /// Entry `i` must not be the next victim (the entry a cache just
+    /// Node `i` must not be the next victim (the entry a cache just
     /// stored, moved into a victim's slot): a policy whose next pick is a
     /// slot moves past it.
     fn spare(&mut self, _i: u32) {}
@@ -131,9 +131,9 @@ pub(crate) trait Policy: Sized {
 
     /// Calls `f` with each entry, in the policy's order of recency (most
     /// recent, or least likely to be evicted, first).
-    fn for_each<K, V>(&self, entries: &[Entry<K, V, Self::Meta>], f: impl FnMut(&K, &V));
+    fn for_each<K, V>(&self, entries: &[Node<K, V, Self::Meta>], f: impl FnMut(&K, &V));
 
     /// Checks the policy's own invariants; panics with a description.
     #[cfg(any(test, feature = "testing"))]
-    fn check<K, V>(&self, entries: &[Entry<K, V, Self::Meta>], weights: &Weights);
+    fn check<K, V>(&self, entries: &[Node<K, V, Self::Meta>], weights: &Weights);
 }

@@ -7,7 +7,7 @@
 use std::time::Duration;
 
 use super::policy::Policy;
-use super::{Clock, Exact, Expiry, MAX_SHARD_CAPACITY, S3Fifo, Shard};
+use super::{Exact, Expiry, MAX_SHARD_CAPACITY, S3Fifo, SecondChance, Shard};
 
 fn hash(key: u32) -> u64 {
     u64::from(key).wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1
@@ -53,10 +53,10 @@ fn each_policy(
     check: impl Fn(&str, (usize, usize, usize)),
 ) {
     check("exact", filled::<Exact, false>(capacity, weight));
-    check("clock", filled::<Clock, false>(capacity, weight));
+    check("clock", filled::<SecondChance, false>(capacity, weight));
     check("s3fifo", filled::<S3Fifo, false>(capacity, weight));
     check("exact, ttl", filled::<Exact, true>(capacity, weight));
-    check("clock, ttl", filled::<Clock, true>(capacity, weight));
+    check("clock, ttl", filled::<SecondChance, true>(capacity, weight));
     check("s3fifo, ttl", filled::<S3Fifo, true>(capacity, weight));
 }
 
@@ -166,7 +166,10 @@ fn a_full_shard_table_keeps_its_size_under_churn() {
     for capacity in [1_000, 3_906] {
         for (policy, (full, after)) in [
             ("exact", table_bytes_under_churn::<Exact>(capacity, 60)),
-            ("clock", table_bytes_under_churn::<Clock>(capacity, 60)),
+            (
+                "clock",
+                table_bytes_under_churn::<SecondChance>(capacity, 60),
+            ),
             ("s3fifo", table_bytes_under_churn::<S3Fifo>(capacity, 60)),
         ] {
             assert_eq!(

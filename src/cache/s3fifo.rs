@@ -27,7 +27,7 @@
 use super::ghost::Ghost;
 use super::list::{Linked, Links, List};
 use super::policy::Policy;
-use super::shard::{Entry, Weights};
+use super::shard::{Node, Weights};
 use crate::sync::{AtomicU8, Ordering};
 
 /// A use counter saturates here (two bits' worth, as in the paper).
@@ -35,7 +35,7 @@ const MAX_FREQ: u8 = 3;
 
 /// Which queue an entry is in.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub(crate) enum Queue {
+pub(crate) enum FifoQueue {
     Small,
     Main,
 }
@@ -43,7 +43,7 @@ pub(crate) enum Queue {
 /// An entry's place in its queue and its uses.
 pub(crate) struct Meta {
     links: Links,
-    queue: Queue,
+    queue: FifoQueue,
     /// Uses since the entry entered its queue or was last passed over:
     /// bumped by a hit (under the shard's shared lock), read and lowered by
     /// eviction (under its exclusive lock).
@@ -92,28 +92,28 @@ pub(crate) struct S3Fifo {
 
 impl S3Fifo {
     #[inline]
-    fn list(&self, queue: Queue) -> List {
+    fn list(&self, queue: FifoQueue) -> List {
         match queue {
-            Queue::Small => self.small,
-            Queue::Main => self.main,
+            FifoQueue::Small => self.small,
+            FifoQueue::Main => self.main,
         }
     }
 
     #[inline]
     fn push_front<K, V>(
         &mut self,
-        entries: &mut [Entry<K, V, Meta>],
+        entries: &mut [Node<K, V, Meta>],
         i: u32,
         weight: u32,
-        queue: Queue,
+        queue: FifoQueue,
     ) {
         entries[i as usize].meta.queue = queue;
         match queue {
-            Queue::Small => {
+            FifoQueue::Small => {
                 self.small.push_front(entries, i);
                 self.small_weight += u64::from(weight);
             }
-            Queue::Main => self.main.push_front(entries, i),
+            FifoQueue::Main => self.main.push_front(entries, i),
         }
     }
 }
@@ -133,7 +133,7 @@ impl S3Fifo {
     #[inline(always)]
     fn pick<K, V>(
         &mut self,
-        entries: &mut [Entry<K, V, Meta>],
+        entries: &mut [Node<K, V, Meta>],
         weights: &Weights,
         keep: Option<u32>,
     ) -> Option<u32> {
@@ -157,7 +157,7 @@ impl S3Fifo {
                     let weight = weights.get(t);
                     self.small.unlink(entries, t);
                     self.small_weight -= u64::from(weight);
-                    self.push_front(entries, t, weight, Queue::Main);
+                    self.push_front(entries, t, weight, FifoQueue::Main);
                     continue;
                 }
                 // The entries held, not counting the weight: the ghost
@@ -189,7 +189,7 @@ impl S3Fifo {
 #[cfg(test)]
 impl S3Fifo {
     /// Entries in the small queue.
-    pub(crate) fn small_len<K, V>(&self, entries: &[Entry<K, V, Meta>]) -> usize {
+    pub(crate) fn small_len<K, V>(&self, entries: &[Node<K, V, Meta>]) -> usize {
         self.small.iter(entries).count()
     }
 }
@@ -197,7 +197,7 @@ impl S3Fifo {
 impl Policy for S3Fifo {
     type Meta = Meta;
     /// The queue a new entry enters and its uses.
-    type Admit = (Queue, u8);
+    type Admit = (FifoQueue, u8);
     const SHARED_HITS: bool = true;
 
     fn new(capacity: usize) -> Self {
@@ -219,24 +219,24 @@ impl Policy for S3Fifo {
 
     /// A new key goes to main if the ghost remembers it, else to small.
     #[inline(always)]
-    fn admit(&mut self, hash: u64) -> (Queue, u8) {
+    fn admit(&mut self, hash: u64) -> (FifoQueue, u8) {
         if self.ghost.take(hash) {
-            (Queue::Main, 0)
+            (FifoQueue::Main, 0)
         } else {
-            (Queue::Small, 0)
+            (FifoQueue::Small, 0)
         }
     }
 
     /// Back into its queue, its use counted (the ghost does not learn it).
     #[inline]
-    fn readmit(&self, meta: &Meta) -> (Queue, u8) {
+    fn readmit(&self, meta: &Meta) -> (FifoQueue, u8) {
         // Relaxed: under the exclusive lock.
         let freq = (meta.freq.load(Ordering::Relaxed) + 1).min(MAX_FREQ);
         (meta.queue, freq)
     }
 
     #[inline]
-    fn fresh((queue, freq): (Queue, u8)) -> Meta {
+    fn fresh((queue, freq): (FifoQueue, u8)) -> Meta {
         Meta {
             links: Links::NONE,
             queue,
@@ -245,7 +245,7 @@ impl Policy for S3Fifo {
     }
 
     #[inline]
-    fn hit<K, V>(&mut self, entries: &mut [Entry<K, V, Meta>], i: u32) {
+    fn hit<K, V>(&mut self, entries: &mut [Node<K, V, Meta>], i: u32) {
         Self::hit_shared(&entries[i as usize].meta);
     }
 
@@ -265,7 +265,7 @@ impl Policy for S3Fifo {
     #[inline]
     fn replaced<K, V>(
         &mut self,
-        entries: &mut [Entry<K, V, Meta>],
+        entries: &mut [Node<K, V, Meta>],
         i: u32,
         old_weight: u32,
         weight: u32,
@@ -273,7 +273,7 @@ impl Policy for S3Fifo {
         let (queue, freq) = self.readmit(&entries[i as usize].meta);
         // Relaxed: under the exclusive lock.
         entries[i as usize].meta.freq.store(freq, Ordering::Relaxed);
-        if queue == Queue::Small {
+        if queue == FifoQueue::Small {
             self.small_weight = self.small_weight - u64::from(old_weight) + u64::from(weight);
         }
     }
@@ -281,10 +281,10 @@ impl Policy for S3Fifo {
     #[inline]
     fn link<K, V>(
         &mut self,
-        entries: &mut [Entry<K, V, Meta>],
+        entries: &mut [Node<K, V, Meta>],
         i: u32,
         weight: u32,
-        (queue, _): (Queue, u8),
+        (queue, _): (FifoQueue, u8),
     ) {
         self.push_front(entries, i, weight, queue);
     }
@@ -292,18 +292,18 @@ impl Policy for S3Fifo {
     #[inline(always)]
     fn recycle<K, V>(
         &mut self,
-        entries: &mut [Entry<K, V, Meta>],
+        entries: &mut [Node<K, V, Meta>],
         v: u32,
         old_weight: u32,
         weight: u32,
-        (queue, freq): (Queue, u8),
+        (queue, freq): (FifoQueue, u8),
     ) {
         let meta = &entries[v as usize].meta;
         // Relaxed: under the exclusive lock.
         meta.freq.store(freq, Ordering::Relaxed);
         if meta.queue == queue && self.list(queue).tail == v {
             // The common case: small's tail leaves, a new key enters small.
-            if queue == Queue::Small {
+            if queue == FifoQueue::Small {
                 self.small_weight = self.small_weight - u64::from(old_weight) + u64::from(weight);
                 self.small.tail_to_head(entries);
             } else {
@@ -316,28 +316,28 @@ impl Policy for S3Fifo {
     }
 
     #[inline(always)]
-    fn unlink<K, V>(&mut self, entries: &mut [Entry<K, V, Meta>], i: u32, weight: u32) {
+    fn unlink<K, V>(&mut self, entries: &mut [Node<K, V, Meta>], i: u32, weight: u32) {
         match entries[i as usize].meta.queue {
-            Queue::Small => {
+            FifoQueue::Small => {
                 self.small.unlink(entries, i);
                 self.small_weight -= u64::from(weight);
             }
-            Queue::Main => self.main.unlink(entries, i),
+            FifoQueue::Main => self.main.unlink(entries, i),
         }
     }
 
     #[inline(always)]
-    fn moved<K, V>(&mut self, entries: &mut [Entry<K, V, Meta>], _from: u32, to: u32) {
+    fn moved<K, V>(&mut self, entries: &mut [Node<K, V, Meta>], _from: u32, to: u32) {
         match entries[to as usize].meta.queue {
-            Queue::Small => self.small.moved(entries, to),
-            Queue::Main => self.main.moved(entries, to),
+            FifoQueue::Small => self.small.moved(entries, to),
+            FifoQueue::Main => self.main.moved(entries, to),
         }
     }
 
     /// The next victim, after every move S3-FIFO makes on the way (see
     /// `pick`).
     #[inline(always)]
-    fn victim<K, V>(&mut self, entries: &mut [Entry<K, V, Meta>], weights: &Weights) -> u32 {
+    fn victim<K, V>(&mut self, entries: &mut [Node<K, V, Meta>], weights: &Weights) -> u32 {
         debug_assert!(!entries.is_empty());
         match self.pick(entries, weights, None) {
             Some(v) => v,
@@ -350,7 +350,7 @@ impl Policy for S3Fifo {
     /// send it to main at its first pass).
     fn victim_sparing<K, V>(
         &mut self,
-        entries: &mut [Entry<K, V, Meta>],
+        entries: &mut [Node<K, V, Meta>],
         weights: &Weights,
         kept: Option<u32>,
     ) -> Option<u32> {
@@ -366,7 +366,7 @@ impl Policy for S3Fifo {
     }
 
     /// Main queue first, each queue from its newest entry to its oldest.
-    fn for_each<K, V>(&self, entries: &[Entry<K, V, Meta>], mut f: impl FnMut(&K, &V)) {
+    fn for_each<K, V>(&self, entries: &[Node<K, V, Meta>], mut f: impl FnMut(&K, &V)) {
         for list in [self.main, self.small] {
             for i in list.iter(entries) {
                 let entry = &entries[i as usize];
@@ -376,11 +376,11 @@ impl Policy for S3Fifo {
     }
 
     #[cfg(any(test, feature = "testing"))]
-    fn check<K, V>(&self, entries: &[Entry<K, V, Meta>], weights: &Weights) {
+    fn check<K, V>(&self, entries: &[Node<K, V, Meta>], weights: &Weights) {
         self.ghost.check_invariants();
         let mut seen = vec![false; entries.len()];
         let mut total = 0;
-        for (list, queue) in [(self.small, Queue::Small), (self.main, Queue::Main)] {
+        for (list, queue) in [(self.small, FifoQueue::Small), (self.main, FifoQueue::Main)] {
             let order = list.check(entries, &mut seen, &format!("{queue:?}"));
             let mut weight = 0;
             for &i in &order {
@@ -392,7 +392,7 @@ impl Policy for S3Fifo {
                 );
                 weight += u64::from(weights.get(i));
             }
-            if queue == Queue::Small {
+            if queue == FifoQueue::Small {
                 assert_eq!(
                     self.small_weight, weight,
                     "small: weight differs from its list"

@@ -3,7 +3,7 @@
 //!
 //! # Layout
 //!
-//! Entries live in one dense `Vec` of [`Entry`]s, each with its key's full
+//! Entries live in one dense `Vec` of [`Node`]s, each with its key's full
 //! hash and its policy's [`Meta`](Policy::Meta); a [`NodeIndex`] maps a hash
 //! to the entry's slot. So:
 //!
@@ -32,7 +32,7 @@
 
 use std::borrow::Borrow;
 
-use super::displaced::Inserted;
+use super::displaced::Displaced;
 use super::expiry::{Expiry, Lookup, Times};
 use super::policy::Policy;
 pub(crate) use super::weights::Weights;
@@ -43,14 +43,14 @@ use crate::node_index::{Keyed, NodeIndex};
 pub(crate) const MAX_SHARD_CAPACITY: usize = (u32::MAX - 1) as usize;
 
 /// One entry: the key, its value, its key's full hash and its policy's meta.
-pub(crate) struct Entry<K, V, M> {
+pub(crate) struct Node<K, V, M> {
     pub(crate) key: K,
     pub(crate) value: V,
     pub(crate) hash: u64,
     pub(crate) meta: M,
 }
 
-impl<K, V, M> Keyed for Entry<K, V, M> {
+impl<K, V, M> Keyed for Node<K, V, M> {
     type Key = K;
     #[inline]
     fn hash(&self) -> u64 {
@@ -65,7 +65,7 @@ impl<K, V, M> Keyed for Entry<K, V, M> {
 /// Hands a victim to `inserted`: after the expired ones if it had expired
 /// too (and counted with them), else last.
 #[inline]
-fn push_victim<K, V>(inserted: &mut Inserted<K, V>, entry: (K, V), expired: bool) {
+fn push_victim<K, V>(inserted: &mut Displaced<K, V>, entry: (K, V), expired: bool) {
     if expired {
         inserted.evicted.insert(inserted.expired, entry);
         inserted.expired += 1;
@@ -79,7 +79,7 @@ fn push_victim<K, V>(inserted: &mut Inserted<K, V>, entry: (K, V), expired: bool
 /// code that never looks at times or the clock).
 pub(crate) struct Shard<K, V, P: Policy, const E: bool = false> {
     table: NodeIndex,
-    entries: Vec<Entry<K, V, P::Meta>>,
+    entries: Vec<Node<K, V, P::Meta>>,
     weights: Weights,
     /// The entries' creation and access times, only if they can expire.
     times: Times,
@@ -159,7 +159,7 @@ impl<K, V, P: Policy, const E: bool> Shard<K, V, P, E> {
 
     /// The entries, in slot order.
     #[cfg(test)]
-    pub(crate) fn entries(&self) -> &[Entry<K, V, P::Meta>] {
+    pub(crate) fn entries(&self) -> &[Node<K, V, P::Meta>] {
         &self.entries
     }
 
@@ -267,11 +267,11 @@ impl<K, V, P: Policy, const E: bool> Shard<K, V, P, E> {
         weight: u32,
         now: u64,
         sweep: usize,
-    ) -> Inserted<K, V>
+    ) -> Displaced<K, V>
     where
         K: Eq,
     {
-        let mut inserted = Inserted::nothing();
+        let mut inserted = Displaced::nothing();
         self.insert_into(hash, key, value, weight, now, sweep, &mut inserted);
         inserted
     }
@@ -289,7 +289,7 @@ impl<K, V, P: Policy, const E: bool> Shard<K, V, P, E> {
         weight: u32,
         now: u64,
         sweep: usize,
-        inserted: &mut Inserted<K, V>,
+        inserted: &mut Displaced<K, V>,
     ) where
         K: Eq,
     {
@@ -334,7 +334,7 @@ impl<K, V, P: Policy, const E: bool> Shard<K, V, P, E> {
 
     /// The sweep of an insert: expired entries into `inserted.evicted`.
     #[inline]
-    fn sweep_into(&mut self, now: u64, budget: usize, inserted: &mut Inserted<K, V>) {
+    fn sweep_into(&mut self, now: u64, budget: usize, inserted: &mut Displaced<K, V>) {
         if E && budget > 0 {
             self.sweep_cold(now, budget, inserted);
         }
@@ -342,7 +342,7 @@ impl<K, V, P: Policy, const E: bool> Shard<K, V, P, E> {
 
     #[cold]
     #[inline(never)]
-    fn sweep_cold(&mut self, now: u64, budget: usize, inserted: &mut Inserted<K, V>) {
+    fn sweep_cold(&mut self, now: u64, budget: usize, inserted: &mut Displaced<K, V>) {
         self.sweep(now, budget, |entry| {
             inserted.evicted.push(entry);
             inserted.expired += 1;
@@ -426,7 +426,7 @@ impl<K, V, P: Policy, const E: bool> Shard<K, V, P, E> {
         weight: u32,
         admit: P::Admit,
         now: u64,
-        inserted: &mut Inserted<K, V>,
+        inserted: &mut Displaced<K, V>,
     ) {
         let (capacity, weight_64) = (self.capacity as u64, u64::from(weight));
         if weight_64 > capacity {
@@ -471,7 +471,7 @@ impl<K, V, P: Policy, const E: bool> Shard<K, V, P, E> {
         if self.entries.len() == self.entries.capacity() {
             self.grow();
         }
-        self.entries.push(Entry {
+        self.entries.push(Node {
             key,
             value,
             hash,
@@ -707,7 +707,7 @@ impl<K, V, P: Policy, const E: bool> Shard<K, V, P, E> {
             return;
         };
         let base = &first.key as *const K as usize;
-        let size = std::mem::size_of::<Entry<K, V, P::Meta>>();
+        let size = std::mem::size_of::<Node<K, V, P::Meta>>();
         self.policy.for_each(&self.entries, |key, value| {
             let i = (key as *const K as usize - base) / size;
             if !self.times.expired(i as u32, now) {

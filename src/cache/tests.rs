@@ -325,7 +325,7 @@ fn capacity_one_and_shrinking_keep_the_bound() {
 /// instead of nodes and hashes; the ghost is a ring of keys per bucket
 /// (places and a cursor each), sized and filed as the core's is
 /// (`ghost.rs`).
-struct Model {
+struct ShardModel {
     capacity: usize,
     small: VecDeque<u32>,
     main: VecDeque<u32>,
@@ -335,7 +335,7 @@ struct Model {
     ghost_target: usize,
 }
 
-impl Model {
+impl ShardModel {
     fn new(capacity: usize) -> Self {
         Self {
             capacity,
@@ -493,7 +493,7 @@ impl Model {
 }
 
 #[derive(Clone, Debug)]
-enum Op {
+enum ShardOp {
     Get(u32),
     Peek(u32),
     Insert(u32, u32),
@@ -501,13 +501,13 @@ enum Op {
     SetCapacity(usize),
 }
 
-fn op() -> impl Strategy<Value = Op> {
+fn op() -> impl Strategy<Value = ShardOp> {
     prop_oneof![
-        6 => (0..60u32).prop_map(Op::Get),
-        1 => (0..60u32).prop_map(Op::Peek),
-        6 => (0..60u32, any::<u32>()).prop_map(|(k, v)| Op::Insert(k, v)),
-        1 => (0..60u32).prop_map(Op::Remove),
-        1 => (1..40usize).prop_map(Op::SetCapacity),
+        6 => (0..60u32).prop_map(ShardOp::Get),
+        1 => (0..60u32).prop_map(ShardOp::Peek),
+        6 => (0..60u32, any::<u32>()).prop_map(|(k, v)| ShardOp::Insert(k, v)),
+        1 => (0..60u32).prop_map(ShardOp::Remove),
+        1 => (1..40usize).prop_map(ShardOp::SetCapacity),
     ]
 }
 
@@ -519,19 +519,19 @@ proptest! {
     #[test]
     fn agrees_with_the_model(capacity in 1..40usize, ops in prop::collection::vec(op(), 1..300)) {
         let mut core = S3FifoShard::<u32, u32>::new(capacity);
-        let mut model = Model::new(capacity);
+        let mut model = ShardModel::new(capacity);
         for op in ops {
             match op {
-                Op::Get(k) => prop_assert_eq!(core.get(hash(k), &k, 0).live().copied(), model.get(k)),
-                Op::Peek(k) => prop_assert_eq!(core.peek(hash(k), &k, 0).copied(), model.values.get(&k).copied()),
-                Op::Insert(k, v) => {
+                ShardOp::Get(k) => prop_assert_eq!(core.get(hash(k), &k, 0).live().copied(), model.get(k)),
+                ShardOp::Peek(k) => prop_assert_eq!(core.peek(hash(k), &k, 0).copied(), model.values.get(&k).copied()),
+                ShardOp::Insert(k, v) => {
                     let got = core.insert(hash(k), k, v, 1, 0, 0);
                     let (replaced, evicted) = model.insert(k, v);
                     prop_assert_eq!(got.replaced, replaced);
                     prop_assert_eq!(got.evicted.single(), evicted);
                 }
-                Op::Remove(k) => prop_assert_eq!(core.remove(hash(k), &k, 0).map(|(k, v, _)| (k, v)).map(|(_, v)| v), model.remove(k)),
-                Op::SetCapacity(c) => {
+                ShardOp::Remove(k) => prop_assert_eq!(core.remove(hash(k), &k, 0).map(|(k, v, _)| (k, v)).map(|(_, v)| v), model.remove(k)),
+                ShardOp::SetCapacity(c) => {
                     let mut evicted = Vec::new();
                     core.set_capacity(c, &mut evicted);
                     prop_assert_eq!(evicted, model.set_capacity(c));
@@ -662,11 +662,11 @@ fn hit_ratio_cells() {
 fn entries_of_8_byte_keys_and_values_keep_their_size() {
     use super::list::Links;
     use super::s3fifo::Meta;
-    use super::shard::Entry;
+    use super::shard::Node;
     use crate::sync::AtomicBool;
-    assert_eq!(std::mem::size_of::<Entry<u64, u64, Links>>(), 32);
-    assert_eq!(std::mem::size_of::<Entry<u64, u64, AtomicBool>>(), 32);
-    assert_eq!(std::mem::size_of::<Entry<u64, u64, Meta>>(), 40);
+    assert_eq!(std::mem::size_of::<Node<u64, u64, Links>>(), 32);
+    assert_eq!(std::mem::size_of::<Node<u64, u64, AtomicBool>>(), 32);
+    assert_eq!(std::mem::size_of::<Node<u64, u64, Meta>>(), 40);
 }
 
 /// The slot of `key`, spared by `evict_one` (`None` if absent).
@@ -757,6 +757,6 @@ fn evict_one_spares_only_the_kept_entry_among_equal_hashes() {
         assert!(core.contains(7, &19, 0), "{name}: the kept entry evicted");
     }
     drain::<Exact>("exact");
-    drain::<super::Clock>("clock");
+    drain::<super::SecondChance>("clock");
     drain::<S3Fifo>("s3fifo");
 }

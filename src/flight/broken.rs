@@ -6,9 +6,9 @@
 
 use std::task::Waker;
 
-use super::wait::{Flight, Inner, Wakers, register_locked, wake_all};
+use super::outcome::{Flight, FlightState, Wakers, register_locked, wake_all};
 use super::{
-    Entered, FlightGroup, Leader, SharedError, State, abandon_and_hand_over, complete_failed,
+    Entered, FlightGroup, Leader, Outcome, SharedError, abandon_and_hand_over, complete_failed,
     join_or_register,
 };
 use crate::fault::{FlightFault, is_selected};
@@ -37,7 +37,7 @@ where
 /// old error too.
 pub(super) fn fail<K, V>(leader: &mut Leader<'_, K, V>, error: SharedError) {
     if is_selected(FlightFault::StickyError) {
-        leader.flight.finish(State::Failed(error));
+        leader.flight.finish(Outcome::Failed(error));
         leader.finished = true;
         return;
     }
@@ -88,7 +88,7 @@ pub(super) fn wake(done: &Condvar, wakers: Wakers) {
 /// so a `finish` in between is never seen (a lost wake-up).
 pub(super) fn register<V>(
     flight: &Flight<V>,
-    inner: MutexGuard<'_, Inner<V>>,
+    inner: MutexGuard<'_, FlightState<V>>,
     waker: &Waker,
 ) -> usize {
     if is_selected(FlightFault::RegisterUnlocked) {

@@ -22,13 +22,13 @@
 //!   any future exists: a hit returns [`Looked::Hit`], a ready output and
 //!   nothing else (no flight state, no flight lock, no allocation, no copy
 //!   of the loader kept); only a miss builds a [`LoadAsync`], which starts
-//!   at step 1 on its first `poll`.
+//!   at stage 1 on its first `poll`.
 //! - The leader's loader is polled with no lock held; the shard and flight
 //!   mutexes are only ever held between two `.await`s, never across one.
 //! - Cancellation: the leader's state (a [`Leader`]) lives in its boxed
 //!   future, so dropping the future mid-load drops the leader, which
 //!   abandons the flight as a panicking leader does: it leaves the group and
-//!   its waiters wake and go back to step 1, where one of them leads. A
+//!   its waiters wake and go back to stage 1, where one of them leads. A
 //!   dropped waiter empties its slot in the list ([`Wait`]'s `Drop`).
 //! - A panic inside the loader's `poll` abandons the flight at once, while
 //!   unwinding, not only when the future is later dropped: the panic
@@ -54,8 +54,8 @@ use std::future::{Future, poll_fn};
 use std::pin::{Pin, pin};
 use std::task::{Context, Poll};
 
-use super::wait::{State, Wait};
-use super::{Entered, FlightGroup, Leader, REENTRANT, Source, enter};
+use super::outcome::{Outcome, Wait};
+use super::{Entered, FlightGroup, Leader, Obtained, REENTRANT, enter};
 use crate::sync::{self, Arc};
 
 /// What one async caller that missed brings to
@@ -89,7 +89,7 @@ pub(crate) struct Caller<C, I, M, L, F, P, D> {
 
 /// A leader's outcome: the result, how it was obtained and what `publish`
 /// returned (if it ran).
-type Led<V, E, T> = (Result<V, Arc<E>>, Source, Option<T>);
+type Led<V, E, T> = (Result<V, Arc<E>>, Obtained, Option<T>);
 
 impl<K, V> FlightGroup<K, V> {
     /// The async [`load`](FlightGroup::load) for a caller whose lookup
@@ -119,7 +119,7 @@ impl<K, V> FlightGroup<K, V> {
         F: FnOnce(C, u64, I) -> Fut,
         Fut: Future<Output = Result<V, E>>,
         P: FnOnce(C, &Q, u64, &V, T) -> R,
-        D: FnOnce(C, u64, Result<V, Arc<E>>, Source, Option<R>) -> O,
+        D: FnOnce(C, u64, Result<V, Arc<E>>, Obtained, Option<R>) -> O,
     {
         let Caller {
             cx,
@@ -144,7 +144,7 @@ impl<K, V> FlightGroup<K, V> {
                 },
             ),
             done: Some(done),
-            step: Step::Enter,
+            stage: Stage::Enter,
         }
     }
 }
@@ -174,7 +174,7 @@ impl<O, F: Future<Output = O> + Unpin> Future for Looked<O, F> {
 }
 
 /// Where a [`LoadAsync`] stands.
-enum Step<V, LF> {
+enum Stage<V, LF> {
     /// Missed: join or register (steps 1 and 2).
     Enter,
     /// Joined a flight: waiting for its outcome (inline, unboxed).
@@ -204,7 +204,7 @@ struct LoadAsync<'a, 'k, K, V, Q: ?Sized, C, I, M, S, LF, D> {
     /// publish closures until then).
     start: Option<S>,
     done: Option<D>,
-    step: Step<V, LF>,
+    stage: Stage<V, LF>,
 }
 
 // No field is structurally pinned: `poll` never hands out a `Pin` to one
@@ -225,7 +225,7 @@ where
     M: Fn(&Q) -> K,
     S: FnOnce(Leader<'a, K, V>, C, &'k Q, I) -> LF,
     LF: Future<Output = Led<V, E, R>>,
-    D: FnOnce(C, u64, Result<V, Arc<E>>, Source, Option<R>) -> O,
+    D: FnOnce(C, u64, Result<V, Arc<E>>, Obtained, Option<R>) -> O,
 {
     type Output = O;
 
@@ -233,36 +233,36 @@ where
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<O> {
         let this = self.get_mut();
         loop {
-            let (outcome, source, published) = match &mut this.step {
-                Step::Enter => {
+            let (outcome, source, published) = match &mut this.stage {
+                Stage::Enter => {
                     this.enter();
                     continue;
                 }
-                Step::Waiting(wait) => match Pin::new(wait).poll(cx) {
+                Stage::Waiting(wait) => match Pin::new(wait).poll(cx) {
                     Poll::Pending => return Poll::Pending,
-                    Poll::Ready(State::Value(value)) => (Ok(value), Source::Waited, None),
-                    Poll::Ready(State::Failed(error)) => match error.downcast::<E>() {
-                        Ok(error) => (Err(error), Source::Waited, None),
+                    Poll::Ready(Outcome::Value(value)) => (Ok(value), Obtained::Waited, None),
+                    Poll::Ready(Outcome::Failed(error)) => match error.downcast::<E>() {
+                        Ok(error) => (Err(error), Obtained::Waited, None),
                         // Another call site's error type: load for
                         // ourselves (as the sync form does).
                         Err(_) => {
-                            this.step = Step::Enter;
+                            this.stage = Stage::Enter;
                             continue;
                         }
                     },
                     // Abandoned (panic or cancellation): take over.
-                    Poll::Ready(State::Abandoned | State::Loading) => {
-                        this.step = Step::Enter;
+                    Poll::Ready(Outcome::Abandoned | Outcome::Loading) => {
+                        this.stage = Stage::Enter;
                         continue;
                     }
                 },
-                Step::Leading(lead) => match lead.as_mut().poll(cx) {
+                Stage::Leading(lead) => match lead.as_mut().poll(cx) {
                     Poll::Pending => return Poll::Pending,
                     Poll::Ready(led) => led,
                 },
-                Step::Done => panic!("{}", POLLED_AFTER_DONE),
+                Stage::Done => panic!("{}", POLLED_AFTER_DONE),
             };
-            this.step = Step::Done;
+            this.stage = Stage::Done;
             let done = this.done.take().expect(POLLED_AFTER_DONE);
             return Poll::Ready(done(this.cx, this.hash, outcome, source, published));
         }
@@ -283,16 +283,16 @@ where
     fn enter(&mut self) {
         let group = self.group;
         let entered = enter(group, self.hash, self.key, || (self.make_key)(self.key));
-        self.step = match entered {
+        self.stage = match entered {
             Entered::Joined(flight) => {
                 assert!(!sync::is_loading(flight.id()), "{}", REENTRANT);
-                Step::Waiting(Wait::new(flight))
+                Stage::Waiting(Wait::new(flight))
             }
             Entered::Leading(flight) => {
                 let leader = Leader::new(group, self.hash, flight);
                 let start = self.start.take().expect(POLLED_AFTER_DONE);
                 let init = self.init.take().expect(POLLED_AFTER_DONE);
-                Step::Leading(Box::pin(start(leader, self.cx, self.key, init)))
+                Stage::Leading(Box::pin(start(leader, self.cx, self.key, init)))
             }
         };
     }
@@ -324,7 +324,7 @@ where
     let token = match lookup(cx, key, hash) {
         Ok(value) => {
             leader.complete_with(&value);
-            return (Ok(value), Source::Cached, None);
+            return (Ok(value), Obtained::Cached, None);
         }
         Err(token) => token,
     };
@@ -341,7 +341,7 @@ where
     });
     (
         outcome.map(|(value, _source)| value),
-        Source::Loaded,
+        Obtained::Loaded,
         published,
     )
 }

@@ -26,7 +26,7 @@
 //!
 //! - a value: everyone gets a clone of the same value (the flight keeps a
 //!   clone of it, which each waiter clones out under the flight's own
-//!   mutex, on a state that is final; see `wait.rs`);
+//!   mutex, on a state that is final; see `outcome.rs`);
 //! - an error: everyone already waiting gets the same `Arc<E>` (a failing
 //!   backend sees one call, not one per waiter); nothing is cached, so the
 //!   next call after the flight ends starts a fresh load (a transient error
@@ -49,8 +49,8 @@
 //! # Async flights
 //!
 //! [`FlightGroup::load_async`] is the same protocol with a future as the
-//! loader and the [`wait::Wait`] future as the waiter: the waiter's waker
-//! goes into the flight's waker list, which [`wait::Flight::finish`] wakes
+//! loader and the [`outcome::Wait`] future as the waiter: the waiter's waker
+//! goes into the flight's waker list, which [`outcome::Flight::finish`] wakes
 //! together with the condvar's blocked waiters. A sync waiter of an async
 //! leader blocks as before; an async waiter of a sync leader is woken by the
 //! same `finish`. A leader future dropped before it finishes (cancelled)
@@ -66,11 +66,21 @@
 //! store their key's full hash: growing, shrinking and removal rehash from
 //! the stored hashes and never call the user's `Hash`, and a lookup calls
 //! `K: Eq` only on a full 64-bit hash match.
+//!
+//! # Files
+//!
+//! - this one: [`FlightGroup`], the registry of flights and the sync
+//!   protocol above;
+//! - `outcome.rs`: one flight, its outcome and its waiters (the condvar,
+//!   the wakers, the [`outcome::Wait`] future);
+//! - `load_async.rs`: the async protocol;
+//! - `broken.rs`: the loom models' broken variants (`cfg(loom)` only);
+//!   `tests.rs`: unit tests.
 
 #[cfg(loom)]
 mod broken;
 mod load_async;
-mod wait;
+mod outcome;
 
 use std::any::Any;
 use std::borrow::Borrow;
@@ -82,7 +92,7 @@ use crate::sync::{self, Arc, CachePadded, Mutex};
 #[cfg(loom)]
 use broken::{abandon, enter, fail};
 pub(crate) use load_async::{Caller, Looked};
-use wait::{Flight, State};
+use outcome::{Flight, Outcome};
 #[cfg(not(loom))]
 use {abandon_and_hand_over as abandon, complete_failed as fail, join_or_register as enter};
 
@@ -96,7 +106,7 @@ pub(crate) type SharedError = Arc<dyn Any + Send + Sync>;
 
 /// How the value of a [`FlightGroup::load`] was obtained (for statistics).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Source {
+pub(crate) enum Obtained {
     /// This caller ran the loader.
     Loaded,
     /// Another caller's load was joined.
@@ -106,13 +116,13 @@ pub(crate) enum Source {
 }
 
 /// One registered flight: its key, the key's full hash and the flight.
-struct Entry<K, V> {
+struct Registered<K, V> {
     hash: u64,
     key: K,
     flight: Arc<Flight<V>>,
 }
 
-type Shard<K, V> = CachePadded<Mutex<HashTable<Entry<K, V>>>>;
+type RegistryShard<K, V> = CachePadded<Mutex<HashTable<Registered<K, V>>>>;
 
 /// The shard of a hash (`shard_index.rs`).
 fn shard_of(hash: u64) -> usize {
@@ -129,7 +139,7 @@ enum Entered<V> {
 
 /// The flights in progress of one cache, sharded by key hash.
 pub(crate) struct FlightGroup<K, V> {
-    shards: Box<[Shard<K, V>]>,
+    shards: Box<[RegistryShard<K, V>]>,
 }
 
 impl<K, V> FlightGroup<K, V> {
@@ -174,7 +184,7 @@ where
     Q: ?Sized + Eq,
 {
     let shard = &group.shards[shard_of(hash)];
-    let same = |e: &Entry<K, V>| e.hash == hash && e.key.borrow() == key;
+    let same = |e: &Registered<K, V>| e.hash == hash && e.key.borrow() == key;
     if let Some(entry) = shard.lock().find(hash, same) {
         return Entered::Joined(Arc::clone(&entry.flight));
     }
@@ -187,7 +197,7 @@ where
         return Entered::Joined(flight);
     }
     let flight = Arc::new(Flight::new());
-    let entry = Entry {
+    let entry = Registered {
         hash,
         key: owned,
         flight: Arc::clone(&flight),
@@ -219,7 +229,7 @@ impl<K: Clone + Eq, V: Clone> FlightGroup<K, V> {
         mut lookup: L,
         load: F,
         publish: P,
-    ) -> Result<(V, Source), Arc<E>>
+    ) -> Result<(V, Obtained), Arc<E>>
     where
         E: Send + Sync + 'static,
         L: FnMut() -> Option<V>,
@@ -236,8 +246,8 @@ impl<K: Clone + Eq, V: Clone> FlightGroup<K, V> {
             };
             assert!(!sync::is_loading(flight.id()), "{}", REENTRANT);
             match flight.wait() {
-                State::Value(value) => return Ok((value, Source::Waited)),
-                State::Failed(error) => match error.downcast::<E>() {
+                Outcome::Value(value) => return Ok((value, Obtained::Waited)),
+                Outcome::Failed(error) => match error.downcast::<E>() {
                     Ok(error) => return Err(error),
                     // The leader's error has another type than ours (its
                     // call site differs): we cannot hand it over, so this
@@ -245,7 +255,7 @@ impl<K: Clone + Eq, V: Clone> FlightGroup<K, V> {
                     Err(_) => continue,
                 },
                 // The leader panicked: go round and take over.
-                State::Abandoned | State::Loading => continue,
+                Outcome::Abandoned | Outcome::Loading => continue,
             }
         }
     }
@@ -270,7 +280,12 @@ impl<'a, K, V> Leader<'a, K, V> {
         }
     }
 
-    fn run<E, L, F, P>(mut self, lookup: &mut L, load: F, publish: P) -> Result<(V, Source), Arc<E>>
+    fn run<E, L, F, P>(
+        mut self,
+        lookup: &mut L,
+        load: F,
+        publish: P,
+    ) -> Result<(V, Obtained), Arc<E>>
     where
         V: Clone,
         E: Send + Sync + 'static,
@@ -280,7 +295,7 @@ impl<'a, K, V> Leader<'a, K, V> {
     {
         if let Some(value) = lookup() {
             self.complete_with(&value);
-            return Ok((value, Source::Cached));
+            return Ok((value, Obtained::Cached));
         }
         let outcome = {
             let _entered = sync::enter_load(self.flight.id());
@@ -296,7 +311,7 @@ impl<'a, K, V> Leader<'a, K, V> {
         &mut self,
         outcome: Result<V, E>,
         publish: impl FnOnce(&V),
-    ) -> Result<(V, Source), Arc<E>>
+    ) -> Result<(V, Obtained), Arc<E>>
     where
         V: Clone,
     {
@@ -305,7 +320,7 @@ impl<'a, K, V> Leader<'a, K, V> {
                 // Publish before the flight leaves the group (step 3).
                 publish(&value);
                 self.complete_with(&value);
-                Ok((value, Source::Loaded))
+                Ok((value, Obtained::Loaded))
             }
             Err(error) => {
                 let error = Arc::new(error);
@@ -323,11 +338,11 @@ impl<'a, K, V> Leader<'a, K, V> {
     where
         V: Clone,
     {
-        self.complete(State::Value(value.clone()));
+        self.complete(Outcome::Value(value.clone()));
     }
 
     /// Wakes the waiters with `outcome` and removes the flight.
-    fn complete(&mut self, outcome: State<V>) {
+    fn complete(&mut self, outcome: Outcome<V>) {
         self.finished = true;
         // Remove the flight first, then wake its waiters: a waiter woken by
         // `Abandoned` goes back to step 1 and must not find this flight
@@ -352,14 +367,14 @@ impl<'a, K, V> Leader<'a, K, V> {
 /// Completes a failed flight: its waiters get the shared error, and the
 /// flight leaves the group (the error is not kept for later callers).
 fn complete_failed<K, V>(leader: &mut Leader<'_, K, V>, error: SharedError) {
-    leader.complete(State::Failed(error));
+    leader.complete(Outcome::Failed(error));
 }
 
 /// Gives a flight up unfinished (its loader panicked, or its async leader
 /// was dropped): removes it and wakes its waiters, who go back to step 1
 /// and elect a new leader.
 fn abandon_and_hand_over<K, V>(leader: &mut Leader<'_, K, V>) {
-    leader.complete(State::Abandoned);
+    leader.complete(Outcome::Abandoned);
 }
 
 impl<K, V> Drop for Leader<'_, K, V> {

@@ -36,7 +36,10 @@ fn concurrent_misses_load_once_and_share() {
     assert_eq!(loads.load(Ordering::SeqCst), 1);
     assert!(results.iter().all(|(v, _)| *v == 42));
     assert_eq!(
-        results.iter().filter(|(_, s)| *s == Source::Loaded).count(),
+        results
+            .iter()
+            .filter(|(_, s)| *s == Obtained::Loaded)
+            .count(),
         1
     );
     assert_eq!(group.in_flight(), 0);
@@ -53,7 +56,7 @@ fn errors_are_returned_and_not_kept() {
     let (v, source) = group
         .load::<&str, _, _, _>(1, &1, || None, || Ok(5), |_| {})
         .unwrap();
-    assert_eq!((v, source), (5, Source::Loaded));
+    assert_eq!((v, source), (5, Obtained::Loaded));
 }
 
 #[test]
@@ -145,7 +148,7 @@ fn poll_once<F: std::future::Future>(future: std::pin::Pin<&mut F>) -> std::task
 fn load_key_one(
     group: &FlightGroup<u32, u32>,
     load: impl std::future::Future<Output = Result<u32, ()>>,
-) -> impl std::future::Future<Output = (Result<u32, Arc<()>>, Source)> {
+) -> impl std::future::Future<Output = (Result<u32, Arc<()>>, Obtained)> {
     group.load_async(
         &1,
         Caller {
@@ -184,7 +187,7 @@ fn dropped_async_waiter_deregisters_its_waker() {
         assert!(poll_once(waiter.as_mut()).is_pending());
     }
     assert!(
-        flight.waker_slots() <= super::wait::INLINE_WAKERS,
+        flight.waker_slots() <= super::outcome::INLINE_WAKERS,
         "{} slots",
         flight.waker_slots()
     );
@@ -213,7 +216,7 @@ fn cancelled_async_leader_hands_over_to_its_waiter() {
     assert!(poll_once(waiter.as_mut()).is_pending());
     drop(leader);
     match poll_once(waiter.as_mut()) {
-        std::task::Poll::Ready((Ok(v), source)) => assert_eq!((v, source), (2, Source::Loaded)),
+        std::task::Poll::Ready((Ok(v), source)) => assert_eq!((v, source), (2, Obtained::Loaded)),
         _ => panic!("the waiter did not take over"),
     }
     assert_eq!(group.in_flight(), 0);
@@ -253,7 +256,7 @@ fn equal_hashes_of_different_keys_do_not_share_a_load() {
         let (v, source) = group
             .load::<(), _, _, _>(5, &2, || None, || Ok(2), |_| {})
             .unwrap();
-        assert_eq!((v, source), (2, Source::Loaded));
+        assert_eq!((v, source), (2, Obtained::Loaded));
     });
     assert_eq!(group.in_flight(), 0);
 }
@@ -321,7 +324,7 @@ fn a_loader_may_wait_for_the_flight_of_another_key() {
                         |_| {},
                     )
                     .unwrap();
-                assert_eq!(source, Source::Waited);
+                assert_eq!(source, Obtained::Waited);
                 Ok(value + 1)
             },
             |_| {},
@@ -350,7 +353,7 @@ fn counting_waker() -> (Arc<CountingWaker>, std::task::Waker) {
 /// waker, not another waiter's.
 #[test]
 fn finish_wakes_each_waiters_latest_waker() {
-    use super::wait::{Flight, State, Wait};
+    use super::outcome::{Flight, Outcome, Wait};
     use std::task::{Context, Poll};
     let flight = Arc::new(Flight::<u32>::new());
     let mut first = Box::pin(Wait::new(Arc::clone(&flight)));
@@ -379,7 +382,7 @@ fn finish_wakes_each_waiters_latest_waker() {
     assert_eq!(flight.registered_wakers(), 2);
     drop(second);
     assert_eq!(flight.registered_wakers(), 1);
-    flight.finish(State::Value(7));
+    flight.finish(Outcome::Value(7));
     let woken = |counter: &CountingWaker| counter.0.load(Ordering::SeqCst);
     assert_eq!(
         (woken(&first_old), woken(&first_new), woken(&second_count)),
@@ -389,7 +392,7 @@ fn finish_wakes_each_waiters_latest_waker() {
         .as_mut()
         .poll(&mut Context::from_waker(std::task::Waker::noop()))
     {
-        Poll::Ready(State::Value(value)) => assert_eq!(value, 7),
+        Poll::Ready(Outcome::Value(value)) => assert_eq!(value, 7),
         _ => panic!("the waiter did not get the value"),
     }
 }
@@ -399,7 +402,7 @@ fn finish_wakes_each_waiters_latest_waker() {
 /// and a slot emptied on each side of the move alike.
 #[test]
 fn waiters_past_the_inline_slots_are_all_woken() {
-    use super::wait::{Flight, INLINE_WAKERS, State, Wait};
+    use super::outcome::{Flight, INLINE_WAKERS, Outcome, Wait};
     use std::task::{Context, Poll};
     let flight = Arc::new(Flight::<u32>::new());
     let waiters = 3 * INLINE_WAKERS;
@@ -420,7 +423,7 @@ fn waiters_past_the_inline_slots_are_all_woken() {
     drop(waits.remove(waiters - 1));
     drop(waits.remove(1));
     assert_eq!(flight.registered_wakers(), waiters - 2);
-    flight.finish(State::Value(9));
+    flight.finish(Outcome::Value(9));
     let woken: Vec<usize> = counters
         .iter()
         .map(|counter| counter.0.load(Ordering::SeqCst))
@@ -434,7 +437,7 @@ fn waiters_past_the_inline_slots_are_all_woken() {
             .as_mut()
             .poll(&mut Context::from_waker(std::task::Waker::noop()))
         {
-            Poll::Ready(State::Value(value)) => assert_eq!(value, 9),
+            Poll::Ready(Outcome::Value(value)) => assert_eq!(value, 9),
             _ => panic!("a waiter did not get the value"),
         }
     }

@@ -244,11 +244,13 @@ impl<K, V, S> IndexedStoreBuilder<K, V, S> {
         K: Hash + Eq + Clone,
         S: BuildHasher,
     {
-        let schema = Schema::new(self.defs).map_err(|name| {
-            BuildError::Index(IndexError::DuplicateIndex {
-                name: name.to_string(),
-            })
-        })?;
+        let schema = Schema::new(self.defs)
+            .map_err(|name| {
+                BuildError::Index(IndexError::DuplicateIndex {
+                    name: name.to_string(),
+                })
+            })?
+            .seeded_from(&self.hasher);
         let count = match self.shards {
             None => shards::default_count(),
             Some(0) => return Err(BuildError::ZeroShards),

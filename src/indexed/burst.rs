@@ -21,7 +21,7 @@ use super::transaction::{self, Garbage, Op, Spare};
 use crate::sync::{Arc, Ordering};
 
 /// One change of a burst.
-pub(crate) enum Change<K, V> {
+pub(crate) enum BurstChange<K, V> {
     /// `key` now holds the object.
     Put(K, V),
     /// `key` was deleted.
@@ -29,7 +29,7 @@ pub(crate) enum Change<K, V> {
 }
 
 /// What one change of a burst did, in the burst's order.
-pub(crate) struct Outcome<K, V> {
+pub(crate) struct BurstOutcome<K, V> {
     pub(crate) key: K,
     /// The object the change replaced or removed.
     pub(crate) previous: Option<V>,
@@ -56,9 +56,9 @@ where
     /// any change; a panic in any of them leaves the store unchanged.
     pub(crate) fn apply_burst(
         &self,
-        changes: Vec<Change<K, V>>,
+        changes: Vec<BurstChange<K, V>>,
         revision: u64,
-    ) -> Vec<Outcome<K, V>> {
+    ) -> Vec<BurstOutcome<K, V>> {
         let mut schema = self.schema();
         let Spare {
             mut ops,
@@ -69,7 +69,7 @@ where
         let mut pending = Vec::with_capacity(changes.len());
         for change in changes {
             let (op, key) = match change {
-                Change::Put(key, value) => {
+                BurstChange::Put(key, value) => {
                     let copy = key.clone();
                     let op = Op::Insert {
                         key,
@@ -78,7 +78,7 @@ where
                     };
                     (op, Some(copy))
                 }
-                Change::Delete(key) => (Op::Remove { key }, None),
+                BurstChange::Delete(key) => (Op::Remove { key }, None),
             };
             ops.push(op);
             pending.push(Pending {
@@ -145,7 +145,7 @@ fn compute<K, V>(schema: &Schema<V>, ops: &mut [Op<K, V>], pending: &mut [Pendin
 fn outcomes<K, V>(
     garbage: impl Iterator<Item = Garbage<K, V>>,
     pending: Vec<Pending<K>>,
-) -> Vec<Outcome<K, V>> {
+) -> Vec<BurstOutcome<K, V>> {
     garbage
         .zip(pending)
         .map(|(garbage, Pending { key, rejected })| {
@@ -156,7 +156,7 @@ fn outcomes<K, V>(
                 }) => (Some(unused), Some(previous)),
                 Garbage::Removed(key, removed) => (Some(key), removed.map(|r| r.value)),
             };
-            Outcome {
+            BurstOutcome {
                 key: key
                     .or(brought)
                     .expect("larder: a put keeps a copy of its key"),

@@ -7,13 +7,13 @@
 //!
 //! Two layouts; a core is in one of them, and the other's fields are
 //! empty. A core whose schema has never had an index starts *inline*
-//! (`core/plain.rs`): `inline: HashTable<Entry>`, each entry (key's hash,
+//! (`core/plain.rs`): `inline: HashTable<LiveSlot>`, each entry (key's hash,
 //! key, object) in its key's bucket, as in `HashMap`. It moves to *slots*,
 //! for good, the first time something needs slot ids: `add_index`, a
 //! transaction, a write that records a revision. A core built for a schema
 //! with an index starts in slots:
 //!
-//! - `entries: Vec<Option<Entry>>`: slot id -> (key's hash, key, object).
+//! - `entries: Vec<Option<LiveSlot>>`: slot id -> (key's hash, key, object).
 //!   Ids are dense and reused through `free`; `by_index` reads each object
 //!   it finds in a bucket from here.
 //! - `table: HashTable<u32>`: the key index, holding slot ids only (four
@@ -27,7 +27,7 @@
 //!   (`values.rs`).
 //! - `indexes[i]: HashTable<(value, Vec<slot id>)>`: one bucket per index
 //!   value, a dense list of the slot ids (`u32`) of the objects that have
-//!   it (`core/bucket.rs`). Every shard hashes values with the schema's
+//!   it (`core/index_lists.rs`). Every shard hashes values with the schema's
 //!   hasher, so a whole-store lookup hashes its value once. Buckets hold ids, not keys or objects, so
 //!   maintaining them never runs `K`'s `Hash`, an entry costs four bytes,
 //!   a lookup walks a slice, and an update that changes no index value
@@ -39,7 +39,7 @@
 //! A new object's slot comes from `core/slots.rs`; the reads that gather
 //! objects, keys and buckets for whole-store and by-index lookups are in
 //! `core/reads.rs`; what `add_index` needs while it computes (the slots
-//! written meanwhile, the install) in `core/watch.rs`; the invariant
+//! written meanwhile, the install) in `core/index_build.rs`; the invariant
 //! checker in `core/check.rs`.
 //!
 //! Each slot stores the values its object had for every index when it was
@@ -51,6 +51,15 @@
 //! values that changed; its freshly computed copies of the unchanged values
 //! go back to the caller, dropped after the lock is released. An empty
 //! bucket is removed at once, so index memory tracks the live objects.
+//!
+//! # Files
+//!
+//! In its folder: `plain.rs` (the inline layout), `slots.rs` (a new object's
+//! slot), `index_lists.rs` (one index: its buckets of slot ids),
+//! `positions.rs` (where each id sits in its buckets), `id_hasher.rs` (the
+//! hasher of `matching`'s sets of slot ids), `reads.rs` (whole-store and
+//! by-index gathering), `index_build.rs` (what `add_index` needs while it
+//! computes), `check.rs` (the invariant checker).
 //!
 //! # User code: `K`'s `Eq`, and only in lookups
 //!
@@ -74,23 +83,23 @@ use crate::table_room::Room;
 
 use super::index_fn::{AllValues, Schema, Values, discard};
 use crate::sync::Arc;
-use bucket::{Buckets, Id, bucket, unbucket};
 #[cfg(test)]
 pub(crate) use id_hasher::IdHasher;
+use index_lists::{Buckets, Id, bucket, unbucket};
 use positions::{Positions, Run};
 use slots::Slots;
 
-mod bucket;
 #[cfg(any(test, feature = "testing"))]
 mod check;
 mod id_hasher;
+mod index_build;
+mod index_lists;
 mod plain;
 mod positions;
 mod reads;
 mod slots;
-mod watch;
 #[cfg(loom)]
-pub(super) use watch::drop_stale;
+pub(super) use index_build::drop_stale;
 
 /// The bucket id of slot `id` (below `u32::MAX`: checked when the slot was
 /// created).
@@ -101,7 +110,7 @@ fn bucket_id(id: usize) -> Id {
 
 /// One live slot: the key's hash (computed once, when the key came in), the
 /// key and the object.
-struct Entry<K, V> {
+struct LiveSlot<K, V> {
     hash: u64,
     key: K,
     value: V,
@@ -109,7 +118,7 @@ struct Entry<K, V> {
 
 /// The stored hash of slot `id`: the table's only hasher.
 #[inline]
-fn stored<K, V>(entries: &[Option<Entry<K, V>>], id: Id) -> u64 {
+fn stored<K, V>(entries: &[Option<LiveSlot<K, V>>], id: Id) -> u64 {
     entries[id as usize]
         .as_ref()
         .expect("invariant violated: the table lists a free slot")
@@ -153,7 +162,7 @@ impl<K, V> Removed<K, V> {
 pub(crate) struct Core<K, V> {
     /// The inline layout's objects (`core/plain.rs`): empty once
     /// `slotted`.
-    inline: HashTable<Entry<K, V>>,
+    inline: HashTable<LiveSlot<K, V>>,
     /// Whether objects live in slots (`table` + `entries`), or inline in
     /// their keys' buckets (`inline`): the latter only in a core built for
     /// a schema with no index, until something needs slot ids
@@ -164,7 +173,7 @@ pub(crate) struct Core<K, V> {
     /// When `table` (or `inline`) grows (`table_room.rs`): a shard whose
     /// objects are replaced by others keeps its table's size.
     room: Room,
-    entries: Vec<Option<Entry<K, V>>>,
+    entries: Vec<Option<LiveSlot<K, V>>>,
     /// Slot id -> its values for every index; empty while the schema has
     /// no index.
     values: Vec<AllValues>,
@@ -414,7 +423,7 @@ impl<K, V> Core<K, V> {
         vacant.insert(id);
         let key = key.take().expect("larder: an upsert is given its key");
         let value = value.take().expect("larder: an upsert is given its object");
-        if slots.fill(id, Entry { hash, key, value }, values) {
+        if slots.fill(id, LiveSlot { hash, key, value }, values) {
             self.reindex(id as usize, None);
         }
         self.wrote(id as usize);
@@ -461,7 +470,7 @@ impl<K, V> Core<K, V> {
         self.make_room();
         let (table, mut slots) = self.split();
         let id = slots.room();
-        slots.fill(id, Entry { hash, key, value }, values);
+        slots.fill(id, LiveSlot { hash, key, value }, values);
         let entries = &*slots.entries;
         table.insert_unique(hash, id, |&id| stored(entries, id));
         self.wrote(id as usize);
@@ -594,7 +603,7 @@ impl<K, V> Core<K, V> {
         };
         let id = self.entries.len();
         vacant.insert(bucket_id(id));
-        self.entries.push(Some(Entry { hash, key, value }));
+        self.entries.push(Some(LiveSlot { hash, key, value }));
         self.wrote(id);
         if !indexed {
             return;
@@ -725,7 +734,7 @@ impl<K, V> Core<K, V> {
     }
 
     /// Every live entry, in slot order.
-    fn live(&self) -> impl Iterator<Item = (usize, &Entry<K, V>)> {
+    fn live(&self) -> impl Iterator<Item = (usize, &LiveSlot<K, V>)> {
         self.entries
             .iter()
             .enumerate()
@@ -734,7 +743,7 @@ impl<K, V> Core<K, V> {
 
     /// The live entry in slot `id`, which the table or an index lists.
     #[inline]
-    fn entry(&self, id: usize) -> &Entry<K, V> {
+    fn entry(&self, id: usize) -> &LiveSlot<K, V> {
         self.entries[id]
             .as_ref()
             .expect("invariant violated: an index lists a removed object")

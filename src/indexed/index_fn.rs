@@ -7,6 +7,7 @@
 
 use std::error::Error;
 use std::fmt;
+use std::hash::BuildHasher;
 
 use super::error::IndexError;
 pub(crate) use super::values::Values;
@@ -141,6 +142,16 @@ impl<V> Schema<V> {
             defs,
             value_hasher: crate::sync::default_hasher(),
         })
+    }
+
+    /// This schema with its value hasher seeded from the store's key
+    /// hasher: random when that is (the default), fixed when the user fixed
+    /// it, so that a store built with a fixed-seed hasher hashes its index
+    /// values the same way on every run too.
+    pub(crate) fn seeded_from(mut self, keys: &impl BuildHasher) -> Self {
+        let [a, b, c, d] = [0u64, 1, 2, 3].map(|i| keys.hash_one(i));
+        self.value_hasher = ahash::RandomState::with_seeds(a, b, c, d);
+        self
     }
 
     /// The hash of index value `value`, as every shard's buckets hash it.

@@ -58,6 +58,23 @@
 //! sees an object moved between shards exactly once, and its negative
 //! control (shards read one at a time) proves the model catches a torn cut.
 //! Design notes and measurements: `design/indexed.md`.
+//!
+//! # Files
+//!
+//! - `store.rs`: [`IndexedStore`], the concurrent wrapper; `shards.rs`:
+//!   its key-sharded state; `shard_lock.rs`: one shard's lock (plain or
+//!   read-mostly); `core.rs` with `core/`: one shard's sequential core.
+//! - `builder.rs`: [`IndexedStoreBuilder`]; `index_fn.rs`: index functions
+//!   and the schema; `values.rs`: one object's values for one index;
+//!   `error.rs`: [`IndexError`].
+//! - `write.rs`: the point writes; `transaction.rs`: [`Transaction`];
+//!   `burst.rs`: a reflector's burst of changes as one write; `collect.rs`:
+//!   building from and extending with an iterator; `revision.rs`: the
+//!   store's resource version.
+//! - `lookup.rs`: lookups by index value; `visit.rs`: lookups that hand
+//!   out keys with their objects.
+//! - `broken.rs`: the loom models' broken variants (`cfg(loom)` only);
+//!   `tests.rs`: unit tests.
 
 #[cfg(loom)]
 mod broken;

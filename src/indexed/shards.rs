@@ -48,11 +48,11 @@ pub(crate) fn default_count() -> usize {
 
 /// One shard: its lock, cache-padded so that shards do not share a line
 /// (a striped lock's stripes are padded on their own).
-type Shard<K, V> = CachePadded<ShardLock<Core<K, V>>>;
+type CoreShard<K, V> = CachePadded<ShardLock<Core<K, V>>>;
 
 /// The shards, in index order.
 pub(crate) struct Shards<K, V> {
-    locks: Box<[Shard<K, V>]>,
+    locks: Box<[CoreShard<K, V>]>,
     /// `count - 1`; the count is a power of two.
     mask: usize,
 }

@@ -372,19 +372,19 @@ fn a_transaction_and_a_burst_let_go_of_what_they_displace() {
     }
     #[cfg(feature = "reflector")]
     {
-        use super::burst::{Change, Outcome};
+        use super::burst::{BurstChange, BurstOutcome};
         let brought_b = key("b");
         let outcomes = store.apply_burst(
             vec![
-                Change::Put(Arc::clone(&brought_b), Arc::new(20)),
-                Change::Delete(key("a")),
-                Change::Put(key("d"), Arc::new(4)),
+                BurstChange::Put(Arc::clone(&brought_b), Arc::new(20)),
+                BurstChange::Delete(key("a")),
+                BurstChange::Put(key("d"), Arc::new(4)),
             ],
             7,
         );
         let seen: Vec<(String, Option<u32>)> = outcomes
             .into_iter()
-            .map(|Outcome { key, previous, .. }| ((*key).clone(), previous.map(|v| *v)))
+            .map(|BurstOutcome { key, previous, .. }| ((*key).clone(), previous.map(|v| *v)))
             .collect();
         assert_eq!(
             seen,
@@ -733,4 +733,25 @@ fn add_index_indexes_a_plain_core_that_a_replace_swapped_in_meanwhile() {
     assert_eq!(store.len(), 40);
     assert_eq!(store.index_len("len", "4").unwrap(), 40);
     assert_eq!(store.index_len("len", "3").unwrap(), 0);
+}
+
+#[test]
+fn index_values_hash_from_the_key_hashers_seeds() {
+    let fixed = |seed| ahash::RandomState::with_seeds(seed, 2, 3, 4);
+    let schema = |keys: &ahash::RandomState| Schema::<u32>::new(vec![]).unwrap().seeded_from(keys);
+    // A fixed key hasher gives the same value hashes on every build (and
+    // run); another seed, or the default random hasher, others.
+    assert_eq!(
+        schema(&fixed(1)).hash_value("web"),
+        schema(&fixed(1)).hash_value("web")
+    );
+    assert_ne!(
+        schema(&fixed(1)).hash_value("web"),
+        schema(&fixed(9)).hash_value("web")
+    );
+    let random = ahash::RandomState::new();
+    assert_ne!(
+        schema(&random).hash_value("web"),
+        schema(&ahash::RandomState::new()).hash_value("web")
+    );
 }

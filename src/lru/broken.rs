@@ -8,7 +8,7 @@ use std::hash::{BuildHasher, Hash};
 
 use super::LruCache;
 use super::write::{insert_and_evict, resize_in_order};
-use crate::cache::{Event, Evicted, Inserted};
+use crate::cache::{Displaced, Event, Evicted};
 use crate::fault::{LruFault, is_selected};
 use crate::sync::Ordering;
 
@@ -21,7 +21,7 @@ pub(super) fn insert_locked<K: Hash + Eq, V, S: BuildHasher>(
     key: K,
     value: V,
     weight: u32,
-    inserted: &mut Inserted<K, V>,
+    inserted: &mut Displaced<K, V>,
 ) {
     if !is_selected(LruFault::SplitEviction) {
         return insert_and_evict(cache, hash, key, value, weight, inserted);

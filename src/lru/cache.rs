@@ -27,11 +27,11 @@ use std::fmt;
 use std::hash::{BuildHasher, Hash};
 
 use super::{EvictionPolicy, Listener, LruCacheBuilder};
+use crate::cache::CacheStats;
 use crate::cache::{
     Expiry, Layer, Locked, MAX_SHARD_CAPACITY, Padded, PolicyShard, Settings, Weigher,
 };
 use crate::removal::RemovalCause;
-use crate::stats::CacheStats;
 use crate::sync::{Arc, AtomicUsize, Mutex, Ordering, RwLockWriteGuard};
 use crate::time::SystemClock;
 

@@ -15,7 +15,7 @@ use std::fmt;
 use std::hash::{BuildHasher, Hash};
 
 use super::LruCache;
-use crate::cache::{Event, Inserted, LoadFace};
+use crate::cache::{Displaced, Event, LoadFace};
 use crate::flight::FlightGroup;
 use crate::sync::Arc;
 
@@ -25,7 +25,7 @@ use crate::sync::Arc;
 /// `finish_insert`.
 impl<K: Hash + Eq, V: Clone, S: BuildHasher> LoadFace<K, V> for LruCache<K, V, S> {
     type Seen = ();
-    type Displaced = Inserted<K, V>;
+    type Leftover = Displaced<K, V>;
 
     fn flights(&self) -> &FlightGroup<K, V> {
         &self.layer.flights
@@ -43,15 +43,15 @@ impl<K: Hash + Eq, V: Clone, S: BuildHasher> LoadFace<K, V> for LruCache<K, V, S
         self.lock(hash).counters.record(event);
     }
 
-    fn nothing() -> Inserted<K, V> {
-        Inserted::nothing()
+    fn nothing() -> Displaced<K, V> {
+        Displaced::nothing()
     }
 
-    fn publish(&self, hash: u64, key: K, value: V, _: Option<()>, out: &mut Inserted<K, V>) {
+    fn publish(&self, hash: u64, key: K, value: V, _: Option<()>, out: &mut Displaced<K, V>) {
         self.insert_hashed_into(hash, key, value, out);
     }
 
-    fn release(&self, displaced: Inserted<K, V>) {
+    fn release(&self, displaced: Displaced<K, V>) {
         self.finish_insert(displaced);
     }
 }

@@ -6,6 +6,8 @@
 //! engine's (`crate::cache`: its `Layer` over exact LRU, CLOCK or S3-FIFO
 //! shards); this module is the face with a hard bound.
 //!
+//! # Files
+//!
 //! - `cache.rs`: [`LruCache`] over the engine's layer (one padded
 //!   reader-writer lock per shard), each shard bounded by its share of the
 //!   capacity; `read.rs`: its lookups (`get`, `get_with`, `peek`,
@@ -16,7 +18,9 @@
 //!   [`AsyncLoadingLruCache`].
 //! - `write.rs`: `insert`, `remove`, `resize`.
 //! - `builder.rs`: configuration. The counters of `stats()` are
-//!   `crate::cache`'s (`stats.rs`), shared with `TypedCache`.
+//!   `crate::cache`'s, shared with `TypedCache`.
+//! - `broken.rs`: the loom models' broken variants (`cfg(loom)` only);
+//!   `tests.rs`: unit tests.
 //!
 //! Design notes and the measurements behind them: `design/lru.md`.
 

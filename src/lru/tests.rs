@@ -7,15 +7,15 @@ use std::collections::VecDeque;
 use proptest::prelude::*;
 
 use super::{EvictionPolicy, LruCache};
-use crate::cache::{Clock, Exact, Shard};
+use crate::cache::{Exact, SecondChance, Shard};
 
 /// A trivially correct LRU: a deque of (key, value), front = most recent.
-struct Model {
+struct LruModel {
     entries: VecDeque<(u8, u32)>,
     capacity: usize,
 }
 
-impl Model {
+impl LruModel {
     fn position(&self, key: u8) -> Option<usize> {
         self.entries.iter().position(|(k, _)| *k == key)
     }
@@ -48,7 +48,7 @@ fn weak_hash(key: u8) -> u64 {
 }
 
 #[derive(Debug, Clone)]
-enum Op {
+enum CacheOp {
     Get(u8),
     Peek(u8),
     Insert(u8, u32),
@@ -58,15 +58,15 @@ enum Op {
     TakeAll,
 }
 
-fn op() -> impl Strategy<Value = Op> {
+fn op() -> impl Strategy<Value = CacheOp> {
     prop_oneof![
-        4 => (0u8..24).prop_map(Op::Get),
-        1 => (0u8..24).prop_map(Op::Peek),
-        4 => (0u8..24, any::<u32>()).prop_map(|(k, v)| Op::Insert(k, v)),
-        2 => (0u8..24).prop_map(Op::Remove),
-        1 => Just(Op::PopLru),
-        1 => (1usize..12).prop_map(Op::SetCapacity),
-        1 => Just(Op::TakeAll),
+        4 => (0u8..24).prop_map(CacheOp::Get),
+        1 => (0u8..24).prop_map(CacheOp::Peek),
+        4 => (0u8..24, any::<u32>()).prop_map(|(k, v)| CacheOp::Insert(k, v)),
+        2 => (0u8..24).prop_map(CacheOp::Remove),
+        1 => Just(CacheOp::PopLru),
+        1 => (1usize..12).prop_map(CacheOp::SetCapacity),
+        1 => Just(CacheOp::TakeAll),
     ]
 }
 
@@ -74,27 +74,27 @@ proptest! {
     #[test]
     fn core_matches_the_deque_model(capacity in 1usize..10, ops in prop::collection::vec(op(), 1..200)) {
         let mut core = Shard::<u8, u32, Exact>::new(capacity);
-        let mut model = Model { entries: VecDeque::new(), capacity };
+        let mut model = LruModel { entries: VecDeque::new(), capacity };
         for op in ops {
             match op {
-                Op::Get(k) => prop_assert_eq!(core.get(weak_hash(k), &k, 0).live().copied(), model.get(k)),
-                Op::Peek(k) => {
+                CacheOp::Get(k) => prop_assert_eq!(core.get(weak_hash(k), &k, 0).live().copied(), model.get(k)),
+                CacheOp::Peek(k) => {
                     let expected = model.position(k).map(|at| model.entries[at].1);
                     prop_assert_eq!(core.peek(weak_hash(k), &k, 0).copied(), expected);
                 }
-                Op::Insert(k, v) => {
+                CacheOp::Insert(k, v) => {
                     let got = core.insert(weak_hash(k), k, v, 1, 0, 0);
                     let (replaced, evicted) = model.insert(k, v);
                     prop_assert_eq!(got.replaced, replaced);
                     prop_assert_eq!(got.evicted.single(), evicted);
                     prop_assert_eq!(got.unused_key.is_some(), replaced.is_some());
                 }
-                Op::Remove(k) => {
+                CacheOp::Remove(k) => {
                     let expected = model.position(k).map(|at| model.entries.remove(at).unwrap());
                     prop_assert_eq!(core.remove(weak_hash(k), &k, 0).map(|(k, v, _)| (k, v)), expected);
                 }
-                Op::PopLru => prop_assert_eq!(core.pop_victim(), model.entries.pop_back()),
-                Op::SetCapacity(c) => {
+                CacheOp::PopLru => prop_assert_eq!(core.pop_victim(), model.entries.pop_back()),
+                CacheOp::SetCapacity(c) => {
                     let mut evicted = Vec::new();
                     core.set_capacity(c, &mut evicted);
                     model.capacity = c;
@@ -104,7 +104,7 @@ proptest! {
                     }
                     prop_assert_eq!(evicted, expected);
                 }
-                Op::TakeAll => {
+                CacheOp::TakeAll => {
                     let mut all = core.take_all(0, &mut Vec::new());
                     all.sort_unstable();
                     let mut expected: Vec<_> = model.entries.drain(..).collect();
@@ -121,7 +121,7 @@ proptest! {
 }
 
 /// A trivially correct CLOCK: a ring of (key, value, referenced) searched
-/// linearly, with the rules of `clock.rs` written out plainly: a new entry
+/// linearly, with the rules of `cache/second_chance.rs` written out plainly: a new entry
 /// is appended, or takes the victim's slot when full; a removal moves the
 /// last slot into the hole; the hand wraps at the end.
 struct ClockModel {
@@ -192,27 +192,27 @@ impl ClockModel {
 proptest! {
     #[test]
     fn clock_core_matches_the_ring_model(capacity in 1usize..10, ops in prop::collection::vec(op(), 1..200)) {
-        let mut core = Shard::<u8, u32, Clock>::new(capacity);
+        let mut core = Shard::<u8, u32, SecondChance>::new(capacity);
         let mut model = ClockModel { ring: Vec::new(), hand: 0, capacity };
         for op in ops {
             match op {
-                Op::Get(k) => prop_assert_eq!(core.get(weak_hash(k), &k, 0).live().copied(), model.get(k)),
-                Op::Peek(k) => {
+                CacheOp::Get(k) => prop_assert_eq!(core.get(weak_hash(k), &k, 0).live().copied(), model.get(k)),
+                CacheOp::Peek(k) => {
                     let expected = model.position(k).map(|at| model.ring[at].1);
                     prop_assert_eq!(core.peek(weak_hash(k), &k, 0).copied(), expected);
                 }
-                Op::Insert(k, v) => {
+                CacheOp::Insert(k, v) => {
                     let got = core.insert(weak_hash(k), k, v, 1, 0, 0);
                     let (replaced, evicted) = model.insert(k, v);
                     prop_assert_eq!(got.replaced, replaced);
                     prop_assert_eq!(got.evicted.single(), evicted);
                     prop_assert_eq!(got.unused_key.is_some(), replaced.is_some());
                 }
-                Op::Remove(k) => {
+                CacheOp::Remove(k) => {
                     let expected = model.position(k).map(|at| model.remove_at(at));
                     prop_assert_eq!(core.remove(weak_hash(k), &k, 0).map(|(k, v, _)| (k, v)), expected);
                 }
-                Op::PopLru => {
+                CacheOp::PopLru => {
                     // Shrinking by one evicts the
                     // same way.
                     if model.capacity > 1 {
@@ -227,7 +227,7 @@ proptest! {
                         prop_assert_eq!(evicted, expected);
                     }
                 }
-                Op::SetCapacity(c) => {
+                CacheOp::SetCapacity(c) => {
                     let mut evicted = Vec::new();
                     core.set_capacity(c, &mut evicted);
                     model.capacity = c;
@@ -238,7 +238,7 @@ proptest! {
                     }
                     prop_assert_eq!(evicted, expected);
                 }
-                Op::TakeAll => {
+                CacheOp::TakeAll => {
                     let mut all = core.take_all(0, &mut Vec::new());
                     all.sort_unstable();
                     let mut expected: Vec<_> =
@@ -258,7 +258,7 @@ proptest! {
 
 #[test]
 fn clock_gives_a_hit_entry_a_second_chance() {
-    let mut core = Shard::<u32, u32, Clock>::new(3);
+    let mut core = Shard::<u32, u32, SecondChance>::new(3);
     for k in 0..3 {
         core.insert(u64::from(k), k, k, 1, 0, 0);
     }

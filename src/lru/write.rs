@@ -15,7 +15,7 @@ use std::hash::{BuildHasher, Hash};
 
 use super::LruCache;
 use crate::cache::weigh;
-use crate::cache::{Event, Evicted, Inserted, SWEEP_BUDGET};
+use crate::cache::{Displaced, Event, Evicted, SWEEP_BUDGET};
 use crate::error::BuildError;
 use crate::removal::{RemovalCause, copy_unlocked};
 use std::panic::resume_unwind;
@@ -61,7 +61,7 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
     /// ```
     pub fn insert(&self, key: K, value: V) -> Option<V> {
         let hash = self.hash(&key);
-        let mut displaced = Inserted::nothing();
+        let mut displaced = Displaced::nothing();
         self.insert_hashed_into(hash, key, value, &mut displaced);
         let Some(copy) = self.copy else {
             // An expired old value is the listener's (none here), not the
@@ -95,7 +95,7 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
         hash: u64,
         key: K,
         value: V,
-        inserted: &mut Inserted<K, V>,
+        inserted: &mut Displaced<K, V>,
     ) {
         let weight = weigh(self.weigher.as_ref(), &key, &value);
         insert_locked(self, hash, key, value, weight, inserted);
@@ -104,8 +104,8 @@ impl<K: Hash + Eq, V, S: BuildHasher> LruCache<K, V, S> {
     /// Gives the replaced and the evicted entries to the listener, then drops
     /// them and the unused key. Unlocked.
     #[inline]
-    pub(crate) fn finish_insert(&self, displaced: Inserted<K, V>) {
-        let Inserted {
+    pub(crate) fn finish_insert(&self, displaced: Displaced<K, V>) {
+        let Displaced {
             replaced,
             replaced_expired,
             evicted,
@@ -285,7 +285,7 @@ pub(super) fn insert_and_evict<K: Hash + Eq, V, S: BuildHasher>(
     key: K,
     value: V,
     weight: u32,
-    inserted: &mut Inserted<K, V>,
+    inserted: &mut Displaced<K, V>,
 ) {
     let mut shard = cache.lock(hash);
     // Only a shard whose entries can expire reads the clock (under the

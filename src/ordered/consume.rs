@@ -5,7 +5,7 @@ use std::borrow::Borrow;
 use std::hash::{BuildHasher, Hash};
 use std::ops::Bound;
 
-use super::sequential::Entry;
+use super::sequential::Pair;
 use super::{Engine, OrderedIndex};
 use crate::sync::Arc;
 
@@ -52,7 +52,7 @@ impl<K: Ord + Clone + Hash, V, S: BuildHasher> OrderedIndex<K, V, S> {
             }
         };
         let view = self.snapshot();
-        let rejected: Vec<(u64, Entry<K, V>)> = view
+        let rejected: Vec<(u64, Pair<K, V>)> = view
             .iter()
             .filter(|(key, value)| !f(key, value))
             .map(|(key, value)| (self.hash_of(key), (key.clone(), Arc::clone(value))))

@@ -13,7 +13,7 @@
 use std::borrow::Borrow;
 use std::ops::Bound;
 
-use super::sequential::Entry;
+use super::sequential::Pair;
 use crate::sync::Arc;
 
 /// The entries of one leaf, sorted by key (with a consistent `Ord`).
@@ -42,7 +42,7 @@ impl<K: Clone, V> Clone for LeafData<K, V> {
 
 impl<K, V> LeafData<K, V> {
     /// A leaf of sorted, distinct entries.
-    pub(crate) fn from_entries(entries: Vec<Entry<K, V>>) -> Self {
+    pub(crate) fn from_entries(entries: Vec<Pair<K, V>>) -> Self {
         let (keys, values) = entries.into_iter().unzip();
         Self { keys, values }
     }
@@ -109,17 +109,17 @@ impl<K, V> LeafData<K, V> {
     }
 
     /// Removes the entry at `i`.
-    pub(crate) fn remove(&mut self, i: usize) -> Entry<K, V> {
+    pub(crate) fn remove(&mut self, i: usize) -> Pair<K, V> {
         (self.keys.remove(i), self.values.remove(i))
     }
 
     /// Removes the last entry.
-    pub(crate) fn pop(&mut self) -> Option<Entry<K, V>> {
+    pub(crate) fn pop(&mut self) -> Option<Pair<K, V>> {
         self.keys.pop().zip(self.values.pop())
     }
 
     /// Moves the first `n` entries to the end of `out`.
-    pub(crate) fn take_front(&mut self, n: usize, out: &mut Vec<Entry<K, V>>) {
+    pub(crate) fn take_front(&mut self, n: usize, out: &mut Vec<Pair<K, V>>) {
         out.extend(self.keys.drain(..n).zip(self.values.drain(..n)));
     }
 

@@ -62,7 +62,7 @@ use self::lock::CoreLock;
 use self::partitioned::Partitioned;
 use self::sequential::OrderedCore;
 use crate::sync::Arc;
-use crate::wait::Waiters;
+use crate::waiters::Waiters;
 
 #[cfg(loom)]
 use broken::snapshot_cut;

@@ -14,6 +14,13 @@
 //! (`leaf.rs`). Without the point-lookup table (`points.rs`) a point
 //! operation is a binary search of the bounds, then of one leaf's keys.
 //!
+//! # Files
+//!
+//! This one (the router, point operations, splits and merges), and in its
+//! folder: `reads.rs` (reads that span leaves), `check.rs` (the
+//! layout check of tests and models), `broken.rs` (the loom models' broken
+//! variants, `cfg(loom)` only).
+//!
 //! # Locking protocol
 //!
 //! 1. Every operation takes the router's read lock first and keeps it to
@@ -73,7 +80,7 @@ use std::ops::Bound;
 
 use super::leaf::{LeafData, lower, search, upper};
 use super::points::{Points, Slot};
-use super::sequential::{Entry, Map};
+use super::sequential::{Map, Pair};
 use crate::sync::{Arc, CachePadded, RwLock, ShardedLock};
 
 #[cfg(loom)]
@@ -228,11 +235,7 @@ impl<K, V> Router<K, V> {
     }
 
     /// Leaves filled to three quarters from sorted, distinct entries.
-    fn from_sorted(
-        entries: Vec<Entry<K, V>>,
-        leaf_size: usize,
-        points: Option<Points<K, V>>,
-    ) -> Self
+    fn from_sorted(entries: Vec<Pair<K, V>>, leaf_size: usize, points: Option<Points<K, V>>) -> Self
     where
         K: Clone,
     {
@@ -241,7 +244,7 @@ impl<K, V> Router<K, V> {
         let mut bounds = VecDeque::new();
         let mut rest = entries.into_iter().peekable();
         loop {
-            let chunk: Vec<Entry<K, V>> = rest.by_ref().take(fill).collect();
+            let chunk: Vec<Pair<K, V>> = rest.by_ref().take(fill).collect();
             if let Some((first, _)) = chunk.first().filter(|_| !leaves.is_empty()) {
                 bounds.push_back(first.clone());
             }
@@ -500,7 +503,7 @@ impl<K, V> Partitioned<K, V> {
 
     /// Removes `key` (whose hash is `hash` if there is a point-lookup
     /// table); returns its entry.
-    pub(crate) fn remove<Q>(&self, hash: u64, key: &Q) -> Option<Entry<K, V>>
+    pub(crate) fn remove<Q>(&self, hash: u64, key: &Q) -> Option<Pair<K, V>>
     where
         K: Borrow<Q> + Clone,
         Q: Ord + ?Sized,
@@ -511,7 +514,7 @@ impl<K, V> Partitioned<K, V> {
     /// Removes the entry of `key` only if its value is `value` (the same
     /// `Arc`), searching by key and then, if an inconsistent `Ord` hides it,
     /// by identity through that leaf. Returns the removed entry.
-    pub(crate) fn remove_identical(&self, hash: u64, key: &K, value: &Arc<V>) -> Option<Entry<K, V>>
+    pub(crate) fn remove_identical(&self, hash: u64, key: &K, value: &Arc<V>) -> Option<Pair<K, V>>
     where
         K: Ord + Clone,
     {
@@ -528,7 +531,7 @@ impl<K, V> Partitioned<K, V> {
         hash: u64,
         key: &Q,
         pick: impl FnOnce(&LeafData<K, V>) -> Option<usize>,
-    ) -> Option<Entry<K, V>>
+    ) -> Option<Pair<K, V>>
     where
         K: Borrow<Q> + Clone,
         Q: Ord + ?Sized,
@@ -585,7 +588,7 @@ impl<K, V> Partitioned<K, V> {
     }
 
     /// The first or last entry, cloned.
-    pub(crate) fn end(&self, last: bool) -> Option<Entry<K, V>>
+    pub(crate) fn end(&self, last: bool) -> Option<Pair<K, V>>
     where
         K: Clone,
     {
@@ -608,7 +611,7 @@ impl<K, V> Partitioned<K, V> {
 
     /// Removes and returns the first or last entry; `hash` hashes its key
     /// for the point-lookup table (user code, called before the change).
-    pub(crate) fn pop_end(&self, last: bool, hash: impl Fn(&K) -> u64) -> Option<Entry<K, V>>
+    pub(crate) fn pop_end(&self, last: bool, hash: impl Fn(&K) -> u64) -> Option<Pair<K, V>>
     where
         K: Clone,
     {
@@ -663,7 +666,7 @@ impl<K, V> Partitioned<K, V> {
 
     /// Removes and returns, in order, every entry up to `end`, in one step;
     /// `hash` hashes their keys for the point-lookup table.
-    pub(crate) fn drain_to<Q>(&self, end: Bound<&Q>, hash: impl Fn(&K) -> u64) -> Vec<Entry<K, V>>
+    pub(crate) fn drain_to<Q>(&self, end: Bound<&Q>, hash: impl Fn(&K) -> u64) -> Vec<Pair<K, V>>
     where
         K: Borrow<Q> + Clone,
         Q: Ord + ?Sized,
@@ -737,7 +740,7 @@ fn drain_at_once<K, V, Q>(
     parts: &Partitioned<K, V>,
     end: Bound<&Q>,
     hash: impl Fn(&K) -> u64,
-) -> Vec<Entry<K, V>>
+) -> Vec<Pair<K, V>>
 where
     K: Borrow<Q> + Clone,
     Q: Ord + ?Sized,

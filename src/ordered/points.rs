@@ -35,11 +35,11 @@ pub(crate) struct Slot<K, V> {
     value: Arc<V>,
 }
 
-type Shard<K, V> = CachePadded<RwLock<HashTable<Slot<K, V>>>>;
+type PointShard<K, V> = CachePadded<RwLock<HashTable<Slot<K, V>>>>;
 
 /// The sharded table.
 pub(crate) struct Points<K, V> {
-    shards: Box<[Shard<K, V>]>,
+    shards: Box<[PointShard<K, V>]>,
 }
 
 /// The shard of a hash (`shard_index.rs`).

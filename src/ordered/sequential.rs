@@ -56,7 +56,7 @@ use crate::sync::Arc;
 pub(crate) type Map<K, V> = BTreeMap<K, Arc<V>>;
 
 /// An entry handed out by value: the key cloned, the value shared.
-pub(crate) type Entry<K, V> = (K, Arc<V>);
+pub(crate) type Pair<K, V> = (K, Arc<V>);
 
 /// One entry of the point-lookup table.
 pub(crate) struct Slot<K, V> {
@@ -344,7 +344,7 @@ impl<K: Ord + Clone, V> OrderedCore<K, V> {
 
     /// Removes `key`, whose hash is `hash` (any value when there is no
     /// table); returns the stored key and value.
-    pub(crate) fn remove<Q>(&mut self, hash: u64, key: &Q) -> Option<Entry<K, V>>
+    pub(crate) fn remove<Q>(&mut self, hash: u64, key: &Q) -> Option<Pair<K, V>>
     where
         K: Borrow<Q>,
         Q: Ord + ?Sized,
@@ -363,18 +363,18 @@ impl<K: Ord + Clone, V> OrderedCore<K, V> {
     }
 
     /// Removes and returns the entry with the least key; `hash` hashes it.
-    pub(crate) fn pop_first(&mut self, hash: impl Fn(&K) -> u64) -> Option<Entry<K, V>> {
+    pub(crate) fn pop_first(&mut self, hash: impl Fn(&K) -> u64) -> Option<Pair<K, V>> {
         self.pop_end(false, hash)
     }
 
     /// Removes and returns the entry with the greatest key; `hash` hashes it.
-    pub(crate) fn pop_last(&mut self, hash: impl Fn(&K) -> u64) -> Option<Entry<K, V>> {
+    pub(crate) fn pop_last(&mut self, hash: impl Fn(&K) -> u64) -> Option<Pair<K, V>> {
         self.pop_end(true, hash)
     }
 
     /// `pop_first` (`last == false`) or `pop_last`: the key is hashed before
     /// the map changes, then the tree and the table lose the entry together.
-    fn pop_end(&mut self, last: bool, hash: impl Fn(&K) -> u64) -> Option<Entry<K, V>> {
+    fn pop_end(&mut self, last: bool, hash: impl Fn(&K) -> u64) -> Option<Pair<K, V>> {
         let end = match last {
             true => self.map.last_key_value(),
             false => self.map.first_key_value(),
@@ -402,7 +402,7 @@ impl<K: Ord + Clone, V> OrderedCore<K, V> {
         &mut self,
         end: Bound<&Q>,
         hash: impl Fn(&K) -> u64,
-    ) -> Vec<Entry<K, V>>
+    ) -> Vec<Pair<K, V>>
     where
         K: Borrow<Q>,
         Q: Ord + ?Sized,
@@ -462,8 +462,8 @@ impl<K: Ord + Clone, V> OrderedCore<K, V> {
     /// (`Arc::ptr_eq`); returns the removed entries. Entries replaced or
     /// removed since the caller looked are left alone. Each victim comes
     /// with its key's hash.
-    pub(crate) fn remove_identical(&mut self, victims: &[(u64, Entry<K, V>)]) -> Vec<Entry<K, V>> {
-        let unchanged = |map: &Map<K, V>, (key, value): &Entry<K, V>| {
+    pub(crate) fn remove_identical(&mut self, victims: &[(u64, Pair<K, V>)]) -> Vec<Pair<K, V>> {
+        let unchanged = |map: &Map<K, V>, (key, value): &Pair<K, V>| {
             map.get(key).is_some_and(|now| Arc::ptr_eq(now, value))
         };
         if !victims
@@ -493,7 +493,7 @@ impl<K: Ord + Clone, V> OrderedCore<K, V> {
     }
 
     /// Clones out, in key order, the entries in `range`.
-    pub(crate) fn range_cloned<Q, R>(&self, range: R) -> Vec<Entry<K, V>>
+    pub(crate) fn range_cloned<Q, R>(&self, range: R) -> Vec<Pair<K, V>>
     where
         K: Borrow<Q>,
         Q: Ord + ?Sized,

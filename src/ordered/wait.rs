@@ -3,7 +3,7 @@
 //! (`*_async`).
 //!
 //! The waiting itself and its wake-up protocol (no lost wake-up,
-//! cancellation) are `crate::wait`'s `Waiters`, shared with `WorkQueue`.
+//! cancellation) are `crate::waiters`'s `Waiters`, shared with `WorkQueue`.
 
 use std::borrow::Borrow;
 use std::future::Future;
@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use super::OrderedIndex;
 use crate::sync::Arc;
-use crate::wait::Waiting;
+use crate::waiters::Waiting;
 
 /// The deadline `timeout` from now; `None` (no deadline) if it is too far
 /// to represent.

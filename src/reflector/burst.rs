@@ -22,7 +22,7 @@ use super::error::ReflectorError;
 use super::handler::Notification;
 use super::run::{Applying, Reflector};
 use super::source::{Source, WatchEvent};
-use crate::indexed::burst::{Change, Outcome};
+use crate::indexed::burst::{BurstChange, BurstOutcome};
 use crate::sync::Arc;
 
 /// The most events one burst applies: a bound on how long joins, resyncs
@@ -63,8 +63,8 @@ where
                 continue;
             }
             changes.push(match &object {
-                Some(object) => Change::Put(key, Arc::clone(object)),
-                None => Change::Delete(key),
+                Some(object) => BurstChange::Put(key, Arc::clone(object)),
+                None => BurstChange::Delete(key),
             });
             tags.push((revision, object));
         }
@@ -75,7 +75,7 @@ where
         let outcomes = self.store.apply_burst(changes, last);
         let mut rejected_count = 0u64;
         for (outcome, (revision, object)) in outcomes.into_iter().zip(tags) {
-            let Outcome {
+            let BurstOutcome {
                 key,
                 previous,
                 rejected,

@@ -72,6 +72,8 @@ pub use etcd::{
     ConsistencyError, DEFAULT_PAGE_SIZE, DEFAULT_REQUEST_TIMEOUT, DEFAULT_WATCH_DEADLINE,
     EtcdSource, EtcdSourceBuildError, EtcdSourceBuilder, EtcdWatch, etcd_connect_options,
 };
+/// The message of a caught panic, for the controller's reconciles.
+pub(crate) use handler::panic_message;
 pub use handler::{Change, Handler};
 pub use memory::{MemorySource, MemoryWatch};
 pub use reader::StoreReader;

@@ -21,7 +21,7 @@ use std::hash::{BuildHasher, Hash, Hasher};
 
 use super::builder::AnyCacheBuilder;
 use super::raw::Raw;
-use crate::stats::CacheStats;
+use crate::cache::CacheStats;
 use crate::sync::Arc;
 
 /// A key of the type-erased map: the caller's key and the value's type.

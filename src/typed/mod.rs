@@ -35,6 +35,12 @@
 //! The loom models in `loom-tests/tests/typed.rs` check that concurrent
 //! `get_or_init` calls run one init, and that the check-then-act variant
 //! runs two.
+//!
+//! # Files
+//!
+//! This one ([`TypedCache`]), `any.rs` ([`AnyCache`]), `raw.rs` (the layer
+//! both share), `bound.rs` (the global bound), `load_async.rs` (async
+//! init), `builder.rs`, `broken.rs` (loom only), `tests.rs`.
 
 mod any;
 mod bound;
@@ -51,7 +57,7 @@ use std::borrow::Borrow;
 use std::fmt;
 use std::hash::{BuildHasher, Hash};
 
-use crate::stats::CacheStats;
+use crate::cache::CacheStats;
 use crate::sync::Arc;
 use raw::Raw;
 

@@ -51,13 +51,13 @@ use std::hash::{BuildHasher, Hash};
 
 use super::bound::{Bound, reject};
 use crate::EvictionPolicy;
+use crate::cache::CacheStats;
 use crate::cache::{
     Event, Expiry, Layer, LoadFace, Locked, MAX_SHARD_CAPACITY, PolicyShard, SWEEP_BUDGET, Weigher,
 };
 use crate::error::BuildError;
 use crate::flight::{FlightGroup, Looked};
 use crate::removal::{Listener, Removal, RemovalCause, copy_unlocked, tagged};
-use crate::stats::CacheStats;
 use crate::sync::{Arc, ShardedLock};
 use crate::time::Clock;
 
@@ -599,7 +599,7 @@ where
     S: BuildHasher + Clone,
 {
     type Seen = u64;
-    type Displaced = ();
+    type Leftover = ();
 
     fn flights(&self) -> &FlightGroup<K, V> {
         &self.layer.flights

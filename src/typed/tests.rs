@@ -1,5 +1,5 @@
 use super::*;
-use crate::cache::{Clock, Expiry, Shard};
+use crate::cache::{Expiry, SecondChance, Shard};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Barrier, mpsc};
 use std::thread;
@@ -8,8 +8,8 @@ use std::time::Duration;
 // The engine shard as `raw.rs` runs it: CLOCK, unbounded (the bound is
 // global), evicting through `evict_one`.
 
-type Plain = Shard<u32, u32, Clock>;
-type Expiring = Shard<u32, u32, Clock, true>;
+type Plain = Shard<u32, u32, SecondChance>;
+type Expiring = Shard<u32, u32, SecondChance, true>;
 
 fn expiring(ttl: Option<u64>, tti: Option<u64>) -> Expiring {
     let expiry = Expiry::new(ttl.map(Duration::from_nanos), tti.map(Duration::from_nanos));
@@ -22,17 +22,17 @@ fn h(key: u32) -> u64 {
 }
 
 /// The slot of `key`, spared by `evict_one` (`None` if absent).
-fn kept<const E: bool>(core: &Shard<u32, u32, Clock, E>, key: u32) -> Option<u32> {
+fn kept<const E: bool>(core: &Shard<u32, u32, SecondChance, E>, key: u32) -> Option<u32> {
     core.slot_of(h(key), &key)
 }
 
 /// Stores `key -> value` at `now` as an init would (no sweep).
-fn put<const E: bool>(core: &mut Shard<u32, u32, Clock, E>, key: u32, value: u32, now: u64) {
+fn put<const E: bool>(core: &mut Shard<u32, u32, SecondChance, E>, key: u32, value: u32, now: u64) {
     core.insert(h(key), key, value, 1, now, 0);
 }
 
 /// A read of `key` at `now` under the shared lock.
-fn touch<const E: bool>(core: &Shard<u32, u32, Clock, E>, key: u32, now: u64) {
+fn touch<const E: bool>(core: &Shard<u32, u32, SecondChance, E>, key: u32, now: u64) {
     assert!(core.get_shared(h(key), &key, now, true).live().is_some());
 }
 
@@ -50,7 +50,7 @@ fn core_clock_gives_read_entries_a_second_chance() {
     for k in 0..3 {
         put(&mut core, k, k, 0);
     }
-    // Inserted entries start unreferenced: the hand evicts the oldest.
+    // Displaced entries start unreferenced: the hand evicts the oldest.
     assert_eq!(evicted(core.evict_one(0, &mut None)), Some(0));
     // Read 1: it survives the next pick, 2 goes.
     touch(&core, 1, 0);

@@ -33,7 +33,7 @@ use super::stats::Counters;
 
 /// One key's state.
 #[derive(Debug)]
-struct Entry<K> {
+struct KeyState<K> {
     hash: u64,
     key: K,
     /// Unique among the entries ever created, so that a heap item of a
@@ -49,7 +49,7 @@ struct Entry<K> {
     processing_since: Duration,
 }
 
-impl<K> Entry<K> {
+impl<K> KeyState<K> {
     fn alive(&self) -> bool {
         self.dirty || self.processing || self.due.is_some()
     }
@@ -82,7 +82,7 @@ pub(crate) enum Popped<K> {
 /// The sequential state of a work queue.
 #[derive(Debug)]
 pub(crate) struct Core<K> {
-    entries: Vec<Option<Entry<K>>>,
+    entries: Vec<Option<KeyState<K>>>,
     free: Vec<usize>,
     table: HashTable<usize>,
     /// Slots of the entries that are dirty and not processing, in order.
@@ -118,13 +118,13 @@ impl<K> Default for Core<K> {
 }
 
 impl<K> Core<K> {
-    fn entry(&self, slot: usize) -> &Entry<K> {
+    fn entry(&self, slot: usize) -> &KeyState<K> {
         self.entries[slot]
             .as_ref()
             .expect("larder: a work queue slot in use holds an entry")
     }
 
-    fn entry_mut(&mut self, slot: usize) -> &mut Entry<K> {
+    fn entry_mut(&mut self, slot: usize) -> &mut KeyState<K> {
         self.entries[slot]
             .as_mut()
             .expect("larder: a work queue slot in use holds an entry")
@@ -150,7 +150,7 @@ impl<K> Core<K> {
     fn create(&mut self, hash: u64, key: K, now: Duration) -> usize {
         let id = self.next_id;
         self.next_id += 1;
-        let entry = Entry {
+        let entry = KeyState {
             hash,
             key,
             id,
@@ -492,7 +492,7 @@ fn mark_processing<K>(core: &mut Core<K>, slot: usize, now: Duration, waited: Du
 
 /// Whether the key `done` finished was added while it was processed (and
 /// so is queued again).
-fn added_while_processing<K>(entry: &mut Entry<K>) -> bool {
+fn added_while_processing<K>(entry: &mut KeyState<K>) -> bool {
     entry.dirty
 }
 
@@ -520,7 +520,7 @@ fn hand_out_unmarked<K>(core: &mut Core<K>, slot: usize) {
 }
 
 #[cfg(loom)]
-fn requeue_after_done<K>(entry: &mut Entry<K>) -> bool {
+fn requeue_after_done<K>(entry: &mut KeyState<K>) -> bool {
     if crate::fault::is_selected(crate::fault::WorkQueueFault::DoneForgetsDirty) {
         forget_the_add(entry)
     } else {
@@ -531,7 +531,7 @@ fn requeue_after_done<K>(entry: &mut Entry<K>) -> bool {
 /// BROKEN on purpose (the loom control `DoneForgetsDirty`): an add that
 /// came during processing is lost.
 #[cfg(loom)]
-fn forget_the_add<K>(entry: &mut Entry<K>) -> bool {
+fn forget_the_add<K>(entry: &mut KeyState<K>) -> bool {
     entry.dirty = false;
     false
 }

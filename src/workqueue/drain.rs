@@ -5,7 +5,7 @@
 //! A drain shuts the queue down, reads the core's count of forced
 //! shutdowns under the same lock, and waits until no key is being
 //! processed or that count moves (a `shut_down` came after it began). The
-//! waiting is the crate's shared machinery (`crate::wait`): a drain is a
+//! waiting is the crate's shared machinery (`crate::waiters`): a drain is a
 //! consumer whose attempt reads the core under its mutex; `done` (when the
 //! last held key is done) and `shut_down` are its producers, and wake the
 //! drains after releasing that mutex, so no wake-up is lost.
@@ -15,7 +15,7 @@ use std::hash::{BuildHasher, Hash};
 use std::time::{Duration, Instant};
 
 use super::{Shared, WorkQueue};
-use crate::wait::{Publishing, Waiting};
+use crate::waiters::{Publishing, Waiting};
 
 /// How a drain ended: what [`WorkQueue::shut_down_with_drain`] and its
 /// forms return.

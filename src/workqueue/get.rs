@@ -1,5 +1,5 @@
 //! Taking a key: [`WorkQueue::try_get`] and the forms that wait for one,
-//! over the crate's waiting machinery (`crate::wait`). Each attempt is one
+//! over the crate's waiting machinery (`crate::waiters`). Each attempt is one
 //! step under the core's mutex (promote the due delayed keys, take the
 //! first queued key, mark it processing); `add`, `done`, `shut_down` and
 //! the delay thread wake the waiters after the step that queued a key.
@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use super::WorkQueue;
 use super::core::Popped;
-use crate::wait::Waiting;
+use crate::waiters::Waiting;
 
 /// Why [`WorkQueue::try_get`] returned no key.
 ///

@@ -1,25 +1,26 @@
 //! [`WorkQueue`]: client-go's controller work queue
 //! (`k8s.io/client-go/util/workqueue`), runtime-agnostic.
 //!
-//! # Layout
+//! # Files
 //!
 //! - `core.rs`: the sequential state (`&mut self`): the queue, the dirty
 //!   and processing marks, the delayed heap, the statistics' counters.
 //! - this file: the concurrent wrapper, one mutex around the core, and
 //!   the operations that do not wait.
 //! - `get.rs`: the `get` forms that wait, over the crate's shared waiting
-//!   machinery (`crate::wait`: blocking, timed and async waiters, no lost
+//!   machinery (`crate::waiters`: blocking, timed and async waiters, no lost
 //!   wake-up, cancel-safe futures).
 //! - `drain.rs`: the drain forms (blocking, with a deadline, async) over
 //!   the same machinery, and how `shut_down` ends a drain.
 //! - `delay.rs`: the thread that wakes waiting workers when a delayed key
 //!   falls due.
-//! - `rate_limit.rs`, `stats.rs`, `builder.rs`.
+//! - `rate_limit/`: the rate limiters; `stats.rs`: [`WorkQueueStats`];
+//!   `builder.rs`: [`WorkQueueBuilder`]; `tests.rs`: unit tests.
 //!
 //! # Locks
 //!
 //! The core's mutex is never held while another lock is taken: the
-//! waiters' mutex (`crate::wait`), the delay thread's and the rate
+//! waiters' mutex (`crate::waiters`), the delay thread's and the rate
 //! limiter's are each taken after it is released. User code (`Hash` of
 //! `K`, the clock, the rate limiter, `Drop` of keys that leave the queue)
 //! runs with no lock held; `Eq` and `Clone` of `K` run under the core's
@@ -51,7 +52,7 @@ use std::time::Duration;
 use self::core::{Added, Core};
 use crate::Clock;
 use crate::sync::{Arc, Mutex};
-use crate::wait::{Publishing, Waiters};
+use crate::waiters::{Publishing, Waiters};
 
 /// A work queue for controllers: client-go's rate-limited, delaying work
 /// queue. Producers (event handlers) [`add`](Self::add) keys of objects

@@ -19,8 +19,8 @@ use std::borrow::Borrow;
 
 use hashbrown::{HashTable, hash_table};
 
-use super::bucket::Id;
-use super::{Core, Entry, Removed, bucket_id, stored};
+use super::index_lists::Id;
+use super::{Core, LiveSlot, Removed, bucket_id, stored};
 use crate::indexed::index_fn::AllValues;
 use crate::table_room::Room;
 
@@ -77,7 +77,7 @@ impl<K, V> Core<K, V> {
         vacant.insert(id);
         let key = key.take().expect("larder: an upsert is given its key");
         let value = value.take().expect("larder: an upsert is given its object");
-        slots.fill(id, Entry { hash, key, value }, AllValues::default());
+        slots.fill(id, LiveSlot { hash, key, value }, AllValues::default());
         self.wrote(id as usize);
         None
     }
@@ -113,7 +113,7 @@ impl<K, V> Core<K, V> {
                 );
                 let key = key.take().expect("larder: an upsert is given its key");
                 let value = value.take().expect("larder: an upsert is given its object");
-                vacant.insert(Entry { hash, key, value });
+                vacant.insert(LiveSlot { hash, key, value });
                 None
             }
         }
@@ -122,7 +122,7 @@ impl<K, V> Core<K, V> {
     /// The entry of `key` (hash `hash`) in the inline layout. Runs `K`'s
     /// `Eq`.
     #[inline]
-    pub(super) fn find_inline<Q>(&self, hash: u64, key: &Q) -> Option<&Entry<K, V>>
+    pub(super) fn find_inline<Q>(&self, hash: u64, key: &Q) -> Option<&LiveSlot<K, V>>
     where
         K: Borrow<Q>,
         Q: ?Sized + Eq,
@@ -151,12 +151,12 @@ impl<K, V> Core<K, V> {
 
     /// Every live entry, in either layout (the other one is empty).
     #[inline]
-    pub(super) fn every_entry(&self) -> impl Iterator<Item = &Entry<K, V>> {
+    pub(super) fn every_entry(&self) -> impl Iterator<Item = &LiveSlot<K, V>> {
         self.inline.iter().chain(self.entries.iter().flatten())
     }
 
     /// Every live entry, moved out, in either layout.
-    pub(super) fn into_every_entry(self) -> impl Iterator<Item = Entry<K, V>> {
+    pub(super) fn into_every_entry(self) -> impl Iterator<Item = LiveSlot<K, V>> {
         self.inline
             .into_iter()
             .chain(self.entries.into_iter().flatten())

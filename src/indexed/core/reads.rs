@@ -4,8 +4,8 @@
 //! copied out and `V::clone` where objects are.
 
 use super::Core;
-use super::bucket::{Bucket, Id};
 use super::id_hasher::IdBuild;
+use super::index_lists::{Bucket, Id};
 use crate::sync::Arc;
 
 impl<K, V> Core<K, V> {

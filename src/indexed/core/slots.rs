@@ -1,15 +1,15 @@
 //! The slot vectors of one shard's core, borrowed apart from its key
 //! table: where a new object's slot id comes from and how it is filled.
 
-use super::bucket::Id;
+use super::index_lists::Id;
 use super::positions::Positions;
-use super::{Entry, bucket_id};
+use super::{LiveSlot, bucket_id};
 use crate::indexed::index_fn::{AllValues, discard};
 
 /// The slot vectors of a [`Core`], borrowed apart from its table, so that
 /// a new object's slot is made ready while the table holds its bucket.
 pub(super) struct Slots<'a, K, V> {
-    pub(super) entries: &'a mut Vec<Option<Entry<K, V>>>,
+    pub(super) entries: &'a mut Vec<Option<LiveSlot<K, V>>>,
     pub(super) values: &'a mut Vec<AllValues>,
     pub(super) positions: &'a mut Positions,
     pub(super) free: &'a mut Vec<Id>,
@@ -42,7 +42,7 @@ impl<K, V> Slots<'_, K, V> {
     /// runs no user code and cannot fail. Returns whether the slot keeps
     /// index values (then the caller indexes it).
     #[inline]
-    pub(super) fn fill(&mut self, id: Id, entry: Entry<K, V>, values: AllValues) -> bool {
+    pub(super) fn fill(&mut self, id: Id, entry: LiveSlot<K, V>, values: AllValues) -> bool {
         let slot = id as usize;
         match self.entries.get_mut(slot) {
             Some(free) => *free = Some(entry),

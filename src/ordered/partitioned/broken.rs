@@ -9,7 +9,7 @@ use std::ops::Bound;
 
 use super::reads::{keep_locked, share_at_once};
 use super::{
-    Entries, Entry, Garbage, LeafData, Partitioned, Router, drain_at_once, last_leaf,
+    Entries, Garbage, LeafData, Pair, Partitioned, Router, drain_at_once, last_leaf,
     leaf_by_address, marker_inside, neither_shared, only_leaf, unshare, upper,
 };
 use crate::fault::{OrderedFault, is_selected};
@@ -80,7 +80,7 @@ pub(super) fn drain<K, V, Q>(
     parts: &Partitioned<K, V>,
     end: Bound<&Q>,
     hash: impl Fn(&K) -> u64,
-) -> Vec<Entry<K, V>>
+) -> Vec<Pair<K, V>>
 where
     K: Borrow<Q> + Clone,
     Q: Ord + ?Sized,

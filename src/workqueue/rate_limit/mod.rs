@@ -1,6 +1,9 @@
 //! Rate limiters for [`WorkQueue::add_rate_limited`](crate::WorkQueue::add_rate_limited):
 //! the [`RateLimiter`] trait and client-go's limiters.
 //!
+//! # Files
+//!
+//! - this one: the [`RateLimiter`] trait;
 //! - `per_key.rs`: the limiters that count each key's failures (one
 //!   failure table serves both): [`ExponentialBackoff`] and
 //!   [`ItemFastSlow`].

@@ -5,7 +5,7 @@
 
 use std::collections::HashMap;
 
-use super::bucket::{Buckets, Id, bucket};
+use super::index_lists::{Buckets, Id, bucket};
 use super::positions::Run;
 use super::{Core, bucket_id};
 use crate::indexed::index_fn::{AllValues, Schema, Values};

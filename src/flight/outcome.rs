@@ -50,7 +50,7 @@ use super::broken::{register, wake};
 use {register_locked as register, wake_all as wake};
 
 /// The outcome of a flight, or `Loading` while it runs.
-pub(crate) enum State<V> {
+pub(crate) enum Outcome<V> {
     Loading,
     Value(V),
     Failed(SharedError),
@@ -64,21 +64,21 @@ pub(crate) const INLINE_WAKERS: usize = 8;
 /// The waker list: [`INLINE_WAKERS`] slots inline, more on the heap.
 pub(super) type Wakers = SmallVec<[Option<Waker>; INLINE_WAKERS]>;
 
-impl<V: Clone> State<V> {
+impl<V: Clone> Outcome<V> {
     /// A copy of a finished outcome (`None` while loading): a value is
     /// cloned (`V: Clone`, see the module docs).
-    fn outcome(&self) -> Option<State<V>> {
+    fn outcome(&self) -> Option<Outcome<V>> {
         match self {
-            State::Loading => None,
-            State::Value(v) => Some(State::Value(v.clone())),
-            State::Failed(e) => Some(State::Failed(Arc::clone(e))),
-            State::Abandoned => Some(State::Abandoned),
+            Outcome::Loading => None,
+            Outcome::Value(v) => Some(Outcome::Value(v.clone())),
+            Outcome::Failed(e) => Some(Outcome::Failed(Arc::clone(e))),
+            Outcome::Abandoned => Some(Outcome::Abandoned),
         }
     }
 }
 
-pub(super) struct Inner<V> {
-    state: State<V>,
+pub(super) struct FlightState<V> {
+    state: Outcome<V>,
     /// The async waiters registered while loading, one slot each; a
     /// dropped [`Wait`] empties its own slot.
     wakers: Wakers,
@@ -86,15 +86,15 @@ pub(super) struct Inner<V> {
 
 /// One load in progress.
 pub(crate) struct Flight<V> {
-    pub(super) inner: Mutex<Inner<V>>,
+    pub(super) inner: Mutex<FlightState<V>>,
     pub(super) done: Condvar,
 }
 
 impl<V> Flight<V> {
     pub(crate) fn new() -> Self {
         Self {
-            inner: Mutex::new(Inner {
-                state: State::Loading,
+            inner: Mutex::new(FlightState {
+                state: Outcome::Loading,
                 wakers: Wakers::new(),
             }),
             done: Condvar::new(),
@@ -108,7 +108,7 @@ impl<V> Flight<V> {
     }
 
     /// Sets the outcome and wakes every waiter, blocked or async.
-    pub(crate) fn finish(&self, outcome: State<V>) {
+    pub(crate) fn finish(&self, outcome: Outcome<V>) {
         let wakers = {
             let mut inner = self.inner.lock();
             inner.state = outcome;
@@ -136,7 +136,7 @@ pub(super) fn wake_all(done: &Condvar, wakers: Wakers) {
 /// slots as waiters.
 pub(super) fn register_locked<V>(
     _flight: &Flight<V>,
-    mut inner: MutexGuard<'_, Inner<V>>,
+    mut inner: MutexGuard<'_, FlightState<V>>,
     waker: &Waker,
 ) -> usize {
     let waker = Some(waker.clone());
@@ -159,7 +159,7 @@ pub(super) fn register_locked<V>(
 
 impl<V: Clone> Flight<V> {
     /// Blocks until the flight has an outcome.
-    pub(crate) fn wait(&self) -> State<V> {
+    pub(crate) fn wait(&self) -> Outcome<V> {
         let mut inner = self.inner.lock();
         loop {
             match inner.state.outcome() {
@@ -189,9 +189,9 @@ impl<V> Wait<V> {
 }
 
 impl<V: Clone> Future for Wait<V> {
-    type Output = State<V>;
+    type Output = Outcome<V>;
 
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<State<V>> {
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Outcome<V>> {
         let this = &mut *self;
         let mut inner = this.flight.inner.lock();
         if let Some(outcome) = inner.state.outcome() {

@@ -1,15 +1,113 @@
-//! [`StripedCounters`]: the statistics counters that hot paths of both
-//! caches bump without writing a cache line another thread uses
-//! (`LruCache`'s lookups under a shared lock, every `TypedCache` event).
+//! The counters both concurrent faces sum their [`CacheStats`] from: one
+//! set of names ([`Event`]), kept two ways. [`ShardCounters`]: plain integers
+//! inside a shard's state, written under the lock its operation takes
+//! anyway (`LruCache`'s writes, and its hits under `EvictionPolicy::Exact`).
+//! [`Striped`]: per-thread padded stripes ([`StripedCounters`]), for counts
+//! made under a shared lock or none (`LruCache`'s shared-lock lookups,
+//! every `TypedCache` / `AnyCache` count), so counting a hit writes only a
+//! cache line the calling thread (almost always) owns. No count adds a
+//! shared written cache line to any path.
 //!
-//! One padded stripe of `N` counters per thread for the first [`STRIPES`]
-//! threads, written by that thread only (a load and a store, no locked
-//! instruction: `sync::count_striped`), plus a last stripe shared by every
-//! later thread (a real `fetch_add`). Reading sums the stripes.
+//! [`StripedCounters`]: one padded stripe of `N` counters per thread for
+//! the first [`STRIPES`] threads, written by that thread only (a load and a
+//! store, no locked instruction: `sync::count_striped`), plus a last stripe
+//! shared by every later thread (a real `fetch_add`). Reading sums the
+//! stripes.
 
 use std::fmt;
 
+use super::CacheStats;
 use crate::sync::{self, AtomicU64, CachePadded, Mutex, Ordering};
+
+/// What is counted: one counter of [`CacheStats`] each.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Event {
+    Hit,
+    Miss,
+    Insert,
+    Eviction,
+    Init,
+    InitFailure,
+    Wait,
+}
+
+/// How many [`Event`]s there are.
+const EVENTS: usize = 7;
+
+/// One count of each [`Event`], guarded by the lock of what holds it.
+#[derive(Default, Clone, Copy)]
+pub(crate) struct ShardCounters([u64; EVENTS]);
+
+impl ShardCounters {
+    #[inline]
+    pub(crate) fn record(&mut self, event: Event) {
+        self.add(event, 1);
+    }
+
+    #[inline]
+    pub(crate) fn add(&mut self, event: Event, n: u64) {
+        self.0[event as usize] += n;
+    }
+
+    /// Adds these counts to `stats`.
+    pub(crate) fn add_to(&self, stats: &mut CacheStats) {
+        let count = |event: Event| self.0[event as usize];
+        stats.hits += count(Event::Hit);
+        stats.misses += count(Event::Miss);
+        stats.inserts += count(Event::Insert);
+        stats.evictions += count(Event::Eviction);
+        stats.inits += count(Event::Init);
+        stats.init_failures += count(Event::InitFailure);
+        stats.waits += count(Event::Wait);
+    }
+}
+
+/// One count of each [`Event`], counted per thread and summed on read.
+pub(crate) struct Striped(StripedCounters<EVENTS>);
+
+impl Striped {
+    pub(crate) fn new() -> Self {
+        Self(StripedCounters::new())
+    }
+
+    #[inline]
+    pub(crate) fn record(&self, event: Event) {
+        self.0.record(event as usize);
+    }
+
+    /// BROKEN on purpose (loom negative control `LruFault::RacyStats`):
+    /// counts `event` with a load and a separate store on a counter every
+    /// thread shares.
+    #[cfg(loom)]
+    pub(crate) fn record_racily(&self, event: Event) {
+        self.0.record_racily(event as usize);
+    }
+
+    /// The totals since the last reset: each counter's total, not a cut
+    /// across counters.
+    pub(crate) fn totals(&self) -> ShardCounters {
+        ShardCounters(self.0.totals())
+    }
+
+    /// Starts counting from 0 again.
+    pub(crate) fn reset(&self) {
+        self.0.reset();
+    }
+}
+
+impl fmt::Debug for ShardCounters {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut stats = CacheStats::default();
+        self.add_to(&mut stats);
+        fmt::Debug::fmt(&stats, f)
+    }
+}
+
+impl fmt::Debug for Striped {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&self.totals(), f)
+    }
+}
 
 /// Number of owned stripes: threads numbered below this (see
 /// `sync::thread_stripe`) each own one; later threads share a fallback.

@@ -1,4 +1,4 @@
-//! [`Clock`]: CLOCK (second chance), the classic one-bit approximation of
+//! [`SecondChance`]: CLOCK (second chance), the classic one-bit approximation of
 //! LRU.
 //!
 //! Entries sit in a ring (the shard's dense slots) swept by a hand. A hit
@@ -10,16 +10,16 @@
 //! evicted before one that was not.
 
 use super::policy::Policy;
-use super::shard::{Entry, Weights};
+use super::shard::{Node, Weights};
 use crate::sync::{AtomicBool, Ordering};
 
 /// CLOCK (see the module docs).
-pub(crate) struct Clock {
+pub(crate) struct SecondChance {
     /// The next slot the hand looks at (may equal the entry count: wraps).
     hand: usize,
 }
 
-impl Policy for Clock {
+impl Policy for SecondChance {
     /// Set by a hit (under the shard's shared lock), cleared by the hand
     /// (under its exclusive lock).
     type Meta = AtomicBool;
@@ -47,7 +47,7 @@ impl Policy for Clock {
     }
 
     #[inline]
-    fn hit<K, V>(&mut self, entries: &mut [Entry<K, V, AtomicBool>], i: u32) {
+    fn hit<K, V>(&mut self, entries: &mut [Node<K, V, AtomicBool>], i: u32) {
         Self::hit_shared(&entries[i as usize].meta);
     }
 
@@ -63,19 +63,19 @@ impl Policy for Clock {
     }
 
     #[inline]
-    fn replaced<K, V>(&mut self, entries: &mut [Entry<K, V, AtomicBool>], i: u32, _: u32, _: u32) {
+    fn replaced<K, V>(&mut self, entries: &mut [Node<K, V, AtomicBool>], i: u32, _: u32, _: u32) {
         // Relaxed: under the exclusive lock.
         entries[i as usize].meta.store(true, Ordering::Relaxed);
     }
 
     #[inline]
-    fn link<K, V>(&mut self, _: &mut [Entry<K, V, AtomicBool>], _: u32, _: u32, _: bool) {}
+    fn link<K, V>(&mut self, _: &mut [Node<K, V, AtomicBool>], _: u32, _: u32, _: bool) {}
 
     /// The new entry takes the victim's slot, and the hand moves past it.
     #[inline]
     fn recycle<K, V>(
         &mut self,
-        entries: &mut [Entry<K, V, AtomicBool>],
+        entries: &mut [Node<K, V, AtomicBool>],
         v: u32,
         _old_weight: u32,
         _weight: u32,
@@ -89,7 +89,7 @@ impl Policy for Clock {
     }
 
     #[inline]
-    fn unlink<K, V>(&mut self, entries: &mut [Entry<K, V, AtomicBool>], _i: u32, _weight: u32) {
+    fn unlink<K, V>(&mut self, entries: &mut [Node<K, V, AtomicBool>], _i: u32, _weight: u32) {
         // The ring loses its last slot: a hand past it wraps.
         if self.hand + 1 >= entries.len() {
             self.hand = 0;
@@ -104,13 +104,13 @@ impl Policy for Clock {
     }
 
     #[inline]
-    fn moved<K, V>(&mut self, _: &mut [Entry<K, V, AtomicBool>], _from: u32, _to: u32) {}
+    fn moved<K, V>(&mut self, _: &mut [Node<K, V, AtomicBool>], _from: u32, _to: u32) {}
 
     /// Clears the bits of referenced entries on the hand's way and stops at
     /// the first unreferenced one (within one lap, since a lap clears every
     /// bit).
     #[inline]
-    fn victim<K, V>(&mut self, entries: &mut [Entry<K, V, AtomicBool>], _: &Weights) -> u32 {
+    fn victim<K, V>(&mut self, entries: &mut [Node<K, V, AtomicBool>], _: &Weights) -> u32 {
         debug_assert!(!entries.is_empty());
         loop {
             if self.hand >= entries.len() {
@@ -133,7 +133,7 @@ impl Policy for Clock {
     /// The reverse of the order the hand would evict them if nothing else
     /// happened: referenced entries first, each group from the last the
     /// hand reaches to the first.
-    fn for_each<K, V>(&self, entries: &[Entry<K, V, AtomicBool>], mut f: impl FnMut(&K, &V)) {
+    fn for_each<K, V>(&self, entries: &[Node<K, V, AtomicBool>], mut f: impl FnMut(&K, &V)) {
         let n = entries.len();
         let order = |k: usize| (self.hand + n - 1 - k) % n.max(1);
         for referenced in [true, false] {
@@ -148,7 +148,7 @@ impl Policy for Clock {
     }
 
     #[cfg(any(test, feature = "testing"))]
-    fn check<K, V>(&self, entries: &[Entry<K, V, AtomicBool>], _: &Weights) {
+    fn check<K, V>(&self, entries: &[Node<K, V, AtomicBool>], _: &Weights) {
         let n = entries.len();
         assert!(self.hand <= n, "hand {} beyond {n} entries", self.hand);
     }

@@ -75,6 +75,11 @@
 //! One mutex, never held while calling into the engine or running user
 //! code (the consumer's retry runs with it released; wakers are woken after
 //! it is released).
+//!
+//! # Files
+//!
+//! This one, and `broken.rs`: the protocol's broken variants for the loom
+//! models (`cfg(loom)` only).
 
 use std::future::Future;
 use std::pin::Pin;
