@@ -31,3 +31,14 @@ if [ -n "$found" ]; then
   exit 1
 fi
 echo "user-facing text: no commit, date or machine in ${#files[@]} files"
+
+# The guides stay readable: README.md and docs/ together hold at most
+# 25,000 words of prose (fenced code blocks, which are doctests, aside).
+if (( $# == 0 )); then
+  words=$(for page in README.md docs/*.md; do awk '/^```/ { code = !code; next } !code' "$page"; done | wc -w)
+  if (( words > 25000 )); then
+    echo "README.md and docs/ hold $words words of prose, over the 25,000 budget: trim"
+    exit 1
+  fi
+  echo "README.md and docs/: $words words of prose (budget 25,000)"
+fi

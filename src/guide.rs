@@ -8,7 +8,8 @@
 //! Start with the guide of the primitive you need (the crate docs' table
 //! says which): [`snapshot`], [`indexed`], [`ordered`], [`lru`],
 //! [`typed`], [`workqueue`]; then [`reflector`] and [`controller`] for
-//! keeping a store in step with a source; [`async_use`] before calling
+//! keeping a store in step with a source, and [`kubernetes`] for doing so
+//! with kube-rs; [`async_use`] before calling
 //! larder from async code; [`misuse`] for the classic mistakes with
 //! concurrent maps and their fixes; [`benchmarks`] for the figures.
 
@@ -50,6 +51,12 @@ guide!(
     #[cfg(any(not(doctest), feature = "reflector"))]
     controller,
     "controller.md"
+);
+guide!(
+    // Its example needs kube's client.
+    #[cfg(any(not(doctest), feature = "kube"))]
+    kubernetes,
+    "kubernetes.md"
 );
 guide!(async_use, "async.md");
 guide!(misuse, "misuse.md");
