@@ -153,8 +153,8 @@ impl<K: Clone, V> Drop for RegistryGuard<K, V> {
     }
 }
 
-/// What one step of the watch loop waits for.
-enum Step<T> {
+/// What woke one step of the watch loop.
+enum Wake<T> {
     Stop,
     Resync,
     Item(Option<T>),
@@ -403,7 +403,7 @@ where
                 loop {
                     let step = poll_fn(|cx| {
                         if self.status.poll_stop(cx) {
-                            return Poll::Ready(Step::Stop);
+                            return Poll::Ready(Wake::Stop);
                         }
                         // The rest of a revision (a transaction's next key)
                         // is applied at once: handlers join and resyncs run
@@ -416,7 +416,7 @@ where
                                 Poll::Ready(Some(Ok(event)))
                                     if event.revision() == applied.revision =>
                                 {
-                                    return Poll::Ready(Step::Item(Some(Ok(event))));
+                                    return Poll::Ready(Wake::Item(Some(Ok(event))));
                                 }
                                 Poll::Ready(item) => held = Some(item),
                                 Poll::Pending => {}
@@ -428,22 +428,22 @@ where
                         self.registry.0.poll_resyncs(cx);
                         if let Some(sleep) = resync.as_mut() {
                             if sleep.as_mut().poll(cx).is_ready() {
-                                return Poll::Ready(Step::Resync);
+                                return Poll::Ready(Wake::Resync);
                             }
                         }
                         match held.take() {
-                            Some(item) => Poll::Ready(Step::Item(item)),
+                            Some(item) => Poll::Ready(Wake::Item(item)),
                             None => Poll::Pending,
                         }
                     })
                     .await;
                     match step {
-                        Step::Stop => return,
-                        Step::Resync => {
+                        Wake::Stop => return,
+                        Wake::Resync => {
                             self.resync_now(applied.revision);
                             resync = self.resync_sleep();
                         }
-                        Step::Item(Some(Ok(event))) if burst::is_change(&event) => {
+                        Wake::Item(Some(Ok(event))) if burst::is_change(&event) => {
                             // The changes the stream already holds: one
                             // store write (see `burst.rs`).
                             let mut events = vec![event];
@@ -489,7 +489,7 @@ where
                                 None => {}
                             }
                         }
-                        Step::Item(Some(Ok(event))) => {
+                        Wake::Item(Some(Ok(event))) => {
                             match self.apply_event(event, &mut applied) {
                                 Applied::Yes => failures = 0,
                                 Applied::Duplicate => {}
@@ -499,7 +499,7 @@ where
                                 }
                             }
                         }
-                        Step::Item(Some(Err(error))) => {
+                        Wake::Item(Some(Err(error))) => {
                             let too_old = error.needs_relist();
                             self.count_reordering(&error);
                             self.report(ReflectorError::Watch(error));
@@ -512,7 +512,7 @@ where
                             }
                             break;
                         }
-                        Step::Item(None) => {
+                        Wake::Item(None) => {
                             self.report(ReflectorError::Watch(SourceError::connection(
                                 "the watch stream ended",
                             )));
