@@ -36,7 +36,9 @@ use kube::api::{DeleteParams, ObjectMeta, PostParams};
 use kube::{Api, Client, ResourceExt};
 use larder::IndexedStore;
 use larder::controller::{Action, Controller, ControllerHandle, owner_keys};
-use larder::reflector::{KubeSource, Reflector, StoreReader};
+use larder::reflector::{
+    KubeSource, Reflector, StoreReader, meta_namespace_key, split_meta_namespace_key,
+};
 
 /// The label that asks for a mirror.
 const MIRRORED: &str = "larder.example/mirror";
@@ -74,7 +76,9 @@ async fn reconcile(
     key: String,
     original: Option<Arc<ConfigMap>>,
 ) -> Result<Action, kube::Error> {
-    let (namespace, name) = key.split_once('/').unwrap_or(("default", &key));
+    let Some((Some(namespace), name)) = split_meta_namespace_key(&key) else {
+        return Ok(Action::done()); // config maps are namespaced: not ours
+    };
     let api: Api<ConfigMap> = Api::namespaced(client, namespace);
     let mirror_name = format!("{name}-mirror");
     let current = mirrors.get(&format!("{namespace}/{mirror_name}"));
@@ -205,12 +209,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             .list(&kube::api::ListParams::default().labels(&format!("{ROLE}=mirror")))
             .await?
             .into_iter()
-            .map(|m| {
-                (
-                    format!("{}/{}", m.namespace().unwrap_or_default(), m.name_any()),
-                    m.data,
-                )
-            })
+            .map(|m| (meta_namespace_key(&m), m.data))
             .collect();
         if mirrors == expected {
             break;
