@@ -2,3 +2,5 @@
 //! same objects: pods of a realistic shape (labels, owner references, a
 //! few containers) spread over nodes and namespaces. Not published: the
 //! programs here measure; `docs/benchmarks.md` holds their figures.
+
+pub mod pods;
