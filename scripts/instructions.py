@@ -341,7 +341,9 @@ def update(rows, cache):
     except OSError:
         pass
     data = {
-        "about": "Per operation of benches/instructions (a figure over ops): instructions "
+        "about": "Per operation of benches/instructions (a figure over ops) and of "
+        "kube-compare/benches/instructions (the kube rows: over its OPS, or its LOOKUPS for "
+        "pods_on_node): instructions "
         "(callgrind Ir) and est. cycles (gungraun's EstimatedCycles: L1 hits + 5 x LL hits "
         "+ 35 x LL misses, over instruction fetches and data accesses, under the cache "
         "below); scripts/instructions.sh --check fails when either grows more than 3% in "

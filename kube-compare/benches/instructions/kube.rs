@@ -26,11 +26,11 @@
 use std::hint::black_box;
 use std::sync::Arc;
 
+use ::kube::runtime::reflector::store::Writer;
+use ::kube::runtime::watcher::Event;
 use gungraun::{library_benchmark, library_benchmark_group};
 use k8s_openapi::api::core::v1::{Pod, PodSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use ::kube::runtime::reflector::store::Writer;
-use ::kube::runtime::watcher::Event;
 use kube_compare::pods::{NODES, PODS, namespace, node, pod};
 use larder::reflector::{index_by_namespace, index_by_pod_node, meta_namespace_key};
 
@@ -224,7 +224,11 @@ struct LarderStore<const INDEXED: bool>(Larder, Vec<Change>, Vec<Pod>);
 
 impl<const INDEXED: bool> Applies for LarderStore<INDEXED> {
     fn setup() -> Self {
-        Self(larder_store::<INDEXED>(), changes(), Vec::with_capacity(OPS))
+        Self(
+            larder_store::<INDEXED>(),
+            changes(),
+            Vec::with_capacity(OPS),
+        )
     }
     fn apply(mut self) -> Self {
         let Self(store, changes, deleted) = &mut self;
