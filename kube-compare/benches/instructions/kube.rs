@@ -1,7 +1,8 @@
 //! The `kube` group: larder's Kubernetes store beside kube-runtime's
 //! reflector store (`Store`/`Writer`), on the same pods
 //! (`kube_compare::pods`: [`STORED`] of them over 1,000 nodes and 100
-//! namespaces).
+//! namespaces; those no event touches carry only the fields the rows
+//! read, see [`listed`]).
 //!
 //! - `apply_event`: [`OPS`] watch events (updates of stored pods to their
 //!   next generation, deletes, re-adds of the deleted pods) applied to a
