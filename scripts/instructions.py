@@ -1,10 +1,13 @@
 #!/usr/bin/env python3
 """Instructions and estimated cycles per operation from the instruction benches.
 
-Reads the summaries that `cargo bench --bench instructions -- --save-summary=json`
-leaves under target/gungraun/, takes two figures of each benchmark and
-divides them by the operations it performs (`OPS` in
-benches/instructions/inputs.rs):
+Reads the summaries that `cargo bench -p larder -p kube-compare --bench
+instructions -- --save-summary=json` leaves under target/gungraun/ (larder's
+bench, benches/instructions/, and kube-compare's, which sets larder's
+Kubernetes store beside kube-runtime's), takes two figures of each benchmark
+and divides them by the operations it performs (`OPS` in
+benches/instructions/inputs.rs; in kube-compare/benches/instructions/kube.rs,
+`OPS`, and `LOOKUPS` for its `pods_on_node` rows):
 
   instructions  callgrind's `Ir`;
   est. cycles   gungraun's `EstimatedCycles`, from callgrind's cache
@@ -41,11 +44,20 @@ import subprocess
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SUMMARIES = os.path.join(ROOT, "target", "gungraun", "larder", "instructions")
+# Where gungraun leaves each bench's summaries (its home, then the package
+# and the bench's name).
+SUMMARIES = [
+    os.path.join(ROOT, "target", "gungraun", "larder", "instructions"),
+    os.path.join(ROOT, "target", "gungraun", "kube-compare", "instructions"),
+]
 BASELINES = os.path.join(ROOT, "benches", "instructions", "baselines.json")
 INPUTS = os.path.join(ROOT, "benches", "instructions", "inputs.rs")
+KUBE_BENCH = os.path.join(ROOT, "kube-compare", "benches", "instructions", "kube.rs")
+# The bench files whose groups and rows are listed (their order is the
+# tables' order).
+BENCH_FILES = sorted(glob.glob(os.path.join(os.path.dirname(INPUTS), "*.rs"))) + [KUBE_BENCH]
 TOLERANCE = 0.03
-GROUPS = ["snapshot", "indexed", "ordered", "lru", "typed"]
+GROUPS = ["snapshot", "indexed", "ordered", "lru", "typed", "kube"]
 # (key in baselines.json, gungraun's metric, table heading, name in messages)
 FIGURES = [
     ("instructions", "Ir", "instructions / op", "instructions"),
@@ -57,16 +69,31 @@ TITLES = {
     "ordered": "OrderedIndex",
     "lru": "LruCache",
     "typed": "TypedCache",
+    "kube": "Kubernetes: larder beside kube-runtime (100,000 pods)",
 }
+# The operations of the `kube` group's benchmarks, by the constant of
+# kube-compare/benches/instructions/kube.rs that counts them.
+KUBE_OPS = {"apply_event": "OPS", "pods_on_node": "LOOKUPS"}
 
 
-def ops():
-    """The operation count every benchmark performs, read from the bench."""
-    text = open(INPUTS).read()
-    match = re.search(r"pub const OPS: usize = ([0-9_]+);", text)
+def constant(path, name):
+    """The value of `pub const NAME: usize = N;` in the bench file `path`."""
+    text = open(path).read()
+    match = re.search(rf"pub const {name}: usize = ([0-9_]+);", text)
     if not match:
-        sys.exit(f"no `pub const OPS: usize = N;` in {INPUTS}")
+        sys.exit(f"no `pub const {name}: usize = N;` in {path}")
     return int(match.group(1).replace("_", ""))
+
+
+def ops(group="indexed", function=None):
+    """The operations a benchmark performs, read from its bench: `OPS` of
+    benches/instructions/inputs.rs for larder's own groups; for `kube`, the
+    constant KUBE_OPS names."""
+    if group == "kube":
+        if function not in KUBE_OPS:
+            sys.exit(f"kube::{function}: no operation count (add it to KUBE_OPS)")
+        return constant(KUBE_BENCH, KUBE_OPS[function])
+    return constant(INPUTS, "OPS")
 
 
 def cycles(m):
@@ -99,10 +126,10 @@ def geometry(directory):
 
 def measured():
     """({(group, function, id): {figure: per operation}}, cache geometry) of this run."""
-    per_op = ops()
     rows = {}
     geometries = {}
-    for path in glob.glob(os.path.join(SUMMARIES, "*", "*", "summary.json")):
+    paths = [p for d in SUMMARIES for p in glob.glob(os.path.join(d, "*", "*", "summary.json"))]
+    for path in paths:
         summary = json.load(open(path))
         profile = next(p for p in summary["profiles"] if p["tool"] == "Callgrind")
         metrics = {k: v["values"]["new"] for k, v in profile["data"]["total"]["metrics"].items()}
@@ -116,10 +143,11 @@ def measured():
                 f"{name(key)}: gungraun's EstimatedCycles {metrics['EstimatedCycles']} is not "
                 f"{cycles(metrics)}, the formula of gungraun 0.20: see design/instruction-counts.md"
             )
+        per_op = ops(key[0], key[1])
         rows[key] = {figure: metrics[metric] / per_op for figure, metric, _, _ in FIGURES}
         geometries[key] = json.dumps(geometry(os.path.dirname(path)), sort_keys=True)
     if not rows:
-        sys.exit(f"no summaries under {SUMMARIES}: run scripts/instructions.sh")
+        sys.exit(f"no summaries under {' or '.join(SUMMARIES)}: run scripts/instructions.sh")
     if len(set(geometries.values())) != 1:
         sys.exit(f"rows simulated with different caches: {sorted(set(geometries.values()))}")
     return rows, json.loads(next(iter(geometries.values())))
@@ -139,7 +167,7 @@ def bench_order():
     {function: [id, ...]} in the order of their `#[bench::id(...)]` lines."""
     listed = []
     ids = {}
-    for path in sorted(glob.glob(os.path.join(os.path.dirname(INPUTS), "*.rs"))):
+    for path in BENCH_FILES:
         text = open(path).read()
         for group, names in re.findall(r"name\s*=\s*(\w+);\s*benchmarks\s*=\s*([\w,\s]+)\)", text):
             listed.extend((group, n.strip()) for n in names.split(",") if n.strip())
@@ -195,6 +223,56 @@ def table(rows):
                     ratio = f"{rows[key][figure] / rows[first][figure]:.2f}"
                 cells.append(f"{rows[key][figure]:,.1f} | {ratio}")
             print(f"| {key[1]} | {key[2]} | {' | '.join(cells)} |")
+    kube_goals(rows)
+
+
+def kube_goals(rows):
+    """The `kube` group's rows as its goals read them, in both figures:
+    larder's watch event with no index against kube-runtime's (at most
+    1x); with the namespace and node indexes against larder's with none
+    plus the two index functions' own cost (at most 1.25x); kube-runtime's
+    "pods on node X" against larder's node index (at least 100x). Printed,
+    not checked: the peer rows are the measure, and the gate checks
+    larder's rows against their baselines."""
+    def row(function, contender):
+        return rows.get(("kube", function, contender))
+
+    goals = []
+    plain, indexed = row("apply_event", "larder_no_index"), row("apply_event", "larder_namespace_node")
+    fns, kube = row("apply_event", "index_fns"), row("apply_event", "kube_runtime")
+    if plain and kube:
+        goals.append(("watch event, no index: larder / kube-runtime", "<= 1", lambda f: plain[f] / kube[f], 1.0, False))
+    if plain and indexed and fns:
+        goals.append((
+            "watch event, namespace and node indexes: larder / (no index + index functions)",
+            "<= 1.25",
+            lambda f: indexed[f] / (plain[f] + fns[f]),
+            1.25,
+            False,
+        ))
+    larder_read = row("pods_on_node", "larder")
+    for contender in ["kube_runtime_state", "kube_runtime_state_filter"]:
+        other = row("pods_on_node", contender)
+        if larder_read and other:
+            goals.append((
+                f"pods on node X: {contender} / larder",
+                ">= 100",
+                lambda f, other=other: other[f] / larder_read[f],
+                100.0,
+                True,
+            ))
+    if not goals:
+        return
+    print("\n#### Kubernetes goals\n")
+    print("| goal | bound | instructions | est. cycles |")
+    print("|---|---|---:|---:|")
+    for title, bound, ratio, limit, at_least in goals:
+        cells = []
+        for figure, _, _, _ in FIGURES:
+            value = ratio(figure)
+            met = value >= limit if at_least else value <= limit
+            cells.append(f"{value:.2f} {'met' if met else 'MISSED'}")
+        print(f"| {title} | {bound} | {' | '.join(cells)} |")
 
 
 def load_baselines():
@@ -263,7 +341,9 @@ def update(rows, cache):
     except OSError:
         pass
     data = {
-        "about": "Per operation of benches/instructions (a figure over ops): instructions "
+        "about": "Per operation of benches/instructions (a figure over ops) and of "
+        "kube-compare/benches/instructions (the kube rows: over its OPS, or its LOOKUPS for "
+        "pods_on_node): instructions "
         "(callgrind Ir) and est. cycles (gungraun's EstimatedCycles: L1 hits + 5 x LL hits "
         "+ 35 x LL misses, over instruction fetches and data accesses, under the cache "
         "below); scripts/instructions.sh --check fails when either grows more than 3% in "

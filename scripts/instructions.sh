@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Instructions and estimated cycles per operation of every primitive's
-# single-thread hot paths, beside its peers, from callgrind with its cache
-# simulation (benches/instructions/, through gungraun). Both figures depend
+# single-thread hot paths, beside its peers, and of larder's Kubernetes store
+# beside kube-runtime's (kube-compare/benches/instructions/kube.rs), from
+# callgrind with its cache simulation (through gungraun). Both figures depend
 # on the build alone, not on the machine's speed or load: the same on every
 # run of the same build (but for rows whose code seeds a hasher from the
 # OS: design/instruction-counts.md).
@@ -15,7 +16,7 @@
 # Needs valgrind (`apt-get install valgrind`) and gungraun-runner of the
 # version Cargo.lock pins for the gungraun library (installed here with
 # `cargo install` when missing). About 280 CPU-seconds after the build,
-# spread over the cores (--parallel).
+# spread over the cores (--parallel), and KUBE more for the kube rows.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -55,9 +56,12 @@ cache="--I1=32768,8,64 --D1=32768,8,64 --LL=524288,8,64"
 # where scripts/instructions.py reads them. Old ones would pass for this
 # run's rows.
 home="$PWD/target/gungraun"
-rm -rf "$home/larder/instructions"
+rm -rf "$home/larder/instructions" "$home/kube-compare/instructions"
 mkdir -p target
-cargo bench --bench instructions -- --save-summary=json --home="$home" \
+# Both benches in one cargo invocation, so the dependencies they share
+# build once, with one set of features (larder's lib with its `kube`
+# feature, which kube-compare turns on; larder's rows are recorded so).
+cargo bench -p larder -p kube-compare --bench instructions -- --save-summary=json --home="$home" \
   --callgrind-args="--cache-sim=yes $cache" --callgrind-metrics=ir,EstimatedCycles \
   --parallel ${filter:+"$filter"} > target/instructions.log 2>&1 || {
   tail -40 target/instructions.log
