@@ -596,7 +596,12 @@ async fn four_writers_through_etcd_kills_and_watch_faults_converge_with_no_misma
                 &unreconciled[..unreconciled.len().min(10)]
             );
             let overlaps = reconciles.overlaps();
-            assert!(overlaps.is_empty(), "one key in two workers: {overlaps:?}");
+            assert!(
+                overlaps.is_empty(),
+                "one key in two workers {} times, the first: {:?}",
+                overlaps.len(),
+                &overlaps[..overlaps.len().min(10)]
+            );
             assert!(
                 reconciles.most_at_once() >= 2,
                 "the workers never overlapped: an overlap of one key could not be seen"

@@ -23,9 +23,14 @@ use larder::{Clock, ManualClock};
 
 /// What a failing key's reconcile does at each attempt, by attempt number:
 /// three failures (retried after 5, 10 and 20 ms by client-go's default
-/// limiter), a success asking to come back after [`REQUEUE_AFTER`] (its
-/// failures forgotten), one more failure (5 ms again), a success. Every
-/// other key succeeds at once.
+/// limiter), a success asking to come back at once (its failures
+/// forgotten), one more failure (5 ms again), a success. Every other key
+/// succeeds at once.
+///
+/// The requeue at once is an add while the key's worker still holds it:
+/// the queue must hand the key out again only after that worker is done,
+/// so a queue that lost its per-key guard gives it to a second worker
+/// while the first holds it, which the reconcile sees.
 pub const FAILING_SCHEDULE: [Outcome; 6] = [
     Outcome::Failed,
     Outcome::Failed,
@@ -35,8 +40,8 @@ pub const FAILING_SCHEDULE: [Outcome; 6] = [
     Outcome::Done,
 ];
 
-/// The delay of the schedule's `Action::requeue`.
-pub const REQUEUE_AFTER: Duration = Duration::from_millis(1);
+/// The delay of the schedule's `Action::requeue`: none.
+pub const REQUEUE_AFTER: Duration = Duration::ZERO;
 
 /// client-go's default per-key backoff: 5 ms, doubling, capped at 1000 s.
 pub fn limiter_delay(failures: u32) -> Duration {
@@ -221,12 +226,12 @@ impl Reconciles {
 
     /// Each failing key's departures from the schedule and the limiter:
     /// exactly the schedule's attempts, all given the key's one object
-    /// (the failing keys are written once: every retry comes from the
-    /// queue's delays, none from a change); each attempt's failure count
+    /// (the failing keys are written once: every attempt after the first
+    /// is the controller's retry or requeue, none a change's); each
+    /// attempt's failure count
     /// the failures since the last success; each retry no sooner, on the
     /// manual clock, than the limiter's delay for that count (5, 10,
-    /// 20 ms, then 5 ms again after the success), the requeue no sooner
-    /// than its delay.
+    /// 20 ms, then 5 ms again after the success).
     pub fn backoff_errors(&self) -> Vec<String> {
         let log = self.log.lock().unwrap();
         let mut found = Vec::new();
