@@ -7,6 +7,14 @@
 //! its watches and compacts etcd's history. At the end the store, each
 //! index and the replica must equal what the server holds.
 //!
+//! The reflector is run by a controller (`larder::controller`) with four
+//! workers on a `ManualClock` that a task moves forward a millisecond at a
+//! time, and a recording reconcile (tests/common/reconciles.rs): every
+//! key's last reconcile must see its final state, no key may be in two
+//! workers at once, and the keys that fail on a schedule must be retried
+//! no sooner than the default limiter's delays, with their failures
+//! forgotten after a success.
+//!
 //! A silent watch's bound is `a_silent_watch_is_given_up_within_its_deadline`
 //! in tests/kube_reflector.rs; the faults each have their own test there
 //! and in tests/kube_source.rs.
@@ -19,6 +27,8 @@ mod etcd_server;
 mod kube_objects;
 #[path = "common/kube_server/mod.rs"]
 mod kube_server;
+#[path = "common/reconciles.rs"]
+mod reconciles;
 #[path = "common/recorder.rs"]
 mod recorder;
 #[path = "common/watchdog.rs"]
@@ -26,7 +36,7 @@ mod watchdog;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use etcd_server::bounded;
@@ -34,12 +44,14 @@ use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use kube::api::{DeleteParams, ListParams, PostParams};
 use kube::{Api, Client, ResourceExt};
 use kube_objects::{Fixture, config_map, pod, revision_of};
-use larder::IndexedStore;
+use larder::controller::Controller;
 use larder::reflector::{
     Backoff, KubeSource, Reflector, StoreReader, index_by_label, index_by_namespace,
     meta_namespace_key,
 };
-use recorder::{Recorder, Shared};
+use larder::{IndexedStore, ManualClock};
+use reconciles::Reconciles;
+use recorder::{Call, Recorder, Shared};
 
 /// The tokio-level limit of the test's body: a hang fails with the test's
 /// name and unwinds, which kills etcd. The watchdog (120 s) is the backstop
@@ -59,6 +71,14 @@ const CHANGES: u64 = 5_000;
 const NAMESPACES: u64 = 5;
 const TIERS: [&str; 3] = ["gold", "silver", "bronze"];
 const TIER_LABEL: &str = "tier";
+/// The controller's workers.
+const WORKERS: usize = 4;
+/// Of each writer's objects written once (created, never changed), every
+/// this many fails on `reconciles::FAILING_SCHEDULE` (eight a writer).
+const FAILING_EVERY: usize = 40;
+/// How often the task that moves the controller's clock moves it, by as
+/// much.
+const TICK: Duration = Duration::from_millis(1);
 
 type ConfigMaps = StoreReader<String, ConfigMap>;
 
@@ -105,6 +125,37 @@ fn object(writer: u64, i: u64, version: u64) -> ConfigMap {
         config.metadata.labels = Some([(TIER_LABEL.to_owned(), tier.to_owned())].into());
     }
     config
+}
+
+/// The key of every object the writers write, and the failing ones: every
+/// `FAILING_EVERY`th object of a writer that it writes only once, so that
+/// its every reconcile after the first is a retry of the controller's, none
+/// a change's.
+fn written_keys() -> (BTreeSet<String>, BTreeSet<String>) {
+    let (mut written, mut failing) = (BTreeSet::new(), BTreeSet::new());
+    for w in 0..WRITERS {
+        let mut changes: BTreeMap<u64, usize> = BTreeMap::new();
+        for (_, i) in plan(CHANGES / WRITERS) {
+            *changes.entry(i).or_default() += 1;
+        }
+        let key = |i: u64| meta_namespace_key(&object(w, i, 1));
+        written.extend(changes.keys().map(|&i| key(i)));
+        let once = changes.iter().filter(|&(_, &n)| n == 1).map(|(&i, _)| i);
+        failing.extend(once.step_by(FAILING_EVERY).map(key));
+    }
+    (written, failing)
+}
+
+/// Every key the replica was told of.
+fn notified_keys(replica: &Recorder<String, ConfigMap>) -> BTreeSet<String> {
+    let state = replica.state.lock().unwrap();
+    state
+        .calls
+        .iter()
+        .map(|call| match call {
+            Call::Add(key, _) | Call::Update(key, _, _) | Call::Delete(key, _) => key.clone(),
+        })
+        .collect()
 }
 
 /// Writes one change, retrying while it fails (etcd down or restarting): a
@@ -333,7 +384,35 @@ async fn four_writers_through_etcd_kills_and_watch_faults_converge_with_no_misma
                 .unwrap();
             let store = reflector.reader();
             let handle = reflector.handle();
-            let task = tokio::spawn(reflector.run());
+            // The controller runs the reflector; its clock moves a tick
+            // every tick of real time (or more slowly), so retries fall due
+            // while the run goes on, and their times are exact.
+            let (written, failing) = written_keys();
+            let clock = ManualClock::new();
+            let reconciles = Reconciles::new(clock.clone(), failing.clone());
+            let controller = {
+                let reconciles = Arc::clone(&reconciles);
+                Controller::builder(reflector, move |key, object| {
+                    Arc::clone(&reconciles).reconcile(key, object)
+                })
+                .workers(WORKERS)
+                .clock(clock.clone())
+                .build()
+                .unwrap()
+            };
+            let runner = controller.handle();
+            reconciles.handle.set(runner.clone()).unwrap();
+            let task = tokio::spawn(controller.run());
+            let ticking = Arc::new(AtomicBool::new(true));
+            let ticker = tokio::spawn({
+                let ticking = Arc::clone(&ticking);
+                async move {
+                    while ticking.load(Ordering::Relaxed) {
+                        tokio::time::sleep(TICK).await;
+                        clock.advance(TICK);
+                    }
+                }
+            });
             handle.wait_until_synced_timeout(CATCH_UP).await.unwrap();
 
             let done = Arc::new(AtomicU64::new(0));
@@ -452,12 +531,29 @@ async fn four_writers_through_etcd_kills_and_watch_faults_converge_with_no_misma
                 .collect();
             let found = mismatches(&store, &replica, &truth);
             store.check_invariants();
+            // Every key the reflector delivered is reconciled after its
+            // last change: its last reconcile saw the server's object (or
+            // none, deleted) and succeeded.
+            let notified = notified_keys(&replica);
+            let strays: Vec<_> = notified.difference(&written).collect();
+            assert!(strays.is_empty(), "keys nobody wrote: {strays:?}");
+            let reconciled_by = Instant::now() + CATCH_UP;
+            let unreconciled = loop {
+                let unreconciled = reconciles.unreconciled(&notified, &truth);
+                if unreconciled.is_empty() || Instant::now() > reconciled_by {
+                    break unreconciled;
+                }
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            };
             let stats = handle.stats();
+            let runner_stats = runner.stats();
             println!(
                 "changes {changes} ({} failed tries retried), objects at the end {}, \
                  etcd kills {}, compactions {}, watch faults {} (hitting {} watches, {} \
                  expired), lists {} (relists {}), watch restarts {}, events applied {}, \
-                 revision {current}, mismatches {}, took {:?}",
+                 revision {current}, mismatches {}, reconciles {} ({} keys failing \
+                 on schedule, at most {} at once, clock at {:?}), {runner_stats:?}, \
+                 took {:?}",
                 retries.load(Ordering::Relaxed),
                 truth.len(),
                 injected.kills,
@@ -470,6 +566,10 @@ async fn four_writers_through_etcd_kills_and_watch_faults_converge_with_no_misma
                 stats.watch_restarts,
                 stats.events_applied,
                 found.len(),
+                reconciles.attempts(),
+                failing.len(),
+                reconciles.most_at_once(),
+                reconciles.now(),
                 began.elapsed(),
             );
             assert!(
@@ -487,8 +587,58 @@ async fn four_writers_through_etcd_kills_and_watch_faults_converge_with_no_misma
                 );
             }
             assert_eq!(stats.invalid_objects, 0, "{stats:?}");
-            handle.stop();
-            task.await.expect("the reflector's task");
+
+            assert!(
+                unreconciled.is_empty(),
+                "{} keys not reconciled after their last change within {CATCH_UP:?}, the \
+                 first: {:#?}",
+                unreconciled.len(),
+                &unreconciled[..unreconciled.len().min(10)]
+            );
+            let overlaps = reconciles.overlaps();
+            assert!(
+                overlaps.is_empty(),
+                "one key in two workers {} times, the first: {:?}",
+                overlaps.len(),
+                &overlaps[..overlaps.len().min(10)]
+            );
+            assert!(
+                reconciles.most_at_once() >= 2,
+                "the workers never overlapped: an overlap of one key could not be seen"
+            );
+            let backoff = reconciles.backoff_errors();
+            assert!(
+                backoff.is_empty(),
+                "{} departures from the failing keys' backoff, the first: {:#?}",
+                backoff.len(),
+                &backoff[..backoff.len().min(10)]
+            );
+            let failures = reconciles::FAILING_SCHEDULE
+                .iter()
+                .filter(|&&outcome| outcome == reconciles::Outcome::Failed)
+                .count() as u64;
+            assert_eq!(
+                (
+                    runner_stats.failed,
+                    runner_stats.panicked,
+                    runner_stats.requeued
+                ),
+                (failures * failing.len() as u64, 0, failing.len() as u64),
+                "{runner_stats:?}"
+            );
+            for key in &failing {
+                assert_eq!(
+                    runner.num_requeues(key),
+                    0,
+                    "{key}'s failures not forgotten"
+                );
+            }
+            assert_eq!(reconciles.in_flight(), 0);
+            runner.shut_down();
+            task.await.expect("the controller's task");
+            assert!(handle.is_finished());
+            ticking.store(false, Ordering::Relaxed);
+            ticker.await.expect("the clock's task");
         },
     )
     .await;
