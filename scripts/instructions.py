@@ -74,6 +74,11 @@ TITLES = {
 # The operations of the `kube` group's benchmarks, by the constant of
 # kube-compare/benches/instructions/kube.rs that counts them.
 KUBE_OPS = {"apply_event": "OPS", "pods_on_node": "LOOKUPS"}
+# larder's benchmarks that perform fewer operations than `OPS` (each of them
+# costly under callgrind), and the constant of benches/instructions/ that
+# counts them.
+INDEXED_BENCH = os.path.join(ROOT, "benches", "instructions", "indexed.rs")
+LARDER_OPS = {("indexed", "replace"): "RELISTS", ("indexed", "by_index"): "NAMESPACE_READS"}
 
 
 def constant(path, name):
@@ -87,12 +92,14 @@ def constant(path, name):
 
 def ops(group="indexed", function=None):
     """The operations a benchmark performs, read from its bench: `OPS` of
-    benches/instructions/inputs.rs for larder's own groups; for `kube`, the
-    constant KUBE_OPS names."""
+    benches/instructions/inputs.rs for larder's own groups (or the constant
+    LARDER_OPS names); for `kube`, the constant KUBE_OPS names."""
     if group == "kube":
         if function not in KUBE_OPS:
             sys.exit(f"kube::{function}: no operation count (add it to KUBE_OPS)")
         return constant(KUBE_BENCH, KUBE_OPS[function])
+    if (group, function) in LARDER_OPS:
+        return constant(INDEXED_BENCH, LARDER_OPS[(group, function)])
     return constant(INPUTS, "OPS")
 
 

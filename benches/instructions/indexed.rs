@@ -2,7 +2,7 @@
 //! `DashMap`, over 10,000 pod-shaped objects in 100 namespaces (the pods of
 //! `benches/common/indexed.rs`): a get, an insert that replaces an object,
 //! every object of one namespace, one watch event, and a relist (`replace`)
-//! of 100,000 pods into an empty store.
+//! of 10,000 pods into an empty store.
 //!
 //! larder keeps a namespace and a label index (as an informer does) unless
 //! a row says "no index"; the peers keep none, so their `by_index` is a
@@ -241,11 +241,17 @@ fn insert<S: Store>((store, puts): (S, Vec<(String, Arc<Pod>)>)) -> S {
     store
 }
 
-/// A store and [`OPS`] namespaces to list (100 objects each).
+/// Namespaces listed by each `by_index` row (`scripts/instructions.py`
+/// reads it here): fewer than [`OPS`], as each of the peers' reads scans
+/// every object.
+pub const NAMESPACE_READS: usize = 100;
+
+/// A store and [`NAMESPACE_READS`] namespaces to list (100 objects each).
 fn namespaces<S: Store>() -> (S, Vec<String>) {
     let listed = listed();
     let namespaces = picks(3)
         .into_iter()
+        .take(NAMESPACE_READS)
         .map(|i| listed[i].1.namespace.clone())
         .collect();
     (S::build(&listed), namespaces)
@@ -356,9 +362,13 @@ fn watch_burst((store, events, per_write): (Indexed, Vec<Event>, usize)) -> Inde
     store
 }
 
+/// Operations of the `replace` rows (`scripts/instructions.py` reads it
+/// here): fewer than [`OPS`], as each relists a hundred objects.
+pub const RELISTS: usize = 100;
+
 /// Pods in the relist of the `replace` rows: a hundred per operation, so
 /// that a row's instructions per op are those of a hundred objects.
-const RELISTED: usize = 100 * OPS;
+const RELISTED: usize = 100 * RELISTS;
 
 /// A store that takes a whole list at once (an informer's relist).
 trait Relist: Store {

@@ -42,7 +42,7 @@ pub const OPS: usize = 1_000;
 /// Node reads per `pods_on_node` benchmark: its counts are divided by it
 /// (`scripts/instructions.py` reads it here). Fewer than [`OPS`]: each of
 /// kube-runtime's reads visits every stored pod.
-pub const LOOKUPS: usize = 100;
+pub const LOOKUPS: usize = 10;
 
 /// Pods in every store: the full comparison's.
 const STORED: usize = PODS;
