@@ -211,6 +211,11 @@ async fn parent(args: Args) -> Result<(), String> {
 /// /proc/loadavg's first three fields (the 1, 5 and 15 minute loads).
 fn loadavg() -> String {
     std::fs::read_to_string("/proc/loadavg")
-        .map(|text| text.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .map(|text| {
+            text.split_whitespace()
+                .take(3)
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
         .unwrap_or_default()
 }

@@ -33,11 +33,10 @@ fn key(prefix: &str, object: &Pod) -> String {
 fn stored(prefix: &str, i: usize) -> (String, String) {
     let mut object = pod(i, 0);
     object.metadata.resource_version = None;
-    object.metadata.creation_timestamp = Some(
-        k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+    object.metadata.creation_timestamp =
+        Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
             "2025-01-01T00:00:00Z".parse().expect("a valid time"),
-        ),
-    );
+        ));
     let value = serde_json::to_string(&object).expect("a pod serializes");
     (key(prefix, &object), value)
 }
