@@ -289,7 +289,7 @@ impl<K> KubeSource<K> {
     }
 }
 
-impl<K: Resource + DeserializeOwned> KubeSource<K> {
+impl<K: Resource + Clone + DeserializeOwned> KubeSource<K> {
     /// Reads the list, `limit` objects a page (every page when `None`: one
     /// request).
     async fn read_list(&self, limit: Option<u32>) -> Result<Listed<String, K>, ListFailure> {
@@ -381,7 +381,7 @@ impl<K: Resource + DeserializeOwned> KubeSource<K> {
 
 impl<K> Source for KubeSource<K>
 where
-    K: Resource + DeserializeOwned + Send + Sync + 'static,
+    K: Resource + Clone + DeserializeOwned + Send + Sync + 'static,
 {
     type Key = String;
     type Object = K;
