@@ -49,7 +49,7 @@ pub async fn seed(etcd: &Client, prefix: &str, count: usize) -> Result<u64, etcd
             let mut bytes = 0;
             let puts: Vec<TxnOp> = (first..(first + BATCH).min(count))
                 .map(|i| {
-                    let (key, value) = stored(&prefix, i);
+                    let (key, value) = stored(prefix, i);
                     bytes += value.len() as u64;
                     TxnOp::put(key, value, None)
                 })
