@@ -45,7 +45,7 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use super::source::{Listed, Revision, Source, SourceError};
-use decode::{RawObject, TransformFn, parse_resource_version};
+use decode::{RawObject, TransformFn, decoded, parse_resource_version};
 
 pub use builder::{
     DEFAULT_KUBE_PAGE_SIZE, DEFAULT_KUBE_WATCH_GRACE, DEFAULT_KUBE_WATCH_TIMEOUT,
@@ -209,7 +209,21 @@ fn request_failed(what: &'static str, error: ::kube::Error, requested: Revision)
     }
 }
 
-/// One page of a list, its objects not yet decoded.
+/// One page of a list, every object decoded as `K` straight from the
+/// page's text, as kube-runtime's watcher decodes it: the way a page is
+/// read while all its objects decode (a list's cost is mostly this).
+#[derive(Deserialize)]
+#[serde(bound = "K: DeserializeOwned")]
+struct TypedList<K> {
+    #[serde(default)]
+    metadata: RawListMeta,
+    #[serde(default)]
+    items: Option<Vec<K>>,
+}
+
+/// One page of a list, its objects not yet decoded: read so when some
+/// object of the page is not a `K`, to decode each on its own (one bad
+/// object must not cost the page).
 #[derive(Deserialize)]
 struct RawList {
     #[serde(default)]
@@ -275,7 +289,7 @@ impl<K> KubeSource<K> {
     }
 }
 
-impl<K: DeserializeOwned> KubeSource<K> {
+impl<K: Resource + Clone + DeserializeOwned> KubeSource<K> {
     /// Reads the list, `limit` objects a page (every page when `None`: one
     /// request).
     async fn read_list(&self, limit: Option<u32>) -> Result<Listed<String, K>, ListFailure> {
@@ -310,16 +324,22 @@ impl<K: DeserializeOwned> KubeSource<K> {
                     )));
                 }
             };
-            let page: RawList = serde_json::from_str(&text).map_err(|error| {
-                ListFailure::Failed(SourceError::connection(KubeSourceFailure(format!(
-                    "cannot read a list page: {error}"
-                ))))
-            })?;
+            let (metadata, typed, raw) = match serde_json::from_str::<TypedList<K>>(&text) {
+                Ok(page) => (page.metadata, page.items.unwrap_or_default(), Vec::new()),
+                Err(_) => {
+                    let page: RawList = serde_json::from_str(&text).map_err(|error| {
+                        ListFailure::Failed(SourceError::connection(KubeSourceFailure(format!(
+                            "cannot read a list page: {error}"
+                        ))))
+                    })?;
+                    (page.metadata, Vec::new(), page.items.unwrap_or_default())
+                }
+            };
             let pinned = match revision {
                 Some(revision) => revision,
                 None => {
                     let first =
-                        parse_resource_version(page.metadata.resource_version.as_deref(), || {
+                        parse_resource_version(metadata.resource_version.as_deref(), || {
                             "the list".to_owned()
                         })
                         .map_err(|error| ListFailure::Failed(SourceError::connection(error)))?;
@@ -327,19 +347,25 @@ impl<K: DeserializeOwned> KubeSource<K> {
                     first
                 }
             };
-            for value in page.items.into_iter().flatten() {
+            // Each item carries its own version, the revision of its last
+            // change (a relist tells unchanged objects by it); one that does
+            // not parse is no error: the list's revision stands in (the
+            // object then counts as changed).
+            for object in typed {
+                match decoded(object, pinned, self.transform.as_ref()) {
+                    Ok(listed) => items.push(listed),
+                    Err(bad) => invalid.push(bad),
+                }
+            }
+            for value in raw {
                 let raw = RawObject::new(value);
-                // Each item carries its own version, the revision of its
-                // last change (a relist tells unchanged objects by it); one
-                // that does not parse is no error: the list's revision
-                // stands in (the object then counts as changed).
                 let at = raw.revision().unwrap_or(pinned);
                 match raw.decode(at, self.transform.as_ref()) {
                     Ok((key, object)) => items.push((key, object, at)),
                     Err(bad) => invalid.push(bad),
                 }
             }
-            match page.metadata.continue_token {
+            match metadata.continue_token {
                 Some(token) if !token.is_empty() => continue_token = Some(token),
                 _ => {
                     return Ok(Listed {
@@ -355,7 +381,7 @@ impl<K: DeserializeOwned> KubeSource<K> {
 
 impl<K> Source for KubeSource<K>
 where
-    K: Resource + DeserializeOwned + Send + Sync + 'static,
+    K: Resource + Clone + DeserializeOwned + Send + Sync + 'static,
 {
     type Key = String;
     type Object = K;
