@@ -6,8 +6,8 @@ instructions -- --save-summary=json` leaves under target/gungraun/ (larder's
 bench, benches/instructions/, and kube-compare's, which sets larder's
 Kubernetes store beside kube-runtime's), takes two figures of each benchmark
 and divides them by the operations it performs (`OPS` in
-benches/instructions/inputs.rs; in kube-compare/benches/instructions/kube.rs,
-`OPS`, and `LOOKUPS` for its `pods_on_node` rows):
+benches/instructions/inputs.rs, or the constant OPS_CONSTANTS names for the
+benchmarks that perform another count):
 
   instructions  callgrind's `Ir`;
   est. cycles   gungraun's `EstimatedCycles`, from callgrind's cache
@@ -71,14 +71,16 @@ TITLES = {
     "typed": "TypedCache",
     "kube": "Kubernetes: larder beside kube-runtime (100,000 pods)",
 }
-# The operations of the `kube` group's benchmarks, by the constant of
-# kube-compare/benches/instructions/kube.rs that counts them.
-KUBE_OPS = {"apply_event": "OPS", "pods_on_node": "LOOKUPS"}
-# larder's benchmarks that perform fewer operations than `OPS` (each of them
-# costly under callgrind), and the constant of benches/instructions/ that
-# counts them.
+# The benchmarks that perform another count of operations than `OPS` of
+# benches/instructions/inputs.rs (each of them costly under callgrind), and
+# the bench file and constant that count them. Every `kube` row has one.
 INDEXED_BENCH = os.path.join(ROOT, "benches", "instructions", "indexed.rs")
-LARDER_OPS = {("indexed", "replace"): "RELISTS", ("indexed", "by_index"): "NAMESPACE_READS"}
+OPS_CONSTANTS = {
+    ("indexed", "replace"): (INDEXED_BENCH, "RELISTS"),
+    ("indexed", "by_index"): (INDEXED_BENCH, "NAMESPACE_READS"),
+    ("kube", "apply_event"): (KUBE_BENCH, "OPS"),
+    ("kube", "pods_on_node"): (KUBE_BENCH, "LOOKUPS"),
+}
 
 
 def constant(path, name):
@@ -91,16 +93,12 @@ def constant(path, name):
 
 
 def ops(group="indexed", function=None):
-    """The operations a benchmark performs, read from its bench: `OPS` of
-    benches/instructions/inputs.rs for larder's own groups (or the constant
-    LARDER_OPS names); for `kube`, the constant KUBE_OPS names."""
-    if group == "kube":
-        if function not in KUBE_OPS:
-            sys.exit(f"kube::{function}: no operation count (add it to KUBE_OPS)")
-        return constant(KUBE_BENCH, KUBE_OPS[function])
-    if (group, function) in LARDER_OPS:
-        return constant(INDEXED_BENCH, LARDER_OPS[(group, function)])
-    return constant(INPUTS, "OPS")
+    """The operations a benchmark performs, read from its bench: the
+    constant OPS_CONSTANTS names, or `OPS` of benches/instructions/inputs.rs."""
+    if group == "kube" and (group, function) not in OPS_CONSTANTS:
+        sys.exit(f"kube::{function}: no operation count (add it to OPS_CONSTANTS)")
+    path, name = OPS_CONSTANTS.get((group, function), (INPUTS, "OPS"))
+    return constant(path, name)
 
 
 def cycles(m):
